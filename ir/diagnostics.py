@@ -1,0 +1,78 @@
+"""Diagnostics: `file:line:col: error: message` with the source line and a caret."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tirc.ir.span import SourceMap, Span
+
+MAX_ERRORS = 20
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One message about the user's program, at a place in it."""
+
+    severity: str  # "error", "warning" or "note"
+    message: str
+    span: Span | None = None
+    notes: tuple[Diagnostic, ...] = field(default=())
+
+    def header(self) -> str:
+        where = f"{self.span}: " if self.span is not None else "tirc: "
+        return f"{where}{self.severity}: {self.message}"
+
+    def render(self) -> str:
+        """Plain text: the header, then the source line and a caret under the span."""
+        lines = [self.header()]
+        lines.extend(_excerpt(self.span))
+        for note in self.notes:
+            lines.append(note.render())
+        return "\n".join(lines)
+
+
+def _excerpt(span: Span | None) -> list[str]:
+    if span is None:
+        return []
+    text = SourceMap.line(span.file, span.line)
+    if text is None:
+        return []
+    width = span.end_col - span.col if span.end_line == span.line else len(text) - span.col + 1
+    return [text, " " * (span.col - 1) + "^" + "~" * max(0, width - 1)]
+
+
+class CompileError(Exception):
+    """Raised for errors in the user's program; carries every diagnostic found."""
+
+    def __init__(self, diagnostics: list[Diagnostic] | Diagnostic | str,
+                 span: Span | None = None) -> None:
+        if isinstance(diagnostics, str):
+            diagnostics = [Diagnostic("error", diagnostics, span)]
+        elif isinstance(diagnostics, Diagnostic):
+            diagnostics = [diagnostics]
+        self.diagnostics: list[Diagnostic] = list(diagnostics)
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        return "\n".join(d.render() for d in self.diagnostics)
+
+
+class DiagnosticContext:
+    """Collects errors so one run reports several of them (up to MAX_ERRORS)."""
+
+    def __init__(self) -> None:
+        self.diagnostics: list[Diagnostic] = []
+
+    def error(self, message: str, span: Span | None = None) -> None:
+        self.diagnostics.append(Diagnostic("error", message, span))
+        if len(self.errors()) >= MAX_ERRORS:
+            self.diagnostics.append(Diagnostic("note", f"too many errors, stopping after {MAX_ERRORS}"))
+            raise CompileError(self.diagnostics)
+
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+    def check(self) -> None:
+        """Raise a CompileError when any error was reported."""
+        if self.errors():
+            raise CompileError(self.diagnostics)

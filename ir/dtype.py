@@ -1,0 +1,110 @@
+"""Data types: scalar and vector element types of the IR, by their TVM names."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_KINDS = ("int", "uint", "float", "bfloat", "bool", "handle", "void")
+_NAME = re.compile(r"^(int|uint|float|bfloat|bool|handle|void)(\d*)(?:x(\d+))?$")
+
+
+class DTypeError(ValueError):
+    """An unknown or malformed dtype name."""
+
+
+@dataclass(frozen=True)
+class DType:
+    """A type code, a bit width and a vector lane count."""
+
+    kind: str
+    bits: int
+    lanes: int = 1
+
+    @staticmethod
+    def parse(name: str | DType) -> DType:
+        if isinstance(name, DType):
+            return name
+        m = _NAME.match(name)
+        if not m:
+            raise DTypeError(f"unknown dtype '{name}'")
+        kind, bits_s, lanes_s = m.groups()
+        if kind == "bool":
+            bits = 1
+        elif kind in ("handle", "void"):
+            bits = 64 if kind == "handle" else 0
+        else:
+            if not bits_s:
+                raise DTypeError(f"unknown dtype '{name}'")
+            bits = int(bits_s)
+        valid = {"int": (8, 16, 32, 64), "uint": (8, 16, 32, 64), "float": (16, 32, 64),
+                 "bfloat": (16,)}
+        if kind in valid and bits not in valid[kind]:
+            raise DTypeError(f"unknown dtype '{name}'")
+        if kind in ("bool", "handle", "void") and bits_s:
+            raise DTypeError(f"unknown dtype '{name}'")
+        lanes = int(lanes_s) if lanes_s else 1
+        if lanes < 1:
+            raise DTypeError(f"unknown dtype '{name}'")
+        return DType(kind, bits, lanes)
+
+    def __str__(self) -> str:
+        base = self.kind if self.kind in ("bool", "handle", "void") else f"{self.kind}{self.bits}"
+        return base if self.lanes == 1 else f"{base}x{self.lanes}"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in ("int", "uint")
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind in ("float", "bfloat")
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "bool"
+
+    @property
+    def is_handle(self) -> bool:
+        return self.kind == "handle"
+
+    @property
+    def is_void(self) -> bool:
+        return self.kind == "void"
+
+    @property
+    def bytes(self) -> int:
+        """Storage size of one element (bool takes a byte)."""
+        return max(1, self.bits // 8) * self.lanes
+
+    def with_lanes(self, lanes: int) -> DType:
+        return DType(self.kind, self.bits, lanes)
+
+    def element(self) -> DType:
+        return self.with_lanes(1)
+
+    def numpy_name(self) -> str:
+        """The numpy dtype name of one element (bfloat16 needs ml_dtypes)."""
+        if self.kind == "bool":
+            return "bool"
+        if self.kind == "bfloat":
+            return "bfloat16"
+        if self.kind in ("handle", "void"):
+            raise DTypeError(f"dtype '{self}' has no numpy equivalent")
+        return f"{self.kind}{self.bits}"
+
+
+def dtype(name: str | DType) -> DType:
+    """Parse a dtype name such as "float32" or "int64x4"."""
+    return DType.parse(name)
+
+
+BOOL = DType("bool", 1)
+INT32 = DType("int", 32)
+INT64 = DType("int", 64)
+FLOAT32 = DType("float", 32)
+HANDLE = DType("handle", 64)
+VOID = DType("void", 0)
+
+SCALAR_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                "float16", "bfloat16", "float32", "float64")

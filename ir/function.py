@@ -1,0 +1,34 @@
+"""Loop-level functions (TensorIR's PrimFunc)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tirc.ir.buffer import Buffer
+from tirc.ir.expr import Var
+from tirc.ir.node import Node
+from tirc.ir.stmt import Stmt
+
+
+@dataclass(frozen=True)
+class PrimFunc(Node):
+    """A loop function: parameters (handles or scalars), the buffers behind handles, a body.
+
+    `buffer_map` maps a handle parameter to the buffer it is matched to; `attrs` holds
+    `T.func_attr` entries (e.g. "global_symbol", "tir.noalias").
+    """
+
+    name: str
+    params: tuple[Var, ...]
+    buffer_map: dict[Var, Buffer] = field(hash=False)
+    body: Stmt = field(hash=False)
+    attrs: dict[str, Any] = field(default_factory=dict, hash=False)
+
+    def buffer_of(self, param: Var) -> Buffer | None:
+        return self.buffer_map.get(param)
+
+    @property
+    def buffers(self) -> list[Buffer]:
+        """The parameter buffers in parameter order."""
+        return [self.buffer_map[p] for p in self.params if p in self.buffer_map]

@@ -1,0 +1,195 @@
+"""Graph-level IR (Relax-like): struct info, dataflow bindings, operator calls, functions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tirc.ir.dtype import DType
+from tirc.ir.expr import PrimExpr
+from tirc.ir.node import IdentityNode, Node
+
+# ---- struct info: the static type and shape of a graph value -----------------------------
+
+
+@dataclass(frozen=True)
+class StructInfo(Node):
+    """Base of struct info."""
+
+
+@dataclass(frozen=True)
+class TensorSInfo(StructInfo):
+    """`R.Tensor(shape, dtype)`; shape None means unknown rank-`ndim` (-1: unknown rank)."""
+
+    shape: tuple[PrimExpr, ...] | None
+    dtype: DType | None
+    ndim: int = -1
+
+
+@dataclass(frozen=True)
+class TupleSInfo(StructInfo):
+    """`R.Tuple(...)`."""
+
+    fields: tuple[StructInfo, ...]
+
+
+@dataclass(frozen=True)
+class ShapeSInfo(StructInfo):
+    """`R.Shape([...])`: a shape value."""
+
+    values: tuple[PrimExpr, ...] | None
+    ndim: int = -1
+
+
+@dataclass(frozen=True)
+class PrimSInfo(StructInfo):
+    """`R.Prim("int64")`: a scalar."""
+
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class ObjectSInfo(StructInfo):
+    """`R.Object`: anything."""
+
+
+# ---- expressions -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GraphExpr(Node):
+    """Base of graph-level expressions."""
+
+
+@dataclass(frozen=True, eq=False)
+class GVar(IdentityNode, GraphExpr):
+    """A graph variable (a parameter or a binding); identity-compared."""
+
+    name: str = ""
+    struct_info: StructInfo | None = None
+    is_dataflow: bool = False
+
+    def __repr__(self) -> str:
+        return f"GVar({self.name})"
+
+    __hash__ = IdentityNode.__hash__
+    __eq__ = IdentityNode.__eq__
+
+
+@dataclass(frozen=True)
+class GlobalVar(GraphExpr):
+    """A reference to a function of the module by name (`Module.kernel`, `cls.kernel`)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class ExternFunc(GraphExpr):
+    """A C symbol called through `R.call_dps_packed`."""
+
+    symbol: str
+
+
+@dataclass(frozen=True)
+class Constant(GraphExpr):
+    """A scalar constant tensor `R.const(value, dtype)`."""
+
+    value: float | int | bool
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class PrimValue(GraphExpr):
+    """A scalar loop-level expression used as a graph value (`R.prim_value(n)`)."""
+
+    value: PrimExpr
+
+
+@dataclass(frozen=True)
+class StringValue(GraphExpr):
+    value: str
+
+
+@dataclass(frozen=True)
+class ShapeExpr(GraphExpr):
+    """`R.shape([...])` or a shape literal in an operator argument."""
+
+    values: tuple[PrimExpr, ...]
+
+
+@dataclass(frozen=True)
+class Tuple(GraphExpr):
+    fields: tuple[GraphExpr, ...]
+
+
+@dataclass(frozen=True)
+class TupleGetItem(GraphExpr):
+    tuple_value: GraphExpr
+    index: int
+
+
+@dataclass(frozen=True)
+class GCall(GraphExpr):
+    """An operator call: `op` is an operator name ("add", "nn.softmax", "call_tir", ...).
+
+    `attrs` holds keyword arguments (axis, keepdims, ...); `sinfo_args` the `out_sinfo` of
+    cross-level calls.
+    """
+
+    op: str
+    args: tuple[GraphExpr, ...]
+    attrs: dict[str, Any] = field(default_factory=dict, hash=False)
+    sinfo_args: tuple[StructInfo, ...] = ()
+
+
+# ---- bindings and functions --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Binding(Node):
+    """Base of bindings."""
+
+    var: GVar
+
+
+@dataclass(frozen=True)
+class VarBinding(Binding):
+    """`var = value`."""
+
+    value: GraphExpr
+
+
+@dataclass(frozen=True)
+class MatchCast(Binding):
+    """`var = R.match_cast(value, struct_info)`: checks and binds shapes at run time."""
+
+    value: GraphExpr
+    struct_info: StructInfo
+
+
+@dataclass(frozen=True)
+class BindingBlock(Node):
+    """Bindings in order; a dataflow block (`with R.dataflow():`) has no side effects."""
+
+    bindings: tuple[Binding, ...]
+    is_dataflow: bool = False
+    outputs: tuple[GVar, ...] = ()
+
+
+@dataclass(frozen=True)
+class SeqExpr(GraphExpr):
+    """Blocks of bindings, then the returned value."""
+
+    blocks: tuple[BindingBlock, ...]
+    body: GraphExpr
+
+
+@dataclass(frozen=True)
+class Function(Node):
+    """A graph-level function (`@R.function`)."""
+
+    name: str
+    params: tuple[GVar, ...]
+    body: SeqExpr
+    ret_struct_info: StructInfo | None = None
+    attrs: dict[str, Any] = field(default_factory=dict, hash=False)

@@ -1,0 +1,46 @@
+"""The base of every IR node: an immutable dataclass that remembers where it came from."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from tirc.ir.span import Span
+
+
+@dataclass(frozen=True)
+class Node:
+    """Base IR node. Fields are compared structurally; `span` never takes part."""
+
+    span: Span | None = field(default=None, compare=False, hash=False, repr=False, kw_only=True)
+
+    def fields(self) -> Iterator[tuple[str, Any]]:
+        """The node's fields other than span, in declaration order."""
+        for f in dataclasses.fields(self):
+            if f.name != "span":
+                yield f.name, getattr(self, f.name)
+
+    def replace(self, **changes: Any) -> Node:
+        """A copy with some fields changed (the span is kept)."""
+        return dataclasses.replace(self, **changes)
+
+    def with_span(self, span: Span | None) -> Node:
+        return dataclasses.replace(self, span=span)
+
+
+@dataclass(frozen=True, eq=False)
+class IdentityNode(Node):
+    """A node that defines a name (variables, buffers): equal only to itself."""
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+
+def frozen_dict(d: dict | None) -> dict:
+    """Annotation dictionaries are stored as plain dicts that passes never mutate."""
+    return dict(d) if d else {}

@@ -1,0 +1,105 @@
+"""Structural equality and hashing: equal up to a renaming of definitions.
+
+Variables, buffers and graph variables are matched by position of first appearance (their
+names don't matter), as TVM's `structural_equal` with free-variable mapping does.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from typing import Any
+
+from tirc.ir.node import IdentityNode, Node
+
+
+class _Equal:
+    def __init__(self) -> None:
+        self.lhs_to_rhs: dict[int, Any] = {}
+        self.rhs_to_lhs: dict[int, Any] = {}
+        self.path: list[str] = []
+
+    def eq(self, a: Any, b: Any) -> bool:
+        if a is b:
+            return True
+        if isinstance(a, IdentityNode) or isinstance(b, IdentityNode):
+            return self._eq_def(a, b)
+        if isinstance(a, Node):
+            if type(a) is not type(b):
+                return False
+            return all(self.eq(va, vb) for (_, va), (_, vb) in zip(a.fields(), b.fields()))
+        if isinstance(a, (tuple, list)):
+            if not isinstance(b, (tuple, list)) or len(a) != len(b):
+                return False
+            return all(self.eq(x, y) for x, y in zip(a, b))
+        if isinstance(a, dict):
+            if not isinstance(b, dict) or len(a) != len(b):
+                return False
+            return all(self.eq(ka, kb) and self.eq(a[ka], b[kb]) for ka, kb in zip(a, b))
+        if type(a) is not type(b):
+            return False
+        return bool(a == b)
+
+    def _eq_def(self, a: Any, b: Any) -> bool:
+        if type(a) is not type(b):
+            return False
+        mapped = self.lhs_to_rhs.get(id(a))
+        if mapped is not None:
+            return mapped is b
+        if id(b) in self.rhs_to_lhs:
+            return False
+        self.lhs_to_rhs[id(a)] = b
+        self.rhs_to_lhs[id(b)] = a
+        for (name, va), (_, vb) in zip(a.fields(), b.fields()):
+            if name == "name":
+                continue
+            if not self.eq(va, vb):
+                return False
+        return True
+
+
+def structural_equal(a: Any, b: Any) -> bool:
+    """True when `a` and `b` are the same IR up to renaming of definitions and spans."""
+    return _Equal().eq(a, b)
+
+
+class _Hasher:
+    def __init__(self) -> None:
+        self.defs: dict[int, int] = {}
+        self.h = hashlib.blake2b(digest_size=8)
+
+    def feed(self, x: Any) -> None:
+        if isinstance(x, IdentityNode):
+            idx = self.defs.get(id(x))
+            if idx is not None:
+                self.h.update(f"#ref{idx}".encode())
+                return
+            self.defs[id(x)] = len(self.defs)
+            self.h.update(f"#def{type(x).__name__}".encode())
+            for name, v in x.fields():
+                if name != "name":
+                    self.feed(v)
+        elif isinstance(x, Node):
+            self.h.update(type(x).__name__.encode())
+            for _, v in x.fields():
+                self.feed(v)
+        elif isinstance(x, (tuple, list)):
+            self.h.update(f"[{len(x)}".encode())
+            for v in x:
+                self.feed(v)
+        elif isinstance(x, dict):
+            self.h.update(f"{{{len(x)}".encode())
+            for k, v in x.items():
+                self.feed(k)
+                self.feed(v)
+        elif isinstance(x, enum.Enum):
+            self.h.update(str(x.value).encode())
+        else:
+            self.h.update(f"{type(x).__name__}:{x!r}".encode())
+
+
+def structural_hash(x: Any) -> int:
+    """A hash consistent with `structural_equal`."""
+    hasher = _Hasher()
+    hasher.feed(x)
+    return int.from_bytes(hasher.h.digest(), "little")

@@ -1,0 +1,98 @@
+"""Generic traversal of IR nodes: a read-only Visitor and a rebuilding Mutator.
+
+Both dispatch on the class name (`visit_BufferStore`, `visit_Var`, ...) and otherwise walk
+every field, so a pass overrides only the nodes it cares about.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from tirc.ir.node import IdentityNode, Node
+
+
+class Visitor:
+    """Walks a tree of nodes; override `visit_<Class>` and call `generic_visit` to recurse."""
+
+    def visit(self, node: Any) -> None:
+        if isinstance(node, Node):
+            method = getattr(self, "visit_" + type(node).__name__, None)
+            if method is not None:
+                method(node)
+            else:
+                self.generic_visit(node)
+        elif isinstance(node, (tuple, list)):
+            for item in node:
+                self.visit(item)
+        elif isinstance(node, dict):
+            for k, v in node.items():
+                self.visit(k)
+                self.visit(v)
+
+    def generic_visit(self, node: Node) -> None:
+        for _, value in node.fields():
+            self.visit(value)
+
+
+class Mutator:
+    """Rebuilds a tree bottom-up; unchanged subtrees are returned as the same objects.
+
+    Definitions (Var, Buffer, GVar) are leaves: override `visit_Var`/`visit_Buffer` to
+    substitute them.
+    """
+
+    def visit(self, node: Any) -> Any:
+        if isinstance(node, Node):
+            method = getattr(self, "visit_" + type(node).__name__, None)
+            if method is not None:
+                return method(node)
+            if isinstance(node, IdentityNode):
+                return node
+            return self.generic_visit(node)
+        if isinstance(node, tuple):
+            items = tuple(self.visit(x) for x in node)
+            return node if all(a is b for a, b in zip(items, node)) else items
+        if isinstance(node, list):
+            return [self.visit(x) for x in node]
+        if isinstance(node, dict):
+            new = {self.visit(k): self.visit(v) for k, v in node.items()}
+            same = len(new) == len(node) and all(
+                a is b and new[a] is node[b] for a, b in zip(new, node))
+            return node if same else new
+        return node
+
+    def generic_visit(self, node: Node) -> Any:
+        changes: dict[str, Any] = {}
+        for name, value in node.fields():
+            new = self.visit(value)
+            if new is not value:
+                changes[name] = new
+        return dataclasses.replace(node, **changes) if changes else node
+
+
+def post_order_visit(node: Any, fn: Callable[[Node], None]) -> None:
+    """Call `fn` on every node under `node`, children first."""
+
+    class _V(Visitor):
+        def visit(self, n: Any) -> None:
+            super().visit(n)
+            if isinstance(n, Node):
+                fn(n)
+
+    _V().visit(node)
+
+
+def substitute(node: Any, mapping: dict[Any, Any]) -> Any:
+    """Replace variables (or buffers) by the mapping's values everywhere under `node`."""
+    if not mapping:
+        return node
+
+    class _Subst(Mutator):
+        def visit(self, n: Any) -> Any:
+            if isinstance(n, IdentityNode) and n in mapping:
+                return mapping[n]
+            return super().visit(n)
+
+    return _Subst().visit(node)
