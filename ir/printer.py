@@ -1,0 +1,784 @@
+"""The printer: any IR back to `.tir` text, in one canonical format that parses back equal.
+
+Printed forms (what the frontend must accept, besides everything in LANGUAGE.md):
+- a module is always `@I.ir_module class <name>:` with its functions; schedules follow the class
+  at top level as `@S.schedule("f", target="llvm") def _(sch): ...`;
+- a prim_func parameter whose buffer shape is all constants prints as `A: T.Buffer(...)`,
+  otherwise as `a: T.handle` plus `A = T.match_buffer(a, ...)` after `n = T.int64()` lines;
+- a root block with nothing but allocations prints without its `with T.block("root"):` line;
+- perfectly nested serial loops from 0 print as one `for i, j in T.grid(a, b):`;
+- block iteration variables print as one `T.axis.remap("SSR", [i, j, k])` when every one is
+  bound to an enclosing loop variable over the same domain, else one `T.axis.*` line each;
+- `Allocate` prints as `B = T.decl_buffer(...)` (`T.event_tensor(...)` for event storage);
+- constants print with their dtype unless int32 (`T.int64(4)`, `T.float32(0.5)`, `True`);
+- vectors print as `T.Ramp(base, stride, lanes)` / `T.Broadcast(value, lanes)`, casts as
+  `T.Cast("dtype", x)`, integer true division as `T.Div(a, b)`, unknown intrinsics as
+  `T.call_intrin("dtype", "name", args...)`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from tirc.ir.buffer import Buffer, BufferRegion, Range
+from tirc.ir.expr import (
+    MATH_INTRINSICS,
+    BinOp,
+    Broadcast,
+    BufferLoad,
+    Call,
+    Cast,
+    FloatImm,
+    IntImm,
+    Let,
+    Not,
+    PrimExpr,
+    Ramp,
+    Select,
+    StringImm,
+    Var,
+)
+from tirc.ir.function import PrimFunc
+from tirc.ir.graph import (
+    BindingBlock,
+    Constant,
+    ExternFunc,
+    Function,
+    GCall,
+    GlobalVar,
+    GraphExpr,
+    GVar,
+    MatchCast,
+    ObjectSInfo,
+    PrimSInfo,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    ShapeSInfo,
+    StringValue,
+    StructInfo,
+    TensorSInfo,
+    Tuple,
+    TupleGetItem,
+    TupleSInfo,
+    VarBinding,
+)
+from tirc.ir.module import IRModule
+from tirc.ir.schedule import SchedInstr, SchedLambda, SchedRef, Schedule
+from tirc.ir.stmt import (
+    Allocate,
+    AssertStmt,
+    AttrStmt,
+    Block,
+    BlockRealize,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    IterKind,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+    While,
+)
+from tirc.ir.visitor import Visitor
+
+INDENT = "    "
+
+# Intrinsics printed as `T.name(args)`; anything else goes through `T.call_intrin`.
+STMT_INTRINSICS = ("event_wait", "event_notify", "tvm_storage_sync", "assume")
+NAMED_INTRINSICS = set(MATH_INTRINSICS) | {"if_then_else"} | set(STMT_INTRINSICS)
+
+# Python precedence levels (higher binds tighter).
+_PREC = {
+    "or": 1, "and": 2, "not": 3,
+    "eq": 4, "ne": 4, "lt": 4, "le": 4, "gt": 4, "ge": 4,
+    "add": 6, "sub": 6, "mul": 7, "div": 7, "floordiv": 7, "floormod": 7, "neg": 8,
+}
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "floormod": "%",
+          "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+          "and": "and", "or": "or"}
+_FUNC_OPS = {"min": "T.min", "max": "T.max", "truncdiv": "T.truncdiv", "truncmod": "T.truncmod"}
+_ATOM = 100
+
+
+def format_float(value: float) -> str:
+    """A float literal that reads back to the same value."""
+    if math.isnan(value):
+        return '"nan"'
+    if math.isinf(value):
+        return '"inf"' if value > 0 else '"-inf"'
+    return repr(float(value))
+
+
+def _str(s: str) -> str:
+    return json.dumps(s)
+
+
+class _Names:
+    """Scoped names: a definition whose name is visible for another object gets a suffix."""
+
+    def __init__(self) -> None:
+        self.names: dict[int, str] = {}
+        self.visible: dict[str, int] = {}
+        self.used: set[str] = set()
+
+    def define(self, obj: Any, base: str) -> str:
+        base = base or "v"
+        name = base
+        k = 1
+        while name in self.visible and self.visible[name] != id(obj):
+            name = f"{base}_{k}"
+            k += 1
+        self.names[id(obj)] = name
+        self.visible[name] = id(obj)
+        return name
+
+    def alias(self, obj: Any, name: str) -> None:
+        """Give `obj` the name of another definition (a parameter and its buffer)."""
+        self.names[id(obj)] = name
+
+    def is_defined(self, obj: Any) -> bool:
+        return id(obj) in self.names
+
+    def undefine(self, obj: Any) -> None:
+        name = self.names.get(id(obj))
+        if name is not None and self.visible.get(name) == id(obj):
+            del self.visible[name]
+
+    def get(self, obj: Any, base: str) -> str:
+        name = self.names.get(id(obj))
+        return name if name is not None else base
+
+
+class ExprPrinter:
+    """Prints loop-level expressions with Python precedence."""
+
+    def __init__(self, names: _Names) -> None:
+        self.names = names
+
+    def __call__(self, e: Any) -> str:
+        return self.expr(e)[0]
+
+    def expr(self, e: Any) -> tuple[str, int]:
+        if isinstance(e, bool):
+            return str(e), _ATOM
+        if isinstance(e, int):
+            return str(e), _ATOM
+        if isinstance(e, IntImm):
+            return self.int_imm(e)
+        if isinstance(e, FloatImm):
+            return f"T.{e.dtype}({format_float(e.value)})", _ATOM
+        if isinstance(e, StringImm):
+            return _str(e.value), _ATOM
+        if isinstance(e, Var):
+            return self.names.get(e, e.name), _ATOM
+        if isinstance(e, BinOp):
+            return self.binop(e)
+        if isinstance(e, Not):
+            return "not " + self.wrap(e.a, _PREC["not"]), _PREC["not"]
+        if isinstance(e, Select):
+            args = ", ".join(self(x) for x in (e.condition, e.true_value, e.false_value))
+            return f"T.Select({args})", _ATOM
+        if isinstance(e, Cast):
+            return f'T.Cast("{e.dtype}", {self(e.value)})', _ATOM
+        if isinstance(e, Call):
+            return self.call(e), _ATOM
+        if isinstance(e, BufferLoad):
+            return self.load(e.buffer, e.indices), _ATOM
+        if isinstance(e, Ramp):
+            return f"T.Ramp({self(e.base)}, {self(e.stride)}, {e.lanes})", _ATOM
+        if isinstance(e, Broadcast):
+            return f"T.Broadcast({self(e.value)}, {e.lanes})", _ATOM
+        if isinstance(e, Let):
+            name = self.names.define(e.var, e.var.name)
+            text = f"T.Let({self(e.body)}, where={{{name}: {self(e.value)}}})"
+            self.names.undefine(e.var)
+            return text, _ATOM
+        raise TypeError(f"cannot print expression {type(e).__name__}")
+
+    def int_imm(self, e: IntImm) -> tuple[str, int]:
+        if e.dtype.is_bool:
+            return ("True" if e.value else "False"), _ATOM
+        if str(e.dtype) == "int32":
+            return str(e.value), (_ATOM if e.value >= 0 else _PREC["neg"])
+        return f"T.{e.dtype}({e.value})", _ATOM
+
+    def binop(self, e: BinOp) -> tuple[str, int]:
+        if e.op in _FUNC_OPS:
+            return f"{_FUNC_OPS[e.op]}({self(e.a)}, {self(e.b)})", _ATOM
+        if e.op == "div" and not e.dtype.is_float:
+            return f"T.Div({self(e.a)}, {self(e.b)})", _ATOM
+        prec = _PREC[e.op]
+        is_cmp = prec == _PREC["eq"]
+        # Comparisons never chain; the right operand of a same-level operator needs parens.
+        left = self.wrap(e.a, prec + 1 if is_cmp else prec)
+        right = self.wrap(e.b, prec + 1)
+        return f"{left} {_INFIX[e.op]} {right}", prec
+
+    def wrap(self, e: Any, min_prec: int) -> str:
+        text, prec = self.expr(e)
+        return f"({text})" if prec < min_prec else text
+
+    def call(self, e: Call) -> str:
+        args = ", ".join(self(a) for a in e.args)
+        if e.op in NAMED_INTRINSICS:
+            return f"T.{e.op}({args})"
+        sep = ", " if args else ""
+        return f'T.call_intrin("{e.dtype}", {_str(e.op)}{sep}{args})'
+
+    def load(self, buffer: Buffer, indices: tuple[Any, ...]) -> str:
+        name = self.names.get(buffer, buffer.name)
+        if not indices:
+            return f"{name}[()]"
+        return f"{name}[{', '.join(self(i) for i in indices)}]"
+
+    def range_text(self, r: Range) -> str:
+        """`lo:hi` for a slice, or the single index when the extent is 1."""
+        if isinstance(r.extent, IntImm) and r.extent.value == 1:
+            return self(r.min)
+        if isinstance(r.min, IntImm) and isinstance(r.extent, IntImm):
+            return f"{r.min.value}:{r.min.value + r.extent.value}" if r.min.dtype == r.extent.dtype \
+                else f"{self(r.min)}:{self(r.min + r.extent)}"
+        return f"{self(r.min)}:{self(r.min + r.extent)}"
+
+    def region(self, region: BufferRegion) -> str:
+        name = self.names.get(region.buffer, region.buffer.name)
+        if not region.region:
+            return f"{name}[()]"
+        return f"{name}[{', '.join(self.range_text(r) for r in region.region)}]"
+
+
+def _range_stop(p: ExprPrinter, lo: PrimExpr, extent: PrimExpr) -> str:
+    if isinstance(lo, IntImm) and isinstance(extent, IntImm) and lo.dtype == extent.dtype:
+        return p(IntImm(lo.value + extent.value, lo.dtype))
+    return p(lo + extent)
+
+
+class _FreeVars(Visitor):
+    """Variables used in an expression, in order of first appearance."""
+
+    def __init__(self) -> None:
+        self.found: list[Var] = []
+
+    def visit_Var(self, v: Var) -> None:
+        if v not in self.found:
+            self.found.append(v)
+
+
+def free_vars(*exprs: Any) -> list[Var]:
+    fv = _FreeVars()
+    for e in exprs:
+        fv.visit(e)
+    return fv.found
+
+
+class FuncPrinter:
+    """Prints one prim_func or graph function at a given indentation."""
+
+    def __init__(self, module_name: str = "Module") -> None:
+        self.names = _Names()
+        self.p = ExprPrinter(self.names)
+        self.lines: list[str] = []
+        self.loop_dom: dict[int, tuple[PrimExpr, PrimExpr]] = {}
+        self.module_name = module_name
+
+    def emit(self, depth: int, text: str) -> None:
+        self.lines.append(INDENT * depth + text)
+
+    # ---- buffers ---------------------------------------------------------------------
+
+    def buffer_args(self, b: Buffer, with_shape: bool = True) -> str:
+        parts = []
+        if with_shape:
+            parts.append(self.shape_tuple(b.shape))
+        parts.append(_str(str(b.dtype)))
+        if b.strides:
+            parts.append(f"strides={self.shape_tuple(b.strides)}")
+        if b.elem_offset is not None:
+            parts.append(f"elem_offset={self.p(b.elem_offset)}")
+        if b.scope not in ("global", "event"):
+            parts.append(f"scope={_str(b.scope)}")
+        if b.align != 64:
+            parts.append(f"align={b.align}")
+        if b.offset_factor != 1:
+            parts.append(f"offset_factor={b.offset_factor}")
+        if b.layout is not None:
+            parts.append(f"layout={_str(str(b.layout))}")
+        return ", ".join(parts)
+
+    def shape_tuple(self, dims: tuple[Any, ...]) -> str:
+        items = [self.p(d) for d in dims]
+        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+
+    # ---- prim_func -------------------------------------------------------------------
+
+    def prim_func(self, f: PrimFunc, depth: int) -> list[str]:
+        self.emit(depth, "@T.prim_func")
+        params: list[str] = []
+        matches: list[tuple[str, Buffer, Var]] = []
+        for v in f.params:
+            buf = f.buffer_map.get(v)
+            if buf is not None and all(isinstance(d, IntImm) for d in buf.shape + buf.strides) \
+                    and buf.elem_offset is None:
+                name = self.names.define(buf, buf.name)
+                self.names.alias(v, name)
+                params.append(f"{name}: T.Buffer({self.buffer_args(buf)})")
+            elif buf is not None:
+                base = v.name if v.name != buf.name else f"{v.name}_handle"
+                name = self.names.define(v, base)
+                params.append(f"{name}: T.handle")
+                matches.append((name, buf, v))
+            else:
+                name = self.names.define(v, v.name)
+                params.append(f"{name}: T.{v.dtype}")
+        self.emit(depth, f"def {f.name}({', '.join(params)}):")
+        body_depth = depth + 1
+        if f.attrs:
+            self.emit(body_depth, f"T.func_attr({self.attr_dict(f.attrs)})")
+        defined = {id(v) for v in f.params}
+        for _, buf, _ in matches:
+            for sv in free_vars(buf.shape, buf.strides, buf.elem_offset):
+                if id(sv) not in defined:
+                    defined.add(id(sv))
+                    self.emit(body_depth, f"{self.names.define(sv, sv.name)} = T.{sv.dtype}()")
+        for hname, buf, _ in matches:
+            bname = self.names.define(buf, buf.name)
+            self.emit(body_depth, f"{bname} = T.match_buffer({hname}, {self.buffer_args(buf)})")
+        self.root_or_stmt(f.body, body_depth)
+        return self.lines
+
+    def root_or_stmt(self, body: Stmt, depth: int) -> None:
+        if isinstance(body, BlockRealize) and self.is_implicit_root(body):
+            blk = body.block
+            for b in blk.alloc_buffers:
+                self.emit(depth, f"{self.names.define(b, b.name)} = "
+                                 f"T.alloc_buffer({self.buffer_args(b)})")
+            self.stmt(blk.body, depth)
+        else:
+            self.stmt(body, depth)
+
+    @staticmethod
+    def is_implicit_root(br: BlockRealize) -> bool:
+        b = br.block
+        return (b.name == "root" and not b.iter_vars and not b.reads and not b.writes
+                and b.init is None and not b.match_buffers and not b.annotations
+                and isinstance(br.predicate, IntImm) and br.predicate.value == 1)
+
+    def attr_value(self, v: Any) -> str:
+        if isinstance(v, bool) or v is None:
+            return str(v)
+        if isinstance(v, int):
+            return str(v)
+        if isinstance(v, float):
+            return format_float(v)
+        if isinstance(v, str):
+            return _str(v)
+        if isinstance(v, tuple):
+            items = [self.attr_value(x) for x in v]
+            return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+        if isinstance(v, list):
+            return f"[{', '.join(self.attr_value(x) for x in v)}]"
+        if isinstance(v, dict):
+            return self.attr_dict(v)
+        if isinstance(v, PrimExpr):
+            return self.p(v)
+        if isinstance(v, StructInfo):
+            return self.sinfo(v)
+        return _str(str(v))
+
+    def attr_dict(self, d: dict[str, Any]) -> str:
+        items = ", ".join(f"{_str(k)}: {self.attr_value(v)}" for k, v in d.items())
+        return "{" + items + "}"
+
+    # ---- statements ------------------------------------------------------------------
+
+    def stmt(self, s: Stmt, depth: int) -> None:
+        method = getattr(self, "stmt_" + type(s).__name__, None)
+        if method is None:
+            raise TypeError(f"cannot print statement {type(s).__name__}")
+        method(s, depth)
+
+    def stmt_SeqStmt(self, s: SeqStmt, depth: int) -> None:
+        if not s.seq:
+            self.emit(depth, "T.evaluate(0)")
+        for x in s.seq:
+            self.stmt(x, depth)
+
+    def stmt_BufferStore(self, s: BufferStore, depth: int) -> None:
+        self.emit(depth, f"{self.p.load(s.buffer, s.indices)} = {self.p(s.value)}")
+
+    def stmt_Evaluate(self, s: Evaluate, depth: int) -> None:
+        v = s.value
+        if isinstance(v, Call) and v.op in STMT_INTRINSICS:
+            self.emit(depth, self.p(v))
+        else:
+            self.emit(depth, f"T.evaluate({self.p(v)})")
+
+    def stmt_LetStmt(self, s: LetStmt, depth: int) -> None:
+        value = self.p(s.value)
+        name = self.names.define(s.var, s.var.name)
+        self.emit(depth, f"{name}: T.{s.var.dtype} = {value}")
+        self.stmt(s.body, depth)
+        self.names.undefine(s.var)
+
+    def stmt_AssertStmt(self, s: AssertStmt, depth: int) -> None:
+        self.emit(depth, f"assert {self.p(s.condition)}, {_str(s.message)}")
+        self.stmt(s.body, depth)
+
+    def stmt_IfThenElse(self, s: IfThenElse, depth: int) -> None:
+        self.emit(depth, f"if {self.p(s.condition)}:")
+        self.stmt(s.then_case, depth + 1)
+        if s.else_case is not None:
+            self.emit(depth, "else:")
+            self.stmt(s.else_case, depth + 1)
+
+    def stmt_While(self, s: While, depth: int) -> None:
+        self.emit(depth, f"while {self.p(s.condition)}:")
+        self.stmt(s.body, depth + 1)
+
+    def stmt_AttrStmt(self, s: AttrStmt, depth: int) -> None:
+        node = s.node
+        if isinstance(node, (PrimExpr, Var)):
+            node_text = self.p(node)
+        elif isinstance(node, Buffer):
+            node_text = self.names.get(node, node.name)
+        elif isinstance(node, str):
+            node_text = _str(node)
+        else:
+            node_text = "None"
+        self.emit(depth, f"with T.attr({node_text}, {_str(s.key)}, {self.p(s.value)}):")
+        self.stmt(s.body, depth + 1)
+
+    def stmt_Allocate(self, s: Allocate, depth: int) -> None:
+        b = s.buffer
+        if b.scope == "event":
+            args = f"{self.shape_tuple(b.shape)}"
+            if s.init is not None:
+                args += f", init={self.p(s.init)}"
+            self.emit(depth, f"{self.names.define(b, b.name)} = T.event_tensor({args})")
+        else:
+            text = self.buffer_args(b)
+            self.emit(depth, f"{self.names.define(b, b.name)} = T.decl_buffer({text})")
+        self.stmt(s.body, depth)
+        self.names.undefine(b)
+
+    def stmt_For(self, s: For, depth: int) -> None:
+        loops = [s]
+        while self.grid_continues(loops[-1], loops):
+            loops.append(loops[-1].body)  # type: ignore[arg-type]
+        if len(loops) > 1:
+            extents = ", ".join(self.p(lp.extent) for lp in loops)
+            names = ", ".join(self.names.define(lp.loop_var, lp.loop_var.name) for lp in loops)
+            for lp in loops:
+                self.loop_dom[id(lp.loop_var)] = (lp.min, lp.extent)
+            self.emit(depth, f"for {names} in T.grid({extents}):")
+            self.stmt(loops[-1].body, depth + 1)
+            for lp in loops:
+                self.names.undefine(lp.loop_var)
+            return
+        head = self.loop_head(s)
+        name = self.names.define(s.loop_var, s.loop_var.name)
+        self.loop_dom[id(s.loop_var)] = (s.min, s.extent)
+        self.emit(depth, f"for {name} in {head}:")
+        self.stmt(s.body, depth + 1)
+        self.names.undefine(s.loop_var)
+
+    @staticmethod
+    def plain_serial(s: Stmt) -> bool:
+        return (isinstance(s, For) and s.kind == ForKind.SERIAL and not s.annotations
+                and isinstance(s.min, IntImm) and s.min.value == 0 and s.thread_tag is None)
+
+    def grid_continues(self, outer: For, loops: list[For]) -> bool:
+        if not self.plain_serial(outer) or not self.plain_serial(outer.body):
+            return False
+        inner = outer.body
+        assert isinstance(inner, For)
+        used = {id(v) for v in free_vars(inner.extent)}
+        return not any(id(lp.loop_var) in used for lp in loops)
+
+    def loop_head(self, s: For) -> str:
+        p = self.p
+        lo_zero = isinstance(s.min, IntImm) and s.min.value == 0
+        extra = ""
+        if s.annotations:
+            extra = f", annotations={self.attr_dict(s.annotations)}"
+        if s.kind == ForKind.THREAD_BINDING:
+            rng = p(s.extent) if lo_zero else f"{p(s.min)}, {_range_stop(p, s.min, s.extent)}"
+            return f"T.thread_binding({rng}, thread={_str(s.thread_tag or '')}{extra})"
+        rng = p(s.extent) if lo_zero else f"{p(s.min)}, {_range_stop(p, s.min, s.extent)}"
+        if s.kind == ForKind.SERIAL and not extra:
+            return f"range({rng})"
+        return f"T.{s.kind.value}({rng}{extra})"
+
+    def stmt_BlockRealize(self, br: BlockRealize, depth: int) -> None:
+        b = br.block
+        self.emit(depth, f"with T.block({_str(b.name)}):")
+        d = depth + 1
+        defined: list[Any] = []
+        remap = len(b.iter_vars) > 0 and all(
+            self.remappable(iv, val) for iv, val in zip(b.iter_vars, br.iter_values))
+        values = [self.p(v) for v in br.iter_values]
+        if remap:
+            names = [self.names.define(iv.var, iv.var.name) for iv in b.iter_vars]
+            kinds = "".join(iv.kind.value for iv in b.iter_vars)
+            lhs = ", ".join(names)
+            self.emit(d, f'{lhs} = T.axis.remap("{kinds}", [{", ".join(values)}])')
+        else:
+            kind_name = {IterKind.SPATIAL: "spatial", IterKind.REDUCE: "reduce",
+                         IterKind.OPAQUE: "opaque"}
+            for iv, val in zip(b.iter_vars, values):
+                dom = iv.dom
+                if isinstance(dom.min, IntImm) and dom.min.value == 0:
+                    dom_text = self.p(dom.extent)
+                else:
+                    dom_text = f"({self.p(dom.min)}, {_range_stop(self.p, dom.min, dom.extent)})"
+                name = self.names.define(iv.var, iv.var.name)
+                self.emit(d, f"{name} = T.axis.{kind_name[iv.kind]}({dom_text}, {val})")
+        defined.extend(iv.var for iv in b.iter_vars)
+        if not (isinstance(br.predicate, IntImm) and br.predicate.value == 1):
+            self.emit(d, f"T.where({self.p(br.predicate)})")
+        self.emit(d, f"T.reads({', '.join(self.p.region(r) for r in b.reads)})")
+        self.emit(d, f"T.writes({', '.join(self.p.region(r) for r in b.writes)})")
+        if b.annotations:
+            self.emit(d, f"T.block_attr({self.attr_dict(b.annotations)})")
+        for buf in b.alloc_buffers:
+            self.emit(d, f"{self.names.define(buf, buf.name)} = "
+                         f"T.alloc_buffer({self.buffer_args(buf)})")
+            defined.append(buf)
+        for mb in b.match_buffers:
+            src = self.p.region(mb.source)
+            name = self.names.define(mb.buffer, mb.buffer.name)
+            self.emit(d, f"{name} = T.match_buffer({src}, {self.buffer_args(mb.buffer)})")
+            defined.append(mb.buffer)
+        if b.init is not None:
+            self.emit(d, "with T.init():")
+            self.stmt(b.init, d + 1)
+        self.stmt(b.body, d)
+        for x in defined:
+            self.names.undefine(x)
+
+    def remappable(self, iv: Any, value: PrimExpr) -> bool:
+        if iv.kind == IterKind.OPAQUE or not isinstance(value, Var):
+            return False
+        dom = self.loop_dom.get(id(value))
+        if dom is None:
+            return False
+        from tirc.ir.structural import structural_equal
+
+        return structural_equal(dom[0], iv.dom.min) and structural_equal(dom[1], iv.dom.extent)
+
+    # ---- graph functions -------------------------------------------------------------
+
+    def sinfo(self, s: StructInfo, in_params: bool = False) -> str:
+        if isinstance(s, TensorSInfo):
+            parts = []
+            if s.shape is not None:
+                dims = [self.sym_dim(d, in_params) for d in s.shape]
+                parts.append(f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(dims)})")
+            elif s.ndim >= 0:
+                parts.append(f"ndim={s.ndim}")
+            if s.dtype is not None:
+                parts.append(f"dtype={_str(str(s.dtype))}")
+            return f"R.Tensor({', '.join(parts)})"
+        if isinstance(s, TupleSInfo):
+            return f"R.Tuple({', '.join(self.sinfo(f, in_params) for f in s.fields)})"
+        if isinstance(s, ShapeSInfo):
+            if s.values is not None:
+                return f"R.Shape([{', '.join(self.sym_dim(v, in_params) for v in s.values)}])"
+            return f"R.Shape(ndim={s.ndim})"
+        if isinstance(s, PrimSInfo):
+            return f"R.Prim({_str(str(s.dtype))})"
+        if isinstance(s, ObjectSInfo):
+            return "R.Object"
+        raise TypeError(f"cannot print struct info {type(s).__name__}")
+
+    def sym_dim(self, d: PrimExpr, in_params: bool) -> str:
+        if in_params and not isinstance(d, IntImm):
+            return _str(self.p(d))
+        return self.p(d)
+
+    def graph_func(self, f: Function, depth: int) -> list[str]:
+        self.emit(depth, "@R.function")
+        params = []
+        for v in f.params:
+            name = self.names.define(v, v.name)
+            ann = f": {self.sinfo(v.struct_info, True)}" if v.struct_info is not None else ""
+            params.append(f"{name}{ann}")
+        ret = f" -> {self.sinfo(f.ret_struct_info, True)}" if f.ret_struct_info else ""
+        self.emit(depth, f"def {f.name}({', '.join(params)}){ret}:")
+        d = depth + 1
+        if f.attrs:
+            self.emit(d, f"R.func_attr({self.attr_dict(f.attrs)})")
+        sym = free_vars(*[v.struct_info for v in f.params], f.ret_struct_info)
+        for sv in sym:
+            self.emit(d, f"{self.names.define(sv, sv.name)} = T.{sv.dtype}()")
+        self.seq_expr(f.body, d)
+        return self.lines
+
+    def seq_expr(self, body: SeqExpr, depth: int) -> None:
+        for blk in body.blocks:
+            self.binding_block(blk, depth)
+        self.emit(depth, f"return {self.gexpr(body.body)}")
+
+    def binding_block(self, blk: BindingBlock, depth: int) -> None:
+        d = depth
+        if blk.is_dataflow:
+            self.emit(depth, "with R.dataflow():")
+            d = depth + 1
+        for bnd in blk.bindings:
+            value = self.gexpr(bnd.value)
+            if isinstance(bnd, MatchCast):
+                for sv in free_vars(bnd.struct_info):
+                    if not self.names.is_defined(sv):
+                        self.emit(d, f"{self.names.define(sv, sv.name)} = T.{sv.dtype}()")
+                value = f"R.match_cast({value}, {self.sinfo(bnd.struct_info)})"
+            name = self.names.define(bnd.var, bnd.var.name)
+            sinfo = bnd.var.struct_info
+            ann = f": {self.sinfo(sinfo)}" if sinfo is not None and isinstance(
+                bnd, VarBinding) else ""
+            self.emit(d, f"{name}{ann} = {value}")
+        if blk.is_dataflow:
+            outs = ", ".join(self.names.get(v, v.name) for v in blk.outputs)
+            self.emit(d, f"R.output({outs})")
+
+    def gexpr(self, e: GraphExpr) -> str:
+        if isinstance(e, GVar):
+            return self.names.get(e, e.name)
+        if isinstance(e, GlobalVar):
+            return f"{self.module_name}.{e.name}"
+        if isinstance(e, ExternFunc):
+            return _str(e.symbol)
+        if isinstance(e, Constant):
+            return f"R.const({self.attr_value(e.value)}, {_str(str(e.dtype))})"
+        if isinstance(e, PrimValue):
+            return f"R.prim_value({self.p(e.value)})"
+        if isinstance(e, StringValue):
+            return f"R.str({_str(e.value)})"
+        if isinstance(e, ShapeExpr):
+            return f"R.shape([{', '.join(self.p(v) for v in e.values)}])"
+        if isinstance(e, Tuple):
+            items = [self.gexpr(x) for x in e.fields]
+            return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+        if isinstance(e, TupleGetItem):
+            return f"{self.gexpr(e.tuple_value)}[{e.index}]"
+        if isinstance(e, GCall):
+            args = [self.gexpr(a) for a in e.args]
+            args += [f"{k}={self.attr_value(v)}" for k, v in e.attrs.items()]
+            if e.sinfo_args:
+                outs = [self.sinfo(s) for s in e.sinfo_args]
+                args.append(f"out_sinfo={outs[0] if len(outs) == 1 else '[' + ', '.join(outs) + ']'}")
+            return f"R.{e.op}({', '.join(args)})"
+        raise TypeError(f"cannot print graph expression {type(e).__name__}")
+
+
+class SchedulePrinter:
+    """Prints `@S.schedule` functions."""
+
+    def __init__(self) -> None:
+        self.names = _Names()
+        self.p = ExprPrinter(self.names)
+
+    def arg(self, a: Any) -> str:
+        if isinstance(a, SchedRef):
+            return a.name
+        if isinstance(a, SchedLambda):
+            params = ", ".join(self.names.define(v, v.name) for v in a.params)
+            body = [self.p(x) for x in a.body]
+            text = f"({body[0]},)" if len(body) == 1 else f"({', '.join(body)})"
+            return f"lambda {params}: {text}"
+        if isinstance(a, bool) or a is None:
+            return str(a)
+        if isinstance(a, int):
+            return str(a)
+        if isinstance(a, float):
+            return format_float(a)
+        if isinstance(a, str):
+            return _str(a)
+        if isinstance(a, tuple):
+            items = [self.arg(x) for x in a]
+            return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+        if isinstance(a, list):
+            return f"[{', '.join(self.arg(x) for x in a)}]"
+        if isinstance(a, PrimExpr):
+            return self.p(a)
+        return _str(str(a))
+
+    def schedule(self, s: Schedule) -> list[str]:
+        target = f", target={_str(s.target)}" if s.target is not None else ""
+        lines = [f"@S.schedule({_str(s.func_name)}{target})", f"def {s.name}({s.param}):"]
+        for ins in s.instrs:
+            lines.append(INDENT + self.instr(ins, s.param))
+        if not s.instrs:
+            lines.append(INDENT + "pass")
+        return lines
+
+    def instr(self, ins: SchedInstr, param: str) -> str:
+        args = [self.arg(a) for a in ins.args]
+        args += [f"{k}={self.arg(v)}" for k, v in ins.kwargs.items()]
+        call = f"{param}.{ins.prim}({', '.join(args)})"
+        if not ins.outputs:
+            return call
+        lhs = ", ".join(ins.outputs)
+        if ins.unpack and len(ins.outputs) == 1:
+            lhs += ","
+        return f"{lhs} = {call}"
+
+
+def _module_lines(mod: IRModule) -> Iterator[str]:
+    yield "# from tvm.script import ir as I"
+    yield "# from tvm.script import tir as T"
+    if mod.graph_funcs():
+        yield "# from tvm.script import relax as R"
+    yield ""
+    yield "@I.ir_module"
+    yield f"class {mod.name}:"
+    first = True
+    for func in mod.functions.values():
+        if not first:
+            yield ""
+        first = False
+        yield from print_function(func, 1, mod.name)
+    if not mod.functions:
+        yield INDENT + "pass"
+    for s in mod.schedules:
+        yield ""
+        yield ""
+        yield from SchedulePrinter().schedule(s)
+
+
+def print_function(func: PrimFunc | Function, depth: int = 0,
+                   module_name: str = "Module") -> list[str]:
+    """The lines of one function at the given indentation depth."""
+    fp = FuncPrinter(module_name)
+    if isinstance(func, PrimFunc):
+        return fp.prim_func(func, depth)
+    return fp.graph_func(func, depth)
+
+
+def print_module(mod: IRModule) -> str:
+    """The whole module as `.tir` text, ending with a newline."""
+    return "\n".join(_module_lines(mod)) + "\n"
+
+
+def print_node(node: Any) -> str:
+    """Any node as text, for debugging and error messages."""
+    if isinstance(node, IRModule):
+        return print_module(node)
+    if isinstance(node, (PrimFunc, Function)):
+        return "\n".join(print_function(node)) + "\n"
+    if isinstance(node, Schedule):
+        return "\n".join(SchedulePrinter().schedule(node)) + "\n"
+    fp = FuncPrinter()
+    if isinstance(node, Stmt):
+        fp.stmt(node, 0)
+        return "\n".join(fp.lines) + "\n"
+    if isinstance(node, StructInfo):
+        return fp.sinfo(node)
+    if isinstance(node, GraphExpr):
+        return fp.gexpr(node)
+    return fp.p(node)
