@@ -66,7 +66,8 @@ class DiagnosticContext:
     def error(self, message: str, span: Span | None = None) -> None:
         self.diagnostics.append(Diagnostic("error", message, span))
         if len(self.errors()) >= MAX_ERRORS:
-            self.diagnostics.append(Diagnostic("note", f"too many errors, stopping after {MAX_ERRORS}"))
+            note = f"too many errors, stopping after {MAX_ERRORS}"
+            self.diagnostics.append(Diagnostic("note", note))
             raise CompileError(self.diagnostics)
 
     def errors(self) -> list[Diagnostic]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from tirc.ir.dtype import BOOL, INT32, INT64, DType, dtype
 from tirc.ir.node import IdentityNode, Node
@@ -85,7 +85,7 @@ class PrimExpr(Node):
         return binop("ne", self, o)
 
 
-ExprLike = Union[PrimExpr, int, float, bool]
+ExprLike = PrimExpr | int | float | bool
 
 
 @dataclass(frozen=True)

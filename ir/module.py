@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import Function
 from tirc.ir.node import Node
 from tirc.ir.schedule import Schedule
 
-BaseFunc = Union[PrimFunc, Function]
+BaseFunc = PrimFunc | Function
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,12 @@ class Node:
             if f.name != "span":
                 yield f.name, getattr(self, f.name)
 
+    def compared_fields(self) -> Iterator[tuple[str, Any]]:
+        """The fields that take part in equality (span and bookkeeping fields excluded)."""
+        for f in dataclasses.fields(self):
+            if f.compare:
+                yield f.name, getattr(self, f.name)
+
     def replace(self, **changes: Any) -> Node:
         """A copy with some fields changed (the span is kept)."""
         return dataclasses.replace(self, **changes)

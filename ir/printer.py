@@ -72,7 +72,6 @@ from tirc.ir.stmt import (
     Allocate,
     AssertStmt,
     AttrStmt,
-    Block,
     BlockRealize,
     BufferStore,
     Evaluate,
@@ -241,10 +240,7 @@ class ExprPrinter:
         """`lo:hi` for a slice, or the single index when the extent is 1."""
         if isinstance(r.extent, IntImm) and r.extent.value == 1:
             return self(r.min)
-        if isinstance(r.min, IntImm) and isinstance(r.extent, IntImm):
-            return f"{r.min.value}:{r.min.value + r.extent.value}" if r.min.dtype == r.extent.dtype \
-                else f"{self(r.min)}:{self(r.min + r.extent)}"
-        return f"{self(r.min)}:{self(r.min + r.extent)}"
+        return f"{self(r.min)}:{_range_stop(self, r.min, r.extent)}"
 
     def region(self, region: BufferRegion) -> str:
         name = self.names.get(region.buffer, region.buffer.name)
@@ -671,7 +667,8 @@ class FuncPrinter:
             args += [f"{k}={self.attr_value(v)}" for k, v in e.attrs.items()]
             if e.sinfo_args:
                 outs = [self.sinfo(s) for s in e.sinfo_args]
-                args.append(f"out_sinfo={outs[0] if len(outs) == 1 else '[' + ', '.join(outs) + ']'}")
+                joined = outs[0] if len(outs) == 1 else "[" + ", ".join(outs) + "]"
+                args.append(f"out_sinfo={joined}")
             return f"R.{e.op}({', '.join(args)})"
         raise TypeError(f"cannot print graph expression {type(e).__name__}")
 

@@ -27,7 +27,8 @@ class _Equal:
         if isinstance(a, Node):
             if type(a) is not type(b):
                 return False
-            return all(self.eq(va, vb) for (_, va), (_, vb) in zip(a.fields(), b.fields()))
+            pairs = zip(a.compared_fields(), b.compared_fields())
+            return all(self.eq(va, vb) for (_, va), (_, vb) in pairs)
         if isinstance(a, (tuple, list)):
             if not isinstance(b, (tuple, list)) or len(a) != len(b):
                 return False
@@ -50,7 +51,7 @@ class _Equal:
             return False
         self.lhs_to_rhs[id(a)] = b
         self.rhs_to_lhs[id(b)] = a
-        for (name, va), (_, vb) in zip(a.fields(), b.fields()):
+        for (name, va), (_, vb) in zip(a.compared_fields(), b.compared_fields()):
             if name == "name":
                 continue
             if not self.eq(va, vb):
@@ -76,12 +77,12 @@ class _Hasher:
                 return
             self.defs[id(x)] = len(self.defs)
             self.h.update(f"#def{type(x).__name__}".encode())
-            for name, v in x.fields():
+            for name, v in x.compared_fields():
                 if name != "name":
                     self.feed(v)
         elif isinstance(x, Node):
             self.h.update(type(x).__name__.encode())
-            for _, v in x.fields():
+            for _, v in x.compared_fields():
                 self.feed(v)
         elif isinstance(x, (tuple, list)):
             self.h.update(f"[{len(x)}".encode())
