@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import IntImm, PrimExpr
-from tirc.ir.span import Span
 from tirc.ir.interpreter_values import (
     Env,
     Fn,
@@ -24,6 +23,7 @@ from tirc.ir.interpreter_values import (
     format_index,
     format_shape,
 )
+from tirc.ir.span import Span
 
 Geometry = tuple[tuple[int, ...], tuple[int, ...], int]
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.interpreter_buffer import row_major_strides, storage_of
 from tirc.ir.interpreter_expr import ExprCompiler
-from tirc.ir.interpreter_values import Env, Fn, InterpreterError, Unset, np_dtype
+from tirc.ir.interpreter_values import Env, Fn, InterpreterError, np_dtype
 from tirc.ir.stmt import (
     Allocate,
     AssertStmt,
@@ -322,6 +321,3 @@ class StmtCompiler:
 
         return check
 
-
-def is_unset(value: Any) -> bool:
-    return isinstance(value, Unset)

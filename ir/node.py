@@ -16,7 +16,7 @@ class Node:
 
     span: Span | None = field(default=None, compare=False, hash=False, repr=False, kw_only=True)
 
-    def fields(self) -> Iterator[tuple[str, Any]]:
+    def node_fields(self) -> Iterator[tuple[str, Any]]:
         """The node's fields other than span, in declaration order."""
         for f in dataclasses.fields(self):
             if f.name != "span":

@@ -19,6 +19,7 @@ Printed forms (what the frontend must accept, besides everything in LANGUAGE.md)
 from __future__ import annotations
 
 import json
+import keyword
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -118,8 +119,14 @@ def _str(s: str) -> str:
     return json.dumps(s)
 
 
+_RESERVED = frozenset(keyword.kwlist) | {"T", "R", "I", "S", "range"}
+
+
 class _Names:
-    """Scoped names: a definition whose name is visible for another object gets a suffix."""
+    """Scoped names: a definition whose name is visible for another object gets a suffix.
+
+    Names that would read back as something else (`T`, `R`, Python keywords) get one too.
+    """
 
     def __init__(self) -> None:
         self.names: dict[int, str] = {}
@@ -130,7 +137,7 @@ class _Names:
         base = base or "v"
         name = base
         k = 1
-        while name in self.visible and self.visible[name] != id(obj):
+        while name in _RESERVED or (name in self.visible and self.visible[name] != id(obj)):
             name = f"{base}_{k}"
             k += 1
         self.names[id(obj)] = name

@@ -32,7 +32,7 @@ class Visitor:
                 self.visit(v)
 
     def generic_visit(self, node: Node) -> None:
-        for _, value in node.fields():
+        for _, value in node.node_fields():
             self.visit(value)
 
 
@@ -65,7 +65,7 @@ class Mutator:
 
     def generic_visit(self, node: Node) -> Any:
         changes: dict[str, Any] = {}
-        for name, value in node.fields():
+        for name, value in node.node_fields():
             new = self.visit(value)
             if new is not value:
                 changes[name] = new

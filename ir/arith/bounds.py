@@ -1,0 +1,253 @@
+"""Constant integer bounds of expressions by interval arithmetic (None means unbounded).
+
+`const_int_bound(e, lookup)` returns inclusive `(lo, hi)`; `lookup(var)` supplies the bounds
+of variables (the Analyzer passes its loop ranges and constraints).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tirc.ir.dtype import DType
+from tirc.ir.expr import (
+    BinOp,
+    Broadcast,
+    Call,
+    Cast,
+    IntImm,
+    Let,
+    Not,
+    PrimExpr,
+    Ramp,
+    Select,
+    Var,
+)
+
+Bound = tuple[int | None, int | None]
+VarLookup = Callable[[Var], Bound]
+
+UNBOUNDED: Bound = (None, None)
+
+
+def dtype_bound(dt: DType) -> Bound:
+    """What the dtype alone says about a value: bool and narrow ints are bounded."""
+    if dt.is_bool:
+        return (0, 1)
+    if dt.kind == "uint":
+        return (0, (1 << dt.bits) - 1) if dt.bits <= 16 else (0, None)
+    if dt.kind == "int" and dt.bits <= 16:
+        half = 1 << (dt.bits - 1)
+        return (-half, half - 1)
+    return UNBOUNDED
+
+
+def _full_dtype_range(dt: DType) -> Bound:
+    if dt.kind == "uint":
+        return (0, (1 << dt.bits) - 1)
+    half = 1 << (dt.bits - 1)
+    return (-half, half - 1)
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
+
+
+def _neg(x: int | None) -> int | None:
+    return None if x is None else -x
+
+
+def _min_known(a: int | None, b: int | None) -> int | None:
+    """The smaller of two upper bounds (an unknown one does not constrain)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+def _max_known(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return max(a, b)
+
+
+def _min_both(a: int | None, b: int | None) -> int | None:
+    """The smaller of two lower bounds (unknown if either is)."""
+    return None if a is None or b is None else min(a, b)
+
+
+def _max_both(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else max(a, b)
+
+
+def bound_mul(a: Bound, b: Bound) -> Bound:
+    if a[0] is not None and a[0] == a[1]:
+        a, b = b, a
+    if b[0] is not None and b[0] == b[1]:
+        k = b[0]
+        if k == 0:
+            return (0, 0)
+        lo, hi = (a[0], a[1]) if k > 0 else (a[1], a[0])
+        return (None if lo is None else lo * k, None if hi is None else hi * k)
+    if None not in a and None not in b:
+        corners = [x * y for x in a for y in b]  # type: ignore[operator]
+        return (min(corners), max(corners))
+    if a[0] is not None and a[0] >= 0 and b[0] is not None and b[0] >= 0:
+        hi = None if a[1] is None or b[1] is None else a[1] * b[1]
+        return (a[0] * b[0], hi)
+    return UNBOUNDED
+
+
+def bound_floordiv(a: Bound, b: Bound) -> Bound:
+    lo_b, hi_b = b
+    if lo_b is not None and lo_b == hi_b:
+        c = lo_b
+        if c == 0:
+            return UNBOUNDED
+        if c > 0:
+            return (None if a[0] is None else a[0] // c, None if a[1] is None else a[1] // c)
+        return (None if a[1] is None else a[1] // c, None if a[0] is None else a[0] // c)
+    if hi_b is not None and lo_b is not None and hi_b < lo_b:
+        return UNBOUNDED  # an empty interval: the code is unreachable
+    if lo_b is not None and lo_b > 0:
+        if None not in a and hi_b is not None:
+            corners = [x // y for x in a for y in (lo_b, hi_b)]  # type: ignore[operator]
+            return (min(corners), max(corners))
+        if a[0] is not None and a[0] >= 0:
+            lo = 0 if hi_b is None else a[0] // hi_b
+            return (lo, None if a[1] is None else a[1] // lo_b)
+    return UNBOUNDED
+
+
+def bound_floormod(a: Bound, b: Bound) -> Bound:
+    lo_b, hi_b = b
+    if lo_b is not None and lo_b == hi_b and lo_b > 0:
+        c = lo_b
+        if a[0] is not None and a[1] is not None and a[0] // c == a[1] // c:
+            k = a[0] // c
+            return (a[0] - k * c, a[1] - k * c)
+        return (0, c - 1)
+    if lo_b is not None and lo_b > 0:
+        hi = None if hi_b is None else hi_b - 1
+        if a[0] is not None and a[0] >= 0:
+            hi = _min_known(hi, a[1])
+        return (0, hi)
+    return UNBOUNDED
+
+
+def bound_truncdiv(a: Bound, b: Bound) -> Bound:
+    if a[0] is not None and a[0] >= 0 and b[0] is not None and b[0] > 0:
+        return bound_floordiv(a, b)
+    if b[0] is not None and b[0] == b[1] and b[0] > 0:
+        c = b[0]
+
+        def tdiv(x: int | None) -> int | None:
+            return None if x is None else (abs(x) // c) * (1 if x >= 0 else -1)
+
+        return (tdiv(a[0]), tdiv(a[1]))
+    return UNBOUNDED
+
+
+def bound_truncmod(a: Bound, b: Bound) -> Bound:
+    if a[0] is not None and a[0] >= 0 and b[0] is not None and b[0] > 0:
+        return bound_floormod(a, b)
+    if b[0] is not None and b[0] == b[1] and b[0] != 0:
+        m = abs(b[0])
+        lo = 0 if a[0] is not None and a[0] >= 0 else -(m - 1)
+        hi = 0 if a[1] is not None and a[1] <= 0 else m - 1
+        return (lo, hi)
+    return UNBOUNDED
+
+
+def union(a: Bound, b: Bound) -> Bound:
+    return (_min_both(a[0], b[0]), _max_both(a[1], b[1]))
+
+
+def intersect(a: Bound, b: Bound) -> Bound:
+    return (_max_known(a[0], b[0]), _min_known(a[1], b[1]))
+
+
+def const_int_bound(e: PrimExpr, lookup: VarLookup) -> Bound:
+    """Inclusive bounds of integer expression `e`; `(None, None)` when nothing is known."""
+    if isinstance(e, IntImm):
+        return (e.value, e.value)
+    if isinstance(e, Var):
+        return intersect(lookup(e), dtype_bound(e.dtype))
+    if isinstance(e, BinOp):
+        return _bound_binop(e, lookup)
+    if isinstance(e, Not):
+        return (0, 1)
+    if isinstance(e, Select):
+        return union(const_int_bound(e.true_value, lookup), const_int_bound(e.false_value, lookup))
+    if isinstance(e, Call) and e.op == "if_then_else" and len(e.args) == 3:
+        return union(const_int_bound(e.args[1], lookup), const_int_bound(e.args[2], lookup))
+    if isinstance(e, Cast):
+        return _bound_cast(e, lookup)
+    if isinstance(e, Broadcast):
+        return const_int_bound(e.value, lookup)
+    if isinstance(e, Ramp):
+        base = const_int_bound(e.base, lookup)
+        last = bound_mul(const_int_bound(e.stride, lookup), (e.lanes - 1, e.lanes - 1))
+        return union(base, (_add(base[0], last[0]), _add(base[1], last[1])))
+    if isinstance(e, Let):
+        value = const_int_bound(e.value, lookup)
+
+        def inner(v: Var) -> Bound:
+            return value if v is e.var else lookup(v)
+
+        return const_int_bound(e.body, inner)
+    if e.dtype.is_int or e.dtype.is_bool:
+        return dtype_bound(e.dtype)
+    return UNBOUNDED
+
+
+def _bound_binop(e: BinOp, lookup: VarLookup) -> Bound:
+    if e.op in ("eq", "ne", "lt", "le", "gt", "ge", "and", "or"):
+        return (0, 1)
+    a = const_int_bound(e.a, lookup)
+    b = const_int_bound(e.b, lookup)
+    op = e.op
+    if op == "add":
+        out = (_add(a[0], b[0]), _add(a[1], b[1]))
+    elif op == "sub":
+        out = (_add(a[0], _neg(b[1])), _add(a[1], _neg(b[0])))
+    elif op == "mul":
+        out = bound_mul(a, b)
+    elif op == "floordiv":
+        out = bound_floordiv(a, b)
+    elif op == "floormod":
+        out = bound_floormod(a, b)
+    elif op in ("truncdiv", "div"):
+        out = bound_truncdiv(a, b) if e.dtype.is_int else UNBOUNDED
+    elif op == "truncmod":
+        out = bound_truncmod(a, b)
+    elif op == "min":
+        out = (_min_both(a[0], b[0]), _min_known(a[1], b[1]))
+    elif op == "max":
+        out = (_max_known(a[0], b[0]), _max_both(a[1], b[1]))
+    else:
+        out = UNBOUNDED
+    if not e.dtype.is_int:
+        return UNBOUNDED
+    return _clip_to_dtype(out, e.dtype)
+
+
+def _clip_to_dtype(b: Bound, dt: DType) -> Bound:
+    """A bound that may leave the dtype's range wraps: then only the dtype range is known."""
+    lo, hi = _full_dtype_range(dt)
+    if (b[0] is not None and b[0] < lo) or (b[1] is not None and b[1] > hi):
+        return dtype_bound(dt)
+    return b
+
+
+def _bound_cast(e: Cast, lookup: VarLookup) -> Bound:
+    if not (e.dtype.is_int or e.dtype.is_bool):
+        return UNBOUNDED
+    src = e.value.dtype
+    if e.dtype.is_bool:
+        return (0, 1)
+    if src.is_int or src.is_bool:
+        return _clip_to_dtype(const_int_bound(e.value, lookup), e.dtype)
+    return dtype_bound(e.dtype)

@@ -1,0 +1,450 @@
+"""The rewriting simplifier: constant folding, canonical sums, div/mod, min/max, comparisons.
+
+Children are simplified first; each node then tries its rules and keeps a rewrite only when it
+is not structurally larger than the node it replaces, so simplification terminates and never
+grows an expression. Integer rules go through the linear form (`linear.py`); float arithmetic
+is only folded when every operand is a constant, never reassociated.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from tirc.ir.arith.fold import fold_binop, fold_cast, is_false, is_true
+from tirc.ir.arith.linear import Linear, from_linear, is_index_dtype, to_linear
+from tirc.ir.dtype import BOOL
+from tirc.ir.expr import (
+    BinOp,
+    Broadcast,
+    BufferLoad,
+    Call,
+    Cast,
+    IntImm,
+    Let,
+    Not,
+    PrimExpr,
+    Ramp,
+    Select,
+)
+
+if TYPE_CHECKING:
+    from tirc.ir.arith.analyzer import Analyzer
+
+_MAX_ROUNDS = 3
+_FLIP = {"lt": "ge", "ge": "lt", "le": "gt", "gt": "le", "eq": "ne", "ne": "eq"}
+
+
+def expr_size(e: PrimExpr) -> int:
+    """The number of expression nodes in `e` (what "structurally smaller" measures)."""
+    if isinstance(e, BinOp):
+        return 1 + expr_size(e.a) + expr_size(e.b)
+    if isinstance(e, (Not, Cast)):
+        return 1 + expr_size(e.a if isinstance(e, Not) else e.value)
+    if isinstance(e, Select):
+        return 1 + expr_size(e.condition) + expr_size(e.true_value) + expr_size(e.false_value)
+    if isinstance(e, Call):
+        return 1 + sum(expr_size(a) for a in e.args)
+    if isinstance(e, BufferLoad):
+        return 1 + sum(expr_size(i) for i in e.indices)
+    if isinstance(e, Ramp):
+        return 1 + expr_size(e.base) + expr_size(e.stride)
+    if isinstance(e, Broadcast):
+        return 1 + expr_size(e.value)
+    if isinstance(e, Let):
+        return 1 + expr_size(e.value) + expr_size(e.body)
+    return 1
+
+
+def _smallest(*cands: PrimExpr) -> PrimExpr:
+    """The first of the smallest candidates."""
+    best = cands[0]
+    size = expr_size(best)
+    for c in cands[1:]:
+        s = expr_size(c)
+        if s < size:
+            best, size = c, s
+    return best
+
+
+def _bool(value: bool) -> PrimExpr:
+    return IntImm(1 if value else 0, BOOL)
+
+
+def _coef_gcd(lin: Linear, c: int) -> int:
+    g = c
+    for coef in lin.terms.values():
+        g = math.gcd(g, coef)
+    return math.gcd(g, lin.const)
+
+
+def _divided(lin: Linear, g: int) -> Linear:
+    return Linear(lin.dtype, {a: k // g for a, k in lin.terms.items()}, lin.const // g)
+
+
+class Rewriter:
+    """One simplification run over an expression, using an Analyzer's knowledge."""
+
+    def __init__(self, analyzer: Analyzer) -> None:
+        self.an = analyzer
+
+    def simplify(self, e: PrimExpr) -> PrimExpr:
+        cur = e
+        for _ in range(_MAX_ROUNDS):
+            new = self.visit(cur)
+            if new == cur:
+                break
+            cur = new
+        return cur if expr_size(cur) <= expr_size(e) else e
+
+    # ---- traversal -------------------------------------------------------------------
+
+    def visit(self, e: PrimExpr) -> PrimExpr:
+        method = getattr(self, "visit_" + type(e).__name__, None)
+        return method(e) if method is not None else e
+
+    def visit_BinOp(self, e: BinOp) -> PrimExpr:
+        a = self.visit(e.a)
+        b = self.visit(e.b)
+        node = e if a is e.a and b is e.b else BinOp(e.op, a, b, e.dtype, span=e.span)
+        folded = fold_binop(e.op, a, b, e.dtype)
+        if folded is not None:
+            return folded
+        if e.op in ("and", "or"):
+            return self.logic(node)
+        if e.op in _FLIP:
+            return self.compare(node)
+        if not is_index_dtype(e.dtype) or a.dtype != e.dtype or b.dtype != e.dtype:
+            return node
+        rule = getattr(self, "rule_" + e.op, None)
+        if rule is None:
+            return node
+        return _smallest(rule(node), node)
+
+    def visit_Not(self, e: Not) -> PrimExpr:
+        a = self.visit(e.a)
+        if isinstance(a, IntImm):
+            return _bool(a.value == 0)
+        if isinstance(a, Not):
+            return a.a
+        if isinstance(a, BinOp) and a.op in _FLIP and is_index_dtype(a.a.dtype):
+            return self.compare(BinOp(_FLIP[a.op], a.a, a.b, a.dtype, span=a.span))
+        return e if a is e.a else Not(a, e.dtype, span=e.span)
+
+    def visit_Select(self, e: Select) -> PrimExpr:
+        c = self.visit(e.condition)
+        t = self.visit(e.true_value)
+        f = self.visit(e.false_value)
+        if is_true(c):
+            return t
+        if is_false(c):
+            return f
+        if t == f:
+            return t
+        if c is e.condition and t is e.true_value and f is e.false_value:
+            return e
+        return Select(c, t, f, e.dtype, span=e.span)
+
+    def visit_Cast(self, e: Cast) -> PrimExpr:
+        v = self.visit(e.value)
+        if v.dtype == e.dtype:
+            return v
+        folded = fold_cast(v, e.dtype)
+        if folded is not None:
+            return folded
+        return e if v is e.value else Cast(v, e.dtype, span=e.span)
+
+    def visit_Call(self, e: Call) -> PrimExpr:
+        args = tuple(self.visit(a) for a in e.args)
+        if e.op == "if_then_else" and len(args) == 3:
+            if is_true(args[0]):
+                return args[1]
+            if is_false(args[0]):
+                return args[2]
+            if args[1] == args[2]:
+                return args[1]
+        if all(x is y for x, y in zip(args, e.args)):
+            return e
+        return Call(e.op, args, e.dtype, span=e.span)
+
+    def visit_BufferLoad(self, e: BufferLoad) -> PrimExpr:
+        idx = tuple(self.visit(i) for i in e.indices)
+        if all(x is y for x, y in zip(idx, e.indices)):
+            return e
+        return BufferLoad(e.buffer, idx, e.dtype, span=e.span)
+
+    def visit_Ramp(self, e: Ramp) -> PrimExpr:
+        base = self.visit(e.base)
+        stride = self.visit(e.stride)
+        if base is e.base and stride is e.stride:
+            return e
+        return Ramp(base, stride, e.lanes, e.dtype, span=e.span)
+
+    def visit_Broadcast(self, e: Broadcast) -> PrimExpr:
+        v = self.visit(e.value)
+        return e if v is e.value else Broadcast(v, e.lanes, e.dtype, span=e.span)
+
+    def visit_Let(self, e: Let) -> PrimExpr:
+        value = self.visit(e.value)
+        with self.an.scope():
+            self.an.bind(e.var, value)
+            body = self.visit(e.body)
+        if value is e.value and body is e.body:
+            return e
+        return Let(e.var, value, body, e.dtype, span=e.span)
+
+    # ---- integer arithmetic ----------------------------------------------------------
+
+    def canonical(self, lin: Linear) -> PrimExpr:
+        """Rebuild a linear form after recombining `(x // c) * c + x % c` into `x`."""
+        self.combine_divmod(lin)
+        return from_linear(lin)
+
+    def combine_divmod(self, lin: Linear) -> None:
+        """Rewrite `m * (A // c)` with `A = c * (A // c) + A % c` when that removes terms."""
+        changed = True
+        while changed:
+            changed = False
+            for atom, coef in list(lin.terms.items()):
+                if not (isinstance(atom, BinOp) and atom.op == "floordiv"
+                        and isinstance(atom.b, IntImm) and atom.b.value > 0):
+                    continue
+                c = atom.b.value
+                if coef % c != 0 or atom.a.dtype != lin.dtype:
+                    continue
+                k = coef // c
+                trial = lin.copy()
+                trial.add_term(atom, -coef)
+                trial.add(to_linear(atom.a), k)
+                trial.add_term(BinOp("floormod", atom.a, atom.b, lin.dtype), -k)
+                if len(trial.terms) < len(lin.terms):
+                    lin.terms, lin.const = trial.terms, trial.const
+                    changed = True
+                    break
+
+    def rule_add(self, e: BinOp) -> PrimExpr:
+        return self.canonical(to_linear(e))
+
+    rule_sub = rule_add
+    rule_mul = rule_add
+
+    def quotient_if_fixed(self, lin: Linear, c: int) -> int | None:
+        """`lin // c` when the bounds of `lin` put it in one multiple of c."""
+        lo, hi = self.an.linear_bound(lin)
+        if lo is not None and hi is not None and lo // c == hi // c:
+            return lo // c
+        return None
+
+    def rule_floordiv(self, e: BinOp) -> PrimExpr:
+        if isinstance(e.b, IntImm):
+            c = e.b.value
+            if c == 1:
+                return e.a
+            if c > 0:
+                return self.div_const(to_linear(e.a), c)
+            return e
+        if self.nonneg_below(e.a, e.b):
+            return IntImm(0, e.dtype)
+        return e
+
+    def div_const(self, lin: Linear, c: int) -> PrimExpr:
+        """`lin // c` for c > 0: multiples of c leave the division, fixed quotients fold."""
+        dt = lin.dtype
+        g = _coef_gcd(lin, c)
+        if g > 1:
+            lin, c = _divided(lin, g), c // g
+            if c == 1:
+                return self.canonical(lin)
+        quot = Linear(dt)
+        rest = Linear(dt)
+        for atom, coef in lin.terms.items():
+            if coef % c == 0:
+                quot.add_term(atom, coef // c)
+            else:
+                rest.add_term(atom, coef)
+        whole = rest.copy()
+        whole.const = lin.const
+        fixed = self.quotient_if_fixed(whole, c)
+        if fixed is not None:
+            quot.const += fixed
+            return self.canonical(quot)
+        q0, r0 = divmod(lin.const, c)
+        split = rest.copy()
+        split.const = r0
+        fixed = self.quotient_if_fixed(split, c)
+        if fixed is not None:
+            quot.const += q0 + fixed
+            return self.canonical(quot)
+        cand_whole = quot.copy()
+        cand_whole.add_term(self.div_atom(whole, c), 1)
+        cand_split = quot.copy()
+        cand_split.const += q0
+        cand_split.add_term(self.div_atom(split, c), 1)
+        return _smallest(self.canonical(cand_whole), self.canonical(cand_split))
+
+    def div_atom(self, lin: Linear, c: int) -> PrimExpr:
+        """The atom `lin // c`, merging a nested `(x // a) // c` into `x // (a * c)`."""
+        dt = lin.dtype
+        inner = lin.single_atom()
+        if (isinstance(inner, BinOp) and inner.op == "floordiv" and isinstance(inner.b, IntImm)
+                and inner.b.value > 0):
+            return BinOp("floordiv", inner.a, IntImm(inner.b.value * c, dt), dt)
+        return BinOp("floordiv", from_linear(lin), IntImm(c, dt), dt)
+
+    def rule_floormod(self, e: BinOp) -> PrimExpr:
+        if isinstance(e.b, IntImm):
+            c = e.b.value
+            if c == 1:
+                return IntImm(0, e.dtype)
+            if c > 0:
+                return self.mod_const(to_linear(e.a), c)
+            return e
+        if self.nonneg_below(e.a, e.b):
+            return e.a
+        return e
+
+    def mod_const(self, lin: Linear, c: int) -> PrimExpr:
+        """`lin % c` for c > 0: multiples of c drop out, a known range removes the `%`."""
+        dt = lin.dtype
+        g = _coef_gcd(lin, c)
+        if g == c:
+            return IntImm(0, dt)
+        cands: list[PrimExpr] = []
+        if g > 1:
+            inner = to_linear(self.mod_const(_divided(lin, g), c // g))
+            cands.append(from_linear(inner.scaled(g)))
+        rest = Linear(dt, {}, lin.const % c)
+        for atom, coef in lin.terms.items():
+            reduced = (abs(coef) % c) * (1 if coef > 0 else -1)
+            if reduced:
+                rest.add_term(atom, reduced)
+        if rest.is_const:
+            return IntImm(rest.const, dt)
+        for trial in (rest, _with_const(rest, lin.const)):
+            fixed = self.quotient_if_fixed(trial, c)
+            if fixed is not None:
+                out = trial.copy()
+                out.const -= fixed * c
+                return self.canonical(out)
+        inner_atom = rest.single_atom()
+        if (isinstance(inner_atom, BinOp) and inner_atom.op == "floormod"
+                and isinstance(inner_atom.b, IntImm) and inner_atom.b.value % c == 0):
+            cands.append(self.mod_const(to_linear(inner_atom.a), c))
+        cands.append(BinOp("floormod", from_linear(rest), IntImm(c, dt), dt))
+        return _smallest(*reversed(cands))
+
+    def trunc_rule(self, e: BinOp, floor_op: str) -> PrimExpr:
+        """Truncating division equals flooring division for a nonnegative dividend."""
+        b_lo = self.an.bound_of(e.b)[0]
+        if b_lo is not None and b_lo > 0 and self.nonneg(e.a):
+            floor = BinOp(floor_op, e.a, e.b, e.dtype, span=e.span)
+            return _smallest(getattr(self, "rule_" + floor_op)(floor), floor)
+        return e
+
+    def rule_truncdiv(self, e: BinOp) -> PrimExpr:
+        return self.trunc_rule(e, "floordiv")
+
+    rule_div = rule_truncdiv
+
+    def rule_truncmod(self, e: BinOp) -> PrimExpr:
+        return self.trunc_rule(e, "floormod")
+
+    def rule_min(self, e: BinOp) -> PrimExpr:
+        return self.min_max(e, pick_a_when_le=True)
+
+    def rule_max(self, e: BinOp) -> PrimExpr:
+        return self.min_max(e, pick_a_when_le=False)
+
+    def min_max(self, e: BinOp, pick_a_when_le: bool) -> PrimExpr:
+        if e.a == e.b:
+            return e.a
+        lo, hi = self.diff_bound(e.a, e.b)
+        if hi is not None and hi <= 0:
+            return e.a if pick_a_when_le else e.b
+        if lo is not None and lo >= 0:
+            return e.b if pick_a_when_le else e.a
+        return e
+
+    # ---- comparisons and logic -------------------------------------------------------
+
+    def diff_bound(self, a: PrimExpr, b: PrimExpr) -> tuple[int | None, int | None]:
+        diff = to_linear(a)
+        diff.add(to_linear(b), -1)
+        return self.an.linear_bound(diff)
+
+    def nonneg(self, e: PrimExpr) -> bool:
+        lo = self.an.bound_of(e)[0]
+        return lo is not None and lo >= 0
+
+    def nonneg_below(self, a: PrimExpr, b: PrimExpr) -> bool:
+        """0 <= a < b (so a // b is 0 and a % b is a)."""
+        hi = self.diff_bound(a, b)[1]
+        return self.nonneg(a) and hi is not None and hi < 0
+
+    def compare(self, e: BinOp) -> PrimExpr:
+        a, b = e.a, e.b
+        if not (is_index_dtype(a.dtype) and a.dtype == b.dtype):
+            return e
+        diff = to_linear(a)
+        diff.add(to_linear(b), -1)
+        lo, hi = self.an.linear_bound(diff)
+        decided = _decide(e.op, lo, hi)
+        if decided is not None:
+            return _bool(decided)
+        atom = _single_unit_atom(diff)
+        if atom is not None:
+            moved = BinOp(e.op, atom, IntImm(-diff.const, a.dtype), e.dtype, span=e.span)
+            return _smallest(moved, e)
+        return e
+
+    def logic(self, e: BinOp) -> PrimExpr:
+        a, b = e.a, e.b
+        if e.op == "and":
+            if is_true(a):
+                return b
+            if is_true(b):
+                return a
+            if is_false(a) or is_false(b):
+                return _bool(False)
+        else:
+            if is_false(a):
+                return b
+            if is_false(b):
+                return a
+            if is_true(a) or is_true(b):
+                return _bool(True)
+        if a == b:
+            return a
+        return e
+
+
+def _with_const(lin: Linear, const: int) -> Linear:
+    out = lin.copy()
+    out.const = const
+    return out
+
+
+def _single_unit_atom(lin: Linear) -> PrimExpr | None:
+    """The atom of `1 * atom + k`, for moving the constant across a comparison."""
+    if len(lin.terms) == 1:
+        atom, coef = next(iter(lin.terms.items()))
+        if coef == 1:
+            return atom
+    return None
+
+
+def _decide(op: str, lo: int | None, hi: int | None) -> bool | None:
+    """The value of `d <op> 0` for d in [lo, hi], when the bounds settle it."""
+    if op == "lt":
+        return True if hi is not None and hi < 0 else False if lo is not None and lo >= 0 else None
+    if op == "le":
+        return True if hi is not None and hi <= 0 else False if lo is not None and lo > 0 else None
+    if op == "gt":
+        return True if lo is not None and lo > 0 else False if hi is not None and hi <= 0 else None
+    if op == "ge":
+        return True if lo is not None and lo >= 0 else False if hi is not None and hi < 0 else None
+    settled = lo is not None and lo == hi
+    differs = (hi is not None and hi < 0) or (lo is not None and lo > 0)
+    if op == "eq":
+        return (lo == 0) if settled else (False if differs else None)
+    return (lo != 0) if settled else (True if differs else None)

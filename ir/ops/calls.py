@@ -1,0 +1,157 @@
+"""Cross-level calls and shape values: `call_tir`, `call_dps_packed`, `shape_of`.
+
+`R.call_tir(kernel, (args,), out_sinfo=...)` is checked against the loop function: the number
+of tensors, their ranks and dtypes, and every buffer dimension that the arguments determine
+(`n` binds from the first buffer that has it as a dimension, or from the trailing
+`tir_vars` shape argument).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tirc.ir.buffer import Buffer
+from tirc.ir.expr import PrimExpr, Var
+from tirc.ir.function import PrimFunc
+from tirc.ir.graph import (
+    GlobalVar,
+    ShapeExpr,
+    ShapeSInfo,
+    StructInfo,
+    TensorSInfo,
+    TupleSInfo,
+)
+from tirc.ir.ops.registry import OpCall, Param, register
+from tirc.ir.ops.sinfo_util import dim, dims_equal, ndim_of, shape_text, shape_vars
+from tirc.ir.visitor import substitute
+
+
+def bind_shape_vars(buffers: Sequence[Buffer], shapes: Sequence[Sequence[PrimExpr]],
+                    known: dict[Var, PrimExpr] | None = None) -> dict[Var, PrimExpr]:
+    """Values of a loop function's shape variables, from the shapes of the actual tensors.
+
+    A variable that is a whole dimension of some buffer takes the actual dimension there.
+    """
+    values: dict[Var, PrimExpr] = dict(known or {})
+    for buf, shape in zip(buffers, shapes):
+        for d, actual in zip(buf.shape, shape):
+            if isinstance(d, Var) and d not in values:
+                values[d] = dim(actual)
+    return values
+
+
+def shape_mismatches(buffers: Sequence[Buffer], shapes: Sequence[Sequence[PrimExpr]],
+                     values: dict[Var, PrimExpr]) -> list[tuple[int, str]]:
+    """(buffer index, message) for each buffer whose shape cannot be the actual one."""
+    out = []
+    for k, (buf, shape) in enumerate(zip(buffers, shapes)):
+        if len(buf.shape) != len(shape):
+            out.append((k, f"expected rank {len(buf.shape)}, got {shape_text(shape)}"))
+            continue
+        want = tuple(dim(substitute(d, values)) for d in buf.shape)
+        unresolved = [v for v in shape_vars(want) if v in _params_of(buffers)]
+        if unresolved:
+            continue
+        if not all(dims_equal(a, b) for a, b in zip(want, shape)):
+            out.append((k, f"expected shape {shape_text(want)}, got {shape_text(shape)}"))
+    return out
+
+
+def _params_of(buffers: Sequence[Buffer]) -> set[Var]:
+    return set(shape_vars(*[b.shape for b in buffers]))
+
+
+def out_sinfos(oc: OpCall) -> list[StructInfo]:
+    """The output struct info of a destination-passing call, one per output tensor."""
+    out = oc.call.sinfo_args or oc.values.get("out_sinfo") or ()
+    if isinstance(out, StructInfo):
+        out = (out,)
+    sinfos = list(out)
+    if len(sinfos) == 1 and isinstance(sinfos[0], TupleSInfo):
+        sinfos = list(sinfos[0].fields)
+    if not sinfos:
+        oc.error("needs out_sinfo")
+    for s in sinfos:
+        if not isinstance(s, TensorSInfo) or s.shape is None or s.dtype is None:
+            oc.error("out_sinfo must give a tensor shape and dtype")
+    return sinfos
+
+
+def _result(oc: OpCall, sinfos: list[StructInfo]) -> StructInfo:
+    out = oc.call.sinfo_args or oc.values.get("out_sinfo") or ()
+    single = isinstance(out, TensorSInfo) or (len(out) == 1 and isinstance(out[0], TensorSInfo))
+    return sinfos[0] if single else TupleSInfo(tuple(sinfos))
+
+
+def _call_tir(oc: OpCall) -> StructInfo:
+    callee = oc.values["func"]
+    outs = out_sinfos(oc)
+    if not isinstance(callee, GlobalVar):
+        oc.error("the callee must be a loop function of the module (Module.name)")
+    func = oc.module.functions.get(callee.name) if oc.module is not None else None
+    if oc.module is not None and not isinstance(func, PrimFunc):
+        oc.error(f"no loop function named '{callee.name}' in the module")
+    if isinstance(func, PrimFunc):
+        check_call_tir(oc, func, oc.tensors("args"), outs)
+    return _result(oc, outs)
+
+
+def check_call_tir(oc: OpCall, func: PrimFunc, inputs: list[TensorSInfo],
+                   outs: list[StructInfo]) -> None:
+    """Tensors, ranks, dtypes and shapes of a call_tir against the loop function."""
+    buffers = func.buffers
+    scalars = [p for p in func.params if p not in func.buffer_map]
+    tir_vars = tir_var_values(oc)
+    tensors = list(inputs) + [s for s in outs if isinstance(s, TensorSInfo)]
+    if len(buffers) != len(tensors) or len(scalars) != len(tir_vars):
+        extra = f" and {len(scalars)} shape values" if scalars else ""
+        oc.error(f"{func.name} takes {len(buffers)} tensors{extra}, got {len(inputs)} inputs "
+                 f"and {len(outs)} outputs" + (f" and {len(tir_vars)} shape values"
+                                               if tir_vars else ""))
+    names = [f"argument {k}" for k in range(len(inputs))] + \
+        [f"output {k}" for k in range(len(outs))]
+    for name, buf, t in zip(names, buffers, tensors):
+        if t.dtype is not None and t.dtype != buf.dtype:
+            oc.error(f"{name} of {func.name} ({buf.name}): expected dtype {buf.dtype}, "
+                     f"got {t.dtype}")
+        if ndim_of(t) >= 0 and ndim_of(t) != len(buf.shape):
+            oc.error(f"{name} of {func.name} ({buf.name}): expected rank {len(buf.shape)}, "
+                     f"got {ndim_of(t)}")
+    shapes = [t.shape for t in tensors]
+    if any(s is None for s in shapes):
+        return
+    values = bind_shape_vars(buffers, shapes, dict(zip(scalars, tir_vars)))  # type: ignore[arg-type]
+    for k, message in shape_mismatches(buffers, shapes, values):  # type: ignore[arg-type]
+        oc.error(f"{names[k]} of {func.name} ({buffers[k].name}): {message}")
+
+
+def tir_var_values(oc: OpCall) -> list[PrimExpr]:
+    """The extra shape values passed to a call_tir's scalar parameters."""
+    v: Any = oc.values.get("tir_vars")
+    if v is None:
+        return []
+    if isinstance(v, ShapeExpr):
+        return [dim(x) for x in v.values]
+    s = oc.sinfo.get("tir_vars")
+    if isinstance(s, ShapeSInfo) and s.values is not None:
+        return [dim(x) for x in s.values]
+    oc.error("tir_vars must be a shape of known values")
+
+
+def _call_dps_packed(oc: OpCall) -> StructInfo:
+    oc.tensors("args")
+    return _result(oc, out_sinfos(oc))
+
+
+def _shape_of(oc: OpCall) -> StructInfo:
+    s = oc.tensor("x", known_shape=False)
+    return ShapeSInfo(s.shape, ndim_of(s))
+
+
+register("call_tir", [Param("func", "callee"), Param("args", "tensors"),
+                      Param("tir_vars", "shape", None), Param("out_sinfo", "sinfo", None)],
+         _call_tir)
+register("call_dps_packed", [Param("func", "callee"), Param("args", "tensors"),
+                             Param("out_sinfo", "sinfo", None)], _call_dps_packed)
+register("shape_of", [Param("x", "tensor")], _shape_of)

@@ -1,0 +1,158 @@
+"""Struct info of any graph expression, and the checks of annotations and `R.match_cast`.
+
+`infer_expr` returns the struct info of an expression whose variables already carry theirs;
+operator calls go through the operator table (`tirc.ir.ops.registry`), calls of another graph
+function of the module substitute its symbolic parameters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tirc.ir.diagnostics import CompileError
+from tirc.ir.expr import PrimExpr, Var
+from tirc.ir.graph import (
+    Constant,
+    ExternFunc,
+    Function,
+    GCall,
+    GlobalVar,
+    GraphExpr,
+    GVar,
+    ObjectSInfo,
+    PrimSInfo,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    ShapeSInfo,
+    StringValue,
+    StructInfo,
+    TensorSInfo,
+    Tuple,
+    TupleGetItem,
+    TupleSInfo,
+)
+from tirc.ir.ops.graph_visit import substitute_graph
+from tirc.ir.ops.registry import infer_call
+from tirc.ir.ops.sinfo_util import dim, dims_equal, ndim_of, sinfo_text
+
+
+def infer_expr(e: GraphExpr, module: Any = None) -> tuple[GraphExpr, StructInfo]:
+    """The expression (calls in canonical form) and its struct info."""
+    if isinstance(e, GCall):
+        if module is not None and isinstance(module.functions.get(e.op), Function):
+            return e, _call_function(e, module.functions[e.op])
+        return infer_call(e, lambda a: infer_expr(a, module)[1], module)
+    return e, _sinfo_of_value(e, module)
+
+
+def _sinfo_of_value(e: GraphExpr, module: Any) -> StructInfo:
+    if isinstance(e, GVar):
+        return e.struct_info if e.struct_info is not None else ObjectSInfo()
+    if isinstance(e, Constant):
+        return TensorSInfo((), e.dtype, 0)
+    if isinstance(e, PrimValue):
+        return PrimSInfo(e.value.dtype)
+    if isinstance(e, ShapeExpr):
+        return ShapeSInfo(tuple(dim(v) for v in e.values), len(e.values))
+    if isinstance(e, Tuple):
+        return TupleSInfo(tuple(infer_expr(f, module)[1] for f in e.fields))
+    if isinstance(e, TupleGetItem):
+        t = infer_expr(e.tuple_value, module)[1]
+        if not isinstance(t, TupleSInfo):
+            raise CompileError(f"indexing a value that is not a tuple ({sinfo_text(t)})", e.span)
+        if not 0 <= e.index < len(t.fields):
+            raise CompileError(f"tuple index {e.index} is out of range for a tuple of "
+                               f"{len(t.fields)}", e.span)
+        return t.fields[e.index]
+    if isinstance(e, SeqExpr):
+        return infer_expr(e.body, module)[1]
+    if isinstance(e, (GlobalVar, ExternFunc, StringValue)):
+        return ObjectSInfo()
+    raise CompileError(f"cannot infer the struct info of {type(e).__name__}", e.span)
+
+
+def _call_function(call: GCall, func: Function) -> StructInfo:
+    """A call of a graph function: its return struct info with the parameters' sizes bound."""
+    if len(call.args) != len(func.params):
+        raise CompileError(f"{func.name} takes {len(func.params)} arguments, got "
+                           f"{len(call.args)}", call.span)
+    values: dict[Var, PrimExpr] = {}
+    for p, a in zip(func.params, call.args):
+        ps = p.struct_info
+        a_s = a.struct_info if isinstance(a, GVar) else None
+        if isinstance(ps, TensorSInfo) and isinstance(a_s, TensorSInfo) and ps.shape \
+                and a_s.shape and len(ps.shape) == len(a_s.shape):
+            for d, actual in zip(ps.shape, a_s.shape):
+                if isinstance(d, Var) and d not in values:
+                    values[d] = actual
+    ret = func.ret_struct_info or _sinfo_of_value(func.body, None)
+    return substitute_graph(ret, values) if values else ret
+
+
+def sinfo_agrees(declared: StructInfo, actual: StructInfo) -> bool:
+    """True when a value of struct info `actual` may be annotated as `declared`."""
+    if isinstance(declared, ObjectSInfo):
+        return True
+    if isinstance(declared, TensorSInfo):
+        if not isinstance(actual, TensorSInfo):
+            return False
+        if declared.dtype is not None and actual.dtype is not None \
+                and declared.dtype != actual.dtype:
+            return False
+        nd, na = ndim_of(declared), ndim_of(actual)
+        if nd >= 0 and na >= 0 and nd != na:
+            return False
+        if declared.shape is not None and actual.shape is not None:
+            return all(dims_equal(a, b) for a, b in zip(declared.shape, actual.shape))
+        return True
+    if isinstance(declared, TupleSInfo):
+        return isinstance(actual, TupleSInfo) and len(declared.fields) == len(actual.fields) \
+            and all(sinfo_agrees(d, a) for d, a in zip(declared.fields, actual.fields))
+    if isinstance(declared, ShapeSInfo):
+        if not isinstance(actual, ShapeSInfo):
+            return False
+        if declared.values is not None and actual.values is not None:
+            return len(declared.values) == len(actual.values) and all(
+                dims_equal(a, b) for a, b in zip(declared.values, actual.values))
+        return True
+    if isinstance(declared, PrimSInfo):
+        return isinstance(actual, PrimSInfo) and actual.dtype == declared.dtype
+    return True
+
+
+def more_precise(declared: StructInfo, actual: StructInfo) -> StructInfo:
+    """Of two agreeing struct infos, the one that says more (known shape beats unknown)."""
+    if isinstance(declared, TensorSInfo) and isinstance(actual, TensorSInfo):
+        if actual.shape is None and declared.shape is not None:
+            return declared
+        if actual.dtype is None and declared.dtype is not None:
+            return TensorSInfo(actual.shape, declared.dtype, ndim_of(actual))
+    if isinstance(actual, ObjectSInfo):
+        return declared
+    return actual
+
+
+def match_cast_conflict(target: StructInfo, actual: StructInfo) -> str | None:
+    """Why a value can never match `target` at run time, or None when it might."""
+    if isinstance(target, TensorSInfo):
+        if isinstance(actual, ObjectSInfo):
+            return None
+        if not isinstance(actual, TensorSInfo):
+            return f"a {sinfo_text(actual)} is not a tensor"
+        if target.dtype is not None and actual.dtype is not None and target.dtype != actual.dtype:
+            return f"dtype {actual.dtype} is not {target.dtype}"
+        nt, na = ndim_of(target), ndim_of(actual)
+        if nt >= 0 and na >= 0 and nt != na:
+            return f"rank {na} is not {nt}"
+        for k, (t, a) in enumerate(zip(target.shape or (), actual.shape or ())):
+            if isinstance(t, PrimExpr) and isinstance(a, PrimExpr) and \
+                    _both_const(t, a) and not dims_equal(t, a):
+                return f"dimension {k} is {sinfo_text(actual)}, not {sinfo_text(target)}"
+    return None
+
+
+def _both_const(a: PrimExpr, b: PrimExpr) -> bool:
+    from tirc.ir.ops.sinfo_util import const_dim
+
+    return const_dim(a) is not None and const_dim(b) is not None

@@ -1,0 +1,180 @@
+"""Shape manipulation: reshape, permute_dims, expand_dims, squeeze, concat, split, take,
+broadcast_to."""
+
+from __future__ import annotations
+
+from tirc.ir.expr import PrimExpr, binop
+from tirc.ir.graph import ShapeExpr, StructInfo, TupleSInfo
+from tirc.ir.ops.elementwise import broadcast_shapes
+from tirc.ir.ops.registry import OpCall, Param, register
+from tirc.ir.ops.sinfo_util import (
+    const_dim,
+    dim,
+    dims_equal,
+    divide_product,
+    product,
+    shape_text,
+    simplify_dim,
+    tensor,
+)
+
+
+def target_shape(oc: OpCall, name: str = "shape") -> tuple[PrimExpr, ...]:
+    """The dimensions of a shape argument (a shape literal or a shape-typed value)."""
+    v = oc.values[name]
+    if isinstance(v, ShapeExpr):
+        return tuple(dim(d) for d in v.values)
+    from tirc.ir.graph import ShapeSInfo
+
+    s = oc.sinfo.get(name)
+    if isinstance(s, ShapeSInfo) and s.values is not None:
+        return tuple(dim(d) for d in s.values)
+    oc.error(f"argument '{name}' must be a shape with known values")
+
+
+def _reshape(oc: OpCall) -> StructInfo:
+    x = oc.tensor("x")
+    assert x.shape is not None
+    shape = list(target_shape(oc))
+    inferred = [k for k, d in enumerate(shape) if const_dim(d) == -1]
+    if len(inferred) > 1:
+        oc.error("at most one dimension may be -1")
+    total = product(x.shape)
+    if inferred:
+        rest = [d for k, d in enumerate(shape) if k != inferred[0]]
+        shape[inferred[0]] = divide_product(x.shape, rest)
+    if not dims_equal(product(shape), total):
+        oc.error(f"cannot reshape {shape_text(x.shape)} to {shape_text(target_shape(oc))}")
+    return tensor(shape, x.dtype)
+
+
+def _permute_dims(oc: OpCall) -> StructInfo:
+    x = oc.tensor("x")
+    assert x.shape is not None
+    nd = len(x.shape)
+    axes = oc.values["axes"]
+    if axes is None:
+        order = list(reversed(range(nd)))
+    else:
+        order = [oc.axis(a, nd, "axes entry") for a in axes]
+        if sorted(order) != list(range(nd)):
+            oc.error(f"axes {tuple(axes)} are not a permutation of {nd} dimensions")
+    return tensor([x.shape[a] for a in order], x.dtype)
+
+
+def _expand_dims(oc: OpCall) -> StructInfo:
+    x = oc.tensor("x")
+    assert x.shape is not None
+    values = oc.values["axis"]
+    out_nd = len(x.shape) + len(values)
+    axes = oc.axes(values, out_nd)
+    dims = iter(x.shape)
+    return tensor([dim(1) if k in axes else next(dims) for k in range(out_nd)], x.dtype)
+
+
+def _squeeze(oc: OpCall) -> StructInfo:
+    x = oc.tensor("x")
+    assert x.shape is not None
+    values = oc.values["axis"]
+    if values is None:
+        for d in x.shape:
+            if const_dim(d) is None:
+                oc.error(f"axis=None with the symbolic dimension in {shape_text(x.shape)}; "
+                         "give the axes to squeeze")
+        axes = [k for k, d in enumerate(x.shape) if const_dim(d) == 1]
+    else:
+        axes = oc.axes(values, len(x.shape))
+        for a in axes:
+            if const_dim(x.shape[a]) != 1:
+                oc.error(f"dimension {a} of {shape_text(x.shape)} is not 1")
+    return tensor([d for k, d in enumerate(x.shape) if k not in axes], x.dtype)
+
+
+def _concat(oc: OpCall) -> StructInfo:
+    parts = oc.tensors("tensors")
+    if not parts:
+        oc.error("needs at least one tensor")
+    nd = len(parts[0].shape or ())
+    dts = {str(p.dtype) for p in parts if p.dtype is not None}
+    if len(dts) > 1:
+        oc.error(f"dtype mismatch: {' and '.join(sorted(dts))}")
+    axis = oc.axis(oc.values["axis"], nd)
+    first = parts[0].shape or ()
+    total: PrimExpr = dim(0)
+    for p in parts:
+        shape = p.shape or ()
+        if len(shape) != nd or any(not dims_equal(a, b) for k, (a, b) in
+                                   enumerate(zip(first, shape)) if k != axis):
+            oc.error(f"cannot concatenate {shape_text(first)} with {shape_text(shape)} "
+                     f"along axis {axis}")
+        total = binop("add", total, shape[axis])
+    out = list(first)
+    out[axis] = simplify_dim(total)
+    return tensor(out, parts[0].dtype)
+
+
+def split_bounds(size: PrimExpr, spec: int | tuple[int, ...]) -> list[tuple[PrimExpr, PrimExpr]]:
+    """(begin, extent) of each part: n sections of ceil(size / n), or cuts at indices."""
+    if isinstance(spec, int):
+        chunk = simplify_dim(binop("floordiv", binop("add", size, spec - 1), spec))
+        cuts = [simplify_dim(binop("min", binop("mul", chunk, k), size)) for k in range(1, spec)]
+    else:
+        cuts = [simplify_dim(binop("min", dim(c), size)) for c in spec]
+    starts = [dim(0)] + cuts
+    ends = cuts + [size]
+    return [(b, simplify_dim(binop("max", binop("sub", e, b), dim(0))))
+            for b, e in zip(starts, ends)]
+
+
+def _split(oc: OpCall) -> StructInfo:
+    x = oc.tensor("x")
+    assert x.shape is not None
+    spec = oc.values["indices_or_sections"]
+    if isinstance(spec, int) and spec < 1:
+        oc.error(f"sections must be positive, got {spec}")
+    if isinstance(spec, tuple) and list(spec) != sorted(spec):
+        oc.error(f"split indices {spec} must be increasing")
+    axis = oc.axis(oc.values["axis"], len(x.shape))
+    fields = []
+    for _, extent in split_bounds(x.shape[axis], spec):
+        shape = list(x.shape)
+        shape[axis] = extent
+        fields.append(tensor(shape, x.dtype))
+    return TupleSInfo(tuple(fields))
+
+
+def _take(oc: OpCall) -> StructInfo:
+    x, idx = oc.tensor("x"), oc.tensor("indices")
+    assert x.shape is not None and idx.shape is not None
+    if idx.dtype is not None and not idx.dtype.is_int:
+        oc.error(f"indices must be integers, got {idx.dtype}")
+    axis = oc.values["axis"]
+    if axis is None:
+        return tensor(idx.shape, x.dtype)
+    a = oc.axis(axis, len(x.shape))
+    return tensor(x.shape[:a] + idx.shape + x.shape[a + 1:], x.dtype)
+
+
+def _broadcast_to(oc: OpCall) -> StructInfo:
+    x = oc.tensor("x")
+    assert x.shape is not None
+    shape = target_shape(oc)
+    if len(x.shape) > len(shape):
+        oc.error(f"cannot broadcast {shape_text(x.shape)} to {shape_text(shape)}")
+    for a, b in zip(reversed(x.shape), reversed(shape)):
+        if const_dim(a) != 1 and not dims_equal(a, b):
+            oc.error(f"cannot broadcast {shape_text(x.shape)} to {shape_text(shape)}")
+    broadcast_shapes(oc, x.shape, shape)
+    return tensor(shape, x.dtype)
+
+
+register("reshape", [Param("x", "tensor"), Param("shape", "shape")], _reshape)
+register("permute_dims", [Param("x", "tensor"), Param("axes", "ints", None)], _permute_dims)
+register("expand_dims", [Param("x", "tensor"), Param("axis", "ints")], _expand_dims)
+register("squeeze", [Param("x", "tensor"), Param("axis", "ints", None)], _squeeze)
+register("concat", [Param("tensors", "tensors"), Param("axis", "int", 0)], _concat)
+register("split", [Param("x", "tensor"), Param("indices_or_sections", "int_or_ints"),
+                   Param("axis", "int", 0)], _split)
+register("take", [Param("x", "tensor"), Param("indices", "tensor"),
+                  Param("axis", "int", None)], _take)
+register("broadcast_to", [Param("x", "tensor"), Param("shape", "shape")], _broadcast_to)

@@ -1,0 +1,180 @@
+"""The instruments behind `--print-*`, `--time-passes` and `--verify-each`.
+
+Each is an `Instrument` (tirc.passes.manager) that the pipeline runner calls around every
+pass. Dumps go through a `DumpSink`: to a stream, each headed by `# IR after <pass>`, or into
+a directory as numbered `.tir` files; either way every dump is itself a valid `.tir` file.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TextIO
+
+from rich.console import Console
+from rich.table import Table
+from tirc.ir.diagnostics import CompileError, Diagnostic
+from tirc.ir.module import IRModule
+from tirc.passes.manager import Instrument, PassRun
+from tirc.passes.pass_base import Pass, PassContext
+from tirc.passes.verify import verify_module
+
+
+class DumpSink:
+    """Where IR dumps go: a text stream (stderr by default) or numbered files in a folder."""
+
+    def __init__(self, stream: TextIO | None = None, dump_dir: str | Path | None = None) -> None:
+        self.stream = stream
+        self.dump_dir = Path(dump_dir) if dump_dir is not None else None
+        self.count = 0
+        self.written: list[Path] = []
+
+    def dump(self, when: str, pass_name: str, mod: IRModule, notes: Iterable[str] = ()) -> None:
+        """Write `mod` headed by `# IR <when> <pass_name>` and any notes as comments."""
+        header = [f"# IR {when} {pass_name}"] + [f"# note: {n}" for n in notes]
+        text = "\n".join(header) + "\n" + mod.script()
+        if not text.endswith("\n"):
+            text += "\n"
+        self.count += 1
+        if self.dump_dir is not None:
+            self.dump_dir.mkdir(parents=True, exist_ok=True)
+            path = self.dump_dir / f"{self.count:03d}-{when}-{pass_name}.tir"
+            path.write_text(text)
+            self.written.append(path)
+        else:
+            stream = self.stream or sys.stderr
+            stream.write(text)
+            stream.flush()
+
+    def note(self, pass_name: str, notes: Iterable[str]) -> None:
+        """Notes of a pass that left the module unchanged (no dump to attach them to)."""
+        stream = self.stream or sys.stderr
+        for n in notes:
+            stream.write(f"# note ({pass_name}): {n}\n")
+        stream.flush()
+
+
+class PrintBefore(Instrument):
+    """`--print-before NAME`: the module before each run of the named passes."""
+
+    def __init__(self, names: Iterable[str], sink: DumpSink) -> None:
+        self.names = set(names)
+        self.sink = sink
+
+    def before_pass(self, p: Pass, mod: IRModule, ctx: PassContext) -> None:
+        if p.name in self.names:
+            self.sink.dump("before", p.name, mod)
+
+
+class PrintAfter(Instrument):
+    """`--print-after NAME`: the module after each run of the named passes."""
+
+    def __init__(self, names: Iterable[str], sink: DumpSink) -> None:
+        self.names = set(names)
+        self.sink = sink
+
+    def after_pass(self, p: Pass, before: IRModule, after: IRModule, ctx: PassContext,
+                   run: PassRun) -> None:
+        if p.name in self.names:
+            self.sink.dump("after", p.name, after, run.notes)
+
+
+class PrintAfterAll(Instrument):
+    """`--print-after-all`: the module after every pass."""
+
+    def __init__(self, sink: DumpSink) -> None:
+        self.sink = sink
+
+    def after_pass(self, p: Pass, before: IRModule, after: IRModule, ctx: PassContext,
+                   run: PassRun) -> None:
+        self.sink.dump("after", p.name, after, run.notes)
+
+
+class PrintChanged(Instrument):
+    """`--print-changed`: the module after each pass whose printed text changed, with notes."""
+
+    def __init__(self, sink: DumpSink) -> None:
+        self.sink = sink
+        self.text_before = ""
+
+    def before_pass(self, p: Pass, mod: IRModule, ctx: PassContext) -> None:
+        self.text_before = mod.script()
+
+    def after_pass(self, p: Pass, before: IRModule, after: IRModule, ctx: PassContext,
+                   run: PassRun) -> None:
+        if after is not before and after.script() != self.text_before:
+            self.sink.dump("after", p.name, after, run.notes)
+        elif run.notes:
+            self.sink.note(p.name, run.notes)
+
+
+class Progress(Instrument):
+    """`-v`: one line per pass with its time, so a slow or failing step is easy to spot."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream
+
+    def before_pass(self, p: Pass, mod: IRModule, ctx: PassContext) -> None:
+        stream = self.stream or sys.stderr
+        stream.write(f"tirc: running {p.name}\n")
+        stream.flush()
+
+    def after_pass(self, p: Pass, before: IRModule, after: IRModule, ctx: PassContext,
+                   run: PassRun) -> None:
+        stream = self.stream or sys.stderr
+        changed = "changed" if after is not before else "unchanged"
+        stream.write(f"tirc: {p.name} done in {run.seconds * 1e3:.2f} ms ({changed})\n")
+        stream.flush()
+
+
+class TimePasses(Instrument):
+    """`--time-passes`: a table of the time spent in each pass, printed at the end."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream
+        self.times: dict[str, list[float]] = {}
+
+    def after_pass(self, p: Pass, before: IRModule, after: IRModule, ctx: PassContext,
+                   run: PassRun) -> None:
+        self.times.setdefault(p.name, []).append(run.seconds)
+
+    def exit_pipeline(self, mod: IRModule, ctx: PassContext) -> None:
+        console = Console(file=self.stream or sys.stderr, highlight=False)
+        console.print(self.table())
+
+    def table(self) -> Table:
+        """Pass, runs, total milliseconds and share of the total, slowest first."""
+        total = sum(sum(t) for t in self.times.values()) or 1e-12
+        table = Table(title="pass timing")
+        table.add_column("pass")
+        table.add_column("runs", justify="right")
+        table.add_column("ms", justify="right")
+        table.add_column("%", justify="right")
+        rows = sorted(self.times.items(), key=lambda kv: -sum(kv[1]))
+        for k, (name, times) in enumerate(rows):
+            t = sum(times)
+            table.add_row(name, str(len(times)), f"{t * 1e3:.2f}", f"{100 * t / total:.1f}",
+                          end_section=k == len(rows) - 1)
+        table.add_row("total", "", f"{total * 1e3:.2f}", "100.0", style="bold")
+        return table
+
+
+class VerifyEach(Instrument):
+    """`--verify-each`: check well-formedness of the input and after every pass.
+
+    A failure names the pass that broke the module, followed by the verifier's findings.
+    """
+
+    def enter_pipeline(self, mod: IRModule, ctx: PassContext) -> None:
+        _raise_if_broken(mod, "the input module is not well-formed")
+
+    def after_pass(self, p: Pass, before: IRModule, after: IRModule, ctx: PassContext,
+                   run: PassRun) -> None:
+        _raise_if_broken(after, f"the module is not well-formed after pass '{p.name}'")
+
+
+def _raise_if_broken(mod: IRModule, headline: str) -> None:
+    problems = verify_module(mod)
+    if problems:
+        raise CompileError([Diagnostic("error", headline), *problems])

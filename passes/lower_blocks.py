@@ -1,0 +1,204 @@
+"""lower-blocks: TensorIR blocks become plain loop code.
+
+Each `BlockRealize` is replaced by its block's body, where:
+- every iteration variable is replaced by the value bound to it (cast to the variable's dtype);
+- `init` (when `lower-init` has not already turned it into an `if`) runs first, under
+  `if <every reduce iteration variable is at its domain minimum>:` (always, when the block has
+  no reduce variable);
+- each `alloc_buffer` becomes an `Allocate` around init and body;
+- each `match_buffer` is resolved: an access `M[i, j]` to a buffer matched to `A[r0, r1, r2]`
+  becomes `A[r0.min + .., ..]`, the matched buffer's dimensions lined up with the region's
+  non-unit dimensions (then unit ones from the right); variables that name its shape, strides
+  or offset are bound to the source's;
+- a `T.where` predicate becomes `if predicate:` around all of it;
+- reads, writes, names and block annotations are dropped.
+The root block follows the same rule (it only has allocations). Blocks nested in blocks are
+lowered inside out. The result holds no Block or BlockRealize.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tirc.ir.buffer import Buffer, Range
+from tirc.ir.diagnostics import CompileError
+from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, cast, const
+from tirc.ir.function import PrimFunc
+from tirc.ir.module import IRModule
+from tirc.ir.stmt import (
+    Allocate,
+    Block,
+    BlockRealize,
+    BufferStore,
+    IfThenElse,
+    IterKind,
+    MatchBufferRegion,
+    Stmt,
+    seq,
+)
+from tirc.ir.visitor import Mutator, post_order_visit
+from tirc.passes import expr_fold
+from tirc.passes.pass_base import PassContext, PrimFuncPass
+from tirc.passes.rebind import rebind
+
+
+def is_true(e: PrimExpr) -> bool:
+    """True for the constant predicate `True` (or any non-zero integer constant)."""
+    return isinstance(e, IntImm) and e.value != 0
+
+
+def _conjunction(conds: list[PrimExpr]) -> PrimExpr | None:
+    out: PrimExpr | None = None
+    for c in conds:
+        out = c if out is None else binop("and", out, c)
+    return out
+
+
+def row_major_strides(shape: tuple[PrimExpr, ...]) -> list[PrimExpr]:
+    """The element strides of a compact row-major buffer of `shape`: (m * n, n, 1)."""
+    strides: list[PrimExpr] = []
+    for k in range(len(shape)):
+        stride: PrimExpr = const(1, shape[k].dtype)
+        for dim in shape[k + 1:]:
+            stride = expr_fold.mul(stride, dim)
+        strides.append(stride)
+    return strides
+
+
+@dataclass
+class _Match:
+    """How the dimensions of a matched buffer land in its source region."""
+
+    source: Buffer
+    mins: list[PrimExpr]
+    dims: list[int]  # dims[k]: the source dimension that matched dimension k indexes
+
+
+def _match_dims(m: MatchBufferRegion) -> list[int]:
+    """The source dimension of each matched dimension: non-unit ones, then unit ones."""
+    region = m.source.region
+    ndim = m.buffer.ndim
+    chosen = [k for k, r in enumerate(region) if not expr_fold.is_int_const(r.extent, 1)]
+    if len(chosen) > ndim or ndim > len(region):
+        raise CompileError(
+            f"match_buffer '{m.buffer.name}' has {ndim} dimension(s), but its source region of "
+            f"'{m.source.buffer.name}' has {len(chosen)} dimension(s) of extent other than 1 "
+            f"(of {len(region)})", m.span or m.source.span)
+    for k in reversed(range(len(region))):
+        if len(chosen) == ndim:
+            break
+        if k not in chosen:
+            chosen.append(k)
+    return sorted(chosen)
+
+
+def _bind_match_vars(m: MatchBufferRegion, dims: list[int], vmap: dict[Any, Any]) -> None:
+    """Bind the variables naming the matched buffer's shape, strides and offset to the source's."""
+    src = m.source.buffer
+    region: tuple[Range, ...] = m.source.region
+    src_strides = list(src.strides) if src.strides else row_major_strides(src.shape)
+    buf = m.buffer
+    for k, sk in enumerate(dims):
+        if k < len(buf.shape) and isinstance(buf.shape[k], Var) and buf.shape[k] not in vmap:
+            vmap[buf.shape[k]] = cast(buf.shape[k].dtype, region[sk].extent)
+        if k < len(buf.strides) and isinstance(buf.strides[k], Var) and buf.strides[k] not in vmap:
+            vmap[buf.strides[k]] = cast(buf.strides[k].dtype, src_strides[sk])
+    if isinstance(buf.elem_offset, Var) and buf.elem_offset not in vmap:
+        offset: PrimExpr = src.elem_offset if src.elem_offset is not None else const(0)
+        for r, stride in zip(region, src_strides):
+            offset = expr_fold.add(offset, expr_fold.mul(r.min, stride))
+        vmap[buf.elem_offset] = cast(buf.elem_offset.dtype, offset)
+
+
+class _MatchResolver(Mutator):
+    """Rewrites accesses to matched buffers into accesses to their sources."""
+
+    def __init__(self, matches: dict[Buffer, _Match]) -> None:
+        self.matches = matches
+
+    def _indices(self, m: _Match, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
+        out = list(m.mins)
+        for idx, sk in zip(indices, m.dims):
+            out[sk] = expr_fold.add(m.mins[sk], idx)
+        return tuple(out)
+
+    def visit_BufferLoad(self, e: BufferLoad) -> Any:
+        e = self.generic_visit(e)
+        m = self.matches.get(e.buffer)
+        if m is None:
+            return e
+        return BufferLoad(m.source, self._indices(m, e.indices), e.dtype, span=e.span)
+
+    def visit_BufferStore(self, s: BufferStore) -> Any:
+        s = self.generic_visit(s)
+        m = self.matches.get(s.buffer)
+        if m is None:
+            return s
+        return BufferStore(m.source, s.value, self._indices(m, s.indices), span=s.span)
+
+
+class _BlockLowerer(Mutator):
+    """Replaces every BlockRealize by plain statements, innermost first."""
+
+    def visit_BlockRealize(self, br: BlockRealize) -> Stmt:
+        blk: Block = br.block
+        body: Stmt = self.visit(blk.body)
+        init: Stmt | None = self.visit(blk.init) if blk.init is not None else None
+        vmap: dict[Any, Any] = {}
+        for iv, value in zip(blk.iter_vars, br.iter_values):
+            vmap[iv.var] = cast(iv.var.dtype, value)
+        if init is not None:
+            at_min = [iv.var.eq(iv.dom.min) for iv in blk.iter_vars if iv.kind == IterKind.REDUCE]
+            cond = _conjunction(at_min)
+            init_stmt = init if cond is None else IfThenElse(cond, init, span=blk.span)
+            body = seq(init_stmt, body)
+        for b in reversed(blk.alloc_buffers):
+            body = Allocate(b, body, span=blk.span)
+        if blk.match_buffers:
+            matches: dict[Buffer, _Match] = {}
+            for mb in blk.match_buffers:
+                dims = _match_dims(mb)
+                src = matches.get(mb.source.buffer)
+                mins = [r.min for r in mb.source.region]
+                if src is not None:  # a match of an earlier match of this block
+                    mins = list(_MatchResolver(matches)._indices(src, tuple(mins)))
+                    matches[mb.buffer] = _Match(src.source, mins,
+                                                [src.dims[d] for d in dims])
+                else:
+                    matches[mb.buffer] = _Match(mb.source.buffer, mins, dims)
+                _bind_match_vars(mb, dims, vmap)
+            body = _MatchResolver(matches).visit(body)
+        body = rebind(body, vmap)
+        if not is_true(br.predicate):
+            body = IfThenElse(br.predicate, body, span=br.span)
+        return body
+
+
+def lower_blocks(stmt: Stmt) -> Stmt:
+    """`stmt` with every block lowered to plain statements."""
+    return _BlockLowerer().visit(stmt)
+
+
+def has_blocks(stmt: Stmt) -> bool:
+    """True when `stmt` holds a BlockRealize anywhere."""
+    found = False
+
+    def check(n: Any) -> None:
+        nonlocal found
+        found = found or isinstance(n, BlockRealize)
+
+    post_order_visit(stmt, check)
+    return found
+
+
+@dataclass(frozen=True)
+class LowerBlocks(PrimFuncPass):
+    """Blocks to plain loops: iteration variables bound, T.where to if, init and allocations."""
+
+    name = "lower-blocks"
+    description = "lower TensorIR blocks to plain loops (bind iter vars, T.where to if, allocs)"
+
+    def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        body = lower_blocks(func.body)
+        return func if body is func.body else func.replace(body=body)  # type: ignore[return-value]

@@ -1,0 +1,336 @@
+"""make-entry: the exported entry point `int32_t name(DLTensor **args, int32_t num_args)`.
+
+The function's parameters are replaced by the DLTensor argument array. Before the original
+body runs, the new body checks the argument count, then for every argument: not NULL, rank,
+dtype, device (CPU), data not NULL; binds each symbolic size from its first occurrence in the
+argument shapes; then checks every shape (`matmul: argument B: expected shape (1024, 1024), got
+(1024, 1000)`), compactness (NULL strides or row-major ones), alignment of the data to the
+element size, and that no output overlaps another argument. A failed check sets the message
+`tirc_last_error()` returns and makes the function return -1. The original body runs inside
+`T.attr(None, "tirc.compute_scope", 0)`, which the LLVM backend outlines with `noalias` pointers.
+Scalar parameters are passed as 0-d tensors. The signature goes to `attrs["tirc.entry"]`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from tirc.ir.buffer import Buffer
+from tirc.ir.diagnostics import CompileError
+from tirc.ir.dtype import DType, dtype
+from tirc.ir.expr import (
+    Call,
+    IntImm,
+    Not,
+    PrimExpr,
+    StringImm,
+    Var,
+    binop,
+    cast,
+    if_then_else,
+)
+from tirc.ir.function import PrimFunc
+from tirc.ir.module import IRModule
+from tirc.ir.stmt import AttrStmt, Evaluate, LetStmt, Stmt, seq
+from tirc.ir.visitor import post_order_visit
+from tirc.passes.entry_signature import param_buffers, signature
+from tirc.passes.pass_base import PassContext, PrimFuncPass
+
+ENTRY_ATTR = "tirc.entry"
+COMPUTE_SCOPE = "tirc.compute_scope"
+DEVICE_CPU = 1
+
+HANDLE = dtype("handle")
+INT32 = dtype("int32")
+INT64 = dtype("int64")
+UINT64 = dtype("uint64")
+BOOL = dtype("bool")
+
+# DLPack type codes.
+TYPE_CODES = {"int": 0, "uint": 1, "float": 2, "bfloat": 4, "bool": 6}
+
+
+def dl_bits(dt: DType) -> int:
+    """The bit width DLPack gives a dtype (bool takes 8 bits)."""
+    return 8 if dt.is_bool else dt.bits
+
+
+def elem_bytes(dt: DType) -> int:
+    return dl_bits(dt) // 8 * dt.lanes
+
+
+def _call(op: str, *args: PrimExpr, dt: DType = INT32) -> Call:
+    return Call(op, tuple(args), dt)
+
+
+def _check(cond: PrimExpr, fmt: str, *values: PrimExpr) -> Stmt:
+    return Evaluate(_call("tirc.check", cond, StringImm(fmt), *values))
+
+
+def _all(conds: list[PrimExpr]) -> PrimExpr:
+    out: PrimExpr = IntImm(1, BOOL)
+    for c in conds:
+        out = c if isinstance(out, IntImm) else binop("and", out, c)
+    return out
+
+
+def _any(conds: list[PrimExpr]) -> PrimExpr:
+    out = conds[0]
+    for c in conds[1:]:
+        out = binop("or", out, c)
+    return out
+
+
+def is_entry(func: PrimFunc) -> bool:
+    return ENTRY_ATTR in func.attrs
+
+
+@dataclass(frozen=True)
+class MakeEntry(PrimFuncPass):
+    """Turn each loop function into an exported entry point that checks its arguments."""
+
+    name: ClassVar[str] = "make-entry"
+    description: ClassVar[str] = ("exported entry points: unpack DLTensor arguments, bind "
+                                  "symbolic shapes, check every argument before any access")
+
+    def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        return func if is_entry(func) else make_entry(func)
+
+
+class _Builder:
+    """Collects the entry's statements and bindings in order, then nests them."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[Var, PrimExpr] | Stmt] = []
+
+    def let(self, var: Var, value: PrimExpr) -> Var:
+        self.steps.append((var, value))
+        return var
+
+    def add(self, stmt: Stmt) -> None:
+        self.steps.append(stmt)
+
+    def build(self, body: Stmt) -> Stmt:
+        out = body
+        for step in reversed(self.steps):
+            if isinstance(step, tuple):
+                out = LetStmt(step[0], step[1], out)
+            else:
+                out = seq(step, out)
+        return out
+
+
+def make_entry(func: PrimFunc) -> PrimFunc:
+    """The entry-point form of `func` (see the module docstring)."""
+    symbol = str(func.attrs.get("global_symbol", func.name))
+    buffers = param_buffers(func)
+    args = Var("args", HANDLE)
+    num_args = Var("num_args", INT32)
+    out = _Builder()
+    n = len(func.params)
+    names = ", ".join(p.name for p in func.params)
+    out.add(_check(binop("eq", num_args, IntImm(n, INT32)),
+                   f"{symbol}: expected {n} argument{'s' if n != 1 else ''} ({names}), got %lld",
+                   num_args))
+    if n:
+        out.add(_check(Not(_call("tirc.is_null", args, dt=BOOL)),
+                       f"{symbol}: the argument array is NULL"))
+    handles: dict[Var, Var] = {}
+    shapes: dict[Var, list[Var]] = {}
+    bound: dict[Var, str] = {}
+    for i, p in enumerate(func.params):
+        h = out.let(Var(f"{p.name}_handle", HANDLE), _call("tirc.arg", args, IntImm(i),
+                                                           dt=HANDLE))
+        handles[p] = h
+        prefix = f"{symbol}: argument {p.name}: "
+        buf = buffers.get(p)
+        _check_header(out, h, prefix, buf.dtype if buf is not None else p.dtype,
+                      buf.ndim if buf is not None else 0)
+        if buf is None:
+            out.let(p, _call("tirc.dl_scalar", h, dt=p.dtype))
+            bound[p] = f"argument {p.name}"
+        else:
+            shapes[p] = [out.let(Var(f"{p.name}_shape{k}", INT64),
+                                 _call("tirc.dl_shape", h, IntImm(k), dt=INT64))
+                         for k in range(buf.ndim)]
+    for p, buf in buffers.items():
+        _bind_symbols(out, buf, handles[p], shapes[p], p.name, bound)
+    _check_unbound(func, buffers, bound)
+    datas: dict[Var, Var] = {}
+    for p, buf in buffers.items():
+        datas[p] = _check_layout(out, buf, handles[p], shapes[p],
+                                 f"{symbol}: argument {p.name}: ")
+        flat = func.buffer_map.get(p)
+        if flat is not None and flat.data is not buf.data:
+            out.let(flat.data, datas[p])
+    info = signature(func, symbol, bound)
+    _check_overlap(out, symbol, buffers, datas, info)
+    body = out.build(AttrStmt(None, COMPUTE_SCOPE, IntImm(0), func.body))
+    attrs = dict(func.attrs)
+    attrs["global_symbol"] = symbol
+    attrs[ENTRY_ATTR] = info
+    return PrimFunc(func.name, (args, num_args), {}, body, attrs, span=func.span)
+
+
+def _check_header(out: _Builder, h: Var, prefix: str, dt: DType, ndim: int) -> None:
+    """NULL, rank, dtype and device of one argument."""
+    out.add(_check(Not(_call("tirc.is_null", h, dt=BOOL)), prefix + "DLTensor pointer is NULL"))
+    got_ndim = out.let(Var(f"{h.name.removesuffix('_handle')}_ndim", INT32),
+                       _call("tirc.dl_ndim", h))
+    if ndim == 0:
+        out.add(_check(binop("eq", got_ndim, IntImm(0)),
+                       prefix + "expected a scalar (a 0-d tensor), got %lld dimension(s)",
+                       got_ndim))
+    else:
+        out.add(_check(binop("eq", got_ndim, IntImm(ndim)),
+                       prefix + f"expected {ndim} dimension{'s' if ndim != 1 else ''}, "
+                       f"got %lld", got_ndim))
+    code, bits = _call("tirc.dl_dtype_code", h), _call("tirc.dl_dtype_bits", h)
+    lanes = _call("tirc.dl_dtype_lanes", h)
+    elem = dt.element()
+    out.add(_check(_all([binop("eq", code, IntImm(TYPE_CODES[elem.kind])),
+                         binop("eq", bits, IntImm(dl_bits(elem)))]),
+                   prefix + f"expected dtype {dt}, got %s%lld",
+                   _call("tirc.dtype_kind", code, dt=HANDLE), bits))
+    out.add(_check(binop("eq", lanes, IntImm(dt.lanes)),
+                   prefix + f"expected dtype {dt}, got %lld lanes per element", lanes))
+    device = _call("tirc.dl_device_type", h)
+    out.add(_check(binop("eq", device, IntImm(DEVICE_CPU)),
+                   prefix + f"expected a CPU tensor (device_type {DEVICE_CPU}), "
+                   "got device_type %lld", device))
+    out.add(_check(Not(_call("tirc.is_null", _call("tirc.dl_data", h, dt=HANDLE), dt=BOOL)),
+                   prefix + "data pointer is NULL"))
+
+
+def _mul(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    """a * b, folding constants (the entry's size arithmetic stays readable when printed)."""
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        return IntImm(a.value * b.value, a.dtype)
+    if isinstance(a, IntImm) and a.value == 1:
+        return b
+    if isinstance(b, IntImm) and b.value == 1:
+        return a
+    return binop("mul", a, b)
+
+
+def _actual_stride(h: Var, shape: list[Var], k: int) -> PrimExpr:
+    """The k-th stride in elements: from the strides array, or row-major when it is NULL."""
+    compact: PrimExpr = IntImm(1, INT64)
+    for dim in shape[k + 1:]:
+        compact = _mul(compact, dim)
+    return if_then_else(_call("tirc.dl_strides_null", h, dt=BOOL), compact,
+                        _call("tirc.dl_stride", h, IntImm(k), dt=INT64))
+
+
+def _bind_symbols(out: _Builder, buf: Buffer, h: Var, shape: list[Var], pname: str,
+                  bound: dict[Var, str]) -> None:
+    """Bind each still-unbound symbolic size that is a whole dimension (or stride) of `buf`."""
+    for k, dim in enumerate(buf.shape):
+        if isinstance(dim, Var) and dim not in bound:
+            out.let(dim, cast(dim.dtype, shape[k]))
+            bound[dim] = f"{pname}.shape[{k}]"
+    for k, stride in enumerate(buf.strides):
+        if isinstance(stride, Var) and stride not in bound:
+            out.let(stride, cast(stride.dtype, _actual_stride(h, shape, k)))
+            bound[stride] = f"{pname}.strides[{k}]"
+    if isinstance(buf.elem_offset, Var) and buf.elem_offset not in bound:
+        out.let(buf.elem_offset, IntImm(0, buf.elem_offset.dtype))
+        bound[buf.elem_offset] = "0"
+
+
+def _check_unbound(func: PrimFunc, buffers: dict[Var, Buffer], bound: dict[Var, str]) -> None:
+    for buf in buffers.values():
+        missing = [v for dim in (*buf.shape, *buf.strides) for v in _vars_of(dim)
+                   if v not in bound]
+        if missing:
+            raise CompileError(
+                f"make-entry: {func.name}: symbolic size '{missing[0].name}' of buffer "
+                f"'{buf.name}' is not a whole dimension of any parameter, so its value "
+                "cannot be read from the arguments", buf.span or func.span)
+
+
+def _vars_of(e: PrimExpr) -> list[Var]:
+    found: list[Var] = []
+    post_order_visit(e, lambda n: found.append(n) if isinstance(n, Var) else None)
+    return found
+
+
+def _tuple_format(n: int) -> str:
+    return "(" + ", ".join(["%lld"] * n) + ("," if n == 1 else "") + ")"
+
+
+def _check_layout(out: _Builder, buf: Buffer, h: Var, shape: list[Var], prefix: str) -> Var:
+    """Shape, compactness and alignment of a buffer argument; binds and returns its data."""
+    nd = buf.ndim
+    if nd:
+        expected = [cast(INT64, d) for d in buf.shape]
+        got = list(shape)
+        out.add(_check(_all([binop("eq", g, e) for g, e in zip(got, expected)]),
+                       prefix + f"expected shape {_tuple_format(nd)}, got {_tuple_format(nd)}",
+                       *expected, *got))
+        strides = [cast(INT64, s) for s in buf.strides] if buf.strides else None
+        conds = []
+        for k in range(nd):
+            want = strides[k] if strides is not None else _compact(buf, k)
+            same = binop("eq", _call("tirc.dl_stride", h, IntImm(k), dt=INT64), want)
+            conds.append(same if strides is not None else
+                         binop("or", binop("eq", shape[k], IntImm(1, INT64)), same))
+        if strides is not None:
+            ok: PrimExpr = if_then_else(_call("tirc.dl_strides_null", h, dt=BOOL),
+                                        _all([binop("eq", _compact(buf, k), strides[k])
+                                              for k in range(nd)]), _all(conds))
+            what = f"expected strides {_tuple_format(nd)}"
+            values = [*strides]
+        else:
+            ok = if_then_else(_call("tirc.dl_strides_null", h, dt=BOOL), IntImm(1, BOOL),
+                              _all(conds))
+            what = "expected a compact row-major (C-contiguous) tensor"
+            values = []
+        actual = [_actual_stride(h, shape, k) for k in range(nd)]
+        out.add(_check(ok, prefix + what + f", got strides {_tuple_format(nd)}", *values,
+                       *actual))
+    data = out.let(buf.data, _call("tirc.dl_data", h, dt=HANDLE))
+    align = elem_bytes(buf.dtype.element())
+    if align > 1:
+        address = _call("tirc.address", data, dt=UINT64)
+        out.add(_check(binop("eq", binop("floormod", address, IntImm(align, UINT64)),
+                             IntImm(0, UINT64)),
+                       prefix + f"data address 0x%llx is not aligned to {align} bytes "
+                       f"(the size of {buf.dtype.element()})", address))
+    return data
+
+
+def _compact(buf: Buffer, k: int) -> PrimExpr:
+    """The row-major stride of dimension k, from the (already checked) shape."""
+    out: PrimExpr = IntImm(1, INT64)
+    for d in buf.shape[k + 1:]:
+        out = _mul(out, cast(INT64, d))
+    return out
+
+
+def _check_overlap(out: _Builder, symbol: str, buffers: dict[Var, Buffer],
+                   datas: dict[Var, Var], info: dict) -> None:
+    """No output may share memory with another argument (their pointers are noalias)."""
+    outputs = {p["name"] for p in info["params"] if p.get("output")}
+    params = list(buffers)
+    for p in params:
+        if p.name not in outputs:
+            continue
+        for q in params:
+            if q is p or (q.name in outputs and params.index(q) < params.index(p)):
+                continue
+            sp, ep = _extent(buffers[p], datas[p])
+            sq, eq = _extent(buffers[q], datas[q])
+            disjoint = _any([binop("le", ep, sq), binop("le", eq, sp),
+                             binop("eq", sp, ep), binop("eq", sq, eq)])
+            out.add(_check(disjoint, f"{symbol}: argument {p.name} (an output) overlaps "
+                           f"argument {q.name} in memory"))
+
+
+def _extent(buf: Buffer, data: Var) -> tuple[PrimExpr, PrimExpr]:
+    start = _call("tirc.address", data, dt=UINT64)
+    size: PrimExpr = IntImm(elem_bytes(buf.dtype), UINT64)
+    for d in buf.shape:
+        size = _mul(size, cast(UINT64, d))
+    return start, binop("add", start, size)

@@ -1,0 +1,84 @@
+"""The one pipeline runner: every pass runs through `run_pipeline`, which calls the instruments.
+
+Printing, timing and verification live in the instruments (tirc.passes.instruments); this
+module only wraps each pass with their hooks, so no pass has to know about them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from tirc.ir.module import IRModule
+from tirc.passes.pass_base import Pass, PassContext
+
+
+@dataclass(frozen=True)
+class PassRun:
+    """What the runner measured about one run of a pass."""
+
+    seconds: float
+    notes: tuple[str, ...] = ()
+
+
+class Instrument:
+    """Hooks around a pipeline and around each pass; every hook does nothing by default."""
+
+    def enter_pipeline(self, mod: IRModule, ctx: PassContext) -> None:
+        """Called once before the first pass."""
+
+    def before_pass(self, p: Pass, mod: IRModule, ctx: PassContext) -> None:
+        """Called before `p` runs on `mod`."""
+
+    def after_pass(self, p: Pass, before: IRModule, after: IRModule, ctx: PassContext,
+                   run: PassRun) -> None:
+        """Called after `p` turned `before` into `after`."""
+
+    def exit_pipeline(self, mod: IRModule, ctx: PassContext) -> None:
+        """Called once at the end, also when a pass failed (then `mod` is the last good one)."""
+
+
+def run_pipeline(mod: IRModule, passes: Sequence[Pass], ctx: PassContext | None = None) -> IRModule:
+    """Run `passes` in order on `mod`, skipping disabled ones, with `ctx.instruments` around."""
+    ctx = ctx or PassContext()
+    instruments: list[Instrument] = list(ctx.instruments)
+    for inst in instruments:
+        inst.enter_pipeline(mod, ctx)
+    try:
+        mod = _run_passes(mod, passes, ctx)
+    finally:
+        for inst in instruments:
+            inst.exit_pipeline(mod, ctx)
+    return mod
+
+
+def _run_passes(mod: IRModule, passes: Sequence[Pass], ctx: PassContext) -> IRModule:
+    for p in passes:
+        if p.name in ctx.disabled:
+            continue
+        if isinstance(p, Sequential):
+            mod = _run_passes(mod, p.passes, ctx)
+            continue
+        for inst in ctx.instruments:
+            inst.before_pass(p, mod, ctx)
+        first_note = len(ctx.notes)
+        start = time.perf_counter()
+        new = p.run(mod, ctx)
+        run = PassRun(time.perf_counter() - start, tuple(ctx.notes[first_note:]))
+        if not isinstance(new, IRModule):
+            raise TypeError(f"pass '{p.name}' returned {type(new).__name__}, not an IRModule")
+        for inst in ctx.instruments:
+            inst.after_pass(p, mod, new, ctx, run)
+        mod = new
+    return mod
+
+
+@dataclass(frozen=True)
+class Sequential(Pass):
+    """Several passes run as one (each still seen by the instruments)."""
+
+    passes: tuple[Pass, ...] = field(default=())
+
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return _run_passes(mod, self.passes, ctx)

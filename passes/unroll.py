@@ -1,0 +1,97 @@
+"""unroll: `T.unroll` loops of constant extent become copies of their body.
+
+Each copy has the loop variable replaced by its value (`min + k`), its expressions
+simplified (through tirc.ir.arith when present, else integer folding) and the `if`s whose
+condition became a constant reduced to the branch taken (so the `if k == 0:` of a reduction's
+init stays in the first copy only); variables and buffers
+defined inside the body are renewed in every copy, so no definition appears twice.
+Inner loops are unrolled before outer ones.
+
+Left as loops, marked for LLVM: an unroll loop whose extent is symbolic, or a constant larger
+than `--pass-config unroll.max-extent=N` (default 64), becomes a serial loop with the
+annotation `"pragma_unroll": True`, which the LLVM backend turns into `llvm.loop.unroll.enable`
+metadata (LLVM then unrolls as far as its cost model allows). An unroll loop of extent 0 or
+less disappears.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tirc.ir.expr import IntImm, cast, const
+from tirc.ir.function import PrimFunc
+from tirc.ir.module import IRModule
+from tirc.ir.stmt import Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt, seq
+from tirc.ir.visitor import Mutator
+from tirc.passes import expr_fold, lowering_config
+from tirc.passes.pass_base import PassContext, PrimFuncPass
+from tirc.passes.rebind import fresh_copy
+
+PRAGMA_UNROLL = "pragma_unroll"
+
+
+def unrolled_copies(loop: For) -> Stmt:
+    """The body of a constant-extent loop repeated once per iteration."""
+    assert isinstance(loop.extent, IntImm)
+    v = loop.loop_var
+    lo = cast(v.dtype, loop.min)
+    copies = []
+    for k in range(loop.extent.value):
+        value = expr_fold.add(lo, const(k, v.dtype))
+        copy = expr_fold.simplify_stmt(fresh_copy(loop.body, {v: value}))
+        copies.append(_ConstantIfPruner().visit(copy))
+    if not copies:
+        return Evaluate(IntImm(0), span=loop.span)
+    return seq(*copies)
+
+
+class _ConstantIfPruner(Mutator):
+    """Keeps only the taken branch of an `if` whose condition folded to a constant."""
+
+    def visit_IfThenElse(self, s: IfThenElse) -> Any:
+        s = self.generic_visit(s)
+        if not isinstance(s.condition, IntImm):
+            return s
+        if s.condition.value:
+            return s.then_case
+        return s.else_case if s.else_case is not None else Evaluate(IntImm(0), span=s.span)
+
+    def visit_SeqStmt(self, s: SeqStmt) -> Any:
+        items = [self.visit(x) for x in s.seq]
+        kept = [x for x in items if not (isinstance(x, Evaluate) and isinstance(x.value, IntImm))]
+        if all(a is b for a, b in zip(kept, s.seq)) and len(kept) == len(s.seq):
+            return s
+        return seq(*kept) if kept else Evaluate(IntImm(0), span=s.span)
+
+
+@dataclass
+class _Unroller(Mutator):
+    """Unrolls every unroll loop of a function, innermost first."""
+
+    max_extent: int
+
+    def visit_For(self, s: For) -> Any:
+        loop = self.generic_visit(s)
+        if loop.kind != ForKind.UNROLLED:
+            return loop
+        extent = expr_fold.fold(loop.extent)
+        if isinstance(extent, IntImm) and extent.value <= self.max_extent:
+            return unrolled_copies(loop.replace(extent=extent))
+        annotations = {**loop.annotations, PRAGMA_UNROLL: True}
+        return loop.replace(kind=ForKind.SERIAL, annotations=annotations)
+
+
+@dataclass(frozen=True)
+class Unroll(PrimFuncPass):
+    """Unroll loops of constant extent to straight-line code; hint LLVM for the others."""
+
+    name = "unroll"
+    description = "replace unroll loops of constant extent by copies of their body"
+
+    def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        max_extent = lowering_config.config_int(
+            ctx, lowering_config.UNROLL_MAX_EXTENT, lowering_config.DEFAULT_UNROLL_MAX_EXTENT)
+        assert max_extent is not None
+        body = _Unroller(max_extent).visit(func.body)
+        return func if body is func.body else func.replace(body=body)  # type: ignore[return-value]
