@@ -1,0 +1,58 @@
+"""samples/demo.py (behind `make demo`) prints its table and fails when a check fails."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _demo() -> ModuleType:
+    """samples/demo.py, loaded by path under a private name."""
+    name = "tirc_samples_demo"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "samples" / "demo.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+DEMO = _demo()
+
+
+def test_demo_checks_samples(capsys: pytest.CaptureFixture[str]) -> None:
+    assert DEMO.main(["transpose", "row_sum", "mlp"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.count("│") > 4}
+    assert set(rows) == {"transpose", "row_sum", "mlp"}
+    assert "ok (m=5,n=7" in rows["row_sum"]
+    if DEMO.backend_available():
+        assert "ok (3 sizes)" in rows["row_sum"] and " µs " in rows["row_sum"]
+    assert not [line for line in out.splitlines() if line.startswith("error:")]
+    assert "note: mlp: " in out or "ok" in rows["mlp"].split("│")[4]
+
+
+def test_demo_fails_on_a_wrong_result(capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    sample = DEMO.REFS.BY_NAME["transpose"]
+    broken = DEMO.REFS.Sample(**{**sample.__dict__,
+                                 "reference": lambda a: [np.ascontiguousarray(a.T) + 1]})
+    monkeypatch.setitem(DEMO.REFS.BY_NAME, "transpose", broken)
+    assert DEMO.main(["transpose", "-O", "0"]) == 1
+    out = capsys.readouterr().out
+    assert "error: transpose: interpreter at static: output 0: 6144 of 6144 elements differ" in out
+
+
+def test_demo_rejects_unknown_samples(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        DEMO.main(["no_such_sample"])
+    assert exc.value.code == 2
+    assert "unknown sample no_such_sample" in capsys.readouterr().err
