@@ -9,7 +9,8 @@ truncating division, float32 arithmetic in float32.
 
 Buffer parameters take numpy arrays whose dtype and rank match; symbolic dimensions bind from
 the first array that has them and must agree afterwards. A buffer with explicit strides takes an
-array with those element strides (a view), or its raw 1-D data. Scalar parameters take numbers.
+array with those element strides (a view), or its raw 1-D data; a buffer with a layout takes its
+storage as a 1-D array (see `tirc.ir.layout.storage`). Scalar parameters take numbers.
 Failures of the program (out-of-bounds access, failed assert, event deadlock) raise
 InterpreterError with a message naming the buffer and index.
 """
@@ -126,6 +127,13 @@ class CompiledPrimFunc:
             raise InterpreterError(f"argument {buf.name}: expected dtype {buf.dtype}, "
                                    f"got {arg.dtype}")
         slot = self.slots.of(buf.data)
+        if buf.layout is not None:  # its storage, laid out by the layout: raw 1-D data
+            if arg.ndim != 1 or not arg.flags.c_contiguous:
+                raise InterpreterError(f"argument {buf.name}: a buffer with a layout takes its "
+                                       f"storage as a contiguous 1-D array, got shape "
+                                       f"{arg.shape}")
+            env[slot] = arg
+            return
         if buf.strides or buf.elem_offset is not None:
             env[slot] = self._strided_storage(env, buf, arg, derived)
             return

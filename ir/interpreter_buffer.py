@@ -3,8 +3,8 @@
 Storage is keyed by a buffer's `data` variable, not by the Buffer object, so buffers that
 alias one allocation (a flattened view of a parameter, a `match_buffer` of a region) share it.
 Every storage is a flat 1-D numpy array; a buffer reaches it through its own shape, strides
-(explicit, or row-major from the shape) and `elem_offset`. A buffer with a layout is indexed
-row-major by its logical index for now (the layout pass makes the mapping explicit).
+(explicit, or row-major from the shape) and `elem_offset`. A buffer with a layout reaches its
+storage through the layout (`tirc.ir.layout.storage`); a store writes every replica copy.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import IntImm, PrimExpr
+from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.interpreter_values import (
     Env,
     Fn,
@@ -23,6 +23,8 @@ from tirc.ir.interpreter_values import (
     format_index,
     format_shape,
 )
+from tirc.ir.layout import LayoutError
+from tirc.ir.layout.storage import ConcreteLayoutMap, layout_symbols
 from tirc.ir.span import Span
 
 Geometry = tuple[tuple[int, ...], tuple[int, ...], int]
@@ -97,8 +99,11 @@ class BufferAccess:
         return geometry
 
     def offset_fn(self, buf: Buffer, index_fns: list[Fn], vector: bool,
-                  span: Span | None = None) -> Fn:
-        """A closure computing the flat offset of `buf[indices]`, checking every index."""
+                  span: Span | None = None, copies: bool = False) -> Fn:
+        """A closure computing the flat offset of `buf[indices]`, checking every index
+        (`copies`: an array of the offsets of every replica, for a buffer with a layout)."""
+        if buf.layout is not None:
+            return self._layout_offset(buf, index_fns, span, copies)
         dims = _const_dims(buf.shape)
         fast = (dims is not None and not buf.strides and buf.elem_offset is None and not vector
                 and id(buf) not in self.dynamic and len(dims) == len(index_fns))
@@ -232,7 +237,7 @@ class BufferAccess:
 
     def store_fn(self, buf: Buffer, index_fns: list[Fn], value_fn: Fn, vector: bool,
                  span: Span | None = None) -> Fn:
-        off = self.offset_fn(buf, index_fns, vector, span)
+        off = self.offset_fn(buf, index_fns, vector, span, copies=True)
         dslot = self.slot_of(buf.data)
 
         def store(env: Env) -> None:
@@ -249,6 +254,64 @@ class BufferAccess:
                 raise _flat_oob(buf, off(env), storage, span) from None
 
         return store
+
+
+    # ---- buffers with a layout ------------------------------------------------------
+
+    def layout_map_fn(self, buf: Buffer) -> Callable[[Env], ConcreteLayoutMap]:
+        """A closure giving the layout's map for the current dims and symbols (cached)."""
+        dim_fns = [self.compile_expr(d) for d in buf.shape]
+        names = sorted(layout_symbols(buf.layout))
+        sym_fns = [self.compile_expr(self._symbol(buf, n)) for n in names]
+        cache: dict[tuple, ConcreteLayoutMap] = {}
+
+        def get(env: Env) -> ConcreteLayoutMap:
+            key = (tuple(int(f(env)) for f in dim_fns), tuple(int(f(env)) for f in sym_fns))
+            found = cache.get(key)
+            if found is None:
+                try:
+                    found = ConcreteLayoutMap(buf.layout, key[0], dict(zip(names, key[1])))
+                except LayoutError as e:
+                    raise InterpreterError(f"buffer {buf.name}: {e}", buf.span) from None
+                cache[key] = found
+            return found
+
+        return get
+
+    def _symbol(self, buf: Buffer, name: str) -> PrimExpr:
+        """The variable a layout symbol names: in the buffer's shape, else any known one."""
+        known = list(getattr(getattr(self.slot_of, "__self__", None), "keep", []))
+        for v in [*buf.shape, *known]:
+            if isinstance(v, Var) and v.name == name:
+                return v
+        raise InterpreterError(f"buffer {buf.name}: layout symbol '{name}' is not a symbolic "
+                               f"size of the function", buf.span)
+
+    def _layout_offset(self, buf: Buffer, fns: list[Fn], span: Span | None,
+                       copies: bool) -> Fn:
+        get = self.layout_map_fn(buf)
+        dslot = self.slot_of(buf.data)
+
+        def off(env: Env) -> Any:
+            cmap = get(env)
+            idx = [f(env) for f in fns]
+            if len(idx) != len(cmap.dims):
+                raise InterpreterError(f"buffer {buf.name} of rank {len(cmap.dims)} accessed "
+                                       f"with {len(idx)} indices", span)
+            for i, d in zip(idx, cmap.dims):
+                lo, hi = (i.min(), i.max()) if isinstance(i, np.ndarray) and i.size else (i, i)
+                if not 0 <= lo <= hi < d:
+                    raise _oob(buf, idx, cmap.dims, span)
+            offs = cmap.offsets(idx) if copies else [cmap.offset_of(cmap.place(idx))]
+            size = storage_of(env, dslot, buf).size
+            for o in offs:
+                lo, hi = (o.min(), o.max()) if isinstance(o, np.ndarray) and o.size else (o, o)
+                if not 0 <= lo <= hi < size:
+                    raise _flat_oob(buf, int(lo if lo < 0 else hi), storage_of(env, dslot, buf),
+                                    span)
+            return offs[0] if len(offs) == 1 else np.array(offs)
+
+        return off
 
 
 def _flat_oob(buf: Buffer, offset: int, storage: np.ndarray,

@@ -177,12 +177,13 @@ class StmtCompiler:
         dtype = np.dtype(np.int32) if buf.scope == "event" else np_dtype(buf.dtype)
         init_fn = self.ex.compile(init) if init is not None else None
         name = buf.name
+        layout = self.ex.buffers.layout_map_fn(buf) if buf.layout is not None else None
 
         def alloc(env: Env) -> np.ndarray:
             dims = [int(f(env)) for f in dim_fns]
             if any(d < 0 for d in dims):
                 raise InterpreterError(f"allocation of {name} with negative shape {dims}")
-            size = math.prod(dims)
+            size = layout(env).size if layout is not None else math.prod(dims)
             if init_fn is None:
                 return np.zeros(size, dtype=dtype)
             return np.full(size, init_fn(env), dtype=dtype)

@@ -119,13 +119,13 @@ def _str(s: str) -> str:
     return json.dumps(s)
 
 
-_RESERVED = frozenset(keyword.kwlist) | {"T", "R", "I", "S", "range"}
+_RESERVED = frozenset(keyword.kwlist) | {"T", "range"}
 
 
 class _Names:
     """Scoped names: a definition whose name is visible for another object gets a suffix.
 
-    Names that would read back as something else (`T`, `R`, Python keywords) get one too.
+    Names that would read back as something else (`T`, `range`, keywords) get one too.
     """
 
     def __init__(self) -> None:
@@ -671,6 +671,8 @@ class FuncPrinter:
             return f"{self.gexpr(e.tuple_value)}[{e.index}]"
         if isinstance(e, GCall):
             args = [self.gexpr(a) for a in e.args]
+            if e.op == "call_tir" and len(args) == 3:
+                args[2] = f"tir_vars={args[2]}"
             args += [f"{k}={self.attr_value(v)}" for k, v in e.attrs.items()]
             if e.sinfo_args:
                 outs = [self.sinfo(s) for s in e.sinfo_args]

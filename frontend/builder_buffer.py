@@ -1,0 +1,188 @@
+"""Buffer declarations (T.Buffer, T.match_buffer, T.alloc_buffer, T.decl_buffer, event
+tensors), layouts, and buffer regions such as `A[vi, 0:128]`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tirc.frontend import syntax as S
+from tirc.frontend.builder_expr import ExprBuilder, literal_value
+from tirc.frontend.context import Context
+from tirc.frontend.regions import same
+from tirc.frontend.signature import Args, Sig, check_call
+from tirc.ir.buffer import Buffer, BufferRegion, Range
+from tirc.ir.dtype import HANDLE, DType
+from tirc.ir.expr import BinOp, IntImm, IRTypeError, PrimExpr, Var, cast, const
+
+BUFFER_KWARGS = ("shape", "dtype", "data", "strides", "elem_offset", "scope", "align",
+                 "offset_factor", "buffer_type", "axis_separators", "layout")
+SCOPE_ROOTS = ("global", "shared", "local", "warp", "wmma", "event")
+FLOAT32 = DType("float", 32)
+
+
+def declare_buffer(eb: ExprBuilder, name: str, call: S.Call, fname: str, skip: int = 0,
+                   scope: str | None = None) -> Buffer:
+    """A buffer from `fname(shape, dtype, key=value...)`; `skip` leading positional arguments
+    (the handle of T.match_buffer) are the caller's; `scope` forces a storage scope."""
+    args = check_call(eb.ctx, call, fname, Sig(skip, skip + 2, BUFFER_KWARGS))
+    return buffer_from_args(eb, name, call, fname, args, skip, scope)
+
+
+def buffer_from_args(eb: ExprBuilder, name: str, call: S.Call | S.Subscript, fname: str,
+                     args: Args, skip: int = 0, scope: str | None = None) -> Buffer:
+    ctx = eb.ctx
+    shape_node = args.get(skip, "shape")
+    if shape_node is None:
+        ctx.error(f"{fname} needs a shape", call.span)
+    shape = shape_dims(eb, shape_node)
+    dtype_node = args.get(skip + 1, "dtype")
+    dt = eb.dtype_arg(dtype_node) if dtype_node is not None else FLOAT32
+    kw = args.kw
+    if "data" in kw and not _is_none(kw["data"]):
+        ctx.unsupported(f"{fname} with data= (buffer aliasing)", kw["data"].span)
+    if "axis_separators" in kw and not _empty(kw["axis_separators"]):
+        ctx.unsupported(f"{fname} with axis_separators", kw["axis_separators"].span)
+    if "buffer_type" in kw:
+        btype = eb.str_literal(kw["buffer_type"], "buffer_type")
+        if btype not in ("", "default"):
+            ctx.unsupported(f"buffer_type=\"{btype}\"", kw["buffer_type"].span)
+    strides: tuple[PrimExpr, ...] = ()
+    if "strides" in kw and not _empty(kw["strides"]):
+        strides = shape_dims(eb, kw["strides"], "stride")
+        if len(strides) != len(shape):
+            ctx.error(f"{len(strides)} strides for a buffer of {len(shape)} dimensions",
+                      kw["strides"].span)
+    elem_offset = None
+    if "elem_offset" in kw and not _is_none(kw["elem_offset"]):
+        elem_offset = eb.index(kw["elem_offset"], "elem_offset")
+    buf_scope = scope or "global"
+    if "scope" in kw:
+        if scope is not None:
+            ctx.error(f"{fname} has a fixed scope '{scope}'", kw["scope"].span)
+        buf_scope = eb.str_literal(kw["scope"], "the storage scope")
+        if buf_scope.split(".")[0] not in SCOPE_ROOTS or buf_scope == "event":
+            ctx.error(f"unknown storage scope '{buf_scope}'", kw["scope"].span)
+    align = _positive_or_default(eb, kw.get("align"), 64, "align")
+    offset_factor = _positive_or_default(eb, kw.get("offset_factor"), 1, "offset_factor")
+    layout = layout_arg(ctx, eb, kw["layout"]) if "layout" in kw else None
+    return Buffer(name=name, shape=shape, dtype=dt, data=Var(name, HANDLE, span=call.span),
+                  strides=strides, elem_offset=elem_offset, scope=buf_scope, layout=layout,
+                  align=align, offset_factor=offset_factor, span=call.span)
+
+
+def _empty(node: S.Expr) -> bool:
+    return _is_none(node) or (isinstance(node, (S.Tuple, S.List)) and not node.elts)
+
+
+def _is_none(node: S.Expr) -> bool:
+    return isinstance(node, S.Constant) and node.kind == "none"
+
+
+def _positive_or_default(eb: ExprBuilder, node: S.Expr | None, default: int, what: str) -> int:
+    if node is None:
+        return default
+    value = eb.int_literal(node, what)
+    return value if value > 0 else default
+
+
+def shape_dims(eb: ExprBuilder, node: S.Expr, what: str = "buffer dimension"
+               ) -> tuple[PrimExpr, ...]:
+    """Dimensions from `(a, b)`, `[a, b]` or a single expression."""
+    items = node.elts if isinstance(node, (S.Tuple, S.List)) else [node]
+    dims = []
+    for item in items:
+        value = literal_value(item)
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value < 0:
+                eb.ctx.error(f"negative {what}", item.span)
+            dims.append(eb.int_const(value, item))
+        else:
+            dims.append(eb.index(item, what))
+    return tuple(dims)
+
+
+def layout_arg(ctx: Context, eb: ExprBuilder, node: S.Expr) -> Any:
+    """`layout="S[...]"` or `layout=T.TileLayout(...)`: parsed by tirc.ir.layout when that
+    module provides `parse_layout`, else kept as its text."""
+    if isinstance(node, S.Constant) and node.kind == "str":
+        text = str(node.value)
+    elif isinstance(node, S.Call) and (S.dotted(node.func) or "").startswith("T."):
+        text = ctx.source(node.span)
+    elif _is_none(node):
+        return None
+    else:
+        ctx.error("a layout is a string or a T.TileLayout(...) expression", node.span)
+    try:
+        from tirc.ir.layout import parse_layout
+    except ImportError:
+        return text
+    try:
+        return parse_layout(text)
+    except Exception as err:  # the layout parser's own errors, whatever their type
+        first_line = (str(err).splitlines() or [type(err).__name__])[0]
+        ctx.error(f"invalid layout: {first_line}", node.span)
+
+
+def event_tensor(eb: ExprBuilder, name: str, call: S.Call) -> tuple[Buffer, PrimExpr | None]:
+    """`T.event_tensor(shape, init=expr)`: int32 counters in the "event" scope."""
+    args = check_call(eb.ctx, call, "T.event_tensor", Sig(1, 1, ("init",)))
+    shape = shape_dims(eb, args.pos[0])
+    init = eb.index(args.kw["init"], "the initial event count") if "init" in args.kw else None
+    buf = Buffer(name=name, shape=shape, dtype=DType("int", 32),
+                 data=Var(name, HANDLE, span=call.span), scope="event", span=call.span)
+    if init is not None and init.dtype != buf.dtype:
+        init = cast(buf.dtype, init)
+    return buf, init
+
+
+# ---- regions ------------------------------------------------------------------------------
+
+
+def region(eb: ExprBuilder, node: S.Expr) -> BufferRegion:
+    """`A[vi, 0:128]` (index: extent 1; slice: [lo, hi)), or a bare `A` for all of it."""
+    if isinstance(node, S.Name):
+        buf = eb.buffer(node)
+        return BufferRegion(buf, tuple(Range(IntImm(0, d.dtype, span=node.span), d, span=node.span)
+                                       for d in buf.shape), span=node.span)
+    if not isinstance(node, S.Subscript):
+        eb.ctx.error("expected a buffer region such as A[i, 0:128]", node.span)
+    buf = eb.buffer(node.value)
+    eb.check_rank(buf, node)
+    ranges = []
+    for item, dim in zip(node.items, buf.shape):
+        if isinstance(item, S.Slice):
+            if item.step is not None:
+                eb.ctx.unsupported("a slice with a step", item.step.span)
+            lo = eb.index(item.lower, "region start") if item.lower is not None \
+                else IntImm(0, dim.dtype, span=item.span)
+            hi = eb.index(item.upper, "region end") if item.upper is not None else dim
+            lo, extent = range_between(eb, lo, hi, item.span)
+            ranges.append(Range(lo, extent, span=item.span))
+        else:
+            idx = eb.index(item, "buffer index")
+            ranges.append(Range(idx, IntImm(1, idx.dtype, span=item.span), span=item.span))
+    return BufferRegion(buf, tuple(ranges), span=node.span)
+
+
+def range_between(eb: ExprBuilder, lo: PrimExpr, hi: PrimExpr, span: Any
+                  ) -> tuple[PrimExpr, PrimExpr]:
+    """(min, extent) of [lo, hi): constants fold, `lo + e` gives back `e`; a literal `lo`
+    takes the dtype of `hi`."""
+    if isinstance(lo, IntImm) and lo.dtype != hi.dtype and hi.dtype.is_int:
+        lo = const(lo.value, hi.dtype)
+    if isinstance(lo, IntImm) and isinstance(hi, IntImm):
+        try:
+            lo_u, hi_u = (cast(hi.dtype, lo), hi) if lo.dtype != hi.dtype else (lo, hi)
+        except IRTypeError as err:
+            eb.ctx.error(str(err), span)
+        assert isinstance(lo_u, IntImm) and isinstance(hi_u, IntImm)
+        return lo_u, IntImm(hi_u.value - lo_u.value, hi_u.dtype, span=span)
+    if isinstance(hi, BinOp) and hi.op == "add" and same(hi.a, lo):
+        return lo, hi.b
+    if isinstance(lo, IntImm) and lo.value == 0:
+        return lo, hi
+    extent = eb.binop("sub", hi, lo, span)
+    if lo.dtype != extent.dtype:
+        lo = cast(extent.dtype, lo)
+    return lo, extent
+

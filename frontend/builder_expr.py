@@ -1,0 +1,274 @@
+"""Loop-level expressions: syntax -> PrimExpr, with name resolution and dtype/rank checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tirc.frontend import syntax as S
+from tirc.frontend.context import Context, spanned
+from tirc.frontend.scope import EnvThread, Scope
+from tirc.ir.buffer import Buffer
+from tirc.ir.dtype import DType, DTypeError
+from tirc.ir.expr import (
+    BufferLoad,
+    FloatImm,
+    IntImm,
+    IRTypeError,
+    Not,
+    PrimExpr,
+    binop,
+    const,
+)
+
+BIN_OPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "floormod"}
+CMP_OPS = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def literal_value(node: S.Expr) -> Any:
+    """The Python value of a (possibly negated) number/bool/str/None literal, else None."""
+    sign = 1
+    while isinstance(node, S.UnaryOp) and node.op in ("-", "+"):
+        if node.op == "-":
+            sign = -sign
+        node = node.operand
+    if not isinstance(node, S.Constant):
+        return None
+    if sign == -1:
+        if node.kind in ("int", "float"):
+            return -node.value  # type: ignore[operator]
+        return None
+    return node.value
+
+
+class ExprBuilder:
+    """Builds PrimExprs; names resolve through `scope` (variables, buffers, thread vars)."""
+
+    def __init__(self, ctx: Context, scope: Scope) -> None:
+        self.ctx = ctx
+        self.scope = scope
+
+    # ---- entry points -------------------------------------------------------------------
+
+    def expr(self, node: S.Expr) -> PrimExpr:
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            self.ctx.error(f"{_describe(node)} is not a value here", node.span)
+        return method(node)
+
+    def index(self, node: S.Expr, what: str = "index") -> PrimExpr:
+        """An integer expression (a buffer index, an extent, a shape)."""
+        e = self.expr(node)
+        if not e.dtype.is_int:
+            self.ctx.error(f"{what} must be an integer, got {e.dtype}", node.span)
+        return e
+
+    def condition(self, node: S.Expr, what: str = "condition") -> PrimExpr:
+        e = self.expr(node)
+        if not e.dtype.is_bool:
+            self.ctx.error(f"{what} must be bool, got {e.dtype}", node.span)
+        return e
+
+    def binop(self, op: str, a: Any, b: Any, span: Any) -> PrimExpr:
+        try:
+            return spanned(binop(op, a, b), span)
+        except IRTypeError as err:
+            self.ctx.error(str(err), span)
+
+    # ---- leaves -------------------------------------------------------------------------
+
+    def expr_Constant(self, node: S.Constant) -> PrimExpr:
+        v = node.value
+        if node.kind == "bool":
+            return const(bool(v)).with_span(node.span)  # type: ignore[return-value]
+        if node.kind == "int":
+            return self.int_const(int(v), node)  # type: ignore[arg-type]
+        if node.kind == "float":
+            return FloatImm(float(v), DType("float", 32), span=node.span)  # type: ignore[arg-type]
+        self.ctx.error(f"{_describe(node)} is not a value here", node.span)
+
+    def int_const(self, v: int, node: S.Expr) -> PrimExpr:
+        if not INT64_MIN <= v <= INT64_MAX:
+            self.ctx.error("integer literal out of the int64 range", node.span)
+        return const(v).with_span(node.span)  # type: ignore[return-value]
+
+    def expr_Name(self, node: S.Name) -> PrimExpr:
+        value = self.scope.require(node.id, node.span)
+        if isinstance(value, EnvThread):
+            return value.var
+        if isinstance(value, PrimExpr):
+            return value
+        if isinstance(value, Buffer):
+            self.ctx.error(f"buffer '{node.id}' is used as a value; index it as "
+                           f"{node.id}[...]", node.span)
+        self.ctx.error(f"'{node.id}' is not a loop-level value", node.span)
+
+    def expr_Attribute(self, node: S.Attribute) -> PrimExpr:
+        name = S.dotted(node)
+        if name is not None and name.split(".")[0] in ("T", "R", "I", "S"):
+            self.ctx.error(f"'{name}' is not a value", node.span)
+        self.ctx.unsupported(f"attribute '.{node.attr}'", node.attr_span)
+
+    def expr_Unsupported(self, node: S.Unsupported) -> PrimExpr:
+        self.ctx.unsupported(node.what, node.span)
+
+    def expr_Lambda(self, node: S.Lambda) -> PrimExpr:
+        self.ctx.unsupported("lambda outside a schedule", node.span)
+
+    # ---- operators ----------------------------------------------------------------------
+
+    def expr_BinOp(self, node: S.BinOp) -> PrimExpr:
+        op = BIN_OPS.get(node.op)
+        if op is None:
+            hint = " (use T.pow)" if node.op == "**" else ""
+            self.ctx.unsupported(f"operator '{node.op}'{hint}", node.span)
+        return self.binop(op, self.expr(node.left), self.expr(node.right), node.span)
+
+    def expr_UnaryOp(self, node: S.UnaryOp) -> PrimExpr:
+        if node.op == "not":
+            a = self.expr(node.operand)
+            if not a.dtype.is_bool:
+                self.ctx.error(f"'not' needs a bool operand, got {a.dtype}", node.span)
+            return Not(a, a.dtype, span=node.span)
+        if node.op == "~":
+            self.ctx.unsupported("operator '~'", node.span)
+        value = literal_value(node)
+        if isinstance(value, bool) or value is None:
+            a = self.expr(node.operand)
+            if node.op == "+":
+                return a
+            return self.binop("sub", const(0, a.dtype), a, node.span)
+        if isinstance(value, int):
+            return self.int_const(value, node)
+        return FloatImm(float(value), DType("float", 32), span=node.span)
+
+    def expr_BoolOp(self, node: S.BoolOp) -> PrimExpr:
+        result = self.expr(node.values[0])
+        for v in node.values[1:]:
+            result = self.binop(node.op, result, self.expr(v), node.span)
+        return result
+
+    def expr_Compare(self, node: S.Compare) -> PrimExpr:
+        result: PrimExpr | None = None
+        left = self.expr(node.left)
+        for op, right_node in zip(node.ops, node.comparators):
+            if op not in CMP_OPS:
+                self.ctx.unsupported(f"operator '{op}'", node.span)
+            right = self.expr(right_node)
+            cmp = self.binop(CMP_OPS[op], left, right, node.span)
+            result = cmp if result is None else self.binop("and", result, cmp, node.span)
+            left = right
+        assert result is not None
+        return result
+
+    # ---- buffer loads -------------------------------------------------------------------
+
+    def buffer(self, node: S.Expr) -> Buffer:
+        """A buffer named by `node`."""
+        if not isinstance(node, S.Name):
+            self.ctx.error(f"{_describe(node)} is not a buffer", node.span)
+        value = self.scope.require(node.id, node.span)
+        if not isinstance(value, Buffer):
+            self.ctx.error(f"'{node.id}' is not a buffer", node.span)
+        return value
+
+    def indices(self, buf: Buffer, node: S.Subscript) -> tuple[PrimExpr, ...]:
+        """Checked indices of `buf[...]`: right rank, integer dtypes, no slices."""
+        self.check_rank(buf, node)
+        out = []
+        for item in node.items:
+            if isinstance(item, S.Slice):
+                self.ctx.unsupported("slices in a buffer access outside T.reads/T.writes",
+                                     item.span)
+            out.append(self.index(item, "buffer index"))
+        return tuple(out)
+
+    def check_rank(self, buf: Buffer, node: S.Subscript) -> None:
+        if len(node.items) != buf.ndim:
+            dims = "dimension" if buf.ndim == 1 else "dimensions"
+            self.ctx.error(f"buffer '{buf.name}' has {buf.ndim} {dims}, indexed with "
+                           f"{len(node.items)}", node.span)
+
+    def expr_Subscript(self, node: S.Subscript) -> PrimExpr:
+        buf = self.buffer(node.value)
+        idx = self.indices(buf, node)
+        lanes = max((i.dtype.lanes for i in idx), default=1)
+        return BufferLoad(buf, idx, buf.dtype.with_lanes(lanes), span=node.span)
+
+    # ---- calls --------------------------------------------------------------------------
+
+    def expr_Call(self, node: S.Call) -> PrimExpr:
+        from tirc.frontend.tir_calls import call_tir
+
+        return call_tir(self, node)
+
+    # ---- helpers for builtins -----------------------------------------------------------
+
+    def dtype_arg(self, node: S.Expr) -> DType:
+        """A dtype written as a string ("float32") or as `T.float32`."""
+        name = node.value if isinstance(node, S.Constant) and node.kind == "str" else None
+        if name is None:
+            dotted = S.dotted(node)
+            if dotted is not None and dotted.startswith("T."):
+                name = dotted[2:]
+        if not isinstance(name, str):
+            self.ctx.error("expected a dtype such as \"float32\"", node.span)
+        return self.parse_dtype(name, node)
+
+    def parse_dtype(self, name: str, node: S.Expr) -> DType:
+        try:
+            return DType.parse(name)
+        except DTypeError:
+            self.ctx.error(f"unknown dtype '{name}'", node.span)
+
+    def int_literal(self, node: S.Expr, what: str) -> int:
+        value = literal_value(node)
+        if not isinstance(value, int) or isinstance(value, bool):
+            self.ctx.error(f"{what} must be an integer literal", node.span)
+        return value
+
+    def str_literal(self, node: S.Expr, what: str) -> str:
+        if not (isinstance(node, S.Constant) and node.kind == "str"):
+            self.ctx.error(f"{what} must be a string", node.span)
+        return str(node.value)
+
+    def attr_value(self, node: S.Expr) -> Any:
+        """A Python value for an attribute or annotation: literals, tuples, dicts, or an
+        expression; lists are stored as tuples."""
+        if isinstance(node, S.Constant):
+            return node.value
+        value = literal_value(node)
+        if value is not None:
+            return value
+        if isinstance(node, (S.Tuple, S.List)):
+            return tuple(self.attr_value(e) for e in node.elts)
+        if isinstance(node, S.Dict):
+            return self.attr_dict(node)
+        value = self.expr(node)
+        if isinstance(value, IntImm) and value.dtype.is_bool:
+            return bool(value.value)  # TVM prints attribute bools as T.bool(True)
+        return value
+
+    def attr_dict(self, node: S.Expr) -> dict[str, Any]:
+        if not isinstance(node, S.Dict):
+            self.ctx.error("expected a dictionary {\"key\": value, ...}", node.span)
+        out: dict[str, Any] = {}
+        for k, v in zip(node.keys, node.values):
+            key = self.str_literal(k, "an attribute key")
+            out[key] = self.attr_value(v)
+        return out
+
+
+def _describe(node: S.Expr) -> str:
+    if isinstance(node, S.Constant):
+        return {"str": "a string", "none": "None"}.get(node.kind, "a literal")
+    if isinstance(node, S.Tuple):
+        return "a tuple"
+    if isinstance(node, S.List):
+        return "a list"
+    if isinstance(node, S.Dict):
+        return "a dictionary"
+    if isinstance(node, S.Slice):
+        return "a slice"
+    return "this expression"
+

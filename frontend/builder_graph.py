@@ -1,0 +1,407 @@
+"""`@R.function def main(...)`: graph-level functions (parameters with struct info, bindings,
+dataflow blocks, operator calls, cross-level calls)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tirc.frontend import syntax as S
+from tirc.frontend.builder_expr import ExprBuilder, literal_value
+from tirc.frontend.builder_sinfo import TYPE_NAMES, SInfoBuilder
+from tirc.frontend.context import TOO_DEEP, BuildError, Context
+from tirc.frontend.graph_calls import SPECIAL_CALLS
+from tirc.frontend.graph_ops import OP_SIGNATURES
+from tirc.frontend.scope import POISON, Scope
+from tirc.frontend.signature import Sig, check_call
+from tirc.ir.dtype import DType, DTypeError
+from tirc.ir.expr import PrimExpr, Var
+from tirc.ir.graph import (
+    Binding,
+    BindingBlock,
+    Constant,
+    Function,
+    GCall,
+    GlobalVar,
+    GraphExpr,
+    GVar,
+    MatchCast,
+    SeqExpr,
+    ShapeExpr,
+    StringValue,
+    StructInfo,
+    Tuple,
+    TupleGetItem,
+    VarBinding,
+)
+
+
+@dataclass
+class ModuleNames:
+    """What a graph function may refer to: the module's name and its functions."""
+
+    class_name: str
+    functions: set[str]
+
+
+class GraphBuilder:
+    """Builds one graph function; errors are reported into the context."""
+
+    def __init__(self, ctx: Context, fn: S.FunctionDef, module: ModuleNames) -> None:
+        self.ctx = ctx
+        self.fn = fn
+        self.module = module
+        self.scope = Scope(ctx, S.assigned_names(fn.body))
+        self.eb = ExprBuilder(ctx, self.scope)
+        self.sb = SInfoBuilder(self.eb)
+        self.attrs: dict[str, Any] = {}
+        self.module_aliases: set[str] = set()
+        self.dataflow_locals: set[str] = set()  # bound in a dataflow block, not output
+
+    def module_names(self) -> set[str]:
+        """Names that denote this module: `Module.f`, `cls.f`, or an alias `cls = Module`."""
+        return {"cls", "Module", self.module.class_name} | self.module_aliases
+
+    def build(self) -> Function:
+        fn = self.fn
+        params = []
+        for p in fn.params:
+            try:
+                params.append(self.param(p))
+            except BuildError:
+                self.scope.poison(p.name)
+        ret_sinfo = None
+        if fn.returns is not None:
+            try:
+                ret_sinfo = self.sb.sinfo(fn.returns)
+            except BuildError:
+                pass
+        blocks, ret = self.body(fn.body)
+        body = SeqExpr(tuple(blocks), ret, span=fn.span)
+        return Function(fn.name, tuple(params), body, ret_sinfo, self.attrs, span=fn.span)
+
+    def param(self, p: S.Param) -> GVar:
+        if p.star:
+            self.ctx.unsupported("'*' parameters", p.span)
+        if p.default is not None:
+            self.ctx.unsupported("default parameter values", p.default.span)
+        sinfo = self.sb.sinfo(p.annotation) if p.annotation is not None else None
+        var = GVar(p.name, sinfo, False, span=p.span)
+        self.scope.define(p.name, var, p.span)
+        return var
+
+    # ---- statements -----------------------------------------------------------------------
+
+    def body(self, stmts: list[S.Stmt]) -> tuple[list[BindingBlock], GraphExpr]:
+        blocks: list[BindingBlock] = []
+        current: list[Binding] = []
+        ret: GraphExpr | None = None
+        returned = False
+        for s in stmts:
+            if returned:
+                self.ctx.report("statement after 'return'", s.span)
+                break
+            try:
+                if isinstance(s, S.Return):
+                    returned = True
+                    if s.value is None:
+                        self.ctx.error("a graph function returns a value", s.span)
+                    ret = self.gexpr(s.value)
+                elif isinstance(s, S.With):
+                    block = self.dataflow(s)
+                    if current:
+                        blocks.append(BindingBlock(tuple(current), False, span=current[0].span))
+                        current = []
+                    blocks.append(block)
+                else:
+                    binding = self.stmt(s, dataflow=None)
+                    if binding is not None:
+                        current.append(binding)
+            except BuildError:
+                self.poison(s)
+            except RecursionError:
+                self.ctx.report(TOO_DEEP, s.span)
+                self.poison(s)
+        if current:
+            blocks.append(BindingBlock(tuple(current), False, span=current[0].span))
+        if not returned:
+            self.ctx.report(f"graph function '{self.fn.name}' must end with 'return'",
+                            self.fn.name_span)
+        if ret is None:
+            raise BuildError("no return value")
+        return blocks, ret
+
+    def poison(self, s: S.Stmt) -> None:
+        target = getattr(s, "target", None)
+        if isinstance(target, S.Name):
+            self.scope.poison(target.id)
+
+    def stmt(self, s: S.Stmt, dataflow: set[str] | None) -> Binding | None:
+        """One statement; `dataflow` holds the output names when inside `R.dataflow()`."""
+        if isinstance(s, S.Pass):
+            return None
+        if isinstance(s, S.ExprStmt):
+            v = s.value
+            if isinstance(v, S.Constant) and v.kind == "str":
+                return None
+            name = S.call_name(v)
+            if name == "R.func_attr" and dataflow is None:
+                assert isinstance(v, S.Call)
+                a = check_call(self.ctx, v, name, Sig(1, 1))
+                self.attrs.update(self.eb.attr_dict(a.pos[0]))
+                return None
+            if name == "R.output":
+                self.ctx.error("R.output must be the last statement of a dataflow block",
+                               v.span)
+            self.ctx.unsupported("an expression statement in a graph function (bind it to "
+                                 "a name)", s.span)
+        if isinstance(s, (S.Assign, S.AnnAssign)):
+            return self.binding(s, dataflow)
+        if isinstance(s, S.UnsupportedStmt):
+            self.ctx.unsupported(s.what, s.span)
+        what = {S.For: "loops", S.While: "loops", S.If: "'if'", S.With: "nested 'with'"}.get(
+            type(s), f"{type(s).__name__} statements")
+        self.ctx.unsupported(f"{what} in a graph function", s.span)
+
+    def binding(self, s: S.Assign | S.AnnAssign, dataflow: set[str] | None) -> Binding | None:
+        if isinstance(s, S.Assign) and s.more_targets:
+            self.ctx.unsupported("chained assignment", s.span)
+        t = s.target
+        if isinstance(t, S.Tuple):
+            self.ctx.unsupported("tuple unpacking in a graph function", t.span)
+        if not isinstance(t, S.Name):
+            self.ctx.error("a binding assigns to a name", t.span)
+        if s.value is None:
+            self.ctx.unsupported("a declaration without a value", s.span)
+        if isinstance(s.value, S.Name) and s.value.id in self.module_names() and \
+                self.scope.lookup(s.value.id) is None:
+            self.module_aliases.add(t.id)  # `cls = Module`, as TVM prints it
+            return None
+        name = S.call_name(s.value)
+        call = s.value
+        if name is not None and name.startswith("T.") and isinstance(call, S.Call) \
+                and not call.args and not call.keywords:
+            self.symbolic(t, call, name)
+            return None
+        annotation = self.sb.sinfo(s.annotation) if isinstance(s, S.AnnAssign) else None
+        is_df = dataflow is not None and t.id not in dataflow
+        if name == "R.match_cast":
+            assert isinstance(call, S.Call)
+            a = check_call(self.ctx, call, name, Sig(2, 2))
+            value = self.gexpr(a.pos[0])
+            sinfo = self.sb.sinfo(a.pos[1])
+            var = GVar(t.id, sinfo, is_df, span=t.span)
+            self.scope.define(t.id, var, t.span)
+            return MatchCast(var, value, sinfo, span=s.span)
+        value = self.gexpr(s.value)
+        var = GVar(t.id, annotation, is_df, span=t.span)
+        self.scope.define(t.id, var, t.span)
+        return VarBinding(var, value, span=s.span)
+
+    def symbolic(self, t: S.Name, call: S.Call, name: str) -> None:
+        """`n = T.int64()`: a symbolic size (the same variable as a `"n"` in a signature)."""
+        try:
+            dt = DType.parse(name[2:])
+        except DTypeError:
+            self.ctx.unsupported(name, call.func.span)
+        if not dt.is_int:
+            self.ctx.error(f"a symbolic size must be an integer, not {dt}", call.span)
+        old = self.scope.lookup(t.id)
+        if isinstance(old, Var) and old.dtype == dt:
+            return
+        self.scope.define(t.id, Var(t.id, dt, span=t.span), t.span)
+
+    def dataflow(self, s: S.With) -> BindingBlock:
+        call = s.items[0].context
+        if len(s.items) != 1 or S.call_name(call) != "R.dataflow":
+            self.ctx.unsupported("'with' in a graph function other than R.dataflow()", s.span)
+        assert isinstance(call, S.Call)
+        check_call(self.ctx, call, "R.dataflow", Sig(0, 0))
+        if s.items[0].target is not None:
+            self.ctx.unsupported("'with R.dataflow() as'", s.items[0].target.span)
+        stmts = list(s.body)
+        out_call = stmts[-1].value if stmts and isinstance(stmts[-1], S.ExprStmt) else None
+        has_output = S.call_name(out_call) == "R.output" if out_call is not None else False
+        if has_output:
+            stmts.pop()
+            assert isinstance(out_call, S.Call)
+            check_call(self.ctx, out_call, "R.output", Sig(0, None))
+        names = [a.id for a in out_call.args if isinstance(a, S.Name)] if has_output else []
+        bindings: list[Binding] = []
+        outputs: list[GVar] = []
+        with self.scope.frame():
+            for st in stmts:
+                try:
+                    b = self.stmt(st, dataflow=set(names))
+                    if b is not None:
+                        bindings.append(b)
+                except BuildError:
+                    self.poison(st)
+            exported = dict(self.scope.frames[-1])
+            for a in out_call.args if has_output else []:
+                var = exported.get(a.id) if isinstance(a, S.Name) else None
+                if var is POISON:
+                    continue
+                if not isinstance(var, GVar):
+                    self.ctx.report("R.output names a value bound in this dataflow block",
+                                    a.span)
+                    continue
+                outputs.append(var)
+        for var in outputs:
+            self.scope.define(var.name, var, var.span)
+        self.dataflow_locals.update(n for n, v in exported.items()
+                                    if isinstance(v, GVar) and v not in outputs)
+        for name, value in exported.items():
+            if isinstance(value, Var):
+                self.scope.define(name, value, value.span)
+        return BindingBlock(tuple(bindings), True, tuple(outputs), span=s.span)
+
+    # ---- expressions ----------------------------------------------------------------------
+
+    def gexpr(self, node: S.Expr) -> GraphExpr:
+        if isinstance(node, S.Name):
+            return self.name(node)
+        if isinstance(node, S.Attribute):
+            return self.global_var(node)
+        if isinstance(node, S.Tuple):
+            return Tuple(tuple(self.gexpr(e) for e in node.elts), span=node.span)
+        if isinstance(node, S.Subscript):
+            value = self.gexpr(node.value)
+            idx = literal_value(node.items[0]) if len(node.items) == 1 else None
+            if not isinstance(idx, int) or isinstance(idx, bool) or idx < 0:
+                self.ctx.error("a tuple index is a non-negative integer literal", node.span)
+            return TupleGetItem(value, idx, span=node.span)
+        if isinstance(node, S.Call):
+            return self.call(node)
+        if isinstance(node, S.Unsupported):
+            self.ctx.unsupported(node.what, node.span)
+        if isinstance(node, S.Constant) and node.kind in ("int", "float", "bool"):
+            self.ctx.error("a number is not a graph value here; use R.const(...)", node.span)
+        self.ctx.error("this is not a graph-level value", node.span)
+
+    def name(self, node: S.Name) -> GraphExpr:
+        value = self.scope.lookup(node.id)
+        if value is None and node.id in self.module.functions:
+            return GlobalVar(node.id, span=node.span)
+        if value is None and node.id in self.dataflow_locals:
+            self.ctx.error(f"'{node.id}' is local to its R.dataflow() block; list it in "
+                           "R.output(...) to use it after the block", node.span)
+        value = self.scope.require(node.id, node.span)
+        if isinstance(value, GVar):
+            return value
+        if isinstance(value, PrimExpr):
+            self.ctx.error(f"'{node.id}' is a symbolic size; use R.prim_value({node.id}) or "
+                           f"R.shape([{node.id}])", node.span)
+        self.ctx.error(f"'{node.id}' is not a graph-level value", node.span)
+
+    def global_var(self, node: S.Expr) -> GlobalVar:
+        """`Module.f`, `cls.f` (or a bare `f`): a function of this module."""
+        if isinstance(node, S.Name) and node.id in self.module.functions:
+            return GlobalVar(node.id, span=node.span)
+        if isinstance(node, S.Attribute) and isinstance(node.value, S.Name) and \
+                node.value.id in self.module_names():
+            if node.attr not in self.module.functions:
+                self.ctx.error(f"module has no function '{node.attr}'", node.attr_span)
+            return GlobalVar(node.attr, span=node.span)
+        name = S.dotted(node)
+        if name in TYPE_NAMES:
+            self.ctx.error(f"'{name}' is a type, not a value", node.span)
+        if isinstance(node, S.Name):
+            self.scope.require(node.id, node.span)
+        self.ctx.error("expected a function of this module, such as Module.kernel",
+                       node.span)
+
+    def call(self, call: S.Call) -> GraphExpr:
+        name = S.dotted(call.func)
+        if name is None or not name.startswith("R."):
+            if name is not None and name.startswith("T."):
+                self.ctx.error(f"loop-level {name} in a graph function", call.func.span)
+            if isinstance(call.func, S.Attribute) or isinstance(call.func, S.Name):
+                self.global_var(call.func)
+                self.ctx.unsupported("calling a function directly (use R.call_tir)",
+                                     call.span)
+            self.ctx.error("this is not a function that can be called here", call.func.span)
+        op = name[2:]
+        handler = SPECIAL_CALLS.get(op)
+        if handler is not None:
+            return handler(self, call, name)
+        if name in TYPE_NAMES:
+            self.ctx.error(f"'{name}' is a type, not a value", call.span)
+        if op in ("match_cast", "output", "dataflow", "func_attr"):
+            self.ctx.error(f"{name} cannot be used in an expression", call.span)
+        return self.op_call(call, op)
+
+    def op_call(self, call: S.Call, op: str) -> GCall:
+        sig = OP_SIGNATURES.get(op)
+        args: list[GraphExpr] = []
+        attrs: dict[str, Any] = {}
+        for i, a in enumerate(call.args):
+            if sig is not None and i >= sig.operands:
+                k = i - sig.operands
+                if k >= len(sig.attrs):
+                    self.ctx.error(f"R.{op} takes at most {sig.operands + len(sig.attrs)} "
+                                   f"positional arguments, got {len(call.args)}", a.span)
+                attrs[sig.attrs[k]] = self.eb.attr_value(a)
+            else:
+                args.append(self.operand(a))
+        sinfo_args: tuple[StructInfo, ...] = ()
+        for kw in call.keywords:
+            if kw.name in attrs:
+                self.ctx.error(f"R.{op} got argument '{kw.name}' twice", kw.span)
+            if kw.name == "out_sinfo":
+                sinfo_args = self.out_sinfo(kw.value)
+            else:
+                attrs[kw.name] = self.eb.attr_value(kw.value)
+        return GCall(op, tuple(args), attrs, sinfo_args, span=call.span)
+
+    def operand(self, node: S.Expr) -> GraphExpr:
+        """An operator operand: a graph value, a shape `(n, 4)`, or a number (a constant)."""
+        value = literal_value(node)
+        if isinstance(value, (bool, int, float)):
+            dt = "bool" if isinstance(value, bool) else "float32" if isinstance(value, float) \
+                else "int32"
+            return Constant(value, DType.parse(dt), span=node.span)
+        if isinstance(node, S.Constant) and node.kind == "str":
+            return StringValue(str(node.value), span=node.span)
+        if isinstance(node, (S.Tuple, S.List)) and node.elts and self.is_shape(node):
+            return ShapeExpr(tuple(self.eb.index(e, "a shape dimension") for e in node.elts),
+                             span=node.span)
+        if isinstance(node, S.List):
+            return Tuple(tuple(self.gexpr(e) for e in node.elts), span=node.span)
+        return self.gexpr(node)
+
+    def is_shape(self, node: S.Tuple | S.List) -> bool:
+        """Whether a tuple holds sizes (numbers, symbolic variables) rather than tensors."""
+        for e in node.elts:
+            if isinstance(e, S.Name):
+                if not isinstance(self.scope.lookup(e.id), PrimExpr):
+                    return False
+            elif not isinstance(e, (S.Constant, S.BinOp, S.UnaryOp)) and \
+                    not (S.call_name(e) or "").startswith("T."):
+                return False
+        return True
+
+    def out_sinfo(self, node: S.Expr) -> tuple[StructInfo, ...]:
+        if isinstance(node, S.List):
+            return tuple(self.sb.sinfo(x) for x in node.elts)
+        return (self.sb.sinfo(node),)
+
+    def args_tuple(self, node: S.Expr) -> Tuple:
+        if isinstance(node, S.Tuple):
+            return Tuple(tuple(self.gexpr(e) for e in node.elts), span=node.span)
+        value = self.gexpr(node)
+        return value if isinstance(value, Tuple) else Tuple((value,), span=node.span)
+
+    def shape_value(self, node: S.Expr) -> ShapeExpr:
+        if S.call_name(node) == "R.shape":
+            value = self.call(node)  # type: ignore[arg-type]
+            assert isinstance(value, ShapeExpr)
+            return value
+        if not isinstance(node, (S.Tuple, S.List)):
+            self.ctx.error("expected R.shape([...]) or a tuple of sizes", node.span)
+        return ShapeExpr(tuple(self.eb.index(e, "a size") for e in node.elts), span=node.span)
+
+
+def build_graph_func(ctx: Context, fn: S.FunctionDef, module: ModuleNames) -> Function:
+    """The Function of `@R.function def ...` (errors are reported into `ctx`)."""
+    return GraphBuilder(ctx, fn, module).build()

@@ -1,0 +1,210 @@
+"""A whole file -> IRModule: the `@I.ir_module` class (or bare definitions), header imports,
+imports of other `.tir` files, and the functions and schedules in source order."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tirc.frontend import syntax as S
+from tirc.frontend.builder_expr import ExprBuilder
+from tirc.frontend.builder_graph import ModuleNames, build_graph_func
+from tirc.frontend.builder_prim_func import build_prim_func
+from tirc.frontend.builder_schedule import build_schedule
+from tirc.frontend.context import TOO_DEEP, BuildError, Context, walk
+from tirc.frontend.imports import ImportSession
+from tirc.frontend.scope import Scope
+from tirc.frontend.signature import Sig, check_call
+from tirc.ir.diagnostics import CompileError
+from tirc.ir.graph import GlobalVar
+from tirc.ir.module import BaseFunc, IRModule
+from tirc.ir.schedule import Schedule
+from tirc.ir.span import Span
+
+DECORATORS = {"T.prim_func": "prim_func", "R.function": "function", "S.schedule": "schedule"}
+MODULE_DECORATORS = ("I.ir_module", "tvm.script.ir_module", "tvm.script.ir.ir_module")
+DECORATOR_KWARGS = {"prim_func": ("private", "check_well_formed"),
+                    "function": ("pure", "private", "check_well_formed")}
+Loader = Callable[[Path, ImportSession], IRModule]
+
+
+class ModuleBuilder:
+    """Collects definitions and imports of one file, then builds its functions."""
+
+    def __init__(self, ctx: Context, session: ImportSession, load: Loader) -> None:
+        self.ctx = ctx
+        self.session = session
+        self.load = load
+        self.functions: dict[str, BaseFunc] = {}
+        self.schedules: list[Schedule] = []
+        self.attrs: dict[str, Any] = {}
+        self.class_name: str | None = None
+        self.defs: list[tuple[S.FunctionDef, str, S.Expr]] = []
+        self.def_names: set[str] = set()
+        self.schedule_spans: list[tuple[Schedule, Span]] = []  # to check their functions
+
+    def build(self, stmts: list[S.Stmt]) -> IRModule:
+        for s in stmts:
+            try:
+                self.top(s)
+            except BuildError:
+                pass
+        names = ModuleNames(self.class_name or "Module", set(self.functions) | self.def_names)
+        for fn, kind, deco in self.defs:
+            try:
+                self.build_def(fn, kind, deco, names)
+            except BuildError:
+                pass
+            except RecursionError:
+                self.ctx.report(TOO_DEEP, fn.name_span)
+        for sch, where in self.schedule_spans:
+            if sch.func_name not in names.functions:
+                self.ctx.report(f"schedule for unknown function '{sch.func_name}'", where)
+        return IRModule(dict(self.functions), tuple(self.schedules), self.attrs,
+                        self.class_name or "Module", sources=tuple(self.session.sources))
+
+    # ---- top level ----------------------------------------------------------------------
+
+    def top(self, s: S.Stmt) -> None:
+        if isinstance(s, S.ImportFrom):
+            if s.level == 0 and (s.module == "tvm" or s.module.startswith("tvm.")):
+                return
+            self.import_from(s)
+        elif isinstance(s, S.Import):
+            if not all(m == "tvm" or m.startswith("tvm.") for m in s.modules):
+                self.ctx.unsupported("'import' of a file (write `from dir.file import name`)",
+                                     s.span)
+        elif isinstance(s, S.ClassDef):
+            self.module_class(s)
+        elif isinstance(s, S.FunctionDef):
+            self.collect(s)
+        elif isinstance(s, S.Pass) or _is_docstring(s):
+            return
+        elif isinstance(s, S.UnsupportedStmt):
+            self.ctx.unsupported(s.what, s.span)
+        else:
+            self.ctx.unsupported("statements at the top level of a file (only imports, "
+                                 "@I.ir_module classes and decorated functions)", s.span)
+
+    def module_class(self, c: S.ClassDef) -> None:
+        names = [S.dotted(d) for d in c.decorators]
+        if not names or any(n not in MODULE_DECORATORS for n in names):
+            self.ctx.error(f"class '{c.name}' needs the decorator @I.ir_module", c.name_span)
+        if self.class_name is not None:
+            self.ctx.error("only one @I.ir_module class per file", c.name_span)
+        if c.bases:
+            self.ctx.unsupported("base classes", c.bases[0].span)
+        self.class_name = c.name
+        for s in c.body:
+            try:
+                if isinstance(s, S.FunctionDef):
+                    self.collect(s)
+                elif S.call_name(getattr(s, "value", None)) == "I.module_attrs":
+                    call = s.value  # type: ignore[attr-defined]
+                    a = check_call(self.ctx, call, "I.module_attrs", Sig(1, 1))
+                    self.attrs.update(ExprBuilder(self.ctx, Scope(self.ctx)).attr_dict(a.pos[0]))
+                elif not (isinstance(s, S.Pass) or _is_docstring(s)):
+                    self.ctx.error("a module class holds decorated functions "
+                                   "(@T.prim_func, @R.function, @S.schedule)", s.span)
+            except BuildError:
+                pass
+
+    def collect(self, fn: S.FunctionDef) -> None:
+        if fn.is_async:
+            self.ctx.unsupported("'async'", fn.span)
+        if not fn.decorators:
+            self.ctx.error(f"function '{fn.name}' needs a decorator: @T.prim_func, "
+                           "@R.function or @S.schedule", fn.name_span)
+        if len(fn.decorators) > 1:
+            self.ctx.unsupported("more than one decorator", fn.decorators[1].span)
+        deco = fn.decorators[0]
+        name = S.dotted(deco.func) if isinstance(deco, S.Call) else S.dotted(deco)
+        kind = DECORATORS.get(name or "")
+        if kind is None:
+            self.ctx.error(f"unknown decorator '@{name or '...'}' (expected @T.prim_func, "
+                           "@R.function or @S.schedule)", deco.span)
+        if kind != "schedule":
+            if isinstance(deco, S.Call):
+                check_call(self.ctx, deco, f"@{name}", Sig(0, 0, DECORATOR_KWARGS[kind]))
+            if fn.name in self.def_names or fn.name in self.functions:
+                self.ctx.error(f"redefinition of function '{fn.name}'", fn.name_span)
+            self.def_names.add(fn.name)
+        self.defs.append((fn, kind, deco))
+
+    def build_def(self, fn: S.FunctionDef, kind: str, deco: S.Expr, names: ModuleNames) -> None:
+        if kind == "prim_func":
+            self.functions[fn.name] = build_prim_func(self.ctx, fn)
+        elif kind == "function":
+            self.functions[fn.name] = build_graph_func(self.ctx, fn, names)
+        else:
+            sch = build_schedule(self.ctx, fn, deco)
+            self.schedules.append(sch)
+            where = deco.args[0].span if isinstance(deco, S.Call) and deco.args else deco.span
+            self.schedule_spans.append((sch, where))
+
+    # ---- imports ------------------------------------------------------------------------
+
+    def import_from(self, s: S.ImportFrom) -> None:
+        ctx = self.ctx
+        dotted = "." * s.level + s.module
+        path, rel = self.session.find(s.module, s.level, ctx.filename)
+        if path is None:
+            ctx.error(f"cannot find '{rel}' for 'from {dotted} import ...'", s.module_span)
+        chain = self.session.cycle(path)
+        if chain is not None:
+            ctx.error("import cycle: " + " -> ".join(p.name for p in chain), s.module_span)
+        try:
+            mod = self.session.load(path, self.load)
+        except CompileError as err:
+            known = {id(d) for d in ctx.diag.diagnostics}
+            ctx.diag.diagnostics.extend(d for d in err.diagnostics if id(d) not in known)
+            ctx.error(f"cannot import from '{rel}' because of the errors in it", s.module_span)
+        for n in s.names:
+            func = mod.functions.get(n.name)
+            if func is None:
+                ctx.report(f"'{rel}' has no function '{n.name}'", n.span)
+                continue
+            self.add_imported(n.asname or n.name, func, mod, n.span)
+
+    def add_imported(self, name: str, func: BaseFunc, mod: IRModule, span: Span) -> None:
+        original = func.name
+        if name != func.name:
+            func = func.replace(name=name)  # type: ignore[assignment]
+        if not self.add_function(name, func, span):
+            return
+        for dep in _globals(func):
+            if dep in mod.functions and dep != original:
+                self.add_imported(dep, mod.functions[dep], mod, span)
+        for sch in mod.schedules:
+            if sch.func_name == original and sch not in self.schedules:
+                self.schedules.append(sch if name == original else
+                                      sch.replace(func_name=name))  # type: ignore[arg-type]
+
+    def add_function(self, name: str, func: BaseFunc, span: Span) -> bool:
+        """Add an imported function; False when it is already here (the same one)."""
+        old = self.functions.get(name)
+        if old is func or (old is not None and old.span == func.span):
+            return False
+        if old is not None:
+            self.ctx.report(f"redefinition of function '{name}'", span)
+            return False
+        self.functions[name] = func
+        return True
+
+
+def _globals(func: BaseFunc) -> list[str]:
+    """Names of the module functions `func` refers to (R.call_tir targets)."""
+    found: list[str] = []
+
+    def visit(node: Any) -> None:
+        if isinstance(node, GlobalVar) and node.name not in found:
+            found.append(node.name)
+
+    walk(func, visit)
+    return found
+
+
+def _is_docstring(s: S.Stmt) -> bool:
+    return isinstance(s, S.ExprStmt) and isinstance(s.value, S.Constant) \
+        and s.value.kind == "str"

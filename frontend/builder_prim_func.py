@@ -1,0 +1,158 @@
+"""`@T.prim_func def f(...)`: parameters, buffer matching, function attributes, root block."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tirc.frontend import syntax as S
+from tirc.frontend.builder_buffer import buffer_from_args, declare_buffer
+from tirc.frontend.builder_stmt import ALLOC_SCOPES, LoopBuilder
+from tirc.frontend.context import BuildError, Context
+from tirc.frontend.scope import Scope
+from tirc.frontend.signature import Args, Sig, check_call
+from tirc.ir.buffer import Buffer
+from tirc.ir.dtype import HANDLE, DType, DTypeError
+from tirc.ir.expr import Var, const
+from tirc.ir.function import PrimFunc
+from tirc.ir.stmt import Block, BlockRealize, Stmt
+
+
+class PrimFuncBuilder:
+    """Builds one loop function; errors are reported and the function is still returned
+    when its header could be built, so later functions see its name."""
+
+    def __init__(self, ctx: Context, fn: S.FunctionDef) -> None:
+        self.ctx = ctx
+        self.fn = fn
+        self.scope = Scope(ctx, S.assigned_names(fn.body))
+        self.lb = LoopBuilder(ctx, self.scope)
+        self.params: list[Var] = []
+        self.buffer_map: dict[Var, Buffer] = {}
+        self.handles: dict[str, Var] = {}  # T.handle parameters by name
+        self.attrs: dict[str, Any] = {}
+        self.root_allocs: list[Buffer] = []
+        self.saw_func_attr = False
+
+    def build(self) -> PrimFunc:
+        fn = self.fn
+        for p in fn.params:
+            try:
+                self.param(p)
+            except BuildError:
+                self.scope.poison(p.name)
+        if fn.returns is not None and not (isinstance(fn.returns, S.Constant)
+                                           and fn.returns.kind == "none"):
+            self.ctx.report("unsupported: a return type on a loop function", fn.returns.span)
+        body = self.lb.body(fn.body, hook=self.hook, frame=False)
+        body = self.with_root(body)
+        return PrimFunc(fn.name, tuple(self.params), self.buffer_map, body, self.attrs,
+                        span=fn.span)
+
+    # ---- parameters -----------------------------------------------------------------------
+
+    def param(self, p: S.Param) -> None:
+        ctx = self.ctx
+        if p.star:
+            ctx.unsupported("'*' parameters", p.span)
+        if p.default is not None:
+            ctx.unsupported("default parameter values", p.default.span)
+        ann = p.annotation
+        if ann is None:
+            ctx.error(f"parameter '{p.name}' needs a type: T.Buffer(...), T.handle or a dtype "
+                      "such as T.int32", p.span)
+        name = S.dotted(ann.func) if isinstance(ann, S.Call) else \
+            S.dotted(ann.value) if isinstance(ann, S.Subscript) else S.dotted(ann)
+        if name == "T.Buffer":
+            if isinstance(ann, S.Call):
+                buf = declare_buffer(self.lb.eb, p.name, ann, "T.Buffer")
+            elif isinstance(ann, S.Subscript):
+                buf = buffer_from_args(self.lb.eb, p.name, ann, "T.Buffer",
+                                       Args(list(ann.items), {}))
+            else:
+                ctx.error("T.Buffer needs a shape and a dtype: T.Buffer((n,), \"float32\")",
+                          ann.span)
+            handle = Var(p.name, HANDLE, span=p.span)
+            self.params.append(handle)
+            self.buffer_map[handle] = buf
+            self.scope.define(p.name, buf, p.span)
+            return
+        if name == "T.handle":
+            if isinstance(ann, S.Call):
+                check_call(ctx, ann, "T.handle", Sig(0, 0))
+            var = Var(p.name, HANDLE, span=p.span)
+            self.handles[p.name] = var
+        else:
+            if name is None or not name.startswith("T.") or isinstance(ann, S.Subscript):
+                ctx.error("a parameter type is T.Buffer(...), T.handle or a dtype such as "
+                          "T.int32", ann.span)
+            try:
+                dt = DType.parse(name[2:])
+            except DTypeError:
+                ctx.error(f"unknown dtype '{name[2:]}'", ann.span)
+            var = Var(p.name, dt, span=p.span)
+        self.params.append(var)
+        self.scope.define(p.name, var, p.span)
+
+    # ---- top-level declarations -----------------------------------------------------------
+
+    def hook(self, s: S.Stmt) -> bool:
+        if isinstance(s, S.ExprStmt) and S.call_name(s.value) == "T.func_attr":
+            call = s.value
+            assert isinstance(call, S.Call)
+            a = check_call(self.ctx, call, "T.func_attr", Sig(1, 1))
+            if self.saw_func_attr:
+                self.ctx.error("T.func_attr appears twice in this function", call.span)
+            self.saw_func_attr = True
+            self.attrs.update(self.lb.eb.attr_dict(a.pos[0]))
+            return True
+        if not (isinstance(s, S.Assign) and isinstance(s.target, S.Name)
+                and isinstance(s.value, S.Call) and not s.more_targets):
+            return False
+        name = S.dotted(s.value.func)
+        if name == "T.match_buffer":
+            self.match_buffer(s.target, s.value)
+            return True
+        if name in ALLOC_SCOPES and name != "T.decl_buffer":
+            buf = declare_buffer(self.lb.eb, s.target.id, s.value, name,
+                                 scope=ALLOC_SCOPES[name])
+            self.scope.define(s.target.id, buf, s.target.span)
+            self.root_allocs.append(buf)
+            return True
+        return False
+
+    def match_buffer(self, target: S.Name, call: S.Call) -> None:
+        ctx = self.ctx
+        if not call.args:
+            ctx.error("T.match_buffer needs a T.handle parameter and a shape", call.span)
+        first = call.args[0]
+        if isinstance(first, S.Subscript):
+            ctx.error("T.match_buffer of a region is only allowed inside a block", first.span)
+        handle = self.handles.get(first.id) if isinstance(first, S.Name) else None
+        if handle is None:
+            if isinstance(first, S.Name):
+                self.scope.require(first.id, first.span)
+            ctx.error("T.match_buffer needs a T.handle parameter", first.span)
+        if handle in self.buffer_map:
+            ctx.error(f"parameter '{first.id}' is already matched to a buffer",  # type: ignore
+                      first.span)
+        buf = declare_buffer(self.lb.eb, target.id, call, "T.match_buffer", skip=1)
+        self.buffer_map[handle] = buf
+        self.scope.define(target.id, buf, target.span)
+
+    def with_root(self, body: Stmt) -> Stmt:
+        """Top-level T.alloc_buffer's go to the root block (implicit unless written)."""
+        if not self.root_allocs:
+            return body
+        allocs = tuple(self.root_allocs)
+        if isinstance(body, BlockRealize) and body.block.name == "root" \
+                and not body.block.iter_vars:
+            blk = body.block
+            return body.replace(block=blk.replace(alloc_buffers=allocs + blk.alloc_buffers))
+        root = Block("root", (), (), (), body, None, allocs, span=self.fn.span)
+        return BlockRealize((), const(True).with_span(self.fn.span), root,  # type: ignore
+                            span=self.fn.span)
+
+
+def build_prim_func(ctx: Context, fn: S.FunctionDef) -> PrimFunc:
+    """The PrimFunc of `@T.prim_func def ...` (errors are reported into `ctx`)."""
+    return PrimFuncBuilder(ctx, fn).build()

@@ -1,0 +1,135 @@
+"""Graph-level types (struct info): R.Tensor, R.Tuple, R.Shape, R.Prim, R.Object.
+
+Shape entries are integers, symbolic names (`"n"`, defining an int64 variable on first use),
+names of symbolic variables already defined (`n`), or expressions (`n * 2`, `"n * 2"`).
+"""
+
+from __future__ import annotations
+
+from tirc.frontend import syntax as S
+from tirc.frontend.builder_expr import ExprBuilder, literal_value
+from tirc.frontend.parser import parse_expr_text
+from tirc.frontend.signature import Sig, check_call
+from tirc.ir.diagnostics import CompileError
+from tirc.ir.dtype import DType
+from tirc.ir.expr import PrimExpr, Var
+from tirc.ir.graph import ObjectSInfo, PrimSInfo, ShapeSInfo, StructInfo, TensorSInfo, TupleSInfo
+
+INT64 = DType("int", 64)
+TYPE_NAMES = ("R.Tensor", "R.Tuple", "R.Shape", "R.Prim", "R.Object")
+
+
+class SInfoBuilder:
+    """Struct info from annotations; symbolic sizes resolve (or are defined) in `eb.scope`."""
+
+    def __init__(self, eb: ExprBuilder) -> None:
+        self.eb = eb
+        self.ctx = eb.ctx
+
+    def sinfo(self, node: S.Expr) -> StructInfo:
+        name = S.dotted(node.func) if isinstance(node, S.Call) else S.dotted(node)
+        call = node if isinstance(node, S.Call) else None
+        if name == "R.Tensor":
+            return self.tensor(call) if call else TensorSInfo(None, None, -1, span=node.span)
+        if name == "R.Tuple":
+            if call is None:
+                return TupleSInfo((), span=node.span)
+            check_call(self.ctx, call, name, Sig(0, None))
+            items = call.args
+            if len(items) == 1 and isinstance(items[0], (S.List, S.Tuple)):
+                items = items[0].elts
+            return TupleSInfo(tuple(self.sinfo(x) for x in items), span=node.span)
+        if name == "R.Shape":
+            return self.shape(call) if call else ShapeSInfo(None, -1, span=node.span)
+        if name == "R.Prim":
+            if call is None:
+                self.ctx.error("R.Prim needs a dtype: R.Prim(\"int64\")", node.span)
+            a = check_call(self.ctx, call, name, Sig(0, 1, ("dtype",)))
+            dt_node = a.get(0, "dtype")
+            if dt_node is None:
+                self.ctx.error("R.Prim needs a dtype: R.Prim(\"int64\")", node.span)
+            return PrimSInfo(self.eb.dtype_arg(dt_node), span=node.span)
+        if name == "R.Object":
+            if call is not None:
+                check_call(self.ctx, call, name, Sig(0, 0))
+            return ObjectSInfo(span=node.span)
+        if name is not None and name.startswith("R."):
+            self.ctx.unsupported(f"the type {name}", node.span)
+        self.ctx.error("expected a graph-level type such as R.Tensor((n, 4), \"float32\")",
+                       node.span)
+
+    def tensor(self, call: S.Call) -> TensorSInfo:
+        a = check_call(self.ctx, call, "R.Tensor", Sig(0, 2, ("shape", "dtype", "ndim")))
+        shape_node, dtype_node = a.get(0, "shape"), a.get(1, "dtype")
+        if isinstance(shape_node, S.Constant) and shape_node.kind == "str" and dtype_node is None:
+            shape_node, dtype_node = None, shape_node
+        dt = None
+        if dtype_node is not None and not _is_none(dtype_node):
+            text = self.eb.str_literal(dtype_node, "a tensor dtype")
+            dt = self.eb.parse_dtype(text, dtype_node) if text else None
+        ndim = self.eb.int_literal(a.kw["ndim"], "ndim") if "ndim" in a.kw else -1
+        shape = None
+        if shape_node is not None and not _is_none(shape_node):
+            shape = self.dims(shape_node)
+            if ndim not in (-1, len(shape)):
+                self.ctx.error(f"ndim={ndim} but the shape has {len(shape)} dimensions",
+                               call.span)
+            ndim = len(shape)
+        return TensorSInfo(shape, dt, ndim, span=call.span)
+
+    def shape(self, call: S.Call) -> ShapeSInfo:
+        a = check_call(self.ctx, call, "R.Shape", Sig(0, 1, ("values", "ndim")))
+        values_node = a.get(0, "values")
+        ndim = self.eb.int_literal(a.kw["ndim"], "ndim") if "ndim" in a.kw else -1
+        if values_node is None or _is_none(values_node):
+            return ShapeSInfo(None, ndim, span=call.span)
+        values = self.dims(values_node)
+        return ShapeSInfo(values, len(values), span=call.span)
+
+    def dims(self, node: S.Expr) -> tuple[PrimExpr, ...]:
+        if not isinstance(node, (S.Tuple, S.List)):
+            self.ctx.error("a shape is a tuple of dimensions such as (n, 4)", node.span)
+        return tuple(self.dim(d) for d in node.elts)
+
+    def dim(self, node: S.Expr) -> PrimExpr:
+        """One dimension; a string is parsed as an expression whose unknown names become
+        new int64 symbolic variables."""
+        if isinstance(node, S.Constant) and node.kind == "str":
+            text = str(node.value)
+            try:
+                inner = parse_expr_text(text, node.span.file, node.span.line,
+                                        node.span.col + 1)
+            except CompileError as err:
+                first = err.diagnostics[0]
+                self.ctx.error(f"in the shape string \"{text}\": {first.message}", first.span)
+            self.define_symbols(inner)
+            return self.eb.index(inner, "a shape dimension")
+        value = literal_value(node)
+        if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+            self.ctx.error("negative shape dimension", node.span)
+        return self.eb.index(node, "a shape dimension")
+
+    def define_symbols(self, node: S.Expr) -> None:
+        """Define every unknown name in `node` as an int64 symbolic variable."""
+        if isinstance(node, S.Name):
+            if self.eb.scope.lookup(node.id) is None:
+                self.eb.scope.frames[0][node.id] = Var(node.id, INT64, span=node.span)
+            return
+        for child in _children(node):
+            self.define_symbols(child)
+
+
+def _children(node: S.Expr) -> list[S.Expr]:
+    if isinstance(node, S.BinOp):
+        return [node.left, node.right]
+    if isinstance(node, S.UnaryOp):
+        return [node.operand]
+    if isinstance(node, S.Call):
+        return list(node.args)
+    if isinstance(node, (S.Tuple, S.List)):
+        return list(node.elts)
+    return []
+
+
+def _is_none(node: S.Expr) -> bool:
+    return isinstance(node, S.Constant) and node.kind == "none"

@@ -1,0 +1,407 @@
+"""Loop-level statements: syntax -> Stmt (stores, lets, loops, if/while, allocations, ...).
+
+A statement that scopes over the rest of its block (a let, `T.decl_buffer`, an event tensor,
+`T.launch_thread`, `assert`) is built as a wrapper that receives the statements after it as
+its body. Blocks (`with T.block`) are in builder_block.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tirc.frontend import syntax as S
+from tirc.frontend.builder_buffer import declare_buffer, event_tensor
+from tirc.frontend.builder_expr import BIN_OPS, ExprBuilder, literal_value
+from tirc.frontend.context import TOO_DEEP, BuildError, Context, spanned
+from tirc.frontend.loop_heads import launch_thread, loop_header
+from tirc.frontend.scope import EnvThread, Scope
+from tirc.frontend.signature import Sig, check_call
+from tirc.frontend.stmt_calls import STMT_CALLS
+from tirc.ir.buffer import Buffer
+from tirc.ir.dtype import DType, DTypeError
+from tirc.ir.expr import (
+    Broadcast,
+    IntImm,
+    PrimExpr,
+    StringImm,
+    Var,
+    const,
+)
+from tirc.ir.span import Span
+from tirc.ir.stmt import (
+    Allocate,
+    AssertStmt,
+    AttrStmt,
+    BufferStore,
+    Evaluate,
+    For,
+    IfThenElse,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+    While,
+)
+
+Wrapper = Callable[[Stmt], Stmt]
+Hook = Callable[[S.Stmt], bool]
+INT32 = DType("int", 32)
+
+ALLOC_SCOPES = {"T.alloc_buffer": None, "T.alloc_local": "local", "T.alloc_shared": "shared"}
+BLOCK_ONLY = ("T.reads", "T.writes", "T.where", "T.block_attr", "T.sblock_attr", "T.axis.remap",
+              "T.axis.spatial", "T.axis.reduce", "T.axis.opaque", "T.axis.S", "T.axis.R")
+
+
+class LoopBuilder:
+    """Builds the statements of one loop function."""
+
+    def __init__(self, ctx: Context, scope: Scope) -> None:
+        self.ctx = ctx
+        self.scope = scope
+        self.eb = ExprBuilder(ctx, scope)
+        self.loop_dom: dict[Var, tuple[PrimExpr, PrimExpr]] = {}
+
+    # ---- sequences ----------------------------------------------------------------------
+
+    def body(self, stmts: list[S.Stmt], hook: Hook | None = None, frame: bool = True) -> Stmt:
+        """A statement list in a new scope frame (or the current one)."""
+        if frame:
+            with self.scope.frame():
+                return self._body(stmts, hook)
+        return self._body(stmts, hook)
+
+    def _body(self, stmts: list[S.Stmt], hook: Hook | None) -> Stmt:
+        parts: list[tuple[Stmt | Wrapper, Span]] = []
+        for s in stmts:
+            try:
+                if hook is not None and hook(s):
+                    continue
+                result = self.stmt(s)
+            except BuildError:
+                self.poison_targets(s)
+                continue
+            except RecursionError:
+                self.ctx.report(TOO_DEEP, s.span)
+                self.poison_targets(s)
+                continue
+            if result is not None:
+                parts.append((result, s.span))
+        return fold(parts, stmts[0].span if stmts else None)
+
+    def poison_targets(self, s: S.Stmt) -> None:
+        """After a failed definition, silence later uses of the names it would define."""
+        targets: list[S.Expr] = []
+        if isinstance(s, (S.Assign, S.AnnAssign)):
+            targets = [s.target]
+        for t in targets:
+            for e in t.elts if isinstance(t, S.Tuple) else [t]:
+                if isinstance(e, S.Name):
+                    self.scope.poison(e.id)
+
+    # ---- statements ---------------------------------------------------------------------
+
+    def stmt(self, s: S.Stmt) -> Stmt | Wrapper | None:
+        method = getattr(self, "stmt_" + type(s).__name__, None)
+        if method is None:
+            self.ctx.unsupported(_stmt_what(s), s.span)
+        return method(s)
+
+    def stmt_Pass(self, s: S.Pass) -> None:
+        return None
+
+    def stmt_UnsupportedStmt(self, s: S.UnsupportedStmt) -> None:
+        self.ctx.unsupported(s.what, s.span)
+
+    def stmt_ExprStmt(self, s: S.ExprStmt) -> Stmt | Wrapper | None:
+        v = s.value
+        if isinstance(v, S.Constant) and v.kind == "str":
+            return None  # a docstring
+        name = S.call_name(v)
+        if name is not None:
+            assert isinstance(v, S.Call)
+            handler = STMT_CALLS.get(name)
+            if handler is not None:
+                return handler(self, v)
+            if name in BLOCK_ONLY or name == "T.init":
+                self.ctx.error(f"{name} is only allowed directly inside a block", v.span)
+            if name == "T.func_attr":
+                self.ctx.error("T.func_attr is only allowed at the top of a function", v.span)
+        return Evaluate(self.eb.expr(v), span=s.span)
+
+    def stmt_Assign(self, s: S.Assign) -> Stmt | Wrapper | None:
+        if s.more_targets:
+            self.ctx.unsupported("chained assignment", s.span)
+        t = s.target
+        if isinstance(t, S.Subscript):
+            return self.store(t, s.value, s.span)
+        name = S.call_name(s.value)
+        if isinstance(t, S.Tuple):
+            if name in BLOCK_ONLY:
+                self.ctx.error(f"{name} is only allowed directly inside a block", s.value.span)
+            self.ctx.unsupported("tuple assignment in a loop function", t.span)
+        if not isinstance(t, S.Name):
+            self.ctx.error("cannot assign to this expression", t.span)
+        if name is not None:
+            assert isinstance(s.value, S.Call)
+            decl = self.declaration(t, s.value, name)
+            if decl is not None:
+                return decl
+        value = self.eb.expr(s.value)
+        return self.let(t, Var(t.id, value.dtype, span=t.span), value, s.span)
+
+    def declaration(self, t: S.Name, call: S.Call, name: str) -> Stmt | Wrapper | None:
+        """`x = T.<declaration>(...)`: symbolic vars, buffers, thread vars. None if `call`
+        is an ordinary value; a declaration that binds without a statement defines `t` and
+        returns None after marking it in scope."""
+        if name in ALLOC_SCOPES or name == "T.decl_buffer":
+            buf = declare_buffer(self.eb, t.id, call, name, scope=ALLOC_SCOPES.get(name))
+            self.scope.define(t.id, buf, t.span)
+            return lambda body: Allocate(buf, body, span=call.span)
+        if name == "T.event_tensor":
+            buf, init = event_tensor(self.eb, t.id, call)
+            self.scope.define(t.id, buf, t.span)
+            return lambda body: Allocate(buf, body, init, span=call.span)
+        if name == "T.match_buffer":
+            self.ctx.error("T.match_buffer is only allowed at the top of a function or a block",
+                           call.span)
+        if name in BLOCK_ONLY:
+            self.ctx.error(f"{name} is only allowed directly inside a block", call.span)
+        if name == "T.env_thread":
+            a = check_call(self.ctx, call, name, Sig(1, 1))
+            tag = self.eb.str_literal(a.pos[0], "the thread tag")
+            self.scope.define(t.id, EnvThread(Var(t.id, INT32, span=t.span), tag), t.span)
+            return _NOTHING
+        if name == "T.launch_thread":
+            return launch_thread(self, call, t)
+        if name == "T.Buffer":
+            self.ctx.unsupported("T.Buffer declarations inside a function body", call.span)
+        if name.startswith("T.") and not call.args and not call.keywords:
+            dt = self.symbolic_dtype(name, call)
+            if dt is not None:
+                self.scope.define(t.id, Var(t.id, dt, span=t.span), t.span)
+                return _NOTHING
+        return None
+
+    def symbolic_dtype(self, name: str, call: S.Call) -> DType | None:
+        """The dtype of `n = T.int64()`, or None when `name` is no dtype."""
+        try:
+            dt = DType.parse(name[2:])
+        except DTypeError:
+            return None
+        if not dt.is_int:
+            self.ctx.error(f"a symbolic size must be an integer, not {dt}", call.span)
+        return dt
+
+    def let(self, t: S.Name, var: Var, value: PrimExpr, span: Span) -> Wrapper:
+        self.scope.define(t.id, var, t.span)
+        return lambda body: LetStmt(var, value, body, span=span)
+
+    def stmt_AnnAssign(self, s: S.AnnAssign) -> Wrapper:
+        t = s.target
+        if not isinstance(t, S.Name):
+            self.ctx.unsupported("an annotated assignment to this target", t.span)
+        ann = S.dotted(s.annotation)
+        if ann is None or not ann.startswith("T."):
+            self.ctx.error("a variable annotation is a dtype such as T.float32",
+                           s.annotation.span)
+        dt = self.eb.parse_dtype(ann[2:], s.annotation)
+        if s.value is None:
+            self.ctx.unsupported("a declaration without a value", s.span)
+        value = self.typed_value(s.value, dt, "assign", f"to '{t.id}' of dtype {dt}")
+        return self.let(t, Var(t.id, dt, span=t.span), value, s.span)
+
+    def typed_value(self, node: S.Expr, dt: DType, verb: str, target: str) -> PrimExpr:
+        """`node` as a value of dtype `dt`: literals adapt, anything else must match.
+        Messages read "cannot <verb> ... <target>" ("store", "into buffer 'A' of ...")."""
+        lit = literal_value(node)
+        if isinstance(lit, (bool, int, float)) and not isinstance(lit, str):
+            if isinstance(lit, float) and not dt.is_float:
+                self.ctx.error(f"cannot {verb} a float literal {target}", node.span)
+            return spanned(const(lit, dt), node.span)
+        value = self.eb.expr(node)
+        if value.dtype == dt:
+            return value
+        if value.dtype == dt.element() and dt.lanes > 1:
+            return Broadcast(value, dt.lanes, dt, span=node.span)
+        self.ctx.error(f"cannot {verb} a value of dtype {value.dtype} {target}", node.span)
+
+    def store(self, t: S.Subscript, value_node: S.Expr, span: Span) -> Stmt:
+        buf = self.eb.buffer(t.value)
+        idx = self.eb.indices(buf, t)
+        lanes = max((i.dtype.lanes for i in idx), default=1)
+        want = buf.dtype.with_lanes(lanes)
+        value = self.typed_value(value_node, want, "store",
+                                 f"into buffer '{buf.name}' of dtype {buf.dtype}")
+        return BufferStore(buf, value, idx, span=span)
+
+    def stmt_AugAssign(self, s: S.AugAssign) -> Stmt:
+        if not isinstance(s.target, S.Subscript):
+            self.ctx.unsupported("augmented assignment to a variable (variables are "
+                                 "immutable; use a buffer)", s.span)
+        if s.op not in BIN_OPS:
+            self.ctx.unsupported(f"operator '{s.op}='", s.span)
+        value = S.BinOp(s.span, s.op, s.target, s.value)
+        return self.store(s.target, value, s.span)
+
+    def stmt_Assert(self, s: S.Assert) -> Wrapper:
+        cond = self.eb.condition(s.test, "an assertion")
+        msg = self.eb.str_literal(s.msg, "the assertion message") if s.msg is not None else ""
+        return lambda body: AssertStmt(cond, msg, body, span=s.span)
+
+    def stmt_Return(self, s: S.Return) -> None:
+        self.ctx.unsupported("'return' in a loop function", s.span)
+
+    def stmt_FunctionDef(self, s: S.FunctionDef) -> None:
+        self.ctx.unsupported("nested function definitions", s.span)
+
+    def stmt_ClassDef(self, s: S.ClassDef) -> None:
+        self.ctx.unsupported("class definitions inside a function", s.span)
+
+    def stmt_ImportFrom(self, s: S.ImportFrom) -> None:
+        self.ctx.unsupported("imports inside a function", s.span)
+
+    stmt_Import = stmt_ImportFrom
+
+    # ---- control flow -------------------------------------------------------------------
+
+    def stmt_If(self, s: S.If) -> Stmt:
+        try:
+            cond = self.eb.condition(s.test, "the condition of 'if'")
+        except BuildError:
+            self.body(s.body)
+            if s.orelse:
+                self.body(s.orelse)
+            raise
+        then = self.body(s.body)
+        other = self.body(s.orelse) if s.orelse is not None else None
+        return IfThenElse(cond, then, other, span=s.span)
+
+    def stmt_While(self, s: S.While) -> Stmt:
+        if s.orelse is not None:
+            self.ctx.unsupported("'else' after 'while'", s.span)
+        try:
+            cond = self.eb.condition(s.test, "the condition of 'while'")
+        except BuildError:
+            self.body(s.body)
+            raise
+        return While(cond, self.body(s.body), span=s.span)
+
+    def stmt_For(self, s: S.For) -> Stmt:
+        if s.orelse is not None:
+            self.ctx.unsupported("'else' after 'for'", s.span)
+        try:
+            loops = loop_header(self, s)
+        except BuildError:
+            with self.scope.frame():
+                self.poison_loop_targets(s.target)
+                self.body(s.body, frame=False)
+            raise
+        with self.scope.frame():
+            for head in loops:
+                self.scope.define(head.var.name, head.var, head.var.span)
+                self.loop_dom[head.var] = (head.min, head.extent)
+            body = self.body(s.body, frame=False)
+        for head in reversed(loops):
+            body = For(head.var, head.min, head.extent, head.kind, body, span=s.span,
+                       **head.extra)
+        return body
+
+    def poison_loop_targets(self, target: S.Expr) -> None:
+        for e in target.elts if isinstance(target, S.Tuple) else [target]:
+            if isinstance(e, S.Name):
+                self.scope.poison(e.id)
+
+    # ---- with -----------------------------------------------------------------------------
+
+    def stmt_With(self, s: S.With) -> Stmt | None:
+        if len(s.items) != 1:
+            self.ctx.unsupported("several context managers in one 'with'", s.span)
+        item = s.items[0]
+        name = S.call_name(item.context)
+        call = item.context
+        if name in ("T.block", "T.sblock"):
+            from tirc.frontend.builder_block import build_block
+
+            if item.target is not None:
+                self.ctx.unsupported(f"'with {name}(...) as'", item.target.span)
+            assert isinstance(call, S.Call)
+            return build_block(self, s, call, name)
+        if name == "T.init":
+            self.ctx.error("T.init is only allowed directly inside a block", call.span)
+        if name == "T.attr":
+            assert isinstance(call, S.Call)
+            return self.attr(s, call)
+        if name == "T.launch_thread":
+            assert isinstance(call, S.Call)
+            if not isinstance(item.target, S.Name):
+                self.ctx.error("write `with T.launch_thread(\"threadIdx.x\", n) as tx:`",
+                               call.span)
+            with self.scope.frame():
+                wrap = launch_thread(self, call, item.target)
+                body = self.body(s.body, frame=False)
+            assert wrap is not None
+            return wrap(body)
+        if name is not None and name.startswith("R."):
+            self.ctx.error(f"{name} is only allowed in a graph function", call.span)
+        self.ctx.unsupported(f"'with' over {name or 'this expression'}", call.span)
+
+    def attr(self, s: S.With, call: S.Call) -> Stmt:
+        a = check_call(self.ctx, call, "T.attr", Sig(3, 3))
+        node_arg = a.pos[0]
+        node: Any
+        if isinstance(node_arg, S.Constant) and node_arg.kind == "str":
+            node = str(node_arg.value)
+        elif isinstance(node_arg, S.Constant) and node_arg.kind == "none":
+            node = None
+        elif isinstance(node_arg, S.Name) and isinstance(self.scope.lookup(node_arg.id), Buffer):
+            node = self.scope.lookup(node_arg.id)
+        else:
+            node = self.eb.expr(node_arg)
+        key = self.eb.str_literal(a.pos[1], "the attribute key")
+        v = a.pos[2]
+        value = StringImm(str(v.value), span=v.span) if isinstance(v, S.Constant) and \
+            v.kind == "str" else self.eb.expr(v)
+        return AttrStmt(node, key, value, self.body(s.body), span=s.span)
+
+
+def _nothing(body: Stmt) -> Stmt:
+    return body
+
+
+_NOTHING: Wrapper = _nothing
+
+
+def fold(parts: list[tuple[Stmt | Wrapper, Span]], span: Span | None) -> Stmt:
+    """Statements and wrappers in order -> one statement; a wrapper takes the rest."""
+    tail: list[Stmt] = []
+    for part, pspan in reversed(parts):
+        if isinstance(part, Stmt):
+            tail.append(part)
+            continue
+        if part is _NOTHING:
+            continue
+        rest = _seq(list(reversed(tail)), pspan)
+        tail = [part(rest)]
+    return _seq(list(reversed(tail)), span)
+
+
+def _seq(stmts: list[Stmt], span: Span | None) -> Stmt:
+    """One statement for a list; an empty body is `T.evaluate(0)`, as in TVM."""
+    if not stmts:
+        return Evaluate(IntImm(0, INT32, span=span), span=span)
+    if len(stmts) == 1:
+        return stmts[0]
+    flat: list[Stmt] = []
+    for s in stmts:
+        flat.extend(s.seq if isinstance(s, SeqStmt) else [s])
+    if len(flat) == 1:
+        return flat[0]
+    if flat and flat[0].span is not None:
+        span = flat[0].span.merge(flat[-1].span)
+    return SeqStmt(tuple(flat), span=span)
+
+
+def _stmt_what(s: S.Stmt) -> str:
+    return f"{type(s).__name__} statements"
+
+

@@ -1,0 +1,100 @@
+"""Graph-level builtins with their own argument rules: `R.call_tir`, `R.call_dps_packed`,
+`R.const`, `R.shape`, `R.prim_value`, `R.str`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from tirc.frontend import syntax as S
+from tirc.frontend.builder_expr import literal_value
+from tirc.frontend.signature import Sig, check_call
+from tirc.ir.dtype import DType
+from tirc.ir.graph import (
+    Constant,
+    ExternFunc,
+    GCall,
+    GraphExpr,
+    PrimValue,
+    ShapeExpr,
+    StringValue,
+)
+
+if TYPE_CHECKING:
+    from tirc.frontend.builder_graph import GraphBuilder
+
+
+
+def _call_tir(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
+    """`R.call_tir(f, (args,), out_sinfo, tir_vars)`; a third positional `R.shape([...])` is
+    taken as tir_vars (the form tirc's printer writes)."""
+    a = check_call(g.ctx, call, name, Sig(2, 4, ("out_sinfo", "tir_vars")))
+    extra = list(a.pos[2:])
+    if extra and S.call_name(extra[0]) == "R.shape" and "tir_vars" not in a.kw:
+        a.kw["tir_vars"] = extra.pop(0)
+    for key, node in zip(("out_sinfo", "tir_vars"), extra):
+        if key in a.kw:
+            g.ctx.error(f"{name} got argument '{key}' twice", node.span)
+        a.kw[key] = node
+    func = g.global_var(a.pos[0])
+    args: list[GraphExpr] = [func, g.args_tuple(a.pos[1])]
+    if "tir_vars" in a.kw:
+        args.append(g.shape_value(a.kw["tir_vars"]))
+    if "out_sinfo" not in a.kw:
+        g.ctx.error(f"{name} needs out_sinfo=R.Tensor(...)", call.span)
+    return GCall(name[2:], tuple(args), {}, g.out_sinfo(a.kw["out_sinfo"]), span=call.span)
+
+
+def _call_dps_packed(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
+    a = check_call(g.ctx, call, name, Sig(2, 2, ("out_sinfo",), positional_kw=True))
+    symbol = g.eb.str_literal(a.pos[0], "the packed function name")
+    if "out_sinfo" not in a.kw:
+        g.ctx.error(f"{name} needs out_sinfo=R.Tensor(...)", call.span)
+    args = (ExternFunc(symbol, span=a.pos[0].span), g.args_tuple(a.pos[1]))
+    return GCall("call_dps_packed", args, {}, g.out_sinfo(a.kw["out_sinfo"]), span=call.span)
+
+
+def _const(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
+    a = check_call(g.ctx, call, name, Sig(1, 2, ("dtype",)))
+    value = literal_value(a.pos[0])
+    if not isinstance(value, (int, float)):
+        g.ctx.unsupported("R.const of anything but a number", a.pos[0].span)
+    dt_node = a.get(1, "dtype")
+    if dt_node is not None:
+        dt = g.eb.dtype_arg(dt_node)
+    else:
+        dt = DType.parse("bool" if isinstance(value, bool) else
+                         "float32" if isinstance(value, float) else "int32")
+    if dt.is_float:
+        value = float(value)
+    elif isinstance(value, float):
+        g.ctx.error(f"R.const of a float literal with dtype {dt}", a.pos[0].span)
+    return Constant(value, dt, span=call.span)
+
+
+def _shape(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
+    a = check_call(g.ctx, call, name, Sig(1, 1))
+    node = a.pos[0]
+    if not isinstance(node, (S.Tuple, S.List)):
+        g.ctx.error("R.shape takes a list of sizes: R.shape([n, 4])", node.span)
+    return ShapeExpr(tuple(g.eb.index(e, "a size") for e in node.elts), span=call.span)
+
+
+def _prim_value(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
+    a = check_call(g.ctx, call, name, Sig(1, 1))
+    return PrimValue(g.eb.expr(a.pos[0]), span=call.span)
+
+
+def _str(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
+    a = check_call(g.ctx, call, name, Sig(1, 1))
+    return StringValue(g.eb.str_literal(a.pos[0], "R.str's argument"), span=call.span)
+
+
+SPECIAL_CALLS: dict[str, Callable[[GraphBuilder, S.Call, str], GraphExpr]] = {
+    "call_tir": _call_tir,
+    "call_dps_packed": _call_dps_packed,
+    "const": _const,
+    "shape": _shape,
+    "prim_value": _prim_value,
+    "str": _str,
+}

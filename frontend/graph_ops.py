@@ -1,0 +1,51 @@
+"""How graph-level operator calls map positional arguments: operands vs attributes.
+
+`R.sum(x, 1, True)` and `R.sum(x, axis=1, keepdims=True)` build the same GCall: the first
+`operands` positional arguments are graph values, the rest are attributes named in order.
+Operators not listed here take every positional argument as an operand; keyword arguments
+are always attributes (except `out_sinfo`). Shape inference of these operators comes with the
+graph-level issue; this table only fixes their printed form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class OpSig:
+    operands: int
+    attrs: tuple[str, ...] = ()
+
+
+_UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "negative", "abs", "floor", "ceil",
+          "round", "sin", "cos", "erf", "nn.relu", "nn.gelu", "nn.gelu_tanh", "nn.silu",
+          "zeros_like", "ones_like")
+_BINARY = ("add", "subtract", "multiply", "divide", "floor_divide", "maximum", "minimum",
+           "power", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
+_REDUCE = ("sum", "mean", "max", "min", "prod", "variance", "std", "argmax", "argmin")
+
+OP_SIGNATURES: dict[str, OpSig] = {
+    **{op: OpSig(1) for op in _UNARY},
+    **{op: OpSig(2) for op in _BINARY},
+    **{op: OpSig(1, ("axis", "keepdims")) for op in _REDUCE},
+    "matmul": OpSig(2, ("out_dtype",)),
+    "nn.softmax": OpSig(1, ("axis",)),
+    "nn.log_softmax": OpSig(1, ("axis",)),
+    "nn.layer_norm": OpSig(3, ("axes", "epsilon", "center", "scale")),
+    "nn.rms_norm": OpSig(2, ("axes", "epsilon")),
+    "reshape": OpSig(2),
+    "permute_dims": OpSig(1, ("axes",)),
+    "expand_dims": OpSig(1, ("axis",)),
+    "squeeze": OpSig(1, ("axis",)),
+    "concat": OpSig(1, ("axis",)),
+    "split": OpSig(1, ("indices_or_sections", "axis")),
+    "take": OpSig(2, ("axis",)),
+    "broadcast_to": OpSig(2),
+    "astype": OpSig(1, ("dtype",)),
+    "zeros": OpSig(1, ("dtype",)),
+    "ones": OpSig(1, ("dtype",)),
+    "full": OpSig(2, ("dtype",)),
+    "where": OpSig(3),
+    "clip": OpSig(1, ("min", "max")),
+}

@@ -1,0 +1,72 @@
+"""Lexical scopes: which name means which variable, buffer or graph value at each point."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from tirc.frontend.context import BuildError, Context
+from tirc.ir.span import Span
+
+
+class Poison:
+    """Stands for a name whose definition had an error: uses of it report nothing more."""
+
+
+POISON = Poison()
+
+
+@dataclass
+class EnvThread:
+    """`tx = T.env_thread("threadIdx.x")`: a thread variable waiting for its launch."""
+
+    var: Any  # tirc.ir.expr.Var
+    tag: str
+
+
+class Scope:
+    """A stack of frames mapping names to definitions; inner frames may shadow outer ones."""
+
+    def __init__(self, ctx: Context, later: set[str] | None = None) -> None:
+        self.ctx = ctx
+        self.frames: list[dict[str, Any]] = [{}]
+        self.later: set[str] = later or set()  # names defined somewhere in this function
+
+    @contextmanager
+    def frame(self) -> Iterator[None]:
+        self.frames.append({})
+        try:
+            yield
+        finally:
+            self.frames.pop()
+
+    def define(self, name: str, value: Any, span: Span | None) -> None:
+        """Bind `name` in the innermost frame; a second definition there is an error."""
+        old = self.frames[-1].get(name)
+        if old is not None and old is not POISON and value is not POISON:
+            self.ctx.report(f"redefinition of '{name}'", span)
+        self.frames[-1][name] = value
+
+    def poison(self, name: str) -> None:
+        """Mark a name whose definition failed, so its uses raise no further errors."""
+        if name not in self.frames[-1]:
+            self.frames[-1][name] = POISON
+
+    def lookup(self, name: str) -> Any | None:
+        for frame in reversed(self.frames):
+            if name in frame:
+                return frame[name]
+        return None
+
+    def require(self, name: str, span: Span | None) -> Any:
+        """The definition of `name`, or an `unknown name` error (silent for poisoned names)."""
+        value = self.lookup(name)
+        if value is POISON:
+            raise BuildError(name)
+        if value is None:
+            if name in self.later:
+                self.ctx.error(f"'{name}' is used before its definition", span)
+            self.ctx.error(f"unknown name '{name}'", span)
+        return value

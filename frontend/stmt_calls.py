@@ -1,0 +1,67 @@
+"""Statement-only builtins: `T.evaluate`, `T.tvm_storage_sync`, `T.event_wait`,
+`T.event_notify`, `T.assume`, `T.launch_thread(var, n)`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from tirc.frontend import syntax as S
+from tirc.frontend.loop_heads import launch_thread
+from tirc.frontend.signature import Sig, check_call
+from tirc.ir.dtype import DType
+from tirc.ir.expr import BufferLoad, Call, PrimExpr, StringImm
+from tirc.ir.stmt import Evaluate, Stmt
+
+if TYPE_CHECKING:
+    from tirc.frontend.builder_stmt import LoopBuilder, Wrapper
+
+INT32 = DType("int", 32)
+
+
+def _evaluate(lb: LoopBuilder, call: S.Call) -> Stmt:
+    a = check_call(lb.ctx, call, "T.evaluate", Sig(1, 1))
+    return Evaluate(lb.eb.expr(a.pos[0]), span=call.span)
+
+
+def _storage_sync(lb: LoopBuilder, call: S.Call) -> Stmt:
+    a = check_call(lb.ctx, call, "T.tvm_storage_sync", Sig(1, 1))
+    scope = lb.eb.str_literal(a.pos[0], "the storage scope")
+    arg = StringImm(scope, span=a.pos[0].span)
+    return Evaluate(Call("tvm_storage_sync", (arg,), INT32, span=call.span), span=call.span)
+
+
+def _event(lb: LoopBuilder, call: S.Call) -> Stmt:
+    name = S.dotted(call.func) or ""
+    op = name[2:]
+    sig = Sig(1, 1) if op == "event_wait" else Sig(1, 2, ("count",))
+    a = check_call(lb.ctx, call, name, sig)
+    elem = lb.eb.expr(a.pos[0])
+    if not isinstance(elem, BufferLoad) or elem.buffer.scope != "event":
+        lb.ctx.error(f"{name} expects an element of an event tensor, such as E[i]",
+                     a.pos[0].span)
+    args: tuple[PrimExpr, ...] = (elem,)
+    count_node = a.get(1, "count")
+    if count_node is not None:  # without it, the count is 1 (kept implicit, as written)
+        args = (elem, lb.eb.index(count_node, "the notify count"))
+    return Evaluate(Call(op, args, INT32, span=call.span), span=call.span)
+
+
+def _assume(lb: LoopBuilder, call: S.Call) -> Stmt:
+    a = check_call(lb.ctx, call, "T.assume", Sig(1, 1))
+    cond = lb.eb.condition(a.pos[0], "the argument of T.assume")
+    return Evaluate(Call("assume", (cond,), INT32, span=call.span), span=call.span)
+
+
+def _launch(lb: LoopBuilder, call: S.Call) -> Wrapper:
+    return launch_thread(lb, call, None)
+
+
+STMT_CALLS: dict[str, Callable[[LoopBuilder, S.Call], Any]] = {
+    "T.evaluate": _evaluate,
+    "T.tvm_storage_sync": _storage_sync,
+    "T.event_wait": _event,
+    "T.event_notify": _event,
+    "T.assume": _assume,
+    "T.launch_thread": _launch,
+}

@@ -1,0 +1,293 @@
+"""`T.<name>(...)` in expressions: typed literals, casts, math intrinsics, select, vectors.
+
+Each builtin has a signature (checked arity and keywords) and a handler; a name that is not
+here, not a dtype, and not a statement-level builtin is an `unsupported` error.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from tirc.frontend import syntax as S
+from tirc.frontend.context import spanned
+from tirc.frontend.signature import Args, Sig, check_call
+from tirc.ir.dtype import DType, DTypeError
+from tirc.ir.expr import (
+    MATH_INTRINSICS,
+    Broadcast,
+    Call,
+    FloatImm,
+    IntImm,
+    IRTypeError,
+    Let,
+    PrimExpr,
+    Ramp,
+    StringImm,
+    Var,
+    cast,
+    const,
+    if_then_else,
+    select,
+    unify,
+)
+
+if TYPE_CHECKING:
+    from tirc.frontend.builder_expr import ExprBuilder
+
+Handler = Callable[["ExprBuilder", S.Call, Args, str], PrimExpr]
+
+# T.* builtins that are statements or declarations, never values.
+STATEMENT_BUILTINS = {
+    "grid", "serial", "parallel", "vectorized", "unroll", "thread_binding", "block", "sblock",
+    "init", "reads", "writes", "where", "block_attr", "sblock_attr", "alloc_buffer", "decl_buffer",
+    "alloc_local", "alloc_shared", "match_buffer", "func_attr", "evaluate", "launch_thread",
+    "env_thread", "tvm_storage_sync", "event_wait", "event_notify", "event_tensor", "assume",
+    "attr", "Buffer", "handle", "prim_func", "axis.spatial", "axis.reduce", "axis.opaque",
+    "axis.remap", "axis.S", "axis.R",
+}
+UNSUPPORTED_HINTS = {
+    "call_extern": "T.call_extern (C functions are called from graph level with "
+                   "R.call_dps_packed)",
+    "call_pure_extern": "T.call_pure_extern",
+    "call_packed": "T.call_packed",
+    "allocate": "T.allocate (write T.decl_buffer)",
+}
+_FLOAT_MAX = {16: 65504.0, 32: 3.4028234663852886e38, 64: 1.7976931348623157e308}
+_BFLOAT16_MAX = 3.3895313892515355e38
+
+
+def call_tir(b: ExprBuilder, call: S.Call) -> PrimExpr:
+    """Build the value of a call `T.name(...)`."""
+    name = S.dotted(call.func)
+    if name is None or not name.startswith("T."):
+        _not_callable(b, call, name)
+    short = name[2:]
+    entry = BUILTINS.get(short)
+    if entry is not None:
+        sig, handler = entry
+        return spanned(handler(b, call, check_call(b.ctx, call, name, sig), name), call.span)
+    if short in STATEMENT_BUILTINS:
+        b.ctx.error(f"{name}(...) cannot be used in an expression", call.span)
+    if short in MATH_INTRINSICS:
+        return spanned(_math(b, call, name, short), call.span)
+    if short in UNSUPPORTED_HINTS:
+        b.ctx.unsupported(UNSUPPORTED_HINTS[short], call.func.span)
+    try:
+        dt = DType.parse(short)
+    except DTypeError:
+        b.ctx.unsupported(name, call.func.span)
+    return spanned(_typed(b, call, name, dt), call.span)
+
+
+def _not_callable(b: ExprBuilder, call: S.Call, name: str | None) -> None:
+    if isinstance(call.func, S.Name):
+        value = b.scope.lookup(call.func.id)
+        if value is None:
+            if call.func.id in ("range", "min", "max", "abs", "int", "float", "len"):
+                b.ctx.unsupported(f"Python builtin '{call.func.id}' here", call.func.span)
+            b.scope.require(call.func.id, call.func.span)
+        b.ctx.error(f"'{call.func.id}' is not a function", call.func.span)
+    if name is not None and name.startswith("R."):
+        b.ctx.error(f"graph-level operator {name} in a loop function", call.func.span)
+    b.ctx.error("this is not a function that can be called here", call.func.span)
+
+
+# ---- typed literals and casts -------------------------------------------------------------
+
+
+def _typed(b: ExprBuilder, call: S.Call, name: str, dt: DType) -> PrimExpr:
+    args = check_call(b.ctx, call, name, Sig(0, 1))
+    if not args.pos:
+        b.ctx.error(f"{name}() declares a symbolic variable; write it as "
+                    f"`n = {name}()` on its own line", call.span)
+    arg = args.pos[0]
+    from tirc.frontend.builder_expr import literal_value
+
+    value = literal_value(arg)
+    if isinstance(value, str):
+        special = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+        if value not in special or not dt.is_float:
+            b.ctx.error(f"{name} of the string \"{value}\"", arg.span)
+        return const(special[value], dt)
+    if isinstance(value, (bool, int, float)) and value is not None:
+        if isinstance(value, float) and not dt.is_float:
+            b.ctx.error(f"{name} of a float literal; use T.Cast(\"{dt}\", ...) to convert",
+                        arg.span)
+        if dt.is_bool:
+            return IntImm(int(bool(value)), dt)
+        if dt.is_int and not _int_fits(int(value), dt):
+            b.ctx.error(f"{value} does not fit in {dt}", arg.span)
+        return const(value, dt)
+    return cast(dt, b.expr(arg))
+
+
+def _int_fits(v: int, dt: DType) -> bool:
+    if dt.kind == "uint":
+        return 0 <= v < 2**dt.bits
+    return -(2 ** (dt.bits - 1)) <= v < 2 ** (dt.bits - 1)
+
+
+def _cast(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
+    if name == "T.Cast":
+        dt, value = b.dtype_arg(a.pos[0]), a.pos[1]
+    else:
+        value, dt = a.pos[0], b.dtype_arg(a.pos[1])
+    return cast(dt, b.expr(value))
+
+
+def _limit(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
+    """T.max_value / T.min_value of a dtype; T.infinity of a float dtype."""
+    dt = b.dtype_arg(a.pos[0])
+    if name == "T.infinity":
+        if not dt.is_float:
+            b.ctx.error(f"T.infinity of {dt}", a.pos[0].span)
+        return FloatImm(math.inf, dt)
+    hi = name == "T.max_value"
+    if dt.is_float:
+        top = _BFLOAT16_MAX if dt.kind == "bfloat" else _FLOAT_MAX[dt.bits]
+        return FloatImm(top if hi else -top, dt)
+    if dt.is_bool:
+        return IntImm(1 if hi else 0, dt)
+    if dt.is_int:
+        if dt.kind == "uint":
+            return IntImm(2**dt.bits - 1 if hi else 0, dt)
+        return IntImm(2 ** (dt.bits - 1) - 1 if hi else -(2 ** (dt.bits - 1)), dt)
+    b.ctx.error(f"{name} of {dt}", a.pos[0].span)
+
+
+# ---- arithmetic ---------------------------------------------------------------------------
+
+_BINARY = {"max": "max", "min": "min", "floordiv": "floordiv", "floormod": "floormod",
+           "truncdiv": "truncdiv", "truncmod": "truncmod", "Div": "div", "FloorDiv": "floordiv",
+           "FloorMod": "floormod", "Max": "max", "Min": "min"}
+
+
+def _binary(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
+    op = _BINARY[name[2:]]
+    return b.binop(op, b.expr(a.pos[0]), b.expr(a.pos[1]), call.span)
+
+
+def _ceildiv(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
+    """`T.ceildiv(x, y)` is `(x + (y - 1)) // y` on integers."""
+    x, y = b.index(a.pos[0], "T.ceildiv's operand"), b.index(a.pos[1], "T.ceildiv's operand")
+    bump = b.binop("sub", y, 1, call.span)
+    return b.binop("floordiv", b.binop("add", x, bump, call.span), y, call.span)
+
+
+def _math(b: ExprBuilder, call: S.Call, name: str, op: str) -> PrimExpr:
+    n = MATH_INTRINSICS[op]
+    a = check_call(b.ctx, call, name, Sig(n, n))
+    args = [b.expr(x) for x in a.pos]
+    args = [_float_arg(b, e, node, name, op) for e, node in zip(args, a.pos)]
+    try:
+        for i in range(1, len(args)):
+            args[0], args[i] = unify(args[0], args[i])
+    except IRTypeError as err:
+        b.ctx.error(str(err), call.span)
+    args = [cast(args[0].dtype, x) for x in args]
+    return Call(op, tuple(args), args[0].dtype)
+
+
+def _float_arg(b: ExprBuilder, e: PrimExpr, node: S.Expr, name: str, op: str) -> PrimExpr:
+    if e.dtype.is_float or (op == "abs" and e.dtype.is_int):
+        return e
+    if isinstance(e, IntImm) and not e.dtype.is_bool:
+        return FloatImm(float(e.value), DType("float", 32), span=e.span)
+    b.ctx.error(f"{name} needs a float argument, got {e.dtype}", node.span)
+
+
+# ---- selection ----------------------------------------------------------------------------
+
+
+def _select(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
+    cond = b.condition(a.pos[0], f"the condition of {name}")
+    t, f = b.expr(a.pos[1]), b.expr(a.pos[2])
+    try:
+        return if_then_else(cond, t, f) if name == "T.if_then_else" else select(cond, t, f)
+    except IRTypeError as err:
+        b.ctx.error(str(err), call.span)
+
+
+def _likely(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
+    cond = b.condition(a.pos[0], "the argument of T.likely")
+    return Call("likely", (cond,), cond.dtype)
+
+
+# ---- vectors ------------------------------------------------------------------------------
+
+
+def _ramp(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
+    base, stride = b.index(a.pos[0], "ramp base"), b.index(a.pos[1], "ramp stride")
+    lanes = b.int_literal(a.pos[2], "the lane count")
+    if lanes < 1:
+        b.ctx.error("the lane count must be positive", a.pos[2].span)
+    try:
+        base, stride = unify(base, stride)
+    except IRTypeError as err:
+        b.ctx.error(str(err), call.span)
+    return Ramp(base, stride, lanes, base.dtype.with_lanes(lanes))
+
+
+def _broadcast(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
+    value = b.expr(a.pos[0])
+    lanes = b.int_literal(a.pos[1], "the lane count")
+    if lanes < 1 or value.dtype.lanes != 1:
+        b.ctx.error("T.Broadcast takes a scalar and a positive lane count", call.span)
+    return Broadcast(value, lanes, value.dtype.with_lanes(lanes))
+
+
+# ---- generic calls and lets ---------------------------------------------------------------
+
+
+def _call_intrin(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
+    dt = b.dtype_arg(a.pos[0])
+    op = b.str_literal(a.pos[1], "the intrinsic name")
+    args = tuple(_intrin_arg(b, x) for x in a.pos[2:])
+    return Call(op, args, dt)
+
+
+def _intrin_arg(b: ExprBuilder, node: S.Expr) -> PrimExpr:
+    if isinstance(node, S.Constant) and node.kind == "str":
+        return StringImm(str(node.value), span=node.span)
+    return b.expr(node)
+
+
+def _let(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
+    where = a.kw.get("where")
+    if where is None or not isinstance(where, S.Dict) or len(where.keys) != 1 \
+            or not isinstance(where.keys[0], S.Name):
+        b.ctx.error("T.Let takes a body and where={var: value}", call.span)
+    key = where.keys[0]
+    assert isinstance(key, S.Name)
+    value = b.expr(where.values[0])
+    var = Var(key.id, value.dtype, span=key.span)
+    with b.scope.frame():
+        b.scope.define(key.id, var, key.span)
+        body = b.expr(a.pos[0])
+    return Let(var, value, body, body.dtype)
+
+
+BUILTINS: dict[str, tuple[Sig, Handler]] = {
+    "cast": (Sig(2, 2), _cast),
+    "Cast": (Sig(2, 2), _cast),
+    "max_value": (Sig(1, 1), _limit),
+    "min_value": (Sig(1, 1), _limit),
+    "infinity": (Sig(1, 1), _limit),
+    "ceildiv": (Sig(2, 2), _ceildiv),
+    "Select": (Sig(3, 3), _select),
+    "if_then_else": (Sig(3, 3), _select),
+    "likely": (Sig(1, 1), _likely),
+    "Ramp": (Sig(3, 3), _ramp),
+    "Broadcast": (Sig(2, 2), _broadcast),
+    "call_intrin": (Sig(2, None), _call_intrin),
+    "Let": (Sig(1, 1, ("where",)), _let),
+    **{k: (Sig(2, 2), _binary) for k in _BINARY},
+}
+
+
+def tir_builtin_names() -> set[str]:
+    """Every T.* name an expression may call (for tests and error messages)."""
+    return set(BUILTINS) | set(MATH_INTRINSICS)
+

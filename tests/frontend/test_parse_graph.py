@@ -1,0 +1,141 @@
+"""Graph-level functions: struct info, bindings, dataflow blocks, operator and cross-level calls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tirc.frontend import parse, parse_file
+from tirc.ir import (
+    BinOp,
+    Constant,
+    ExternFunc,
+    Function,
+    GCall,
+    GlobalVar,
+    MatchCast,
+    ObjectSInfo,
+    PrimSInfo,
+    ShapeExpr,
+    ShapeSInfo,
+    TensorSInfo,
+    Tuple,
+    TupleGetItem,
+    TupleSInfo,
+    Var,
+    VarBinding,
+)
+
+MLP = Path(__file__).resolve().parents[2] / "samples" / "mlp.tir"
+HEADER = "from tvm.script import relax as R\nfrom tvm.script import tir as T\n\n"
+
+
+def graph(text: str, name: str = "main") -> Function:
+    f = parse(HEADER + text, "graph.tir")[name]
+    assert isinstance(f, Function)
+    return f
+
+
+def test_mlp_sample_structure() -> None:
+    mod = parse_file(MLP)
+    main = mod["main"]
+    assert isinstance(main, Function)
+    x = main.params[0]
+    n = x.struct_info.shape[0]
+    assert isinstance(n, Var) and str(n.dtype) == "int64"
+    assert main.ret_struct_info.shape[0] is n
+    (block,) = main.body.blocks
+    assert block.is_dataflow
+    names = [b.var.name for b in block.bindings]
+    assert names == ["lv0", "lv1", "lv2", "lv3", "lv4", "lv5", "gv"]
+    assert [b.var.is_dataflow for b in block.bindings] == [True] * 6 + [False]
+    assert block.outputs == (block.bindings[-1].var,)
+    assert main.body.body is block.bindings[-1].var
+    call = block.bindings[1].value
+    assert isinstance(call, GCall) and call.op == "call_tir"
+    assert call.args[0] == GlobalVar("bias_relu")
+    assert isinstance(call.args[1], Tuple) and len(call.args[1].fields) == 2
+    (out,) = call.sinfo_args
+    assert isinstance(out, TensorSInfo) and out.shape[0] is n and str(out.dtype) == "float32"
+    assert [b.value.op for b in block.bindings if b.value.op != "call_tir"] == [
+        "matmul", "matmul", "add", "nn.relu", "matmul", "add"]
+
+
+def test_struct_info_forms() -> None:
+    f = graph('''\
+@R.function
+def main(a: R.Tensor(("n", "n * 2"), "float16"), b: R.Tensor(ndim=2, dtype="int8"),
+         c: R.Tuple(R.Tensor((4,), "float32"), R.Object), d: R.Shape([4, "m"]),
+         e: R.Prim("int64"), g: R.Tensor, h: R.Shape(ndim=3)):
+    return a
+''')
+    a, b, c, d, e, g, h = (p.struct_info for p in f.params)
+    n, twice = a.shape
+    assert isinstance(n, Var) and isinstance(twice, BinOp) and twice.a is n
+    assert str(twice.b.dtype) == "int64" and twice.b.value == 2
+    assert b.shape is None and b.ndim == 2 and str(b.dtype) == "int8"
+    assert isinstance(c, TupleSInfo) and isinstance(c.fields[1], ObjectSInfo)
+    assert isinstance(d, ShapeSInfo) and d.values[0].value == 4 and d.values[1].name == "m"
+    assert isinstance(e, PrimSInfo) and str(e.dtype) == "int64"
+    assert isinstance(g, TensorSInfo) and g.shape is None and g.dtype is None and g.ndim == -1
+    assert isinstance(h, ShapeSInfo) and h.values is None and h.ndim == 3
+
+
+def test_positional_attributes_equal_keywords() -> None:
+    f = graph('''\
+@R.function
+def main(x: R.Tensor((4, 8), "float32")):
+    a = R.sum(x, 1, True)
+    b = R.sum(x, axis=1, keepdims=True)
+    c = R.nn.softmax(x, axis=-1)
+    d = R.permute_dims(x, [1, 0])
+    e = R.astype(x, "float16")
+    return (a, b, c, d, e)
+''')
+    a, b, c, d, e = (bd.value for bd in f.body.blocks[0].bindings)
+    assert a.attrs == b.attrs == {"axis": 1, "keepdims": True}
+    assert c.op == "nn.softmax" and c.attrs == {"axis": -1}
+    assert d.attrs == {"axes": (1, 0)}
+    assert e.attrs == {"dtype": "float16"}
+    assert isinstance(f.body.body, Tuple) and len(f.body.body.fields) == 5
+    assert not f.body.blocks[0].is_dataflow
+
+
+def test_shapes_constants_tuples_and_match_cast() -> None:
+    f = graph('''\
+@R.function
+def main(x: R.Tensor(("n", 4), "float32"), y: R.Tensor(ndim=1, dtype="float32")):
+    R.func_attr({"megakernel": "static"})
+    n = T.int64()
+    r = R.reshape(x, (n * 2, 2))
+    s = R.add(r, R.const(1.5, "float32"))
+    m = T.int64()
+    z = R.match_cast(y, R.Tensor((m,), "float32"))
+    t = (s, z)
+    u = t[1]
+    p = R.call_dps_packed("my_kernel", (x, u), out_sinfo=R.Tensor((n, 4), "float32"))
+    return p
+''')
+    assert f.attrs == {"megakernel": "static"}
+    r, s, z, t, u, p = f.body.blocks[0].bindings
+    shape = r.value.args[1]
+    assert isinstance(shape, ShapeExpr) and shape.values[0].a is f.params[0].struct_info.shape[0]
+    const = s.value.args[1]
+    assert isinstance(const, Constant) and const.value == 1.5
+    assert isinstance(z, MatchCast) and z.struct_info.shape[0].name == "m"
+    assert z.var.struct_info is z.struct_info
+    assert isinstance(u, VarBinding) and isinstance(u.value, TupleGetItem)
+    assert u.value.index == 1 and u.value.tuple_value is t.var
+    assert p.value.op == "call_dps_packed" and p.value.args[0] == ExternFunc("my_kernel")
+
+
+def test_annotated_bindings_keep_their_struct_info() -> None:
+    f = graph('''\
+@R.function
+def main(x: R.Tensor((2,), "float32")) -> R.Tensor((2,), "float32"):
+    with R.dataflow():
+        y: R.Tensor((2,), "float32") = R.exp(x)
+        R.output(y)
+    return y
+''')
+    (y,) = f.body.blocks[0].bindings
+    assert y.var.struct_info.shape[0].value == 2 and not y.var.is_dataflow
