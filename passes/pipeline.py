@@ -1,7 +1,8 @@
 """The default pass pipelines, by target and -O level: the table of contents of the compiler.
 
-`default_pipeline` lists the steps in order, one line each. Names of passes that are not
-written yet are skipped, so the pipeline grows as passes land. `build_pipeline` turns names
+`default_pipeline` lists the steps in order, one line each (the graph-level steps are listed in
+passes/graph/graph_pipeline.py). Names of passes that are not written yet are skipped, so the
+pipeline grows as passes land. `build_pipeline` turns names
 (with options, `unroll{max-extent=8}`) into pass objects; `--passes a,b,c` goes through it too.
 """
 
@@ -13,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from tirc.ir.target import Target
+from tirc.passes.graph.graph_pipeline import graph_steps
 from tirc.passes.pass_base import Pass
 from tirc.passes.registry import all_passes
 
@@ -21,8 +23,13 @@ def default_pipeline(target: Target, opt_level: int) -> list[str]:
     """Pass names, in order, that turn a parsed module into one ready for `target`."""
     steps = [
         "verify",            # the input is well-formed (definitions, ranks, regions)
+        "apply-schedules",   # the module's @S.schedule functions (and --schedule files)
+    ]
+    steps += graph_steps(opt_level)     # graph functions -> kernels and a host loop function
+    steps += [
         "lower-init",        # block `init` -> `if` on the first reduction iteration
         "lower-blocks",      # blocks -> plain loop nests with their predicates
+        "lower-layouts",     # buffers with layouts -> flat storage and physical offsets
         "flatten-buffers",   # n-d buffer accesses -> 1-d offsets
     ]
     if opt_level >= 1:
@@ -66,7 +73,10 @@ def check_pass_name(name: str) -> None:
     names = list(all_passes())
     if name in names:
         return
-    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    scored = sorted(((difflib.SequenceMatcher(None, name, n).ratio(), n) for n in names),
+                    reverse=True)
+    best = scored[0][0] if scored else 0.0
+    close = [n for r, n in scored[:3] if r >= max(0.6, best - 0.1)]
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     raise PipelineError(f"unknown pass '{name}'{hint} ('tirc passes' lists them all)")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from hypothesis import strategies as st
-
 from tirc.ir import (
     BufferRegion,
     BufferStore,

@@ -1,0 +1,220 @@
+"""`tirc FILE ...`: parse, run the pass pipeline, emit, and write a dependency file."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+from tirc.cli.depfile import dependency_rule
+from tirc.cli.diagnostics_output import fail, reported_errors
+from tirc.cli.emit import EMIT_SUFFIXES, emit, kind_from_output
+from tirc.cli.output_file import STDOUT, write_output
+from tirc.ir.diagnostics import CompileError, Diagnostic
+from tirc.ir.module import IRModule
+from tirc.ir.target import Target, TargetError, parse_target
+from tirc.passes import instruments as inst
+from tirc.passes.manager import Instrument, run_pipeline
+from tirc.passes.pass_base import PassContext
+from tirc.passes.pipeline import (
+    PipelineError,
+    build_pipeline,
+    check_pass_name,
+    default_pipeline,
+    split_spec,
+)
+
+
+@dataclass
+class CompileOptions:
+    """Everything the compile command was asked to do (one field per command-line option)."""
+
+    file: str
+    output: str | None = None
+    emit_kind: str | None = None
+    include_dirs: tuple[str, ...] = ()
+    passes: str | None = None
+    print_before: tuple[str, ...] = ()
+    print_after: tuple[str, ...] = ()
+    print_after_all: bool = False
+    print_changed: bool = False
+    time_passes: bool = False
+    verify_each: bool = False
+    dump_dir: str | None = None
+    pass_config: tuple[str, ...] = ()
+    disable_pass: tuple[str, ...] = ()
+    write_deps: bool = False
+    dep_file: str | None = None
+    dep_target: str | None = None
+    opt_level: int = 2
+    target: str | None = None
+    schedules: tuple[str, ...] = ()
+    verbose: int = 0
+    debug: bool = False
+
+
+def read_module(path: str, include_dirs: tuple[str, ...]) -> IRModule:
+    """Parse `path` with the frontend; a missing file is a user error, not a traceback."""
+    if not Path(path).is_file():
+        raise fail(f"no such file: {path}")
+    from tirc.frontend import parse_file
+
+    return parse_file(path, include_dirs=include_dirs)
+
+
+def add_schedules(mod: IRModule, paths: tuple[str, ...], include_dirs: tuple[str, ...]) -> IRModule:
+    """Merge the schedules of `--schedule` files into `mod` (and their files into sources).
+
+    A schedule file imports the functions it schedules (`from kernels import matmul`); it may
+    not define functions of its own.
+    """
+    for path in paths:
+        extra = read_module(path, include_dirs)
+        own = [f for f in extra.functions.values() if f.span is not None and f.span.file == path]
+        if own:
+            raise CompileError(Diagnostic(
+                "error", "a --schedule file may hold only schedules, not functions", own[0].span))
+        sources = tuple(dict.fromkeys(mod.sources + (extra.sources or (path,))))
+        mod = mod.replace(schedules=mod.schedules + extra.schedules,  # type: ignore[assignment]
+                          sources=sources)
+    return mod
+
+
+def pass_config(items: tuple[str, ...]) -> dict[str, str]:
+    """`KEY=VALUE` strings into a dictionary."""
+    config: dict[str, str] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise fail(f"--pass-config wants KEY=VALUE, got '{item}'")
+        config[key] = value
+    return config
+
+
+def make_instruments(opts: CompileOptions) -> list[Instrument]:
+    """The instruments the printing/timing/verifying options ask for, in a fixed order."""
+    for name in (*opts.print_before, *opts.print_after):
+        check_pass_name(name)
+    sink = inst.DumpSink(dump_dir=opts.dump_dir)
+    found: list[Instrument] = []
+    if opts.verbose >= 1:
+        found.append(inst.Progress())
+    if opts.print_before:
+        found.append(inst.PrintBefore(opts.print_before, sink))
+    if opts.print_after_all or opts.verbose >= 3:
+        found.append(inst.PrintAfterAll(sink))
+    elif opts.print_after:
+        found.append(inst.PrintAfter(opts.print_after, sink))
+    if opts.print_changed:
+        found.append(inst.PrintChanged(sink))
+    if opts.time_passes or opts.verbose >= 2:
+        found.append(inst.TimePasses())
+    if opts.verify_each:
+        found.append(inst.VerifyEach())
+    return found
+
+
+def output_plan(opts: CompileOptions) -> tuple[str, str]:
+    """The emit kind and the output path (`-` for stdout) from `--emit`, `-o` and the input."""
+    implied = kind_from_output(opts.output)
+    kind = opts.emit_kind or implied
+    if kind is None:
+        special = opts.output is not None and Path(opts.output).exists() and \
+            not Path(opts.output).is_file()
+        if opts.output not in (None, STDOUT) and not special:
+            raise fail(f"cannot tell what to emit from the name '{opts.output}'; "
+                       f"pass --emit ({', '.join(EMIT_SUFFIXES)})")
+        kind = "tir"
+    output = opts.output
+    if output is None:
+        output = STDOUT if kind == "tir" else Path(opts.file).with_suffix(EMIT_SUFFIXES[kind]).name
+    return kind, output
+
+
+def write_depfile(opts: CompileOptions, mod: IRModule, output: str, kind: str) -> None:
+    """The `-MD`/`-MF` Make rule naming every `.tir` file read."""
+    if output == STDOUT:
+        default_target = Path(opts.file).with_suffix(EMIT_SUFFIXES[kind]).name
+    else:
+        default_target = output
+    target = opts.dep_target or default_target
+    dep_path = opts.dep_file or str(Path(default_target).with_suffix(".d"))
+    deps = list(mod.sources) or [opts.file]
+    write_output(dep_path, dependency_rule(target, deps))
+
+
+def compile_file(opts: CompileOptions) -> None:
+    """The whole compile: read, transform, emit, write (atomically, only if all went well)."""
+    kind, output = output_plan(opts)
+    try:
+        target: Target = parse_target(opts.target)
+    except TargetError as exc:
+        raise fail(f"bad --target: {exc}") from None
+    try:
+        specs = split_spec(opts.passes) if opts.passes is not None else \
+            default_pipeline(target, opts.opt_level)
+        passes = build_pipeline(specs, opts.disable_pass)
+        instruments = make_instruments(opts)
+    except PipelineError as exc:
+        raise fail(str(exc)) from None
+    ctx = PassContext(opt_level=opts.opt_level, target=target,
+                      config=pass_config(opts.pass_config), instruments=instruments,
+                      disabled=set(opts.disable_pass))
+    mod = read_module(opts.file, opts.include_dirs)
+    mod = add_schedules(mod, opts.schedules, opts.include_dirs)
+    mod = run_pipeline(mod, passes, ctx)
+    data = emit(mod, kind, target, opts.opt_level, None if output == STDOUT else output)
+    write_output(output, data, executable=kind == "so")
+    if opts.write_deps or opts.dep_file:
+        write_depfile(opts, mod, output, kind)
+    if opts.verbose >= 1:
+        sys.stderr.write(f"tirc: wrote {'stdout' if output == STDOUT else output} ({kind})\n")
+
+
+@click.command("compile")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("-o", "output", metavar="OUT", help="Output file; '-' is stdout.")
+@click.option("--emit", "emit_kind", type=click.Choice(list(EMIT_SUFFIXES)),
+              help="What to write (default: from the -o suffix, else tir).")
+@click.option("-I", "include_dirs", multiple=True, metavar="DIR",
+              help="Search DIR for imported .tir files.")
+@click.option("--passes", metavar="A,B,C",
+              help="Run these passes instead of the default pipeline (name{opt=value} sets "
+                   "options).")
+@click.option("--print-before", multiple=True, metavar="NAME",
+              help="Dump the IR before each run of pass NAME.")
+@click.option("--print-after", multiple=True, metavar="NAME",
+              help="Dump the IR after each run of pass NAME.")
+@click.option("--print-after-all", is_flag=True, help="Dump the IR after every pass.")
+@click.option("--print-changed", is_flag=True,
+              help="Dump the IR after each pass that changed it, with the pass's notes.")
+@click.option("--time-passes", is_flag=True, help="Print a table of time spent per pass.")
+@click.option("--verify-each", is_flag=True,
+              help="Check well-formedness of the input and after every pass.")
+@click.option("--dump-dir", metavar="DIR",
+              help="Write dumps as numbered .tir files into DIR instead of stderr.")
+@click.option("--pass-config", multiple=True, metavar="KEY=VALUE",
+              help="A setting for passes (PassContext.config).")
+@click.option("--disable-pass", multiple=True, metavar="NAME",
+              help="Leave pass NAME out of the pipeline.")
+@click.option("-MD", "write_deps", is_flag=True, help="Write a Make dependency file.")
+@click.option("-MF", "dep_file", metavar="FILE",
+              help="Name of the dependency file (default: OUT with a .d suffix).")
+@click.option("-MT", "dep_target", metavar="TARGET",
+              help="Target of the dependency rule (default: OUT).")
+@click.option("-O", "opt_level", type=click.IntRange(0, 3), default=2, metavar="0-3",
+              show_default=True,
+              help="Optimisation level, -O0 to -O3.")
+@click.option("--target", metavar="T",
+              help='Target: "llvm -mcpu=znver5", "cuda -arch=sm_90", or a JSON dict.')
+@click.option("--schedule", "schedules", multiple=True, metavar="FILE",
+              help="Apply the schedules in FILE.")
+@click.option("-v", "--verbose", count=True,
+              help="More detail: -v progress, -vv pass times, -vvv the IR after every pass.")
+@click.option("--debug", is_flag=True, help="Show a traceback for internal compiler errors.")
+def compile_command(file: str, **kwargs: object) -> None:
+    """Compile FILE: parse it, run the pass pipeline and write the result."""
+    opts = CompileOptions(file=file, **kwargs)  # type: ignore[arg-type]
+    with reported_errors(opts.debug):
+        compile_file(opts)

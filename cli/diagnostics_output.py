@@ -1,0 +1,85 @@
+"""How errors reach the user: diagnostics with a caret (coloured on a terminal), exit codes.
+
+A CompileError (bad input) prints its diagnostics and exits 1; any other exception is a bug
+in tirc and prints `internal compiler error` (with a traceback only under `--debug`), exit 2.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import TextIO
+
+import click
+from rich.console import Console
+from rich.text import Text
+from tirc.ir.diagnostics import CompileError, Diagnostic
+
+EXIT_USER_ERROR = 1
+EXIT_INTERNAL_ERROR = 2
+
+_SEVERITY_STYLE = {"error": "bold red", "warning": "bold magenta", "note": "bold cyan"}
+
+
+def _styled(d: Diagnostic) -> list[Text]:
+    """The lines of `d.render()`, with header, source line and caret styled."""
+    rendered = d.render().splitlines()
+    note_lines = sum(len(n.render().splitlines()) for n in d.notes)
+    excerpt = rendered[1:len(rendered) - note_lines]
+    where = f"{d.span}: " if d.span is not None else "tirc: "
+    lines = [Text.assemble((where, "bold"), (f"{d.severity}:", _SEVERITY_STYLE[d.severity]),
+                           (f" {d.message}", "bold"))]
+    for i, line in enumerate(excerpt):
+        lines.append(Text(line, style="bold green" if i == len(excerpt) - 1 else ""))
+    for note in d.notes:
+        lines.extend(_styled(note))
+    return lines
+
+
+def print_diagnostics(diagnostics: Iterable[Diagnostic], stream: TextIO | None = None) -> None:
+    """Write each diagnostic to `stream` (stderr): rich colours on a terminal, else plain."""
+    stream = stream or sys.stderr
+    console = Console(file=stream, highlight=False, soft_wrap=True)
+    for d in diagnostics:
+        if console.is_terminal and not console.no_color:
+            for line in _styled(d):
+                console.print(line)
+        else:
+            stream.write(d.render() + "\n")
+    stream.flush()
+
+
+def fail(message: str) -> CompileError:
+    """A CompileError without a location: printed as `tirc: error: message`."""
+    return CompileError(message)
+
+
+@contextmanager
+def reported_errors(debug: bool) -> Iterator[None]:
+    """Turn exceptions from the body into diagnostics and the exit status."""
+    try:
+        yield
+    except CompileError as err:
+        print_diagnostics(err.diagnostics)
+        raise click.exceptions.Exit(EXIT_USER_ERROR) from None
+    except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+        raise
+    except BrokenPipeError:
+        # The reader of our output went away (`tirc ... | head`): stop quietly.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        raise click.exceptions.Exit(EXIT_USER_ERROR) from None
+    except Exception as exc:  # anything else is a bug in tirc
+        if debug:
+            traceback.print_exc(file=sys.stderr)
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        sys.stderr.write(f"tirc: internal compiler error: {detail}\n")
+        if not debug:
+            sys.stderr.write("note: rerun with --debug for a traceback\n")
+        sys.stderr.flush()
+        raise click.exceptions.Exit(EXIT_INTERNAL_ERROR) from None

@@ -1,0 +1,174 @@
+"""`tirc run LIB FUNC`: call a function of a compiled library from the shell and time it.
+
+Inputs come from `.npy` files (`--input A=a.npy`; a scalar parameter takes a number,
+`--input n=128`) or, with `--random`, are made up (symbolic sizes from `--dim n=128`).
+Outputs are allocated from the metadata's shapes; `--output DIR` saves each as `NAME.npy`.
+The call is repeated `--repeat N` times and the timings (of the library call alone, after
+the arguments are checked once) are printed.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+from tirc.cli.diagnostics_output import fail, reported_errors
+
+
+def _pairs(items: tuple[str, ...], option: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not name:
+            raise fail(f"{option} wants NAME=VALUE, got '{item}'")
+        out[name] = value
+    return out
+
+
+def _random_array(shape: tuple[int, ...], dtype_name: str, rng: np.random.Generator) -> Any:
+    from tirc.runtime.dlpack import numpy_dtype
+
+    dt = numpy_dtype(dtype_name)
+    if dt is None:
+        raise fail("random bfloat16 inputs need the ml_dtypes package")
+    if dt.kind == "b":
+        return rng.integers(0, 2, shape).astype(bool)
+    if dt.kind == "u":
+        return rng.integers(0, 10, shape).astype(dt)
+    if dt.kind == "i":
+        return rng.integers(-10, 10, shape).astype(dt)
+    return rng.uniform(-1.0, 1.0, shape).astype(dt)
+
+
+def _scalar(text: str, param: dict[str, Any]) -> Any:
+    try:
+        return float(text) if param["dtype"].startswith(("float", "bfloat")) else int(text)
+    except ValueError:
+        raise fail(f"--input {param['name']}: expected a number for a {param['dtype']} scalar, "
+                   f"got '{text}'") from None
+
+
+def _arguments(fn: Any, inputs: dict[str, str], dims: dict[str, str], random: bool,
+               seed: int) -> dict[str, Any]:
+    """Arrays and scalars by parameter name; outputs not given are left to allocate."""
+    from tirc.runtime.shape_expr import ShapeExprError, evaluate
+
+    names = [p["name"] for p in fn.params]
+    for name in inputs:
+        if name not in names:
+            raise fail(f"{fn.name} has no parameter '{name}' (parameters: {', '.join(names)})")
+    env = {k: _int(v, k) for k, v in dims.items()}
+    values: dict[str, Any] = {}
+    for p in fn.params:
+        if p["name"] not in inputs:
+            continue
+        if p["kind"] == "scalar":
+            values[p["name"]] = _scalar(inputs[p["name"]], p)
+            continue
+        try:
+            arr = np.load(inputs[p["name"]], allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise fail(f"--input {p['name']}: cannot read '{inputs[p['name']]}': {exc}") from None
+        values[p["name"]] = arr
+        for k, dim in enumerate(p["shape"]):
+            if isinstance(dim, str) and dim.isidentifier() and k < arr.ndim:
+                env.setdefault(dim, int(arr.shape[k]))
+    rng = np.random.default_rng(seed)
+    args: dict[str, Any] = {}
+    for p in fn.params:
+        if p["name"] in values:
+            args[p["name"]] = values[p["name"]]
+        elif p.get("output"):
+            continue  # allocated by the runtime from the metadata's shape
+        elif not random:
+            raise fail(f"{fn.name}: no value for parameter '{p['name']}' "
+                       "(give --input NAME=FILE, or --random)")
+        elif p["kind"] == "scalar":
+            args[p["name"]] = _scalar(dims.get(p["name"], "1"), p)
+        else:
+            try:
+                shape = tuple(evaluate(d, env) for d in p["shape"])
+            except ShapeExprError as exc:
+                raise fail(f"{fn.name}: cannot make a random '{p['name']}': {exc} "
+                           "(give --dim NAME=VALUE)") from None
+            args[p["name"]] = _random_array(shape, p["dtype"], rng)
+    return args
+
+
+def _int(text: str, name: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise fail(f"--dim {name}: expected an integer, got '{text}'") from None
+
+
+def _fmt_time(seconds: float) -> str:
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} us"
+    if seconds < 1:
+        return f"{seconds * 1e3:.3f} ms"
+    return f"{seconds:.3f} s"
+
+
+@click.command("run")
+@click.argument("library", type=click.Path(dir_okay=False))
+@click.argument("function")
+@click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=FILE",
+              help="A parameter's value: a .npy file (or a number for a scalar parameter).")
+@click.option("--random", is_flag=True, help="Make up inputs that are not given.")
+@click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE",
+              help="The value of a symbolic size, for --random inputs.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the --random inputs.")
+@click.option("--output", "-o", "output_dir", type=click.Path(file_okay=False),
+              help="Save each output as DIR/NAME.npy.")
+@click.option("--repeat", "-n", default=1, show_default=True, type=click.IntRange(min=1),
+              help="How many timed calls to make.")
+@click.option("--debug", is_flag=True, help="Show a traceback for internal errors.")
+def run_command(library: str, function: str, inputs: tuple[str, ...], random: bool,
+                dims: tuple[str, ...], seed: int, output_dir: str | None, repeat: int,
+                debug: bool) -> None:
+    """Call FUNCTION of the compiled LIBRARY (.so) and print its timing."""
+    with reported_errors(debug):
+        _run(library, function, _pairs(inputs, "--input"), _pairs(dims, "--dim"), random, seed,
+             output_dir, repeat)
+
+
+def _run(library: str, function: str, inputs: dict[str, str], dims: dict[str, str],
+         random: bool, seed: int, output_dir: str | None, repeat: int) -> None:
+    import tirc.runtime as rt
+
+    try:
+        module = rt.load(library)
+        fn = module[function]
+    except (rt.TircError, FileNotFoundError, KeyError) as exc:
+        raise fail(str(exc).strip("'\"")) from None
+    args = _arguments(fn, inputs, dims, random, seed)
+    try:
+        call = fn.prepare((), args)
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            fn.call_prepared(call)
+            times.append(time.perf_counter() - start)
+    except (TypeError, ValueError, rt.TircError) as exc:
+        raise fail(str(exc)) from None
+    click.echo(f"{fn.signature()}")
+    calls = f"{repeat} call{'s' if repeat != 1 else ''}"
+    click.echo(f"{calls}: median {_fmt_time(statistics.median(times))}, "
+               f"min {_fmt_time(min(times))}, max {_fmt_time(max(times))}")
+    outputs = [(p, a) for p, a in zip(fn.params, call.arrays) if p.get("output")]
+    for p, arr in outputs:
+        summary = f"  {p['name']}: {arr.dtype}{list(arr.shape)}"
+        if arr.size:
+            wide = arr.astype(np.float64)
+            summary += f" min {wide.min():.6g} max {wide.max():.6g} mean {wide.mean():.6g}"
+        click.echo(summary)
+        if output_dir is not None:
+            Path(output_dir).mkdir(parents=True, exist_ok=True)
+            np.save(Path(output_dir) / f"{p['name']}.npy", arr)
+    if output_dir is not None:
+        click.echo(f"saved {len(outputs)} output(s) in {output_dir}")
