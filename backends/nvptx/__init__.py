@@ -1,0 +1,1 @@
+"""NVPTX code generation: loop IR with thread bindings to PTX through LLVM."""

@@ -1,0 +1,1 @@
+"""GPU lowering passes: thread binding, launch dimensions, scopes, host/device split."""

@@ -1,0 +1,1 @@
+"""Graph-level passes: normalize, legalize, fusion, memory planning, lowering."""

@@ -1,0 +1,1 @@
+"""Megakernel fusion: tiles, tasks, event tensors, static and dynamic schedules."""
