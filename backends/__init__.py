@@ -1,1 +1,85 @@
-"""tirc.backends."""
+"""tirc.backends: turn a lowered IRModule into LLVM IR, assembly, objects, shared objects or a
+C header (`emit`), choosing the kind from the output file's suffix (`kind_for_path`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tirc.ir.diagnostics import CompileError
+from tirc.ir.function import PrimFunc
+from tirc.ir.module import IRModule
+
+EMIT_KINDS = ("ll", "asm", "obj", "so", "h")
+SUFFIX_KINDS = {".ll": "ll", ".s": "asm", ".o": "obj", ".so": "so", ".h": "h"}
+
+
+def kind_for_path(path: str | Path) -> str | None:
+    """The emit kind an output file name implies (`.so`, `.o`, `.ll`, `.s`, `.h`), if any."""
+    return SUFFIX_KINDS.get(Path(path).suffix)
+
+
+def with_entries(mod: IRModule) -> IRModule:
+    """`mod` with make-entry applied to loop functions that are not entry points yet."""
+    from tirc.passes.make_entry import MakeEntry, is_entry
+
+    if all(is_entry(f) for f in mod.functions.values() if isinstance(f, PrimFunc)):
+        return mod
+    return MakeEntry()(mod)
+
+
+def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
+         out_path: str | Path | None = None) -> bytes:
+    """Compile `mod` to `kind` (one of EMIT_KINDS) and return the bytes; also write them to
+    `out_path` atomically when given."""
+    from tirc.backends.metadata import metadata_json, module_metadata
+
+    if kind not in EMIT_KINDS:
+        raise CompileError(f"unknown output kind '{kind}' (expected one of: "
+                           f"{', '.join(EMIT_KINDS)})")
+    mod = with_entries(mod)
+    if kind == "h":
+        from tirc.backends.header import render_header
+
+        name = Path(out_path).stem if out_path else mod.name
+        data = render_header(module_metadata(mod), name).encode()
+    else:
+        from tirc.backends.llvm import compile_llvm
+
+        result = compile_llvm(mod, metadata_json(mod), target, opt_level)
+        if kind == "so":
+            from tirc.backends.link import link_shared
+
+
+            return link_shared(result.obj(), out_path, openmp=result.uses_openmp)
+        data = {"ll": lambda: result.ll().encode(), "asm": lambda: result.asm().encode(),
+                "obj": result.obj}[kind]()
+    if out_path is not None:
+        from tirc.backends.link import write_atomic
+
+        write_atomic(out_path, data)
+    return data
+
+
+def build(mod: IRModule, out_path: str | Path, target: Any = None, opt_level: int = 2,
+          kind: str | None = None) -> Path:
+    """Compile `mod` to the file `out_path`, its kind taken from the suffix unless given."""
+    kind = kind or kind_for_path(out_path)
+    if kind is None:
+        raise CompileError(f"cannot tell the output kind from '{out_path}'; use a suffix "
+                           f"({', '.join(SUFFIX_KINDS)}) or --emit")
+    emit(mod, kind, target, opt_level, out_path)
+    return Path(out_path)
+
+
+def metadata(mod: IRModule) -> str:
+    """The metadata JSON of `mod` (indented), as `tirc_metadata()` of its library returns."""
+    from tirc.backends.metadata import module_metadata
+
+    return json.dumps(module_metadata(with_entries(mod)), indent=2)
+
+
+__all__ = ["EMIT_KINDS", "SUFFIX_KINDS", "build", "emit", "kind_for_path", "metadata",
+           "with_entries"]

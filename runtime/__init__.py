@@ -1,1 +1,11 @@
-"""tirc.runtime."""
+"""tirc.runtime: load a library tirc built and call its functions with numpy arrays.
+
+Imports only numpy, ctypes and the standard library, so a deployed library needs nothing else.
+"""
+
+from tirc.runtime.arguments import empty_aligned
+from tirc.runtime.errors import TircError
+from tirc.runtime.function import Function
+from tirc.runtime.module import Module, load
+
+__all__ = ["Function", "Module", "TircError", "empty_aligned", "load"]

@@ -1,1 +1,47 @@
-"""tirc.backends.llvm."""
+"""The LLVM CPU backend: lowered loop IR to LLVM IR (llvmlite), optimised, to object code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import llvmlite.binding as llvm
+from tirc.backends.llvm.codegen import codegen_module
+from tirc.backends.llvm.target_machine import (
+    create_target_machine,
+    optimize,
+    parse_and_verify,
+    target_triple,
+)
+from tirc.ir.module import IRModule
+
+
+@dataclass
+class LLVMResult:
+    """An optimised LLVM module with the target machine that compiles it."""
+
+    module: llvm.ModuleRef
+    machine: llvm.TargetMachine
+    uses_openmp: bool
+
+    def ll(self) -> str:
+        return str(self.module)
+
+    def asm(self) -> str:
+        return self.machine.emit_assembly(self.module)
+
+    def obj(self) -> bytes:
+        return self.machine.emit_object(self.module)
+
+
+def compile_llvm(mod: IRModule, metadata_json: str, target: Any = None,
+                 opt_level: int = 2) -> LLVMResult:
+    """Generate, verify and optimise LLVM IR for a module whose functions are entry points."""
+    tm = create_target_machine(target, opt_level)
+    ctx = codegen_module(mod, metadata_json, target_triple(target), str(tm.target_data))
+    module = parse_and_verify(str(ctx.module))
+    optimize(module, tm, opt_level)
+    return LLVMResult(module, tm, ctx.uses_openmp)
+
+
+__all__ = ["LLVMResult", "compile_llvm"]

@@ -1,1 +1,106 @@
-"""NVPTX code generation: loop IR with thread bindings to PTX through LLVM."""
+"""NVPTX code generation: loop IR with thread bindings to PTX through LLVM (and a cubin via ptxas).
+
+    result = compile_ptx(mod, parse_target("cuda -arch=sm_90"), opt_level=2)
+    result.ptx          # PTX text, starting with the metadata comment block
+    result.cubin()      # ptxas's output (a CompileError when ptxas is not installed)
+
+A module that still has unsplit loop functions is first lowered with the GPU pipeline
+(tirc.passes.gpu.pipeline); each kernel becomes a `ptx_kernel` function, each host function
+a launch plan in the metadata (tirc.backends.nvptx.launch_plan).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tirc.backends.llvm.context import ModuleContext
+from tirc.backends.llvm.target_machine import optimize, parse_and_verify
+from tirc.backends.nvptx.kernel import KernelInfo, emit_kernel
+from tirc.backends.nvptx.launch_plan import host_plan
+from tirc.backends.nvptx.ptx_metadata import render_block
+from tirc.backends.nvptx.ptxas import KernelUsage, parse_usage, run_ptxas
+from tirc.backends.nvptx.target_machine import TRIPLE, nvptx_machine
+from tirc.ir.diagnostics import CompileError
+from tirc.ir.function import PrimFunc
+from tirc.ir.module import IRModule
+from tirc.ir.target import Target, parse_target
+from tirc.passes.gpu.gpu_arch import DEFAULT_ARCH
+from tirc.passes.gpu.thread_tags import HOST_ATTR, KERNEL_ATTR
+
+ABI_VERSION = 1
+
+
+@dataclass
+class PTXResult:
+    """PTX text for one module, its metadata and the architecture it was made for."""
+
+    ptx: str
+    metadata: dict[str, Any]
+    arch: str
+    kernels: list[KernelInfo] = field(default_factory=list)
+
+    def cubin(self) -> bytes:
+        return run_ptxas(self.ptx, self.arch)[0]
+
+    def usage(self) -> list[KernelUsage]:
+        """Registers, stack, spills and shared memory of each kernel, from `ptxas -v`."""
+        return parse_usage(run_ptxas(self.ptx, self.arch, verbose=True)[1])
+
+
+def cuda_target(target: Any) -> Target:
+    """`target` as a cuda Target (None means cuda with the default architecture)."""
+    t = parse_target(target) if target is not None else Target("cuda", arch=DEFAULT_ARCH)
+    if not t.is_gpu:
+        raise CompileError(f"the NVPTX backend compiles for cuda targets, not '{t}'")
+    return t
+
+
+def lowered_for_gpu(mod: IRModule, target: Target, opt_level: int) -> IRModule:
+    """`mod` with its loop functions split into kernels and launch plans (GPU pipeline)."""
+    for name, func in mod.functions.items():
+        if not isinstance(func, PrimFunc):
+            raise CompileError(f"codegen: graph function '{name}' must be lowered to loop "
+                               "functions before GPU code generation", func.span)
+    if all(f.attrs.get(KERNEL_ATTR) or f.attrs.get(HOST_ATTR)
+           for f in mod.prim_funcs().values()):
+        return mod
+    from tirc.passes.gpu.pipeline import gpu_pipeline
+    from tirc.passes.manager import run_pipeline
+    from tirc.passes.pass_base import PassContext
+    from tirc.passes.pipeline import build_pipeline
+
+    passes = build_pipeline(gpu_pipeline(opt_level))
+    return run_pipeline(mod, passes, PassContext(opt_level=opt_level, target=target))
+
+
+def compile_ptx(mod: IRModule, target: Any = None, opt_level: int = 2) -> PTXResult:
+    """PTX for every kernel of `mod`, with the launch plans of its host functions."""
+    t = cuda_target(target)
+    mod = lowered_for_gpu(mod, t, opt_level)
+    tm, arch = nvptx_machine(t, opt_level)
+    ctx = ModuleContext(mod.name, TRIPLE, str(tm.target_data))
+    kernels = [emit_kernel(ctx, f) for f in mod.prim_funcs().values() if f.attrs.get(KERNEL_ATTR)]
+    shared = {k.name: k.dynamic_shared for k in kernels}
+    functions = [host_plan(f, shared) for f in mod.prim_funcs().values() if f.attrs.get(HOST_ATTR)]
+    kernel_meta = [{"name": k.name, "static_shared": k.static_shared,
+                    "dynamic_shared": k.dynamic_shared} for k in kernels]
+    meta = {"tirc_abi": ABI_VERSION, "module": mod.name, "target": str(t), "arch": arch.name,
+            "functions": functions, "kernels": kernel_meta}
+    module = parse_and_verify(str(ctx.module))
+    optimize(module, tm, opt_level)
+    ptx = tm.emit_assembly(module)
+    return PTXResult(render_block(meta) + ptx, meta, arch.name, kernels)
+
+
+def emit_gpu(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2) -> bytes:
+    """`ptx` text or a `cubin` for `mod` (what tirc.backends.emit calls for cuda targets)."""
+    result = compile_ptx(mod, target, opt_level)
+    if kind == "ptx":
+        return result.ptx.encode()
+    if kind == "cubin":
+        return result.cubin()
+    raise CompileError(f"the cuda target emits ptx or cubin, not '{kind}'")
+
+
+__all__ = ["PTXResult", "compile_ptx", "cuda_target", "emit_gpu", "lowered_for_gpu"]

@@ -1,0 +1,63 @@
+"""Linking object code into a shared object with the system C compiler, and atomic writes.
+
+`cc -shared` (or `$CC`, which may hold extra words such as `ccache gcc`) links the object;
+`-fopenmp` adds the OpenMP runtime (libgomp with gcc) when a parallel loop needs it. The
+result is written to a temporary file in the destination folder and renamed into place, so a
+reader never sees a half-written library.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+from pathlib import Path
+
+from tirc.ir.diagnostics import CompileError
+
+
+def c_compiler() -> list[str]:
+    """The C compiler command: `$CC` split into words, or `cc`."""
+    return shlex.split(os.environ.get("CC", "") or "cc")
+
+
+def write_atomic(path: str | Path, data: bytes, mode: int = 0o644) -> None:
+    """Write `data` to `path` through a temporary file in the same folder and a rename."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def link_shared(obj: bytes, out_path: str | Path | None = None, openmp: bool = False,
+                libs: tuple[str, ...] = (), lib_dirs: tuple[str, ...] = ()) -> bytes:
+    """Link one object file into a shared object; returns its bytes, and writes them to
+    `out_path` (atomically) when given."""
+    cc = c_compiler()
+    with tempfile.TemporaryDirectory(prefix="tirc-link-") as tmp:
+        obj_path = Path(tmp) / "module.o"
+        obj_path.write_bytes(obj)
+        so_path = Path(tmp) / "module.so"
+        cmd = [*cc, "-shared", "-o", str(so_path), str(obj_path)]
+        cmd += [f"-L{d}" for d in lib_dirs] + [f"-l{lib}" for lib in libs]
+        if openmp:
+            cmd.append("-fopenmp")
+        cmd.append("-lm")
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        except OSError as exc:
+            raise CompileError(f"cannot run the C compiler '{cc[0]}' to link: {exc.strerror} "
+                               "(set $CC to a C compiler)") from None
+        if proc.returncode != 0:
+            raise CompileError(f"linking failed: {shlex.join(cmd)}\n{proc.stderr.strip()}")
+        data = so_path.read_bytes()
+    if out_path is not None:
+        write_atomic(out_path, data, mode=0o755)
+    return data

@@ -1,0 +1,77 @@
+"""A whole module to LLVM IR: one exported function per entry point, plus the two ABI helpers
+`tirc_last_error()` (this thread's last message) and `tirc_metadata()` (the JSON description).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llvmlite import ir
+from tirc.backends.llvm.context import ModuleContext, as_ptr
+from tirc.backends.llvm.function import FunctionCodegen
+from tirc.backends.llvm.types import I8, I32, PTR
+from tirc.ir.buffer import Buffer
+from tirc.ir.diagnostics import CompileError
+from tirc.ir.expr import BufferLoad, Var
+from tirc.ir.function import PrimFunc
+from tirc.ir.module import IRModule
+from tirc.ir.stmt import Allocate, BufferStore
+from tirc.ir.visitor import post_order_visit
+
+ENTRY_ATTR = "tirc.entry"
+
+
+def _buffers_by_data(func: PrimFunc) -> dict[Var, Buffer]:
+    out: dict[Var, Buffer] = {}
+
+    def visit(node: Any) -> None:
+        if isinstance(node, (BufferLoad, BufferStore, Allocate)):
+            out.setdefault(node.buffer.data, node.buffer)
+
+    post_order_visit(func.body, visit)
+    return out
+
+
+def emit_entry(ctx: ModuleContext, func: PrimFunc) -> ir.Function:
+    """`int32_t <symbol>(DLTensor **args, int32_t num_args)` from a make-entry function."""
+    symbol = str(func.attrs.get("global_symbol", func.name))
+    if symbol in ctx.module.globals:
+        raise CompileError(f"codegen: two functions export the symbol '{symbol}'", func.span)
+    fn = ir.Function(ctx.module, ir.FunctionType(I32, [PTR, I32]), name=symbol)
+    args_var, num_var = func.params
+    fn.args[0].name, fn.args[1].name = "args", "num_args"
+    cg = FunctionCodegen(ctx, fn, {args_var: fn.args[0], num_var: fn.args[1]},
+                         buffers=_buffers_by_data(func))
+    cg.stmt(func.body)
+    cg.finish(ir.Constant(I32, 0))
+    return fn
+
+
+def emit_abi_helpers(ctx: ModuleContext, metadata_json: str) -> None:
+    """`const char *tirc_last_error(void)` and `const char *tirc_metadata(void)`."""
+    fn = ir.Function(ctx.module, ir.FunctionType(PTR, []), name="tirc_last_error")
+    ir.IRBuilder(fn.append_basic_block("entry")).ret(ctx.error_buffer)
+    data = bytearray(metadata_json.encode("utf-8")) + b"\0"
+    ty = ir.ArrayType(I8, len(data))
+    g = ir.GlobalVariable(ctx.module, ty, name="tirc.metadata_json")
+    g.linkage = "private"
+    g.global_constant = True
+    g.initializer = ir.Constant(ty, data)
+    fn = ir.Function(ctx.module, ir.FunctionType(PTR, []), name="tirc_metadata")
+    ir.IRBuilder(fn.append_basic_block("entry")).ret(as_ptr(g))
+
+
+def codegen_module(mod: IRModule, metadata_json: str, triple: str = "",
+                   data_layout: str = "") -> ModuleContext:
+    """LLVM IR for every entry point of `mod` (run make-entry first)."""
+    ctx = ModuleContext(mod.name, triple, data_layout)
+    for name, func in mod.functions.items():
+        if not isinstance(func, PrimFunc):
+            raise CompileError(f"codegen: graph function '{name}' must be lowered to loop "
+                               "functions before code generation", func.span)
+        if ENTRY_ATTR not in func.attrs:
+            raise CompileError(f"codegen: function '{name}' is not an entry point "
+                               "(run make-entry)", func.span)
+        emit_entry(ctx, func)
+    emit_abi_helpers(ctx, metadata_json)
+    return ctx

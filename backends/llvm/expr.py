@@ -1,0 +1,321 @@
+"""Expression code generation: PrimExpr to LLVM values through llvmlite's IRBuilder.
+
+Signed integers use floor division and modulo where the IR says `floordiv`/`floormod` (correct
+for negative operands) and truncating ones for `truncdiv`/`truncmod`/`div`; a divisor that is not
+a constant is guarded so that division by zero gives 0 instead of a trap. Float `min`/`max` are
+`llvm.minnum`/`llvm.maxnum`; comparisons are ordered except `!=` (NaN != NaN is true).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from tirc.backends.llvm.builtins import NO_OPS
+from tirc.backends.llvm.casts import convert
+from tirc.backends.llvm.context import ModuleContext
+from tirc.backends.llvm.intrinsics import call_llvm, emit_math
+from tirc.backends.llvm.lanes import EXTRACT_LANE, lane_of
+from tirc.backends.llvm.memory import MemoryAccess, const_int
+from tirc.backends.llvm.types import (
+    I32,
+    bf16_round,
+    const_like,
+    reg_type,
+    splat,
+)
+from tirc.ir.diagnostics import CompileError
+from tirc.ir.dtype import DType
+from tirc.ir.expr import (
+    BinOp,
+    Broadcast,
+    Call,
+    Cast,
+    FloatImm,
+    IntImm,
+    Let,
+    Not,
+    PrimExpr,
+    Ramp,
+    Select,
+    StringImm,
+    Var,
+    if_then_else,
+)
+
+_ICMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+# Float comparisons are ordered (false with a NaN) except `!=`, which is true with a NaN.
+_UNORDERED = {"ne"}
+
+
+def _wrap_int(value: int, dt: DType) -> int:
+    """`value` as a signed two's complement integer of dt.bits (how LLVM prints constants)."""
+    bits = dt.bits
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if bits > 1 and value >= 1 << (bits - 1) else value
+
+
+def _round_float(value: float, dt: DType) -> float:
+    """A float constant rounded to the precision of its dtype."""
+    with np.errstate(over="ignore"):
+        if dt.kind == "bfloat":
+            bits = int(np.array(value, np.float32).view(np.uint32))
+            if np.isnan(value):
+                return value
+            bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+            return float(np.array(bits & 0xFFFFFFFF, np.uint32).view(np.float32))
+        if dt.bits == 16:
+            return float(np.float16(value))
+        if dt.bits == 32:
+            return float(np.float32(value))
+    return float(value)
+
+
+class ExprCodegen(MemoryAccess):
+    """Emits expressions; subclasses provide the builder, environment and module context."""
+
+    ctx: ModuleContext
+    b: ir.IRBuilder
+    env: dict[Var, ir.Value]
+
+    def expr(self, e: PrimExpr) -> ir.Value:
+        method = getattr(self, "expr_" + type(e).__name__, None)
+        if method is None:
+            raise CompileError(f"codegen: unsupported expression {type(e).__name__}", e.span)
+        return method(e)
+
+    def expr_as(self, e: PrimExpr, dt: DType) -> ir.Value:
+        """Emit `e` converted to dtype `dt`."""
+        return convert(self.b, self.expr(e), e.dtype, dt)
+
+    # ---- leaves ----------------------------------------------------------------------
+
+    def expr_IntImm(self, e: IntImm) -> ir.Value:
+        value = int(bool(e.value)) if e.dtype.is_bool else _wrap_int(e.value, e.dtype)
+        return const_like(reg_type(e.dtype), value)
+
+    def expr_FloatImm(self, e: FloatImm) -> ir.Value:
+        return const_like(reg_type(e.dtype), _round_float(e.value, e.dtype))
+
+    def expr_StringImm(self, e: StringImm) -> ir.Value:
+        return self.ctx.string(e.value)
+
+    def expr_Var(self, e: Var) -> ir.Value:
+        if e not in self.env:
+            raise CompileError(f"codegen: variable '{e.name}' is used but never defined", e.span)
+        return self.env[e]
+
+    def expr_Let(self, e: Let) -> ir.Value:
+        old = self.env.get(e.var)
+        self.env[e.var] = self.expr(e.value)
+        try:
+            return self.expr(e.body)
+        finally:
+            if old is None:
+                del self.env[e.var]
+            else:
+                self.env[e.var] = old
+
+    # ---- vectors ---------------------------------------------------------------------
+
+    def expr_Ramp(self, e: Ramp) -> ir.Value:
+        base, stride = const_int(e.base), const_int(e.stride)
+        elem = e.dtype.element()
+        vt = reg_type(e.dtype)
+        if base is not None and stride is not None:
+            return ir.Constant(vt, [_wrap_int(base + i * stride, elem) for i in range(e.lanes)])
+        lanes = ir.Constant(vt, list(range(e.lanes)))
+        b0 = splat(self.b, self.expr_as(e.base, elem), e.lanes)
+        s0 = splat(self.b, self.expr_as(e.stride, elem), e.lanes)
+        return self.b.add(b0, self.b.mul(s0, lanes))
+
+    def expr_Broadcast(self, e: Broadcast) -> ir.Value:
+        return splat(self.b, self.expr(e.value), e.lanes)
+
+    # ---- arithmetic ------------------------------------------------------------------
+
+    def _operands(self, e: BinOp) -> tuple[ir.Value, ir.Value, DType]:
+        """Both operands in one dtype (the wider of the two, if a pass left them apart)."""
+        da, db = e.a.dtype, e.b.dtype
+        dt = da if da == db else _common(da, db)
+        return self.expr_as(e.a, dt), self.expr_as(e.b, dt), dt
+
+    def expr_BinOp(self, e: BinOp) -> ir.Value:
+        a, c, dt = self._operands(e)
+        b = self.b
+        op = e.op
+        if op in _ICMP:
+            return self._compare(op, a, c, dt)
+        if op == "and":
+            return b.and_(a, c)
+        if op == "or":
+            return b.or_(a, c)
+        if dt.is_bool:
+            if op in ("min", "max"):
+                return b.and_(a, c) if op == "min" else b.or_(a, c)
+            raise CompileError(f"codegen: '{op}' on bool operands", e.span)
+        if dt.is_float:
+            out = self._float_arith(op, a, c, e)
+            return bf16_round(b, out) if dt.kind == "bfloat" else out
+        return self._int_arith(op, a, c, dt, e)
+
+    def _compare(self, op: str, a: ir.Value, c: ir.Value, dt: DType) -> ir.Value:
+        if dt.is_float:
+            if op in _UNORDERED:
+                return self.b.fcmp_unordered(_ICMP[op], a, c)
+            return self.b.fcmp_ordered(_ICMP[op], a, c)
+        if dt.kind == "int":
+            return self.b.icmp_signed(_ICMP[op], a, c)
+        return self.b.icmp_unsigned(_ICMP[op], a, c)
+
+    def _float_arith(self, op: str, a: ir.Value, c: ir.Value, e: BinOp) -> ir.Value:
+        b = self.b
+        if op == "add":
+            return b.fadd(a, c)
+        if op == "sub":
+            return b.fsub(a, c)
+        if op == "mul":
+            return b.fmul(a, c)
+        if op == "div":
+            return b.fdiv(a, c)
+        if op == "floordiv":
+            return call_llvm(self.ctx, b, "llvm.floor", [b.fdiv(a, c)])
+        if op == "floormod":
+            q = call_llvm(self.ctx, b, "llvm.floor", [b.fdiv(a, c)])
+            return b.fsub(a, b.fmul(q, c))
+        if op in ("min", "max"):
+            return call_llvm(self.ctx, b, "llvm.minnum" if op == "min" else "llvm.maxnum", [a, c])
+        raise CompileError(f"codegen: '{op}' on floating-point operands", e.span)
+
+    def _int_arith(self, op: str, a: ir.Value, c: ir.Value, dt: DType, e: BinOp) -> ir.Value:
+        b = self.b
+        signed = dt.kind == "int"
+        flags = ["nsw"] if signed and dt.bits >= 32 else []
+        if op == "add":
+            return b.add(a, c, flags=flags)
+        if op == "sub":
+            return b.sub(a, c, flags=flags)
+        if op == "mul":
+            return b.mul(a, c, flags=flags)
+        if op in ("min", "max"):
+            cmp = "<" if op == "min" else ">"
+            test = b.icmp_signed(cmp, a, c) if signed else b.icmp_unsigned(cmp, a, c)
+            return b.select(test, a, c)
+        if op in ("div", "truncdiv", "truncmod", "floordiv", "floormod"):
+            return self._int_division(op, a, c, dt, const_int(e.b))
+        raise CompileError(f"codegen: unknown operator '{op}'", e.span)
+
+    def _int_division(self, op: str, a: ir.Value, c: ir.Value, dt: DType,
+                      divisor: int | None) -> ir.Value:
+        b = self.b
+        signed = dt.kind == "int"
+        want_mod = op in ("truncmod", "floormod")
+        zero, one = const_like(a.type, 0), const_like(a.type, 1)
+        guarded = divisor is None or divisor == 0 or (signed and divisor == -1)
+        safe = c
+        if guarded:
+            bad = b.icmp_signed("==", c, zero)
+            if signed:
+                bad = b.or_(bad, b.icmp_signed("==", c, const_like(a.type, -1)))
+            safe = b.select(bad, one, c)
+        if not signed:
+            out = b.urem(a, safe) if want_mod else b.udiv(a, safe)
+            return b.select(b.icmp_unsigned("==", c, zero), zero, out) if guarded else out
+        q, r = b.sdiv(a, safe), b.srem(a, safe)
+        if guarded:
+            # c == 0 gives 0; c == -1 gives -a (quotient) and 0 (remainder), without a trap.
+            is_zero = b.icmp_signed("==", c, zero)
+            is_neg1 = b.icmp_signed("==", c, const_like(a.type, -1))
+            q = b.select(is_zero, zero, b.select(is_neg1, b.sub(zero, a), q))
+            r = b.select(b.or_(is_zero, is_neg1), zero, r)
+        if op in ("div", "truncdiv"):
+            return q
+        if op == "truncmod":
+            return r
+        # Floor semantics: step toward -inf when the remainder's sign differs from the divisor's.
+        adjust = b.and_(b.icmp_signed("!=", r, zero),
+                        b.icmp_signed("<", b.xor(r, c), zero))
+        if op == "floordiv":
+            return b.sub(q, b.zext(adjust, a.type))
+        return b.add(r, b.select(adjust, c, zero))
+
+    def expr_Not(self, e: Not) -> ir.Value:
+        return self.b.not_(self.expr(e.a))
+
+    def expr_Select(self, e: Select) -> ir.Value:
+        cond = self.expr(e.condition)
+        t = self.expr_as(e.true_value, e.dtype)
+        f = self.expr_as(e.false_value, e.dtype)
+        if e.dtype.lanes > 1 and e.condition.dtype.lanes == 1:
+            return self.b.select(cond, t, f)
+        if e.condition.dtype.lanes > 1 and e.dtype.lanes == 1:
+            raise CompileError("codegen: vector condition with a scalar select", e.span)
+        return self.b.select(cond, t, f)
+
+    def expr_Cast(self, e: Cast) -> ir.Value:
+        return convert(self.b, self.expr(e.value), e.value.dtype, e.dtype)
+
+    # ---- calls -----------------------------------------------------------------------
+
+    def expr_Call(self, e: Call) -> ir.Value:
+        if e.op == "if_then_else":
+            return self._if_then_else(e)
+        if e.op == EXTRACT_LANE:
+            vec = self.expr(e.args[0])
+            return self.b.extract_element(vec, ir.Constant(I32, const_int(e.args[1])))
+        if e.op.startswith("tirc."):
+            method = getattr(self, "call_" + e.op[5:].replace(".", "_"), None)
+            if method is None:
+                raise CompileError(f"codegen: unknown intrinsic '{e.op}'", e.span)
+            return method(e)
+        builtin = getattr(self, "builtin_" + e.op, None)
+        if builtin is not None:
+            return builtin(e)
+        if e.op in NO_OPS:
+            return ir.Constant(I32, 0)
+        dt = e.dtype
+        args = [self.expr_as(a, dt) for a in e.args]
+        out = emit_math(self.ctx, self.b, e.op, args, dt)
+        if out is None:
+            raise CompileError(f"codegen: unsupported intrinsic T.{e.op}", e.span)
+        return bf16_round(self.b, out) if dt.kind == "bfloat" else out
+
+    def _if_then_else(self, e: Call) -> ir.Value:
+        cond_e, t_e, f_e = e.args
+        if e.dtype.lanes > 1:
+            out: ir.Value = ir.Constant(reg_type(e.dtype), ir.Undefined)
+            for i in range(e.dtype.lanes):
+                lane = if_then_else(lane_of(cond_e, i), lane_of(t_e, i), lane_of(f_e, i))
+                out = self.b.insert_element(out, self.expr(lane), ir.Constant(I32, i))
+            return out
+        b = self.b
+        cond = self.expr(cond_e)
+        then_bb = b.append_basic_block("ite.then")
+        else_bb = b.append_basic_block("ite.else")
+        merge_bb = b.append_basic_block("ite.end")
+        b.cbranch(cond, then_bb, else_bb)
+        b.position_at_end(then_bb)
+        tv = self.expr_as(t_e, e.dtype)
+        then_end = b.block
+        b.branch(merge_bb)
+        b.position_at_end(else_bb)
+        fv = self.expr_as(f_e, e.dtype)
+        else_end = b.block
+        b.branch(merge_bb)
+        b.position_at_end(merge_bb)
+        phi = b.phi(reg_type(e.dtype))
+        phi.add_incoming(tv, then_end)
+        phi.add_incoming(fv, else_end)
+        return phi
+
+
+def _common(a: DType, b: DType) -> DType:
+    """The dtype two mismatched operands meet in: more lanes, then wider or floating."""
+    lanes = max(a.lanes, b.lanes)
+    ea, eb = a.element(), b.element()
+    if ea == eb:
+        return ea.with_lanes(lanes)
+    if ea.is_float != eb.is_float:
+        pick = ea if ea.is_float else eb
+    else:
+        pick = ea if ea.bits >= eb.bits else eb
+    return pick.with_lanes(lanes)

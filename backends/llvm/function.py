@@ -1,0 +1,117 @@
+"""Code generation for one LLVM function: allocas, failure returns, and outlined regions.
+
+Every generated function keeps an `entry` block for allocas and branches from it to the body
+when finished. Failures (`fail(code)`) return the code from an `i32` function; a parallel
+worker instead records the code (and its thread's message) for the caller to report.
+The compute part of an entry point (`tirc.compute_scope`) is outlined into an internal
+function whose buffer pointers are `noalias` and aligned, so LLVM may vectorize freely.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from llvmlite import ir
+from tirc.backends.llvm import parallel
+from tirc.backends.llvm.builtins import BuiltinCalls
+from tirc.backends.llvm.context import ModuleContext
+from tirc.backends.llvm.dltensor import DLTensorIntrinsics
+from tirc.backends.llvm.outline import captured_vars
+from tirc.backends.llvm.stmt import StmtCodegen
+from tirc.backends.llvm.types import I32, PTR, elem_align
+from tirc.ir.buffer import Buffer
+from tirc.ir.expr import Call, Var
+from tirc.ir.stmt import AttrStmt, For
+
+FailHandler = Callable[["FunctionCodegen", ir.Value], None]
+
+
+def return_code(cg: FunctionCodegen, code: ir.Value) -> None:
+    """The failure handler of an `i32` function: return the error code."""
+    cg.b.ret(code)
+
+
+class FunctionCodegen(DLTensorIntrinsics, BuiltinCalls, StmtCodegen):
+    """Emits statements into one LLVM function."""
+
+    def __init__(self, ctx: ModuleContext, fn: ir.Function, env: dict[Var, ir.Value],
+                 on_fail: FailHandler = return_code, parallel_depth: int = 0,
+                 buffers: dict[Var, Buffer] | None = None) -> None:
+        self.ctx = ctx
+        self.fn = fn
+        self.env = dict(env)
+        self.on_fail = on_fail
+        self.parallel_depth = parallel_depth
+        # Buffers by their data variable, for pointer attributes of outlined functions.
+        self.buffers: dict[Var, Buffer] = dict(buffers or {})
+        self.entry_block = fn.append_basic_block("entry")
+        self.b = ir.IRBuilder(fn.append_basic_block("body"))
+
+    def fail(self, code: int | ir.Value) -> None:
+        value = ir.Constant(I32, code) if isinstance(code, int) else code
+        self.on_fail(self, value)
+
+    def alloca(self, ty: ir.Type, align: int) -> ir.Value:
+        with self.b.goto_block(self.entry_block):
+            slot = self.b.alloca(ty)
+        slot.align = align
+        slot.type = PTR  # an opaque pointer, like every other pointer this backend makes
+        return slot
+
+    def finish(self, ret: ir.Value | None) -> None:
+        """Return `ret` (or nothing) from the end of the body and close the entry block."""
+        if ret is None:
+            self.b.ret_void()
+        else:
+            self.b.ret(ret)
+        body = self.fn.blocks[1]
+        with self.b.goto_block(self.entry_block):
+            self.b.branch(body)
+
+    def child(self, fn: ir.Function, env: dict[Var, ir.Value], on_fail: FailHandler,
+              parallel_depth: int) -> FunctionCodegen:
+        return FunctionCodegen(self.ctx, fn, env, on_fail, parallel_depth, self.buffers)
+
+    def call_omp_thread_num(self, e: Call) -> ir.Value:
+        """`tirc.omp_thread_num()`: the OpenMP thread number of the running worker."""
+        return parallel.omp_thread_num(self.ctx, self.b)
+
+    def call_omp_num_threads(self, e: Call) -> ir.Value:
+        """`tirc.omp_num_threads()`: how many workers run the current parallel loop."""
+        return parallel.omp_num_threads(self.ctx, self.b)
+
+    def emit_parallel_for(self, s: For) -> None:
+        parallel.emit_parallel_for(self, s)
+
+    def emit_compute_scope(self, s: AttrStmt) -> None:
+        """Outline the body into `<fn>.compute(ptr noalias ..., scalars...)` and call it."""
+        self.outline(f"{self.fn.name}.compute", captured_vars(s.body, self.env), [],
+                     lambda inner, extra: inner.stmt(s.body))
+
+    def outline(self, name: str, captured: list[Var], extra: list[tuple[str, ir.Value]],
+                emit: Callable[[FunctionCodegen, list[ir.Value]], None]) -> None:
+        """Emit `emit(inner, extra_args)` into a new internal `i32` function taking the
+        `captured` variables (buffer pointers `noalias nonnull align <elem>`) and the `extra`
+        values, call it here, and fail with its code if it fails."""
+        values = [self.env[v] for v in captured] + [v for _, v in extra]
+        fnty = ir.FunctionType(I32, [v.type for v in values])
+        fn = ir.Function(self.ctx.module, fnty, name=self.ctx.unique_name(name))
+        fn.linkage = "internal"
+        for var, arg in zip(captured, fn.args):
+            arg.name = var.name
+            if var.dtype.is_handle and var in self.buffers:
+                arg.add_attribute("noalias")
+                arg.add_attribute("nonnull")
+                align = elem_align(self.buffers[var].dtype)
+                if align > 1:
+                    arg.attributes.align = align
+        extra_args = list(fn.args[len(captured):])
+        for (arg_name, _), arg in zip(extra, extra_args):
+            arg.name = arg_name
+        inner = self.child(fn, dict(zip(captured, fn.args)), return_code, self.parallel_depth)
+        emit(inner, extra_args)
+        inner.finish(ir.Constant(I32, 0))
+        code = self.b.call(fn, values)
+        failed = self.b.icmp_signed("!=", code, ir.Constant(I32, 0))
+        with self.b.if_then(failed, likely=False):
+            self.fail(code)

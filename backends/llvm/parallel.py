@@ -1,0 +1,110 @@
+"""`parallel` loops as OpenMP regions: an outlined worker called through `GOMP_parallel`.
+
+The caller packs every value the loop body uses into a struct `{i32 error, ptr message,
+begin, extent, captured...}` and calls `GOMP_parallel(worker, &struct, 0, 0)` (0 threads: the
+OpenMP default). Each worker takes a static chunk `[tid * chunk, min(extent, (tid + 1) * chunk))`
+with `chunk = ceil(extent / num_threads)` from `omp_get_thread_num`/`omp_get_num_threads`.
+Parallel loops nested inside run serially. A failing worker stores its error code and the
+address of its thread's message; the caller copies that message into its own thread's buffer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+from llvmlite.ir import instructions
+from tirc.backends.llvm.context import ModuleContext, as_ptr
+from tirc.backends.llvm.outline import captured_vars, pack, unpack
+from tirc.backends.llvm.types import I32, PTR, VOID
+from tirc.ir.stmt import For
+
+if TYPE_CHECKING:
+    from tirc.backends.llvm.function import FunctionCodegen
+
+ERROR, MESSAGE, BEGIN, EXTENT, FIRST_CAPTURED = range(5)
+
+
+def _store_relaxed(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, align: int) -> None:
+    """An atomic monotonic store (llvmlite's store_atomic rejects opaque pointers)."""
+    b._insert(instructions.StoreAtomicInstr(b.block, value, ptr, "monotonic", align))
+
+
+def _worker_fail(slot: ir.Value, ty: ir.LiteralStructType):
+    def on_fail(cg: FunctionCodegen, code: ir.Value) -> None:
+        b = cg.b
+        err = b.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, ERROR)], source_etype=ty)
+        msg = b.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, MESSAGE)], source_etype=ty)
+        _store_relaxed(b, code, err, 4)
+        _store_relaxed(b, cg.ctx.error_buffer, msg, 8)
+        b.ret_void()
+
+    return on_fail
+
+
+def omp_thread_num(ctx: ModuleContext, b: ir.IRBuilder) -> ir.Value:
+    """This thread's number in the current OpenMP team (0 outside a parallel region)."""
+    ctx.uses_openmp = True
+    return b.call(ctx.declare("omp_get_thread_num", ir.FunctionType(I32, [])), [])
+
+
+def omp_num_threads(ctx: ModuleContext, b: ir.IRBuilder) -> ir.Value:
+    """The size of the current OpenMP team (1 outside a parallel region)."""
+    ctx.uses_openmp = True
+    return b.call(ctx.declare("omp_get_num_threads", ir.FunctionType(I32, [])), [])
+
+
+def emit_parallel_for(cg: FunctionCodegen, s: For) -> None:
+    """Emit `s` (a parallel loop, outside any other parallel loop) as an OpenMP region."""
+    ctx, b = cg.ctx, cg.b
+    loop_ty = s.loop_var.dtype
+    begin = cg.expr_as(s.min, loop_ty)
+    extent = cg.expr_as(s.extent, loop_ty)
+    captured = captured_vars(s.body, cg.env)
+    values = [cg.env[v] for v in captured]
+    ity = begin.type
+    ty = ir.LiteralStructType([I32, PTR, ity, ity, *[v.type for v in values]])
+    slot = cg.alloca(ty, 8)
+    pack(b, slot, ty, ERROR, [ir.Constant(I32, 0), ir.Constant(PTR, None), begin, extent,
+                              *values])
+
+    worker = ir.Function(ctx.module, ir.FunctionType(VOID, [PTR]),
+                         name=ctx.unique_name(f"{cg.fn.name}.parallel"))
+    worker.linkage = "internal"
+    data = worker.args[0]
+    data.name = "data"
+    inner = cg.child(worker, {}, _worker_fail(data, ty), cg.parallel_depth + 1)
+    wb = inner.b
+    lo_begin, n, *loaded = unpack(wb, data, ty, BEGIN, 2 + len(values))
+    inner.env.update(zip(captured, loaded))
+    tid, nth = omp_thread_num(ctx, wb), omp_num_threads(ctx, wb)
+    signed = loop_ty.kind != "uint"
+    widen = wb.sext if signed else wb.zext
+    if ity != I32:
+        tid, nth = widen(tid, ity), widen(nth, ity)
+    one = ir.Constant(ity, 1)
+    chunk = wb.sdiv(wb.sub(wb.add(n, nth), one), nth) if signed else \
+        wb.udiv(wb.sub(wb.add(n, nth), one), nth)
+    start = wb.mul(tid, chunk)
+    stop = wb.add(start, chunk)
+    less = wb.icmp_signed("<", stop, n) if signed else wb.icmp_unsigned("<", stop, n)
+    stop = wb.select(less, stop, n)
+    bounds = [("begin", wb.add(lo_begin, start)), ("end", wb.add(lo_begin, stop))]
+
+    def chunk(body_cg: FunctionCodegen, args: list[ir.Value]) -> None:
+        body_cg.serial_loop(s.loop_var, args[0], args[1], lambda: body_cg.stmt(s.body))
+
+    # The chunk runs in its own function so that its buffer pointers can be noalias.
+    inner.outline(f"{cg.fn.name}.chunk", captured, bounds, chunk)
+    inner.finish(None)
+
+    gomp = ctx.declare("GOMP_parallel", ir.FunctionType(VOID, [PTR, PTR, I32, I32]))
+    ctx.uses_openmp = True
+    b.call(gomp, [as_ptr(worker), slot, ir.Constant(I32, 0), ir.Constant(I32, 0)])
+    err, msg = unpack(b, slot, ty, ERROR, 2)
+    failed = b.icmp_signed("!=", err, ir.Constant(I32, 0))
+    with b.if_then(failed, likely=False):
+        elsewhere = b.icmp_unsigned("!=", msg, ctx.error_buffer)
+        with b.if_then(elsewhere):
+            ctx.set_error(b, "%s", [msg])
+        cg.fail(err)

@@ -1,0 +1,286 @@
+"""Statement code generation: stores, control flow, loops and allocations.
+
+Loops are emitted as header/body/latch blocks with a phi for the loop variable. `unroll` loops
+carry `llvm.loop` unroll metadata, a `vectorized` loop the vectorizer passes left scalar carries a
+vectorize hint, and `parallel` loops are outlined into an OpenMP region (see parallel.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from llvmlite import ir
+from tirc.backends.llvm import loop_metadata
+from tirc.backends.llvm.expr import ExprCodegen
+from tirc.backends.llvm.memory import const_int
+from tirc.backends.llvm.types import I64, PTR, const_like, elem_align, mem_type, to_memory
+from tirc.ir.buffer import Buffer
+from tirc.ir.diagnostics import CompileError
+from tirc.ir.dtype import DType
+from tirc.ir.expr import Call, IntImm, PrimExpr, StringImm, Var, binop, cast
+from tirc.ir.stmt import (
+    Allocate,
+    AssertStmt,
+    AttrStmt,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+    While,
+)
+
+# Without storage-rewrite's classification, allocations of at most this many bytes with a
+# constant size live on the stack.
+STACK_LIMIT = 64 * 1024
+HEAP_ALIGN = 64
+
+# Error codes an entry point returns (0 is success).
+ERR_ARGUMENT = -1
+ERR_OUT_OF_MEMORY = -2
+ERR_ASSERT = -3
+
+COMPUTE_SCOPE = "tirc.compute_scope"
+# The unroll pass marks loops it leaves to LLVM with this annotation (True, or a count).
+PRAGMA_UNROLL = "pragma_unroll"
+# storage-rewrite's `T.attr(buffer, "storage_kind", "stack" | "heap")` just inside an Allocate.
+STORAGE_KIND = "storage_kind"
+
+
+def c_format_escape(text: str) -> str:
+    """A literal message as a printf format string."""
+    return text.replace("%", "%%")
+
+
+class StmtCodegen(ExprCodegen):
+    """Emits statements; `fail`, `alloca`, the parallel and compute-scope hooks come from
+    the function code generator."""
+
+    parallel_depth: int
+
+    def fail(self, code: int | ir.Value) -> None:
+        raise NotImplementedError
+
+    def alloca(self, ty: ir.Type, align: int) -> ir.Value:
+        raise NotImplementedError
+
+    def emit_parallel_for(self, s: For) -> None:
+        raise NotImplementedError
+
+    def emit_compute_scope(self, s: AttrStmt) -> None:
+        raise NotImplementedError
+
+    def stmt(self, s: Stmt) -> None:
+        method = getattr(self, "stmt_" + type(s).__name__, None)
+        if method is None:
+            hint = " (run lower-blocks first)" if type(s).__name__ in ("Block", "BlockRealize") \
+                else ""
+            raise CompileError(f"codegen: unsupported statement {type(s).__name__}{hint}", s.span)
+        method(s)
+
+    def stmt_SeqStmt(self, s: SeqStmt) -> None:
+        for x in s.seq:
+            self.stmt(x)
+
+    def stmt_LetStmt(self, s: LetStmt) -> None:
+        self.env[s.var] = self.expr_as(s.value, s.var.dtype) if not s.var.dtype.is_handle \
+            else self.expr(s.value)
+        self.stmt(s.body)
+
+    def stmt_AttrStmt(self, s: AttrStmt) -> None:
+        if s.key == COMPUTE_SCOPE:
+            self.emit_compute_scope(s)
+        else:
+            self.stmt(s.body)
+
+    def stmt_Evaluate(self, s: Evaluate) -> None:
+        if isinstance(s.value, Call) and s.value.op == "tirc.check":
+            self.emit_check(s.value)
+        elif isinstance(s.value, Call):
+            self.expr(s.value)
+
+    def stmt_AssertStmt(self, s: AssertStmt) -> None:
+        self.guard(self.expr(s.condition), c_format_escape(s.message), [], ERR_ASSERT)
+        self.stmt(s.body)
+
+    # ---- failures --------------------------------------------------------------------
+
+    def guard(self, ok: ir.Value, fmt: str,
+              values: list[ir.Value] | Callable[[], list[ir.Value]], code: int) -> None:
+        """Continue when `ok` holds; otherwise set the error message and return `code`.
+
+        `values` (the message's printf arguments) may be a function, so that they are computed
+        only on the failing path (reading strides that may be NULL, for instance).
+        """
+        b = self.b
+        ok_bb = b.append_basic_block("check.ok")
+        fail_bb = b.append_basic_block("check.fail")
+        br = b.cbranch(ok, ok_bb, fail_bb)
+        br.set_weights([1 << 20, 1])
+        b.position_at_end(fail_bb)
+        args = values() if callable(values) else values
+        self.ctx.set_error(b, fmt, args)
+        self.fail(code)
+        b.position_at_end(ok_bb)
+
+    def emit_check(self, call: Call) -> None:
+        """`tirc.check(cond, "format", values...)`: an entry point's argument check."""
+        cond, fmt = call.args[0], call.args[1]
+        if not isinstance(fmt, StringImm):
+            raise CompileError("codegen: tirc.check needs a format string", call.span)
+        self.guard(self.expr(cond), fmt.value,
+                   lambda: [self._printf_value(v) for v in call.args[2:]], ERR_ARGUMENT)
+
+    def _printf_value(self, e: PrimExpr) -> ir.Value:
+        v = self.expr(e)
+        if e.dtype.is_handle:
+            return v
+        if e.dtype.is_float:
+            return self.expr_as(e, DType("float", 64))
+        return self.expr_as(e, DType("int" if e.dtype.kind != "uint" else "uint", 64))
+
+    # ---- control flow ----------------------------------------------------------------
+
+    def stmt_IfThenElse(self, s: IfThenElse) -> None:
+        b = self.b
+        cond = self.expr(s.condition)
+        then_bb = b.append_basic_block("if.then")
+        end_bb = b.append_basic_block("if.end")
+        else_bb = b.append_basic_block("if.else") if s.else_case is not None else end_bb
+        b.cbranch(cond, then_bb, else_bb)
+        b.position_at_end(then_bb)
+        self.stmt(s.then_case)
+        b.branch(end_bb)
+        if s.else_case is not None:
+            b.position_at_end(else_bb)
+            self.stmt(s.else_case)
+            b.branch(end_bb)
+        b.position_at_end(end_bb)
+
+    def stmt_While(self, s: While) -> None:
+        b = self.b
+        head = b.append_basic_block("while.cond")
+        body = b.append_basic_block("while.body")
+        end = b.append_basic_block("while.end")
+        b.branch(head)
+        b.position_at_end(head)
+        b.cbranch(self.expr(s.condition), body, end)
+        b.position_at_end(body)
+        self.stmt(s.body)
+        b.branch(head)
+        b.position_at_end(end)
+
+    def stmt_For(self, s: For) -> None:
+        if s.kind == ForKind.THREAD_BINDING:
+            raise CompileError(f"codegen: loop '{s.loop_var.name}' is bound to GPU thread "
+                               f"'{s.thread_tag}', which the CPU target cannot run", s.span)
+        if s.kind == ForKind.PARALLEL and self.parallel_depth == 0:
+            self.emit_parallel_for(s)
+            return
+        md = None
+        pragma = s.annotations.get(PRAGMA_UNROLL)
+        if isinstance(pragma, int) and not isinstance(pragma, bool) and pragma > 1:
+            md = loop_metadata.unroll_count(self.ctx.module, pragma)
+        elif pragma:
+            md = loop_metadata.unroll_enable(self.ctx.module)
+        elif s.kind == ForKind.UNROLLED:
+            md = loop_metadata.unroll_full(self.ctx.module) if const_int(s.extent) is not None \
+                else loop_metadata.unroll_count(self.ctx.module, 4)
+        elif s.kind == ForKind.VECTORIZED:
+            md = loop_metadata.vectorize_enable(self.ctx.module)
+        dt = s.loop_var.dtype
+        begin = self.expr_as(s.min, dt)
+        end = self.b.add(begin, self.expr_as(s.extent, dt))
+        self.serial_loop(s.loop_var, begin, end, lambda: self.stmt(s.body), md)
+
+    def serial_loop(self, var: Var, begin: ir.Value, end: ir.Value, body: Callable[[], None],
+                    md: ir.values.MDValue | None = None) -> None:
+        """`for var in [begin, end): body()` with the loop variable as a phi."""
+        b = self.b
+        pre = b.block
+        head = b.append_basic_block(f"for.{var.name}")
+        body_bb = b.append_basic_block(f"for.{var.name}.body")
+        exit_bb = b.append_basic_block(f"for.{var.name}.end")
+        b.branch(head)
+        b.position_at_end(head)
+        phi = b.phi(begin.type, name=var.name)
+        phi.add_incoming(begin, pre)
+        signed = var.dtype.kind != "uint"
+        cond = b.icmp_signed("<", phi, end) if signed else b.icmp_unsigned("<", phi, end)
+        b.cbranch(cond, body_bb, exit_bb)
+        b.position_at_end(body_bb)
+        old = self.env.get(var)
+        self.env[var] = phi
+        body()
+        if old is None:
+            del self.env[var]
+        else:
+            self.env[var] = old
+        nxt = b.add(phi, const_like(phi.type, 1), flags=["nsw"] if signed else ["nuw"])
+        latch = b.block
+        br = b.branch(head)
+        if md is not None:
+            br.set_metadata("llvm.loop", md)
+        phi.add_incoming(nxt, latch)
+        b.position_at_end(exit_bb)
+
+    # ---- storage ---------------------------------------------------------------------
+
+    def stmt_Allocate(self, s: Allocate) -> None:
+        buf = s.buffer
+        body = s.body
+        kind = None
+        if isinstance(body, AttrStmt) and body.key == STORAGE_KIND and body.node is buf:
+            kind = body.value.value if isinstance(body.value, StringImm) else None
+            body = body.body
+        count = self._element_count(buf)
+        ety = mem_type(buf.dtype)
+        esize = 1 if buf.dtype.is_bool else buf.dtype.bytes
+        const_count = const_int(count)
+        fits = const_count is not None and const_count * esize <= STACK_LIMIT
+        on_stack = fits if kind is None else (kind == "stack" and const_count is not None)
+        b = self.b
+        if on_stack:
+            ptr = self.alloca(ir.ArrayType(ety, max(1, const_count or 0)), HEAP_ALIGN)
+        else:
+            nbytes = b.mul(self.expr_as(count, DType("int", 64)), ir.Constant(I64, esize))
+            # aligned_alloc wants a multiple of the alignment; round up, and never ask for 0.
+            rounded = b.and_(b.add(nbytes, ir.Constant(I64, 2 * HEAP_ALIGN - 1)),
+                             ir.Constant(I64, -HEAP_ALIGN))
+            alloc = self.ctx.declare("aligned_alloc", ir.FunctionType(PTR, [I64, I64]))
+            ptr = b.call(alloc, [ir.Constant(I64, HEAP_ALIGN), rounded])
+            self.guard(b.icmp_unsigned("!=", ptr, ir.Constant(PTR, None)),
+                       f"out of memory allocating %lld bytes for buffer '{buf.name}'",
+                       [nbytes], ERR_OUT_OF_MEMORY)
+        self.env[buf.data] = ptr
+        if s.init is not None:
+            self._fill(buf, count, s.init)
+        self.stmt(body)
+        if not on_stack:
+            free = self.ctx.declare("free", ir.FunctionType(ir.VoidType(), [PTR]))
+            b.call(free, [ptr])
+        del self.env[buf.data]
+
+    def _element_count(self, buf: Buffer) -> PrimExpr:
+        count: PrimExpr = IntImm(1, DType("int", 64))
+        for dim in buf.shape:
+            c, d = const_int(count), const_int(dim)
+            if c is not None and d is not None:
+                count = IntImm(c * d, DType("int", 64))
+            else:
+                count = binop("mul", count, cast("int64", dim))
+        return count
+
+    def _fill(self, buf: Buffer, count: PrimExpr, init: PrimExpr) -> None:
+        i = Var("fill", DType("int", 64))
+        value = to_memory(self.b, self.expr_as(init, buf.dtype), buf.dtype)
+        ptr = self.env[buf.data]
+
+        def body() -> None:
+            addr = self.b.gep(ptr, [self.env[i]], source_etype=mem_type(buf.dtype))
+            self.b.store(value, addr, align=elem_align(buf.dtype))
+
+        self.serial_loop(i, ir.Constant(I64, 0), self.expr_as(count, DType("int", 64)), body)
+

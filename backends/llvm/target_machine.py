@@ -1,0 +1,76 @@
+"""The LLVM target machine from a tirc Target, and the optimisation pipeline at -O0..-O3.
+
+An empty triple means the host's; an empty `-mcpu` on the host means the host CPU with its
+features (as `-march=native` would), so the default build uses every instruction the machine has.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import llvmlite.binding as llvm
+from tirc.ir.diagnostics import CompileError
+
+
+@cache
+def _initialised() -> bool:
+    for init in ("initialize_all_targets", "initialize_all_asmprinters"):
+        getattr(llvm, init)()
+    return True
+
+
+def host_triple() -> str:
+    return llvm.get_process_triple()
+
+
+def target_triple(target: Any) -> str:
+    return getattr(target, "triple", "") or host_triple()
+
+
+@cache
+def _machine(triple: str, cpu: str, features: str, opt: int) -> llvm.TargetMachine:
+    _initialised()
+    try:
+        t = llvm.Target.from_triple(triple)
+    except RuntimeError as exc:
+        raise CompileError(f"unknown target triple '{triple}': {exc}") from None
+    return t.create_target_machine(cpu=cpu, features=features, opt=opt, reloc="pic",
+                                   codemodel="default")
+
+
+def create_target_machine(target: Any, opt_level: int) -> llvm.TargetMachine:
+    """A target machine for `target` (a tirc Target, or None for the host) at `opt_level`."""
+    if target is not None and getattr(target, "kind", "llvm") != "llvm":
+        raise CompileError(f"the LLVM CPU backend cannot compile for target '{target}'")
+    triple = target_triple(target)
+    cpu = getattr(target, "mcpu", "") if target is not None else ""
+    mattr = getattr(target, "mattr", ()) if target is not None else ()
+    features = ",".join(mattr) if not isinstance(mattr, str) else mattr
+    if not cpu and triple == host_triple():
+        cpu = llvm.get_host_cpu_name()
+        if not features:
+            features = llvm.get_host_cpu_features().flatten()
+    return _machine(triple, cpu, features, max(0, min(3, opt_level)))
+
+
+def optimize(module: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int) -> None:
+    """Run LLVM's default module pipeline for `opt_level` (O0 runs only what is mandatory)."""
+    level = max(0, min(3, opt_level))
+    pto = llvm.create_pipeline_tuning_options(speed_level=level)
+    pto.loop_vectorization = level >= 2
+    pto.slp_vectorization = level >= 2
+    pto.loop_unrolling = level >= 1
+    pb = llvm.create_pass_builder(tm, pto)
+    mpm = pb.getModulePassManager()
+    mpm.run(module, pb)
+
+
+def parse_and_verify(text: str) -> llvm.ModuleRef:
+    """Parse textual LLVM IR and check it (an error here is a bug in tirc's codegen)."""
+    try:
+        module = llvm.parse_assembly(text)
+        module.verify()
+    except RuntimeError as exc:
+        raise CompileError(f"internal error: invalid LLVM IR generated: {exc}") from None
+    return module

@@ -1,0 +1,59 @@
+"""The comment block at the top of a tirc PTX file: a summary for people, JSON for the runtime.
+
+    // tirc module Module for cuda -arch=sm_90
+    // function add_relu(A: float32[n], B: float32[n], C: float32[n] (output))
+    //   launch add_relu_kernel grid ((n + 255) // 256, 1, 1) block (256, 1, 1) shared 0
+    // tirc-metadata: {"tirc_abi":1,"module":"Module","target":"cuda -arch=sm_90",...
+    // tirc-metadata: ...rest of the JSON, in lines of at most 160 characters
+    // tirc-metadata-end
+
+tirc.runtime.cuda reads the `tirc-metadata:` lines back (joined, then parsed as JSON).
+PTX comments are `//` lines, so the file stays valid input for ptxas and the CUDA driver.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+PREFIX = "// tirc-metadata: "
+END = "// tirc-metadata-end"
+CHUNK = 160
+
+
+def _dims(values: list[Any]) -> str:
+    return "(" + ", ".join(str(v) for v in values) + ")"
+
+
+def _param(p: dict[str, Any]) -> str:
+    if p["kind"] == "scalar":
+        return f"{p['name']}: {p['dtype']}"
+    shape = ", ".join(str(d) for d in p["shape"])
+    return f"{p['name']}: {p['dtype']}[{shape}]" + (" (output)" if p.get("output") else "")
+
+
+def summary_lines(meta: dict[str, Any]) -> list[str]:
+    """The human-readable part: each function's signature and its launches."""
+    lines = [f"// tirc module {meta['module']} for {meta['target']}"]
+    for f in meta["functions"]:
+        lines.append(f"// function {f['name']}({', '.join(_param(p) for p in f['params'])})")
+        for w in f.get("workspaces", []):
+            lines.append(f"//   workspace {w['name']}: {w['dtype']}, {w['bytes']} bytes")
+        for launch in f.get("launches", []):
+            lines.append(f"//   launch {launch['kernel']} grid {_dims(launch['grid'])} block "
+                         f"{_dims(launch['block'])} shared {launch['shared_bytes']}")
+    return lines
+
+
+def render_block(meta: dict[str, Any]) -> str:
+    """The whole comment block (ending with a newline)."""
+    text = json.dumps(meta, separators=(",", ":"))
+    chunks = [text[i:i + CHUNK] for i in range(0, len(text), CHUNK)] or [""]
+    lines = summary_lines(meta) + [PREFIX + c for c in chunks] + [END]
+    return "\n".join(lines) + "\n"
+
+
+def read_block(ptx: str) -> dict[str, Any] | None:
+    """The metadata JSON of a PTX text, or None when it has no tirc block."""
+    parts = [line[len(PREFIX):] for line in ptx.splitlines() if line.startswith(PREFIX)]
+    return json.loads("".join(parts)) if parts else None

@@ -1,0 +1,180 @@
+"""Checking and converting call arguments before they reach a library function.
+
+Every check the library makes is made here first, with Python exceptions: TypeError for the
+wrong kind of argument (count, None, not an array, dtype), ValueError for the wrong array
+(rank, shape, layout, alignment, read-only output, an output sharing memory with another
+argument). Arrays are never copied: non-contiguous or misaligned ones are rejected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from tirc.runtime import shape_expr
+from tirc.runtime.dlpack import KDL_CPU, dtype_label, numpy_dtype
+
+ALIGNMENT = 64
+
+
+def empty_aligned(shape: tuple[int, ...], dtype: Any, align: int = ALIGNMENT,
+                  zero: bool = True) -> np.ndarray:
+    """A C-contiguous array whose data starts on an `align`-byte boundary."""
+    dt = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    raw = np.zeros(nbytes + align, np.uint8) if zero else np.empty(nbytes + align, np.uint8)
+    start = (-raw.ctypes.data) % align
+    return raw[start:start + nbytes].view(dt).reshape(shape)
+
+
+def bfloat16_bits(value: float) -> np.ndarray:
+    """A 0-d uint16 array holding the bfloat16 nearest to `value` (ties to even)."""
+    with np.errstate(over="ignore"):
+        bits = int(np.array(value, np.float32).view(np.uint32))
+    if np.isnan(value):
+        return np.array((bits >> 16) | 0x40, np.uint16)
+    return np.array(((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF, np.uint16)
+
+
+def _shape_str(dims: list[int] | tuple[int, ...]) -> str:
+    return "(" + ", ".join(str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+def as_array(value: Any, where: str) -> np.ndarray:
+    """A numpy view of an array argument: an ndarray, or anything with `__dlpack__`."""
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "__dlpack__"):
+        device = getattr(value, "__dlpack_device__", None)
+        if device is not None:
+            dev_type = int(device()[0])
+            if dev_type != KDL_CPU:
+                raise ValueError(f"{where}: expected a CPU array (DLPack device type "
+                                 f"{KDL_CPU}), got device type {dev_type}")
+        try:
+            return np.from_dlpack(value)
+        except (TypeError, ValueError, RuntimeError, BufferError) as exc:
+            raise TypeError(f"{where}: cannot import the array through DLPack: {exc}") from None
+    raise TypeError(f"{where}: expected a numpy array or an object with __dlpack__, "
+                    f"got {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter's metadata, digested once per function for the per-call checks."""
+
+    index: int
+    name: str
+    kind: str  # "buffer" or "scalar"
+    dtype_name: str
+    np_dtype: np.dtype | None  # None: bfloat16 without ml_dtypes (passed as uint16 bits)
+    shape: tuple[int | str, ...]
+    output: bool
+    binds: tuple[tuple[int, str], ...]  # (dimension, symbol) pairs that are whole symbols
+    static_shape: tuple[int, ...] | None
+
+    @staticmethod
+    def from_metadata(index: int, p: dict[str, Any]) -> ParamSpec:
+        shape = tuple(p.get("shape", ()))
+        binds = tuple((k, d) for k, d in enumerate(shape)
+                      if isinstance(d, str) and d.isidentifier())
+        static = shape if all(isinstance(d, int) for d in shape) else None
+        return ParamSpec(index, p["name"], p["kind"], p["dtype"], numpy_dtype(p["dtype"]),
+                         shape, bool(p.get("output")), binds, static)  # type: ignore[arg-type]
+
+
+class Binder:
+    """Checks one call's arguments in parameter order, binding symbolic sizes as it goes;
+    records each buffer's data address for packing."""
+
+    def __init__(self, fn_name: str) -> None:
+        self.fn = fn_name
+        self.env: dict[str, int] = {}
+        self.origin: dict[str, str] = {}
+        self.addresses: dict[int, int] = {}
+
+    def where(self, p: ParamSpec) -> str:
+        return f"{self.fn}: argument {p.name}"
+
+    def scalar(self, p: ParamSpec, value: Any) -> np.ndarray:
+        dt = p.np_dtype
+        if value is None:
+            raise TypeError(f"{self.where(p)}: expected a {p.dtype_name} scalar, got None")
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            value = value[()]
+        kind = dt.kind if dt is not None else "f"
+        if kind in "iu":
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"{self.where(p)}: expected an integer ({p.dtype_name}), "
+                                f"got {type(value).__name__}")
+            info = np.iinfo(dt)
+            if not info.min <= int(value) <= info.max:
+                raise ValueError(f"{self.where(p)}: {value} does not fit in {p.dtype_name}")
+        elif kind == "b":
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"{self.where(p)}: expected a bool, got {type(value).__name__}")
+        elif not isinstance(value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{self.where(p)}: expected a number ({p.dtype_name}), "
+                            f"got {type(value).__name__}")
+        arr = np.array(value, dtype=dt) if dt is not None else bfloat16_bits(float(value))
+        self.env[p.name] = int(value) if kind in "iub" else 0
+        self.origin[p.name] = f"argument {p.name}"
+        return arr
+
+    def header(self, p: ParamSpec, value: Any) -> np.ndarray:
+        """Type, dtype and rank of a buffer argument."""
+        if type(value) is np.ndarray:
+            arr = value
+        elif value is None:
+            raise TypeError(f"{self.where(p)}: expected a {p.dtype_name} array of shape "
+                            f"{_shape_str(p.shape)}, got None")
+        else:
+            arr = as_array(value, self.where(p))
+        want = p.np_dtype
+        if want is None:
+            if arr.dtype != np.uint16:
+                raise TypeError(f"{self.where(p)}: expected dtype bfloat16, got "
+                                f"{dtype_label(arr.dtype)} (install ml_dtypes for bfloat16 "
+                                "arrays, or pass the raw bits as uint16)")
+        elif arr.dtype != want:
+            raise TypeError(f"{self.where(p)}: expected dtype {p.dtype_name}, got "
+                            f"{dtype_label(arr.dtype)}")
+        nd = len(p.shape)
+        if arr.ndim != nd:
+            raise ValueError(f"{self.where(p)}: expected {nd} dimension{'s' if nd != 1 else ''}, "
+                             f"got {arr.ndim} (shape {_shape_str(arr.shape)})")
+        return arr
+
+    def bind(self, p: ParamSpec, arr: np.ndarray) -> None:
+        """Bind the symbolic sizes that are whole dimensions of this argument."""
+        for k, name in p.binds:
+            if name not in self.env:
+                self.env[name] = int(arr.shape[k])
+                self.origin[name] = f"{p.name}.shape[{k}]"
+
+    def expected_shape(self, p: ParamSpec) -> tuple[int, ...]:
+        if p.static_shape is not None:
+            return p.static_shape
+        return tuple(shape_expr.evaluate(d, self.env) for d in p.shape)
+
+    def layout(self, p: ParamSpec, arr: np.ndarray) -> None:
+        """Shape, contiguity, alignment and writability of a buffer argument."""
+        want = self.expected_shape(p)
+        if arr.shape != want:
+            syms = sorted(set().union(*(shape_expr.names(d) for d in p.shape)))
+            note = ", ".join(f"{s} = {self.env[s]} from {self.origin[s]}" for s in syms)
+            raise ValueError(f"{self.where(p)}: expected shape {_shape_str(want)}, got "
+                             f"{_shape_str(arr.shape)}" + (f" ({note})" if note else ""))
+        if not arr.flags.c_contiguous:
+            raise ValueError(f"{self.where(p)}: expected a compact row-major (C-contiguous) "
+                             f"array, got strides {_shape_str(arr.strides)} bytes; pass "
+                             "np.ascontiguousarray(...) for a copy")
+        address = arr.ctypes.data
+        align = arr.dtype.itemsize
+        if address % align:
+            raise ValueError(f"{self.where(p)}: data address {address:#x} is not aligned to "
+                             f"{align} bytes (the size of {p.dtype_name})")
+        if p.output and not arr.flags.writeable:
+            raise ValueError(f"{self.where(p)}: is an output, but the array is read-only")
+        self.addresses[p.index] = address

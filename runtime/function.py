@@ -1,0 +1,144 @@
+"""One exported function of a loaded library, callable with numpy arrays.
+
+`f(a, b, c)` passes every argument (destination-passing style) and returns None; leaving out
+outputs, `f(a, b)` or `f(a, b=..., s=2.0)`, allocates them (64-byte aligned, zero-filled,
+shapes from the metadata's expressions) and returns them (one array, or a tuple).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from tirc.runtime.arguments import Binder, ParamSpec, empty_aligned
+from tirc.runtime.dlpack import ArgsPacker
+from tirc.runtime.errors import TircError
+
+
+@dataclass
+class PreparedCall:
+    """Checked arguments packed as `DLTensor *args[]`, ready to be passed (again and again)."""
+
+    arrays: list[np.ndarray]
+    allocated: list[np.ndarray]
+    packed: Any = field(repr=False)
+
+
+class Function:
+    """A library function with its metadata; see the module docstring for calling."""
+
+    def __init__(self, lib: ctypes.CDLL, meta: dict[str, Any], last_error: Any) -> None:
+        self.name: str = meta["name"]
+        self.meta = meta
+        self.params: list[dict[str, Any]] = meta["params"]
+        self._specs = [ParamSpec.from_metadata(i, p) for i, p in enumerate(self.params)]
+        self._names = [p["name"] for p in self.params]
+        self._fn = getattr(lib, self.name)
+        self._fn.argtypes = [ctypes.c_void_p, ctypes.c_int32]
+        self._fn.restype = ctypes.c_int32
+        self._last_error = last_error
+        self._lib = lib  # keeps the library loaded while the function lives
+        self._packer = ArgsPacker([len(s.shape) for s in self._specs],
+                                  [s.dtype_name for s in self._specs])
+
+    @property
+    def outputs(self) -> list[str]:
+        return [s.name for s in self._specs if s.output]
+
+    def signature(self) -> str:
+        """`name(A: float32[64, 64], ..., C: float32[64, 64] (output))`."""
+        parts = []
+        for s in self._specs:
+            if s.kind == "scalar":
+                parts.append(f"{s.name}: {s.dtype_name}")
+            else:
+                dims = ", ".join(str(d) for d in s.shape)
+                parts.append(f"{s.name}: {s.dtype_name}[{dims}]" + (" (output)" if s.output
+                                                                    else ""))
+        return f"{self.name}({', '.join(parts)})"
+
+    def __repr__(self) -> str:
+        return f"<tirc function {self.signature()}>"
+
+    def _count_error(self, given: int, missing: list[str] | None = None) -> TypeError:
+        n = len(self._names)
+        text = (f"{self.name}() takes {n} argument{'s' if n != 1 else ''} "
+                f"({', '.join(self._names)}), got {given}")
+        return TypeError(text + (f"; missing: {', '.join(missing)}" if missing else ""))
+
+    def _slots(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], list[int]]:
+        n = len(self._names)
+        if len(args) > n:
+            raise self._count_error(len(args) + len(kwargs))
+        if len(args) == n and not kwargs:
+            return list(args), []
+        missing = object()
+        slots: list[Any] = list(args) + [missing] * (n - len(args))
+        for key, value in kwargs.items():
+            if key not in self._names:
+                raise TypeError(f"{self.name}() has no parameter '{key}' "
+                                f"(parameters: {', '.join(self._names)})")
+            i = self._names.index(key)
+            if slots[i] is not missing:
+                raise TypeError(f"{self.name}() got argument '{key}' twice")
+            slots[i] = value
+        absent = [i for i, s in enumerate(slots) if s is missing]
+        not_outputs = [self._names[i] for i in absent if not self._specs[i].output]
+        if not_outputs:
+            raise self._count_error(n - len(absent), not_outputs)
+        return slots, absent
+
+    def prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> PreparedCall:
+        """Check every argument (raising TypeError/ValueError) and allocate absent outputs."""
+        slots, absent = self._slots(args, kwargs)
+        binder = Binder(self.name)
+        arrays: list[Any] = [None] * len(slots)
+        given = [s for s in self._specs if s.index not in absent]
+        buffers = [s for s in given if s.kind == "buffer"]
+        for s in given:
+            value = slots[s.index]
+            arrays[s.index] = binder.scalar(s, value) if s.kind == "scalar" else \
+                binder.header(s, value)
+        for s in buffers:
+            binder.bind(s, arrays[s.index])
+        for s in buffers:
+            binder.layout(s, arrays[s.index])
+        allocated = []
+        for i in absent:
+            s = self._specs[i]
+            try:
+                shape = binder.expected_shape(s)
+            except ValueError as exc:
+                raise TypeError(f"{self.name}(): cannot allocate output {s.name}: {exc}; "
+                                "pass it explicitly") from None
+            arrays[i] = empty_aligned(shape, s.np_dtype or np.dtype(np.uint16))
+            allocated.append(arrays[i])
+        self._check_aliasing(arrays, set(absent))
+        return PreparedCall(arrays, allocated, self._packer.pack(arrays, binder.addresses))
+
+    def _check_aliasing(self, arrays: list[np.ndarray], fresh: set[int]) -> None:
+        for p in self._specs:
+            if not p.output or p.index in fresh or arrays[p.index].size == 0:
+                continue
+            for q in self._specs:
+                if q is p or q.kind != "buffer" or arrays[q.index].size == 0:
+                    continue
+                if np.may_share_memory(arrays[p.index], arrays[q.index]):
+                    raise ValueError(f"{self.name}: argument {p.name} (an output) shares "
+                                     f"memory with argument {q.name}")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        call = self.prepare(args, kwargs)
+        self.call_prepared(call)
+        if not call.allocated:
+            return None
+        return call.allocated[0] if len(call.allocated) == 1 else tuple(call.allocated)
+
+    def call_prepared(self, call: PreparedCall) -> None:
+        """Call the library with checked arguments; raise TircError on an error code."""
+        code = self._fn(ctypes.addressof(call.packed), len(call.arrays))
+        if code != 0:
+            message = (self._last_error() or b"").decode("utf-8", "replace")
+            raise TircError(message or f"{self.name} failed with code {code}", code, self.name)

@@ -1,0 +1,84 @@
+"""A loaded tirc library: its functions by name, as attributes and items."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from tirc.runtime.errors import TircError
+from tirc.runtime.function import Function
+
+SUPPORTED_ABI = 1
+
+
+class Module:
+    """The functions of one shared object, described by its `tirc_metadata()`."""
+
+    def __init__(self, path: str) -> None:
+        self.path = os.path.abspath(path)
+        try:
+            self._lib = ctypes.CDLL(self.path)
+        except OSError as exc:
+            raise TircError(f"cannot load '{path}': {exc}") from None
+        try:
+            meta_fn = self._lib.tirc_metadata
+            last_error = self._lib.tirc_last_error
+        except AttributeError:
+            raise TircError(f"'{path}' is not a tirc library (it has no tirc_metadata)") from None
+        meta_fn.restype = ctypes.c_char_p
+        meta_fn.argtypes = []
+        last_error.restype = ctypes.c_char_p
+        last_error.argtypes = []
+        self.metadata: dict[str, Any] = json.loads(meta_fn().decode("utf-8"))
+        abi = self.metadata.get("tirc_abi")
+        if abi != SUPPORTED_ABI:
+            raise TircError(f"'{path}' uses tirc ABI version {abi}; this runtime reads "
+                            f"version {SUPPORTED_ABI}")
+        self._functions = {f["name"]: Function(self._lib, f, last_error)
+                           for f in self.metadata["functions"]}
+
+    def __getitem__(self, name: str) -> Function:
+        try:
+            return self._functions[name]
+        except KeyError:
+            raise KeyError(f"'{os.path.basename(self.path)}' has no function '{name}' "
+                           f"(it has: {', '.join(self._functions) or 'none'})") from None
+
+    def __getattr__(self, name: str) -> Function:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._functions[name]
+        except KeyError:
+            raise AttributeError(f"'{os.path.basename(self.path)}' has no function '{name}' "
+                                 f"(it has: {', '.join(self._functions) or 'none'})") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._functions
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._functions)
+
+    def __len__(self) -> int:
+        return len(self._functions)
+
+    @property
+    def functions(self) -> dict[str, Function]:
+        return dict(self._functions)
+
+    def __repr__(self) -> str:
+        return f"<tirc module {self.path}: {', '.join(self._functions)}>"
+
+
+def load(path: str | os.PathLike[str]) -> Module:
+    """Load a library tirc built (`.so`) and return its functions as a Module."""
+    path = os.fspath(path)
+    if path.endswith(".ptx"):
+        raise TircError(f"cannot load '{path}': this runtime loads CPU libraries (.so); "
+                        "PTX needs the CUDA runtime")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no such library: '{path}'")
+    return Module(path)

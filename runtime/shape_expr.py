@@ -1,0 +1,62 @@
+"""Evaluating the symbolic shape expressions of the metadata ("n", "n * 2", "min(n, 4)").
+
+The expressions are Python syntax restricted to integers, names, + - * // % unary minus and
+min/max; anything else is rejected rather than evaluated.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import lru_cache
+
+_BINOPS = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b if b else 0,
+    ast.Mod: lambda a, b: a % b if b else 0,
+}
+
+
+class ShapeExprError(ValueError):
+    """A shape expression outside the supported subset, or with an unbound name."""
+
+
+@lru_cache(maxsize=256)
+def _parse(text: str) -> ast.expr:
+    try:
+        return ast.parse(text, mode="eval").body
+    except SyntaxError:
+        raise ShapeExprError(f"malformed shape expression '{text}'") from None
+
+
+def evaluate(dim: int | str, env: dict[str, int]) -> int:
+    """The value of a dimension (an int, or an expression over the names in `env`)."""
+    if isinstance(dim, int):
+        return dim
+    return _eval(_parse(dim), env, dim)
+
+
+def names(dim: int | str) -> set[str]:
+    """The symbolic names a dimension mentions."""
+    if isinstance(dim, int):
+        return set()
+    return {n.id for n in ast.walk(_parse(dim)) if isinstance(n, ast.Name)}
+
+
+def _eval(node: ast.expr, env: dict[str, int], text: str) -> int:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id not in env:
+            raise ShapeExprError(f"symbolic size '{node.id}' is not known")
+        return env[node.id]
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        return _BINOPS[type(node.op)](_eval(node.left, env, text), _eval(node.right, env, text))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_eval(node.operand, env, text)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+            node.func.id in ("min", "max") and len(node.args) == 2 and not node.keywords:
+        a, b = (_eval(x, env, text) for x in node.args)
+        return min(a, b) if node.func.id == "min" else max(a, b)
+    raise ShapeExprError(f"unsupported shape expression '{text}'")

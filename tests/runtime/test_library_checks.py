@@ -1,0 +1,174 @@
+"""The library's own argument checks (defence in depth): hand-made DLTensors passed straight
+to the exported C function, bypassing the Python checks. Each bad call returns -1 with an exact
+message from tirc_last_error(), and never touches the bad memory."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+import pytest
+from backend_support import build_library, flat_view, func, i64
+from tirc.ir import For, ForKind, Var, make_buffer
+from tirc.ir.dtype import dtype
+from tirc.ir.stmt import BufferStore
+from tirc.runtime.dlpack import DLDataType, DLDevice, DLTensor, DLTensorPtr
+
+I64 = dtype("int64")
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    n = Var("n", I64)
+    x = make_buffer("X", (n, i64(4)), "float32")
+    out = make_buffer("Out", (n, i64(4)), "float32")
+    fx, fo = flat_view(x), flat_view(out)
+    i = Var("i", I64)
+    body = For(i, i64(0), n * 4, ForKind.SERIAL, BufferStore(fo, fx.vload(i) + 1.0, (i,)))
+    s = Var("s", dtype("int32"))
+    y = make_buffer("Y", (i64(2),), "int32")
+    fill = For(i, i64(0), i64(2), ForKind.SERIAL, BufferStore(y, s, (i,)))
+    return build_library([func("inc", [x, out], body), func("fill", [y], fill, scalars=(s,))],
+                         tmp_path_factory.mktemp("lib") / "checks.so", 1)
+
+
+class Call:
+    """A raw call: DLTensors made field by field, passed to the C symbol."""
+
+    def __init__(self, lib: Any, name: str) -> None:
+        self.fn = getattr(lib._lib, name)
+        self.fn.argtypes = [ctypes.c_void_p, ctypes.c_int32]
+        self.fn.restype = ctypes.c_int32
+        self.err = lib._lib.tirc_last_error
+        self.keep: list[Any] = []
+
+    def tensor(self, arr: np.ndarray | None, code: int = 2, bits: int = 32, lanes: int = 1,
+               device: int = 1, shape: tuple[int, ...] | None = None,
+               strides: tuple[int, ...] | None = None, byte_offset: int = 0,
+               data: int | None = None) -> DLTensor:
+        shape = tuple(arr.shape) if shape is None else shape
+        c_shape = (ctypes.c_int64 * max(1, len(shape)))(*shape)
+        c_strides = (ctypes.c_int64 * len(strides))(*strides) if strides is not None else None
+        self.keep += [arr, c_shape, c_strides]
+        ptr = data if data is not None else (arr.ctypes.data if arr is not None else None)
+        return DLTensor(ptr, DLDevice(device, 0), len(shape), DLDataType(code, bits, lanes),
+                        ctypes.cast(c_shape, ctypes.POINTER(ctypes.c_int64)),
+                        ctypes.cast(c_strides, ctypes.POINTER(ctypes.c_int64))
+                        if c_strides is not None else None, byte_offset)
+
+    def __call__(self, *tensors: DLTensor | None, num_args: int | None = None,
+                 null_array: bool = False) -> tuple[int, str]:
+        arr = (DLTensorPtr * max(1, len(tensors)))(
+            *[ctypes.pointer(t) if t is not None else None for t in tensors])
+        self.keep.append(arr)
+        n = len(tensors) if num_args is None else num_args
+        code = self.fn(None if null_array else ctypes.addressof(arr), n)
+        return code, self.err().decode()
+
+
+X = np.zeros((3, 4), np.float32)
+
+
+def out() -> np.ndarray:
+    return np.zeros((3, 4), np.float32)
+
+
+def test_valid_raw_call(lib: Any) -> None:
+    c = Call(lib, "inc")
+    o = out()
+    assert c(c.tensor(X), c.tensor(o))[0] == 0
+    assert (o == 1).all()
+
+
+def test_explicit_compact_strides_and_size_one_dims_are_accepted(lib: Any) -> None:
+    c = Call(lib, "inc")
+    o = out()
+    assert c(c.tensor(X, strides=(4, 1)), c.tensor(o))[0] == 0
+    one = np.zeros((1, 4), np.float32)
+    assert c(c.tensor(one, strides=(999, 1)), c.tensor(np.zeros((1, 4), np.float32)))[0] == 0
+
+
+def test_byte_offset_is_applied(lib: Any) -> None:
+    c = Call(lib, "inc")
+    big = np.arange(16, dtype=np.float32).reshape(4, 4)
+    o = np.zeros((3, 4), np.float32)
+    code, _ = c(c.tensor(big, shape=(3, 4), byte_offset=16), c.tensor(o))
+    assert code == 0
+    np.testing.assert_array_equal(o, big[1:] + 1)
+
+
+BAD = [
+    ("num_args", lambda c: c(c.tensor(X), num_args=1),
+     "inc: expected 2 arguments (X, Out), got 1"),
+    ("null_array", lambda c: c(c.tensor(X), c.tensor(out()), null_array=True),
+     "inc: the argument array is NULL"),
+    ("null_tensor", lambda c: c(c.tensor(X), None),
+     "inc: argument Out: DLTensor pointer is NULL"),
+    ("ndim", lambda c: c(c.tensor(X, shape=(12,)), c.tensor(out())),
+     "inc: argument X: expected 2 dimensions, got 1"),
+    ("dtype_bits", lambda c: c(c.tensor(X, bits=64), c.tensor(out())),
+     "inc: argument X: expected dtype float32, got float64"),
+    ("dtype_code", lambda c: c(c.tensor(X, code=0), c.tensor(out())),
+     "inc: argument X: expected dtype float32, got int32"),
+    ("dtype_unknown_code", lambda c: c(c.tensor(X, code=9), c.tensor(out())),
+     "inc: argument X: expected dtype float32, got code?32"),
+    ("lanes", lambda c: c(c.tensor(X, lanes=4), c.tensor(out())),
+     "inc: argument X: expected dtype float32, got 4 lanes per element"),
+    ("device", lambda c: c(c.tensor(X), c.tensor(out(), device=2)),
+     "inc: argument Out: expected a CPU tensor (device_type 1), got device_type 2"),
+    ("null_data", lambda c: c(c.tensor(X, data=0), c.tensor(out())),
+     "inc: argument X: data pointer is NULL"),
+    ("shape", lambda c: c(c.tensor(X), c.tensor(np.zeros((3, 5), np.float32))),
+     "inc: argument Out: expected shape (3, 4), got (3, 5)"),
+    ("symbolic", lambda c: c(c.tensor(X), c.tensor(np.zeros((2, 4), np.float32))),
+     "inc: argument Out: expected shape (3, 4), got (2, 4)"),
+    ("strides", lambda c: c(c.tensor(X, strides=(1, 3)), c.tensor(out())),
+     "inc: argument X: expected a compact row-major (C-contiguous) tensor, got strides (1, 3)"),
+    ("overlap", lambda c: (lambda a: c(c.tensor(a), c.tensor(a)))(out()),
+     "inc: argument Out (an output) overlaps argument X in memory"),
+]
+
+
+@pytest.mark.parametrize("case", BAD, ids=[b[0] for b in BAD])
+def test_library_rejects_bad_tensor(lib: Any, case: tuple[Any, ...]) -> None:
+    _, make_call, message = case
+    code, text = make_call(Call(lib, "inc"))
+    assert (code, text) == (-1, message)
+
+
+def test_misaligned_data(lib: Any) -> None:
+    c = Call(lib, "inc")
+    addr = X.ctypes.data + 2
+    code, text = c(c.tensor(X, data=addr), c.tensor(out()))
+    assert (code, text) == (-1, f"inc: argument X: data address {addr:#x} is not aligned to "
+                                "4 bytes (the size of float32)")
+
+
+def test_scalar_argument_is_a_0d_tensor(lib: Any) -> None:
+    c = Call(lib, "fill")
+    y = np.zeros(2, np.int32)
+    s = np.array(7, np.int32)
+    assert c(c.tensor(y, code=0), c.tensor(s, code=0))[0] == 0
+    assert y.tolist() == [7, 7]
+    code, text = c(c.tensor(y, code=0), c.tensor(y, code=0))
+    assert (code, text) == (-1, "fill: argument s: expected a scalar (a 0-d tensor), "
+                                "got 1 dimension(s)")
+
+
+def test_packed_arguments_match_the_dltensor_struct() -> None:
+    from tirc.runtime.dlpack import ArgsPacker
+
+    assert ctypes.sizeof(DLTensor) == 48
+    a = np.zeros((3, 5), np.float16)
+    s = np.array(2, np.int64)
+    buf = ArgsPacker([2, 0], ["float16", "int64"]).pack([a, s])
+    base = ctypes.addressof(buf)
+    ptrs = (ctypes.c_uint64 * 2).from_buffer(buf)
+    t0 = DLTensor.from_address(ptrs[0])
+    t1 = DLTensor.from_address(ptrs[1])
+    assert ptrs[0] == base + 16 and ptrs[1] == base + 16 + 48
+    assert (t0.data, t0.device.device_type, t0.ndim) == (a.ctypes.data, 1, 2)
+    assert (t0.dtype.code, t0.dtype.bits, t0.dtype.lanes) == (2, 16, 1)
+    assert [t0.shape[0], t0.shape[1]] == [3, 5] and not t0.strides and t0.byte_offset == 0
+    assert (t1.data, t1.ndim, t1.dtype.code, t1.dtype.bits) == (s.ctypes.data, 0, 0, 64)
