@@ -20,16 +20,31 @@ SCOPE_ROOTS = ("global", "shared", "local", "warp", "wmma", "event")
 FLOAT32 = DType("float", 32)
 
 
+def alias_data(eb: ExprBuilder, node: S.Expr) -> Var:
+    """The storage named by `data=`: a handle variable, or `B.data` of a buffer in scope."""
+    if isinstance(node, S.Attribute) and node.attr == "data" and isinstance(node.value, S.Name):
+        target = eb.scope.require(node.value.id, node.value.span)
+        if isinstance(target, Buffer):
+            return target.data
+        eb.ctx.error(f"'{node.value.id}' is not a buffer", node.value.span)
+    value = eb.expr(node)
+    if not isinstance(value, Var) or not value.dtype.is_handle:
+        eb.ctx.error("data= must be a handle variable or `B.data` of a buffer", node.span)
+    return value
+
+
 def declare_buffer(eb: ExprBuilder, name: str, call: S.Call, fname: str, skip: int = 0,
-                   scope: str | None = None) -> Buffer:
+                   scope: str | None = None, alias: bool = False) -> Buffer:
     """A buffer from `fname(shape, dtype, key=value...)`; `skip` leading positional arguments
     (the handle of T.match_buffer) are the caller's; `scope` forces a storage scope."""
     args = check_call(eb.ctx, call, fname, Sig(skip, skip + 2, BUFFER_KWARGS))
-    return buffer_from_args(eb, name, call, fname, args, skip, scope)
+    return buffer_from_args(eb, name, call, fname, args, skip, scope, alias)
 
 
 def buffer_from_args(eb: ExprBuilder, name: str, call: S.Call | S.Subscript, fname: str,
-                     args: Args, skip: int = 0, scope: str | None = None) -> Buffer:
+                     args: Args, skip: int = 0, scope: str | None = None,
+                     alias: bool = False) -> Buffer:
+    """The buffer described by `args`; with `alias`, `data=` may name existing storage."""
     ctx = eb.ctx
     shape_node = args.get(skip, "shape")
     if shape_node is None:
@@ -38,8 +53,11 @@ def buffer_from_args(eb: ExprBuilder, name: str, call: S.Call | S.Subscript, fna
     dtype_node = args.get(skip + 1, "dtype")
     dt = eb.dtype_arg(dtype_node) if dtype_node is not None else FLOAT32
     kw = args.kw
+    data = Var(name, HANDLE, span=call.span)
     if "data" in kw and not _is_none(kw["data"]):
-        ctx.unsupported(f"{fname} with data= (buffer aliasing)", kw["data"].span)
+        if not alias:
+            ctx.unsupported(f"{fname} with data= (buffer aliasing)", kw["data"].span)
+        data = alias_data(eb, kw["data"])
     if "axis_separators" in kw and not _empty(kw["axis_separators"]):
         ctx.unsupported(f"{fname} with axis_separators", kw["axis_separators"].span)
     if "buffer_type" in kw:
@@ -65,7 +83,7 @@ def buffer_from_args(eb: ExprBuilder, name: str, call: S.Call | S.Subscript, fna
     align = _positive_or_default(eb, kw.get("align"), 64, "align")
     offset_factor = _positive_or_default(eb, kw.get("offset_factor"), 1, "offset_factor")
     layout = layout_arg(ctx, eb, kw["layout"]) if "layout" in kw else None
-    return Buffer(name=name, shape=shape, dtype=dt, data=Var(name, HANDLE, span=call.span),
+    return Buffer(name=name, shape=shape, dtype=dt, data=data,
                   strides=strides, elem_offset=elem_offset, scope=buf_scope, layout=layout,
                   align=align, offset_factor=offset_factor, span=call.span)
 

@@ -174,7 +174,9 @@ class LoopBuilder:
         if name == "T.launch_thread":
             return launch_thread(self, call, t)
         if name == "T.Buffer":
-            self.ctx.unsupported("T.Buffer declarations inside a function body", call.span)
+            buf = declare_buffer(self.eb, t.id, call, name, alias=True)
+            self.scope.define(t.id, buf, t.span)
+            return _NOTHING
         if name.startswith("T.") and not call.args and not call.keywords:
             dt = self.symbolic_dtype(name, call)
             if dt is not None:

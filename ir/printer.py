@@ -85,7 +85,7 @@ from tirc.ir.stmt import (
     Stmt,
     While,
 )
-from tirc.ir.visitor import Visitor
+from tirc.ir.visitor import Visitor, post_order_visit
 
 INDENT = "    "
 
@@ -288,6 +288,7 @@ class FuncPrinter:
         self.p = ExprPrinter(self.names)
         self.lines: list[str] = []
         self.loop_dom: dict[int, tuple[PrimExpr, PrimExpr]] = {}
+        self.views: dict[int, list[Buffer]] = {}
         self.module_name = module_name
 
     def emit(self, depth: int, text: str) -> None:
@@ -320,7 +321,34 @@ class FuncPrinter:
 
     # ---- prim_func -------------------------------------------------------------------
 
+    def collect_views(self, body: Stmt) -> None:
+        """Group the buffers accessed in `body` by their storage, to declare views of it."""
+
+        def visit(node: Any) -> None:
+            buf = getattr(node, "buffer", None)
+            if isinstance(node, (BufferLoad, BufferStore, BufferRegion)) and buf is not None:
+                views = self.views.setdefault(id(buf.data), [])
+                if buf not in views:
+                    views.append(buf)
+
+        post_order_visit(body, visit)
+
+    def declare_views(self, data: Var, provider: str, depth: int) -> list[Buffer]:
+        """`B = T.Buffer(..., data=provider)` for each undeclared buffer stored in `data`."""
+        declared = []
+        for buf in self.views.get(id(data), []):
+            if not self.names.is_defined(buf):
+                name = self.names.define(buf, buf.name)
+                self.emit(depth, f"{name} = T.Buffer({self.buffer_args(buf)}, data={provider})")
+                declared.append(buf)
+        return declared
+
+    def buffer_defined(self, buf: Buffer, depth: int) -> list[Buffer]:
+        """After `buf` is declared: its views, named through `buf.data`."""
+        return self.declare_views(buf.data, f"{self.names.get(buf, buf.name)}.data", depth)
+
     def prim_func(self, f: PrimFunc, depth: int) -> list[str]:
+        self.collect_views(f.body)
         self.emit(depth, "@T.prim_func")
         params: list[str] = []
         matches: list[tuple[str, Buffer, Var]] = []
@@ -352,6 +380,8 @@ class FuncPrinter:
         for hname, buf, _ in matches:
             bname = self.names.define(buf, buf.name)
             self.emit(body_depth, f"{bname} = T.match_buffer({hname}, {self.buffer_args(buf)})")
+        for buf in f.buffer_map.values():
+            self.buffer_defined(buf, body_depth)
         self.root_or_stmt(f.body, body_depth)
         return self.lines
 
@@ -361,6 +391,7 @@ class FuncPrinter:
             for b in blk.alloc_buffers:
                 self.emit(depth, f"{self.names.define(b, b.name)} = "
                                  f"T.alloc_buffer({self.buffer_args(b)})")
+                self.buffer_defined(b, depth)
             self.stmt(blk.body, depth)
         else:
             self.stmt(body, depth)
@@ -381,11 +412,9 @@ class FuncPrinter:
             return format_float(v)
         if isinstance(v, str):
             return _str(v)
-        if isinstance(v, tuple):
+        if isinstance(v, (tuple, list)):  # attribute sequences read back as tuples
             items = [self.attr_value(x) for x in v]
             return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
-        if isinstance(v, list):
-            return f"[{', '.join(self.attr_value(x) for x in v)}]"
         if isinstance(v, dict):
             return self.attr_dict(v)
         if isinstance(v, PrimExpr):
@@ -426,8 +455,11 @@ class FuncPrinter:
         value = self.p(s.value)
         name = self.names.define(s.var, s.var.name)
         self.emit(depth, f"{name}: T.{s.var.dtype} = {value}")
+        views = self.declare_views(s.var, name, depth) if s.var.dtype.is_handle else []
         self.stmt(s.body, depth)
         self.names.undefine(s.var)
+        for v in views:
+            self.names.undefine(v)
 
     def stmt_AssertStmt(self, s: AssertStmt, depth: int) -> None:
         self.emit(depth, f"assert {self.p(s.condition)}, {_str(s.message)}")
@@ -467,8 +499,11 @@ class FuncPrinter:
         else:
             text = self.buffer_args(b)
             self.emit(depth, f"{self.names.define(b, b.name)} = T.decl_buffer({text})")
+        views = self.buffer_defined(b, depth)
         self.stmt(s.body, depth)
         self.names.undefine(b)
+        for v in views:
+            self.names.undefine(v)
 
     def stmt_For(self, s: For, depth: int) -> None:
         loops = [s]
@@ -553,11 +588,13 @@ class FuncPrinter:
             self.emit(d, f"{self.names.define(buf, buf.name)} = "
                          f"T.alloc_buffer({self.buffer_args(buf)})")
             defined.append(buf)
+            defined.extend(self.buffer_defined(buf, d))
         for mb in b.match_buffers:
             src = self.p.region(mb.source)
             name = self.names.define(mb.buffer, mb.buffer.name)
             self.emit(d, f"{name} = T.match_buffer({src}, {self.buffer_args(mb.buffer)})")
             defined.append(mb.buffer)
+            defined.extend(self.buffer_defined(mb.buffer, d))
         if b.init is not None:
             self.emit(d, "with T.init():")
             self.stmt(b.init, d + 1)

@@ -100,6 +100,13 @@ def _iter_values_are_ints(br: BlockRealize, w: _Walker) -> str | None:
     return None
 
 
+def _loop_dtypes(s: For, w: _Walker) -> str | None:
+    if s.min.dtype != s.loop_var.dtype or s.extent.dtype != s.loop_var.dtype:
+        return (f"loop variable '{s.loop_var.name}' is {s.loop_var.dtype} but its minimum is "
+                f"{s.min.dtype} and its extent {s.extent.dtype}")
+    return None
+
+
 def _gvar_defined(v: GVar, w: _Walker) -> str | None:
     if v not in w.live:
         return f"graph variable '{v.name}' is used before it is defined"
@@ -140,6 +147,7 @@ RULES: tuple[Rule, ...] = (
     Rule(BufferRegion, "region-in-bounds", _region_in_bounds),
     Rule(BlockRealize, "iter-values-bound", _iter_values_bound),
     Rule(BlockRealize, "iter-values-int", _iter_values_are_ints),
+    Rule(For, "loop-dtype", _loop_dtypes),
     Rule(GVar, "gvar-defined", _gvar_defined),
     Rule(GlobalVar, "callee-exists", _callee_exists),
     Rule(BindingBlock, "outputs-bound", _outputs_bound),
