@@ -45,7 +45,9 @@ class PrimFuncBuilder:
             self.ctx.report("unsupported: a return type on a loop function", fn.returns.span)
         body = self.lb.body(fn.body, hook=self.hook, frame=False)
         body = self.with_root(body)
-        return PrimFunc(fn.name, tuple(self.params), self.buffer_map, body, self.attrs,
+        # The buffer map follows parameter order, however the buffers were declared.
+        bmap = {p: self.buffer_map[p] for p in self.params if p in self.buffer_map}
+        return PrimFunc(fn.name, tuple(self.params), bmap, body, self.attrs,
                         span=fn.span)
 
     # ---- parameters -----------------------------------------------------------------------

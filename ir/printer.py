@@ -5,7 +5,8 @@ Printed forms (what the frontend must accept, besides everything in LANGUAGE.md)
   at top level as `@S.schedule("f", target="llvm") def _(sch): ...`;
 - a prim_func parameter whose buffer shape is all constants prints as `A: T.Buffer(...)`,
   otherwise as `a: T.handle` plus `A = T.match_buffer(a, ...)` after `n = T.int64()` lines;
-- a root block with nothing but allocations prints without its `with T.block("root"):` line;
+- a root block with nothing but allocations prints without its `with T.block("root"):` line
+  (an empty root block keeps it, so it reads back as a block);
 - perfectly nested serial loops from 0 print as one `for i, j in T.grid(a, b):`;
 - block iteration variables print as one `T.axis.remap("SSR", [i, j, k])` when every one is
   bound to an enclosing loop variable over the same domain, else one `T.axis.*` line each;
@@ -245,7 +246,7 @@ class ExprPrinter:
 
     def range_text(self, r: Range) -> str:
         """`lo:hi` for a slice, or the single index when the extent is 1."""
-        if isinstance(r.extent, IntImm) and r.extent.value == 1:
+        if isinstance(r.extent, IntImm) and r.extent.value == 1 and r.extent.dtype == r.min.dtype:
             return self(r.min)
         return f"{self(r.min)}:{_range_stop(self, r.min, r.extent)}"
 
@@ -399,8 +400,8 @@ class FuncPrinter:
     @staticmethod
     def is_implicit_root(br: BlockRealize) -> bool:
         b = br.block
-        return (b.name == "root" and not b.iter_vars and not b.reads and not b.writes
-                and b.init is None and not b.match_buffers and not b.annotations
+        return (b.name == "root" and bool(b.alloc_buffers) and not b.iter_vars and not b.reads
+                and not b.writes and b.init is None and not b.match_buffers and not b.annotations
                 and isinstance(br.predicate, IntImm) and br.predicate.value == 1)
 
     def attr_value(self, v: Any) -> str:

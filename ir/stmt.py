@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tirc.ir.buffer import Buffer, BufferRegion, Range
-from tirc.ir.expr import PrimExpr, Var
+from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.node import Node
 
 
@@ -162,7 +162,8 @@ class BlockRealize(Stmt):
 
 
 def seq(*stmts: Stmt | None) -> Stmt:
-    """A sequence, flattening nested sequences and dropping Nones; one statement stays itself."""
+    """A sequence, flattening nested sequences and dropping Nones; one statement stays itself
+    and none is `T.evaluate(0)`."""
     out: list[Stmt] = []
     for s in stmts:
         if s is None:
@@ -173,4 +174,6 @@ def seq(*stmts: Stmt | None) -> Stmt:
             out.append(s)
     if len(out) == 1:
         return out[0]
+    if not out:
+        return Evaluate(IntImm(0))  # the empty statement, as `pass` reads
     return SeqStmt(tuple(out))

@@ -12,6 +12,9 @@ from typing import Any
 
 from tirc.ir.node import IdentityNode, Node
 
+# Nodes whose definitions are independent of everything outside them.
+_SCOPES = ("PrimFunc", "Function")
+
 
 class _Equal:
     def __init__(self) -> None:
@@ -27,6 +30,8 @@ class _Equal:
         if isinstance(a, Node):
             if type(a) is not type(b):
                 return False
+            if type(a).__name__ in _SCOPES and self.lhs_to_rhs:
+                return _Equal().eq(a, b)  # each function is its own scope of definitions
             pairs = zip(a.compared_fields(), b.compared_fields())
             return all(self.eq(va, vb) for (_, va), (_, vb) in pairs)
         if isinstance(a, (tuple, list)):
@@ -80,6 +85,10 @@ class _Hasher:
             for name, v in x.compared_fields():
                 if name != "name":
                     self.feed(v)
+        elif isinstance(x, Node) and type(x).__name__ in _SCOPES and self.defs:
+            inner = _Hasher()
+            inner.feed(x)
+            self.h.update(inner.h.digest())
         elif isinstance(x, Node):
             self.h.update(type(x).__name__.encode())
             for _, v in x.compared_fields():
@@ -104,3 +113,43 @@ def structural_hash(x: Any) -> int:
     hasher = _Hasher()
     hasher.feed(x)
     return int.from_bytes(hasher.h.digest(), "little")
+
+
+def first_difference(a: Any, b: Any, path: str = "root") -> str | None:
+    """Where `a` and `b` first differ structurally (a field path and both values), or None."""
+    return _diff(_Equal(), a, b, path)
+
+
+def _diff(eq: _Equal, a: Any, b: Any, path: str) -> str | None:
+    if isinstance(a, IdentityNode) or isinstance(b, IdentityNode):
+        if type(a) is not type(b):
+            return f"{path}: {type(a).__name__} vs {type(b).__name__}"
+        mapped = eq.lhs_to_rhs.get(id(a))
+        if mapped is not None:
+            return None if mapped is b else f"{path}: {a!r} is bound to another definition"
+        eq.lhs_to_rhs[id(a)] = b
+        eq.rhs_to_lhs[id(b)] = a
+    if isinstance(a, Node) and type(a) is type(b):
+        if type(a).__name__ in _SCOPES and eq.lhs_to_rhs:
+            eq = _Equal()
+        for (name, va), (_, vb) in zip(a.compared_fields(), b.compared_fields()):
+            if isinstance(a, IdentityNode) and name == "name":
+                continue
+            found = _diff(eq, va, vb, f"{path}.{name}")
+            if found:
+                return found
+        return None
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            found = _diff(eq, x, y, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    if isinstance(a, dict) and isinstance(b, dict) and len(a) == len(b):
+        for ka, kb in zip(a, b):
+            found = _diff(eq, ka, kb, f"{path}.key({ka!r})") or _diff(eq, a[ka], b[kb],
+                                                                       f"{path}[{ka!r}]")
+            if found:
+                return found
+        return None
+    return None if eq.eq(a, b) else f"{path}: {a!r} vs {b!r}"

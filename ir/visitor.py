@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tirc.ir.node import IdentityNode, Node
+from tirc.ir.stmt import SeqStmt, seq
 
 
 class Visitor:
@@ -69,7 +70,11 @@ class Mutator:
             new = self.visit(value)
             if new is not value:
                 changes[name] = new
-        return dataclasses.replace(node, **changes) if changes else node
+        if not changes:
+            return node
+        if isinstance(node, SeqStmt):
+            return seq(*changes["seq"])  # a statement that became a sequence is spliced in
+        return dataclasses.replace(node, **changes)
 
 
 def post_order_visit(node: Any, fn: Callable[[Node], None]) -> None:

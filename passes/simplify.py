@@ -46,8 +46,8 @@ _UNIT_LOOP_KINDS = (ForKind.SERIAL, ForKind.UNROLLED, ForKind.VECTORIZED, ForKin
 
 
 def noop() -> Stmt:
-    """The empty statement (printed `T.evaluate(0)`)."""
-    return SeqStmt(())
+    """The empty statement `T.evaluate(0)` (what `pass` reads as)."""
+    return Evaluate(IntImm(0))
 
 
 def is_noop(s: Stmt) -> bool:

@@ -29,9 +29,9 @@ from tirc.ir.graph import (
     StructInfo,
     VarBinding,
 )
-from tirc.ir.ops.graph_visit import substitute_graph, visit_graph
 from tirc.ir.ops.infer import infer_expr
 from tirc.ir.ops.sinfo_util import INT64, tensor
+from tirc.ir.visitor import post_order_visit, substitute
 
 
 class GraphBuilder:
@@ -89,8 +89,8 @@ class GraphBuilder:
             outs = _outputs_of(result, bindings)
             mapping = {v: GVar(name=v.name, struct_info=v.struct_info, is_dataflow=False)
                        for v in outs}
-            bindings = [substitute_graph(b, mapping) for b in bindings]
-            result = substitute_graph(result, mapping)
+            bindings = [substitute(b, mapping) for b in bindings]
+            result = substitute(result, mapping)
             outputs = tuple(mapping[v] for v in outs)
         block = BindingBlock(tuple(bindings), self.dataflow, outputs)
         _, ret = infer_expr(result, self.module)
@@ -100,7 +100,7 @@ class GraphBuilder:
 def _outputs_of(result: GraphExpr, bindings: list[Binding]) -> list[GVar]:
     bound = {b.var for b in bindings}
     found: list[GVar] = []
-    visit_graph(result, lambda n: found.append(n) if isinstance(n, GVar) and n in bound
+    post_order_visit(result, lambda n: found.append(n) if isinstance(n, GVar) and n in bound
                      and n not in found else None)
     return found
 

@@ -32,9 +32,9 @@ from tirc.ir.graph import (
     TupleGetItem,
     TupleSInfo,
 )
-from tirc.ir.ops.graph_visit import substitute_graph
 from tirc.ir.ops.registry import infer_call
 from tirc.ir.ops.sinfo_util import dim, dims_equal, ndim_of, sinfo_text
+from tirc.ir.visitor import substitute
 
 
 def infer_expr(e: GraphExpr, module: Any = None) -> tuple[GraphExpr, StructInfo]:
@@ -87,7 +87,7 @@ def _call_function(call: GCall, func: Function) -> StructInfo:
                 if isinstance(d, Var) and d not in values:
                     values[d] = actual
     ret = func.ret_struct_info or _sinfo_of_value(func.body, None)
-    return substitute_graph(ret, values) if values else ret
+    return substitute(ret, values) if values else ret
 
 
 def sinfo_agrees(declared: StructInfo, actual: StructInfo) -> bool:

@@ -15,7 +15,6 @@ from lowering_support import (
     module,
     prim_func,
     random_args,
-    root,
 )
 from tirc.ir import (
     AssertStmt,
@@ -154,7 +153,7 @@ def test_blocks_bind_iteration_domains() -> None:
     store = BufferStore(B, A.vload(vi, (vj * 3 + vi * 24) // 3 - vi * 8), (vi, vj))
     blk = block("copy", [(vi, 8, "S"), (vj, 8, "S")], [i, j], store,
                 predicate=E.logical_and(i < 8, IntImm(1, BOOL)))
-    mod = module(prim_func("f", [A, B], root(loop(i, 8, loop(j, 8, blk)))))
+    mod = module(prim_func("f", [A, B], loop(i, 8, loop(j, 8, blk))))
     out = Simplify()(mod)
     assert body_text(out) == (
         "for i, j in T.grid(8, 8):\n"
