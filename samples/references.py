@@ -314,6 +314,12 @@ SAMPLES: tuple[Sample, ...] = (
         _gelu_fp16, (1,), {"n": 40}, ({"n": 1}, {"n": 333}, {"n": 4096}),
     ),
     Sample(
+        "gemm_packed_layout.tir", "gemm_packed_layout", "loop",
+        lambda s, rng: [_randn(rng, s["M"], s["K"]), _randn(rng, s["K"], 256)],
+        _matmul, (2,), {"M": 3, "K": 5},
+        ({"M": 1, "K": 1}, {"M": 7, "K": 33}, {"M": 64, "K": 70}),
+    ),
+    Sample(
         "mlp.tir", "main", "graph",
         lambda s, rng: [_randn(rng, s["n"], 64), _randn(rng, 64, 128, scale=0.2),
                         _randn(rng, 128), _randn(rng, 128, 64, scale=0.1), _randn(rng, 64),

@@ -16,6 +16,7 @@ from tirc.ir import Buffer, For, ForKind, IntImm, IRModule, PrimExpr, PrimFunc, 
 from tirc.ir.dtype import dtype
 from tirc.ir.expr import BufferLoad, Ramp
 from tirc.ir.stmt import BufferStore, Stmt
+from tirc.ir.target import parse_target
 from tirc.runtime import Module, load
 
 HANDLE = dtype("handle")
@@ -66,6 +67,10 @@ def vector_elementwise(name: str, dt: str, lanes: int, blocks: int,
     loads = [BufferLoad(b, (idx,), vdt) for b in ins]
     body = For(v, i64(0), i64(blocks), ForKind.SERIAL, BufferStore(out, fn(*loads), (idx,)))
     return func(name, [*ins, out], body)
+
+
+# A host target without FMA contraction, for tests that compare bit-exactly with numpy.
+EXACT = parse_target("llvm -fp-contract=off")
 
 
 def build_library(funcs: list[PrimFunc], path: Path, opt_level: int = 2,

@@ -34,14 +34,22 @@ class LLVMResult:
         return self.machine.emit_object(self.module)
 
 
+def fp_contract(target: Any) -> bool:
+    """Whether a multiply feeding an add may become one FMA: on unless the target says
+    `-fp-contract=off` (bit-exact agreement with separately rounded numpy arithmetic)."""
+    options = getattr(target, "options", None) or {}
+    return str(options.get("fp-contract", "on")).lower() not in ("off", "false", "0")
+
+
 def compile_llvm(mod: IRModule, metadata_json: str, target: Any = None,
                  opt_level: int = 2) -> LLVMResult:
     """Generate, verify and optimise LLVM IR for a module whose functions are entry points."""
     tm = create_target_machine(target, opt_level)
-    ctx = codegen_module(mod, metadata_json, target_triple(target), str(tm.target_data))
+    ctx = codegen_module(mod, metadata_json, target_triple(target), str(tm.target_data),
+                         fp_contract=fp_contract(target))
     module = parse_and_verify(str(ctx.module))
     optimize(module, tm, opt_level)
     return LLVMResult(module, tm, ctx.uses_openmp)
 
 
-__all__ = ["LLVMResult", "compile_llvm"]
+__all__ = ["LLVMResult", "compile_llvm", "fp_contract"]

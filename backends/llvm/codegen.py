@@ -62,9 +62,10 @@ def emit_abi_helpers(ctx: ModuleContext, metadata_json: str) -> None:
 
 
 def codegen_module(mod: IRModule, metadata_json: str, triple: str = "",
-                   data_layout: str = "") -> ModuleContext:
+                   data_layout: str = "", fp_contract: bool = True) -> ModuleContext:
     """LLVM IR for every entry point of `mod` (run make-entry first)."""
     ctx = ModuleContext(mod.name, triple, data_layout)
+    ctx.fp_contract = fp_contract
     for name, func in mod.functions.items():
         if not isinstance(func, PrimFunc):
             raise CompileError(f"codegen: graph function '{name}' must be lowered to loop "

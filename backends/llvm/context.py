@@ -31,6 +31,8 @@ class ModuleContext:
         self._error_buffer: ir.Constant | None = None
         # Set when a parallel loop calls into the OpenMP runtime (the link needs -fopenmp).
         self.uses_openmp = False
+        # Float multiply and add may fuse into FMA (`-fp-contract=off` in the target turns it off).
+        self.fp_contract = True
 
     def unique_name(self, base: str) -> str:
         """A fresh symbol name starting with `base`."""

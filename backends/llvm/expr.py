@@ -13,6 +13,8 @@ from llvmlite import ir
 from tirc.backends.llvm.builtins import NO_OPS
 from tirc.backends.llvm.casts import convert
 from tirc.backends.llvm.context import ModuleContext
+from tirc.backends.llvm.events import OPS as EVENT_OPS
+from tirc.backends.llvm.events import emit_event
 from tirc.backends.llvm.intrinsics import call_llvm, emit_math
 from tirc.backends.llvm.lanes import EXTRACT_LANE, lane_of
 from tirc.backends.llvm.memory import MemoryAccess, const_int
@@ -68,6 +70,13 @@ def _round_float(value: float, dt: DType) -> float:
         if dt.bits == 32:
             return float(np.float32(value))
     return float(value)
+
+
+_CONTRACTIBLE = {
+    "add": ir.IRBuilder.fadd,
+    "sub": ir.IRBuilder.fsub,
+    "mul": ir.IRBuilder.fmul,
+}
 
 
 class ExprCodegen(MemoryAccess):
@@ -169,12 +178,13 @@ class ExprCodegen(MemoryAccess):
 
     def _float_arith(self, op: str, a: ir.Value, c: ir.Value, e: BinOp) -> ir.Value:
         b = self.b
-        if op == "add":
-            return b.fadd(a, c)
-        if op == "sub":
-            return b.fsub(a, c)
-        if op == "mul":
-            return b.fmul(a, c)
+        if op in _CONTRACTIBLE:
+            # `contract` lets LLVM fuse a multiply and an add into one FMA, as C compilers do
+            # by default (-ffp-contract=on): one rounding instead of two.
+            inst = _CONTRACTIBLE[op](b, a, c)
+            if self.ctx.fp_contract:
+                inst.flags.append("contract")
+            return inst
         if op == "div":
             return b.fdiv(a, c)
         if op == "floordiv":
@@ -262,6 +272,8 @@ class ExprCodegen(MemoryAccess):
         if e.op == EXTRACT_LANE:
             vec = self.expr(e.args[0])
             return self.b.extract_element(vec, ir.Constant(I32, const_int(e.args[1])))
+        if e.op in EVENT_OPS:
+            return emit_event(self, e)
         if e.op.startswith("tirc."):
             method = getattr(self, "call_" + e.op[5:].replace(".", "_"), None)
             if method is None:

@@ -10,7 +10,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from backend_support import build_library, elementwise
+from backend_support import EXACT, build_library, elementwise
 from tirc.ir import PrimExpr
 from tirc.ir.dtype import dtype
 from tirc.ir.expr import (
@@ -28,6 +28,7 @@ from tirc.ir.expr import (
     minimum,
     select,
 )
+from tirc.ir.target import parse_target
 
 N = 64
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -227,7 +228,8 @@ CASES = _int_cases() + _cast_cases() + _math_cases() + _other_cases()
 def library(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
     funcs = [elementwise(c.name, c.in_dtypes, c.out_dtype, c.ir, N) for c in CASES]
     path = tmp_path_factory.mktemp("expr") / f"expr_O{request.param}.so"
-    return build_library(funcs, path, opt_level=request.param)
+    # Exact agreement with numpy's separately rounded operations: no FMA contraction.
+    return build_library(funcs, path, opt_level=request.param, target=EXACT)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -240,3 +242,16 @@ def test_expression_matches_numpy(library: Any, case: Case) -> None:
                                    rtol=case.rtol, atol=case.atol)
     else:
         np.testing.assert_array_equal(out, want)
+
+
+def test_multiply_add_contracts_to_fma_unless_the_target_says_off() -> None:
+    """`a * b + c` becomes one FMA by default (as C compilers do), never with -fp-contract=off."""
+    from tirc.backends import emit
+    from tirc.ir import IRModule
+
+    f = elementwise("mul_add", ["float32"] * 3, "float32", lambda a, b, c: a * b + c, N)
+    mod = IRModule({"mul_add": f})
+    fused = emit(mod, "asm", parse_target("llvm -mcpu=znver5"), 2)
+    exact = emit(mod, "asm", parse_target("llvm -mcpu=znver5 -fp-contract=off"), 2)
+    assert b"vfmadd" in fused
+    assert b"vfmadd" not in exact

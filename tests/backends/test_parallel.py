@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from backend_support import build_library, elementwise, func, i64
+from backend_support import EXACT, build_library, elementwise, func, i64
 from tirc.backends import emit
 from tirc.ir import For, ForKind, IRModule, Var, make_buffer
 from tirc.ir.dtype import dtype
@@ -74,7 +74,7 @@ FUNCS = [
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    return build_library(FUNCS, tmp_path_factory.mktemp("par") / "par.so", 2)
+    return build_library(FUNCS, tmp_path_factory.mktemp("par") / "par.so", 2, target=EXACT)
 
 
 @pytest.mark.parametrize("n", [0, 1, 3, 1001, 100_000])
