@@ -1,0 +1,201 @@
+"""transform_layout: store a buffer in another shape, or give it an Axe layout.
+
+`sch.transform_layout(block, ("write", 0), lambda i, j: (j // 32, i, j % 32))` maps each
+logical index of the buffer to a new index: the buffer's shape becomes the image of the index
+map (each output dimension relaxed over the old shape), and every access and region of the
+buffer in the function is rewritten through the map. The map must be a bijection onto its
+image (checked by enumeration for constant shapes); padding is not supported.
+`layout="S[(4, 8):(1, 4)]"` instead sets the buffer's layout (tirc.ir.layout notation), which
+the layout-lowering pass later maps to memory; its size must equal the buffer's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+from tirc.ir.arith import Analyzer
+from tirc.ir.buffer import Buffer, BufferRegion
+from tirc.ir.expr import BinOp, BufferLoad, IntImm, PrimExpr, Var, binop
+from tirc.ir.layout import LayoutError, parse_layout
+from tirc.ir.schedule import SchedLambda
+from tirc.ir.stmt import Block, BufferStore
+from tirc.ir.visitor import Mutator, substitute
+from tirc.passes.schedule.regions import full_bounds, region_of_bounds, relax
+from tirc.passes.schedule.scope import replace_buffer
+from tirc.passes.schedule.state import ScheduleError, ScheduleState
+
+PRIM = "transform_layout"
+MAX_ENUMERATED = 1 << 22
+
+
+def _pick_buffer(s: ScheduleState, block: Any, buffer: Any) -> Buffer:
+    _, _, blk = s.block(block, PRIM)
+    if isinstance(buffer, str):
+        found = [r.buffer for r in blk.reads + blk.writes if r.buffer.name == buffer]
+        if not found:
+            raise ScheduleError(f"{PRIM}: block \"{blk.name}\" does not access a buffer named "
+                                f"{buffer}")
+        return found[0]
+    if not (isinstance(buffer, (tuple, list)) and len(buffer) == 2
+            and buffer[0] in ("read", "write") and isinstance(buffer[1], int)):
+        raise ScheduleError(f"{PRIM}: the buffer is (\"read\", index), (\"write\", index) or "
+                            f"a buffer name")
+    regions = blk.reads if buffer[0] == "read" else blk.writes
+    if not 0 <= buffer[1] < len(regions):
+        raise ScheduleError(f"{PRIM}: block \"{blk.name}\" has {len(regions)} {buffer[0]} "
+                            f"regions; index {buffer[1]} is out of range")
+    return regions[buffer[1]].buffer
+
+
+def transform_layout(s: ScheduleState, block: Any, buffer: Any, index_map: Any = None,
+                     pad_value: Any = None, layout: Any = None) -> None:
+    """Rewrite a buffer through an index map, or set its layout."""
+    buf = _pick_buffer(s, block, buffer)
+    if pad_value is not None:
+        raise ScheduleError(f"{PRIM}: padding (pad_value) is not supported")
+    if (index_map is None) == (layout is None):
+        raise ScheduleError(f"{PRIM}: give either an index map (a lambda) or layout=\"...\"")
+    if layout is not None:
+        _set_layout(s, buf, layout)
+        return
+    if not isinstance(index_map, SchedLambda):
+        raise ScheduleError(f"{PRIM}: the index map must be a lambda, such as "
+                            f"lambda i, j: (j // 32, i, j % 32)")
+    params, outs = list(index_map.params), list(index_map.body)
+    if len(params) != buf.ndim:
+        raise ScheduleError(f"{PRIM}: the index map takes {len(params)} indices but "
+                            f"{buf.name} has {buf.ndim} dimensions")
+    params = [p if p.dtype == d.dtype else Var(p.name, d.dtype) for p, d in
+              zip(params, buf.shape)]
+    outs = [substitute(o, dict(zip(index_map.params, params))) for o in outs]
+    an = Analyzer()
+    shape = _image_shape(buf, params, outs, an)
+    _check_bijective(buf, params, outs, shape)
+    new = dataclasses.replace(buf, shape=tuple(shape), strides=(), layout=None)
+    s.set_body(_Remap(buf, new, params, outs, an).visit(s.body))
+    replace_buffer(s, buf, new)
+
+
+def _image_shape(buf: Buffer, params: list[Var], outs: list[PrimExpr], an: Analyzer
+                 ) -> list[PrimExpr]:
+    dom = {p: full_bounds(buf, k) for k, p in enumerate(params)}
+    for p, (lo, hi) in dom.items():
+        an.bind(p, (lo, hi))
+    shape = []
+    for k, e in enumerate(outs):
+        r = relax(e, dom)
+        if r is None:
+            raise ScheduleError(f"{PRIM}: cannot bound output {k} of the index map")
+        lo, hi = an.simplify(r[0]), an.simplify(r[1])
+        if not an.can_prove(binop("eq", lo, 0)):
+            raise ScheduleError(f"{PRIM}: output {k} of the index map does not start at 0")
+        shape.append(an.simplify(binop("add", hi, 1)))
+    return shape
+
+
+def _np_eval(e: PrimExpr, env: dict[Var, np.ndarray]) -> np.ndarray | None:
+    if isinstance(e, IntImm):
+        return np.int64(e.value)  # type: ignore[return-value]
+    if isinstance(e, Var):
+        return env.get(e)
+    if isinstance(e, BinOp):
+        a, b = _np_eval(e.a, env), _np_eval(e.b, env)
+        if a is None or b is None:
+            return None
+        ops = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
+               "floordiv": np.floor_divide, "floormod": np.mod, "min": np.minimum,
+               "max": np.maximum}
+        fn = ops.get(e.op)
+        return None if fn is None else fn(a, b)
+    return None
+
+
+def _check_bijective(buf: Buffer, params: list[Var], outs: list[PrimExpr],
+                     shape: list[PrimExpr]) -> None:
+    dims = [d.value if isinstance(d, IntImm) else None for d in buf.shape]
+    new = [d.value if isinstance(d, IntImm) else None for d in shape]
+    if None in dims or None in new:
+        return
+    old_n, new_n = math.prod(dims), math.prod(new)  # type: ignore[arg-type]
+    if old_n != new_n:
+        raise ScheduleError(f"{PRIM}: the index map sends {buf.name}'s {old_n} elements into "
+                            f"a shape of {new_n}; padding is not supported")
+    if old_n > MAX_ENUMERATED:
+        return
+    grids = np.indices(dims, dtype=np.int64).reshape(len(dims), -1)
+    env = dict(zip(params, grids))
+    cols = [_np_eval(o, env) for o in outs]
+    if any(c is None for c in cols):
+        return
+    flat = np.zeros(old_n, dtype=np.int64)
+    for c, d in zip(cols, new):
+        flat = flat * d + np.broadcast_to(c, (old_n,))  # type: ignore[arg-type]
+    if len(np.unique(flat)) != old_n:
+        raise ScheduleError(f"{PRIM}: the index map sends two elements of {buf.name} to the "
+                            f"same place")
+
+
+class _Remap(Mutator):
+    """Accesses and regions of `old` rewritten through the index map (buffer swapped later)."""
+
+    def __init__(self, old: Buffer, new: Buffer, params: list[Var], outs: list[PrimExpr],
+                 an: Analyzer) -> None:
+        self.old = old
+        self.new = new
+        self.params = params
+        self.outs = outs
+        self.an = an
+
+    def mapped(self, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
+        m = dict(zip(self.params, indices))
+        return tuple(self.an.simplify(substitute(o, m)) for o in self.outs)
+
+    def visit_BufferLoad(self, n: BufferLoad) -> Any:
+        n = self.generic_visit(n)
+        if n.buffer is not self.old:
+            return n
+        return dataclasses.replace(n, indices=self.mapped(n.indices))
+
+    def visit_BufferStore(self, n: BufferStore) -> Any:
+        n = self.generic_visit(n)
+        if n.buffer is not self.old:
+            return n
+        return dataclasses.replace(n, indices=self.mapped(n.indices))
+
+    def visit_BufferRegion(self, r: BufferRegion) -> Any:
+        if r.buffer is not self.old:
+            return r
+        dom = {p: (rng.min, binop("sub", binop("add", rng.min, rng.extent), 1))
+               for p, rng in zip(self.params, r.region)}
+        bounds = []
+        for k, o in enumerate(self.outs):
+            b = relax(o, dom)
+            bounds.append(full_bounds(self.new, k) if b is None else
+                          (self.an.simplify(b[0]), self.an.simplify(b[1])))
+        return BufferRegion(r.buffer, region_of_bounds(bounds, self.an))
+
+    def visit_Block(self, b: Block) -> Any:
+        for m in b.match_buffers:
+            if m.source.buffer is self.old:
+                raise ScheduleError(f"{PRIM}: {self.old.name} is viewed by a match_buffer in "
+                                    f"block \"{b.name}\"")
+        return self.generic_visit(b)
+
+
+def _set_layout(s: ScheduleState, buf: Buffer, text: Any) -> None:
+    if not isinstance(text, str):
+        raise ScheduleError(f"{PRIM}: layout must be a string such as \"S[(4, 8):(8, 1)]\"")
+    try:
+        lay = parse_layout(text)
+    except LayoutError as e:
+        raise ScheduleError(f"{PRIM}: bad layout \"{text}\": {e}") from None
+    size = lay.size()
+    dims = [d.value for d in buf.shape if isinstance(d, IntImm)]
+    if isinstance(size, int) and len(dims) == buf.ndim and size != math.prod(dims):
+        raise ScheduleError(f"{PRIM}: layout \"{text}\" holds {size} elements but {buf.name} "
+                            f"has {math.prod(dims)}")
+    replace_buffer(s, buf, dataclasses.replace(buf, layout=lay))
+

@@ -1,0 +1,280 @@
+"""Loop primitives: split, fuse, reorder, and the loop kinds (parallel, vectorize, unroll,
+bind), plus annotate. Each checks its preconditions and says precisely why it cannot apply."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from tirc.ir.arith import Analyzer
+from tirc.ir.expr import IntImm, PrimExpr, Var, binop, const, is_const_int
+from tirc.ir.stmt import BlockRealize, For, ForKind, IfThenElse, SeqStmt, Stmt
+from tirc.ir.visitor import substitute
+from tirc.passes.schedule.dependence import (
+    bind_outer_loops,
+    check_iter_kinds,
+    check_not_carried,
+    child_sites,
+)
+from tirc.passes.schedule.regions import uses_any
+from tirc.passes.schedule.state import LoopRV, ScheduleError, ScheduleState
+from tirc.passes.schedule.tree import Path, children, simplify_bindings
+
+THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y",
+               "threadIdx.z", "vthread", "vthread.x", "vthread.y", "vthread.z")
+
+
+def outer_analyzer(path: Path) -> Analyzer:
+    """An analyzer that knows the ranges of the loops above the last node of `path`."""
+    an = Analyzer()
+    bind_outer_loops(an, path[:-1])
+    return an
+
+
+def add_predicate(body: Stmt, cond: PrimExpr) -> Stmt:
+    """`body` with `cond` and-ed into the predicate of every block directly under it."""
+    if isinstance(body, BlockRealize):
+        pred = cond if is_const_int(body.predicate, 1) else binop("and", body.predicate, cond)
+        return dataclasses.replace(body, predicate=pred)
+    if isinstance(body, SeqStmt):
+        return SeqStmt(tuple(add_predicate(k, cond) for k in body.seq), span=body.span)
+    if isinstance(body, IfThenElse):
+        return dataclasses.replace(
+            body, then_case=add_predicate(body.then_case, cond),
+            else_case=None if body.else_case is None else add_predicate(body.else_case, cond))
+    kids = children(body)
+    if not kids:
+        return body
+    return dataclasses.replace(body, body=add_predicate(kids[0], cond))  # type: ignore[call-arg]
+
+
+def _fmt_factors(factors: list[Any]) -> str:
+    return "[" + ", ".join(str(f) for f in factors) + "]"
+
+
+def split(s: ScheduleState, loop: Any, factors: Any,
+          preserve_unit_iters: bool = True) -> list[LoopRV]:
+    """Split a loop into nested loops of the given extents; one factor may be None
+    (inferred). Factors whose product exceeds the extent guard the tail with `T.where`."""
+    path, lp = s.loop(loop, "split")
+    if not isinstance(factors, (list, tuple)) or not factors:
+        raise ScheduleError("split: factors must be a non-empty list such as [None, 32]")
+    facs = list(factors)
+    for f in facs:
+        if f is not None and (isinstance(f, bool) or not isinstance(f, int)):
+            raise ScheduleError(f"split: factor {f!r} is not an integer or None")
+        if isinstance(f, int) and f <= 0:
+            raise ScheduleError(f"split: factor {f} is not positive")
+    if facs.count(None) > 1:
+        raise ScheduleError(f"split: at most one factor may be None, got {_fmt_factors(facs)}")
+    an = outer_analyzer(path)
+    extent = an.simplify(lp.extent)
+    dt = lp.loop_var.dtype
+    known = math.prod(f for f in facs if f is not None)
+    guard = False
+    if isinstance(extent, IntImm):
+        if None in facs:
+            facs[facs.index(None)] = -(-extent.value // known)
+        total = math.prod(facs)
+        if total < extent.value:
+            raise ScheduleError(f"split: factors {_fmt_factors(facs)} do not multiply to the "
+                                f"loop extent {extent.value}")
+        guard = total != extent.value
+        extents: list[PrimExpr] = [const(f, dt) for f in facs]
+    else:
+        if None not in facs:
+            if not an.can_prove(binop("eq", extent, const(known, dt))):
+                raise ScheduleError(f"split: loop {lp.loop_var.name} has the symbolic extent "
+                                    f"{_text(extent)}; one factor must be None")
+            extents = [const(f, dt) for f in facs]
+        else:
+            k = facs.index(None)
+            inferred = an.simplify(binop("floordiv", extent + (known - 1), known))
+            extents = [inferred if f is None else const(f, dt) for f in facs]
+            guard = not an.can_prove(binop("eq", binop("floormod", extent, known), 0))
+            facs[k] = inferred
+    names = [f"{lp.loop_var.name}_{k}" for k in range(len(extents))]
+    new_vars = [Var(n, dt) for n in names]
+    keep = [preserve_unit_iters or not is_const_int(e, 1) for e in extents]
+    fused: PrimExpr = const(0, dt)
+    for v, e, kept in zip(new_vars, extents, keep):
+        fused = binop("add", binop("mul", fused, e), v if kept else const(0, dt))
+    fused = an.simplify(fused)
+    value = fused if is_const_int(lp.min, 0) else binop("add", lp.min, fused)
+    body = substitute(lp.body, {lp.loop_var: value})
+    if guard:
+        body = add_predicate(body, binop("lt", fused, extent))
+    for v, e, kept in reversed(list(zip(new_vars, extents, keep))):
+        if kept:
+            body = For(v, const(0, dt), e, ForKind.SERIAL, body, span=lp.span)
+    s.replace(path, simplify_bindings(body, an), "split")
+    return [LoopRV(v) for v, kept in zip(new_vars, keep) if kept]
+
+
+def _text(e: PrimExpr) -> str:
+    from tirc.ir.printer import print_node
+
+    return print_node(e)
+
+
+def fuse(s: ScheduleState, *loops: Any, preserve_unit_iters: bool = True) -> LoopRV:
+    """Fuse perfectly nested loops (given outer to inner) into one (`preserve_unit_iters` is
+    accepted for TVM traces; unit loops always take part)."""
+    if not loops:
+        raise ScheduleError("fuse: needs at least one loop")
+    found = [s.loop(lp, "fuse") for lp in loops]
+    fors = [f for _, f in found]
+    if len({id(f) for f in fors}) != len(fors):
+        raise ScheduleError("fuse: a loop is given twice")
+    for (_, outer), (_, inner) in zip(found, found[1:]):
+        if outer.body is not inner:
+            raise ScheduleError(
+                f"fuse: loop {inner.loop_var.name} is not the only statement in loop "
+                f"{outer.loop_var.name} (fused loops must be perfectly nested, outer to inner)")
+    vars_ = {f.loop_var for f in fors}
+    for f in fors:
+        if uses_any((f.min, f.extent), vars_):
+            raise ScheduleError(f"fuse: the range of loop {f.loop_var.name} depends on "
+                                f"another fused loop")
+    path = found[0][0]
+    an = outer_analyzer(path)
+    dt = fors[0].loop_var.dtype
+    fused_var = Var("_".join(f.loop_var.name for f in fors) + "_fused", dt)
+    mapping: dict[Any, PrimExpr] = {}
+    inner: PrimExpr = const(1, dt)
+    for k in range(len(fors) - 1, -1, -1):
+        f = fors[k]
+        digit: PrimExpr = binop("floordiv", fused_var, inner) if not is_const_int(inner, 1) \
+            else fused_var
+        if k > 0:
+            digit = binop("floormod", digit, f.extent)
+        mapping[f.loop_var] = digit if is_const_int(f.min, 0) else binop("add", f.min, digit)
+        inner = an.simplify(binop("mul", inner, f.extent))
+    body = substitute(fors[-1].body, mapping)
+    new = For(fused_var, const(0, dt), inner, ForKind.SERIAL, body, span=fors[0].span)
+    s.replace(path, simplify_bindings(new, an), "fuse")
+    return LoopRV(fused_var)
+
+
+def reorder(s: ScheduleState, *loops: Any) -> None:
+    """Reorder loops of one perfectly nested chain; loops not named keep their places."""
+    if not loops:
+        return
+    found = [s.loop(lp, "reorder") for lp in loops]
+    fors = [f for _, f in found]
+    for k, f in enumerate(fors):
+        if any(g is f for g in fors[:k]):
+            raise ScheduleError(f"reorder: loop {f.loop_var.name} is given twice")
+    by_depth = sorted(found, key=lambda pf: len(pf[0]))
+    position = {id(f): k for k, f in enumerate(fors)}
+    for (_, f_out), (p_in, f_in) in zip(by_depth, by_depth[1:]):
+        if not any(x is f_out for x in p_in):
+            a, b = sorted((f_out, f_in), key=lambda f: position[id(f)])
+            raise ScheduleError(f"reorder: loops {a.loop_var.name} and {b.loop_var.name} are "
+                                f"not in the same loop nest")
+    top_path, top = by_depth[0]
+    bottom_path, bottom = by_depth[-1]
+    chain = list(bottom_path[len(top_path) - 1:])
+    for node, nxt in zip(chain, chain[1:]):
+        if not isinstance(node, For) or node.body is not nxt:
+            where = node.loop_var.name if isinstance(node, For) else "a block"
+            raise ScheduleError(f"reorder: loop {where} holds more than one statement; the "
+                                f"loops to reorder must be perfectly nested")
+    chain_vars = {f.loop_var for f in chain if isinstance(f, For)}
+    for f in chain:
+        assert isinstance(f, For)
+        if uses_any((f.min, f.extent), chain_vars):
+            raise ScheduleError(f"reorder: the range of loop {f.loop_var.name} depends on "
+                                f"another loop of the nest")
+    sites = child_sites(bottom_path)
+    for f in fors:
+        check_iter_kinds("reorder", sites, f, allow_reduce=True)
+    an = outer_analyzer(top_path)
+    check_not_carried("reorder", sites, top, fors, an)
+    given = {id(f) for f in fors}
+    order = iter(fors)
+    new_chain = [next(order) if id(f) in given else f for f in chain]
+    body = bottom.body
+    for f in reversed(new_chain):
+        assert isinstance(f, For)
+        body = dataclasses.replace(f, body=body)
+    s.replace(top_path, body, "reorder")
+
+
+def _check_independent(s: ScheduleState, path: Path, lp: For, prim: str) -> None:
+    sites = child_sites(path)
+    check_iter_kinds(prim, sites, lp, allow_reduce=False)
+    check_not_carried(prim, sites, lp, [lp], outer_analyzer(path))
+
+
+def _set_kind(s: ScheduleState, loop: Any, kind: ForKind, prim: str,
+              thread: str | None = None) -> None:
+    path, lp = s.loop(loop, prim)
+    if kind != ForKind.UNROLLED:
+        _check_independent(s, path, lp, prim)
+    s.replace(path, dataclasses.replace(lp, kind=kind, thread_tag=thread), prim)
+
+
+def parallel(s: ScheduleState, loop: Any) -> None:
+    """Run the loop's iterations on parallel threads (checked: no loop-carried dependence)."""
+    _set_kind(s, loop, ForKind.PARALLEL, "parallel")
+
+
+def vectorize(s: ScheduleState, loop: Any) -> None:
+    """Make the loop a vector loop (checked like parallel)."""
+    _set_kind(s, loop, ForKind.VECTORIZED, "vectorize")
+
+
+def unroll(s: ScheduleState, loop: Any) -> None:
+    _set_kind(s, loop, ForKind.UNROLLED, "unroll")
+
+
+def bind(s: ScheduleState, loop: Any, thread_axis: Any) -> None:
+    """Bind the loop to a GPU thread axis (checked like parallel)."""
+    if thread_axis not in THREAD_TAGS:
+        raise ScheduleError(f"bind: unknown thread axis {thread_axis!r} (expected one of "
+                            f"{', '.join(THREAD_TAGS)})")
+    _set_kind(s, loop, ForKind.THREAD_BINDING, "bind", thread_axis)
+
+
+def annotate(s: ScheduleState, block_or_loop: Any, ann_key: Any, ann_val: Any) -> None:
+    """Set an annotation on a block (`T.block_attr`) or loop (`annotations=`)."""
+    if not isinstance(ann_key, str):
+        raise ScheduleError("annotate: the annotation key must be a string")
+    if not _constant(ann_val):
+        raise ScheduleError("annotate: the annotation value must be a constant (a number, a "
+                            "string, or a list of them)")
+    if isinstance(block_or_loop, LoopRV):
+        path, lp = s.loop(block_or_loop, "annotate")
+        anns = {**lp.annotations, ann_key: ann_val}
+        s.replace(path, dataclasses.replace(lp, annotations=anns), "annotate")
+        return
+    path, br, blk = s.block(block_or_loop, "annotate")
+    anns = {**blk.annotations, ann_key: ann_val}
+    s.replace(path, dataclasses.replace(br, block=dataclasses.replace(blk, annotations=anns)),
+              "annotate")
+
+
+def _constant(v: Any) -> bool:
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return True
+    if isinstance(v, (list, tuple)):
+        return all(_constant(x) for x in v)
+    if isinstance(v, dict):
+        return all(isinstance(k, str) and _constant(x) for k, x in v.items())
+    return False
+
+
+def unannotate(s: ScheduleState, block_or_loop: Any, ann_key: Any) -> None:
+    """Remove an annotation from a block or loop."""
+    if isinstance(block_or_loop, LoopRV):
+        path, lp = s.loop(block_or_loop, "unannotate")
+        anns = {k: v for k, v in lp.annotations.items() if k != ann_key}
+        s.replace(path, dataclasses.replace(lp, annotations=anns), "unannotate")
+        return
+    path, br, blk = s.block(block_or_loop, "unannotate")
+    anns = {k: v for k, v in blk.annotations.items() if k != ann_key}
+    s.replace(path, dataclasses.replace(br, block=dataclasses.replace(blk, annotations=anns)),
+              "unannotate")
+

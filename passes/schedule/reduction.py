@@ -1,0 +1,220 @@
+"""Reduction primitives: decompose_reduction and rfactor.
+
+decompose_reduction(block, loop) takes a reduction block's init out into its own block
+`<name>_init`, under copies (`i_init`, ...) of the spatial loops from `loop` down, placed just
+before `loop`; the reduction block becomes `<name>_update`, as in TVM.
+
+rfactor(loop, factor_axis) splits a reduction `X[s] = X[s] op f(...)` along reduction loop
+`loop`: a block `<name>_rf` accumulates partial results into `X_rf`, which has one more
+dimension (at `factor_axis`) indexed by the loop, and the original block then reduces X_rf
+over that dimension into X, in its own loop nest after the first. The combiner `op` must be
+one of +, *, max, min (whose identities seed X_rf).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+from tirc.ir.buffer import Buffer, BufferRegion, Range
+from tirc.ir.dtype import HANDLE, DType
+from tirc.ir.expr import BinOp, BufferLoad, FloatImm, IntImm, PrimExpr, Var, binop, const
+from tirc.ir.stmt import BlockRealize, BufferStore, For, IterKind, IterVar, Stmt
+from tirc.ir.structural import structural_equal
+from tirc.ir.visitor import substitute
+from tirc.passes.schedule.dependence import child_sites, scope_path
+from tirc.passes.schedule.regions import and_all, conjuncts, uses_any
+from tirc.passes.schedule.scope import add_alloc, scope_block_name, unique_buffer_name
+from tirc.passes.schedule.state import BlockRV, ScheduleError, ScheduleState
+from tirc.passes.schedule.tree import insert_after, insert_before, loop_path, loops_in_scope
+
+
+def decompose_reduction(s: ScheduleState, block: Any, loop: Any) -> BlockRV:
+    """Move the block's init into a block `<name>_init` before `loop`."""
+    prim = "decompose_reduction"
+    path, br, blk = s.block(block, prim)
+    lpath, lp = s.loop(loop, prim)
+    if blk.init is None:
+        raise ScheduleError(f"{prim}: block \"{blk.name}\" has no init to decompose")
+    scope_loops = loops_in_scope(path)
+    if not any(x is lp for x in scope_loops):
+        raise ScheduleError(f"{prim}: loop {lp.loop_var.name} is not above block "
+                            f"\"{blk.name}\" in its scope")
+    k = next(i for i, x in enumerate(scope_loops) if x is lp)
+    outer, inner = scope_loops[:k], scope_loops[k:]
+    reduce_values = [v for iv, v in zip(blk.iter_vars, br.iter_values)
+                     if iv.kind != IterKind.SPATIAL]
+    for x in outer:
+        if uses_any(reduce_values, {x.loop_var}):
+            raise ScheduleError(f"{prim}: reduction loop {x.loop_var.name} is outside loop "
+                                f"{lp.loop_var.name}; the init would run once per iteration "
+                                f"of it")
+    spatial = [(iv, v) for iv, v in zip(blk.iter_vars, br.iter_values)
+               if iv.kind == IterKind.SPATIAL]
+    spatial_values = [v for _, v in spatial]
+    copied = [x for x in inner if uses_any(spatial_values, {x.loop_var})]
+    loop_map: dict[Any, Any] = {x.loop_var: Var(x.loop_var.name + "_init", x.loop_var.dtype)
+                                for x in copied}
+    var_map: dict[Any, Any] = {iv.var: Var(iv.var.name + "_init", iv.var.dtype)
+                               for iv, _ in spatial}
+    ivars = tuple(IterVar(var_map[iv.var], iv.dom, iv.kind) for iv, _ in spatial)
+    values = tuple(substitute(v, loop_map) for v in spatial_values)
+    copied_ids = {id(x) for x in copied}
+    dropped = {x.loop_var for x in inner if id(x) not in copied_ids}
+    keep = [c for c in conjuncts(br.predicate) if not uses_any(c, dropped)]
+    pred = substitute(and_all(keep, br.predicate), loop_map)
+    name = s.unique_block_name(blk.name + "_init")
+    writes = tuple(substitute(r, var_map) for r in blk.writes)
+    init_blk = dataclasses.replace(blk, name=name, iter_vars=ivars, reads=(), writes=writes,
+                                   body=substitute(blk.init, var_map), init=None,
+                                   alloc_buffers=(), match_buffers=(), annotations={})
+    nest: Stmt = BlockRealize(values, pred, init_blk, span=br.span)
+    for x in reversed(copied):
+        nest = dataclasses.replace(x, loop_var=loop_map[x.loop_var], body=nest)
+    update = s.unique_block_name(blk.name + "_update")
+    s.replace(path, dataclasses.replace(br, block=dataclasses.replace(blk, init=None,
+                                                                      name=update)), prim)
+    s.rename_block(blk.name, update)
+    new_lpath = loop_path(s.body, lp.loop_var)
+    assert new_lpath is not None
+    s.set_body(insert_before(new_lpath, nest))
+    return s.block_rv(name)
+
+
+# ---- rfactor ---------------------------------------------------------------------------
+
+
+def _identity(op: str, dt: DType) -> PrimExpr:
+    if op == "add":
+        return const(0, dt)
+    if op == "mul":
+        return const(1, dt)
+    hi = op == "min"
+    if dt.is_float:
+        top = float(np.finfo(dt.numpy_name()).max)
+        return FloatImm(top if hi else -top, dt)
+    info = np.iinfo(dt.numpy_name())
+    return IntImm(int(info.max if hi else info.min), dt)
+
+
+def _reduction_pattern(prim: str, blk: Any) -> tuple[Buffer, tuple[PrimExpr, ...], str,
+                                                      PrimExpr, PrimExpr]:
+    """(buffer, indices, combiner, rhs, init value) of `X[s] = X[s] op rhs`."""
+    body, init = blk.body, blk.init
+    bad = ScheduleError(f"{prim}: block \"{blk.name}\" is not a reduction X[...] = "
+                        f"X[...] op value with op one of +, *, max, min and an init")
+    if not (isinstance(body, BufferStore) and isinstance(init, BufferStore)
+            and init.buffer is body.buffer and structural_equal(init.indices, body.indices)):
+        raise bad
+    v = body.value
+    if not (isinstance(v, BinOp) and v.op in ("add", "mul", "max", "min")):
+        raise bad
+    for mine, other in ((v.a, v.b), (v.b, v.a)):
+        if isinstance(mine, BufferLoad) and mine.buffer is body.buffer and \
+                structural_equal(mine.indices, body.indices):
+            return body.buffer, body.indices, v.op, other, init.value
+    raise bad
+
+
+def rfactor(s: ScheduleState, loop: Any, factor_axis: Any = 0) -> BlockRV:
+    """Factor a reduction along `loop` into a partial-result buffer; returns the rf block."""
+    prim = "rfactor"
+    lpath, lp = s.loop(loop, prim)
+    sites = child_sites(lpath)
+    if len(sites) != 1:
+        raise ScheduleError(f"{prim}: loop {lp.loop_var.name} must have exactly one block "
+                            f"under it, it has {len(sites)}")
+    site = sites[0]
+    br, blk = site.realize, site.block
+    buf, idx, op, rhs, init_value = _reduction_pattern(prim, blk)
+    lv = lp.loop_var
+    spatial = [(iv, v) for iv, v in zip(blk.iter_vars, br.iter_values)
+               if iv.kind == IterKind.SPATIAL]
+    reduce = [(iv, v) for iv, v in zip(blk.iter_vars, br.iter_values)
+              if iv.kind == IterKind.REDUCE]
+    if len(spatial) + len(reduce) != len(blk.iter_vars):
+        raise ScheduleError(f"{prim}: block \"{blk.name}\" has an opaque iteration variable")
+    if uses_any([v for _, v in spatial], {lv}) or not uses_any([v for _, v in reduce], {lv}):
+        raise ScheduleError(f"{prim}: loop {lv.name} is not a reduction loop of block "
+                            f"\"{blk.name}\"")
+    loops = loops_in_scope(site.path)
+    top = loops[0]
+    if len(child_sites(site.path[:site.path.index(top) + 1])) != 1:
+        raise ScheduleError(f"{prim}: the loops of block \"{blk.name}\" hold other blocks")
+    if isinstance(factor_axis, bool) or not isinstance(factor_axis, int) or \
+            not -(buf.ndim + 1) <= factor_axis <= buf.ndim:
+        raise ScheduleError(f"{prim}: factor_axis {factor_axis!r} is out of range for the "
+                            f"{buf.ndim}-d buffer {buf.name}")
+    axis = factor_axis % (buf.ndim + 1)
+    red_values = [v for _, v in reduce]
+    sp_values = [v for _, v in spatial]
+    red_loops = [x for x in loops if uses_any(red_values, {x.loop_var})]
+    for x in red_loops:
+        if uses_any(sp_values, {x.loop_var}):
+            raise ScheduleError(f"{prim}: loop {x.loop_var.name} is bound to both spatial and "
+                                f"reduction variables of block \"{blk.name}\"")
+    # The rf buffer and block.
+    rf_name = unique_buffer_name(s, f"{buf.name}_rf")
+    rf_shape = buf.shape[:axis] + (lp.extent,) + buf.shape[axis:]
+    rf_buf = Buffer(name=rf_name, shape=rf_shape, dtype=buf.dtype, data=Var(rf_name, HANDLE),
+                    scope=buf.scope)
+    sp_map = {iv.var: Var(iv.var.name, iv.var.dtype) for iv, _ in spatial}
+    loop_iv = {x.loop_var: Var(f"v{x.loop_var.name}", x.loop_var.dtype) for x in red_loops}
+    red_map = {iv.var: substitute(v, loop_iv) for iv, v in reduce}
+    rf_ivars = [IterVar(sp_map[iv.var], iv.dom, IterKind.SPATIAL) for iv, _ in spatial]
+    rf_values: list[PrimExpr] = list(sp_values)
+    for x in red_loops:
+        kind = IterKind.SPATIAL if x is lp else IterKind.REDUCE
+        rf_ivars.append(IterVar(loop_iv[x.loop_var], Range(x.min, x.extent), kind))
+        rf_values.append(x.loop_var)
+    full_map = {**sp_map, **red_map}
+    rf_idx = tuple(substitute(list(idx), full_map))
+    rf_idx = rf_idx[:axis] + (loop_iv[lv],) + rf_idx[axis:]
+    rf_load = BufferLoad(rf_buf, rf_idx, buf.dtype)
+    new_rhs = substitute(rhs, full_map)
+    rf_body = BufferStore(rf_buf, binop(op, rf_load, new_rhs), rf_idx)
+    rf_init = BufferStore(rf_buf, _identity(op, buf.dtype), rf_idx)
+    point = tuple(Range(i, IntImm(1, i.dtype)) for i in rf_idx)
+    rf_reads = [BufferRegion(rf_buf, point)] + [
+        substitute(r, full_map) for r in blk.reads if r.buffer is not buf]
+    rf_block_name = s.unique_block_name(f"{blk.name}_rf")
+    rf_blk = dataclasses.replace(blk, name=rf_block_name, iter_vars=tuple(rf_ivars),
+                                 reads=tuple(rf_reads),
+                                 writes=(BufferRegion(rf_buf, point),), body=rf_body,
+                                 init=rf_init)
+    rf_realize = BlockRealize(tuple(rf_values), br.predicate, rf_blk, span=br.span)
+    # The write-back nest: copies of the spatial loops and of `loop`.
+    kept = [x for x in loops if x is lp or uses_any(sp_values, {x.loop_var})]
+    wb_loops = {x.loop_var: Var(x.loop_var.name, x.loop_var.dtype) for x in kept}
+    wb_sp = {iv.var: Var(iv.var.name, iv.var.dtype) for iv, _ in spatial}
+    v_rf = Var(f"v{lv.name}", lv.dtype)
+    wb_ivars = [IterVar(wb_sp[iv.var], iv.dom, IterKind.SPATIAL) for iv, _ in spatial]
+    wb_ivars.append(IterVar(v_rf, Range(lp.min, lp.extent), IterKind.REDUCE))
+    wb_values = [substitute(v, wb_loops) for v in sp_values] + [wb_loops[lv]]
+    wb_idx = tuple(substitute(list(idx), wb_sp))
+    rf_at = wb_idx[:axis] + (v_rf,) + wb_idx[axis:]
+    wb_body = BufferStore(buf, binop(op, BufferLoad(buf, wb_idx, buf.dtype),
+                                     BufferLoad(rf_buf, rf_at, buf.dtype)), wb_idx)
+    wb_init = BufferStore(buf, substitute(init_value, wb_sp), wb_idx)
+    wb_point = tuple(Range(i, IntImm(1, i.dtype)) for i in wb_idx)
+    rf_point = tuple(Range(i, IntImm(1, i.dtype)) for i in rf_at)
+    kept_ids = {id(x) for x in kept}
+    dropped = {x.loop_var for x in loops if id(x) not in kept_ids}
+    keep = [c for c in conjuncts(br.predicate) if not uses_any(c, dropped | {lv})]
+    wb_blk = dataclasses.replace(blk, iter_vars=tuple(wb_ivars),
+                                 reads=(BufferRegion(rf_buf, rf_point),),
+                                 writes=(BufferRegion(buf, wb_point),), body=wb_body,
+                                 init=wb_init)
+    wb: Stmt = BlockRealize(tuple(wb_values), substitute(and_all(keep, br.predicate), wb_loops),
+                            wb_blk, span=br.span)
+    for x in reversed(kept):
+        wb = For(wb_loops[x.loop_var], x.min, x.extent, x.kind, wb, x.thread_tag,
+                 dict(x.annotations), span=x.span)
+    s.replace(site.path, rf_realize, prim)
+    top_path = loop_path(s.body, top.loop_var)
+    assert top_path is not None
+    s.set_body(insert_after(top_path, wb))
+    add_alloc(s, scope_block_name(scope_path(top_path)), rf_buf, prim)
+    return s.block_rv(rf_block_name)
+

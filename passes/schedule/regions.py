@@ -1,0 +1,246 @@
+"""Regions as bounds: relax index expressions over loop ranges, unite and compare regions.
+
+`relax(e, dom)` gives inclusive lower and upper bounds of `e` when the variables of `dom`
+range over their (inclusive, possibly symbolic) bounds and every other variable stays fixed.
+It works on linear forms (`i*32 + j`), and through floor division, modulo, min and max, which
+covers the index expressions that splits, fuses and tiles produce. A region is a list of
+inclusive `(lo, hi)` pairs per dimension.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from tirc.ir.arith import Analyzer
+from tirc.ir.arith.linear import Linear, from_linear, is_index_dtype, to_linear
+from tirc.ir.buffer import Buffer, BufferRegion, Range
+from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var, binop, cast
+from tirc.ir.visitor import post_order_visit
+
+Bounds = tuple[PrimExpr, PrimExpr]
+Dom = Mapping[Var, Bounds]
+
+
+def uses_any(e: object, vars_: Mapping[Var, object] | set[Var]) -> bool:
+    found = False
+
+    def visit(n: object) -> None:
+        nonlocal found
+        if isinstance(n, Var) and n in vars_:
+            found = True
+
+    post_order_visit(e, visit)
+    return found
+
+
+def free_vars(e: object) -> list[Var]:
+    out: list[Var] = []
+
+    def visit(n: object) -> None:
+        if isinstance(n, Var) and n not in out:
+            out.append(n)
+
+    post_order_visit(e, visit)
+    return out
+
+
+def conjuncts(e: PrimExpr) -> list[PrimExpr]:
+    """The terms of a conjunction `a and b and ...`."""
+    if isinstance(e, BinOp) and e.op == "and":
+        return conjuncts(e.a) + conjuncts(e.b)
+    return [e]
+
+
+def and_all(items: list[PrimExpr], like: PrimExpr) -> PrimExpr:
+    """The conjunction of `items` (true, of `like`'s dtype, when there are none)."""
+    out: PrimExpr | None = None
+    for x in items:
+        out = x if out is None else binop("and", out, x)
+    return out if out is not None else IntImm(1, like.dtype)
+
+
+def _as(e: PrimExpr, like: PrimExpr) -> PrimExpr:
+    return e if e.dtype == like.dtype else cast(like.dtype, e)
+
+
+def relax(e: PrimExpr, dom: Dom) -> Bounds | None:
+    """Inclusive bounds of `e` over `dom`; None when they cannot be found."""
+    if not uses_any(e, dom):
+        return e, e
+    if isinstance(e, Var):
+        lo, hi = dom[e]
+        return _as(lo, e), _as(hi, e)
+    if not is_index_dtype(e.dtype):
+        return None
+    lin = to_linear(e)
+    if lin.const == 0 and len(lin.terms) == 1 and next(iter(lin.terms)) is e:
+        return _relax_atom(e, dom)
+    lo = Linear(lin.dtype, {}, lin.const)
+    hi = Linear(lin.dtype, {}, lin.const)
+    for atom, coef in lin.terms.items():
+        r = relax(atom, dom) if uses_any(atom, dom) else (atom, atom)
+        if r is None:
+            return None
+        a_lo, a_hi = (_as(r[0], atom), _as(r[1], atom))
+        if coef > 0:
+            lo.add(to_linear(a_lo), coef)
+            hi.add(to_linear(a_hi), coef)
+        else:
+            lo.add(to_linear(a_hi), coef)
+            hi.add(to_linear(a_lo), coef)
+    return from_linear(lo), from_linear(hi)
+
+
+def _relax_atom(e: PrimExpr, dom: Dom) -> Bounds | None:
+    if not isinstance(e, BinOp):
+        return None
+    if e.op in ("floordiv", "floormod") and isinstance(e.b, IntImm) and e.b.value > 0:
+        r = relax(e.a, dom)
+        if r is None:
+            return None
+        c = e.b.value
+        if e.op == "floordiv":
+            return binop("floordiv", r[0], c), binop("floordiv", r[1], c)
+        from tirc.ir.arith import simplify
+
+        q_lo, q_hi = simplify(binop("floordiv", r[0], c)), simplify(binop("floordiv", r[1], c))
+        diff = simplify(q_hi - q_lo)
+        if isinstance(diff, IntImm) and diff.value == 0:
+            return binop("floormod", r[0], c), binop("floormod", r[1], c)
+        return IntImm(0, e.dtype), IntImm(c - 1, e.dtype)
+    if e.op in ("min", "max"):
+        ra, rb = relax(e.a, dom), relax(e.b, dom)
+        if ra is None or rb is None:
+            return None
+        return binop(e.op, ra[0], rb[0]), binop(e.op, ra[1], rb[1])
+    if e.op == "mul":
+        # A product of a relaxed expression and a non-negative fixed one (a symbolic stride).
+        for x, y in ((e.a, e.b), (e.b, e.a)):
+            if not uses_any(y, dom):
+                r = relax(x, dom)
+                if r is not None:
+                    return binop("mul", r[0], y), binop("mul", r[1], y)
+    return None
+
+
+def loop_bounds(lo: PrimExpr, extent: PrimExpr) -> Bounds:
+    """Inclusive bounds of a loop or iteration domain [lo, lo + extent)."""
+    return lo, binop("sub", binop("add", lo, extent), 1)
+
+
+def relax_region(region: tuple[Range, ...], dom: Dom, an: Analyzer) -> list[Bounds | None]:
+    """Inclusive bounds per dimension of a region relaxed over `dom` (None: unknown)."""
+    out: list[Bounds | None] = []
+    for r in region:
+        last = binop("sub", binop("add", r.min, r.extent), 1)
+        lo_r, hi_r = relax(r.min, dom), relax(last, dom)
+        if lo_r is None or hi_r is None:
+            out.append(None)
+        else:
+            out.append((an.simplify(lo_r[0]), an.simplify(hi_r[1])))
+    return out
+
+
+def full_bounds(buf: Buffer, dim: int) -> Bounds:
+    d = buf.shape[dim]
+    return IntImm(0, d.dtype), binop("sub", d, 1)
+
+
+def const_diff(a: PrimExpr, b: PrimExpr, an: Analyzer) -> int | None:
+    """`a - b` when it simplifies to a constant."""
+    if a.dtype != b.dtype:
+        b = cast(a.dtype, b)
+    d = an.simplify(binop("sub", a, b))
+    return d.value if isinstance(d, IntImm) else None
+
+
+def prove_le(a: PrimExpr, b: PrimExpr, an: Analyzer) -> bool:
+    """True when a <= b always; looks through min and max on either side."""
+    if isinstance(a, BinOp) and a.op == "max":
+        return prove_le(a.a, b, an) and prove_le(a.b, b, an)
+    if isinstance(b, BinOp) and b.op == "min":
+        return prove_le(a, b.a, an) and prove_le(a, b.b, an)
+    if isinstance(a, BinOp) and a.op == "min" and (prove_le(a.a, b, an) or prove_le(a.b, b, an)):
+        return True
+    if isinstance(b, BinOp) and b.op == "max" and (prove_le(a, b.a, an) or prove_le(a, b.b, an)):
+        return True
+    if a.dtype != b.dtype:
+        b = cast(a.dtype, b)
+    return an.can_prove(binop("le", a, b))
+
+
+def _pick(a: PrimExpr, b: PrimExpr, op: str, an: Analyzer) -> PrimExpr:
+    """min(a, b) or max(a, b), without the operator when one side is provably smaller."""
+    smaller, larger = (a, b) if prove_le(a, b, an) else (b, a) if prove_le(b, a, an) else (None,
+                                                                                           None)
+    if smaller is None or larger is None:
+        return an.simplify(binop(op, a, b))
+    return smaller if op == "min" else larger
+
+
+def union_bounds(items: list[Bounds], an: Analyzer) -> Bounds:
+    """The smallest bounds covering all items (min/max expressions when not comparable)."""
+    lo, hi = items[0]
+    for a, b in items[1:]:
+        lo, hi = _pick(lo, a, "min", an), _pick(hi, b, "max", an)
+    return lo, hi
+
+
+def intersect_bounds(items: list[Bounds], an: Analyzer) -> Bounds:
+    lo, hi = items[0]
+    for a, b in items[1:]:
+        lo, hi = _pick(lo, a, "max", an), _pick(hi, b, "min", an)
+    return lo, hi
+
+
+def _sides(e: PrimExpr, op: str) -> list[PrimExpr]:
+    """`e` and, when it is a min (max), the operands that bound it from above (below)."""
+    out = [e]
+    if isinstance(e, BinOp) and e.op == op:
+        out += _sides(e.a, op) + _sides(e.b, op)
+    return out
+
+
+def extent_upper_bound(lo: PrimExpr, hi: PrimExpr, an: Analyzer) -> int | None:
+    """A constant upper bound of hi - lo + 1 (hi = min(x, ..) <= x, lo = max(y, ..) >= y)."""
+    best: int | None = None
+    for h in _sides(hi, "min"):
+        for l_ in _sides(lo, "max"):
+            d = an.simplify(binop("sub", h, l_ if l_.dtype == h.dtype else cast(h.dtype, l_)))
+            up = an.bound_of(d)[1]
+            if up is not None and (best is None or up + 1 < best):
+                best = up + 1
+    return best
+
+
+def region_of_bounds(bounds: list[Bounds], an: Analyzer) -> tuple[Range, ...]:
+    """Ranges `[lo, hi + 1)` from inclusive bounds."""
+    return tuple(Range(lo, an.simplify(binop("add", binop("sub", hi, lo), 1)))
+                 for lo, hi in bounds)
+
+
+def point_region(indices: tuple[PrimExpr, ...]) -> tuple[Range, ...]:
+    return tuple(Range(i, IntImm(1, i.dtype)) for i in indices)
+
+
+def cover(buf: Buffer, regions: list[tuple[Range, ...]], dom: Dom, an: Analyzer) -> BufferRegion:
+    """One region of `buf` covering all `regions` relaxed over `dom` (whole dims if unknown)."""
+    per_dim: list[list[Bounds]] = [[] for _ in range(buf.ndim)]
+    unknown = [False] * buf.ndim
+    for reg in regions:
+        for k, b in enumerate(relax_region(reg, dom, an)):
+            if b is None:
+                unknown[k] = True
+            else:
+                per_dim[k].append(b)
+    bounds = [full_bounds(buf, k) if unknown[k] or not per_dim[k] else
+              clip(union_bounds(per_dim[k], an), buf, k, an) for k in range(buf.ndim)]
+    return BufferRegion(buf, region_of_bounds(bounds, an))
+
+
+def clip(b: Bounds, buf: Buffer, dim: int, an: Analyzer) -> Bounds:
+    """Bounds limited to the buffer's extent in `dim` (a guarded tail reaches past it)."""
+    if const_diff(b[1], b[0], an) == 0:
+        return b  # one element: an access the program makes, so in bounds
+    lo, hi = full_bounds(buf, dim)
+    return intersect_bounds([b, (lo, an.simplify(hi))], an)

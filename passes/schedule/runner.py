@@ -1,0 +1,79 @@
+"""Running a schedule: each instruction's arguments resolved, its primitive called, its
+results bound to names; a primitive that cannot apply becomes a diagnostic at its line."""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from typing import Any
+
+from tirc.ir.diagnostics import CompileError, Diagnostic
+from tirc.ir.function import PrimFunc
+from tirc.ir.schedule import SchedInstr, SchedRef, Schedule
+from tirc.passes.schedule.primitives import PRIMITIVES
+from tirc.passes.schedule.state import ScheduleError, ScheduleState
+
+
+def _resolve(value: Any, env: dict[str, Any]) -> Any:
+    if isinstance(value, SchedRef):
+        if value.name not in env:
+            raise ScheduleError(f"unknown name '{value.name}'")
+        return env[value.name]
+    if isinstance(value, list):
+        return [_resolve(v, env) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_resolve(v, env) for v in value)
+    if isinstance(value, dict):
+        return {k: _resolve(v, env) for k, v in value.items()}
+    return value
+
+
+def execute(state: ScheduleState, env: dict[str, Any], ins: SchedInstr) -> Any:
+    """Run one instruction on `state`, binding its outputs in `env`; returns its result."""
+    fn = PRIMITIVES.get(ins.prim)
+    if fn is None:
+        close = difflib.get_close_matches(ins.prim, list(PRIMITIVES), n=1)
+        hint = f"; did you mean \"{close[0]}\"?" if close else ""
+        raise ScheduleError(f"unknown schedule primitive \"{ins.prim}\"{hint}")
+    args = [_resolve(a, env) for a in ins.args]
+    kwargs = {k: _resolve(v, env) for k, v in ins.kwargs.items()}
+    try:
+        bound = inspect.signature(fn).bind(state, *args, **kwargs)
+    except TypeError as e:
+        raise ScheduleError(f"{ins.prim}: {e}") from None
+    result = fn(*bound.args, **bound.kwargs)
+    _bind_outputs(ins, result, env)
+    return result
+
+
+def _bind_outputs(ins: SchedInstr, result: Any, env: dict[str, Any]) -> None:
+    if not ins.outputs:
+        return
+    if result is None:
+        raise ScheduleError(f"{ins.prim} returns nothing to assign to "
+                            f"{', '.join(ins.outputs)}")
+    if not ins.unpack:
+        env[ins.outputs[0]] = result
+        return
+    values = list(result) if isinstance(result, (list, tuple)) else [result]
+    if len(values) != len(ins.outputs):
+        raise ScheduleError(f"{ins.prim} returns {len(values)} "
+                            f"{'value' if len(values) == 1 else 'values'}, but "
+                            f"{len(ins.outputs)} names are assigned")
+    for name, value in zip(ins.outputs, values):
+        env[name] = value
+
+
+def run_schedule(func: PrimFunc, sched: Schedule, seed: int = 0,
+                 intrinsics: dict[str, dict[str, PrimFunc]] | None = None,
+                 state: ScheduleState | None = None) -> PrimFunc:
+    """`func` transformed by every instruction of `sched`; CompileError at the first
+    instruction that cannot apply."""
+    state = state or ScheduleState(func, seed, intrinsics)
+    env: dict[str, Any] = {}
+    for ins in sched.instrs:
+        try:
+            execute(state, env, ins)
+        except ScheduleError as e:
+            raise CompileError(Diagnostic("error", str(e), ins.span or sched.span)) from None
+    return state.func

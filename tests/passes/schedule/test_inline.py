@@ -1,0 +1,140 @@
+"""compute_inline and reverse_compute_inline."""
+
+from __future__ import annotations
+
+import textwrap
+
+CHAIN = '''
+@T.prim_func
+def chain(A: T.Buffer((8, 8), "float32"), D: T.Buffer((8, 8), "float32")):
+    B = T.alloc_buffer((8, 8), "float32")
+    C = T.alloc_buffer((8, 8), "float32")
+    for i, j in T.grid(8, 8):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(8, 8):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vj, vi] + T.float32(1)
+    for i, j in T.grid(8, 8):
+        with T.block("D"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            D[vj, vi] = T.exp(C[vi, vj])
+'''
+
+MATMUL_RELU = '''
+@T.prim_func
+def mm_relu(A: T.Buffer((8, 8), "float32"), B: T.Buffer((8, 8), "float32"),
+            D: T.Buffer((8, 8), "float32")):
+    C = T.alloc_buffer((8, 8), "float32")
+    for i, j, k in T.grid(8, 8, 8):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+    for i, j in T.grid(8, 8):
+        with T.block("D"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            D[vi, vj] = T.max(C[vi, vj], T.float32(0))
+'''
+
+
+def schedule(kernel: str, func: str, body: str) -> str:
+    return kernel + f'\n@S.schedule("{func}")\ndef _(sch):\n' + textwrap.indent(
+        textwrap.dedent(body).strip(), "    ") + "\n"
+
+
+def test_compute_inline(sched):
+    r = sched(schedule(CHAIN, "chain", '''
+        b = sch.get_block("B")
+        sch.compute_inline(b)
+    '''))
+    assert r.text("chain") == '''\
+@T.prim_func
+def chain(A: T.Buffer((8, 8), "float32"), D: T.Buffer((8, 8), "float32")):
+    C = T.alloc_buffer((8, 8), "float32")
+    for i, j in T.grid(8, 8):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            T.reads(A[vj, vi])
+            T.writes(C[vi, vj])
+            C[vi, vj] = A[vj, vi] * T.float32(2.0) + T.float32(1.0)
+    for i, j in T.grid(8, 8):
+        with T.block("D"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            T.reads(C[vi, vj])
+            T.writes(D[vj, vi])
+            D[vj, vi] = T.exp(C[vi, vj])
+'''
+    r.check_same("chain")
+
+
+def test_reverse_compute_inline(sched):
+    r = sched(schedule(CHAIN, "chain", '''
+        d = sch.get_block("D")
+        sch.reverse_compute_inline(d)
+    '''))
+    assert r.text("chain") == '''\
+@T.prim_func
+def chain(A: T.Buffer((8, 8), "float32"), D: T.Buffer((8, 8), "float32")):
+    B = T.alloc_buffer((8, 8), "float32")
+    for i, j in T.grid(8, 8):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            T.reads(A[vi, vj])
+            T.writes(B[vi, vj])
+            B[vi, vj] = A[vi, vj] * T.float32(2.0)
+    for i, j in T.grid(8, 8):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            T.reads(B[vj, vi])
+            T.writes(D[vj, vi])
+            D[vj, vi] = T.exp(B[vj, vi] + T.float32(1.0))
+'''
+    r.check_same("chain")
+
+
+def test_inline_both_ways(sched):
+    r = sched(schedule(CHAIN, "chain", '''
+        b = sch.get_block("B")
+        d = sch.get_block("D")
+        sch.compute_inline(b)
+        sch.reverse_compute_inline(d)
+    '''))
+    assert "D[vj, vi] = T.exp(A[vj, vi] * T.float32(2.0) + T.float32(1.0))" in r.text("chain")
+    assert "alloc_buffer" not in r.text("chain")
+    r.check_same("chain")
+
+
+def test_compute_inline_errors(sched_error):
+    msg = sched_error(schedule(MATMUL_RELU, "mm_relu", '''
+        c = sch.get_block("C")
+        sch.compute_inline(c)
+    '''))
+    assert 'error: compute_inline: block "C" is a reduction (it has an init); only a block ' \
+        'with a single store can be inlined' in msg
+    msg = sched_error(schedule(CHAIN, "chain", '''
+        d = sch.get_block("D")
+        sch.compute_inline(d)
+    '''))
+    assert 'error: compute_inline: block "D" writes D, a parameter of function "chain"; only ' \
+        'intermediate buffers can be inlined' in msg
+
+
+def test_reverse_compute_inline_into_reduction_rejected(sched_error):
+    msg = sched_error(schedule(MATMUL_RELU, "mm_relu", '''
+        d = sch.get_block("D")
+        sch.reverse_compute_inline(d)
+    '''))
+    assert 'error: reverse_compute_inline: block "C" is a reduction (it has an init)' in msg
+
+
+def test_reverse_compute_inline_second_reader(sched_error):
+    text = CHAIN.replace('D[vj, vi] = T.exp(C[vi, vj])', 'D[vj, vi] = T.exp(C[vi, vj]) + B[vi, vj]')
+    msg = sched_error(schedule(text, "chain", '''
+        c = sch.get_block("C")
+        sch.reverse_compute_inline(c)
+    '''))
+    assert 'error: reverse_compute_inline: buffer B is also read by block "D"' in msg

@@ -1,0 +1,120 @@
+"""transform_layout: index maps and Axe layout strings."""
+
+from __future__ import annotations
+
+import textwrap
+
+TWO_STAGE = '''
+@T.prim_func
+def f(A: T.Buffer((8, 16), "float32"), C: T.Buffer((8, 16), "float32")):
+    B = T.alloc_buffer((8, 16), "float32")
+    for i, j in T.grid(8, 16):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(8, 16):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] + T.float32(1)
+'''
+
+ROWS = '''
+@T.prim_func
+def rows(A: T.Buffer((8, 16), "float32"), C: T.Buffer((8,), "float32")):
+    B = T.alloc_buffer((8, 16), "float32")
+    for i, j in T.grid(8, 16):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = B[vi, 0] + B[vi, 15]
+'''
+
+
+def schedule(kernel: str, func: str, body: str) -> str:
+    return kernel + f'\n@S.schedule("{func}")\ndef _(sch):\n' + textwrap.indent(
+        textwrap.dedent(body).strip(), "    ") + "\n"
+
+
+def test_transform_layout_index_map(sched):
+    r = sched(schedule(TWO_STAGE, "f", '''
+        b = sch.get_block("B")
+        sch.transform_layout(b, ("write", 0), lambda i, j: (j // 4, i, j % 4))
+    '''))
+    assert r.text("f") == '''\
+@T.prim_func
+def f(A: T.Buffer((8, 16), "float32"), C: T.Buffer((8, 16), "float32")):
+    B = T.alloc_buffer((4, 8, 4), "float32")
+    for i, j in T.grid(8, 16):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            T.reads(A[vi, vj])
+            T.writes(B[vj // 4, vi, vj % 4])
+            B[vj // 4, vi, vj % 4] = A[vi, vj] * T.float32(2.0)
+    for i, j in T.grid(8, 16):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            T.reads(B[vj // 4, vi, vj % 4])
+            T.writes(C[vi, vj])
+            C[vi, vj] = B[vj // 4, vi, vj % 4] + T.float32(1.0)
+'''
+    r.check_same("f")
+
+
+def test_transform_layout_by_name_and_read_index(sched):
+    r = sched(schedule(ROWS, "rows", '''
+        c = sch.get_block("C")
+        sch.transform_layout(c, ("read", 0), lambda i, j: (j, i))
+    '''))
+    out = r.text("rows")
+    assert 'B = T.alloc_buffer((16, 8), "float32")' in out
+    assert "C[vi] = B[0, vi] + B[15, vi]" in out
+    r.check_same("rows")
+
+
+def test_transform_layout_region_of_window(sched):
+    """A region (not a point) is mapped to the bounds of its image."""
+    text = ROWS.replace("C[vi] = B[vi, 0] + B[vi, 15]", '''\
+T.reads(B[vi, 0:16])
+            T.writes(C[vi])
+            C[vi] = B[vi, 0] + B[vi, 15]''')
+    r = sched(schedule(text, "rows", '''
+        b = sch.get_block("B")
+        sch.transform_layout(b, "B", lambda i, j: (i // 2, j, i % 2))
+    '''))
+    assert "T.reads(B[vi // 2, 0:16, vi % 2])" in r.text("rows")
+    r.check_same("rows")
+
+
+def test_layout_string(sched):
+    r = sched(schedule(TWO_STAGE, "f", '''
+        b = sch.get_block("B")
+        sch.transform_layout(b, ("write", 0), layout="S[(8, 4, 4):(4, 32, 1)]")
+    '''))
+    out = r.text("f")
+    assert 'B = T.alloc_buffer((8, 16), "float32", layout="S[(8, 4, 4):(4, 32, 1)]")' in out
+    from tirc.ir.layout import TileLayout
+
+    buf = r.after["f"].body.block.alloc_buffers[0]  # type: ignore[union-attr]
+    assert isinstance(buf.layout, TileLayout)
+    r.check_same("f")
+
+
+def test_transform_layout_errors(sched_error):
+    def err(body: str) -> str:
+        return sched_error(schedule(TWO_STAGE, "f", 'b = sch.get_block("B")\n' + body))
+    assert "error: transform_layout: the index map sends B's 128 elements into a shape of 160; " \
+        "padding is not supported" in err(
+            'sch.transform_layout(b, ("write", 0), lambda i, j: (i, j // 5, j % 5))')
+    assert "error: transform_layout: the index map sends two elements of B to the same place" \
+        in err('sch.transform_layout(b, ("write", 0), lambda i, j: (i // 2, j, j % 2))')
+    assert "error: transform_layout: the index map takes 1 indices but B has 2 dimensions" in \
+        err('sch.transform_layout(b, ("write", 0), lambda i: (i,))')
+    assert 'error: transform_layout: layout "S[(4, 4):(4, 1)]" holds 16 elements but B has ' \
+        '128' in err('sch.transform_layout(b, ("write", 0), layout="S[(4, 4):(4, 1)]")')
+    assert 'error: transform_layout: bad layout "S[(4, 4):(4, 1)"' in \
+        err('sch.transform_layout(b, ("write", 0), layout="S[(4, 4):(4, 1)")')
+    assert 'error: transform_layout: block "B" has 1 read regions; index 1 is out of range' in \
+        err('sch.transform_layout(b, ("read", 1), lambda i, j: (j, i))')

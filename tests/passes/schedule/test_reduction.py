@@ -1,0 +1,159 @@
+"""decompose_reduction and rfactor."""
+
+# ruff: noqa: E501 (expected printer output has long lines)
+from __future__ import annotations
+
+import textwrap
+
+MATMUL = '''
+@T.prim_func
+def matmul(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"),
+           C: T.Buffer((16, 16), "float32")):
+    for i, j, k in T.grid(16, 16, 16):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+'''
+
+ROWSUM = '''
+@T.prim_func
+def rowsum(A: T.Buffer((8, 16), "float32"), C: T.Buffer((8,), "float32")):
+    for i, k in T.grid(8, 16):
+        with T.block("C"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                C[vi] = T.float32(0)
+            C[vi] = C[vi] + A[vi, vk]
+'''
+
+ROWMAX = ROWSUM.replace("rowsum", "rowmax").replace("T.float32(0)", "T.min_value(\"float32\")") \
+    .replace("C[vi] + A[vi, vk]", "T.max(C[vi], A[vi, vk])")
+
+
+def schedule(kernel: str, func: str, body: str) -> str:
+    return kernel + f'\n@S.schedule("{func}")\ndef _(sch):\n' + textwrap.indent(
+        textwrap.dedent(body).strip(), "    ") + "\n"
+
+
+def test_decompose_reduction(sched):
+    r = sched(schedule(MATMUL, "matmul", '''
+        b = sch.get_block("C")
+        i, j, k = sch.get_loops(b)
+        j0, j1 = sch.split(j, factors=[None, 8])
+        sch.reorder(i, j0, k, j1)
+        init = sch.decompose_reduction(b, k)
+        sch.vectorize(j1)
+    '''))
+    assert r.text("matmul") == '''\
+@T.prim_func
+def matmul(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
+    for i, j_0 in T.grid(16, 2):
+        for j_1_init in range(8):
+            with T.block("C_init"):
+                vi_init = T.axis.spatial(16, i)
+                vj_init = T.axis.spatial(16, j_0 * 8 + j_1_init)
+                T.reads()
+                T.writes(C[vi_init, vj_init])
+                C[vi_init, vj_init] = T.float32(0.0)
+        for k in range(16):
+            for j_1 in T.vectorized(8):
+                with T.block("C_update"):
+                    vi = T.axis.spatial(16, i)
+                    vj = T.axis.spatial(16, j_0 * 8 + j_1)
+                    vk = T.axis.reduce(16, k)
+                    T.reads(C[vi, vj], A[vi, vk], B[vk, vj])
+                    T.writes(C[vi, vj])
+                    C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+'''
+    r.check_same("matmul")
+
+
+def test_decompose_reduction_errors(sched_error):
+    msg = sched_error(schedule(MATMUL, "matmul", '''
+        b = sch.get_block("C")
+        i, j, k = sch.get_loops(b)
+        sch.reorder(k, i, j)
+        init = sch.decompose_reduction(b, i)
+    '''))
+    assert "error: decompose_reduction: reduction loop k is outside loop i; the init would run " \
+        "once per iteration of it" in msg
+    msg = sched_error(schedule(MATMUL, "matmul", '''
+        b = sch.get_block("C")
+        i, j, k = sch.get_loops(b)
+        init = sch.decompose_reduction(b, k)
+        again = sch.decompose_reduction(b, k)
+    '''))
+    assert 'error: decompose_reduction: block "C_update" has no init to decompose' in msg
+
+
+def test_rfactor(sched):
+    r = sched(schedule(ROWSUM, "rowsum", '''
+        b = sch.get_block("C")
+        i, k = sch.get_loops(b)
+        k0, k1 = sch.split(k, factors=[None, 4])
+        rf = sch.rfactor(k1, 0)
+    '''))
+    assert r.text("rowsum") == '''\
+@T.prim_func
+def rowsum(A: T.Buffer((8, 16), "float32"), C: T.Buffer((8,), "float32")):
+    C_rf = T.alloc_buffer((4, 8), "float32")
+    for i, k_0, k_1 in T.grid(8, 4, 4):
+        with T.block("C_rf"):
+            vi, vk_0, vk_1 = T.axis.remap("SRS", [i, k_0, k_1])
+            T.reads(C_rf[vk_1, vi], A[vi, vk_0 * 4 + vk_1])
+            T.writes(C_rf[vk_1, vi])
+            with T.init():
+                C_rf[vk_1, vi] = T.float32(0.0)
+            C_rf[vk_1, vi] = C_rf[vk_1, vi] + A[vi, vk_0 * 4 + vk_1]
+    for i, k_1 in T.grid(8, 4):
+        with T.block("C"):
+            vi, vk_1 = T.axis.remap("SR", [i, k_1])
+            T.reads(C_rf[vk_1, vi])
+            T.writes(C[vi])
+            with T.init():
+                C[vi] = T.float32(0.0)
+            C[vi] = C[vi] + C_rf[vk_1, vi]
+'''
+    r.check_same("rowsum")
+
+
+def test_rfactor_max_then_parallel_partial_loop(sched):
+    r = sched(schedule(ROWMAX, "rowmax", '''
+        b = sch.get_block("C")
+        i, k = sch.get_loops(b)
+        k0, k1 = sch.split(k, factors=[None, 4])
+        rf = sch.rfactor(k1, 1)
+        ri, rk0, rk1 = sch.get_loops(rf)
+        sch.reorder(rk1, ri, rk0)
+        sch.parallel(rk1)
+    '''))
+    out = r.text("rowmax")
+    assert "C_rf = T.alloc_buffer((8, 4), \"float32\")" in out
+    assert "C_rf[vi, vk_1] = T.float32(-3.4028234663852886e+38)" in out
+    assert "for k_1 in T.parallel(4):" in out
+    r.check_same("rowmax")
+
+
+def test_rfactor_errors(sched_error):
+    msg = sched_error(schedule(ROWSUM, "rowsum", '''
+        b = sch.get_block("C")
+        i, k = sch.get_loops(b)
+        rf = sch.rfactor(i, 0)
+    '''))
+    assert 'error: rfactor: loop i is not a reduction loop of block "C"' in msg
+    msg = sched_error(schedule(ROWSUM, "rowsum", '''
+        b = sch.get_block("C")
+        i, k = sch.get_loops(b)
+        rf = sch.rfactor(k, 3)
+    '''))
+    assert "error: rfactor: factor_axis 3 is out of range for the 1-d buffer C" in msg
+    sub = ROWSUM.replace("C[vi] + A[vi, vk]", "C[vi] - A[vi, vk]")
+    msg = sched_error(schedule(sub, "rowsum", '''
+        b = sch.get_block("C")
+        i, k = sch.get_loops(b)
+        rf = sch.rfactor(k, 0)
+    '''))
+    assert 'error: rfactor: block "C" is not a reduction X[...] = X[...] op value with op one ' \
+        'of +, *, max, min and an init' in msg
