@@ -11,12 +11,13 @@ import sys
 import traceback
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import click
-from rich.console import Console
-from rich.text import Text
 from tirc.ir.diagnostics import CompileError, Diagnostic
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 EXIT_USER_ERROR = 1
 EXIT_INTERNAL_ERROR = 2
@@ -25,6 +26,8 @@ _SEVERITY_STYLE = {"error": "bold red", "warning": "bold magenta", "note": "bold
 
 
 def _styled(d: Diagnostic) -> list[Text]:
+    from rich.text import Text
+
     """The lines of `d.render()`, with header, source line and caret styled."""
     rendered = d.render().splitlines()
     note_lines = sum(len(n.render().splitlines()) for n in d.notes)
@@ -41,6 +44,8 @@ def _styled(d: Diagnostic) -> list[Text]:
 
 def print_diagnostics(diagnostics: Iterable[Diagnostic], stream: TextIO | None = None) -> None:
     """Write each diagnostic to `stream` (stderr): rich colours on a terminal, else plain."""
+    from rich.console import Console  # imported here: rich is slow to import, errors are rare
+
     stream = stream or sys.stderr
     console = Console(file=stream, highlight=False, soft_wrap=True)
     for d in diagnostics:

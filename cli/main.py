@@ -6,8 +6,6 @@ subcommands and the compile options.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
 import click
 from tirc.cli.compile_cmd import compile_command
 from tirc.cli.fmt_cmd import fmt_command
@@ -15,13 +13,6 @@ from tirc.cli.passes_cmd import passes_command
 from tirc.cli.run_cmd import run_command
 
 DEFAULT_COMMAND = "compile"
-
-
-def tirc_version() -> str:
-    try:
-        return version("tirc")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 class DefaultCommandGroup(click.Group):
@@ -44,8 +35,8 @@ class DefaultCommandGroup(click.Group):
 
 
 @click.group(cls=DefaultCommandGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(tirc_version(), "--version", prog_name="tirc",
-                      message="%(prog)s %(version)s")
+@click.version_option(None, "--version", package_name="tirc", prog_name="tirc",
+                      message="%(prog)s %(version)s")  # looked up only when asked for
 def cli() -> None:
     """tirc: a compiler for tensor programs written in .tir (TVMScript)."""
 

@@ -10,10 +10,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-from rich.console import Console
-from rich.table import Table
 from tirc.ir.diagnostics import CompileError, Diagnostic
 from tirc.ir.module import IRModule
 from tirc.passes.manager import Instrument, PassRun
@@ -140,11 +138,15 @@ class TimePasses(Instrument):
         self.times.setdefault(p.name, []).append(run.seconds)
 
     def exit_pipeline(self, mod: IRModule, ctx: PassContext) -> None:
+        from rich.console import Console  # only --time-passes needs rich
+
         console = Console(file=self.stream or sys.stderr, highlight=False)
         console.print(self.table())
 
-    def table(self) -> Table:
+    def table(self) -> Any:
         """Pass, runs, total milliseconds and share of the total, slowest first."""
+        from rich.table import Table
+
         total = sum(sum(t) for t in self.times.values()) or 1e-12
         table = Table(title="pass timing")
         table.add_column("pass")
