@@ -1,1 +1,7 @@
-"""Graph-level passes: normalize, legalize, fusion, memory planning, lowering."""
+"""Graph-level passes, in pipeline order (graph_pipeline.graph_steps):
+
+normalize (struct info), legalize-ops (operators -> call_tir of generated kernels, built with
+kernel.Kernel and the legalize_* tables), annotate-op-pattern, fold-constants, fuse-ops,
+fuse-tir, dead-code-elim, default-schedule (schedule_matmul for matmuls), memory-plan and
+lower-graph (the exported host function).
+"""

@@ -1,0 +1,99 @@
+"""dead-code-elim: drop dataflow bindings nobody uses and functions nobody calls.
+
+Inside dataflow blocks (which have no side effects) a binding whose variable is not used by a
+later binding, a block output that is used, or the returned value goes away; `R.match_cast`
+stays (it checks at run time). In a module with graph functions, a loop function that no graph
+function references and that has no `global_symbol`, and a fused `Primitive` graph function
+nobody calls, are removed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from tirc.ir.graph import BindingBlock, Function, GCall, GlobalVar, GVar, MatchCast
+from tirc.ir.module import IRModule
+from tirc.ir.visitor import post_order_visit
+from tirc.passes.graph.fuse_ops import PRIMITIVE_ATTR, used_vars
+from tirc.passes.pass_base import Pass, PassContext
+
+
+@dataclass(frozen=True)
+class DeadCodeElim(Pass):
+    """Unused dataflow bindings and unreferenced private functions are removed."""
+
+    name = "dead-code-elim"
+    description = "remove unused graph bindings and functions nobody calls"
+
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        out = mod
+        for name, func in mod.graph_funcs().items():
+            new = eliminate_bindings(func)
+            if new is not func:
+                out = out.with_function(name, new)
+        return remove_unused_functions(out)
+
+
+def eliminate_bindings(func: Function) -> Function:
+    """`func` without the dataflow bindings whose values are never used."""
+    live: set[GVar] = set(used_vars(func.body.body))
+    blocks: list[BindingBlock] = []
+    changed = False
+    for block in reversed(func.body.blocks):
+        kept = []
+        for b in reversed(block.bindings):
+            if block.is_dataflow and not isinstance(b, MatchCast) and b.var not in live:
+                changed = True
+                continue
+            kept.append(b)
+            live |= set(used_vars(b.value))  # type: ignore[attr-defined]
+        outputs = tuple(v for v in block.outputs if v in live)
+        changed |= len(outputs) != len(block.outputs)
+        if kept:
+            blocks.append(dataclasses.replace(block, bindings=tuple(reversed(kept)),
+                                              outputs=outputs))
+        else:
+            changed = True
+    if not changed:
+        return func
+    body = dataclasses.replace(func.body, blocks=tuple(reversed(blocks)))
+    return dataclasses.replace(func, body=body)
+
+
+def _referenced(func: Function) -> set[str]:
+    names: set[str] = set()
+
+    def visit(n: object) -> None:
+        if isinstance(n, GlobalVar):
+            names.add(n.name)
+        elif isinstance(n, GCall):
+            names.add(n.op)
+
+    post_order_visit(func.body, visit)
+    return names
+
+
+def remove_unused_functions(mod: IRModule) -> IRModule:
+    """Drop private functions that no entry graph function reaches."""
+    graph = mod.graph_funcs()
+    if not graph:
+        return mod
+    entries = [n for n, f in graph.items() if not f.attrs.get(PRIMITIVE_ATTR)]
+    reached: set[str] = set()
+    todo = list(entries)
+    while todo:
+        name = todo.pop()
+        if name in reached:
+            continue
+        reached.add(name)
+        f = mod.functions.get(name)
+        if isinstance(f, Function):
+            todo.extend(n for n in _referenced(f) if n in mod.functions)
+    out = mod
+    for name, f in mod.functions.items():
+        public = (isinstance(f, Function) and not f.attrs.get(PRIMITIVE_ATTR)) or \
+            "global_symbol" in f.attrs
+        if name not in reached and not public:
+            out = out.without_function(name)
+    return out

@@ -1,0 +1,222 @@
+"""Legalization of shape manipulation: each output element reads the input element it comes
+from (`reshape` through the row-major linear index, `concat` through a chain of
+`T.if_then_else`, `split` with one block per part)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tirc.ir.arith import simplify
+from tirc.ir.expr import PrimExpr, binop, cast, if_then_else, select
+from tirc.ir.graph import StructInfo, Tuple, TupleSInfo
+from tirc.ir.ops.manipulation import split_bounds
+from tirc.ir.ops.registry import OpCall
+from tirc.ir.ops.sinfo_util import (
+    INT64,
+    const_dim,
+    dim,
+    dims_equal,
+    product,
+    simplify_dim,
+)
+from tirc.passes.graph.kernel import ZERO, Indices, Kernel
+from tirc.passes.graph.legalize_table import legalizer, out_tensor
+
+
+def linear_index(indices: Sequence[PrimExpr], shape: Sequence[PrimExpr]) -> PrimExpr:
+    """The row-major offset of `indices` in a tensor of `shape`."""
+    total: PrimExpr = ZERO
+    for i, d in zip(indices, shape):
+        total = binop("add", binop("mul", total, d), i)
+    return total
+
+
+def unravel(offset: PrimExpr, shape: Sequence[PrimExpr]) -> Indices:
+    """The indices of a row-major offset in a tensor of `shape`."""
+    out = []
+    stride: PrimExpr = dim(1)
+    for k in range(len(shape) - 1, -1, -1):
+        q = binop("floordiv", offset, stride) if k < len(shape) - 1 else offset
+        out.append(simplify(binop("floormod", q, shape[k]) if k > 0 else q))
+        stride = binop("mul", stride, shape[k])
+    return tuple(reversed(out))
+
+
+def reshape_groups(src: Sequence[PrimExpr], dst: Sequence[PrimExpr]
+                   ) -> list[tuple[list[int], list[int]]] | None:
+    """Runs of source and destination axes with equal sizes (`(b, s, 64)` -> `(b, s, 4, 16)`:
+    [0]-[0], [1]-[1], [2]-[2, 3]), or None when sizes cannot be matched up statically."""
+    groups: list[tuple[list[int], list[int]]] = []
+    i = j = 0
+    while i < len(src) and j < len(dst):
+        a, b = [i], [j]
+        pa, pb = src[i], dst[j]
+        i, j = i + 1, j + 1
+        while not dims_equal(pa, pb):
+            ca, cb = const_dim(simplify_dim(pa)), const_dim(simplify_dim(pb))
+            if ca is None or cb is None:
+                return None
+            if ca < cb and i < len(src):
+                a.append(i)
+                pa, i = binop("mul", pa, src[i]), i + 1
+            elif cb < ca and j < len(dst):
+                b.append(j)
+                pb, j = binop("mul", pb, dst[j]), j + 1
+            else:
+                return None
+        groups.append((a, b))
+    if not groups:
+        return [(list(range(len(src))), list(range(len(dst))))]
+    groups[-1][0].extend(range(i, len(src)))
+    groups[-1][1].extend(range(j, len(dst)))
+    return groups
+
+
+@legalizer("reshape")
+def reshape(oc: OpCall, out: StructInfo) -> Kernel:
+    k = Kernel("reshape")
+    x = k.input("A", oc.values["x"], oc.tensor("x"))
+    y = k.output("T_reshape", out_tensor(out))
+    groups = reshape_groups(x.shape, y.shape) or [(list(range(x.ndim)), list(range(y.ndim)))]
+
+    def value(i: Indices) -> PrimExpr:
+        idx: list[PrimExpr] = [ZERO] * x.ndim
+        for src, dst in groups:
+            offset = linear_index([i[d] for d in dst], [y.shape[d] for d in dst])
+            for a, v in zip(src, unravel(offset, [x.shape[a] for a in src])):
+                idx[a] = v
+        return x.vload(*idx)
+
+    k.compute("T_reshape", y, value)
+    return k
+
+
+@legalizer("permute_dims")
+def permute_dims(oc: OpCall, out: StructInfo) -> Kernel:
+    k = Kernel("transpose")
+    x = k.input("A", oc.values["x"], oc.tensor("x"))
+    y = k.output("T_transpose", out_tensor(out))
+    axes = oc.values["axes"]
+    order = ([oc.axis(a, x.ndim) for a in axes] if axes is not None
+             else list(reversed(range(x.ndim))))
+
+    def value(i: Indices) -> PrimExpr:
+        idx: list[PrimExpr] = [ZERO] * x.ndim
+        for j, a in enumerate(order):
+            idx[a] = i[j]
+        return x.vload(*idx)
+
+    k.compute("T_transpose", y, value)
+    return k
+
+
+@legalizer("expand_dims")
+def expand_dims(oc: OpCall, out: StructInfo) -> Kernel:
+    k = Kernel("expand_dims")
+    x = k.input("A", oc.values["x"], oc.tensor("x"))
+    y = k.output("T_expand_dims", out_tensor(out))
+    added = oc.axes(oc.values["axis"], y.ndim)
+    k.compute("T_expand_dims", y,
+              lambda i: x.vload(*[v for a, v in enumerate(i) if a not in added]))
+    return k
+
+
+@legalizer("squeeze")
+def squeeze(oc: OpCall, out: StructInfo) -> Kernel:
+    k = Kernel("squeeze")
+    x = k.input("A", oc.values["x"], oc.tensor("x"))
+    y = k.output("T_squeeze", out_tensor(out))
+    values = oc.values["axis"]
+    dropped = (oc.axes(values, x.ndim) if values is not None
+               else [a for a, d in enumerate(x.shape) if const_dim(d) == 1])
+
+    def value(i: Indices) -> PrimExpr:
+        rest = iter(i)
+        return x.vload(*[ZERO if a in dropped else next(rest) for a in range(x.ndim)])
+
+    k.compute("T_squeeze", y, value)
+    return k
+
+
+@legalizer("concat")
+def concat(oc: OpCall, out: StructInfo) -> Kernel:
+    k = Kernel("concatenate")
+    parts = [k.input(chr(ord("A") + n), arg, s)
+             for n, (arg, s) in enumerate(zip(_fields(oc.values["tensors"]),
+                                              oc.tensors("tensors")))]
+    y = k.output("T_concat", out_tensor(out))
+    axis = oc.axis(oc.values["axis"], y.ndim)
+    offsets: list[PrimExpr] = [ZERO]
+    for p in parts[:-1]:
+        offsets.append(simplify(binop("add", offsets[-1], p.shape[axis])))
+
+    def value(i: Indices) -> PrimExpr:
+        def load(n: int) -> PrimExpr:
+            idx = list(i)
+            idx[axis] = simplify(binop("sub", i[axis], offsets[n])) if n else i[axis]
+            return parts[n].vload(*idx)
+
+        expr = load(len(parts) - 1)
+        for n in range(len(parts) - 2, -1, -1):
+            expr = if_then_else(binop("lt", i[axis], offsets[n + 1]), load(n), expr)
+        return expr
+
+    k.compute("T_concat", y, value)
+    return k
+
+
+def _fields(v: object) -> list:
+    assert isinstance(v, Tuple)
+    return list(v.fields)
+
+
+@legalizer("split")
+def split(oc: OpCall, out: StructInfo) -> Kernel:
+    k = Kernel("split")
+    s = oc.tensor("x")
+    x = k.input("A", oc.values["x"], s)
+    assert isinstance(out, TupleSInfo) and s.shape is not None
+    axis = oc.axis(oc.values["axis"], x.ndim)
+    bounds = split_bounds(x.shape[axis], oc.values["indices_or_sections"])
+    for n, (field, (begin, _)) in enumerate(zip(out.fields, bounds)):
+        y = k.output(f"T_split_{n}", out_tensor(field))
+
+        def value(i: Indices, begin: PrimExpr = begin) -> PrimExpr:
+            idx = list(i)
+            idx[axis] = binop("add", i[axis], begin)
+            return x.vload(*idx)
+
+        k.compute(f"T_split_{n}", y, value)
+    return k
+
+
+@legalizer("take")
+def take(oc: OpCall, out: StructInfo) -> Kernel:
+    k = Kernel("take")
+    x = k.input("A", oc.values["x"], oc.tensor("x"))
+    ind = k.input("indices", oc.values["indices"], oc.tensor("indices"))
+    y = k.output("T_take", out_tensor(out))
+    axis = oc.values["axis"]
+    a = oc.axis(axis, x.ndim) if axis is not None else None
+
+    def value(i: Indices) -> PrimExpr:
+        lo = a if a is not None else 0
+        raw = cast(INT64, ind.vload(*i[lo:lo + ind.ndim]))
+        if a is None:
+            size = product(x.shape)
+            flat = select(binop("lt", raw, ZERO), binop("add", raw, size), raw)
+            return x.vload(*unravel(flat, x.shape))
+        idx = select(binop("lt", raw, ZERO), binop("add", raw, x.shape[a]), raw)
+        return x.vload(*i[:a], idx, *i[a + ind.ndim:])
+
+    k.compute("T_take", y, value)
+    return k
+
+
+@legalizer("broadcast_to")
+def broadcast_to(oc: OpCall, out: StructInfo) -> Kernel:
+    k = Kernel("broadcast_to")
+    x = k.operand("A", oc.values["x"], oc.tensor("x"))
+    y = k.output("T_broadcast_to", out_tensor(out))
+    k.compute("T_broadcast_to", y, lambda i: x.at(i, y.shape))
+    return k

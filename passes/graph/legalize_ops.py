@@ -1,0 +1,130 @@
+"""legalize-ops: every graph operator becomes `R.call_tir` of a generated loop function.
+
+Each call is matched to its operator, the operator's legalizer builds a block-based PrimFunc
+over the call's (symbolic) shapes, and the binding becomes
+`R.call_tir(Module.add, (x, b), out_sinfo=R.Tensor((n, 256), "float32"))`. Identical kernels
+(structurally equal) are shared; names are the operator's (`add`, `add1`, `softmax`, ...).
+Operators without a loop-level form (`shape_of`, calls) and cross-level calls stay.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from tirc.ir.function import PrimFunc
+from tirc.ir.graph import (
+    Function,
+    GCall,
+    GlobalVar,
+    GraphExpr,
+    ShapeExpr,
+    StructInfo,
+    TensorSInfo,
+    Tuple,
+    TupleSInfo,
+    VarBinding,
+)
+from tirc.ir.module import IRModule
+from tirc.ir.ops.infer import infer_expr
+from tirc.ir.ops.registry import bound_call
+from tirc.ir.structural import structural_equal, structural_hash
+from tirc.passes.graph.legalize_table import get_legalizer
+from tirc.passes.graph.normalize import normalize_function
+from tirc.passes.pass_base import Pass, PassContext
+
+
+@dataclass(frozen=True)
+class LegalizeOps(Pass):
+    """Graph operators -> call_tir of loop functions added to the module."""
+
+    name = "legalize-ops"
+    description = "lower graph operators to R.call_tir of generated loop functions"
+
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        kernels = _KernelTable(mod)
+        out = mod
+        for name, func in mod.graph_funcs().items():
+            new = legalize_function(normalize_function(func, mod), mod, kernels)
+            if new is not func:
+                out = out.with_function(name, new)
+        for kname, kfunc in kernels.added.items():
+            out = out.with_function(kname, kfunc)
+        return out
+
+
+class _KernelTable:
+    """The loop functions added so far, shared when structurally equal."""
+
+    def __init__(self, mod: IRModule) -> None:
+        self.taken = set(mod.functions)
+        self.added: dict[str, PrimFunc] = {}
+        self.by_hash: dict[int, list[str]] = {}
+
+    def add(self, func: PrimFunc) -> str:
+        h = structural_hash(dataclasses.replace(func, name=""))
+        for name in self.by_hash.get(h, []):
+            if structural_equal(dataclasses.replace(self.added[name], name=""),
+                                dataclasses.replace(func, name="")):
+                return name
+        name, k = func.name, 0
+        while name in self.taken:
+            k += 1
+            name = f"{func.name}{k}"
+        self.taken.add(name)
+        self.added[name] = dataclasses.replace(func, name=name)
+        self.by_hash.setdefault(h, []).append(name)
+        return name
+
+
+def legalize_function(func: Function, mod: IRModule, kernels: _KernelTable) -> Function:
+    """Replace each legalizable operator call of `func` by a call_tir."""
+    blocks = []
+    changed = False
+    for block in func.body.blocks:
+        bindings = []
+        for b in block.bindings:
+            if isinstance(b, VarBinding) and isinstance(b.value, GCall):
+                value = legalize_call(b.value, b.var.struct_info, mod, kernels)
+                if value is not b.value:
+                    b = dataclasses.replace(b, value=value)
+                    changed = True
+            bindings.append(b)
+        blocks.append(dataclasses.replace(block, bindings=tuple(bindings)))
+    if not changed:
+        return func
+    return dataclasses.replace(func, body=dataclasses.replace(func.body, blocks=tuple(blocks)))
+
+
+def legalize_call(call: GCall, out: StructInfo | None, mod: IRModule,
+                  kernels: _KernelTable) -> GraphExpr:
+    """The call_tir for one operator call, or the call unchanged when it has no kernel."""
+    legalize = get_legalizer(call.op)
+    if legalize is None or out is None or not _known(out):
+        return call
+    oc = bound_call(call, lambda a: infer_expr(a, mod)[1], mod)
+    if any(isinstance(s, TensorSInfo) and s.shape is None for s in _flat(oc.sinfo.values())):
+        return call
+    kernel = legalize(oc, out)
+    prim, tir_vars = kernel.build()
+    name = kernels.add(prim)
+    outs = out.fields if isinstance(out, TupleSInfo) else (out,)
+    args: tuple[GraphExpr, ...] = (GlobalVar(name), Tuple(tuple(kernel.args)))
+    if tir_vars:
+        args += (ShapeExpr(tuple(tir_vars)),)
+    return GCall("call_tir", args, {}, tuple(outs), span=call.span)
+
+
+def _known(s: StructInfo) -> bool:
+    if isinstance(s, TupleSInfo):
+        return all(_known(f) for f in s.fields)
+    return isinstance(s, TensorSInfo) and s.shape is not None and s.dtype is not None
+
+
+def _flat(items: object) -> list[object]:
+    out: list[object] = []
+    for x in items:  # type: ignore[attr-defined]
+        out.extend(x if isinstance(x, tuple) else (x,))
+    return out
+
+

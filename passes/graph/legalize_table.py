@@ -1,0 +1,52 @@
+"""The table of operator legalizations: operator name -> function building its Kernel.
+
+A legalizer receives the bound call (`OpCall`: graph arguments, attribute values, struct info)
+and the call's output struct info, and returns the Kernel whose inputs are the call's tensor
+arguments (`kernel.args`) and whose outputs are the results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tirc.ir.graph import StructInfo, TensorSInfo
+from tirc.ir.ops.registry import OpCall
+from tirc.passes.graph.kernel import Kernel
+
+Legalizer = Callable[[OpCall, StructInfo], Kernel]
+LEGALIZERS: dict[str, Legalizer] = {}
+
+
+def legalizer(*names: str) -> Callable[[Legalizer], Legalizer]:
+    """Register a legalizer for the operators `names`."""
+
+    def register(fn: Legalizer) -> Legalizer:
+        for name in names:
+            LEGALIZERS[name] = fn
+        return fn
+
+    return register
+
+
+def kernel_name(op: str) -> str:
+    """The loop function's base name: `nn.softmax` -> `softmax`."""
+    return op.rsplit(".", 1)[-1]
+
+
+def out_tensor(out: StructInfo) -> TensorSInfo:
+    assert isinstance(out, TensorSInfo) and out.shape is not None and out.dtype is not None
+    return out
+
+
+def get_legalizer(op: str) -> Legalizer | None:
+    """The legalizer of `op`, loading every family on first use."""
+    if not LEGALIZERS:
+        from tirc.passes.graph import (  # noqa: F401 (imported for their registrations)
+            legalize_creation,
+            legalize_elementwise,
+            legalize_manipulation,
+            legalize_matmul,
+            legalize_nn,
+            legalize_reduction,
+        )
+    return LEGALIZERS.get(op)

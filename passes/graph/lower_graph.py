@@ -1,0 +1,275 @@
+"""lower-graph: a graph function becomes the host loop function the library exports.
+
+The host function takes the graph function's tensors and then its results (destination-passing
+style, so the runtime allocates the results from their shape expressions: `y = m.main(x, w)`).
+Its symbolic sizes bind from the arguments (make-entry checks them); `R.match_cast` binds new
+sizes and checks the others at run time. Intermediate tensors are views into one workspace
+allocated per call with memory-plan's layout. Each `R.call_tir` is inlined: the kernel's body
+is copied with its buffers bound to the actual tensors and its sizes to their values, so the
+host function runs the kernels in order with no call overhead. Returned values that no call
+writes (a parameter, a tensor returned twice) are copied into their result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from tirc.ir.buffer import Buffer
+from tirc.ir.diagnostics import CompileError
+from tirc.ir.dtype import HANDLE
+from tirc.ir.expr import PrimExpr, Var, binop, cast
+from tirc.ir.function import PrimFunc
+from tirc.ir.graph import (
+    Constant,
+    Function,
+    GCall,
+    GlobalVar,
+    GVar,
+    MatchCast,
+    ShapeExpr,
+    TensorSInfo,
+    Tuple,
+    TupleGetItem,
+    VarBinding,
+)
+from tirc.ir.module import IRModule
+from tirc.ir.ops.calls import bind_shape_vars
+from tirc.ir.ops.sinfo_util import dim, shape_text
+from tirc.ir.stmt import Allocate, AssertStmt, BufferStore, LetStmt, Stmt, seq
+from tirc.passes.graph.fuse_ops import PRIMITIVE_ATTR
+from tirc.passes.graph.fuse_tir import BlockNames
+from tirc.passes.graph.kernel import Kernel
+from tirc.passes.graph.memory_plan import (
+    TensorId,
+    aliases_of,
+    plan_memory,
+    produced_tensors,
+    returned_tensors,
+    tensor_of,
+)
+from tirc.passes.pass_base import Pass, PassContext
+from tirc.passes.rebind import fresh_copy
+
+GRAPH_ATTR = "tirc.graph_func"
+
+
+@dataclass(frozen=True)
+class LowerGraph(Pass):
+    """Graph functions -> exported host loop functions; inlined kernels are dropped."""
+
+    name = "lower-graph"
+    description = "lower graph functions to host functions that allocate and run the kernels"
+
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        graph = {n: f for n, f in mod.graph_funcs().items() if not f.attrs.get(PRIMITIVE_ATTR)}
+        if not graph:
+            return mod
+        out = mod
+        used: set[str] = set()
+        for name, func in graph.items():
+            host, callees = lower_function(func, mod)
+            used |= callees
+            out = out.without_function(name).with_function(name, host)
+        for name, f in mod.functions.items():
+            if isinstance(f, Function) and f.attrs.get(PRIMITIVE_ATTR):
+                out = out.without_function(name)
+            elif name in used and "global_symbol" not in f.attrs:
+                out = out.without_function(name)
+        return out
+
+
+class _HostBuilder:
+    """The stages of one host function, with the bindings that scope over the rest."""
+
+    def __init__(self, func: Function, mod: IRModule) -> None:
+        self.func = func
+        self.mod = mod
+        self.kernel = Kernel(func.name)
+        self.buffers: dict[TensorId, Buffer] = {}
+        self.items: list[Any] = []
+        self.callees: set[str] = set()
+        self.block_names: set[str] = set()
+
+    def error(self, message: str, node: Any) -> CompileError:
+        return CompileError(f"lower-graph: {message}", getattr(node, "span", None))
+
+    # ---- buffers ---------------------------------------------------------------------
+
+    def params(self) -> None:
+        for p in self.func.params:
+            s = p.struct_info
+            if not isinstance(s, TensorSInfo) or s.shape is None or s.dtype is None:
+                raise self.error(f"parameter '{p.name}' must be a tensor of known shape and "
+                                 "dtype", p)
+            self.buffers[(p, 0)] = self.kernel.input(p.name, p, s)
+
+    def tensor(self, e: Any, aliases: dict[GVar, TensorId]) -> Buffer:
+        """The buffer holding a graph value used as a call argument."""
+        if isinstance(e, Constant):
+            buf = Buffer(name=f"const{len(self.items)}", shape=(), dtype=e.dtype,
+                         data=Var(f"const{len(self.items)}", HANDLE))
+            self.items.append(("alloc", buf))
+            self.items.append(BufferStore(buf, cast(e.dtype, e.value), ()))
+            return buf
+        if isinstance(e, GVar) and (e, 0) in self.buffers:
+            return self.buffers[(e, 0)]
+        tid = tensor_of(e, aliases)
+        if tid is None or tid not in self.buffers:
+            raise self.error("an argument must be a tensor computed before the call", e)
+        return self.buffers[tid]
+
+    # ---- bindings --------------------------------------------------------------------
+
+    def call_tir(self, b: VarBinding, call: GCall, aliases: dict[GVar, TensorId]) -> None:
+        callee_ref = call.args[0]
+        callee = self.mod.functions.get(callee_ref.name) if isinstance(callee_ref, GlobalVar) \
+            else None
+        if not isinstance(callee, PrimFunc):
+            raise self.error("R.call_tir needs a loop function of the module", call)
+        self.callees.add(callee.name)
+        args = call.args[1].fields if isinstance(call.args[1], Tuple) else (call.args[1],)
+        inputs = [self.tensor(a, aliases) for a in args]
+        outputs = [self.buffers[tid] for tid, _ in produced_tensors(call, b.var)]
+        actual = inputs + outputs
+        buffers = callee.buffers
+        scalars = [p for p in callee.params if p not in callee.buffer_map]
+        tir_vars: list[PrimExpr] = []
+        if len(call.args) > 2 and isinstance(call.args[2], ShapeExpr):
+            tir_vars = list(self.kernel.dims(call.args[2].values))
+        if len(buffers) != len(actual) or len(scalars) != len(tir_vars):
+            raise self.error(f"{callee.name} takes {len(buffers)} tensors, got {len(actual)}",
+                             call)
+        mapping: dict[Any, Any] = dict(zip(buffers, actual))
+        mapping.update(bind_shape_vars(buffers, [a.shape for a in actual],
+                                       dict(zip(scalars, tir_vars))))
+        body = fresh_copy(callee.body, mapping)
+        self.items.append(BlockNames(self.block_names).visit(body))
+
+    def match_cast(self, b: MatchCast, aliases: dict[GVar, TensorId]) -> None:
+        src = self.tensor(b.value, aliases)
+        s = b.struct_info
+        if not isinstance(s, TensorSInfo) or s.shape is None:
+            raise self.error("R.match_cast needs a tensor shape", b)
+        if len(s.shape) != len(src.shape):
+            raise self.error(f"R.match_cast of {b.var.name}: rank {len(src.shape)} is not "
+                             f"{len(s.shape)}", b)
+        dims = []
+        for k, (want, got) in enumerate(zip(s.shape, src.shape)):
+            if isinstance(want, Var) and want not in self.kernel.sizes:
+                kv = Var(want.name, want.dtype)
+                self.kernel.sizes[want] = kv
+                self.items.append(("let", kv, cast(kv.dtype, got)))
+                dims.append(kv)
+                continue
+            d = self.kernel.dims([want])[0]
+            message = (f"{self.func.name}: R.match_cast of {b.var.name}: dimension {k} is "
+                       f"not {shape_text([want])[1:-2]}")
+            self.items.append(("assert", binop("eq", cast(d.dtype, got), d), message))
+            dims.append(d)
+        self.buffers[(b.var, 0)] = dataclasses.replace(src, name=b.var.name, shape=tuple(dims))
+
+    # ---- the function ----------------------------------------------------------------
+
+    def build(self) -> PrimFunc:
+        func = self.func
+        aliases = aliases_of(func)
+        plan = plan_memory(func)
+        self.params()
+        returned = returned_tensors(func, aliases)
+        copies: list[tuple[TensorId, Buffer]] = []
+        results = func.body.body.fields if isinstance(func.body.body, Tuple) \
+            else (func.body.body,)
+        for k, (e, tid) in enumerate(zip(results, returned)):
+            s = getattr(e, "struct_info", None)
+            if isinstance(e, TupleGetItem):
+                s = e.tuple_value.struct_info.fields[e.index]  # type: ignore[union-attr]
+            if tid is None or not isinstance(s, TensorSInfo):
+                raise self.error("a returned value must be a tensor", func.body)
+            name = tid[0].name if len(results) == 1 else f"{tid[0].name}_out{k}"
+            out = self.kernel.output(name, s)
+            if tid in self.buffers or tid in [t for t, _ in copies] or \
+                    not self._is_produced(tid):
+                copies.append((tid, out))
+            else:
+                self.buffers[tid] = out
+        workspaces = {
+            dt: Buffer(name=f"workspace_{dt}", dtype=dt, data=Var(f"workspace_{dt}", HANDLE),
+                       shape=self.kernel.dims([binop("floordiv", size, dim(dt.bytes))]))
+            for dt, size in plan.workspace_bytes.items()}
+        for tid, _ in plan.storage.items():
+            s = tid[0].struct_info
+            field = s.fields[tid[1]] if not isinstance(s, TensorSInfo) else s  # type: ignore[union-attr]
+            assert isinstance(field, TensorSInfo) and field.shape is not None
+            self.buffers[tid] = Buffer(
+                name=tid[0].name if tid[1] == 0 else f"{tid[0].name}_{tid[1]}",
+                shape=self.kernel.dims(field.shape), dtype=field.dtype,
+                data=workspaces[field.dtype].data,  # type: ignore[index]
+                elem_offset=self.kernel.dims([plan.offset_elems(tid)])[0])
+        for block in func.body.blocks:
+            for b in block.bindings:
+                self.binding(b, aliases)
+        for tid, out in copies:
+            self.copy(tid, out)
+        body = _fold(self.items)
+        for ws in workspaces.values():
+            body = Allocate(ws, body)
+        self.kernel.stages = [body]
+        prim, scalars = self.kernel.build(handle_prefix="")
+        if scalars:
+            raise self.error(f"the sizes {', '.join(str(v) for v in scalars)} cannot be "
+                             "bound from the arguments' shapes", func)
+        return dataclasses.replace(prim, attrs={"global_symbol": func.name,
+                                                "tir.noalias": True, GRAPH_ATTR: True})
+
+    def _is_produced(self, tid: TensorId) -> bool:
+        for block in self.func.body.blocks:
+            for b in block.bindings:
+                if b.var is tid[0]:
+                    return bool(produced_tensors(b.value, b.var))  # type: ignore[attr-defined]
+        return False
+
+    def binding(self, b: Any, aliases: dict[GVar, TensorId]) -> None:
+        value = b.value
+        if isinstance(b, MatchCast):
+            self.match_cast(b, aliases)
+        elif isinstance(value, (GVar, TupleGetItem)):
+            return
+        elif isinstance(value, GCall) and value.op == "call_tir":
+            self.call_tir(b, value, aliases)
+        elif isinstance(value, GCall) and value.op == "call_dps_packed":
+            raise self.error("R.call_dps_packed is not supported by the CPU backend yet", value)
+        elif isinstance(value, GCall):
+            raise self.error(f"R.{value.op} must be legalized first (run legalize-ops)", value)
+        else:
+            raise self.error(f"cannot lower a binding of {type(value).__name__}", b)
+
+    def copy(self, tid: TensorId, out: Buffer) -> None:
+        src = self.buffers[tid]
+        tmp = Kernel("copy")
+        tmp.compute(f"copy_{out.name}", out, lambda i: src.vload(*i))
+        self.items.append(BlockNames(self.block_names).visit(tmp.stages[0]))
+
+
+def _fold(items: list[Any]) -> Stmt:
+    """Statements in order; a ("let"|"assert"|"alloc", ...) item scopes over what follows."""
+    body: Stmt | None = None
+    for item in reversed(items):
+        if isinstance(item, Stmt):
+            body = seq(item, body)
+            continue
+        rest = body if body is not None else seq()
+        if item[0] == "let":
+            body = LetStmt(item[1], item[2], rest)
+        elif item[0] == "assert":
+            body = AssertStmt(item[1], item[2], rest)
+        else:
+            body = Allocate(item[1], rest)
+    return body if body is not None else seq()
+
+
+def lower_function(func: Function, mod: IRModule) -> tuple[PrimFunc, set[str]]:
+    """The host loop function of a graph function, and the kernels it inlined."""
+    builder = _HostBuilder(func, mod)
+    return builder.build(), builder.callees

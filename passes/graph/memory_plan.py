@@ -1,0 +1,208 @@
+"""memory-plan: storage for the intermediate tensors of a graph function, reused after last use.
+
+Every tensor a call produces that the function does not return needs storage. Walking the
+bindings in order, each such tensor takes a free storage token of its dtype whose size is
+comparable to its own (provably no larger or no smaller, symbolically: `n * 512` vs
+`n * 128`), growing it when needed, or a new token; a token is freed after the last use of its
+tensor (not before the call that produced it returns, so inputs never alias outputs). Tokens
+are laid out one after another, each 64-byte aligned, in one workspace per call and dtype
+(every token holds one dtype; the reference interpreter keeps storage typed) whose size is an
+expression of the symbolic sizes. The plan goes to the function's attributes
+(`tirc.workspace_bytes`, `tirc.storage`) where `--print-after=memory-plan` shows it;
+lower-graph allocates from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from tirc.ir.arith import make_analyzer
+from tirc.ir.dtype import DType
+from tirc.ir.expr import PrimExpr, binop
+from tirc.ir.graph import (
+    Function,
+    GCall,
+    GVar,
+    MatchCast,
+    TensorSInfo,
+    Tuple,
+    TupleGetItem,
+    TupleSInfo,
+    VarBinding,
+)
+from tirc.ir.module import IRModule
+from tirc.ir.ops.sinfo_util import dim, product, shape_vars, simplify_dim
+from tirc.passes.graph.fuse_ops import PRIMITIVE_ATTR, used_vars
+from tirc.passes.pass_base import Pass, PassContext
+
+ALIGN = 64
+WORKSPACE_ATTR = "tirc.workspace_bytes"
+STORAGE_ATTR = "tirc.storage"
+
+TensorId = tuple[GVar, int]  # a binding's variable and the index of the tensor in its value
+
+
+@dataclass
+class Token:
+    """One storage block of the workspace: its dtype, size in bytes, place in 64-byte units."""
+
+    dtype: DType
+    size: PrimExpr
+    offset_units: PrimExpr = field(default_factory=lambda: dim(0))
+
+
+@dataclass
+class MemoryPlan:
+    """Where each intermediate tensor lives, and how big the workspace is."""
+
+    tokens: list[Token]
+    storage: dict[TensorId, int]
+    workspace_bytes: dict[DType, PrimExpr]
+
+    def offset_elems(self, tid: TensorId) -> PrimExpr:
+        """The tensor's offset in the workspace, in elements of its dtype."""
+        token = self.tokens[self.storage[tid]]
+        return simplify_dim(binop("mul", token.offset_units, dim(ALIGN // token.dtype.bytes)))
+
+
+def tensor_bytes(s: TensorSInfo) -> PrimExpr:
+    """The size of a tensor in bytes (symbolic)."""
+    assert s.shape is not None and s.dtype is not None
+    return product(tuple(s.shape) + (dim(s.dtype.bytes),))
+
+
+def _compare(a: PrimExpr, b: PrimExpr) -> int | None:
+    """-1, 0 or 1 when `a` is provably less, equal or greater (or equal-or-), else None."""
+    an = make_analyzer({v: (0, None) for v in shape_vars([a, b])})
+    if an.can_prove(binop("eq", a, b)):
+        return 0
+    if an.can_prove(binop("le", a, b)):
+        return -1
+    if an.can_prove(binop("ge", a, b)):
+        return 1
+    return None
+
+
+def produced_tensors(value: object, var: GVar) -> list[tuple[TensorId, TensorSInfo]]:
+    """The tensors a binding's call writes (one per output of a call_tir)."""
+    if not (isinstance(value, GCall) and value.op in ("call_tir", "call_dps_packed")):
+        return []
+    s = var.struct_info
+    fields = s.fields if isinstance(s, TupleSInfo) else (s,)
+    return [((var, k), f) for k, f in enumerate(fields) if isinstance(f, TensorSInfo)]
+
+
+def tensor_of(e: object, aliases: dict[GVar, TensorId]) -> TensorId | None:
+    """The tensor a graph value denotes (a variable, or a tuple item), if any."""
+    if isinstance(e, GVar):
+        return aliases.get(e, (e, 0))
+    if isinstance(e, TupleGetItem) and isinstance(e.tuple_value, GVar):
+        return (e.tuple_value, e.index)
+    return None
+
+
+def returned_tensors(func: Function, aliases: dict[GVar, TensorId]) -> list[TensorId | None]:
+    """The tensors the function returns, in order."""
+    body = func.body.body
+    items = body.fields if isinstance(body, Tuple) else (body,)
+    return [tensor_of(e, aliases) for e in items]
+
+
+def aliases_of(func: Function) -> dict[GVar, TensorId]:
+    """Variables bound to another tensor (`a = t[0]`, `a = b`, `a = R.match_cast(b, ...)`)."""
+    out: dict[GVar, TensorId] = {}
+    for block in func.body.blocks:
+        for b in block.bindings:
+            if isinstance(b, (VarBinding, MatchCast)) and isinstance(b.value,
+                                                                    (GVar, TupleGetItem)):
+                tid = tensor_of(b.value, out)
+                if tid is not None:
+                    out[b.var] = tid
+    return out
+
+
+def plan_memory(func: Function) -> MemoryPlan:
+    """Storage tokens for the tensors `func` computes but does not return."""
+    aliases = aliases_of(func)
+    bindings = [b for block in func.body.blocks for b in block.bindings]
+    returned = {t for t in returned_tensors(func, aliases) if t is not None}
+    last_use: dict[TensorId, int] = {}
+    for k, b in enumerate(bindings):
+        for v in used_vars(b.value):  # type: ignore[attr-defined]
+            tid = aliases.get(v)
+            s = v.struct_info
+            ids = [tid] if tid is not None else [(v, j) for j in range(
+                len(s.fields) if isinstance(s, TupleSInfo) else 1)]
+            for t in ids:
+                last_use[t] = k
+    tokens: list[Token] = []
+    free: list[int] = []
+    storage: dict[TensorId, int] = {}
+    ends: dict[TensorId, int] = {}
+    for k, b in enumerate(bindings):
+        for tid, s in produced_tensors(b.value, b.var):  # type: ignore[attr-defined]
+            if tid not in returned:
+                storage[tid] = _take(tokens, free, s)
+                ends[tid] = max(last_use.get(tid, k), k)
+        for tid in [t for t, end in ends.items() if end == k]:
+            free.append(storage[tid])
+            del ends[tid]
+    offsets: dict[DType, PrimExpr] = {}
+    for t in tokens:
+        offset = offsets.get(t.dtype, dim(0))
+        t.offset_units = simplify_dim(offset)
+        units = binop("floordiv", binop("add", t.size, dim(ALIGN - 1)), dim(ALIGN))
+        offsets[t.dtype] = binop("add", offset, units)
+    totals = {dt: simplify_dim(binop("mul", o, dim(ALIGN))) for dt, o in offsets.items()}
+    return MemoryPlan(tokens, storage, totals)
+
+
+def _take(tokens: list[Token], free: list[int], s: TensorSInfo) -> int:
+    """A free token of the tensor's dtype and a comparable size (grown if needed), or a new
+    one."""
+    size = tensor_bytes(s)
+    assert s.dtype is not None
+    best: tuple[int, int] | None = None
+    for pos, idx in enumerate(free):
+        t = tokens[idx]
+        if t.dtype != s.dtype:
+            continue
+        order = _compare(t.size, size)
+        if order is None:
+            continue
+        if order >= 0 or best is None:
+            best = (pos, idx)
+            if order == 0:
+                break
+    if best is None:
+        tokens.append(Token(s.dtype, size))
+        return len(tokens) - 1
+    pos, idx = best
+    free.pop(pos)
+    if _compare(tokens[idx].size, size) == -1:
+        tokens[idx].size = size
+    return idx
+
+
+@dataclass(frozen=True)
+class MemoryPlanPass(Pass):
+    """Records each graph function's storage plan in its attributes."""
+
+    name = "memory-plan"
+    description = "plan intermediate storage: tokens by size and dtype, reuse after last use"
+
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        out = mod
+        for name, func in mod.graph_funcs().items():
+            if func.attrs.get(PRIMITIVE_ATTR):
+                continue
+            plan = plan_memory(func)
+            storage = {f"{tid[0].name}" + (f"[{tid[1]}]" if tid[1] else ""): (
+                token, plan.tokens[token].offset_units * ALIGN)
+                for tid, token in plan.storage.items()}
+            sizes = {str(dt): size for dt, size in plan.workspace_bytes.items()}
+            attrs = {**func.attrs, WORKSPACE_ATTR: sizes,
+                     STORAGE_ATTR: {k: (t, simplify_dim(o)) for k, (t, o) in storage.items()}}
+            out = out.with_function(name, dataclasses.replace(func, attrs=attrs))
+        return out

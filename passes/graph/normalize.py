@@ -1,0 +1,160 @@
+"""normalize: infer the struct info of every graph binding and put it on the bound variable.
+
+Each binding's value is checked by its operator (shapes broadcast, dimensions agree,
+symbolically), rewritten into canonical form, and its variable gets the inferred struct info;
+annotations and the declared return type must agree with what is inferred. Errors are
+diagnostics at the binding (`error: R.add: cannot broadcast (n, 256) with (n, 255)`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from tirc.ir.diagnostics import CompileError, DiagnosticContext
+from tirc.ir.graph import (
+    Binding,
+    BindingBlock,
+    Function,
+    GCall,
+    GraphExpr,
+    GVar,
+    MatchCast,
+    ObjectSInfo,
+    SeqExpr,
+    StructInfo,
+    Tuple,
+    VarBinding,
+)
+from tirc.ir.module import IRModule
+from tirc.ir.ops.infer import infer_expr, match_cast_conflict, more_precise, sinfo_agrees
+from tirc.ir.ops.sinfo_util import sinfo_text
+from tirc.ir.span import Span
+from tirc.ir.visitor import substitute
+from tirc.passes.pass_base import Pass, PassContext
+
+
+@dataclass(frozen=True)
+class Normalize(Pass):
+    """Struct info inference for every graph function of the module."""
+
+    name = "normalize"
+    description = "infer and check the struct info of every graph binding (symbolic shapes)"
+
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        diag = DiagnosticContext()
+        out = mod
+        for name, func in mod.graph_funcs().items():
+            try:
+                new = normalize_function(func, out)
+            except CompileError as err:
+                diag.diagnostics.extend(err.diagnostics)
+                continue
+            if new is not func:
+                out = out.with_function(name, new)
+        diag.check()
+        return out
+
+
+def _at(err: CompileError, span: Span | None) -> CompileError:
+    """The error, placed at `span` when it carries no location of its own."""
+    if span is None or all(d.span is not None for d in err.diagnostics):
+        return err
+    return CompileError([dataclasses.replace(d, span=d.span or span) for d in err.diagnostics])
+
+
+def normalize_function(func: Function, mod: IRModule | None = None) -> Function:
+    """The function with every variable's struct info inferred and checked."""
+    mapping: dict[GVar, GVar] = {}
+    params = []
+    for p in func.params:
+        if p.struct_info is None:
+            mapping[p] = dataclasses.replace(p, struct_info=ObjectSInfo())
+        params.append(mapping.get(p, p))
+    blocks = []
+    for block in func.body.blocks:
+        bindings: list[Binding] = []
+        for b in block.bindings:
+            bindings.extend(_flatten(b, block.is_dataflow, mod))
+        bindings = [_binding(b, mapping, mod) for b in bindings]
+        outputs = tuple(mapping.get(v, v) for v in block.outputs)
+        blocks.append(dataclasses.replace(block, bindings=tuple(bindings), outputs=outputs))
+    body_value = substitute(func.body.body, mapping)
+    try:
+        body_value, ret = infer_expr(body_value, mod)
+    except CompileError as err:
+        raise _at(err, func.body.span or func.span) from None
+    declared = func.ret_struct_info
+    if declared is not None and not sinfo_agrees(declared, ret):
+        raise CompileError(f"{func.name} returns {sinfo_text(ret)}, but its declared return "
+                           f"type is {sinfo_text(declared)}", func.body.body.span or func.span)
+    ret = more_precise(declared, ret) if declared is not None else ret
+    blocks = _same_blocks(func.body.blocks, blocks)
+    body = SeqExpr(tuple(blocks), body_value, span=func.body.span)
+    new = dataclasses.replace(func, params=tuple(params), body=body, ret_struct_info=ret)
+    unchanged = (not mapping and body_value is func.body.body and ret == declared
+                 and all(a is b for a, b in zip(blocks, func.body.blocks)))
+    return func if unchanged else new
+
+
+def _same_blocks(old: tuple[BindingBlock, ...], new: list[BindingBlock]) -> list[BindingBlock]:
+    return [o if (len(o.bindings) == len(n.bindings)
+                  and all(a is b for a, b in zip(o.bindings, n.bindings))
+                  and o.outputs == n.outputs) else n for o, n in zip(old, new)]
+
+
+def _flatten(b: Binding, dataflow: bool, mod: IRModule | None) -> list[Binding]:
+    """Calls nested in a binding's arguments, bound first to variables of their own."""
+    value = b.value  # type: ignore[attr-defined]
+    if not isinstance(value, GCall):
+        return [b]
+    prefix: list[Binding] = []
+    counter = [0]
+
+    def lift(e: GraphExpr) -> GraphExpr:
+        if isinstance(e, Tuple):
+            fields = tuple(lift(f) for f in e.fields)
+            return e if fields == e.fields else dataclasses.replace(e, fields=fields)
+        if not isinstance(e, GCall):
+            return e
+        inner = dataclasses.replace(e, args=tuple(lift(a) for a in e.args))
+        counter[0] += 1
+        var = GVar(name=f"{b.var.name}_{counter[0]}", is_dataflow=dataflow)
+        prefix.append(VarBinding(var, inner, span=e.span or b.span))
+        return var
+
+    args = tuple(lift(a) for a in value.args)
+    if not prefix:
+        return [b]
+    return prefix + [dataclasses.replace(b, value=dataclasses.replace(value, args=args))]
+
+
+def _binding(b: Binding, mapping: dict[GVar, GVar], mod: IRModule | None) -> Binding:
+    value = substitute(b.value, mapping)  # type: ignore[attr-defined]
+    span = b.span or getattr(b.value, "span", None)  # type: ignore[attr-defined]
+    try:
+        value, inferred = infer_expr(value, mod)
+    except CompileError as err:
+        raise _at(err, span) from None
+    sinfo: StructInfo
+    if isinstance(b, MatchCast):
+        why = match_cast_conflict(b.struct_info, inferred)
+        if why is not None:
+            raise CompileError(f"R.match_cast of {b.var.name} can never succeed: {why}", span)
+        sinfo = b.struct_info
+    else:
+        declared = b.var.struct_info
+        if declared is not None and not sinfo_agrees(declared, inferred):
+            raise CompileError(f"{b.var.name}: the annotation {sinfo_text(declared)} does not "
+                               f"match the value's {sinfo_text(inferred)}", span)
+        sinfo = more_precise(declared, inferred) if declared is not None else inferred
+    var = b.var
+    if var.struct_info != sinfo:
+        var = dataclasses.replace(var, struct_info=sinfo)
+        mapping[b.var] = var
+    if var is b.var and value is b.value:  # type: ignore[attr-defined]
+        return b
+    if isinstance(b, MatchCast):
+        return dataclasses.replace(b, var=var, value=value)
+    assert isinstance(b, VarBinding)
+    return dataclasses.replace(b, var=var, value=value)

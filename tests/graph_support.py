@@ -1,0 +1,72 @@
+"""Shared by the graph-pass tests: run passes, and interpret a graph function before/after."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tirc.ir import IRModule
+from tirc.ir.graph import GCall, TensorSInfo
+from tirc.ir.interpreter import Interpreter
+from tirc.ir.ops.sinfo_util import const_dim
+from tirc.passes.pass_base import Pass
+from tirc.passes.verify import verify_module
+
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+
+
+def run_passes(mod: IRModule, passes: Sequence[Pass]) -> list[IRModule]:
+    """The module after each pass (the input first); each must verify."""
+    out = [mod]
+    for p in passes:
+        out.append(p(out[-1]))
+        problems = verify_module(out[-1])
+        assert not problems, f"after {p.name}: " + "\n".join(d.render() for d in problems)
+    return out
+
+
+def random_inputs(mod: IRModule, sizes: dict[str, int], seed: int = 0,
+                  func: str = "main") -> list[np.ndarray]:
+    """Arrays for a graph function's parameters, symbolic sizes taken from `sizes` by name."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for p in mod[func].params:
+        s = p.struct_info
+        assert isinstance(s, TensorSInfo) and s.shape is not None and s.dtype is not None
+        shape = tuple(const_dim(d) if const_dim(d) is not None else sizes[d.name]
+                      for d in s.shape)
+        out.append((rng.standard_normal(shape) * 0.5).astype(str(s.dtype)))
+    return out
+
+
+def interpret(mod: IRModule, args: list[np.ndarray], func: str = "main",
+              externs: dict[str, Any] | None = None) -> tuple[np.ndarray, ...]:
+    """`func` of `mod` run by the reference interpreter; results as a tuple."""
+    got = Interpreter(mod, externs).call(func, *[a.copy() for a in args])
+    return got if isinstance(got, tuple) else (got,)
+
+
+def assert_same(before: IRModule, after: IRModule | list[IRModule], args: list[np.ndarray],
+                func: str = "main", externs: dict[str, Any] | None = None) -> None:
+    """Every module after gives `before`'s results on `args` in the reference interpreter."""
+    want = interpret(before, args, func, externs)
+    for mod in after if isinstance(after, list) else [after]:
+        got = interpret(mod, args, func, externs)
+        assert len(got) == len(want)
+        for w, g in zip(want, got):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+def kernel_calls(mod: IRModule, func: str = "main") -> list[str]:
+    """The loop functions a graph function calls, in order."""
+    names = []
+    for block in mod[func].body.blocks:
+        for b in block.bindings:
+            v = b.value
+            if isinstance(v, GCall) and v.op == "call_tir":
+                names.append(v.args[0].name)
+            elif isinstance(v, GCall) and v.op in mod.functions:
+                names.append(v.op)
+    return names

@@ -1,0 +1,70 @@
+"""The graph samples through the graph steps and the CPU pipeline into one .so each, run at
+several values of every symbolic size and compared with the numpy reference interpreter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from graph_support import SAMPLES, interpret, random_inputs
+from tirc.backends import build
+from tirc.frontend import parse_file
+from tirc.ir.target import parse_target
+from tirc.passes.graph.graph_pipeline import graph_steps
+from tirc.passes.manager import run_pipeline
+from tirc.passes.pipeline import build_pipeline, default_pipeline
+from tirc.runtime import TircError, load
+
+
+def compile_sample(name: str, out: Path, opt_level: int = 2) -> object:
+    target = parse_target("llvm")
+    steps = default_pipeline(target, opt_level)
+    if "lower-graph" not in steps:
+        steps = graph_steps(opt_level) + steps
+    mod = run_pipeline(parse_file(SAMPLES / name), build_pipeline(steps))
+    build(mod, out, target, opt_level)
+    return load(out)
+
+
+@pytest.fixture(scope="module")
+def mlp(tmp_path_factory: pytest.TempPathFactory) -> object:
+    return compile_sample("mlp.tir", tmp_path_factory.mktemp("mlp") / "mlp.so")
+
+
+@pytest.fixture(scope="module")
+def block(tmp_path_factory: pytest.TempPathFactory) -> object:
+    return compile_sample("transformer_block.tir", tmp_path_factory.mktemp("tb") / "tb.so")
+
+
+def compare(lib: object, sample: str, sizes: dict[str, int]) -> None:
+    graph = parse_file(SAMPLES / sample)
+    args = random_inputs(graph, sizes)
+    want = interpret(graph, args)
+    got = lib.main(*args)  # type: ignore[attr-defined]
+    got = got if isinstance(got, tuple) else (got,)
+    for w, g in zip(want, got):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("n", [1, 7, 64, 300])
+def test_mlp_one_library_every_batch_size(mlp: object, n: int) -> None:
+    compare(mlp, "mlp.tir", {"n": n})
+
+
+@pytest.mark.parametrize("b,s", [(1, 1), (7, 3), (2, 64), (1, 300)])
+def test_transformer_block_one_library_every_shape(block: object, b: int, s: int) -> None:
+    compare(block, "transformer_block.tir", {"b": b, "s": s})
+
+
+def test_wrong_shapes_are_errors_not_crashes(mlp: object) -> None:
+    x = np.zeros((3, 63), "float32")
+    args = random_inputs(parse_file(SAMPLES / "mlp.tir"), {"n": 3})
+    with pytest.raises((ValueError, TircError), match="63"):
+        mlp.main(x, *args[1:])  # type: ignore[attr-defined]
+
+
+def test_unoptimized_pipeline_gives_the_same(tmp_path: Path) -> None:
+    lib = compile_sample("mlp.tir", tmp_path / "mlp0.so", opt_level=0)
+    compare(lib, "mlp.tir", {"n": 5})
