@@ -52,6 +52,10 @@ BLOCK_ONLY = ("T.reads", "T.writes", "T.where", "T.block_attr", "T.sblock_attr",
               "T.axis.spatial", "T.axis.reduce", "T.axis.opaque", "T.axis.S", "T.axis.R")
 
 
+# Declarations that can also scope over an indented body with `with ... as name:`.
+SCOPED_DECLARATIONS = ("T.decl_buffer", "T.event_tensor", "T.LetStmt")
+
+
 class LoopBuilder:
     """Builds the statements of one loop function."""
 
@@ -343,9 +347,31 @@ class LoopBuilder:
                 body = self.body(s.body, frame=False)
             assert wrap is not None
             return wrap(body)
+        if name in SCOPED_DECLARATIONS:
+            assert isinstance(call, S.Call)
+            return self.scoped_declaration(s, call, name, item.target)
         if name is not None and name.startswith("R."):
             self.ctx.error(f"{name} is only allowed in a graph function", call.span)
         self.ctx.unsupported(f"'with' over {name or 'this expression'}", call.span)
+
+    def scoped_declaration(self, s: S.With, call: S.Call, name: str,
+                           target: S.Expr | None) -> Stmt:
+        """`with T.decl_buffer(...) as B:` (or T.event_tensor, `with T.LetStmt(v) as x:`):
+        a declaration whose scope ends with the indented body."""
+        if not isinstance(target, S.Name):
+            self.ctx.error(f"write `with {name}(...) as name:`", call.span)
+        with self.scope.frame():
+            if name == "T.LetStmt":
+                a = check_call(self.ctx, call, name, Sig(1, 1))
+                value = self.eb.expr(a.pos[0])
+                wrap = self.let(target, Var(target.id, value.dtype, span=target.span), value,
+                                s.span)
+            else:
+                decl = self.declaration(target, call, name)
+                assert callable(decl)
+                wrap = decl
+            body = self.body(s.body, frame=False)
+        return wrap(body)
 
     def attr(self, s: S.With, call: S.Call) -> Stmt:
         a = check_call(self.ctx, call, "T.attr", Sig(3, 3))

@@ -10,7 +10,9 @@ Printed forms (what the frontend must accept, besides everything in LANGUAGE.md)
 - perfectly nested serial loops from 0 print as one `for i, j in T.grid(a, b):`;
 - block iteration variables print as one `T.axis.remap("SSR", [i, j, k])` when every one is
   bound to an enclosing loop variable over the same domain, else one `T.axis.*` line each;
-- `Allocate` prints as `B = T.decl_buffer(...)` (`T.event_tensor(...)` for event storage);
+- `Allocate` prints as `B = T.decl_buffer(...)` (`T.event_tensor(...)` for event storage), and
+  as `with T.decl_buffer(...) as B:` when statements follow it outside its scope (lets:
+  `with T.LetStmt(value) as x:`);
 - constants print with their dtype unless int32 (`T.int64(4)`, `T.float32(0.5)`, `True`);
 - vectors print as `T.Ramp(base, stride, lanes)` / `T.Broadcast(value, lanes)`, casts as
   `T.Cast("dtype", x)`, integer true division as `T.Div(a, b)`, unknown intrinsics as
@@ -290,6 +292,7 @@ class FuncPrinter:
         self.lines: list[str] = []
         self.loop_dom: dict[int, tuple[PrimExpr, PrimExpr]] = {}
         self.views: dict[int, list[Buffer]] = {}
+        self.frame: list[Any] = []  # definitions of the indented body being printed
         self.module_name = module_name
 
     def emit(self, depth: int, text: str) -> None:
@@ -430,6 +433,15 @@ class FuncPrinter:
 
     # ---- statements ------------------------------------------------------------------
 
+    def body(self, s: Stmt, depth: int) -> None:
+        """An indented body: lets and allocations in it stay named until it ends, as the
+        frontend scopes them."""
+        outer, self.frame = self.frame, []
+        self.stmt(s, depth)
+        for obj in self.frame:
+            self.names.undefine(obj)
+        self.frame = outer
+
     def stmt(self, s: Stmt, depth: int) -> None:
         method = getattr(self, "stmt_" + type(s).__name__, None)
         if method is None:
@@ -439,8 +451,36 @@ class FuncPrinter:
     def stmt_SeqStmt(self, s: SeqStmt, depth: int) -> None:
         if not s.seq:
             self.emit(depth, "T.evaluate(0)")
-        for x in s.seq:
-            self.stmt(x, depth)
+        for i, x in enumerate(s.seq):
+            if i < len(s.seq) - 1 and isinstance(x, (LetStmt, Allocate)):
+                self.scoped(x, depth)  # its scope ends before the next statement
+            else:
+                self.stmt(x, depth)
+
+    def scoped(self, s: LetStmt | Allocate, depth: int) -> None:
+        """`with T.decl_buffer(...) as B:` / `with T.LetStmt(v) as x:` and an indented body."""
+        if isinstance(s, LetStmt):
+            value = self.p(s.value)
+            name = self.names.define(s.var, s.var.name)
+            head = f"T.LetStmt({value})"
+            defined: list[Any] = [s.var]
+        else:
+            b = s.buffer
+            if b.scope == "event":
+                init = f", init={self.p(s.init)}" if s.init is not None else ""
+                head = f"T.event_tensor({self.shape_tuple(b.shape)}{init})"
+            else:
+                head = f"T.decl_buffer({self.buffer_args(b)})"
+            name = self.names.define(b, b.name)
+            defined = [b]
+        self.emit(depth, f"with {head} as {name}:")
+        if isinstance(s, LetStmt) and s.var.dtype.is_handle:
+            defined += self.declare_views(s.var, name, depth + 1)
+        elif isinstance(s, Allocate):
+            defined += self.buffer_defined(s.buffer, depth + 1)
+        self.body(s.body, depth + 1)
+        for obj in defined:
+            self.names.undefine(obj)
 
     def stmt_BufferStore(self, s: BufferStore, depth: int) -> None:
         self.emit(depth, f"{self.p.load(s.buffer, s.indices)} = {self.p(s.value)}")
@@ -457,10 +497,8 @@ class FuncPrinter:
         name = self.names.define(s.var, s.var.name)
         self.emit(depth, f"{name}: T.{s.var.dtype} = {value}")
         views = self.declare_views(s.var, name, depth) if s.var.dtype.is_handle else []
+        self.frame.extend([s.var, *views])
         self.stmt(s.body, depth)
-        self.names.undefine(s.var)
-        for v in views:
-            self.names.undefine(v)
 
     def stmt_AssertStmt(self, s: AssertStmt, depth: int) -> None:
         self.emit(depth, f"assert {self.p(s.condition)}, {_str(s.message)}")
@@ -468,14 +506,14 @@ class FuncPrinter:
 
     def stmt_IfThenElse(self, s: IfThenElse, depth: int) -> None:
         self.emit(depth, f"if {self.p(s.condition)}:")
-        self.stmt(s.then_case, depth + 1)
+        self.body(s.then_case, depth + 1)
         if s.else_case is not None:
             self.emit(depth, "else:")
-            self.stmt(s.else_case, depth + 1)
+            self.body(s.else_case, depth + 1)
 
     def stmt_While(self, s: While, depth: int) -> None:
         self.emit(depth, f"while {self.p(s.condition)}:")
-        self.stmt(s.body, depth + 1)
+        self.body(s.body, depth + 1)
 
     def stmt_AttrStmt(self, s: AttrStmt, depth: int) -> None:
         node = s.node
@@ -488,7 +526,7 @@ class FuncPrinter:
         else:
             node_text = "None"
         self.emit(depth, f"with T.attr({node_text}, {_str(s.key)}, {self.p(s.value)}):")
-        self.stmt(s.body, depth + 1)
+        self.body(s.body, depth + 1)
 
     def stmt_Allocate(self, s: Allocate, depth: int) -> None:
         b = s.buffer
@@ -501,10 +539,8 @@ class FuncPrinter:
             text = self.buffer_args(b)
             self.emit(depth, f"{self.names.define(b, b.name)} = T.decl_buffer({text})")
         views = self.buffer_defined(b, depth)
+        self.frame.extend([b, *views])
         self.stmt(s.body, depth)
-        self.names.undefine(b)
-        for v in views:
-            self.names.undefine(v)
 
     def stmt_For(self, s: For, depth: int) -> None:
         loops = [s]
@@ -516,7 +552,7 @@ class FuncPrinter:
             for lp in loops:
                 self.loop_dom[id(lp.loop_var)] = (lp.min, lp.extent)
             self.emit(depth, f"for {names} in T.grid({extents}):")
-            self.stmt(loops[-1].body, depth + 1)
+            self.body(loops[-1].body, depth + 1)
             for lp in loops:
                 self.names.undefine(lp.loop_var)
             return
@@ -524,7 +560,7 @@ class FuncPrinter:
         name = self.names.define(s.loop_var, s.loop_var.name)
         self.loop_dom[id(s.loop_var)] = (s.min, s.extent)
         self.emit(depth, f"for {name} in {head}:")
-        self.stmt(s.body, depth + 1)
+        self.body(s.body, depth + 1)
         self.names.undefine(s.loop_var)
 
     @staticmethod
@@ -598,8 +634,8 @@ class FuncPrinter:
             defined.extend(self.buffer_defined(mb.buffer, d))
         if b.init is not None:
             self.emit(d, "with T.init():")
-            self.stmt(b.init, d + 1)
-        self.stmt(b.body, d)
+            self.body(b.init, d + 1)
+        self.body(b.body, d)
         for x in defined:
             self.names.undefine(x)
 

@@ -23,7 +23,6 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
-from tirc.ir.ops.sinfo_util import INT64
 from tirc.ir.stmt import (
     Block,
     BlockRealize,
@@ -141,20 +140,21 @@ def _spatial(blk: Block) -> Stmt:
     ext = [iv.dom.extent for iv in blk.iter_vars]
     if not ext:
         return realize(blk, [])
-    inner = Var("i_inner", INT64)
+    inner = Var("i_inner", ext[-1].dtype)  # a loop variable has its extent's dtype
+    zero = IntImm(0, ext[-1].dtype)
     if len(ext) == 1:
-        return For(inner, ZERO, ext[0], ForKind.VECTORIZED, realize(blk, [inner]))
+        return For(inner, zero, ext[0], ForKind.VECTORIZED, realize(blk, [inner]))
     f, values, total = fused_loop(ext[:-1], "i_outer")
-    body = For(inner, ZERO, ext[-1], ForKind.VECTORIZED, realize(blk, values + [inner]))
+    body = For(inner, zero, ext[-1], ForKind.VECTORIZED, realize(blk, values + [inner]))
     return For(f, ZERO, total, ForKind.PARALLEL, body)
 
 
 def _reduction(blk: Block) -> Stmt:
     """Original loop order, the outermost spatial loop parallel."""
-    loops = [Var(f"l{k}", INT64) for k in range(len(blk.iter_vars))]
+    loops = [Var(f"l{k}", iv.dom.extent.dtype) for k, iv in enumerate(blk.iter_vars)]
     stmt: Stmt = realize(blk, list(loops))
     for k in range(len(loops) - 1, -1, -1):
         iv = blk.iter_vars[k]
         kind = ForKind.PARALLEL if k == 0 and iv.kind == IterKind.SPATIAL else ForKind.SERIAL
-        stmt = For(loops[k], ZERO, iv.dom.extent, kind, stmt)
+        stmt = For(loops[k], IntImm(0, iv.dom.extent.dtype), iv.dom.extent, kind, stmt)
     return stmt

@@ -93,3 +93,24 @@ def test_random_modules_round_trip(mod: IRModule) -> None:
     again = parse(text, "<random>")
     assert structural_equal(again, mod), text
     assert print_module(again) == text
+
+
+def test_scoped_declarations_followed_by_statements_print_as_with() -> None:
+    from tirc.ir import Allocate, LetStmt
+    from tirc.ir.stmt import seq
+
+    parse = _parse()
+    a = make_buffer("A", (4,), "float32")
+    h = Var("A", HANDLE)
+    tmp = make_buffer("tmp", (4,), "float32")
+    t = Var("t", dtype("float32"))
+    body = seq(Allocate(tmp, BufferStore(tmp, FloatImm(1.0), (IntImm(0),))),
+               LetStmt(t, a.vload(IntImm(0)), BufferStore(a, t, (IntImm(1),))),
+               BufferStore(a, FloatImm(2.0), (IntImm(2),)))
+    mod = IRModule({"f": PrimFunc("f", (h,), {h: a}, body)})
+    text = print_module(mod)
+    assert '        with T.decl_buffer((4,), "float32") as tmp:\n' in text
+    assert "        with T.LetStmt(A[0]) as t:\n            A[1] = t\n" in text
+    again = parse(text, "<scoped>")
+    assert structural_equal(again, mod)
+    assert print_module(again) == text
