@@ -12,8 +12,10 @@ from tirc.ir.diagnostics import CompileError
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 
-EMIT_KINDS = ("ll", "asm", "obj", "so", "h")
-SUFFIX_KINDS = {".ll": "ll", ".s": "asm", ".o": "obj", ".so": "so", ".h": "h"}
+EMIT_KINDS = ("ll", "asm", "obj", "so", "h", "ptx", "cubin")
+SUFFIX_KINDS = {".ll": "ll", ".s": "asm", ".o": "obj", ".so": "so", ".h": "h", ".ptx": "ptx",
+                ".cubin": "cubin"}
+GPU_KINDS = ("ptx", "cubin")
 
 
 def kind_for_path(path: str | Path) -> str | None:
@@ -39,6 +41,15 @@ def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
     if kind not in EMIT_KINDS:
         raise CompileError(f"unknown output kind '{kind}' (expected one of: "
                            f"{', '.join(EMIT_KINDS)})")
+    if kind in GPU_KINDS or (kind in ("ll", "asm") and getattr(target, "is_gpu", False)):
+        from tirc.backends.nvptx import emit_gpu
+
+        data = emit_gpu(mod, kind, target, opt_level)
+        if out_path is not None:
+            from tirc.backends.link import write_atomic
+
+            write_atomic(out_path, data)
+        return data
     mod = with_entries(mod)
     if kind == "h":
         from tirc.backends.header import render_header

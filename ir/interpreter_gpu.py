@@ -329,6 +329,7 @@ class _HostCompiler(StmtCompiler):
     def __init__(self, cpf: CompiledPrimFunc, gpu: GPUInterpreter) -> None:
         super().__init__(cpf.ex, gpu.max_while)
         self.gpu = gpu
+        self.storage = {p: b.data for p, b in cpf.func.buffer_map.items()}
 
     def s_Evaluate(self, s: Evaluate) -> Run:
         call = _launch_call(s)
@@ -338,7 +339,8 @@ class _HostCompiler(StmtCompiler):
         if not isinstance(name, StringImm):
             raise InterpreterError("tirc.launch_kernel needs the kernel's name first", s.span)
         dims = [self.ex.compile(d) for d in call.args[1:7]]
-        args = [self.ex.compile(a) for a in call.args[7:]]
+        # A handle parameter stands for its buffer's storage.
+        args = [self.ex.compile(self.storage.get(a, a)) for a in call.args[7:]]
         gpu, kernel_name = self.gpu, name.value
 
         def launch(env: Env) -> None:

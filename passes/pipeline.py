@@ -21,6 +21,10 @@ from tirc.passes.registry import all_passes
 
 def default_pipeline(target: Target, opt_level: int) -> list[str]:
     """Pass names, in order, that turn a parsed module into one ready for `target`."""
+    if target.is_gpu:
+        from tirc.passes.gpu.pipeline import gpu_pipeline
+
+        return gpu_pipeline(opt_level)      # the GPU table of contents, in passes/gpu
     steps = [
         "verify",            # the input is well-formed (definitions, ranks, regions)
         "apply-schedules",   # the module's @S.schedule functions (and --schedule files)

@@ -77,8 +77,9 @@ def load(path: str | os.PathLike[str]) -> Module:
     """Load a library tirc built (`.so`) and return its functions as a Module."""
     path = os.fspath(path)
     if path.endswith(".ptx"):
-        raise TircError(f"cannot load '{path}': this runtime loads CPU libraries (.so); "
-                        "PTX needs the CUDA runtime")
+        from tirc.runtime.cuda import load_ptx
+
+        return load_ptx(path)  # type: ignore[return-value]
     if not os.path.exists(path):
         raise FileNotFoundError(f"no such library: '{path}'")
     return Module(path)

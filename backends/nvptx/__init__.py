@@ -29,6 +29,7 @@ from tirc.passes.gpu.gpu_arch import DEFAULT_ARCH
 from tirc.passes.gpu.thread_tags import HOST_ATTR, KERNEL_ATTR
 
 ABI_VERSION = 1
+GPU_EMIT_KINDS = ("ptx", "cubin", "ll", "asm")
 
 
 @dataclass
@@ -39,6 +40,7 @@ class PTXResult:
     metadata: dict[str, Any]
     arch: str
     kernels: list[KernelInfo] = field(default_factory=list)
+    ll: str = ""  # the optimised NVPTX LLVM IR
 
     def cubin(self) -> bytes:
         return run_ptxas(self.ptx, self.arch)[0]
@@ -52,7 +54,8 @@ def cuda_target(target: Any) -> Target:
     """`target` as a cuda Target (None means cuda with the default architecture)."""
     t = parse_target(target) if target is not None else Target("cuda", arch=DEFAULT_ARCH)
     if not t.is_gpu:
-        raise CompileError(f"the NVPTX backend compiles for cuda targets, not '{t}'")
+        raise CompileError(f"PTX and cubin are made for cuda targets, not '{t}' (use "
+                           "--target \"cuda -arch=sm_90\")")
     return t
 
 
@@ -80,9 +83,12 @@ def compile_ptx(mod: IRModule, target: Any = None, opt_level: int = 2) -> PTXRes
     mod = lowered_for_gpu(mod, t, opt_level)
     tm, arch = nvptx_machine(t, opt_level)
     ctx = ModuleContext(mod.name, TRIPLE, str(tm.target_data))
-    kernels = [emit_kernel(ctx, f) for f in mod.prim_funcs().values() if f.attrs.get(KERNEL_ATTR)]
+    kernel_funcs = {str(f.attrs.get("global_symbol", f.name)): f
+                    for f in mod.prim_funcs().values() if f.attrs.get(KERNEL_ATTR)}
+    kernels = [emit_kernel(ctx, f) for f in kernel_funcs.values()]
     shared = {k.name: k.dynamic_shared for k in kernels}
-    functions = [host_plan(f, shared) for f in mod.prim_funcs().values() if f.attrs.get(HOST_ATTR)]
+    functions = [host_plan(f, shared, kernel_funcs) for f in mod.prim_funcs().values()
+                 if f.attrs.get(HOST_ATTR)]
     kernel_meta = [{"name": k.name, "static_shared": k.static_shared,
                     "dynamic_shared": k.dynamic_shared} for k in kernels]
     meta = {"tirc_abi": ABI_VERSION, "module": mod.name, "target": str(t), "arch": arch.name,
@@ -90,17 +96,18 @@ def compile_ptx(mod: IRModule, target: Any = None, opt_level: int = 2) -> PTXRes
     module = parse_and_verify(str(ctx.module))
     optimize(module, tm, opt_level)
     ptx = tm.emit_assembly(module)
-    return PTXResult(render_block(meta) + ptx, meta, arch.name, kernels)
+    return PTXResult(render_block(meta) + ptx, meta, arch.name, kernels, str(module))
 
 
 def emit_gpu(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2) -> bytes:
-    """`ptx` text or a `cubin` for `mod` (what tirc.backends.emit calls for cuda targets)."""
+    """`ptx` text (also `asm`), a `cubin`, or the NVPTX LLVM IR (`ll`) for `mod` (what
+    tirc.backends.emit calls for cuda targets)."""
+    if kind not in GPU_EMIT_KINDS:
+        raise CompileError(f"the cuda target emits {', '.join(GPU_EMIT_KINDS)}, not '{kind}'")
     result = compile_ptx(mod, target, opt_level)
-    if kind == "ptx":
-        return result.ptx.encode()
     if kind == "cubin":
         return result.cubin()
-    raise CompileError(f"the cuda target emits ptx or cubin, not '{kind}'")
+    return (result.ll if kind == "ll" else result.ptx).encode()
 
 
 __all__ = ["PTXResult", "compile_ptx", "cuda_target", "emit_gpu", "lowered_for_gpu"]

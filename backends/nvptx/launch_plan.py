@@ -21,7 +21,7 @@ from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import Call, PrimExpr, StringImm, Var, binop, cast
 from tirc.ir.function import PrimFunc
 from tirc.ir.stmt import Allocate
-from tirc.passes.entry_signature import param_buffers, shape_text, signature
+from tirc.passes.entry_signature import accessed_data, param_buffers, shape_text, signature
 from tirc.passes.flatten_buffers import storage_size
 from tirc.passes.gpu.thread_tags import is_launch, walk_stmts
 
@@ -49,13 +49,33 @@ def _text(e: PrimExpr, func: PrimFunc) -> int | str:
                            e.span or func.span) from None
 
 
-def host_plan(func: PrimFunc, shared: dict[str, int]) -> dict[str, Any]:
+def _mark_accesses(info: dict[str, Any], launches: list[dict[str, Any]],
+                   kernels: dict[str, PrimFunc]) -> None:
+    """Set each buffer parameter's `input`/`output` from what the kernels read and write."""
+    params = {p["name"]: p for p in info["params"]}
+    for launch in launches:
+        kernel = kernels.get(launch["kernel"])
+        if kernel is None:
+            continue
+        reads, writes = accessed_data(kernel)
+        for kp, arg in zip(kernel.params, launch["args"]):
+            buf = kernel.buffer_map.get(kp)
+            if buf is None or arg["kind"] != "buffer":
+                continue
+            entry = params[arg["param"]]
+            entry["input"] = entry["input"] or buf.data in reads
+            entry["output"] = entry["output"] or buf.data in writes
+
+
+def host_plan(func: PrimFunc, shared: dict[str, int],
+              kernels: dict[str, PrimFunc]) -> dict[str, Any]:
     """The metadata entry of one host function (see the module docstring)."""
     symbol = str(func.attrs.get("global_symbol", func.name))
     bound = bound_symbols(func)
     info = signature(func, symbol, bound)
     info["kind"] = "gpu_func"
     by_data: dict[Var, str] = {buf.data: p.name for p, buf in param_buffers(func).items()}
+    by_data.update({p: p.name for p in func.params if p in func.buffer_map})
     for p in func.params:
         flat = func.buffer_map.get(p)
         if flat is not None:
@@ -99,6 +119,7 @@ def host_plan(func: PrimFunc, shared: dict[str, int]) -> dict[str, Any]:
          "bytes": _text(binop("mul", cast("int64", storage_size(b)), b.dtype.bytes), func)}
         for b in workspaces.values()]
     info["launches"] = launches
+    _mark_accesses(info, launches, kernels)
     return info
 
 

@@ -1,0 +1,43 @@
+"""The GPU pipeline: the pass names, in order, that lower a module for a cuda target.
+
+The table of contents of GPU lowering, one step a line. The loop-level steps are the CPU
+pipeline's; the GPU steps turn thread-bound loops into kernels and a host launch plan. Names of
+passes not registered (yet) are left out, as in tirc.passes.pipeline. Graph-level steps are not
+here yet: graph functions need default GPU schedules (bindings) before they can run on a GPU.
+"""
+
+from __future__ import annotations
+
+from tirc.passes.registry import all_passes
+
+
+def gpu_pipeline(opt_level: int) -> list[str]:
+    """Pass names, in order, that turn a parsed module into one the NVPTX backend compiles."""
+    steps = [
+        "verify",                  # the input is well-formed
+        "apply-schedules",         # @S.schedule functions (`sch.bind` makes thread bindings)
+        "lower-init",              # block `init` -> `if` on the first reduction iteration
+        "lower-blocks",            # blocks -> loop nests (thread bindings kept)
+        "lower-layouts",           # buffers with layouts -> flat storage, physical offsets
+        "flatten-buffers",         # n-d accesses -> 1-d offsets
+    ]
+    if opt_level >= 1:
+        steps += ["simplify"]      # fold index arithmetic (thread bindings kept)
+    steps += [
+        "gpu-thread-binding",      # check thread-bound loops; start each at 0
+        "gpu-launch-dims",         # one extent per thread axis and kernel (guards)
+        "gpu-storage-scope",       # shared/local buffers into the kernels that use them
+        "gpu-storage-sync",        # barriers between shared-memory phases, where missing
+    ]
+    if opt_level >= 2:
+        steps += [
+            "vectorize",           # vectorized loops -> ramps and broadcasts
+            "unroll",              # unrolled loops -> straight-line code
+            "simplify",            # clean up after them
+        ]
+    steps += [
+        "gpu-split-host-device",   # each launch region -> a kernel; host -> launch plan
+        "verify-gpu",              # no parallel loops, launch and shared-memory limits
+    ]
+    registered = all_passes()
+    return [name for name in steps if name in registered]

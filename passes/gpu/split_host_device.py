@@ -1,0 +1,228 @@
+"""gpu-split-host-device: each launch region becomes a device kernel; the host keeps the launches.
+
+For a loop function with thread-bound loops, every launch region (an outermost thread-bound
+loop, with any shared/local allocations wrapped around it) is moved into a new loop function
+`<name>_kernel<k>` (`<name>_kernel` when there is one) whose parameters are what the region
+uses from outside: buffer handles (parameters, or host workspaces), then scalars (symbolic
+sizes and scalar parameters, by name). The kernel gets the attributes `tirc.kernel` and
+`tir.kernel_launch_params` (its thread axes). In the host function the region is replaced by
+
+    T.call_intrin("int32", "tirc.launch_kernel", "f_kernel", gx, gy, gz, bx, by, bz, args...)
+
+where the grid and block extents are expressions over the host's symbolic sizes, so the host
+part is a launch plan the runtime evaluates; a parameter buffer is passed as its handle
+parameter (`a`), a workspace as its data. Host code may only open global workspaces, bind
+scalars (inlined into the launches) and launch kernels; anything else outside the
+thread-bound loops (a store, a host loop) is an error pointing at it, and a function without
+any thread-bound loop is an error asking for bindings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tirc.ir.buffer import Buffer
+from tirc.ir.diagnostics import CompileError
+from tirc.ir.dtype import HANDLE, INT32
+from tirc.ir.expr import BufferLoad, Call, IntImm, Let, PrimExpr, StringImm, Var
+from tirc.ir.function import PrimFunc
+from tirc.ir.module import IRModule
+from tirc.ir.stmt import (
+    Allocate,
+    AttrStmt,
+    BufferStore,
+    Evaluate,
+    For,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+    seq,
+)
+from tirc.ir.visitor import post_order_visit, substitute
+from tirc.passes.gpu.launch_dims import launch_extents
+from tirc.passes.gpu.storage_scope import check_kernel_allocations, strip_storage_kind
+from tirc.passes.gpu.thread_tags import (
+    ALL_TAGS,
+    BLOCK_TAGS,
+    DEVICE_SCOPES,
+    HOST_ATTR,
+    KERNEL_ATTR,
+    LAUNCH_KERNEL,
+    THREAD_TAGS,
+    is_launch,
+    is_thread_loop,
+    launch_regions,
+    walk_stmts,
+)
+from tirc.passes.pass_base import Pass, PassContext
+from tirc.passes.rebind import used_vars
+
+LAUNCH_PARAMS_ATTR = "tir.kernel_launch_params"
+
+
+def defined_vars(s: Stmt) -> set[Var]:
+    """Variables a statement defines inside itself (loops, lets, allocations)."""
+    out: set[Var] = set()
+
+    def visit(n: Any) -> None:
+        if isinstance(n, For):
+            out.add(n.loop_var)
+        elif isinstance(n, LetStmt | Let):
+            out.add(n.var)
+        elif isinstance(n, Allocate):
+            out.add(n.buffer.data)
+
+    post_order_visit(s, visit)
+    return out
+
+
+def _buffers_by_data(s: Stmt) -> dict[Var, Buffer]:
+    out: dict[Var, Buffer] = {}
+
+    def visit(n: Any) -> None:
+        if isinstance(n, BufferLoad | BufferStore):
+            out.setdefault(n.buffer.data, n.buffer)
+
+    post_order_visit(s, visit)
+    return out
+
+
+@dataclass
+class Kernel:
+    """A kernel cut out of a host function: the new function and the host's launch of it."""
+
+    func: PrimFunc
+    launch: Stmt
+
+
+class _Splitter:
+    def __init__(self, func: PrimFunc) -> None:
+        self.func = func
+        self.count = len(launch_regions(func.body))
+        self.kernels: list[PrimFunc] = []
+        # Host handle order: the parameters' storage first. A launch passes a parameter's
+        # storage as the handle parameter itself (`a`, printed and parsed back as such).
+        self.param_data = [func.buffer_map[p].data for p in func.params if p in func.buffer_map]
+        self.handle_of = {func.buffer_map[p].data: p for p in func.params if p in func.buffer_map}
+
+    def error(self, s: Stmt, what: str) -> CompileError:
+        return CompileError(
+            f"gpu-split-host-device: {self.func.name}: {what} is outside every thread-bound "
+            "loop; the host part of a GPU function can only launch kernels (move it inside a "
+            "loop bound to blockIdx/threadIdx)", s.span or self.func.span)
+
+    def host(self, s: Stmt) -> Stmt:
+        if is_thread_loop(s):
+            return self.kernel(s, [])
+        if isinstance(s, SeqStmt):
+            return seq(*(self.host(x) for x in s.seq)) if s.seq else s
+        if isinstance(s, Allocate):
+            if s.buffer.scope in DEVICE_SCOPES:
+                return self.device_allocs(s, [])
+            if s.init is not None:
+                raise self.error(s, f"event tensor '{s.buffer.name}'")
+            return s.replace(body=self.host(s.body))  # type: ignore[return-value]
+        if isinstance(s, AttrStmt):
+            return s.replace(body=self.host(s.body))  # type: ignore[return-value]
+        if isinstance(s, LetStmt):
+            if s.var.dtype.is_handle:
+                raise self.error(s, f"handle '{s.var.name}'")
+            return self.host(substitute(s.body, {s.var: s.value}))
+        if isinstance(s, Evaluate) and isinstance(s.value, IntImm):
+            return s
+        if is_launch(s):
+            return s
+        kind = {"For": f"loop '{getattr(s, 'loop_var', Var()).name}'",
+                "BufferStore": f"a store to '{getattr(s, 'buffer', Buffer()).name}'"}
+        raise self.error(s, kind.get(type(s).__name__, f"a {type(s).__name__} statement"))
+
+    def device_allocs(self, s: Stmt, allocs: list[Buffer]) -> Stmt:
+        """Shared/local allocations around a region go into its kernel."""
+        if isinstance(s, Allocate) and s.buffer.scope in DEVICE_SCOPES:
+            return self.device_allocs(strip_storage_kind(s.body, s.buffer), [*allocs, s.buffer])
+        if is_thread_loop(s):
+            return self.kernel(s, allocs)  # type: ignore[arg-type]
+        raise CompileError(f"gpu-split-host-device: {self.func.name}: {allocs[-1].scope} buffer "
+                           f"'{allocs[-1].name}' must be used inside one kernel (run "
+                           "gpu-storage-scope first)", s.span or self.func.span)
+
+    def kernel(self, region: For, allocs: list[Buffer]) -> Stmt:
+        body: Stmt = region
+        for buf in reversed(allocs):
+            body = Allocate(buf, body)
+        check_kernel_allocations(body)
+        k = len(self.kernels)
+        name = f"{self.func.name}_kernel" if self.count == 1 else f"{self.func.name}_kernel{k}"
+        free = used_vars(body) - defined_vars(body)
+        buffers = _buffers_by_data(body)
+        handles = [v for v in self.param_data if v in free]
+        handles += sorted((v for v in free if v.dtype.is_handle and v not in handles),
+                          key=lambda v: v.name)
+        scalars = sorted((v for v in free if not v.dtype.is_handle), key=lambda v: v.name)
+        params: list[Var] = []
+        buffer_map: dict[Var, Buffer] = {}
+        for data in handles:
+            if data not in buffers:
+                raise CompileError(f"gpu-split-host-device: {self.func.name}: handle "
+                                   f"'{data.name}' is used by a kernel but is not a buffer",
+                                   region.span)
+            p = Var(buffers[data].name, HANDLE)
+            params.append(p)
+            buffer_map[p] = buffers[data]
+        params.extend(scalars)
+        extents = launch_extents(region)
+        tags = [t for t in ALL_TAGS if t in extents]
+        attrs = {"global_symbol": name, KERNEL_ATTR: True, LAUNCH_PARAMS_ATTR: tags,
+                 "tir.noalias": True}
+        self.kernels.append(PrimFunc(name, tuple(params), buffer_map, body, attrs,
+                                     span=region.span))
+        dims: list[PrimExpr] = [extents.get(t, IntImm(1, INT32)) for t in (*BLOCK_TAGS,
+                                                                           *THREAD_TAGS)]
+        host_handles = [self.handle_of.get(h, h) for h in handles]
+        args: tuple[PrimExpr, ...] = (StringImm(name), *dims, *host_handles, *scalars)
+        return Evaluate(Call(LAUNCH_KERNEL, args, INT32), span=region.span)
+
+
+def split_function(func: PrimFunc) -> tuple[PrimFunc, list[PrimFunc]]:
+    """The host function (launches only) and the kernels of one GPU loop function."""
+    if func.attrs.get(KERNEL_ATTR) or func.attrs.get(HOST_ATTR):
+        return func, []
+    if not launch_regions(func.body):
+        if any(isinstance(s, BufferStore) for s in walk_stmts(func.body)):
+            raise CompileError(
+                f"gpu-split-host-device: function '{func.name}' has no thread-bound loops, so "
+                "it cannot run on the GPU; bind its loops to blockIdx/threadIdx "
+                "(T.thread_binding, or sch.bind in a schedule)", func.span)
+        return func, []
+    splitter = _Splitter(func)
+    body = splitter.host(func.body)
+    attrs = dict(func.attrs)
+    attrs[HOST_ATTR] = True
+    return func.replace(body=body, attrs=attrs), splitter.kernels  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class GPUSplitHostDevice(Pass):
+    """Cut every launch region out into a kernel function (see the module docstring)."""
+
+    name: ClassVar[str] = "gpu-split-host-device"
+    description: ClassVar[str] = ("each launch region becomes a device kernel; the host "
+                                  "function keeps tirc.launch_kernel calls")
+
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        funcs: dict[str, Any] = {}
+        changed = False
+        for name, func in mod.functions.items():
+            if not isinstance(func, PrimFunc):
+                funcs[name] = func
+                continue
+            host, kernels = split_function(func)
+            changed |= host is not func
+            funcs[name] = host
+            for k in kernels:
+                if k.name in mod.functions or k.name in funcs:
+                    raise CompileError(f"gpu-split-host-device: kernel name '{k.name}' is "
+                                       "already taken by another function", k.span)
+                funcs[k.name] = k
+        return mod.replace(functions=funcs) if changed else mod  # type: ignore[return-value]

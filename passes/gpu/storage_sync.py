@@ -1,0 +1,194 @@
+"""gpu-storage-sync: insert the block barriers that shared memory needs, where they are missing.
+
+In a kernel, the statements between the blockIdx loops and the threadIdx loops run for the
+whole block in step: sibling threadIdx loops are phases. When one phase writes a shared buffer
+that a later phase reads or writes (or reads one that a later phase overwrites), the threads
+must meet at a barrier in between, `T.tvm_storage_sync("shared")` (bar.sync 0). This pass
+walks each kernel's block-level statements in order, tracks the shared accesses made since the
+last barrier, and puts a barrier before the first statement that conflicts with them. A serial
+loop at block level is walked twice, so that a conflict between the end of one iteration and
+the start of the next (a tiled matmul's k loop) gets its barrier too.
+
+Two accesses conflict unless both are reads, or both index the buffer with the same expression
+of the thread indices (each thread then touches only its own elements): `S[tx] = ...` followed
+by `... = S[tx]` in a loop bound to the same axis needs no barrier. Barriers already present are
+kept and counted. The analysis is conservative: it may add a barrier that is not needed, never
+omit one that is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tirc.ir.buffer import Buffer
+from tirc.ir.expr import BufferLoad, Let, PrimExpr, Var
+from tirc.ir.function import PrimFunc
+from tirc.ir.module import IRModule
+from tirc.ir.stmt import (
+    Allocate,
+    AttrStmt,
+    BufferStore,
+    For,
+    IfThenElse,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+    While,
+    seq,
+)
+from tirc.ir.structural import structural_equal
+from tirc.ir.visitor import post_order_visit, substitute
+from tirc.passes.gpu.launch_dims import launch_extents
+from tirc.passes.gpu.thread_tags import (
+    THREAD_TAGS,
+    barrier,
+    const_value,
+    has_barrier,
+    is_barrier,
+    is_block_tag,
+    is_thread_loop,
+    map_regions,
+    same_expr,
+    walk_stmts,
+)
+from tirc.passes.pass_base import PassContext, PrimFuncPass
+from tirc.passes.rebind import used_vars
+
+SHARED_SCOPES = ("shared", "shared.dyn")
+
+
+@dataclass(frozen=True)
+class Access:
+    """One access to a shared buffer: its storage, whether it writes, and its index in terms
+    of the canonical thread indices (None when it also depends on thread-private values)."""
+
+    data: Var
+    write: bool
+    index: tuple[PrimExpr, ...] | None
+
+
+class _Region:
+    """The thread axes of one kernel, for telling thread-private accesses apart."""
+
+    def __init__(self, region: Stmt) -> None:
+        extents = launch_extents(region)
+        self.canonical = {tag: Var(tag, extents[tag].dtype) for tag in extents}
+        # An index is thread-private only if it names every thread axis with more than one
+        # thread (otherwise threads differing in that axis share the element).
+        self.required = {self.canonical[t] for t in THREAD_TAGS
+                         if t in extents and const_value(extents[t]) != 1}
+
+    def accesses(self, s: Stmt) -> list[Access]:
+        local: set[Var] = set()
+        rename: dict[Any, Any] = {}
+        for x in walk_stmts(s):
+            if is_thread_loop(x) and not is_block_tag(x.thread_tag):
+                rename[x.loop_var] = self.canonical[x.thread_tag]  # type: ignore[index]
+            elif isinstance(x, For):
+                local.add(x.loop_var)
+            elif isinstance(x, LetStmt):
+                local.add(x.var)
+
+        def visit(n: Any) -> None:
+            if isinstance(n, Let):
+                local.add(n.var)
+
+        post_order_visit(s, visit)
+        out: list[Access] = []
+
+        def record(buf: Buffer, indices: tuple[PrimExpr, ...], write: bool) -> None:
+            if buf.scope not in SHARED_SCOPES:
+                return
+            index: tuple[PrimExpr, ...] | None = tuple(substitute(i, rename) for i in indices)
+            names = used_vars(*index)
+            if names & local or not self.required <= names:
+                index = None
+            out.append(Access(buf.data, write, index))
+
+        def collect(n: Any) -> None:
+            if isinstance(n, BufferLoad):
+                record(n.buffer, n.indices, False)
+            elif isinstance(n, BufferStore):
+                record(n.buffer, n.indices, True)
+
+        post_order_visit(s, collect)
+        return out
+
+
+def _conflict(before: list[Access], after: list[Access]) -> bool:
+    for a in before:
+        for b in after:
+            if a.data is not b.data or not (a.write or b.write):
+                continue
+            if a.index is None or b.index is None or len(a.index) != len(b.index):
+                return True
+            if not all(same_expr(x, y) for x, y in zip(a.index, b.index)):
+                return True
+    return False
+
+
+class _Sync:
+    def __init__(self, region: Stmt) -> None:
+        self.info = _Region(region)
+
+    def run(self, s: Stmt, pending: list[Access]) -> tuple[Stmt, list[Access]]:
+        """`s` with barriers added, and the shared accesses pending after it."""
+        if is_barrier(s):
+            return s, []
+        if is_thread_loop(s) and is_block_tag(s.thread_tag):  # type: ignore[attr-defined]
+            body, out = self.run(s.body, pending)  # type: ignore[attr-defined]
+            return s.replace(body=body), out  # type: ignore[return-value]
+        if isinstance(s, SeqStmt):
+            items = []
+            for item in s.seq:
+                new, pending = self.run(item, pending)
+                items.append(new)
+            return seq(*items) if items else s, pending
+        if isinstance(s, (For, While)) and not is_thread_loop(s):
+            # The next iteration sees this one's tail; indices of the loop's own variable
+            # differ between iterations, so they cannot be proved the same there.
+            _, tail = self.run(s.body, pending)
+            own = {s.loop_var} if isinstance(s, For) else set()
+            carried = [a if a.index is None or not used_vars(*a.index) & own
+                       else Access(a.data, a.write, None) for a in tail]
+            body, tail = self.run(s.body, pending + carried)
+            return s.replace(body=body), pending + tail  # type: ignore[return-value]
+        if isinstance(s, IfThenElse):
+            then, p1 = self.run(s.then_case, pending)
+            other, p2 = self.run(s.else_case, pending) if s.else_case is not None else (None, [])
+            return s.replace(then_case=then, else_case=other), p1 + p2  # type: ignore[return-value]
+        if isinstance(s, (LetStmt, AttrStmt, Allocate)):
+            body, out = self.run(s.body, pending)
+            return dataclasses.replace(s, body=body), out
+        acc = self.info.accesses(s)
+        if has_barrier(s):
+            # A statement with barriers inside: conservatively, all its accesses are both
+            # before its first barrier and after its last.
+            if _conflict(pending, acc):
+                return seq(barrier(s.span), s), acc
+            return s, acc
+        if _conflict(pending, acc):
+            return seq(barrier(s.span), s), acc
+        return s, pending + acc
+
+
+def sync_region(region: For) -> Stmt:
+    """One kernel with the barriers its shared memory needs."""
+    return _Sync(region).run(region, [])[0]
+
+
+@dataclass(frozen=True)
+class GPUStorageSync(PrimFuncPass):
+    """Insert missing block barriers between shared-memory phases (see the module docstring)."""
+
+    name: ClassVar[str] = "gpu-storage-sync"
+    description: ClassVar[str] = ("insert T.tvm_storage_sync(\"shared\") where phases of a block "
+                                  "exchange data through shared memory")
+
+    def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        body = map_regions(func.body, sync_region)
+        if structural_equal(body, func.body):
+            return func
+        return func.replace(body=body)  # type: ignore[return-value]

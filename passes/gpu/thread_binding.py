@@ -1,0 +1,81 @@
+"""gpu-thread-binding: check thread-bound loops and make each start at 0.
+
+A thread-bound loop (`T.thread_binding`, or a loop the schedule `bind`s) becomes, on the
+device, a read of the thread's index rather than a loop. This pass checks what that needs:
+- the tag is one of blockIdx.x/y/z, threadIdx.x/y/z (`vthread` is not supported);
+- a tag is not bound again inside a loop bound to the same tag;
+- no blockIdx loop sits inside a threadIdx loop (a block index cannot vary within a block);
+and rewrites a loop over [lo, lo + n) into one over [0, n) with `v + lo` in its body, since the
+hardware index starts at 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tirc.ir.diagnostics import CompileError
+from tirc.ir.expr import IntImm, binop
+from tirc.ir.function import PrimFunc
+from tirc.ir.module import IRModule
+from tirc.ir.node import Node
+from tirc.ir.stmt import For, Stmt
+from tirc.ir.visitor import Mutator, substitute
+from tirc.passes.gpu.thread_tags import ALL_TAGS, is_block_tag, is_thread_loop
+from tirc.passes.pass_base import PassContext, PrimFuncPass
+
+
+class _Normalize(Mutator):
+    def __init__(self) -> None:
+        self.enclosing: list[For] = []
+
+    def generic_visit(self, n: Node) -> Any:
+        return super().generic_visit(n) if isinstance(n, Stmt) else n
+
+    def visit_For(self, s: For) -> Any:
+        if not is_thread_loop(s):
+            return self.generic_visit(s)
+        tag = s.thread_tag or ""
+        where = f"loop '{s.loop_var.name}'"
+        if tag not in ALL_TAGS:
+            raise CompileError(f"gpu-thread-binding: {where} is bound to unknown thread axis "
+                               f"'{tag}' (expected one of: {', '.join(ALL_TAGS)})", s.span)
+        for outer in self.enclosing:
+            if outer.thread_tag == tag:
+                raise CompileError(f"gpu-thread-binding: {where} is bound to {tag} inside loop "
+                                   f"'{outer.loop_var.name}', which is bound to {tag} too",
+                                   s.span)
+            if is_block_tag(tag) and not is_block_tag(outer.thread_tag):
+                raise CompileError(f"gpu-thread-binding: {where} is bound to {tag} inside loop "
+                                   f"'{outer.loop_var.name}' bound to {outer.thread_tag}; "
+                                   "blockIdx loops must enclose the threadIdx loops", s.span)
+        self.enclosing.append(s)
+        try:
+            body = self.visit(s.body)
+        finally:
+            self.enclosing.pop()
+        lo = s.min
+        if not (isinstance(lo, IntImm) and lo.value == 0):
+            body = substitute(body, {s.loop_var: binop("add", s.loop_var, lo)})
+            lo = IntImm(0, s.extent.dtype)
+        if body is s.body and lo is s.min:
+            return s
+        return s.replace(min=lo, body=body)
+
+
+def normalize_thread_loops(func: PrimFunc) -> PrimFunc:
+    """`func` with its thread-bound loops checked and starting at 0."""
+    body = _Normalize().visit(func.body)
+    return func if body is func.body else func.replace(body=body)  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class GPUThreadBinding(PrimFuncPass):
+    """Check the thread-bound loops and start each at 0 (see the module docstring)."""
+
+    name: ClassVar[str] = "gpu-thread-binding"
+    description: ClassVar[str] = ("check thread-bound loops (known tags, proper nesting) and "
+                                  "start each at 0")
+
+    def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        return normalize_thread_loops(func)

@@ -1,0 +1,385 @@
+"""Loading a tirc PTX file and calling its functions on the GPU: `tirc.runtime.load("f.ptx")`.
+
+The PTX carries its metadata in a comment block (`// tirc-metadata: ...`, written by
+tirc.backends.nvptx): each function's parameters (dtypes, symbolic shapes) and its launch plan
+(kernels with grid and block extents as shape expressions, arguments, shared memory,
+workspaces). A call checks the arguments as the CPU runtime does (count, dtype, rank, shapes
+with symbolic sizes bound from the arguments), then:
+- numpy arrays are copied to the device, and outputs copied back after the kernels ran;
+- objects with `__cuda_array_interface__` (CuPy, PyTorch, Numba arrays) are used in place;
+- outputs left out are allocated (numpy arrays, returned as by the CPU runtime).
+Without a CUDA driver, `load` raises a TircError saying so; importing this module never needs
+one. A `driver` object can be passed to `load_ptx` (tests use a fake one).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from tirc.runtime import shape_expr
+from tirc.runtime.arguments import Binder, ParamSpec
+from tirc.runtime.dlpack import dtype_label
+from tirc.runtime.errors import TircError
+
+PREFIX = "// tirc-metadata: "
+SUPPORTED_ABI = 1
+
+_CTYPES = {"int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
+           "int64": ctypes.c_int64, "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16,
+           "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64, "float32": ctypes.c_float,
+           "float64": ctypes.c_double, "bool": ctypes.c_uint8, "float16": ctypes.c_uint16,
+           "bfloat16": ctypes.c_uint16}
+
+
+def read_metadata(text: str, path: str) -> dict[str, Any]:
+    """The metadata JSON of a tirc PTX file (TircError when it has none)."""
+    import json
+
+    parts = [line[len(PREFIX):] for line in text.splitlines() if line.startswith(PREFIX)]
+    if not parts:
+        raise TircError(f"'{path}' is not a tirc PTX file (it has no '// tirc-metadata:' "
+                        "comment block)")
+    try:
+        meta = json.loads("".join(parts))
+    except ValueError as exc:
+        raise TircError(f"'{path}': the tirc metadata block is damaged: {exc}") from None
+    if meta.get("tirc_abi") != SUPPORTED_ABI:
+        raise TircError(f"'{path}' uses tirc ABI version {meta.get('tirc_abi')}; this runtime "
+                        f"reads version {SUPPORTED_ABI}")
+    return meta
+
+
+def scalar_value(value: Any, dtype: str) -> Any:
+    """A kernel argument as the ctypes value of its dtype (float16/bfloat16 as their bits)."""
+    if dtype == "float16":
+        return ctypes.c_uint16(int(np.array(value, np.float16).view(np.uint16)))
+    if dtype == "bfloat16":
+        from tirc.runtime.arguments import bfloat16_bits
+
+        return ctypes.c_uint16(int(bfloat16_bits(float(value))))
+    if dtype == "bool":
+        return ctypes.c_uint8(1 if value else 0)
+    kind = _CTYPES.get(dtype)
+    if kind is None:
+        raise TircError(f"kernel argument of dtype {dtype} is not supported")
+    return kind(value)
+
+
+@dataclass
+class DeviceArray:
+    """An argument that already lives on the GPU (`__cuda_array_interface__`)."""
+
+    ptr: int
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    readonly: bool
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+    @staticmethod
+    def of(value: Any, where: str) -> DeviceArray:
+        info = value.__cuda_array_interface__
+        shape = tuple(int(d) for d in info["shape"])
+        dtype = np.dtype(info["typestr"])
+        strides = info.get("strides")
+        if strides is not None:
+            dense, step = [], dtype.itemsize
+            for d in reversed(shape):
+                dense.append(step)
+                step *= d
+            if tuple(strides) != tuple(reversed(dense)) and 0 not in shape:
+                raise ValueError(f"{where}: expected a C-contiguous device array, got strides "
+                                 f"{tuple(strides)} bytes")
+        ptr, readonly = info["data"]
+        return DeviceArray(int(ptr), shape, dtype, bool(readonly))
+
+
+@dataclass
+class _Call:
+    """One call in progress: device pointers, host copies to bring back, memory to free."""
+
+    pointers: dict[str, int] = field(default_factory=dict)
+    copy_back: list[tuple[np.ndarray, np.ndarray, int]] = field(default_factory=list)
+    owned: list[int] = field(default_factory=list)
+    scalars: dict[str, Any] = field(default_factory=dict)
+
+
+class CudaFunction:
+    """One function of a tirc PTX module: checks arguments, runs its launch plan."""
+
+    def __init__(self, module: CudaModule, meta: dict[str, Any]) -> None:
+        self.module = module
+        self.meta = meta
+        self.name: str = meta["name"]
+        self.params: list[dict[str, Any]] = meta["params"]
+        self._specs = [ParamSpec.from_metadata(i, p) for i, p in enumerate(self.params)]
+        self._names = [p["name"] for p in self.params]
+        self.launches: list[dict[str, Any]] = meta.get("launches", [])
+        self.workspaces: list[dict[str, Any]] = meta.get("workspaces", [])
+
+    @property
+    def outputs(self) -> list[str]:
+        return [s.name for s in self._specs if s.output]
+
+    def __repr__(self) -> str:
+        return f"<tirc cuda function {self.name}({', '.join(self._names)})>"
+
+    def _slots(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], list[int]]:
+        n = len(self._names)
+        missing = object()
+        if len(args) > n:
+            raise TypeError(f"{self.name}() takes {n} arguments ({', '.join(self._names)}), "
+                            f"got {len(args) + len(kwargs)}")
+        slots: list[Any] = list(args) + [missing] * (n - len(args))
+        for key, value in kwargs.items():
+            if key not in self._names:
+                raise TypeError(f"{self.name}() has no parameter '{key}' "
+                                f"(parameters: {', '.join(self._names)})")
+            i = self._names.index(key)
+            if slots[i] is not missing:
+                raise TypeError(f"{self.name}() got argument '{key}' twice")
+            slots[i] = value
+        absent = [i for i, s in enumerate(slots) if s is missing]
+        needed = [self._names[i] for i in absent if not self._specs[i].output]
+        if needed:
+            raise TypeError(f"{self.name}() takes {n} arguments ({', '.join(self._names)}), "
+                            f"got {n - len(absent)}; missing: {', '.join(needed)}")
+        return slots, absent
+
+    def _check(self, binder: Binder, spec: ParamSpec, value: Any) -> Any:
+        """A checked buffer argument: a numpy array, or a DeviceArray."""
+        where = binder.where(spec)
+        if hasattr(value, "__cuda_array_interface__") and not isinstance(value, np.ndarray):
+            dev = DeviceArray.of(value, where)
+            want = spec.np_dtype if spec.np_dtype is not None else np.dtype(np.uint16)
+            if dev.dtype != want:
+                raise TypeError(f"{where}: expected dtype {spec.dtype_name}, got "
+                                f"{dtype_label(dev.dtype)}")
+            if len(dev.shape) != len(spec.shape):
+                raise ValueError(f"{where}: expected {len(spec.shape)} dimensions, got "
+                                 f"{len(dev.shape)}")
+            if spec.output and dev.readonly:
+                raise ValueError(f"{where}: is an output, but the device array is read-only")
+            return dev
+        return binder.header(spec, value)
+
+    def prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]
+                ) -> tuple[Binder, list[Any], list[np.ndarray]]:
+        """Checked arguments (numpy arrays, DeviceArrays, scalars) and allocated outputs."""
+        slots, absent = self._slots(args, kwargs)
+        binder = Binder(self.name)
+        values: list[Any] = [None] * len(slots)
+        for s in self._specs:
+            if s.index in absent:
+                continue
+            v = slots[s.index]
+            values[s.index] = binder.scalar(s, v) if s.kind == "scalar" else \
+                self._check(binder, s, v)
+        for s in self._specs:
+            if s.kind == "buffer" and s.index not in absent:
+                binder.bind(s, values[s.index])  # type: ignore[arg-type]
+        for s in self._specs:
+            if s.kind != "buffer" or s.index in absent:
+                continue
+            want = binder.expected_shape(s)
+            got = tuple(values[s.index].shape)
+            if got != want:
+                raise ValueError(f"{binder.where(s)}: expected shape {want}, got {got}")
+        self._check_aliasing(values, set(absent))
+        allocated = []
+        for i in absent:
+            s = self._specs[i]
+            try:
+                shape = binder.expected_shape(s)
+            except ValueError as exc:
+                raise TypeError(f"{self.name}(): cannot allocate output {s.name}: {exc}; pass "
+                                "it explicitly") from None
+            values[i] = np.zeros(shape, s.np_dtype or np.dtype(np.uint16))
+            allocated.append(values[i])
+        return binder, values, allocated
+
+    def _check_aliasing(self, values: list[Any], fresh: set[int]) -> None:
+        """No output may share memory with another argument (kernel pointers are noalias)."""
+        def overlap(a: Any, b: Any) -> bool:
+            if isinstance(a, DeviceArray) and isinstance(b, DeviceArray):
+                return a.ptr < b.ptr + b.nbytes and b.ptr < a.ptr + a.nbytes
+            if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+                return a.size > 0 and b.size > 0 and np.may_share_memory(a, b)
+            return False
+
+        for p in self._specs:
+            if not p.output or p.kind != "buffer" or p.index in fresh:
+                continue
+            for q in self._specs:
+                if q is p or q.kind != "buffer" or q.index in fresh:
+                    continue
+                if overlap(values[p.index], values[q.index]):
+                    raise ValueError(f"{self.name}: argument {p.name} (an output) shares "
+                                     f"memory with argument {q.name}")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        binder, values, allocated = self.prepare(args, kwargs)
+        bound = self.bind(binder, values)
+        try:
+            bound.launch()
+            bound.fetch()
+        finally:
+            bound.free()
+        if not allocated:
+            return None
+        return allocated[0] if len(allocated) == 1 else tuple(allocated)
+
+    def bind(self, binder: Binder, values: list[Any]) -> BoundCall:
+        """Checked arguments placed on the device (numpy arrays copied in, workspaces made)."""
+        drv = self.module.driver
+        call = _Call()
+        bound = BoundCall(self, binder.env, call)
+        try:
+            for s, v in zip(self._specs, values):
+                if s.kind == "scalar":
+                    call.scalars[s.name] = v[()] if isinstance(v, np.ndarray) else v
+                elif isinstance(v, DeviceArray):
+                    call.pointers[s.name] = v.ptr
+                else:
+                    host = np.ascontiguousarray(v)
+                    ptr = drv.alloc(host.nbytes)
+                    call.owned.append(ptr)
+                    drv.to_device(ptr, host)
+                    call.pointers[s.name] = ptr
+                    if s.output:
+                        call.copy_back.append((v, host, ptr))
+            for w in self.workspaces:
+                ptr = drv.alloc(shape_expr.evaluate(w["bytes"], binder.env))
+                call.owned.append(ptr)
+                call.pointers["workspace " + w["name"]] = ptr
+        except BaseException:
+            bound.free()
+            raise
+        return bound
+
+    def _launch(self, launch: dict[str, Any], env: dict[str, int], call: _Call) -> None:
+        grid = [shape_expr.evaluate(d, env) for d in launch["grid"]]
+        block = [shape_expr.evaluate(d, env) for d in launch["block"]]
+        if min(grid) <= 0:
+            return
+        args = []
+        for a in launch["args"]:
+            kind = a["kind"]
+            if kind == "buffer":
+                args.append(ctypes.c_uint64(call.pointers[a["param"]]))
+            elif kind == "workspace":
+                args.append(ctypes.c_uint64(call.pointers["workspace " + a["name"]]))
+            elif kind == "param":
+                dtype = next(p["dtype"] for p in self.params if p["name"] == a["param"])
+                args.append(scalar_value(call.scalars[a["param"]], dtype))
+            else:
+                args.append(scalar_value(shape_expr.evaluate(a["expr"], env), a["dtype"]))
+        kernel = self.module.kernel(launch["kernel"], launch.get("shared_bytes", 0))
+        self.module.driver.launch(kernel, grid, block, launch.get("shared_bytes", 0), args)
+
+
+class BoundCall:
+    """One call's arguments on the device: launch its kernels again and again (no copies),
+    then bring the outputs back and free the device memory. Benchmarks time `launch`."""
+
+    def __init__(self, fn: CudaFunction, env: dict[str, int], call: _Call) -> None:
+        self.fn = fn
+        self.env = env
+        self.call = call
+
+    def launch(self) -> None:
+        """Launch every kernel of the plan, in order (asynchronously)."""
+        for launch in self.fn.launches:
+            self.fn._launch(launch, self.env, self.call)
+
+    def fetch(self) -> None:
+        """Wait for the kernels, then copy the outputs back into the caller's arrays."""
+        drv = self.fn.module.driver
+        drv.synchronize()
+        for original, host, ptr in self.call.copy_back:
+            drv.to_host(host, ptr)
+            if host is not original:
+                np.copyto(original, host)
+
+    def free(self) -> None:
+        for ptr in self.call.owned:
+            self.fn.module.driver.free(ptr)
+        self.call.owned.clear()
+
+
+class CudaModule:
+    """The functions of one tirc PTX file, loaded into the GPU's primary context."""
+
+    def __init__(self, path: str, driver: Any = None) -> None:
+        self.path = os.path.abspath(path)
+        with open(path, encoding="utf-8") as f:
+            self.ptx = f.read()
+        self.metadata = read_metadata(self.ptx, path)
+        if driver is None:
+            from tirc.runtime.cuda_driver import CudaDriverError
+            from tirc.runtime.cuda_driver import driver as open_driver
+
+            try:
+                driver = open_driver()
+            except CudaDriverError as exc:
+                raise TircError(f"cannot load '{path}': {exc}") from None
+        self.driver = driver
+        self._module = driver.load_module(self.ptx.encode())
+        self._kernels: dict[str, Any] = {}
+        self._functions = {f["name"]: CudaFunction(self, f) for f in self.metadata["functions"]}
+
+    def kernel(self, name: str, dynamic_shared: int = 0) -> Any:
+        fn = self._kernels.get(name)
+        if fn is None:
+            fn = self.driver.get_function(self._module, name)
+            if dynamic_shared > 48 * 1024:
+                self.driver.set_max_dynamic_shared(fn, dynamic_shared)
+            self._kernels[name] = fn
+        return fn
+
+    def __getitem__(self, name: str) -> CudaFunction:
+        try:
+            return self._functions[name]
+        except KeyError:
+            raise KeyError(f"'{os.path.basename(self.path)}' has no function '{name}' "
+                           f"(it has: {', '.join(self._functions) or 'none'})") from None
+
+    def __getattr__(self, name: str) -> CudaFunction:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._functions[name]
+        except KeyError:
+            raise AttributeError(f"'{os.path.basename(self.path)}' has no function '{name}' "
+                                 f"(it has: {', '.join(self._functions) or 'none'})") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._functions
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._functions)
+
+    def __len__(self) -> int:
+        return len(self._functions)
+
+    def __repr__(self) -> str:
+        return f"<tirc cuda module {self.path}: {', '.join(self._functions)}>"
+
+
+def load_ptx(path: str | os.PathLike[str], driver: Any = None) -> CudaModule:
+    """Load a PTX file tirc built; a TircError when it is not one, or there is no driver."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no such PTX file: '{path}'")
+    return CudaModule(path, driver)
+
+
+__all__ = ["BoundCall", "CudaFunction", "CudaModule", "DeviceArray", "load_ptx",
+           "read_metadata"]

@@ -1,0 +1,47 @@
+"""benchmarks/gpu_check.py, the prepared device script: it imports, says clearly that there is
+no driver, compiles every sample, and runs end to end against a fake driver (GPU interpreter)."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+from gpu_support import ROOT, SAMPLES, FakeDriver, lower, sample_module
+from tirc.runtime import cuda_driver
+
+SCRIPT = ROOT / "benchmarks" / "gpu_check.py"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_without_a_driver_it_exits_2_with_the_reason(tmp_path) -> None:
+    try:
+        cuda_driver.DriverAPI()
+        pytest.skip("this machine has a CUDA driver")
+    except cuda_driver.CudaDriverError:
+        pass
+    proc = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("gpu_check: no CUDA driver: cannot open libcuda (")
+
+
+def test_runs_end_to_end_on_a_fake_device(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    fake = FakeDriver(*(lower(sample_module(s.name), opt_level=3, arch="sm_90")
+                        for s in SAMPLES))
+    monkeypatch.setattr(cuda_driver, "_DRIVER", fake)
+    status = _load().run(None, repeats=1, compile_only=False, small=True)
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert out.splitlines()[0] == "device: fake, sm_90, 132 SMs"
+    rows = [line.split() for line in out.splitlines()[3:3 + len(SAMPLES)]]
+    assert [r[0] for r in rows] == [s.name for s in SAMPLES]
+    assert all(r[3] == "yes" for r in rows)

@@ -1,0 +1,150 @@
+"""Shared by the GPU tests (passes/gpu, backends/nvptx, runtime/cuda): lowering with the GPU
+pipeline, the GPU samples and their NumPy references, the ptxas skip reason, and a fake CUDA
+driver that runs kernels in the GPU interpreter."""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+from tirc.frontend import parse, parse_file
+from tirc.ir.interpreter_gpu import GPUInterpreter
+from tirc.ir.interpreter_values import np_dtype
+from tirc.ir.module import IRModule
+from tirc.ir.target import parse_target
+from tirc.passes.gpu.pipeline import gpu_pipeline
+from tirc.passes.manager import run_pipeline
+from tirc.passes.pass_base import PassContext
+from tirc.passes.pipeline import build_pipeline
+
+ROOT = Path(__file__).resolve().parent.parent
+GPU_SAMPLES_DIR = ROOT / "samples" / "gpu"
+
+
+def _load_references() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gpu_references", GPU_SAMPLES_DIR /
+                                                  "references.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    import sys
+
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+REFS = _load_references()
+SAMPLES = REFS.GPU_SAMPLES
+SAMPLE_IDS = [s.name for s in SAMPLES]
+
+
+def lower(mod: IRModule | str, opt_level: int = 2, arch: str = "sm_80",
+          skip: Iterable[str] = ()) -> IRModule:
+    """`mod` (or .tir text) through the GPU pipeline, leaving out the `skip` passes."""
+    if isinstance(mod, str):
+        mod = parse(mod)
+    left_out = set(skip)
+    names = [n for n in gpu_pipeline(opt_level) if n not in left_out]
+    ctx = PassContext(opt_level=opt_level, target=parse_target(f"cuda -arch={arch}"))
+    return run_pipeline(mod, build_pipeline(names), ctx)
+
+
+def sample_module(name: str) -> IRModule:
+    return parse_file(str(GPU_SAMPLES_DIR / f"{name}.tir"))
+
+
+class FakeDriver:
+    """Device memory as numpy bytes; kernels run in the GPU interpreter on the lowered IR."""
+
+    name = "fake"
+
+    def __init__(self, *lowered: IRModule) -> None:
+        self.modules = list(lowered)
+        self.memory: dict[int, np.ndarray] = {}
+        self.next = 1 << 20
+        self.launches: list[tuple[str, tuple[int, ...], tuple[int, ...], int]] = []
+        self.dynamic: dict[str, int] = {}
+        self.copies = 0
+
+    def load_module(self, image: bytes) -> Any:
+        assert image.startswith(b"// tirc module")
+        return "module"
+
+    def add(self, lowered: IRModule) -> None:
+        self.modules.append(lowered)
+
+    def _module_of(self, kernel: str) -> IRModule:
+        return next(m for m in self.modules if kernel in m.functions)
+
+    def get_function(self, module: Any, name: str) -> Any:
+        self._module_of(name)
+        return name
+
+    def set_max_dynamic_shared(self, fn: Any, nbytes: int) -> None:
+        self.dynamic[fn] = nbytes
+
+    def alloc(self, nbytes: int) -> int:
+        ptr = self.next
+        self.memory[ptr] = np.zeros(max(1, nbytes), np.uint8)
+        self.next += -(-max(1, nbytes) // 256) * 256 + 256
+        return ptr
+
+    def free(self, ptr: int) -> None:
+        del self.memory[ptr]
+
+    def to_device(self, ptr: int, array: np.ndarray) -> None:
+        self.copies += 1
+        self.memory[ptr][:array.nbytes] = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+
+    def to_host(self, array: np.ndarray, ptr: int) -> None:
+        self.copies += 1
+        array.reshape(-1).view(np.uint8)[:] = self.memory[ptr][:array.nbytes]
+
+    def launch(self, fn: Any, grid: Any, block: Any, shared: int, args: list[Any]) -> None:
+        lowered = self._module_of(fn)
+        kernel = lowered[fn]
+        values = []
+        for p, a in zip(kernel.params, args):
+            buf = kernel.buffer_map.get(p)
+            if buf is None:
+                values.append(a.value)
+                continue
+            assert isinstance(a, ctypes.c_uint64)
+            values.append(self.memory[a.value].view(np_dtype(buf.dtype)))
+        self.launches.append((fn, tuple(grid), tuple(block), shared))
+        GPUInterpreter(lowered).launch(fn, grid, block, *values)
+
+    def synchronize(self) -> None:
+        pass
+
+    def compute_capability(self) -> tuple[int, int]:
+        return (9, 0)
+
+    def sm_count(self) -> int:
+        return 132
+
+    def event(self) -> list[float]:
+        return [0.0]
+
+    def record(self, ev: list[float]) -> None:
+        ev[0] = time.perf_counter()
+
+    def elapsed_ms(self, start: list[float], end: list[float]) -> float:
+        return (end[0] - start[0]) * 1e3
+
+
+def require_ptxas() -> str:
+    """The ptxas path, or skip the test with the reason shown."""
+    from tirc.backends.nvptx.ptxas import find_ptxas
+
+    exe = find_ptxas()
+    if exe is None:
+        pytest.skip("ptxas (CUDA toolkit) is not on PATH: PTX is not assembled")
+    return exe

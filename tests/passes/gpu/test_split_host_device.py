@@ -1,0 +1,102 @@
+"""gpu-split-host-device: launch regions become kernels; the host keeps the launches."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gpu_support import lower
+from tirc.frontend import parse
+from tirc.ir.diagnostics import CompileError
+from tirc.ir.expr import Call
+from tirc.ir.interpreter_gpu import GPUInterpreter
+from tirc.ir.printer import print_function
+from tirc.ir.structural import structural_equal
+from tirc.passes.gpu.thread_tags import HOST_ATTR, KERNEL_ATTR, LAUNCH_KERNEL, walk_stmts
+
+SCALE = """
+@T.prim_func
+def scale(a: T.handle, b: T.handle, alpha: T.float32):
+    n = T.int64()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    for bx in T.thread_binding((n + 63) // 64, thread="blockIdx.x"):
+        for tx in T.thread_binding(64, thread="threadIdx.x"):
+            if bx * 64 + T.Cast("int64", tx) < n:
+                B[bx * 64 + T.Cast("int64", tx)] = A[bx * 64 + T.Cast("int64", tx)] * alpha
+    for tx in T.thread_binding(32, thread="threadIdx.x"):
+        if T.Cast("int64", tx) < n:
+            A[tx] = T.float32(0)
+"""
+
+
+def test_each_region_becomes_a_kernel_with_its_free_variables() -> None:
+    mod = lower(SCALE, opt_level=0)
+    assert list(mod.functions) == ["scale", "scale_kernel0", "scale_kernel1"]
+    host, k0 = mod["scale"], mod["scale_kernel0"]
+    assert host.attrs[HOST_ATTR] is True and k0.attrs[KERNEL_ATTR] is True
+    assert [p.name for p in k0.params] == ["A", "B", "alpha", "n"]
+    assert k0.attrs["tir.kernel_launch_params"] == ["blockIdx.x", "threadIdx.x"]
+    assert [p.name for p in mod["scale_kernel1"].params] == ["A", "n"]
+    launches = [s.value for s in walk_stmts(host.body)
+                if isinstance(getattr(s, "value", None), Call) and s.value.op == LAUNCH_KERNEL]
+    assert len(launches) == 2
+    text = "\n".join(print_function(host))
+    assert ('T.call_intrin("int32", "tirc.launch_kernel", "scale_kernel0", '
+            '(n + T.int64(63)) // T.int64(64), 1, 1, 64, 1, 1, a, b, alpha, n)') in text
+    assert '"scale_kernel1", 1, 1, 1, 32, 1, 1, a, n)' in text
+
+
+def test_split_module_runs_as_the_source_does() -> None:
+    a = np.arange(100, dtype=np.float32)
+    b = np.zeros(100, np.float32)
+    GPUInterpreter(lower(SCALE)).call("scale", a, b, np.float32(3))
+    np.testing.assert_array_equal(b, 3 * np.arange(100, dtype=np.float32))
+    assert (a[:32] == 0).all() and (a[32:] == np.arange(32, 100)).all()
+
+
+def test_host_store_is_an_error() -> None:
+    with pytest.raises(CompileError) as info:
+        lower("""
+@T.prim_func
+def f(A: T.Buffer((32,), "float32")):
+    A[0] = T.float32(1)
+    for tx in T.thread_binding(32, thread="threadIdx.x"):
+        A[tx] = A[tx] + T.float32(1)
+""")
+    d = info.value.diagnostics[0]
+    assert d.message == (
+        "gpu-split-host-device: f: a store to 'A' is outside every thread-bound loop; the host "
+        "part of a GPU function can only launch kernels (move it inside a loop bound to "
+        "blockIdx/threadIdx)")
+    assert d.span is not None and d.span.line == 4
+
+
+def test_function_without_bindings_is_an_error() -> None:
+    with pytest.raises(CompileError) as info:
+        lower("""
+@T.prim_func
+def plain(A: T.Buffer((32,), "float32")):
+    for i in range(32):
+        A[i] = T.float32(1)
+""")
+    assert info.value.diagnostics[0].message == (
+        "gpu-split-host-device: function 'plain' has no thread-bound loops, so it cannot run on "
+        "the GPU; bind its loops to blockIdx/threadIdx (T.thread_binding, or sch.bind in a "
+        "schedule)")
+
+
+def test_host_loop_around_a_kernel_is_an_error() -> None:
+    with pytest.raises(CompileError, match="loop 'i' is outside every thread-bound loop"):
+        lower("""
+@T.prim_func
+def f(A: T.Buffer((4, 32), "float32")):
+    for i in range(4):
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            A[i, tx] = T.float32(1)
+""")
+
+
+def test_split_module_prints_and_parses_back() -> None:
+    mod = lower(SCALE)
+    back = parse(mod.script())
+    assert structural_equal(back, mod)

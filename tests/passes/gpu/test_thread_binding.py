@@ -1,0 +1,91 @@
+"""gpu-thread-binding: tags are checked, nesting is checked, loops start at 0."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gpu_support import lower
+from tirc.frontend import parse
+from tirc.ir.diagnostics import CompileError
+from tirc.ir.interpreter import Interpreter
+from tirc.ir.interpreter_gpu import GPUInterpreter
+from tirc.ir.printer import print_function
+from tirc.passes.gpu.thread_binding import GPUThreadBinding
+
+OFFSET = """
+@T.prim_func
+def shift(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+    for tx in T.thread_binding(8, 72, thread="threadIdx.x"):
+        B[tx - 8] = A[tx - 8] * T.float32(2)
+"""
+
+
+def _one_error(src: str) -> str:
+    with pytest.raises(CompileError) as info:
+        GPUThreadBinding()(parse(src))
+    return info.value.diagnostics[0].message
+
+
+def test_loop_starting_elsewhere_starts_at_zero() -> None:
+    out = GPUThreadBinding()(parse(OFFSET))
+    text = "\n".join(print_function(out["shift"]))
+    assert "T.thread_binding(64, thread=\"threadIdx.x\")" in text
+    assert "B[tx + 8 - 8] = A[tx + 8 - 8] * T.float32(2.0)" in text
+
+
+def test_shifted_loop_keeps_its_meaning_on_the_gpu() -> None:
+    mod = parse(OFFSET)
+    a = np.arange(64, dtype=np.float32)
+    want = np.zeros(64, np.float32)
+    Interpreter(mod).call("shift", a, want)
+    got = np.zeros(64, np.float32)
+    GPUInterpreter(lower(mod)).call("shift", a, got)
+    np.testing.assert_array_equal(got, 2 * a)
+    np.testing.assert_array_equal(want, 2 * a)
+
+
+def test_unknown_tag_is_an_error() -> None:
+    msg = _one_error("""
+@T.prim_func
+def f(A: T.Buffer((8,), "float32")):
+    for v in T.thread_binding(8, thread="vthread.x"):
+        A[v] = T.float32(1)
+""")
+    assert msg == ("gpu-thread-binding: loop 'v' is bound to unknown thread axis 'vthread.x' "
+                   "(expected one of: blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, "
+                   "threadIdx.y, threadIdx.z)")
+
+
+def test_same_tag_nested_is_an_error() -> None:
+    msg = _one_error("""
+@T.prim_func
+def f(A: T.Buffer((8, 8), "float32")):
+    for i in T.thread_binding(8, thread="threadIdx.x"):
+        for j in T.thread_binding(8, thread="threadIdx.x"):
+            A[i, j] = T.float32(1)
+""")
+    assert msg == ("gpu-thread-binding: loop 'j' is bound to threadIdx.x inside loop 'i', which "
+                   "is bound to threadIdx.x too")
+
+
+def test_block_axis_inside_thread_axis_is_an_error() -> None:
+    msg = _one_error("""
+@T.prim_func
+def f(A: T.Buffer((8, 8), "float32")):
+    for i in T.thread_binding(8, thread="threadIdx.x"):
+        for j in T.thread_binding(8, thread="blockIdx.x"):
+            A[i, j] = T.float32(1)
+""")
+    assert "blockIdx loops must enclose the threadIdx loops" in msg
+
+
+def test_error_points_at_the_loop() -> None:
+    with pytest.raises(CompileError) as info:
+        GPUThreadBinding()(parse("""
+@T.prim_func
+def f(A: T.Buffer((8,), "float32")):
+    for v in T.thread_binding(8, thread="warp.x"):
+        A[v] = T.float32(1)
+"""))
+    span = info.value.diagnostics[0].span
+    assert span is not None and span.line == 4
