@@ -6,11 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from tirc.frontend import parse, parse_file
 from tirc.ir import structural_equal
-from tirc.ir.structural import first_difference
 from tirc.ir.printer import print_module
+from tirc.ir.structural import first_difference
 from tirc.ir.target import host_target
 from tirc.passes.pass_base import PassContext
 from tirc.passes.pipeline import build_pipeline, default_pipeline

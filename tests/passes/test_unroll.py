@@ -48,10 +48,10 @@ def test_constant_unroll_loop_becomes_copies_with_the_index_folded() -> None:
     out, _ = run_pass(Unroll(), mod)
     assert body_text(out).endswith(
         "for i in range(n):\n"
-        "    t: T.float32 = A[i * 3]\n"
-        "    B[i * 3] = t * t\n"
-        "    t: T.float32 = A[i * 3 + 1]\n"
-        "    B[i * 3 + 1] = t * t\n"
+        "    with T.LetStmt(A[i * 3]) as t:\n"
+        "        B[i * 3] = t * t\n"
+        "    with T.LetStmt(A[i * 3 + 1]) as t:\n"
+        "        B[i * 3 + 1] = t * t\n"
         "    t: T.float32 = A[i * 3 + 2]\n"
         "    B[i * 3 + 2] = t * t\n")
     assert_same_results(mod, out, "sq", sizes={"n": 4})
@@ -106,15 +106,15 @@ def test_nested_unroll_loops_with_an_allocation_and_a_nonzero_start() -> None:
     assert len({id(b) for b in allocated}) == 8
     assert len({id(b.data) for b in allocated}) == 8
     assert body_text(out).startswith(
-        'tmp = T.decl_buffer((1,), "float32")\n'
-        "tmp[0] = A[0]\n"
-        "B[0] = B[0] + tmp[0]\n"
-        'tmp = T.decl_buffer((1,), "float32")\n'
-        "tmp[0] = A[1]\n"
-        "B[0] = B[0] + tmp[0]\n"
-        'tmp = T.decl_buffer((1,), "float32")\n'
-        "tmp[0] = A[2]\n"
-        "B[1] = B[1] + tmp[0]\n")
+        'with T.decl_buffer((1,), "float32") as tmp:\n'
+        "    tmp[0] = A[0]\n"
+        "    B[0] = B[0] + tmp[0]\n"
+        'with T.decl_buffer((1,), "float32") as tmp:\n'
+        "    tmp[0] = A[1]\n"
+        "    B[0] = B[0] + tmp[0]\n"
+        'with T.decl_buffer((1,), "float32") as tmp:\n'
+        "    tmp[0] = A[2]\n"
+        "    B[1] = B[1] + tmp[0]\n")
     assert_same_results(mod, out, "f")
 
 
