@@ -1,7 +1,8 @@
 """Math intrinsics: the table from tirc's `T.<name>` calls to LLVM intrinsics or libm.
 
 LLVM intrinsics are overloaded by type (`llvm.exp.v16f32`) and work on vectors; libm functions
-(`erff`) are scalar, so vectors call them lane by lane. `rsqrt` and `sigmoid` are expanded.
+(`erff`) are scalar, so vectors call them lane by lane. `rsqrt` and `sigmoid` are expanded, and
+`fast_exp` is inline float32 arithmetic (fast_math.py).
 """
 
 from __future__ import annotations
@@ -10,13 +11,14 @@ from collections.abc import Callable
 
 from llvmlite import ir
 from tirc.backends.llvm.context import ModuleContext
+from tirc.backends.llvm.fast_math import fast_exp
 from tirc.backends.llvm.types import F32, I1, const_like, intrinsic_suffix
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import DType
 
 # T.<name> -> LLVM intrinsic (overloaded on the float type of its arguments).
 LLVM_FLOAT_INTRINSICS = {
-    "exp": "llvm.exp", "fast_exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log",
+    "exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log",
     "log2": "llvm.log2", "sqrt": "llvm.sqrt", "floor": "llvm.floor", "ceil": "llvm.ceil",
     "round": "llvm.roundeven", "trunc": "llvm.trunc", "sin": "llvm.sin", "cos": "llvm.cos",
     "tanh": "llvm.tanh", "abs": "llvm.fabs", "pow": "llvm.pow", "fma": "llvm.fma",
@@ -66,7 +68,7 @@ def _sigmoid(ctx: ModuleContext, b: ir.IRBuilder, args: list[ir.Value]) -> ir.Va
 
 
 EXPANDED: dict[str, Callable[[ModuleContext, ir.IRBuilder, list[ir.Value]], ir.Value]] = {
-    "rsqrt": _rsqrt, "sigmoid": _sigmoid,
+    "rsqrt": _rsqrt, "sigmoid": _sigmoid, "fast_exp": fast_exp,
 }
 
 
