@@ -33,9 +33,11 @@ def with_entries(mod: IRModule) -> IRModule:
 
 
 def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
-         out_path: str | Path | None = None) -> bytes:
+         out_path: str | Path | None = None, libs: tuple[str, ...] = (),
+         lib_dirs: tuple[str, ...] = ()) -> bytes:
     """Compile `mod` to `kind` (one of EMIT_KINDS) and return the bytes; also write them to
-    `out_path` atomically when given."""
+    `out_path` atomically when given. A shared object is linked with the libraries `libs`
+    (`-l`) found in `lib_dirs` (`-L`), which define the module's external functions."""
     from tirc.backends.metadata import metadata_json, module_metadata
 
     if kind not in EMIT_KINDS:
@@ -62,9 +64,11 @@ def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
         result = compile_llvm(mod, metadata_json(mod), target, opt_level)
         if kind == "so":
             from tirc.backends.link import link_shared
+            from tirc.passes.graph.lower_extern import external_symbols
 
-
-            return link_shared(result.obj(), out_path, openmp=result.uses_openmp)
+            return link_shared(result.obj(), out_path, openmp=result.uses_openmp,
+                               libs=tuple(libs), lib_dirs=tuple(lib_dirs),
+                               externs=tuple(external_symbols(mod)))
         data = {"ll": lambda: result.ll().encode(), "asm": lambda: result.asm().encode(),
                 "obj": result.obj}[kind]()
     if out_path is not None:
@@ -75,13 +79,15 @@ def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
 
 
 def build(mod: IRModule, out_path: str | Path, target: Any = None, opt_level: int = 2,
-          kind: str | None = None) -> Path:
-    """Compile `mod` to the file `out_path`, its kind taken from the suffix unless given."""
+          kind: str | None = None, libs: tuple[str, ...] = (),
+          lib_dirs: tuple[str, ...] = ()) -> Path:
+    """Compile `mod` to the file `out_path`, its kind taken from the suffix unless given
+    (`libs`/`lib_dirs`: as for `emit`)."""
     kind = kind or kind_for_path(out_path)
     if kind is None:
         raise CompileError(f"cannot tell the output kind from '{out_path}'; use a suffix "
                            f"({', '.join(SUFFIX_KINDS)}) or --emit")
-    emit(mod, kind, target, opt_level, out_path)
+    emit(mod, kind, target, opt_level, out_path, libs, lib_dirs)
     return Path(out_path)
 
 

@@ -50,6 +50,8 @@ class CompileOptions:
     opt_level: int = 2
     target: str | None = None
     schedules: tuple[str, ...] = ()
+    libs: tuple[str, ...] = ()
+    lib_dirs: tuple[str, ...] = ()
     verbose: int = 0
     debug: bool = False
 
@@ -164,7 +166,8 @@ def compile_file(opts: CompileOptions) -> None:
     mod = read_module(opts.file, opts.include_dirs)
     mod = add_schedules(mod, opts.schedules, opts.include_dirs)
     mod = run_pipeline(mod, passes, ctx)
-    data = emit(mod, kind, target, opts.opt_level, None if output == STDOUT else output)
+    data = emit(mod, kind, target, opts.opt_level, None if output == STDOUT else output,
+                libs=opts.libs, lib_dirs=opts.lib_dirs)
     write_output(output, data, executable=kind == "so")
     if opts.write_deps or opts.dep_file:
         write_depfile(opts, mod, output, kind)
@@ -210,6 +213,11 @@ def compile_file(opts: CompileOptions) -> None:
               help='Target: "llvm -mcpu=znver5", "cuda -arch=sm_90", or a JSON dict.')
 @click.option("--schedule", "schedules", multiple=True, metavar="FILE",
               help="Apply the schedules in FILE.")
+@click.option("-l", "libs", multiple=True, metavar="NAME",
+              help="Link the library libNAME.so, which defines external functions "
+                   "(R.call_dps_packed); repeatable.")
+@click.option("-L", "lib_dirs", multiple=True, metavar="DIR",
+              help="Search DIR for -l libraries (also the run path of the .so); repeatable.")
 @click.option("-v", "--verbose", count=True,
               help="More detail: -v progress, -vv pass times, -vvv the IR after every pass.")
 @click.option("--debug", is_flag=True, help="Show a traceback for internal compiler errors.")

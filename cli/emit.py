@@ -36,11 +36,13 @@ def kind_from_output(output: str | None) -> str | None:
 
 
 def emit(mod: IRModule, kind: str, target: Any, opt_level: int,
-         output: str | None = None) -> str | bytes:
+         output: str | None = None, libs: tuple[str, ...] = (),
+         lib_dirs: tuple[str, ...] = ()) -> str | bytes:
     """The module as `kind`: printed `.tir` here, everything else from tirc.backends.emit.
 
     `output` (None for stdout) is passed on as `out_path` when the backend takes it: it names
     things after the output file (a header's guard), and the backend may write it too.
+    `libs`/`lib_dirs` (`-l`/`-L`) go to the linker of a shared object.
     """
     if kind == "tir":
         return print_module(mod)
@@ -52,6 +54,8 @@ def emit(mod: IRModule, kind: str, target: Any, opt_level: int,
     extra: dict[str, Any] = {}
     if output is not None and "out_path" in inspect.signature(backend_emit).parameters:
         extra["out_path"] = output
+    if libs or lib_dirs:
+        extra.update(libs=tuple(libs), lib_dirs=tuple(lib_dirs))
     try:
         return backend_emit(mod, kind, target, opt_level, **extra)
     except NotImplementedError as exc:

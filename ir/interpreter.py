@@ -40,10 +40,11 @@ __all__ = [
 class CompiledPrimFunc:
     """A loop function compiled to closures once; call it with arrays and scalars."""
 
-    def __init__(self, func: PrimFunc, max_while_iterations: int = DEFAULT_MAX_WHILE) -> None:
+    def __init__(self, func: PrimFunc, max_while_iterations: int = DEFAULT_MAX_WHILE,
+                 externs: dict[str, Callable[..., Any]] | None = None) -> None:
         self.func = func
         self.slots = Slots()
-        self.ex = ExprCompiler(self.slots)
+        self.ex = ExprCompiler(self.slots, externs)
         self.param_slots = [self.slots.of(p) for p in func.params]
         self.derived: list[tuple[Buffer, str, int, Callable[[Env], Any]]] = []
         for buf in func.buffers:
@@ -193,7 +194,8 @@ class Interpreter:
     """Runs the functions of a module; loop functions are compiled once and cached.
 
     `externs` maps `R.call_dps_packed` symbols to Python callables taking the input and
-    output arrays (destination-passing style).
+    output arrays (destination-passing style); host loop functions call them through
+    `tirc.call_packed` the same way.
     """
 
     def __init__(self, mod: IRModule, externs: dict[str, Callable[..., Any]] | None = None,
@@ -209,7 +211,7 @@ class Interpreter:
             func = self.mod.functions.get(name)
             if not isinstance(func, PrimFunc):
                 raise InterpreterError(f"no loop function named '{name}' in the module")
-            compiled = CompiledPrimFunc(func, self.max_while)
+            compiled = CompiledPrimFunc(func, self.max_while, self.externs)
             self._compiled[name] = compiled
         return compiled
 

@@ -80,9 +80,11 @@ def _const_fn(value: Any) -> Fn:
 class ExprCompiler:
     """Compiles expressions of one function; buffer accesses go through `BufferAccess`."""
 
-    def __init__(self, slots: Slots) -> None:
+    def __init__(self, slots: Slots, externs: dict[str, Callable[..., Any]] | None = None) -> None:
         self.slots = slots
         self.buffers = BufferAccess(slots.of, self.compile, slots.new)
+        # Python stand-ins for the C functions `tirc.call_packed` calls, by symbol.
+        self.externs = dict(externs or {})
 
     def compile(self, e: PrimExpr) -> Fn:
         method = getattr(self, "c_" + type(e).__name__, None)

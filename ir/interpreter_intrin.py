@@ -37,6 +37,10 @@ _INT_BITWISE = {
 def compile_call(c: ExprCompiler, e: Call) -> Fn:
     """The closure for one intrinsic call."""
     op = e.op
+    if op == "tirc.call_packed":
+        from tirc.ir.interpreter_extern import compile_packed_call
+
+        return compile_packed_call(c, e)
     if op == "if_then_else":
         return _if_then_else(c, e)
     if op in ("event_wait", "event_notify"):

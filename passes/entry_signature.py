@@ -16,6 +16,7 @@ from tirc.ir.expr import BinOp, BufferLoad, Cast, IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.stmt import BufferStore
 from tirc.ir.visitor import post_order_visit
+from tirc.passes.graph.lower_extern import output_loads
 
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "floormod": "%"}
 _PRECEDENCE = {"add": 1, "sub": 1, "mul": 2, "floordiv": 2, "floormod": 2}
@@ -57,13 +58,15 @@ def param_buffers(func: PrimFunc) -> dict[Var, Buffer]:
 
 
 def accessed_data(func: PrimFunc) -> tuple[set[Var], set[Var]]:
-    """The data variables of buffers the body reads, and of those it writes."""
+    """The data variables of buffers the body reads, and of those it writes (an output of an
+    external call, `tirc.dltensor("out", B[0])`, is written, not read)."""
     reads: set[Var] = set()
     writes: set[Var] = set()
+    extern_outputs = output_loads(func.body)
 
     def visit(node: Any) -> None:
         if isinstance(node, BufferLoad):
-            reads.add(node.buffer.data)
+            (writes if id(node) in extern_outputs else reads).add(node.buffer.data)
         elif isinstance(node, BufferStore):
             writes.add(node.buffer.data)
 

@@ -123,10 +123,31 @@ def backend_available() -> bool:
             is not None)
 
 
+def extern_library(sample: Any, out_dir: Path) -> list[str]:
+    """The `-l`/`-L` options for a sample whose `R.call_dps_packed` functions are in a C file
+    beside it (`NAME_extern.c`), built here into `libNAME_extern.so` with `cc -shared -fPIC`;
+    no options for other samples."""
+    source = sample.path.with_name(f"{sample.name}_extern.c")
+    if not source.exists():
+        return []
+    from tirc.backends.link import c_compiler
+
+    lib = f"{sample.name}_extern"
+    subprocess.run([*c_compiler(), "-shared", "-fPIC", "-O2", "-o",
+                    str(out_dir / f"lib{lib}.so"), str(source)],
+                   capture_output=True, text=True, timeout=120, check=True)
+    return ["-l", lib, "-L", str(out_dir)]
+
+
 def compile_sample(sample: Any, out_dir: Path, opt: str) -> tuple[Path | None, str]:
-    """`tirc SAMPLE -o OUT.so -O<n>`; the library path, or None and the compiler's message."""
+    """`tirc SAMPLE -o OUT.so -O<n>` (with `-l`/`-L` for a C library the sample calls); the
+    library path, or None and the compiler's message."""
     out = out_dir / f"{sample.name}{opt}.so"
-    proc = subprocess.run([*tirc_command(), str(sample.path), "-o", str(out), opt],
+    try:
+        link = extern_library(sample, out_dir)
+    except subprocess.CalledProcessError as exc:
+        return None, f"cannot build the C library: {exc.stderr.strip() or exc}"
+    proc = subprocess.run([*tirc_command(), str(sample.path), "-o", str(out), opt, *link],
                           capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         return None, (proc.stderr.strip() or proc.stdout.strip() or f"exit {proc.returncode}")

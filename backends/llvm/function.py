@@ -16,6 +16,7 @@ from tirc.backends.llvm import parallel
 from tirc.backends.llvm.builtins import BuiltinCalls
 from tirc.backends.llvm.context import ModuleContext
 from tirc.backends.llvm.dltensor import DLTensorIntrinsics
+from tirc.backends.llvm.extern_call import ExternCalls
 from tirc.backends.llvm.outline import captured_vars
 from tirc.backends.llvm.stmt import StmtCodegen
 from tirc.backends.llvm.types import I32, PTR, elem_align
@@ -31,7 +32,7 @@ def return_code(cg: FunctionCodegen, code: ir.Value) -> None:
     cg.b.ret(code)
 
 
-class FunctionCodegen(DLTensorIntrinsics, BuiltinCalls, StmtCodegen):
+class FunctionCodegen(DLTensorIntrinsics, ExternCalls, BuiltinCalls, StmtCodegen):
     """Emits statements into one LLVM function."""
 
     def __init__(self, ctx: ModuleContext, fn: ir.Function, env: dict[Var, ir.Value],

@@ -6,8 +6,9 @@ Its symbolic sizes bind from the arguments (make-entry checks them); `R.match_ca
 sizes and checks the others at run time. Intermediate tensors are views into one workspace
 allocated per call with memory-plan's layout. Each `R.call_tir` is inlined: the kernel's body
 is copied with its buffers bound to the actual tensors and its sizes to their values, so the
-host function runs the kernels in order with no call overhead. Returned values that no call
-writes (a parameter, a tensor returned twice) are copied into their result.
+host function runs the kernels in order with no call overhead. Each `R.call_dps_packed` becomes
+a `tirc.call_packed` intrinsic call of the C function (see lower_extern.py). Returned values that
+no call writes (a parameter, a tensor returned twice) are copied into their result.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from tirc.ir.expr import PrimExpr, Var, binop, cast
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import (
     Constant,
+    ExternFunc,
     Function,
     GCall,
     GlobalVar,
@@ -37,10 +39,11 @@ from tirc.ir.graph import (
 from tirc.ir.module import IRModule
 from tirc.ir.ops.calls import bind_shape_vars
 from tirc.ir.ops.sinfo_util import dim, shape_text
-from tirc.ir.stmt import Allocate, AssertStmt, BufferStore, LetStmt, Stmt, seq
+from tirc.ir.stmt import Allocate, AssertStmt, BufferStore, Evaluate, LetStmt, Stmt, seq
 from tirc.passes.graph.fuse_ops import PRIMITIVE_ATTR
 from tirc.passes.graph.fuse_tir import BlockNames
 from tirc.passes.graph.kernel import Kernel
+from tirc.passes.graph.lower_extern import call_packed
 from tirc.passes.graph.memory_plan import (
     TensorId,
     aliases_of,
@@ -147,6 +150,19 @@ class _HostBuilder:
         body = fresh_copy(callee.body, mapping)
         self.items.append(BlockNames(self.block_names).visit(body))
 
+    def call_dps_packed(self, b: VarBinding, call: GCall,
+                        aliases: dict[GVar, TensorId]) -> None:
+        """One `tirc.call_packed` of the C function: the inputs, then the outputs."""
+        callee = call.args[0] if call.args else None
+        if not isinstance(callee, ExternFunc):
+            raise self.error("R.call_dps_packed needs the C function's name as its callee", call)
+        packed = call.args[1] if len(call.args) > 1 else Tuple(())
+        args = packed.fields if isinstance(packed, Tuple) else (packed,)
+        inputs = [self.tensor(a, aliases) for a in args]
+        outputs = [self.buffers[tid] for tid, _ in produced_tensors(call, b.var)]
+        self.items.append(Evaluate(call_packed(self.func.name, callee.symbol, inputs, outputs),
+                                   span=call.span))
+
     def match_cast(self, b: MatchCast, aliases: dict[GVar, TensorId]) -> None:
         src = self.tensor(b.value, aliases)
         s = b.struct_info
@@ -239,7 +255,7 @@ class _HostBuilder:
         elif isinstance(value, GCall) and value.op == "call_tir":
             self.call_tir(b, value, aliases)
         elif isinstance(value, GCall) and value.op == "call_dps_packed":
-            raise self.error("R.call_dps_packed is not supported by the CPU backend yet", value)
+            self.call_dps_packed(b, value, aliases)
         elif isinstance(value, GCall):
             raise self.error(f"R.{value.op} must be legalized first (run legalize-ops)", value)
         else:

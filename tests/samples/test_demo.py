@@ -40,6 +40,20 @@ def test_demo_checks_samples(capsys: pytest.CaptureFixture[str]) -> None:
     assert "note: mlp: " in out or "ok" in rows["mlp"].split("│")[4]
 
 
+def test_demo_links_the_c_library_of_a_call_dps_packed_sample(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """mlp_dps calls a C function: the demo builds mlp_dps_extern.c and passes -l/-L."""
+    assert DEMO.extern_library(DEMO.REFS.BY_NAME["mlp"], tmp_path) == []
+    options = DEMO.extern_library(DEMO.REFS.BY_NAME["mlp_dps"], tmp_path)
+    assert options == ["-l", "mlp_dps_extern", "-L", str(tmp_path)]
+    assert (tmp_path / "libmlp_dps_extern.so").is_file()
+    if not DEMO.backend_available():
+        return
+    assert DEMO.main(["mlp_dps", "-O", "2"]) == 0
+    row = [line for line in capsys.readouterr().out.splitlines() if "mlp_dps" in line][0]
+    assert row.split("│")[4].strip() == "ok (2 sizes)"
+
+
 def test_demo_fails_on_a_wrong_result(capsys: pytest.CaptureFixture[str],
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     sample = DEMO.REFS.BY_NAME["transpose"]

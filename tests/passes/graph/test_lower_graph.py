@@ -8,11 +8,12 @@ from typing import Any
 import numpy as np
 import pytest
 from graph_support import SAMPLES, interpret, random_inputs, run_passes
-from tirc.frontend import parse_file
-from tirc.ir import CompileError, IRModule, PrimFunc
+from tirc.frontend import parse, parse_file
+from tirc.ir import IRModule, PrimFunc, structural_equal
 from tirc.ir.graph import ExternFunc, GCall, Tuple
-from tirc.ir.interpreter import Interpreter
+from tirc.ir.interpreter import Interpreter, InterpreterError
 from tirc.ir.ops import GraphBuilder, tensor
+from tirc.ir.structural import first_difference
 from tirc.passes.graph.annotate_op_pattern import AnnotateOpPattern
 from tirc.passes.graph.dead_code_elim import DeadCodeElim
 from tirc.passes.graph.default_schedule import DefaultSchedule
@@ -81,30 +82,66 @@ def test_tuple_results_returned_parameters_and_match_cast() -> None:
         check(graph, host, {"n": n})
 
 
-def test_unsupported_bindings_are_diagnostics() -> None:
+def test_call_dps_packed_becomes_an_external_call() -> None:
+    """The binding becomes one `tirc.call_packed` in the host function: inputs, then the output
+    (a workspace view), each with its extents; the printed form parses back."""
+    gb = GraphBuilder()
+    n = gb.sym("n")
+    x = gb.param("x", (n, 4))
+    e = gb.emit("exp", x, name="e")
+    out = gb.emit(GCall("call_dps_packed", (ExternFunc("ext"), Tuple((e, x))), {},
+                        (tensor((n, 4), "float32"),)), name="p")
+    s = gb.emit("sum", out, axis=1, name="s")
+    mod = IRModule({"main": gb.function("main", s)})
+    host = run_passes(mod, ALL)[-1]
+    text = host.script()
+    assert ('T.evaluate(T.call_intrin("int32", "tirc.call_packed", "ext", "main", '
+            'T.call_intrin("handle", "tirc.dltensor", "in", e[0, 0], n, T.int64(4)), '
+            'T.call_intrin("handle", "tirc.dltensor", "in", x[0, 0], n, T.int64(4)), '
+            'T.call_intrin("handle", "tirc.dltensor", "out", p[0, 0], n, T.int64(4))))') in text
+    again = parse(text)
+    assert structural_equal(again, host), first_difference(host, again)
+
+    def ext(a: np.ndarray, b: np.ndarray, o: np.ndarray) -> None:
+        o[...] = a * b
+
+    for k in (1, 3):
+        args = random_inputs(mod, {"n": k})
+        want = interpret(mod, args, externs={"ext": ext})
+        got = np.zeros_like(want[0])
+        Interpreter(host, {"ext": ext}).call("main", *args, got)
+        np.testing.assert_allclose(got, want[0], rtol=1e-5, atol=1e-5)
+
+
+def test_a_failing_external_call_stops_the_host_function() -> None:
     gb = GraphBuilder()
     n = gb.sym("n")
     x = gb.param("x", (n, 4))
     out = gb.emit(GCall("call_dps_packed", (ExternFunc("ext"), Tuple((x,))), {},
                         (tensor((n, 4), "float32"),)), name="out")
-    mod = IRModule({"main": gb.function("main", out)})
-    with pytest.raises(CompileError, match="lower-graph: R.call_dps_packed is not supported"):
-        LowerGraph()(mod)
+    host = LowerGraph()(IRModule({"main": gb.function("main", out)}))
+    args = [np.ones((2, 4), np.float32), np.zeros((2, 4), np.float32)]
+    with pytest.raises(InterpreterError, match=r"^main: external function 'ext' returned 3$"):
+        Interpreter(host, {"ext": lambda a, o: 3}).call("main", *args)
+    with pytest.raises(InterpreterError, match=r"^main: no extern registered for 'ext'$"):
+        Interpreter(host).call("main", *args)
 
 
 def test_call_dps_packed_sample_through_the_graph_passes() -> None:
-    """mlp_dps.tir: the external call stays an opaque binding through fusion; the interpreter
-    runs it with a Python stand-in; lowering it to the CPU is not supported yet."""
+    """mlp_dps.tir: the external call stays an opaque binding through fusion, then becomes a
+    call in the host function; the interpreter runs it with a Python stand-in throughout."""
     def bias_relu(h: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
         out[...] = np.maximum(h + b, 0)
 
-    mods = run_passes(parse_file(SAMPLES / "mlp_dps.tir"), ALL[:-2])
-    calls = [b.value.op for b in mods[-1]["main"].body.blocks[0].bindings]
+    mods = run_passes(parse_file(SAMPLES / "mlp_dps.tir"), ALL)
+    calls = [b.value.op for b in mods[-3]["main"].body.blocks[0].bindings]
     assert calls == ["call_tir", "call_dps_packed", "call_tir"]
-    args = random_inputs(mods[0], {"n": 3})
     externs = {"mlp_bias_relu": bias_relu}
-    want = interpret(mods[0], args, externs=externs)
-    got = interpret(mods[-1], args, externs=externs)
-    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
-    with pytest.raises(CompileError, match="R.call_dps_packed is not supported"):
-        LowerGraph()(MemoryPlanPass()(mods[-1]))
+    for n in (1, 3):
+        args = random_inputs(mods[0], {"n": n})
+        want = interpret(mods[0], args, externs=externs)
+        got = interpret(mods[-3], args, externs=externs)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+        host_out = np.zeros_like(want[0])
+        Interpreter(mods[-1], externs).call("main", *args, host_out)
+        np.testing.assert_allclose(host_out, want[0], rtol=1e-4, atol=1e-4)

@@ -1,0 +1,75 @@
+"""External calls in the reference interpreter: `tirc.call_packed`, the host-function form of
+`R.call_dps_packed` (written by lower-graph; the form is described in
+tirc.passes.graph.lower_extern).
+
+Each `tirc.dltensor` argument becomes a numpy view of its buffer's storage (from the element
+it names, with its extents), and the Python callable registered for the symbol in the
+interpreter's `externs` is called with the views, inputs then outputs, as the graph
+interpreter calls it for `R.call_dps_packed`. A callable may return a nonzero int to report
+a failure, as the C function would.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from tirc.ir.expr import BufferLoad, Call, StringImm
+from tirc.ir.interpreter_buffer import storage_of
+from tirc.ir.interpreter_values import Env, Fn, InterpreterError, format_shape
+
+if TYPE_CHECKING:
+    from tirc.ir.interpreter_expr import ExprCompiler
+
+DLTENSOR = "tirc.dltensor"
+
+
+def _strings(e: Call) -> tuple[str, str]:
+    if len(e.args) < 2 or not all(isinstance(a, StringImm) for a in e.args[:2]):
+        raise InterpreterError("tirc.call_packed takes the C symbol and the caller's name, then "
+                               "the tensors")
+    return e.args[0].value, e.args[1].value  # type: ignore[attr-defined]
+
+
+def _tensor(c: ExprCompiler, e: Any) -> Fn:
+    """A closure giving the numpy view one `tirc.dltensor` argument denotes."""
+    if not isinstance(e, Call) or e.op != DLTENSOR or len(e.args) < 2 \
+            or not isinstance(e.args[1], BufferLoad):
+        raise InterpreterError("the tensors of tirc.call_packed must be tirc.dltensor calls "
+                               "on a buffer element")
+    buf, offset = c.address(e.args[1])
+    dslot = c.slots.of(buf.data)
+    dim_fns = [c.compile(d) for d in e.args[2:]]
+
+    def view(env: Env) -> np.ndarray:
+        dims = tuple(int(f(env)) for f in dim_fns)
+        storage = storage_of(env, dslot, buf)
+        size = math.prod(dims)
+        if size == 0:
+            return np.zeros(dims, dtype=storage.dtype)
+        start = int(offset(env))
+        if start + size > storage.size:
+            raise InterpreterError(f"tensor {buf.name} of shape {format_shape(dims)} at element "
+                                   f"{start} runs past its storage ({storage.size} elements)")
+        return storage[start:start + size].reshape(dims)
+
+    return view
+
+
+def compile_packed_call(c: ExprCompiler, e: Call) -> Fn:
+    """The closure for one `tirc.call_packed`: build the views, call the extern, check it."""
+    symbol, caller = _strings(e)
+    views = [_tensor(c, a) for a in e.args[2:]]
+    externs = c.externs
+
+    def call(env: Env) -> int:
+        fn = externs.get(symbol)
+        if fn is None:
+            raise InterpreterError(f"{caller}: no extern registered for '{symbol}'")
+        code = fn(*[v(env) for v in views])
+        if code:
+            raise InterpreterError(f"{caller}: external function '{symbol}' returned {int(code)}")
+        return 0
+
+    return call
