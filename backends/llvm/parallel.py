@@ -54,6 +54,21 @@ def omp_num_threads(ctx: ModuleContext, b: ir.IRBuilder) -> ir.Value:
     return b.call(ctx.declare("omp_get_num_threads", ir.FunctionType(I32, [])), [])
 
 
+def team_size(ctx: ModuleContext, b: ir.IRBuilder, extent: ir.Value,
+              signed: bool) -> ir.Value:
+    """Threads to start: the extent when it is smaller than the default team, else 0 (the
+    default). A one-iteration loop then runs on the calling thread alone, and no thread waits
+    on a core that another process holds."""
+    i64 = ir.IntType(64)
+    max_threads = b.call(ctx.declare("omp_get_max_threads", ir.FunctionType(I32, [])), [])
+    n = extent
+    if n.type.width < 64:
+        n = b.sext(n, i64) if signed else b.zext(n, i64)
+    small = b.and_(b.icmp_signed(">=", n, ir.Constant(i64, 1)),
+                   b.icmp_signed("<", n, b.sext(max_threads, i64)))
+    return b.select(small, b.trunc(n, I32), ir.Constant(I32, 0))
+
+
 def emit_parallel_for(cg: FunctionCodegen, s: For) -> None:
     """Emit `s` (a parallel loop, outside any other parallel loop) as an OpenMP region."""
     ctx, b = cg.ctx, cg.b
@@ -100,7 +115,7 @@ def emit_parallel_for(cg: FunctionCodegen, s: For) -> None:
 
     gomp = ctx.declare("GOMP_parallel", ir.FunctionType(VOID, [PTR, PTR, I32, I32]))
     ctx.uses_openmp = True
-    b.call(gomp, [as_ptr(worker), slot, ir.Constant(I32, 0), ir.Constant(I32, 0)])
+    b.call(gomp, [as_ptr(worker), slot, team_size(ctx, b, extent, signed), ir.Constant(I32, 0)])
     err, msg = unpack(b, slot, ty, ERROR, 2)
     failed = b.icmp_signed("!=", err, ir.Constant(I32, 0))
     with b.if_then(failed, likely=False):
