@@ -4,7 +4,9 @@
 become visible to whoever sees the counter reach 0). `T.event_wait(E[i])` loads the counter
 with acquire ordering until it is <= 0; while it is not, it spins with the x86 `pause`
 instruction (`llvm.x86.sse2.pause`, elsewhere nothing), doubling the pauses between loads up to
-1024 (back-off, so waiting workers leave the memory bus and a sibling hyperthread alone).
+1024 (back-off, so waiting workers leave the memory bus and a sibling hyperthread alone), then
+also calling `sched_yield` (with more threads than cores, the awaited worker may be waiting for
+a core).
 `tirc.event_wait_watchdog(E[i], seconds, "task")` waits the same way, but after `seconds` of
 wall-clock time fails the call with "megakernel watchdog: task T waited more than S s on E[i]
 (counter C)" instead of hanging. `tirc.atomic_add(E[i], v)` returns the old value (the dynamic
@@ -102,6 +104,11 @@ def _wait(cg: Any, e: Call, addr: ir.Value, ty: ir.IntType) -> None:
     more = b.append_basic_block("event.more")
     b.cbranch(b.icmp_signed("<=", value, zero), ready, more)
     b.position_at_end(more)
+    # At the cap, give the core away: with more threads than cores the worker we wait for
+    # may be descheduled.
+    at_cap = b.icmp_signed(">=", delay, ir.Constant(I32, MAX_BACKOFF))
+    with b.if_then(at_cap, likely=False):
+        b.call(cg.ctx.declare("sched_yield", ir.FunctionType(I32, [])), [])
     doubled = b.shl(delay, ir.Constant(I32, 1))
     capped = b.select(b.icmp_signed(">", doubled, ir.Constant(I32, MAX_BACKOFF)),
                       ir.Constant(I32, MAX_BACKOFF), doubled)

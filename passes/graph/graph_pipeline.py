@@ -25,6 +25,8 @@ def graph_steps(opt_level: int) -> list[str]:
         steps += ["default-schedule"]    # parallel outer, vectorized inner loops, tiled matmul
     steps += [
         "memory-plan",           # intermediate storage: tokens reused after last use
+        "megakernel",            # marked graph functions -> tasks and event tensors
         "lower-graph",           # graph function -> host loop function running the kernels
+        "megakernel-runtime",    # task graphs -> one parallel region with a schedule
     ]
     return steps

@@ -1,0 +1,152 @@
+"""Passes `megakernel` (graph function -> task-graph loop function) and `megakernel-runtime`
+(task graph -> one OpenMP region of workers that run the tasks with atomic event counters).
+
+`megakernel` runs after fusion and scheduling, in place of lower-graph for the graph functions
+it takes: those with `R.func_attr({"megakernel": "static"|"dynamic"})`, or every graph function
+when the pass config has `megakernel=static|dynamic` (`--pass-config megakernel=static`). Placed
+after lower-graph instead, it takes the host functions when the config asks for it. The config
+key "megakernel.tile" groups that many tiles of default-schedule's parallel loops into a task;
+"megakernel.watchdog" (seconds, for megakernel-runtime) makes a wait that lasts longer fail the
+call with a message naming the waiting task and event instead of hanging.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from tirc.ir.diagnostics import CompileError
+from tirc.ir.dtype import INT32, INT64
+from tirc.ir.expr import Call, IntImm, StringImm
+from tirc.ir.function import PrimFunc
+from tirc.ir.graph import Function, GCall, GlobalVar
+from tirc.ir.module import IRModule
+from tirc.ir.stmt import Evaluate
+from tirc.ir.visitor import Mutator, post_order_visit
+from tirc.passes.graph.fuse_ops import PRIMITIVE_ATTR
+from tirc.passes.graph.lower_graph import GRAPH_ATTR, lower_function
+from tirc.passes.megakernel.dynamic_schedule import dynamic_workers
+from tirc.passes.megakernel.static_schedule import static_workers
+from tirc.passes.megakernel.task_graph import (
+    MEGAKERNEL_ATTR,
+    MODES,
+    build_task_graph,
+    read_task_graph,
+)
+from tirc.passes.pass_base import Pass, PassContext
+
+RUNTIME_ATTR = "megakernel.runtime"
+RECURSION_LIMIT = 20000
+
+
+def _mode(value: object, where: str) -> str | None:
+    if value in (None, "", "none", "off"):
+        return None
+    if value not in MODES:
+        raise CompileError(f"megakernel: {where} must be 'static' or 'dynamic', got '{value}'")
+    return str(value)
+
+
+def _tile(ctx: PassContext) -> int:
+    text = ctx.config.get("megakernel.tile", "1")
+    if not text.isdigit() or int(text) < 1:
+        raise CompileError(f"megakernel: megakernel.tile must be a positive integer, got "
+                           f"'{text}'")
+    return int(text)
+
+
+@dataclass(frozen=True)
+class Megakernel(Pass):
+    """Graph functions marked for it -> task-graph loop functions with event tensors."""
+
+    name = "megakernel"
+    description = "turn a graph function's kernels into one task graph with event tensors"
+
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        default = _mode(ctx.config.get("megakernel"), "the megakernel pass config")
+        tile = _tile(ctx)
+        out = mod
+        used: set[str] = set()
+        taken = False
+        for name, func in mod.functions.items():
+            if isinstance(func, Function) and not func.attrs.get(PRIMITIVE_ATTR):
+                mode = _mode(func.attrs.get(MEGAKERNEL_ATTR), f"{name}'s megakernel attribute") \
+                    or default
+                if mode is None:
+                    continue
+                host, callees = lower_function(func, mod)
+                used |= callees
+                taken = True
+                out = out.with_function(name, build_task_graph(host, mode, tile))
+            elif isinstance(func, PrimFunc) and func.attrs.get(GRAPH_ATTR) and default and \
+                    MEGAKERNEL_ATTR not in func.attrs:
+                out = out.with_function(name, build_task_graph(func, default, tile))
+        if not taken:
+            return out
+        rest = [f for f in out.graph_funcs().values() if not f.attrs.get(PRIMITIVE_ATTR)]
+        for name, f in mod.functions.items():
+            if isinstance(f, Function) and f.attrs.get(PRIMITIVE_ATTR) and not rest:
+                out = out.without_function(name)
+            elif name in used and "global_symbol" not in f.attrs and \
+                    not any(name in called_kernels(g) for g in rest):
+                out = out.without_function(name)
+        return out
+
+
+def called_kernels(func: Function) -> set[str]:
+    """Names of the loop functions a graph function calls through R.call_tir."""
+    names: set[str] = set()
+
+    def visit(n: object) -> None:
+        if isinstance(n, GCall) and n.op == "call_tir" and isinstance(n.args[0], GlobalVar):
+            names.add(n.args[0].name)
+
+    post_order_visit(func.body, visit)
+    return names
+
+
+@dataclass(frozen=True)
+class MegakernelRuntime(Pass):
+    """Task-graph functions -> one parallel region of workers (static or dynamic schedule)."""
+
+    name = "megakernel-runtime"
+    description = "run a task graph's tasks on the workers of one OpenMP parallel region"
+
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        out = mod
+        text = ctx.config.get("megakernel.watchdog", "0")
+        if not text.isdigit():
+            raise CompileError(f"megakernel: megakernel.watchdog must be a whole number of "
+                               f"seconds, got '{text}'")
+        watchdog = int(text)
+        if any(f.attrs.get(MEGAKERNEL_ATTR) for f in mod.prim_funcs().values()):
+            # One nested allocation per event tensor: the recursive visitors of later passes
+            # go deeper than Python's default limit on large graphs.
+            sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+        for name, func in mod.prim_funcs().items():
+            mode = func.attrs.get(MEGAKERNEL_ATTR)
+            if mode not in MODES or func.attrs.get(RUNTIME_ATTR):
+                continue
+            graph = read_task_graph(func)
+            if watchdog:
+                for t in graph.tasks:
+                    t.body = _Watchdog(watchdog, t.name).visit(t.body)
+            body = static_workers(graph) if mode == "static" else dynamic_workers(graph)
+            out = out.with_function(name, func.replace(
+                body=body, attrs={**func.attrs, RUNTIME_ATTR: True}))
+        return out
+
+
+class _Watchdog(Mutator):
+    """Waits of task `task` that fail after `seconds` instead of hanging."""
+
+    def __init__(self, seconds: int, task: str) -> None:
+        self.seconds = seconds
+        self.task = task
+
+    def visit_Evaluate(self, s: Evaluate) -> Evaluate:
+        call = s.value
+        if not isinstance(call, Call) or call.op != "event_wait":
+            return s
+        args = (call.args[0], IntImm(self.seconds, INT64), StringImm(self.task))
+        return Evaluate(Call("tirc.event_wait_watchdog", args, INT32))
