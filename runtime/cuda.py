@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +24,7 @@ from tirc.runtime import shape_expr
 from tirc.runtime.arguments import Binder, ParamSpec
 from tirc.runtime.dlpack import dtype_label
 from tirc.runtime.errors import TircError
+from tirc.runtime.function_table import FunctionTable
 
 PREFIX = "// tirc-metadata: "
 SUPPORTED_ABI = 1
@@ -314,7 +314,7 @@ class BoundCall:
         self.call.owned.clear()
 
 
-class CudaModule:
+class CudaModule(FunctionTable):
     """The functions of one tirc PTX file, loaded into the GPU's primary context."""
 
     def __init__(self, path: str, driver: Any = None) -> None:
@@ -343,31 +343,6 @@ class CudaModule:
                 self.driver.set_max_dynamic_shared(fn, dynamic_shared)
             self._kernels[name] = fn
         return fn
-
-    def __getitem__(self, name: str) -> CudaFunction:
-        try:
-            return self._functions[name]
-        except KeyError:
-            raise KeyError(f"'{os.path.basename(self.path)}' has no function '{name}' "
-                           f"(it has: {', '.join(self._functions) or 'none'})") from None
-
-    def __getattr__(self, name: str) -> CudaFunction:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        try:
-            return self._functions[name]
-        except KeyError:
-            raise AttributeError(f"'{os.path.basename(self.path)}' has no function '{name}' "
-                                 f"(it has: {', '.join(self._functions) or 'none'})") from None
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._functions
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._functions)
-
-    def __len__(self) -> int:
-        return len(self._functions)
 
     def __repr__(self) -> str:
         return f"<tirc cuda module {self.path}: {', '.join(self._functions)}>"

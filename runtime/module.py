@@ -5,16 +5,16 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-from collections.abc import Iterator
 from typing import Any
 
 from tirc.runtime.errors import TircError
 from tirc.runtime.function import Function
+from tirc.runtime.function_table import FunctionTable
 
 SUPPORTED_ABI = 1
 
 
-class Module:
+class Module(FunctionTable):
     """The functions of one shared object, described by its `tirc_metadata()`."""
 
     def __init__(self, path: str) -> None:
@@ -39,31 +39,6 @@ class Module:
                             f"version {SUPPORTED_ABI}")
         self._functions = {f["name"]: Function(self._lib, f, last_error)
                            for f in self.metadata["functions"]}
-
-    def __getitem__(self, name: str) -> Function:
-        try:
-            return self._functions[name]
-        except KeyError:
-            raise KeyError(f"'{os.path.basename(self.path)}' has no function '{name}' "
-                           f"(it has: {', '.join(self._functions) or 'none'})") from None
-
-    def __getattr__(self, name: str) -> Function:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        try:
-            return self._functions[name]
-        except KeyError:
-            raise AttributeError(f"'{os.path.basename(self.path)}' has no function '{name}' "
-                                 f"(it has: {', '.join(self._functions) or 'none'})") from None
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._functions
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._functions)
-
-    def __len__(self) -> int:
-        return len(self._functions)
 
     @property
     def functions(self) -> dict[str, Function]:
