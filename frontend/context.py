@@ -79,12 +79,6 @@ def spanned(node: Any, span: Span | None) -> Any:
     return dataclasses.replace(node, **changes)
 
 
-def node_fields(node: Node) -> list[tuple[str, Any]]:
-    """A node's fields other than span. (Not `Node.node_fields()`: graph `Tuple` nodes have a
-    field called `fields` that hides that method.)"""
-    return [(f.name, getattr(node, f.name)) for f in dataclasses.fields(node) if f.name != "span"]
-
-
 def walk(node: Any, fn: Any) -> None:
     """Call `fn` on every node under `node` (parents first)."""
     stack = [node]
@@ -92,7 +86,7 @@ def walk(node: Any, fn: Any) -> None:
         x = stack.pop()
         if isinstance(x, Node):
             fn(x)
-            stack.extend(reversed([v for _, v in node_fields(x)]))
+            stack.extend(reversed([v for _, v in x.node_fields()]))
         elif isinstance(x, (tuple, list)):
             stack.extend(reversed(x))
         elif isinstance(x, dict):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from tirc.frontend.context import node_fields
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Ramp, Var
 from tirc.ir.node import IdentityNode, Node
@@ -24,7 +23,7 @@ def identity_key(x: Any) -> Any:
     if isinstance(x, IdentityNode):
         return ("def", id(x))
     if isinstance(x, Node):
-        return (type(x).__name__, tuple(identity_key(v) for _, v in node_fields(x)))
+        return (type(x).__name__, tuple(identity_key(v) for _, v in x.node_fields()))
     if isinstance(x, (tuple, list)):
         return tuple(identity_key(v) for v in x)
     if isinstance(x, dict):

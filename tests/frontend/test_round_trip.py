@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from tirc.frontend import parse, parse_file
-from tirc.frontend.context import node_fields
 from tirc.ir import IRModule, structural_equal
 from tirc.ir.node import Node
 from tirc.ir.printer import print_module
@@ -127,7 +126,7 @@ def _missing_spans(node: object, path: str, out: list[str]) -> None:
     if isinstance(node, Node):
         if node.span is None:
             out.append(f"{path}: {type(node).__name__}")
-        for name, value in node_fields(node):
+        for name, value in node.node_fields():
             _missing_spans(value, f"{path}.{name}", out)
     elif isinstance(node, (tuple, list)):
         for i, v in enumerate(node):
