@@ -178,3 +178,35 @@ class Binder:
         if p.output and not arr.flags.writeable:
             raise ValueError(f"{self.where(p)}: is an output, but the array is read-only")
         self.addresses[p.index] = address
+
+
+def _count_error(func: str, names: list[str], given: int,
+                 missing: list[str] | None = None) -> TypeError:
+    n = len(names)
+    text = f"{func}() takes {n} argument{'s' if n != 1 else ''} ({', '.join(names)}), got {given}"
+    return TypeError(text + (f"; missing: {', '.join(missing)}" if missing else ""))
+
+
+def place_arguments(func: str, names: list[str], is_output: list[bool], args: tuple[Any, ...],
+                    kwargs: dict[str, Any]) -> tuple[list[Any], list[int]]:
+    """Positional and keyword arguments in parameter order, and the indices left out; only
+    outputs may be left out (the caller allocates them). Python's own errors otherwise."""
+    n = len(names)
+    if len(args) > n:
+        raise _count_error(func, names, len(args) + len(kwargs))
+    if len(args) == n and not kwargs:
+        return list(args), []
+    missing = object()
+    slots: list[Any] = list(args) + [missing] * (n - len(args))
+    for key, value in kwargs.items():
+        if key not in names:
+            raise TypeError(f"{func}() has no parameter '{key}' (parameters: {', '.join(names)})")
+        i = names.index(key)
+        if slots[i] is not missing:
+            raise TypeError(f"{func}() got argument '{key}' twice")
+        slots[i] = value
+    absent = [i for i, s in enumerate(slots) if s is missing]
+    not_outputs = [names[i] for i in absent if not is_output[i]]
+    if not_outputs:
+        raise _count_error(func, names, n - len(absent), not_outputs)
+    return slots, absent

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 from tirc.runtime import shape_expr
-from tirc.runtime.arguments import Binder, ParamSpec
+from tirc.runtime.arguments import Binder, ParamSpec, place_arguments
 from tirc.runtime.dlpack import dtype_label
 from tirc.runtime.errors import TircError
 from tirc.runtime.function_table import FunctionTable
@@ -132,26 +132,8 @@ class CudaFunction:
         return f"<tirc cuda function {self.name}({', '.join(self._names)})>"
 
     def _slots(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], list[int]]:
-        n = len(self._names)
-        missing = object()
-        if len(args) > n:
-            raise TypeError(f"{self.name}() takes {n} arguments ({', '.join(self._names)}), "
-                            f"got {len(args) + len(kwargs)}")
-        slots: list[Any] = list(args) + [missing] * (n - len(args))
-        for key, value in kwargs.items():
-            if key not in self._names:
-                raise TypeError(f"{self.name}() has no parameter '{key}' "
-                                f"(parameters: {', '.join(self._names)})")
-            i = self._names.index(key)
-            if slots[i] is not missing:
-                raise TypeError(f"{self.name}() got argument '{key}' twice")
-            slots[i] = value
-        absent = [i for i, s in enumerate(slots) if s is missing]
-        needed = [self._names[i] for i in absent if not self._specs[i].output]
-        if needed:
-            raise TypeError(f"{self.name}() takes {n} arguments ({', '.join(self._names)}), "
-                            f"got {n - len(absent)}; missing: {', '.join(needed)}")
-        return slots, absent
+        return place_arguments(self.name, self._names, [s.output for s in self._specs], args,
+                               kwargs)
 
     def _check(self, binder: Binder, spec: ParamSpec, value: Any) -> Any:
         """A checked buffer argument: a numpy array, or a DeviceArray."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from tirc.runtime.arguments import Binder, ParamSpec, empty_aligned
+from tirc.runtime.arguments import Binder, ParamSpec, empty_aligned, place_arguments
 from tirc.runtime.dlpack import ArgsPacker
 from tirc.runtime.errors import TircError
 
@@ -62,33 +62,9 @@ class Function:
     def __repr__(self) -> str:
         return f"<tirc function {self.signature()}>"
 
-    def _count_error(self, given: int, missing: list[str] | None = None) -> TypeError:
-        n = len(self._names)
-        text = (f"{self.name}() takes {n} argument{'s' if n != 1 else ''} "
-                f"({', '.join(self._names)}), got {given}")
-        return TypeError(text + (f"; missing: {', '.join(missing)}" if missing else ""))
-
     def _slots(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], list[int]]:
-        n = len(self._names)
-        if len(args) > n:
-            raise self._count_error(len(args) + len(kwargs))
-        if len(args) == n and not kwargs:
-            return list(args), []
-        missing = object()
-        slots: list[Any] = list(args) + [missing] * (n - len(args))
-        for key, value in kwargs.items():
-            if key not in self._names:
-                raise TypeError(f"{self.name}() has no parameter '{key}' "
-                                f"(parameters: {', '.join(self._names)})")
-            i = self._names.index(key)
-            if slots[i] is not missing:
-                raise TypeError(f"{self.name}() got argument '{key}' twice")
-            slots[i] = value
-        absent = [i for i, s in enumerate(slots) if s is missing]
-        not_outputs = [self._names[i] for i in absent if not self._specs[i].output]
-        if not_outputs:
-            raise self._count_error(n - len(absent), not_outputs)
-        return slots, absent
+        return place_arguments(self.name, self._names, [s.output for s in self._specs], args,
+                               kwargs)
 
     def prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> PreparedCall:
         """Check every argument (raising TypeError/ValueError) and allocate absent outputs."""
