@@ -44,7 +44,7 @@ def default_pipeline(target: Target, opt_level: int) -> list[str]:
             "unroll",        # unrolled (and small constant) loops -> straight-line code
             "simplify",      # clean up what vectorize and unroll left
         ]
-    steps += ["storage-rewrite"]        # merge and shrink temporary allocations
+    steps += ["storage-rewrite"]        # allocations hoisted out of loops, stack or heap
     if not target.is_gpu:
         steps += ["make-entry"]         # exported entry points that check their arguments
     registered = all_passes()

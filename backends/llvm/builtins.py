@@ -10,13 +10,12 @@ from collections.abc import Callable
 
 import numpy as np
 from llvmlite import ir
-from llvmlite.ir import instructions
 from tirc.backends.llvm.context import ModuleContext
 from tirc.backends.llvm.types import I32, const_like, from_memory, mem_type, reg_type, to_memory
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import DType
-from tirc.ir.expr import BufferLoad, Call, PrimExpr, Var
+from tirc.ir.expr import Call, PrimExpr, Var
 
 NO_OPS = ("tvm_storage_sync", "assume", "nop")
 
@@ -92,37 +91,4 @@ class BuiltinCalls:
 
     def builtin_tvm_thread_fence(self, e: Call) -> ir.Value:
         self.b.fence("seq_cst")
-        return ir.Constant(I32, 0)
-
-    def _event_address(self, e: Call) -> ir.Value:
-        elem = e.args[0]
-        if not isinstance(elem, BufferLoad) or not elem.buffer.dtype.is_int:
-            raise CompileError(f"codegen: T.{e.op} expects an element of an event tensor",
-                               e.span)
-        index = self.flat_index(elem.buffer, elem.indices)
-        return self.element_address(elem.buffer, self.expr(index), index.dtype)
-
-    def builtin_event_notify(self, e: Call) -> ir.Value:
-        """Subtract `count` (default 1) from the counter, releasing this thread's writes."""
-        addr = self._event_address(e)
-        ty = mem_type(e.args[0].dtype)
-        count = self.expr_as(e.args[1], e.args[0].dtype) if len(e.args) > 1 else \
-            ir.Constant(ty, 1)
-        self.b.atomic_rmw("sub", addr, count, "acq_rel")
-        return ir.Constant(I32, 0)
-
-    def builtin_event_wait(self, e: Call) -> ir.Value:
-        """Spin until the counter reaches zero (acquiring the notifiers' writes)."""
-        addr = self._event_address(e)
-        ty = mem_type(e.args[0].dtype)
-        b = self.b
-        head = b.append_basic_block("event.wait")
-        done = b.append_basic_block("event.ready")
-        b.branch(head)
-        b.position_at_end(head)
-        load = instructions.LoadAtomicInstr(b.block, addr, "acquire", ty.width // 8, "",
-                                            typ=ty)
-        b._insert(load)
-        b.cbranch(b.icmp_signed("<=", load, ir.Constant(ty, 0)), done, head)
-        b.position_at_end(done)
         return ir.Constant(I32, 0)
