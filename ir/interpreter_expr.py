@@ -340,7 +340,7 @@ def _float_binop(op: str, fa: Fn, fb: Fn, dt: DType) -> Fn:
         def fmin(env: Env) -> Any:
             a = fa(env)
             b = fb(env)
-            return a if a < b else b
+            return a if a < b or a != a else b
 
         return fmin
     if op == "max":
@@ -348,7 +348,7 @@ def _float_binop(op: str, fa: Fn, fb: Fn, dt: DType) -> Fn:
         def fmax(env: Env) -> Any:
             a = fa(env)
             b = fb(env)
-            return a if a > b else b
+            return a if a > b or a != a else b
 
         return fmax
     if op == "floordiv":

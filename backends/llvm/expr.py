@@ -3,7 +3,10 @@
 Signed integers use floor division and modulo where the IR says `floordiv`/`floormod` (correct
 for negative operands) and truncating ones for `truncdiv`/`truncmod`/`div`; a divisor that is not
 a constant is guarded so that division by zero gives 0 instead of a trap. Float `min`/`max` are
-`llvm.minnum`/`llvm.maxnum`; comparisons are ordered except `!=` (NaN != NaN is true).
+`llvm.minimum`/`llvm.maximum`: NaN-propagating like `np.minimum`/`np.maximum` (and, unlike
+`llvm.maxnum`, a reduction over them vectorizes on every x86 CPU model LLVM 22 knows; `maxnum`
+reductions trip an assertion in the loop vectorizer's cost model for znver4/znver5).
+Comparisons are ordered except `!=` (NaN != NaN is true).
 """
 
 from __future__ import annotations
@@ -193,7 +196,7 @@ class ExprCodegen(MemoryAccess):
             q = call_llvm(self.ctx, b, "llvm.floor", [b.fdiv(a, c)])
             return b.fsub(a, b.fmul(q, c))
         if op in ("min", "max"):
-            return call_llvm(self.ctx, b, "llvm.minnum" if op == "min" else "llvm.maxnum", [a, c])
+            return call_llvm(self.ctx, b, "llvm.minimum" if op == "min" else "llvm.maximum", [a, c])
         raise CompileError(f"codegen: '{op}' on floating-point operands", e.span)
 
     def _int_arith(self, op: str, a: ir.Value, c: ir.Value, dt: DType, e: BinOp) -> ir.Value:

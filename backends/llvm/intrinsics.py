@@ -22,7 +22,7 @@ LLVM_FLOAT_INTRINSICS = {
     "log2": "llvm.log2", "sqrt": "llvm.sqrt", "floor": "llvm.floor", "ceil": "llvm.ceil",
     "round": "llvm.roundeven", "trunc": "llvm.trunc", "sin": "llvm.sin", "cos": "llvm.cos",
     "tanh": "llvm.tanh", "abs": "llvm.fabs", "pow": "llvm.pow", "fma": "llvm.fma",
-    "min": "llvm.minnum", "max": "llvm.maxnum",
+    "min": "llvm.minimum", "max": "llvm.maximum",
 }
 
 # T.<name> -> (libm function for float, for double); float16 goes through the float version.
