@@ -1,13 +1,16 @@
 """sgemm 1024x1024x1024 float32: tirc with a schedule vs numpy (OpenBLAS), in GFLOP/s.
 
 Compiles samples/schedules/sgemm.tir (the kernel and its schedule: B packed into 32-column
-panels with cache_read + transform_layout, a 4x32 register tile with k unrolled by 4, the
-tile's columns vectorized, the tiles run in parallel) with `tirc -O3`, then prints the medians
-of several runs of: the tirc function, and numpy's `a @ b` in a subprocess under the
-environment as it is and with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (which lets
-OpenBLAS pick its own kernel, AVX-512 SkylakeX on such CPUs), with the ratios.
+panels with cache_read + transform_layout, an 8x32 tile of C accumulated in a local buffer that
+compact-buffers shrinks to the tile and LLVM keeps in registers, k unrolled by 4, the tile's
+columns vectorized, the tiles run in parallel) with `tirc -O3`, checks it against numpy, then
+prints the medians of several runs of: the tirc function, and numpy's `a @ b` in a subprocess
+under the environment as it is and with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (which
+lets OpenBLAS pick its own kernel, AVX-512 SkylakeX on such CPUs), with the ratios. The three
+are timed in alternating rounds, so that a load that comes and goes on a shared machine falls
+on all of them; the load average is printed beside the figures.
 
-    .venv/bin/python benchmarks/matmul.py [--runs 11]
+    .venv/bin/python benchmarks/matmul.py [--runs 11] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ FLOPS = 2 * N ** 3
 SCHEDULED = ROOT / "samples" / "schedules" / "sgemm.tir"
 
 NUMPY_TIMER = """
-import statistics, sys, time
+import sys, time
 import numpy as np
 n, runs = int(sys.argv[1]), int(sys.argv[2])
 rng = np.random.default_rng(0)
@@ -43,7 +46,7 @@ for _ in range(runs):
     t = time.perf_counter()
     np.matmul(a, b, out=c)
     times.append(time.perf_counter() - t)
-print(statistics.median(times))
+print(" ".join(map(str, times)))
 """
 
 
@@ -63,16 +66,22 @@ def pipeline_args() -> list[str]:
     return ["--passes", ",".join(["apply-schedules", *steps])]
 
 
-def numpy_seconds(env: dict[str, str], runs: int) -> float:
+def numpy_times(env: dict[str, str], runs: int) -> list[float]:
+    """Seconds of each of `runs` timed `a @ b` in a fresh numpy process under `env`."""
     out = subprocess.run([sys.executable, "-c", NUMPY_TIMER, str(N), str(runs)], env=env,
                          capture_output=True, text=True, check=True)
-    return float(out.stdout.strip())
+    return [float(x) for x in out.stdout.split()]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=11, help="timed runs per measurement")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="alternating rounds of tirc and numpy measurements")
     opts = parser.parse_args()
+    default_env = dict(os.environ)
+    unset_env = {k: v for k, v in os.environ.items()
+                 if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
 
     import tirc.runtime as rt
 
@@ -87,24 +96,27 @@ def main() -> None:
         c = np.empty((N, N), np.float32)
         lib.sgemm(a, b, c)
         np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-2)
-        times = []
-        for _ in range(opts.runs):
-            start = time.perf_counter()
-            lib.sgemm(a, b, c)
-            times.append(time.perf_counter() - start)
+        times: list[float] = []
+        np_default_times: list[float] = []
+        np_unset_times: list[float] = []
+        for _ in range(max(opts.rounds, 1)):
+            for _ in range(opts.runs):
+                start = time.perf_counter()
+                lib.sgemm(a, b, c)
+                times.append(time.perf_counter() - start)
+            np_default_times.extend(numpy_times(default_env, opts.runs))
+            np_unset_times.extend(numpy_times(unset_env, opts.runs))
         tirc_s = statistics.median(times)
-
-    default_env = dict(os.environ)
-    unset_env = {k: v for k, v in os.environ.items()
-                 if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
-    np_default = numpy_seconds(default_env, opts.runs)
-    np_unset = numpy_seconds(unset_env, opts.runs)
+    np_default = statistics.median(np_default_times)
+    np_unset = statistics.median(np_unset_times)
 
     def gflops(seconds: float) -> float:
         return FLOPS / seconds / 1e9
 
     coretype = os.environ.get("OPENBLAS_CORETYPE", "(unset)")
-    print(f"sgemm {N}x{N}x{N} float32, medians of {opts.runs} runs")
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"sgemm {N}x{N}x{N} float32, medians of {opts.runs} runs x {opts.rounds} rounds "
+          f"({os.cpu_count()} CPUs, load average {load})")
     print(f"  tirc (samples/schedules/sgemm.tir)           {gflops(tirc_s):8.1f} GFLOP/s")
     print(f"  numpy, OPENBLAS_CORETYPE={coretype:<18} {gflops(np_default):8.1f} GFLOP/s   "
           f"tirc/numpy = {np_default / tirc_s:.2f}")

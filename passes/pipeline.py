@@ -33,6 +33,7 @@ def default_pipeline(target: Target, opt_level: int) -> list[str]:
     steps += [
         "lower-init",        # block `init` -> `if` on the first reduction iteration
         "lower-blocks",      # blocks -> plain loop nests with their predicates
+        "compact-buffers",   # allocations moved to their uses and shrunk to what they touch
         "lower-layouts",     # buffers with layouts -> flat storage and physical offsets
         "flatten-buffers",   # n-d buffer accesses -> 1-d offsets
     ]

@@ -1,0 +1,342 @@
+"""compact-buffers: an allocation moved to where its buffer is used and shrunk to what is touched.
+
+Runs on lowered loops (after lower-blocks). For each `Allocate` (no `init`, no layout, no
+strides or offset, its data handle used only through loads and stores):
+- Placement: the allocation moves down to the innermost statement that holds every access
+  (through sequences, lets, ifs, attributes, other allocations and loops). It enters a loop
+  only when each iteration touches a region of constant size (no heap allocation per
+  iteration) and the iterations touch disjoint elements (each iteration's region, relaxed over
+  the loops inside, is separated from every other iteration's along some dimensions), so a
+  private copy per iteration keeps the meaning; never a thread-bound loop, a thread attribute
+  or a `while`.
+- Compaction: each dimension shrinks to the bounding box of the accesses under the new place,
+  when its width is a constant smaller than the old extent; indices are shifted by the box's
+  start.
+This is TVM's PlanAndUpdateBufferAllocationLocation plus CompactBufferAllocation. It is why a
+`cache_write(..., "local")` tile, which the schedule allocates full-size at the function root,
+ends as a small stack buffer inside the tile loop that LLVM keeps in registers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from tirc.ir.arith import Analyzer
+from tirc.ir.arith.linear import to_linear
+from tirc.ir.buffer import Buffer
+from tirc.ir.expr import BinOp, BufferLoad, IntImm, PrimExpr, Var, binop, cast
+from tirc.ir.function import PrimFunc
+from tirc.ir.module import IRModule
+from tirc.ir.node import Node
+from tirc.ir.stmt import (
+    Allocate,
+    AssertStmt,
+    AttrStmt,
+    BufferStore,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+)
+from tirc.ir.visitor import Mutator, Visitor
+from tirc.passes.pass_base import PassContext, PrimFuncPass
+from tirc.passes.schedule.regions import Bounds, relax, union_bounds
+
+THREAD_ATTRS = ("thread_extent", "virtual_thread", "launch_thread")
+
+
+@dataclass
+class _Access:
+    """One load or store of the buffer: the statements around it (outermost first), indices."""
+
+    path: tuple[Stmt, ...]
+    indices: tuple[PrimExpr, ...]
+
+
+class _EscapedError(Exception):
+    """The buffer's data handle is used other than by a load or store: leave it alone."""
+
+
+class _Accesses(Visitor):
+    """Every access to `buf` under a statement, with the statements that enclose it."""
+
+    def __init__(self, buf: Buffer) -> None:
+        self.buf = buf
+        self.stack: list[Stmt] = []
+        self.found: list[_Access] = []
+
+    def visit(self, node: Any) -> None:
+        if isinstance(node, Stmt):
+            self.stack.append(node)
+            super().visit(node)
+            self.stack.pop()
+            return
+        super().visit(node)
+
+    def _record(self, buffer: Buffer, indices: tuple[PrimExpr, ...]) -> None:
+        if buffer is self.buf:
+            self.found.append(_Access(tuple(self.stack), indices))
+        else:
+            self.visit(buffer)
+        self.visit(indices)
+
+    def visit_BufferLoad(self, e: BufferLoad) -> None:
+        self._record(e.buffer, e.indices)
+
+    def visit_BufferStore(self, s: BufferStore) -> None:
+        self._record(s.buffer, s.indices)
+        self.visit(s.value)
+
+    def visit_Var(self, v: Var) -> None:
+        if v is self.buf.data:
+            raise _EscapedError
+
+
+def _region(accesses: list[_Access], first: int, ndim: int,
+            an: Analyzer) -> list[Bounds | None]:
+    """Inclusive bounds per dimension of the accesses, relaxed over the loops from `path[first]`
+    inward; None where a let or an unknown form stands in the way."""
+    per_dim: list[list[Bounds]] = [[] for _ in range(ndim)]
+    unknown = [False] * ndim
+    for acc in accesses:
+        dom: dict[Var, Bounds] = {}
+        lets: set[Var] = set()
+        for s in acc.path[first:]:
+            if isinstance(s, For):
+                dom[s.loop_var] = (s.min, binop("sub", binop("add", s.min, s.extent), 1))
+            elif isinstance(s, LetStmt):
+                lets.add(s.var)
+        inner = set(dom) | lets
+        for k, idx in enumerate(acc.indices):
+            r = None if _mentions(idx, lets) or idx.dtype.lanes != 1 else relax(idx, dom)
+            for _ in dom:  # bounds of a loop that depend on an outer one inside (a triangle)
+                if r is None or not (_mentions(r[0], inner) or _mentions(r[1], inner)):
+                    break
+                lo, hi = relax(r[0], dom), relax(r[1], dom)
+                r = None if lo is None or hi is None else (lo[0], hi[1])
+            if r is not None and (_mentions(r[0], inner) or _mentions(r[1], inner)):
+                r = None
+            if r is None:
+                unknown[k] = True
+            else:
+                per_dim[k].append((an.simplify(r[0]), an.simplify(r[1])))
+    return [None if unknown[k] or not per_dim[k] else union_bounds(per_dim[k], an)
+            for k in range(ndim)]
+
+
+def _mentions(e: PrimExpr, vs: set[Var]) -> bool:
+    if not vs:
+        return False
+    found = False
+
+    class _Find(Visitor):
+        def visit_Var(self, v: Var) -> None:
+            nonlocal found
+            found = found or v in vs
+
+    _Find().visit(e)
+    return found
+
+
+def _width(b: Bounds, an: Analyzer) -> int | None:
+    w = an.simplify(binop("add", binop("sub", b[1], _like(b[0], b[1])), 1))
+    return w.value if isinstance(w, IntImm) else None
+
+
+def _like(e: PrimExpr, other: PrimExpr) -> PrimExpr:
+    return e if e.dtype == other.dtype else cast(other.dtype, e)
+
+
+def _digits(atom: PrimExpr, v: Var) -> tuple[int, int | None] | None:
+    """The digits of `v` an expression reads, as (lo, hi): `v` -> (1, None), `v % m` -> (1, m),
+    `v // m` -> (m, None), `v // m % n` -> (m, m * n); None for other forms."""
+    if atom is v:
+        return 1, None
+    if not isinstance(atom, BinOp) or not isinstance(atom.b, IntImm) or atom.b.value <= 0:
+        return None
+    c = atom.b.value
+    if atom.op == "floordiv" and atom.a is v:
+        return c, None
+    if atom.op == "floormod":
+        if atom.a is v:
+            return 1, c
+        inner = atom.a
+        if isinstance(inner, BinOp) and inner.op == "floordiv" and inner.a is v \
+                and isinstance(inner.b, IntImm) and inner.b.value > 0:
+            return inner.b.value, inner.b.value * c
+    return None
+
+
+def _separating_digits(b: Bounds | None, v: Var, an: Analyzer) -> tuple[int, int | None] | None:
+    """The digits of `v` that tell apart iterations along one dimension: the region's start is
+    `s * key(v) + (terms without v)` and its width is at most |s|; None when it does not."""
+    if b is None:
+        return None
+    width = _width(b, an)
+    if width is None:
+        return None
+    lin = to_linear(b[0])
+    with_v = [(atom, coef) for atom, coef in lin.terms.items() if _mentions(atom, {v})]
+    if len(with_v) != 1:
+        return None
+    atom, coef = with_v[0]
+    if width > abs(coef):
+        return None
+    return _digits(atom, v)
+
+
+def _iterations_disjoint(loop: For, region: list[Bounds | None], an: Analyzer) -> bool:
+    """True when two different iterations of `loop` never touch the same element."""
+    v = loop.loop_var
+    digits = [d for d in (_separating_digits(b, v, an) for b in region) if d is not None]
+    if any(hi is None and lo == 1 for lo, hi in digits):
+        return True          # some dimension's start moves with v itself
+    if not (isinstance(loop.min, IntImm) and loop.min.value == 0 and
+            isinstance(loop.extent, IntImm)):
+        return False
+    # Known: v mod `known`. A key reading digits [lo, hi) with lo | known and known | hi
+    # extends that to v mod hi (hi None: all of v).
+    known = 1
+    progress = True
+    while progress and known < loop.extent.value:
+        progress = False
+        for lo, hi in digits:
+            if known % lo == 0 and (hi is None or (hi % known == 0 and hi > known)):
+                known = loop.extent.value if hi is None else hi
+                progress = True
+    return known >= loop.extent.value
+
+
+def _can_enter(s: Stmt) -> bool:
+    """Statements an allocation may move into (loops only after the disjointness check)."""
+    if isinstance(s, For):
+        return s.kind != ForKind.THREAD_BINDING
+    if isinstance(s, AttrStmt):
+        return s.key not in THREAD_ATTRS
+    return isinstance(s, (SeqStmt, LetStmt, IfThenElse, Allocate, AssertStmt))
+
+
+def _placement(accesses: list[_Access], ndim: int, an: Analyzer) -> int:
+    """How deep (an index into every access's path) the allocation can go."""
+    depth = 0
+    while True:
+        node = accesses[0].path[depth]
+        if any(len(a.path) <= depth + 1 for a in accesses):
+            return depth  # an access in this statement's own expressions
+        child = accesses[0].path[depth + 1]
+        if any(a.path[depth + 1] is not child for a in accesses) or not _can_enter(node):
+            return depth
+        if isinstance(node, For):
+            per_iteration = _region(accesses, depth + 1, ndim, an)
+            # A private copy per iteration only when it has a constant size (no allocation on
+            # the heap in every iteration of a parallel loop), and only when that is safe.
+            if any(b is None or _width(b, an) is None for b in per_iteration) or \
+                    not _iterations_disjoint(node, per_iteration, an):
+                return depth
+        depth += 1
+
+
+class _Rewrite(Mutator):
+    """Moves the allocation to `place` as `new` and shifts every access by `starts`."""
+
+    def __init__(self, old: Buffer, new: Buffer, starts: list[PrimExpr | None], place: Stmt,
+                 alloc: Allocate, an: Analyzer) -> None:
+        self.old, self.new, self.starts, self.place = old, new, starts, place
+        self.alloc, self.an = alloc, an
+
+    def visit(self, node: Any) -> Any:
+        if node is self.place:
+            inner = super().visit(node)
+            return Allocate(self.new, inner, span=self.alloc.span)
+        return super().visit(node)
+
+    def _shift(self, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
+        out = []
+        for idx, start in zip(indices, self.starts):
+            out.append(idx if start is None else
+                       self.an.simplify(binop("sub", idx, _like(start, idx))))
+        return tuple(out)
+
+    def visit_BufferLoad(self, e: BufferLoad) -> Any:
+        e = self.generic_visit(e)
+        if e.buffer is not self.old:
+            return e
+        return BufferLoad(self.new, self._shift(e.indices), e.dtype, span=e.span)
+
+    def visit_BufferStore(self, s: BufferStore) -> Any:
+        s = self.generic_visit(s)
+        if s.buffer is not self.old:
+            return s
+        return BufferStore(self.new, s.value, self._shift(s.indices), span=s.span)
+
+
+def _compactable(b: Buffer) -> bool:
+    offset_zero = b.elem_offset is None or (isinstance(b.elem_offset, IntImm) and
+                                            b.elem_offset.value == 0)
+    return b.layout is None and not b.strides and offset_zero and b.scope != "event"
+
+
+def compact(alloc: Allocate) -> Stmt:
+    """`alloc` with its allocation moved inward and its buffer shrunk (or unchanged)."""
+    b = alloc.buffer
+    if alloc.init is not None or not _compactable(b):
+        return alloc
+    finder = _Accesses(b)
+    try:
+        finder.visit(alloc.body)
+    except _EscapedError:
+        return alloc
+    accesses = finder.found
+    if not accesses:
+        return alloc
+    an = Analyzer()
+    depth = _placement(accesses, b.ndim, an)
+    place = accesses[0].path[depth]
+    region = _region(accesses, depth, b.ndim, an)
+    shape: list[PrimExpr] = []
+    starts: list[PrimExpr | None] = []
+    for dim, bounds in zip(b.shape, region):
+        width = None if bounds is None else _width(bounds, an)
+        full = dim.value if isinstance(dim, IntImm) else None
+        if width is None or width <= 0 or (full is not None and width >= full):
+            shape.append(dim)
+            starts.append(None)
+        else:
+            assert bounds is not None
+            shape.append(IntImm(width, dim.dtype))
+            starts.append(bounds[0])
+    if depth == 0 and all(s is None for s in starts):
+        return alloc
+    new = dataclasses.replace(b, shape=tuple(shape), data=Var(b.data.name, b.data.dtype))
+    return _Rewrite(b, new, starts, place, alloc, an).visit(alloc.body)
+
+
+class _Compactor(Mutator):
+    """Compacts every allocation, inner ones first."""
+
+    def visit_Allocate(self, a: Allocate) -> Any:
+        a = self.generic_visit(a)
+        return compact(a)
+
+
+def compact_buffers(body: Stmt) -> Stmt:
+    """`body` with every allocation placed and compacted."""
+    out = _Compactor().visit(body)
+    assert isinstance(out, Node)
+    return out  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class CompactBuffers(PrimFuncPass):
+    """Move each allocation to where its buffer is used and shrink it to the touched region."""
+
+    name = "compact-buffers"
+    description = "move allocations to the innermost scope of their uses and shrink them to it"
+
+    def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        body = compact_buffers(func.body)
+        return func if body is func.body else func.replace(body=body)  # type: ignore[return-value]

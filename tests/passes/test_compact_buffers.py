@@ -1,0 +1,227 @@
+"""compact-buffers: allocations move to their uses and shrink to what they touch, same results."""
+
+from __future__ import annotations
+
+from lowering_support import assert_same_results, body_text, run_on_text
+from tirc.frontend import parse
+from tirc.ir.target import parse_target
+from tirc.passes.compact_buffers import CompactBuffers
+from tirc.passes.manager import run_pipeline
+from tirc.passes.pass_base import PassContext
+from tirc.passes.pipeline import build_pipeline, default_pipeline
+
+TILES = '''
+@T.prim_func
+def f(A: T.Buffer((8, 8), "float32"), C: T.Buffer((8, 8), "float32")):
+    C_local = T.decl_buffer((8, 8), "float32", scope="local")
+    for t in T.parallel(4):
+        for i, j in T.grid(4, 4):
+            C_local[t % 2 * 4 + i, t // 2 * 4 + j] = T.float32(0)
+        for k, i, j in T.grid(8, 4, 4):
+            C_local[t % 2 * 4 + i, t // 2 * 4 + j] = C_local[t % 2 * 4 + i, t // 2 * 4 + j] \
+                + A[t % 2 * 4 + i, k] * A[k, t // 2 * 4 + j]
+        for i, j in T.grid(4, 4):
+            C[t % 2 * 4 + i, t // 2 * 4 + j] = C_local[t % 2 * 4 + i, t // 2 * 4 + j]
+'''
+
+
+def test_tile_of_a_fused_parallel_loop_moves_inside_it_and_shrinks_to_the_tile() -> None:
+    before, after, _ = run_on_text(CompactBuffers(), TILES)
+    assert body_text(after) == (
+        "for t in T.parallel(4):\n"
+        '    C_local = T.decl_buffer((4, 4), "float32", scope="local")\n'
+        "    for i, j in T.grid(4, 4):\n"
+        "        C_local[i, j] = T.float32(0.0)\n"
+        "    for k, i, j in T.grid(8, 4, 4):\n"
+        "        C_local[i, j] = C_local[i, j] + A[t % 2 * 4 + i, k] * A[k, t // 2 * 4 + j]\n"
+        "    for i, j in T.grid(4, 4):\n"
+        "        C[t % 2 * 4 + i, t // 2 * 4 + j] = C_local[i, j]\n")
+    assert_same_results(before, after, "f")
+
+
+CARRIED = '''
+@T.prim_func
+def f(A: T.Buffer((4, 8), "float32"), B: T.Buffer((4,), "float32")):
+    acc = T.decl_buffer((4,), "float32", scope="local")
+    for i in range(4):
+        for k in range(8):
+            if k == 0:
+                acc[i] = T.float32(0)
+            acc[i] = acc[i] + A[i, k]
+        B[i] = acc[i]
+'''
+
+
+def test_value_carried_from_one_iteration_to_the_next_keeps_the_allocation_outside() -> None:
+    before, after, _ = run_on_text(CompactBuffers(), CARRIED)
+    assert body_text(after) == (
+        "for i in range(4):\n"
+        '    acc = T.decl_buffer((1,), "float32", scope="local")\n'
+        "    for k in range(8):\n"
+        "        if k == 0:\n"
+        "            acc[0] = T.float32(0.0)\n"
+        "        acc[0] = acc[0] + A[i, k]\n"
+        "    B[i] = acc[0]\n")
+    assert_same_results(before, after, "f")
+
+
+SLIDING = '''
+@T.prim_func
+def f(A: T.Buffer((9,), "float32"), B: T.Buffer((8,), "float32")):
+    w = T.decl_buffer((16,), "float32")
+    w[4] = A[0]
+    for i in range(8):
+        w[i + 5] = A[i + 1]
+        B[i] = w[i + 4] + w[i + 5]
+'''
+
+
+def test_overlapping_iterations_stay_under_one_allocation_shrunk_to_the_span() -> None:
+    before, after, _ = run_on_text(CompactBuffers(), SLIDING)
+    assert body_text(after) == (
+        'w = T.decl_buffer((9,), "float32")\n'
+        "w[0] = A[0]\n"
+        "for i in range(8):\n"
+        "    w[i + 1] = A[i + 1]\n"
+        "    B[i] = w[i] + w[i + 1]\n")
+    assert_same_results(before, after, "f")
+
+
+PAIRS = '''
+@T.prim_func
+def f(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    w = T.decl_buffer((8,), "float32")
+    for i in range(4):
+        w[i * 2] = A[i * 2 + 1]
+        w[i * 2 + 1] = A[i * 2]
+        B[i * 2] = w[i * 2] * w[i * 2 + 1]
+        B[i * 2 + 1] = w[i * 2 + 1]
+'''
+
+
+def test_iterations_with_disjoint_strided_regions_get_a_private_buffer() -> None:
+    before, after, _ = run_on_text(CompactBuffers(), PAIRS)
+    assert body_text(after) == (
+        "for i in range(4):\n"
+        '    w = T.decl_buffer((2,), "float32")\n'
+        "    w[0] = A[i * 2 + 1]\n"
+        "    w[1] = A[i * 2]\n"
+        "    B[i * 2] = w[0] * w[1]\n"
+        "    B[i * 2 + 1] = w[1]\n")
+    assert_same_results(before, after, "f")
+
+
+WHOLE = '''
+@T.prim_func
+def f(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    w = T.decl_buffer((8,), "float32")
+    for i in range(8):
+        w[7 - i] = A[i]
+    for i in range(8):
+        B[i] = w[i]
+'''
+
+
+def test_buffer_used_whole_by_two_loops_is_left_alone() -> None:
+    before, after, _ = run_on_text(CompactBuffers(), WHOLE)
+    assert after is before or body_text(after) == body_text(before)
+    assert_same_results(before, after, "f")
+
+
+ESCAPES = '''
+@T.prim_func
+def f(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    w = T.decl_buffer((8,), "float32")
+    for i in range(2):
+        w[i] = A[i]
+    w_1 = T.Buffer((8,), "float32", data=w.data)
+    B[0] = w_1[1]
+'''
+
+
+def test_buffer_whose_handle_escapes_is_left_alone() -> None:
+    before, after, _ = run_on_text(CompactBuffers(), ESCAPES)
+    assert body_text(after) == body_text(before)
+
+
+MATMUL = '''
+@T.prim_func
+def mm(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"),
+       C: T.Buffer((16, 16), "float32")):
+    T.func_attr({"global_symbol": "mm", "tir.noalias": True})
+    for i, j, k in T.grid(16, 16, 16):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+@S.schedule("mm", target="llvm")
+def tiles(sch):
+    c = sch.get_block("C")
+    cl = sch.cache_write(c, 0, "local")
+    i, j, k = sch.get_loops(c)
+    i0, i1 = sch.split(i, factors=[None, 4])
+    j0, j1 = sch.split(j, factors=[None, 8])
+    sch.reorder(j0, i0, k, i1, j1)
+    sch.reverse_compute_at(cl, i0)
+    sch.decompose_reduction(c, k)
+    f = sch.fuse(j0, i0)
+    sch.parallel(f)
+'''
+
+
+def test_cache_write_tile_of_a_schedule_becomes_a_stack_buffer_of_the_tile() -> None:
+    steps = default_pipeline(parse_target("llvm"), 0)
+    assert steps.index("lower-blocks") < steps.index("compact-buffers") \
+        < steps.index("flatten-buffers")
+    upto = steps[: steps.index("compact-buffers") + 1]
+    before = parse(MATMUL)
+    after = run_pipeline(before, build_pipeline(upto), PassContext())
+    text = after.script()
+    assert 'C_local = T.decl_buffer((4, 8), "float32", scope="local")' in text
+    assert "(1024" not in text and "(16, 16), \"float32\", scope" not in text
+    assert_same_results(before, after, "mm")
+
+
+ROWS = '''
+@T.prim_func
+def f(a: T.handle, b: T.handle, n: T.int32):
+    A = T.match_buffer(a, (4, n), "float32")
+    B = T.match_buffer(b, (4, n), "float32")
+    w = T.decl_buffer((4, n), "float32")
+    for i in T.parallel(4):
+        for j in range(n):
+            w[i, j] = A[i, j]
+        for j in range(n):
+            B[i, j] = w[i, j] * T.float32(2)
+'''
+
+
+def test_rows_of_symbolic_width_are_not_made_private_to_parallel_iterations() -> None:
+    before, after, _ = run_on_text(CompactBuffers(), ROWS)
+    assert body_text(after) == body_text(before)
+    assert_same_results(before, after, "f", sizes={"n": 5})
+
+
+TRIANGLE = '''
+@T.prim_func
+def f(A: T.Buffer((8,), "float32"), B: T.Buffer((4,), "float32")):
+    w = T.decl_buffer((8,), "float32")
+    for i in range(4):
+        for j in range(i, i + 2):
+            w[j] = A[j] * T.float32(2)
+        B[i] = w[i] + w[i + 1]
+'''
+
+
+def test_region_whose_start_depends_on_an_inner_loop_is_not_shifted_by_it() -> None:
+    before, after, _ = run_on_text(CompactBuffers(), TRIANGLE)
+    assert body_text(after) == (
+        'w = T.decl_buffer((5,), "float32")\n'
+        "for i in range(4):\n"
+        "    for j in range(i, i + 2):\n"
+        "        w[j] = A[j] * T.float32(2.0)\n"
+        "    B[i] = w[i] + w[i + 1]\n")
+    assert_same_results(before, after, "f")
