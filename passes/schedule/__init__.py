@@ -5,7 +5,8 @@
     state.py         ScheduleState (the function being scheduled), BlockRV, LoopRV, ScheduleError
     lookup.py        get_block, get_loops, get_child_blocks
     loops.py         split, fuse, reorder, parallel, vectorize, unroll, bind, annotate
-    compute_at.py    compute_at, reverse_compute_at
+    compute_at.py    compute_at, reverse_compute_at (domain_solve.py solves the moved block's
+                     domain; tiling.py checks reverse_compute_at runs each instance once)
     inline.py        compute_inline, reverse_compute_inline
     caching.py       cache_read, cache_write, set_scope, storage_align
     reduction.py     decompose_reduction, rfactor

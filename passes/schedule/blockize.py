@@ -17,13 +17,14 @@ from typing import Any
 from tirc.ir.arith import Analyzer
 from tirc.ir.arith.linear import Linear, from_linear, to_linear
 from tirc.ir.buffer import Range
-from tirc.ir.expr import IntImm, PrimExpr, Var, const
+from tirc.ir.expr import IntImm, PrimExpr, Var, const, is_const_int
 from tirc.ir.stmt import Block, BlockRealize, For, IterKind, IterVar, SeqStmt, Stmt
 from tirc.ir.visitor import substitute
 from tirc.passes.schedule.access import detect_regions
 from tirc.passes.schedule.dependence import bind_outer_loops, child_sites
+from tirc.passes.schedule.loops import drop_unit_iters
 from tirc.passes.schedule.regions import and_all, conjuncts, free_vars, uses_any
-from tirc.passes.schedule.state import BlockRV, ScheduleError, ScheduleState
+from tirc.passes.schedule.state import BlockRV, LoopRV, ScheduleError, ScheduleState
 from tirc.passes.schedule.tree import Path
 
 
@@ -68,16 +69,24 @@ def _outer_vars(e: Any, inner: set[Var]) -> list[Var]:
 
 
 def blockize(s: ScheduleState, target: Any, preserve_unit_iters: bool = True) -> BlockRV:
-    """Make the loop `target` and everything under it the body of a new outer block
-    (`preserve_unit_iters` is accepted for TVM traces; unit iterators are always kept)."""
+    """Make the loop `target` and everything under it the body of a new outer block. With
+    `preserve_unit_iters=False` (TVM's meaning) the outer block gets no iteration variable of
+    extent 1 and the bindings don't mention unit loops."""
     prim = "blockize"
+    if not isinstance(preserve_unit_iters, bool):
+        raise ScheduleError(f"{prim}: preserve_unit_iters must be True or False")
     lpath, lp = s.loop(target, prim)
-    name = blockize_at(s, lpath, lp, prim)
+    name = blockize_at(s, lpath, lp, prim, preserve_unit_iters)
     return s.block_rv(name)
 
 
-def blockize_at(s: ScheduleState, lpath: Path, lp: For, prim: str) -> str:
+def blockize_at(s: ScheduleState, lpath: Path, lp: For, prim: str,
+                preserve_unit_iters: bool = True) -> str:
     """Blockize the loop at `lpath`; returns the outer block's name."""
+    if not preserve_unit_iters:
+        s.replace(lpath, drop_unit_iters(lpath, lp), prim)
+        lpath = s.loop_path(LoopRV(lp.loop_var), prim)
+        lp = lpath[-1]  # type: ignore[assignment]
     sites = child_sites(lpath)
     if len(sites) != 1:
         raise ScheduleError(f"{prim}: loop {lp.loop_var.name} must hold exactly one block, "
@@ -105,8 +114,11 @@ def blockize_at(s: ScheduleState, lpath: Path, lp: For, prim: str) -> str:
                                     f"of the tile {k}")
             ext = const(ext.value // k, ext.dtype)
             split_reduce |= iv.kind == IterKind.REDUCE
-        vo = Var(f"{iv.var.name}_o", iv.var.dtype)
         dom_min = iv.dom.min if k == 1 else const(0, iv.var.dtype)
+        if not preserve_unit_iters and is_const_int(ext, 1):
+            inner_values.append(dom_min if k == 1 else inner_e)
+            continue
+        vo = Var(f"{iv.var.name}_o", iv.var.dtype)
         outer_ivs.append(IterVar(vo, Range(dom_min, ext), iv.kind))
         outer_values.append(quotient)
         inner_values.append(vo if k == 1 else an.simplify(vo * k + inner_e))

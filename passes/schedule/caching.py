@@ -3,7 +3,9 @@
 cache_read(block, i, scope) copies the region of the block's i-th read buffer that its
 consumers read into a new buffer `<name>_<scope>`, in a new block of that name placed before
 the first consumer, and makes the consumers read the copy. cache_write(block, i, scope) makes
-the block write a new buffer and adds a block after it that copies the written region back.
+the block write a new buffer and adds a block after it that copies the written region back;
+its `consumer_blocks` read the new buffer instead (TVM's argument; cache_read's names the
+consumers that read the copy, all of them by default). A buffer index may also be a name.
 Both regions are the accesses relaxed over the scope's loops. The new buffers have the
 original's shape, as in TVM; compute_at of the copy block then shrinks what it copies.
 """
@@ -44,10 +46,18 @@ def _check_scope(prim: str, scope: Any) -> str:
 
 
 def _region_at(prim: str, blk: Block, index: Any, kind: str) -> BufferRegion:
+    """The block's `index`-th read (write) region; `index` may also name the buffer, as TVM
+    accepts."""
     regions = blk.reads if kind == "read" else blk.writes
     verb = "reads" if kind == "read" else "writes"
+    if isinstance(index, str):
+        named = [r for r in regions if r.buffer.name == index]
+        if not named:
+            raise ScheduleError(f"{prim}: block \"{blk.name}\" {verb} no buffer named "
+                                f"{index!r}")
+        return named[0]
     if isinstance(index, bool) or not isinstance(index, int):
-        raise ScheduleError(f"{prim}: the buffer index must be an integer")
+        raise ScheduleError(f"{prim}: the buffer index must be an integer or a buffer name")
     if not 0 <= index < len(regions):
         raise ScheduleError(f"{prim}: block \"{blk.name}\" {verb} {len(regions)} "
                             f"{'buffer' if len(regions) == 1 else 'buffers'}; index {index} is "
@@ -123,13 +133,7 @@ def cache_read(s: ScheduleState, block: Any, read_buffer_index: Any, storage_sco
     if consumer_blocks is None:
         readers = [x for x in sites if buf in x.reads()]
     else:
-        names = [s.block_path(b, prim, "consumer_blocks")[-1].block.name  # type: ignore[attr-defined]
-                 for b in (consumer_blocks if isinstance(consumer_blocks, (list, tuple))
-                           else [consumer_blocks])]
-        readers = [x for x in sites if x.name in names]
-        for x in readers:
-            if buf not in x.reads():
-                raise ScheduleError(f"{prim}: block \"{x.name}\" does not read {buf.name}")
+        readers = _listed_readers(prim, s, sites, consumer_blocks, buf)
     for x in readers:
         if buf in x.writes():
             raise ScheduleError(f"{prim}: block \"{x.name}\" also writes {buf.name}; use "
@@ -151,10 +155,29 @@ def cache_read(s: ScheduleState, block: Any, read_buffer_index: Any, storage_sco
     return s.block_rv(name)
 
 
+def _listed_readers(prim: str, s: ScheduleState, sites: list[BlockSite], blocks: Any,
+                    buf: Buffer) -> list[BlockSite]:
+    """The sites of the blocks a `consumer_blocks` argument names (each must read `buf`)."""
+    items = blocks if isinstance(blocks, (list, tuple)) else [blocks]
+    names = [s.block_path(b, prim, "consumer_blocks")[-1].block.name  # type: ignore[attr-defined]
+             for b in items]
+    out = []
+    for name in names:
+        site = next((x for x in sites if x.name == name), None)
+        if site is None:
+            raise ScheduleError(f"{prim}: consumer block \"{name}\" is not in the scope of "
+                                f"the cached block")
+        if buf not in site.reads():
+            raise ScheduleError(f"{prim}: block \"{name}\" does not read {buf.name}")
+        out.append(site)
+    return out
+
+
 def cache_write(s: ScheduleState, block: Any, write_buffer_index: Any,
-                storage_scope: Any) -> BlockRV:
+                storage_scope: Any, consumer_blocks: Any = None) -> BlockRV:
     """Write the block's `write_buffer_index`-th output to a buffer in `storage_scope` and
-    copy it back afterwards."""
+    copy it back just afterwards; the `consumer_blocks` (TVM's argument) read the cache
+    instead of the original buffer."""
     prim = "cache_write"
     scope = _check_scope(prim, storage_scope)
     path, br, blk = s.block(block, prim)
@@ -168,13 +191,22 @@ def cache_write(s: ScheduleState, block: Any, write_buffer_index: Any,
                 (buf in x.reads() or buf in x.writes()):
             raise ScheduleError(f"{prim}: block \"{x.name}\" accesses {buf.name} in the same "
                                 f"loop nest as block \"{blk.name}\"")
+    readers = [] if consumer_blocks is None else \
+        _listed_readers(prim, s, sites, consumer_blocks, buf)
+    for x in readers:
+        if x.block is blk or kid_index(kids, x) < pos:
+            raise ScheduleError(f"{prim}: consumer block \"{x.name}\" does not come after "
+                                f"block \"{blk.name}\"")
+        if buf in x.writes():
+            raise ScheduleError(f"{prim}: consumer block \"{x.name}\" also writes "
+                                f"{buf.name}; it cannot read the cache")
     an = Analyzer()
     region = _site_region(me, buf, True, an)
     new = _new_buffer(s, buf, scope)
     name = s.unique_block_name(new.name)
     stage = copy_stage(name, new, buf, region)
     set_scope_kids(s, sp, kids[:pos + 1] + [stage] + kids[pos + 1:], prim)
-    s.set_body(_Redirect({blk.name}, buf, new).visit(s.body))
+    s.set_body(_Redirect({blk.name} | {x.name for x in readers}, buf, new).visit(s.body))
     add_alloc(s, scope_block_name(sp), new, prim)
     return s.block_rv(name)
 

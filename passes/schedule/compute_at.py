@@ -2,27 +2,40 @@
 
 compute_at moves a producer under a loop of its consumers: per iteration of the loop, the
 consumers under it need some region of each buffer the producer writes (their read regions,
-relaxed over the loops inside the target loop, found with the arith analyzer). The producer's
-iteration domain is then chosen so that its write region covers that: a write index `v + c`
-gives `v` the needed range shifted by `-c`; a variable not in the write region keeps its whole
-domain. New loops `ax0, ax1, ...` range over the new domain, placed before the first consumer
-under the loop. reverse_compute_at is the mirror image: a consumer moves under a loop of its
-producers and runs, per iteration, on the region they produced there, after the last of them.
-"""
+relaxed over the loops inside the target loop). reverse_compute_at moves a consumer under a
+loop of its producers: per iteration, they wrote some region of each buffer it reads.
 
+The moved block's iteration domain is solved from its own region of each such buffer (its
+regions of one buffer united, reduction variables widened to their whole range), dimension by
+dimension, as TVM's SolveBlockVarDomain: a window `[a*v + b, a*v + b + w]` (a point, a stride,
+a range), or the floor division or modulo of one by a constant; a dimension indexed by several
+variables is solved for the one of largest stride, the others widened to their whole range.
+compute_at keeps the instances whose writes meet the needed region (united over buffers);
+reverse_compute_at keeps those whose reads all lie inside what was produced (intersected), and
+checks that the iterations then run every instance exactly once, and that a reduction
+producer completes its elements within one iteration (TVM's ProducerNotComplete). A variable
+the regions don't constrain keeps the values it took per iteration of the loops it stays under.
+
+New loops `ax0, ax1, ...` range over the solved domain, with TVM's predicate where they may
+pass the variable's former range (`i_0 * 4 + ax0 - 1 >= 0`); the block's own predicate is
+kept, rewritten over its iteration variables when it used the loops that go (a split's tail
+guard `i_0 * 32 + i_1 < 100` becomes `vi < 100`, dropped when the domain implies it). The
+nest goes where `index` says (TVM's: -1 just before the first consumer under the loop, -2
+just after the last producer).
+"""
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
 
 from tirc.ir.arith import Analyzer
-from tirc.ir.arith.linear import to_linear
-from tirc.ir.buffer import Buffer, Range
+from tirc.ir.arith.linear import Linear, from_linear, is_index_dtype, to_linear
+from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var, binop, const, is_const_int
-from tirc.ir.stmt import BlockRealize, For, ForKind, IterKind, SeqStmt, Stmt, seq
+from tirc.ir.printer import print_node
+from tirc.ir.stmt import BlockRealize, For, ForKind, IterKind, IterVar, SeqStmt, Stmt, seq
 from tirc.ir.structural import structural_equal
 from tirc.ir.visitor import substitute
-from tirc.passes.schedule.access import effective_regions
 from tirc.passes.schedule.dependence import (
     BlockSite,
     bind_outer_loops,
@@ -31,38 +44,51 @@ from tirc.passes.schedule.dependence import (
     scope_path,
     scope_sites,
 )
+from tirc.passes.schedule.domain_solve import solve_domains, without_clamps
 from tirc.passes.schedule.regions import (
     Bounds,
+    and_all,
+    conjuncts,
     const_diff,
     extent_upper_bound,
-    free_vars,
     intersect_bounds,
     loop_bounds,
+    prove_le,
+    relax,
     relax_region,
     union_bounds,
+    uses_any,
 )
 from tirc.passes.schedule.state import ScheduleError, ScheduleState
-from tirc.passes.schedule.tree import loop_path, simplify_bindings
+from tirc.passes.schedule.tiling import check_exactly_once, div_extent_bound, min_bound
+from tirc.passes.schedule.tree import Path, loop_path, loops_in_scope, simplify_bindings
 
 
 def compute_at(s: ScheduleState, block: Any, loop: Any,
-               preserve_unit_loops: bool = False) -> None:
-    """Move producer `block` under `loop`, computing per iteration what consumers need."""
-    _move(s, block, loop, preserve_unit_loops, reverse=False)
+               preserve_unit_loops: bool = False, index: Any = -1) -> None:
+    """Move producer `block` under `loop`, computing per iteration what consumers need.
+    `index` places it among the loop's statements (-1: just before the first consumer,
+    -2: just after the last producer, else that position), as in TVM."""
+    _move(s, block, loop, preserve_unit_loops, index, reverse=False)
 
 
 def reverse_compute_at(s: ScheduleState, block: Any, loop: Any,
-                       preserve_unit_loops: bool = False) -> None:
+                       preserve_unit_loops: bool = False, index: Any = -1) -> None:
     """Move consumer `block` under `loop`, consuming per iteration what producers made."""
-    _move(s, block, loop, preserve_unit_loops, reverse=True)
+    _move(s, block, loop, preserve_unit_loops, index, reverse=True)
 
 
-def _move(s: ScheduleState, block: Any, loop: Any, preserve_unit_loops: bool,
+def _move(s: ScheduleState, block: Any, loop: Any, preserve_unit_loops: Any, index: Any,
           reverse: bool) -> None:
+    """compute_at (reverse: reverse_compute_at) of `block` under `loop`."""
     prim = "reverse_compute_at" if reverse else "compute_at"
     bpath, br, blk = s.block(block, prim)
     lpath, lp = s.loop(loop, prim)
     name, lname = blk.name, lp.loop_var.name
+    if not isinstance(preserve_unit_loops, bool):
+        raise ScheduleError(f"{prim}: preserve_unit_loops must be True or False")
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise ScheduleError(f"{prim}: index must be an integer (-1, -2 or a position)")
     sp_b, sp_l = scope_path(bpath), scope_path(lpath)
     if (sp_b[-1] if sp_b else None) is not (sp_l[-1] if sp_l else None):
         raise ScheduleError(f"{prim}: block \"{name}\" and loop {lname} are not in the same "
@@ -75,6 +101,7 @@ def _move(s: ScheduleState, block: Any, loop: Any, preserve_unit_loops: bool,
                                 f"{iv.var.name}")
     sites = scope_sites(s.body, bpath)
     me = next(x for x in sites if x.block is blk)
+    _check_complete_or_reduction(prim, me, sites)
     if not reverse:
         for r in blk.writes:
             if s.is_param_buffer(r.buffer):
@@ -90,11 +117,15 @@ def _move(s: ScheduleState, block: Any, loop: Any, preserve_unit_loops: bool,
             raise ScheduleError(f"{prim}: {role} block \"{p.name}\" of block \"{name}\" is not "
                                 f"under loop {lname}")
     kids = list(lp.body.seq) if isinstance(lp.body, SeqStmt) else [lp.body]
-    pos = _insertion_point(prim, kids, me, sites, partners, reverse)
+    pos = _insertion_point(prim, kids, me, sites, index, lname)
     an = Analyzer()
     bind_outer_loops(an, lpath)
+    if reverse:
+        _check_producers_complete(prim, partners, lp, an)
     need = _needed_regions(me, partners, lp, an, reverse)
-    nest = _new_nest(prim, br, need, an, preserve_unit_loops, reverse)
+    own = [x for x in loops_in_scope(bpath) if not any(x is y for y in lpath)]
+    new_loops = [x for x in loops_in_scope(lpath) + [lp] if not any(x is y for y in bpath)]
+    nest = _new_nest(prim, br, need, own, new_loops, lpath, an, preserve_unit_loops, reverse)
     s.replace(bpath, None, prim)
     new_lpath = loop_path(s.body, lp.loop_var)
     assert new_lpath is not None
@@ -105,23 +136,92 @@ def _move(s: ScheduleState, block: Any, loop: Any, preserve_unit_loops: bool,
     s.replace(new_lpath, dataclasses.replace(cur, body=body), prim)
 
 
+def _check_complete_or_reduction(prim: str, me: BlockSite, sites: list[BlockSite]) -> None:
+    """TVM's precondition: the block is complete (spatial variables only, not reading what it
+    writes) or a reduction (an init, reduction variables not indexing its outputs), and the
+    only writer of its outputs in the scope. Only then may it run a different number of
+    times (compute_at recomputes overlapping regions) without changing results."""
+    blk = me.block
+    reads, writes = me.regions()
+    reduce_vars = {iv.var for iv in blk.iter_vars if iv.kind == IterKind.REDUCE}
+    mine = {w.buffer for w in writes}
+    if reduce_vars and blk.init is None:
+        raise ScheduleError(f"{prim}: block \"{blk.name}\" has reduction variables but no init "
+                            f"(after decompose_reduction, move the block before decomposing): "
+                            f"it is neither a complete nor a reduction block")
+    if not reduce_vars and blk.init is None and any(r.buffer in mine for r in reads):
+        raise ScheduleError(f"{prim}: block \"{blk.name}\" reads a buffer it writes without "
+                            f"being a reduction (no init): it is neither a complete nor a "
+                            f"reduction block")
+    for w in writes:
+        if uses_any(tuple(w.region), reduce_vars):
+            raise ScheduleError(f"{prim}: block \"{blk.name}\" indexes {w.buffer.name} with a "
+                                f"reduction variable: it is not a reduction block")
+        other = next((x for x in sites if x.block is not blk and w.buffer in x.writes()), None)
+        if other is not None:
+            raise ScheduleError(f"{prim}: block \"{blk.name}\" is not the only writer of "
+                                f"{w.buffer.name} (block \"{other.name}\" writes it too)")
+
+
 def _contains(kid: Stmt, site: BlockSite) -> bool:
+    """Whether the statement `kid` holds the site's block."""
     return any(x is kid for x in site.path)
 
 
 def _insertion_point(prim: str, kids: list[Stmt], me: BlockSite, sites: list[BlockSite],
-                     partners: list[BlockSite], reverse: bool) -> int:
-    """Before the first consumer (compute_at) or after the last producer (reverse)."""
-    holding = [k for k, kid in enumerate(kids) if any(_contains(kid, p) for p in partners)]
-    pos = holding[-1] + 1 if reverse else holding[0]
-    others = consumers(me, sites) if reverse else producers(me, sites)
-    for o in others:
-        for k, kid in enumerate(kids):
-            if _contains(kid, o) and ((k < pos) if reverse else (k >= pos)):
-                what = "consumer" if reverse else "producer"
-                raise ScheduleError(f"{prim}: {what} block \"{o.name}\" of block "
-                                    f"\"{me.name}\" is in the way under the loop")
-    return pos
+                     index: int, lname: str) -> int:
+    """Where the block goes among the loop's statements: after every producer of it and
+    before every consumer of it there (TVM's index: -1 the last such place, -2 the first)."""
+    prods, cons = producers(me, sites), consumers(me, sites)
+    last_p = max((k for k, kid in enumerate(kids) if any(_contains(kid, p) for p in prods)),
+                 default=-1)
+    first_c = min((k for k, kid in enumerate(kids) if any(_contains(kid, c) for c in cons)),
+                  default=len(kids))
+    if last_p >= first_c:
+        p = next(p for p in prods if _contains(kids[last_p], p))
+        c = next(c for c in cons if _contains(kids[first_c], c))
+        raise ScheduleError(f"{prim}: under loop {lname}, producer block \"{p.name}\" of block "
+                            f"\"{me.name}\" comes after its consumer block \"{c.name}\"; there "
+                            f"is no place for block \"{me.name}\" between them")
+    if index == -1:
+        return first_c
+    if index == -2:
+        return last_p + 1
+    if last_p + 1 <= index <= first_c:
+        return index
+    raise ScheduleError(f"{prim}: index {index} is not a valid position under loop {lname}: "
+                        f"use -1, -2, or {last_p + 1} to {first_c}")
+
+
+def _inner_dom(site: BlockSite, lp: For) -> dict[Var, Bounds]:
+    """Ranges of the loops strictly inside `lp` on the way to the site's block."""
+    dom: dict[Var, Bounds] = {}
+    inside = False
+    for x in site.path[:-1]:
+        if x is lp:
+            inside = True
+            continue
+        if inside and isinstance(x, For):
+            dom[x.loop_var] = loop_bounds(x.min, x.extent)
+    return dom
+
+
+def _check_producers_complete(prim: str, partners: list[BlockSite], lp: For,
+                              an: Analyzer) -> None:
+    """A consumer moved under a producer's loop must see complete elements: every reduction
+    variable of the producer runs its whole range inside the loop (TVM's ProducerNotComplete)."""
+    for p in partners:
+        dom = _inner_dom(p, lp)
+        for iv, value in zip(p.block.iter_vars, p.realize.iter_values):
+            if iv.kind != IterKind.REDUCE:
+                continue
+            r = relax(value, dom)
+            lo, hi = loop_bounds(iv.dom.min, iv.dom.extent)
+            if r is None or const_diff(r[0], lo, an) != 0 or const_diff(r[1], hi, an) != 0:
+                raise ScheduleError(
+                    f"{prim}: producer block \"{p.name}\" is a reduction that does not complete "
+                    f"its elements within one iteration of loop {lp.loop_var.name} (its "
+                    f"reduction variable {iv.var.name} also runs over loops outside it)")
 
 
 def _needed_regions(me: BlockSite, partners: list[BlockSite], lp: For, an: Analyzer,
@@ -131,14 +231,7 @@ def _needed_regions(me: BlockSite, partners: list[BlockSite], lp: For, an: Analy
     mine = set(me.reads()) if reverse else set(me.writes())
     need: dict[Buffer, list[list[Bounds | None]]] = {}
     for p in partners:
-        inside = False
-        dom: dict[Var, Bounds] = {}
-        for x in p.path[:-1]:
-            if x is lp:
-                inside = True
-                continue
-            if inside and isinstance(x, For):
-                dom[x.loop_var] = loop_bounds(x.min, x.extent)
+        dom = _inner_dom(p, lp)
         bmap = {iv.var: v for iv, v in zip(p.block.iter_vars, p.realize.iter_values)}
         reads, writes = p.regions()
         for r in (writes if reverse else reads):
@@ -156,129 +249,159 @@ def _needed_regions(me: BlockSite, partners: list[BlockSite], lp: For, an: Analy
     return out
 
 
-def _iter_domains(prim: str, br: BlockRealize, need: dict[Buffer, list[Bounds | None]],
-                  an: Analyzer, reverse: bool) -> dict[Var, Bounds]:
-    """The range each iteration variable must cover so the block provides what is needed:
-    within one region the ranges its dimensions imply intersect; across regions they unite."""
-    blk = br.block
-    ivars = {iv.var: iv for iv in blk.iter_vars}
-    reads, writes = effective_regions(blk)
-    found: dict[Var, list[Bounds]] = {}
-    for r in (reads if reverse else writes):
-        if r.buffer in need:
-            for v, b in _region_ranges(prim, blk, r, need[r.buffer], ivars, an, reverse).items():
-                found.setdefault(v, []).append(b)
-    out: dict[Var, Bounds] = {}
-    for v, items in found.items():
-        if reverse and len(items) > 1:
-            for a in items[1:]:
-                if const_diff(a[0], items[0][0], an) != 0 or const_diff(a[1], items[0][1], an) != 0:
-                    raise ScheduleError(f"{prim}: the producers make different ranges of "
-                                        f"{v.name} of block \"{blk.name}\" per iteration")
-        out[v] = union_bounds(items, an)
+def _original_range(iv: IterVar, value: PrimExpr, own: list[For], an: Analyzer) -> Bounds:
+    """The values the binding took per iteration of the loops the block keeps: relaxed over
+    the block's own loops (the ones the move removes), within the variable's domain."""
+    dom = {x.loop_var: loop_bounds(x.min, x.extent) for x in own}
+    full = (iv.dom.min, an.simplify(loop_bounds(iv.dom.min, iv.dom.extent)[1]))
+    r = relax(value, dom)
+    if r is None:
+        return full
+    return intersect_bounds([(an.simplify(r[0]), an.simplify(r[1])), full], an)
+
+
+def _over_iter_vars(c: PrimExpr, own: set[Var], bindings: list[tuple[Var, Linear]]
+                    ) -> PrimExpr | None:
+    """A comparison over the removed loops rewritten over iteration variables by subtracting
+    multiples of the bindings (`i_0 * 32 + i_1 < 100` with vi = i_0 * 32 + i_1: `vi < 100`)."""
+    if not (isinstance(c, BinOp) and c.op in ("lt", "le", "gt", "ge", "eq", "ne")
+            and is_index_dtype(c.a.dtype) and c.a.dtype == c.b.dtype):
+        return None
+    lin = to_linear(c.a)
+    lin.add(to_linear(c.b), -1)
+    for _ in range(4 * (len(bindings) + 1)):
+        step = next(((atom, coef, var, bl) for atom, coef in lin.terms.items()
+                     if atom in own for var, bl in bindings
+                     if bl.terms.get(atom) and coef % bl.terms[atom] == 0), None)
+        if step is None:
+            break
+        atom, coef, var, bl = step
+        k = coef // bl.terms[atom]
+        lin.add(bl, -k)
+        lin.add_term(var, k)
+    if any(uses_any(atom, own) for atom in lin.terms):
+        return None
+    k = lin.const
+    lin.const = 0
+    return binop(c.op, from_linear(lin), const(-k, lin.dtype))
+
+
+def _carried_predicate(prim: str, br: BlockRealize, own: list[For]) -> list[PrimExpr]:
+    """The conjuncts of the block's predicate that the move must keep, over its iteration
+    variables where they used the loops the move removes (a diagnostic when they can't be)."""
+    own_vars = {x.loop_var for x in own}
+    bindings = [(iv.var, to_linear(v)) for iv, v in zip(br.block.iter_vars, br.iter_values)
+                if is_index_dtype(v.dtype)]
+    out: list[PrimExpr] = []
+    for c in conjuncts(br.predicate):
+        if is_const_int(c, 1):
+            continue
+        if not uses_any(c, own_vars):
+            out.append(c)
+            continue
+        r = _over_iter_vars(c, own_vars, bindings)
+        if r is None:
+            raise ScheduleError(f"{prim}: the predicate {print_node(c)} of block "
+                                f"\"{br.block.name}\" cannot be written over its iteration "
+                                f"variables, so it cannot move with the block")
+        out.append(r)
     return out
 
 
-def _region_ranges(prim: str, blk: Any, r: Any, need: list[Bounds | None],
-                   ivars: dict[Var, Any], an: Analyzer, reverse: bool) -> dict[Var, Bounds]:
-    """Per iteration variable, the range one provided region implies (dimensions intersect)."""
-    dims = []
-    for k, (rng, nb) in enumerate(zip(r.region, need)):
-        vs = [x for x in free_vars(rng.min) if x in ivars]
-        if not vs:
-            continue
-        where = f"dimension {k} of its region of {r.buffer.name}"
-        if len(vs) > 1:
-            raise ScheduleError(f"{prim}: cannot derive the iteration domain of block "
-                                f"\"{blk.name}\": {where} uses several iteration variables")
-        if not is_const_int(rng.extent, 1):
-            raise ScheduleError(f"{prim}: block \"{blk.name}\" accesses a window of "
-                                f"{r.buffer.name} in dimension {k}; it can only move when each "
-                                f"access is one element")
-        if nb is None:
-            raise ScheduleError(f"{prim}: cannot bound the region of {r.buffer.name} needed in "
-                                f"dimension {k}")
-        if reverse and ivars[vs[0]].kind != IterKind.SPATIAL:
-            raise ScheduleError(f"{prim}: block \"{blk.name}\" would run part of the range "
-                                f"of its reduction variable {vs[0].name} per iteration")
-        dims.append((vs[0], rng.min, nb, where))
-    implied: dict[Var, list[Bounds]] = {}
-    siblings = [(x, b) for _, x, b, _ in dims]
-    for v, e, nb, where in dims:
-        b = _invert(e, v, nb, siblings, an, allow_divmod=not reverse)
-        if b is False:
-            forms = "" if reverse else ", or its floor division or modulo by a constant"
-            raise ScheduleError(f"{prim}: cannot derive the iteration domain of block "
-                                f"\"{blk.name}\": {where} is not an iteration variable plus a "
-                                f"constant{forms}")
-        if b is not None and b is not True:
-            implied.setdefault(v, []).append(b)
-    return {v: intersect_bounds(items, an) for v, items in implied.items()}
+def _strip(e: PrimExpr, op: str, lvars: set[Var], out: list[PrimExpr]) -> PrimExpr:
+    """`e` without clamps (`op`) by bounds that use none of `lvars`; those bounds go to out."""
+    while isinstance(e, BinOp) and e.op == op:
+        if not uses_any(e.b, lvars):
+            out.append(e.b)
+            e = e.a
+        elif not uses_any(e.a, lvars):
+            out.append(e.a)
+            e = e.b
+        else:
+            break
+    return e
 
 
-def _invert(e: PrimExpr, v: Var, nb: Bounds, siblings: list[tuple[PrimExpr, Bounds]],
-            an: Analyzer, allow_divmod: bool) -> Any:
-    """The range of `v` whose image under `e` lies in `nb` (None: any; False: unknown)."""
-    lo, hi = nb
-    lin = to_linear(e) if e.dtype.is_int else None
-    if lin is not None and list(lin.terms.items()) == [(v, 1)]:
-        c = const(lin.const, lo.dtype)
-        return an.simplify(lo - c), an.simplify(hi - c)
-    if not (allow_divmod and isinstance(e, BinOp) and isinstance(e.b, IntImm)
-            and e.b.value > 0 and e.op in ("floordiv", "floormod")):
-        return False
-    k = e.b.value
-    if e.op == "floordiv":
-        return _invert(e.a, v, (an.simplify(lo * k), an.simplify(hi * k + (k - 1))), siblings,
-                       an, allow_divmod)
-    if const_diff(lo, const(0, lo.dtype), an) == 0 and \
-            const_diff(hi, const(k - 1, hi.dtype), an) == 0:
+def _loop_domain(rng: Bounds, bound: Bounds, lvars: set[Var], an: Analyzer
+                 ) -> tuple[Bounds, list[PrimExpr], list[PrimExpr]] | None:
+    """TVM's choice of loop range for a moved block's variable: the derived range `rng`
+    (clamps by fixed bounds taken out), checked against `bound` (what the variable took
+    before) with predicates where the loop may pass it; the bound itself when the range
+    covers it, or their intersection when that is constant. None: no constant extent."""
+    lowers, uppers = [bound[0]], [bound[1]]
+    lo, hi = _strip(rng[0], "max", lvars, lowers), _strip(rng[1], "min", lvars, uppers)
+    lo, hi = an.simplify(lo), an.simplify(hi)
+    if prove_le(lo, bound[0], an) and prove_le(bound[1], hi, an):
+        return (an.simplify(bound[0]), an.simplify(bound[1])), [], []
+    inter = intersect_bounds([rng, bound], an)
+    inter = (an.simplify(inter[0]), an.simplify(inter[1]))
+    if const_diff(inter[1], inter[0], an) is not None:
+        return inter, [], []
+    if const_diff(hi, lo, an) is None:
         return None
-    for x, (qlo, qhi) in siblings:
-        if isinstance(x, BinOp) and x.op == "floordiv" and is_const_int(x.b, k) and \
-                structural_equal(x.a, e.a) and const_diff(qhi, qlo, an) == 0:
-            return _invert(e.a, v, (an.simplify(qlo * k + lo), an.simplify(qlo * k + hi)),
-                           siblings, an, allow_divmod)
-    return False
-
-
-def _clamp(lo: PrimExpr, hi: PrimExpr, dom: Range, an: Analyzer) -> Bounds:
-    dhi = an.simplify(loop_bounds(dom.min, dom.extent)[1])
-    return intersect_bounds([(lo, hi), (dom.min, dhi)], an)
+    return (lo, hi), lowers, uppers
 
 
 def _new_nest(prim: str, br: BlockRealize, need: dict[Buffer, list[Bounds | None]],
-              an: Analyzer, preserve_unit_loops: bool, reverse: bool) -> Stmt:
+              own: list[For], new_loops: list[For], lpath: Path, an: Analyzer,
+              preserve_unit_loops: bool, reverse: bool) -> Stmt:
+    """The moved block under new loops `ax0, ax1, ...` over its derived domain."""
     blk = br.block
-    doms = _iter_domains(prim, br, need, an, reverse)
+    doms = solve_domains(prim, blk, need, an, reverse)
+    origs = {iv.var: _original_range(iv, v, own, an)
+             for iv, v in zip(blk.iter_vars, br.iter_values)}
+    ranges = {v: doms.get(v, origs[v]) for v in origs}
+    if reverse:
+        check_exactly_once(prim, br, ranges, origs, new_loops, an)
+    kept = _carried_predicate(prim, br, own)
     loops: list[tuple[Var, PrimExpr]] = []
     values: list[PrimExpr] = []
     guards: list[PrimExpr] = []
+    clamped: dict[Var, Bounds] = {}
+    lvars = {x.loop_var for x in lpath if isinstance(x, For)}
     for iv in blk.iter_vars:
         dt = iv.var.dtype
-        if iv.var in doms:
-            lo, hi = _clamp(*doms[iv.var], iv.dom, an)
+        clamped[iv.var] = intersect_bounds([ranges[iv.var], origs[iv.var]], an)
+        chosen = _loop_domain(ranges[iv.var], origs[iv.var], lvars, an)
+        if chosen is None:
+            lo, hi = (an.simplify(x) for x in clamped[iv.var])
+            lowers, uppers = [], []
         else:
-            lo, hi = iv.dom.min, an.simplify(loop_bounds(iv.dom.min, iv.dom.extent)[1])
+            (lo, hi), lowers, uppers = chosen
         extent = an.simplify(binop("add", binop("sub", hi, lo), 1))
-        if is_const_int(extent, 1) and not preserve_unit_loops:
-            values.append(lo)
-            continue
+        unit = is_const_int(extent, 1) and not preserve_unit_loops
         ax = Var(f"ax{len(loops)}", dt)
+        if unit:
+            value = lo
+        elif is_const_int(lo, 0):
+            value = ax
+        else:
+            value = an.simplify(binop("add", lo, ax))
         if not isinstance(extent, IntImm):
-            bound = extent_upper_bound(lo, hi, an)
+            bound = min_bound(extent_upper_bound(lo, hi, an),
+                              div_extent_bound(without_clamps(lo, "max", lvars),
+                                               without_clamps(hi, "min", lvars), an))
             if bound is None:
                 raise ScheduleError(f"{prim}: the range of {iv.var.name} of block "
                                     f"\"{blk.name}\" has no constant bound")
             guards.append(binop("lt", ax, extent))
             extent = const(bound, dt)
-        loops.append((ax, extent))
-        values.append(an.simplify(binop("add", lo, ax)) if not is_const_int(lo, 0) else ax)
-    pred: PrimExpr = IntImm(1, br.predicate.dtype)
-    for g in guards:
-        pred = g if is_const_int(pred, 1) else binop("and", pred, g)
+        with an.scope():
+            an.bind(ax, (const(0, dt), const(extent.value - 1, dt)))
+            for c in [binop("ge", value, x) for x in lowers] + \
+                    [binop("lt", value, an.simplify(binop("add", x, 1))) for x in uppers]:
+                if not an.can_prove(c) and not any(structural_equal(c, g) for g in guards):
+                    guards.append(c)
+        if not unit:
+            loops.append((ax, extent))
+        values.append(value)
+    with an.scope():
+        for v, b in clamped.items():
+            an.bind(v, b)
+        kept = [c for c in kept if not an.can_prove(c)]
+    vmap = {iv.var: val for iv, val in zip(blk.iter_vars, values)}
+    pred = and_all(guards + [substitute(c, vmap) for c in kept], br.predicate)
     body: Stmt = BlockRealize(tuple(values), pred, blk, span=br.span)
     for ax, extent in reversed(loops):
         body = For(ax, const(0, ax.dtype), extent, ForKind.SERIAL, body)
     return body
-

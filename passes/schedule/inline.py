@@ -198,6 +198,11 @@ def reverse_compute_inline(s: ScheduleState, block: Any) -> None:
     if not is_const_int(br.predicate, 1):
         raise ScheduleError(f"{prim}: block \"{blk.name}\" has a predicate (T.where)")
     pblk = prod.block
+    if pblk.init is not None or any(iv.kind != IterKind.SPATIAL for iv in pblk.iter_vars):
+        raise ScheduleError(f"{prim}: producer block \"{pblk.name}\" of block \"{blk.name}\" "
+                            f"is a reduction; as in TVM, a consumer is inlined only into a "
+                            f"complete producer (one that writes each element of {buf.name} "
+                            f"once, with spatial iteration variables only)")
     pstore = _single_store(prim, pblk)
     _check_not_matched(prim, s, buf)
     mapping = dict(zip(params, pstore.indices))

@@ -3,8 +3,11 @@
 `sch.transform_layout(block, ("write", 0), lambda i, j: (j // 32, i, j % 32))` maps each
 logical index of the buffer to a new index: the buffer's shape becomes the image of the index
 map (each output dimension relaxed over the old shape), and every access and region of the
-buffer in the function is rewritten through the map. The map must be a bijection onto its
-image (checked by enumeration for constant shapes); padding is not supported.
+buffer in the function is rewritten through the map. The map must be one-to-one (checked by
+enumeration for constant shapes, unless `assume_injective_transform`); a map onto a larger
+shape pads, which needs `pad_value` (as in TVM): a block `<name>_pad` after the buffer's
+producer writes it to the padding, found by inverting the map (each index an output, or split
+into `i // k` and `i % k` outputs).
 `layout="S[(4, 8):(1, 4)]"` instead sets the buffer's layout (tirc.ir.layout notation), which
 the layout-lowering pass later maps to memory; its size must equal the buffer's.
 """
@@ -13,19 +16,22 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from tirc.ir.arith import Analyzer
-from tirc.ir.buffer import Buffer, BufferRegion
-from tirc.ir.expr import BinOp, BufferLoad, IntImm, PrimExpr, Var, binop
+from tirc.ir.buffer import Buffer, BufferRegion, Range
+from tirc.ir.expr import BinOp, BufferLoad, IntImm, PrimExpr, Var, binop, const, is_const_int
 from tirc.ir.layout import LayoutError, parse_layout
 from tirc.ir.schedule import SchedLambda
-from tirc.ir.stmt import Block, BufferStore
+from tirc.ir.stmt import Block, BlockRealize, BufferStore, For, ForKind, IterKind, IterVar, Stmt
 from tirc.ir.visitor import Mutator, substitute
+from tirc.passes.schedule.dependence import BlockSite
 from tirc.passes.schedule.regions import full_bounds, region_of_bounds, relax
-from tirc.passes.schedule.scope import replace_buffer
+from tirc.passes.schedule.scope import kid_index, replace_buffer, scope_kids, set_scope_kids
 from tirc.passes.schedule.state import ScheduleError, ScheduleState
+from tirc.passes.schedule.tree import walk
 
 PRIM = "transform_layout"
 MAX_ENUMERATED = 1 << 22
@@ -51,11 +57,18 @@ def _pick_buffer(s: ScheduleState, block: Any, buffer: Any) -> Buffer:
 
 
 def transform_layout(s: ScheduleState, block: Any, buffer: Any, index_map: Any = None,
-                     pad_value: Any = None, layout: Any = None) -> None:
-    """Rewrite a buffer through an index map, or set its layout."""
+                     pad_value: Any = None, *, assume_injective_transform: Any = False,
+                     layout: Any = None) -> None:
+    """Rewrite a buffer through an index map, or set its layout. With
+    `assume_injective_transform=True` (TVM's keyword) the schedule vouches that the map is
+    one-to-one and the check is skipped."""
     buf = _pick_buffer(s, block, buffer)
-    if pad_value is not None:
-        raise ScheduleError(f"{PRIM}: padding (pad_value) is not supported")
+    if pad_value is not None and (isinstance(pad_value, bool)
+                                  or not isinstance(pad_value, (int, float))):
+        raise ScheduleError(f"{PRIM}: pad_value must be a number (a pad value computed from "
+                            f"the indices is not supported)")
+    if not isinstance(assume_injective_transform, bool):
+        raise ScheduleError(f"{PRIM}: assume_injective_transform must be True or False")
     if (index_map is None) == (layout is None):
         raise ScheduleError(f"{PRIM}: give either an index map (a lambda) or layout=\"...\"")
     if layout is not None:
@@ -73,10 +86,14 @@ def transform_layout(s: ScheduleState, block: Any, buffer: Any, index_map: Any =
     outs = [substitute(o, dict(zip(index_map.params, params))) for o in outs]
     an = Analyzer()
     shape = _image_shape(buf, params, outs, an)
-    _check_bijective(buf, params, outs, shape)
+    padded = _check_bijective(buf, params, outs, shape, assume_injective_transform,
+                              pad_value is not None)
+    padding = _padding_condition(buf, params, outs) if padded else None
     new = dataclasses.replace(buf, shape=tuple(shape), strides=(), layout=None)
     s.set_body(_Remap(buf, new, params, outs, an).visit(s.body))
     replace_buffer(s, buf, new)
+    if padding is not None:
+        add_padding_block(s, new, padding, pad_value)
 
 
 def _image_shape(buf: Buffer, params: list[Var], outs: list[PrimExpr], an: Analyzer
@@ -114,17 +131,20 @@ def _np_eval(e: PrimExpr, env: dict[Var, np.ndarray]) -> np.ndarray | None:
 
 
 def _check_bijective(buf: Buffer, params: list[Var], outs: list[PrimExpr],
-                     shape: list[PrimExpr]) -> None:
+                     shape: list[PrimExpr], assume_injective: bool, may_pad: bool) -> bool:
+    """Whether the map pads (fewer elements before than after: needs a pad_value, as in TVM)
+    and, unless assumed, that no two elements go to one place (enumerated for constant
+    shapes)."""
     dims = [d.value if isinstance(d, IntImm) else None for d in buf.shape]
     new = [d.value if isinstance(d, IntImm) else None for d in shape]
     if None in dims or None in new:
-        return
+        return False
     old_n, new_n = math.prod(dims), math.prod(new)  # type: ignore[arg-type]
-    if old_n != new_n:
+    if old_n > new_n or (old_n < new_n and not may_pad):
         raise ScheduleError(f"{PRIM}: the index map sends {buf.name}'s {old_n} elements into "
-                            f"a shape of {new_n}; padding is not supported")
-    if old_n > MAX_ENUMERATED:
-        return
+                            f"a shape of {new_n}; padding needs a pad_value")
+    if assume_injective or old_n > MAX_ENUMERATED:
+        return old_n < new_n
     grids = np.indices(dims, dtype=np.int64).reshape(len(dims), -1)
     env = dict(zip(params, grids))
     cols = [_np_eval(o, env) for o in outs]
@@ -136,6 +156,74 @@ def _check_bijective(buf: Buffer, params: list[Var], outs: list[PrimExpr],
     if len(np.unique(flat)) != old_n:
         raise ScheduleError(f"{PRIM}: the index map sends two elements of {buf.name} to the "
                             f"same place")
+    return old_n < new_n
+
+
+def _padding_condition(buf: Buffer, params: list[Var], outs: list[PrimExpr]
+                       ) -> Callable[[list[Var], Analyzer], PrimExpr]:
+    """The padding of the new buffer as a condition on its indices: the map inverted (each
+    index is `p`, or `p // k` beside `p % k`, so `p = o1 * k + o2`) lands outside the old
+    shape."""
+    inverse: dict[Var, Callable[[list[Var]], PrimExpr]] = {}
+    for k, o in enumerate(outs):
+        if isinstance(o, Var) and o in params:
+            inverse[o] = lambda v, k=k: v[k]
+        elif _divmod(o, "floordiv", params):
+            q = next((m for m, x in enumerate(outs) if _divmod(x, "floormod", params)
+                      and x.a is o.a and x.b.value == o.b.value), None)  # type: ignore
+            if q is not None:
+                f = o.b.value  # type: ignore[attr-defined]
+                inverse[o.a] = lambda v, k=k, q=q, f=f: v[k] * f + v[q]  # type: ignore
+    missing = [p.name for p in params if p not in inverse]
+    if missing:
+        raise ScheduleError(f"{PRIM}: cannot find the padding: index {missing[0]} is not an "
+                            f"output of the map, nor split into `{missing[0]} // k` and "
+                            f"`{missing[0]} % k` outputs")
+
+    def cond(v: list[Var], an: Analyzer) -> PrimExpr:
+        terms = [an.simplify(binop("ge", inverse[p](v), d)) for p, d in zip(params, buf.shape)]
+        live = [t for t in terms if not is_const_int(t, 0)] or terms[:1]
+        out = live[0]
+        for t in live[1:]:
+            out = binop("or", out, t)
+        return out
+
+    return cond
+
+
+def _divmod(e: PrimExpr, op: str, params: list[Var]) -> bool:
+    return isinstance(e, BinOp) and e.op == op and isinstance(e.a, Var) and e.a in params \
+        and isinstance(e.b, IntImm) and e.b.value > 0
+
+
+def add_padding_block(s: ScheduleState, buf: Buffer,
+                      padding: Callable[[list[Var], Analyzer], PrimExpr],
+                      pad_value: int | float) -> None:
+    """A block `<buf>_pad` writing `pad_value` to the padding of `buf`, right after the block
+    that produces `buf` (TVM writes it after the producer when it can't fuse it in)."""
+    writers = [p for p in walk(s.body) if isinstance(p[-1], BlockRealize) and any(
+        w.buffer is buf for w in p[-1].block.writes)]
+    if len(writers) != 1:
+        what = "no block writes it (an input)" if not writers else "several blocks write it"
+        raise ScheduleError(f"{PRIM}: pad_value needs the block that produces {buf.name}, but "
+                            f"{what}")
+    sp, kids = scope_kids(s, writers[0])
+    pos = kid_index(kids, BlockSite(writers[0]))
+    ivars = [IterVar(Var(f"v{k}", d.dtype), Range(IntImm(0, d.dtype), d), IterKind.SPATIAL)
+             for k, d in enumerate(buf.shape)]
+    loops = [Var(f"ax{k}", d.dtype) for k, d in enumerate(buf.shape)]
+    idx = tuple(iv.var for iv in ivars)
+    store = BufferStore(buf, const(pad_value, buf.dtype), idx)
+    point = tuple(Range(v, IntImm(1, v.dtype)) for v in idx)
+    name = s.unique_block_name(f"{buf.name}_pad")
+    blk = Block(name, tuple(ivars), (), (BufferRegion(buf, point),), store)
+    an = Analyzer()
+    for ax, d in zip(loops, buf.shape):
+        an.bind(ax, Range(IntImm(0, d.dtype), d))
+    body: Stmt = BlockRealize(tuple(loops), padding(loops, an), blk)
+    for ax, d in reversed(list(zip(loops, buf.shape))):
+        body = For(ax, IntImm(0, d.dtype), d, ForKind.SERIAL, body)
+    set_scope_kids(s, sp, kids[:pos + 1] + [body] + kids[pos + 1:], PRIM)
 
 
 class _Remap(Mutator):

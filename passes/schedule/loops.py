@@ -7,10 +7,10 @@ import dataclasses
 import math
 from typing import Any
 
-from tirc.ir.arith import Analyzer
+from tirc.ir.arith import Analyzer, simplify
 from tirc.ir.expr import IntImm, PrimExpr, Var, binop, const, is_const_int
 from tirc.ir.stmt import BlockRealize, For, ForKind, IfThenElse, SeqStmt, Stmt
-from tirc.ir.visitor import substitute
+from tirc.ir.visitor import Mutator, substitute
 from tirc.passes.schedule.dependence import (
     bind_outer_loops,
     check_iter_kinds,
@@ -19,7 +19,7 @@ from tirc.passes.schedule.dependence import (
 )
 from tirc.passes.schedule.regions import uses_any
 from tirc.passes.schedule.state import LoopRV, ScheduleError, ScheduleState
-from tirc.passes.schedule.tree import Path, children, simplify_bindings
+from tirc.passes.schedule.tree import Path, children, simplify_bindings, walk
 
 THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y",
                "threadIdx.z", "vthread", "vthread.x", "vthread.y", "vthread.z")
@@ -53,11 +53,45 @@ def _fmt_factors(factors: list[Any]) -> str:
     return "[" + ", ".join(str(f) for f in factors) + "]"
 
 
-def split(s: ScheduleState, loop: Any, factors: Any,
-          preserve_unit_iters: bool = True) -> list[LoopRV]:
+class _UnitIters(Mutator):
+    """Block bindings with the variables of unit loops replaced by the loops' starts (TVM's
+    bindings when preserve_unit_iters is False)."""
+
+    def __init__(self, units: dict[Var, PrimExpr]) -> None:
+        self.units = units
+
+    def visit_BlockRealize(self, br: BlockRealize) -> Any:
+        br = self.generic_visit(br)
+        values = substitute(br.iter_values, self.units)
+        if values is br.iter_values:
+            return br
+        return dataclasses.replace(br, iter_values=tuple(simplify(v) for v in values))
+
+
+def drop_unit_iters(path: Path, body: Stmt) -> Stmt:
+    """`body` (to be placed at the end of `path`) with unit loops, above it or inside it,
+    gone from its block bindings."""
+    units = {x.loop_var: x.min for x in list(path[:-1]) + [q[-1] for q in walk(body)]
+             if isinstance(x, For) and is_const_int(x.extent, 1)}
+    return _UnitIters(units).visit(body) if units else body
+
+
+def _check_flag(prim: str, name: str, value: Any) -> None:
+    """A diagnostic unless `value` is a bool (TVM's flags are True or False)."""
+    if not isinstance(value, bool):
+        raise ScheduleError(f"{prim}: {name} must be True or False")
+
+
+def split(s: ScheduleState, loop: Any, factors: Any, preserve_unit_iters: bool = True,
+          disable_predication: bool = False) -> list[LoopRV]:
     """Split a loop into nested loops of the given extents; one factor may be None
-    (inferred). Factors whose product exceeds the extent guard the tail with `T.where`."""
+    (inferred). Factors whose product exceeds the extent guard the tail with `T.where`, unless
+    `disable_predication` (TVM's promise that the tail never runs past the extent). Every
+    factor makes a loop, unit ones too; with `preserve_unit_iters=False` the bindings don't
+    mention unit loops (TVM's meaning)."""
     path, lp = s.loop(loop, "split")
+    _check_flag("split", "preserve_unit_iters", preserve_unit_iters)
+    _check_flag("split", "disable_predication", disable_predication)
     if not isinstance(factors, (list, tuple)) or not factors:
         raise ScheduleError("split: factors must be a non-empty list such as [None, 32]")
     facs = list(factors)
@@ -96,20 +130,20 @@ def split(s: ScheduleState, loop: Any, factors: Any,
             facs[k] = inferred
     names = [f"{lp.loop_var.name}_{k}" for k in range(len(extents))]
     new_vars = [Var(n, dt) for n in names]
-    keep = [preserve_unit_iters or not is_const_int(e, 1) for e in extents]
     fused: PrimExpr = const(0, dt)
-    for v, e, kept in zip(new_vars, extents, keep):
-        fused = binop("add", binop("mul", fused, e), v if kept else const(0, dt))
+    for v, e in zip(new_vars, extents):
+        fused = binop("add", binop("mul", fused, e), v)
     fused = an.simplify(fused)
     value = fused if is_const_int(lp.min, 0) else binop("add", lp.min, fused)
     body = substitute(lp.body, {lp.loop_var: value})
-    if guard:
+    if guard and not disable_predication:
         body = add_predicate(body, binop("lt", fused, extent))
-    for v, e, kept in reversed(list(zip(new_vars, extents, keep))):
-        if kept:
-            body = For(v, const(0, dt), e, ForKind.SERIAL, body, span=lp.span)
+    for v, e in reversed(list(zip(new_vars, extents))):
+        body = For(v, const(0, dt), e, ForKind.SERIAL, body, span=lp.span)
+    if not preserve_unit_iters:
+        body = drop_unit_iters(path, body)
     s.replace(path, simplify_bindings(body, an), "split")
-    return [LoopRV(v) for v, kept in zip(new_vars, keep) if kept]
+    return [LoopRV(v) for v in new_vars]
 
 
 def _text(e: PrimExpr) -> str:
@@ -119,8 +153,9 @@ def _text(e: PrimExpr) -> str:
 
 
 def fuse(s: ScheduleState, *loops: Any, preserve_unit_iters: bool = True) -> LoopRV:
-    """Fuse perfectly nested loops (given outer to inner) into one (`preserve_unit_iters` is
-    accepted for TVM traces; unit loops always take part)."""
+    """Fuse perfectly nested loops (given outer to inner) into one; with
+    `preserve_unit_iters=False` the bindings don't mention unit loops (TVM's meaning)."""
+    _check_flag("fuse", "preserve_unit_iters", preserve_unit_iters)
     if not loops:
         raise ScheduleError("fuse: needs at least one loop")
     found = [s.loop(lp, "fuse") for lp in loops]
@@ -153,6 +188,8 @@ def fuse(s: ScheduleState, *loops: Any, preserve_unit_iters: bool = True) -> Loo
         inner = an.simplify(binop("mul", inner, f.extent))
     body = substitute(fors[-1].body, mapping)
     new = For(fused_var, const(0, dt), inner, ForKind.SERIAL, body, span=fors[0].span)
+    if not preserve_unit_iters:
+        new = drop_unit_iters(path, new)
     s.replace(path, simplify_bindings(new, an), "fuse")
     return LoopRV(fused_var)
 
@@ -267,13 +304,18 @@ def _constant(v: Any) -> bool:
 
 
 def unannotate(s: ScheduleState, block_or_loop: Any, ann_key: Any) -> None:
-    """Remove an annotation from a block or loop."""
+    """Remove an annotation (which must be there, as in TVM) from a block or loop."""
     if isinstance(block_or_loop, LoopRV):
         path, lp = s.loop(block_or_loop, "unannotate")
+        if ann_key not in lp.annotations:
+            raise ScheduleError(f"unannotate: loop {lp.loop_var.name} has no annotation "
+                                f"{ann_key!r}")
         anns = {k: v for k, v in lp.annotations.items() if k != ann_key}
         s.replace(path, dataclasses.replace(lp, annotations=anns), "unannotate")
         return
     path, br, blk = s.block(block_or_loop, "unannotate")
+    if ann_key not in blk.annotations:
+        raise ScheduleError(f"unannotate: block \"{blk.name}\" has no annotation {ann_key!r}")
     anns = {k: v for k, v in blk.annotations.items() if k != ann_key}
     s.replace(path, dataclasses.replace(br, block=dataclasses.replace(blk, annotations=anns)),
               "unannotate")

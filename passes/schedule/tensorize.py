@@ -134,12 +134,14 @@ def _intrinsic(s: ScheduleState, name: Any) -> tuple[PrimFunc, PrimFunc]:
 
 def tensorize(s: ScheduleState, block_or_loop: Any, tensor_intrin: Any,
               preserve_unit_iters: bool = True) -> None:
-    """Replace a blockized computation (or the loop to blockize) by the intrinsic
-    (`preserve_unit_iters` is accepted for TVM traces)."""
+    """Replace a blockized computation (or the loop to blockize, with `preserve_unit_iters`
+    as blockize's) by the intrinsic."""
     desc, impl = _intrinsic(s, tensor_intrin)
+    if not isinstance(preserve_unit_iters, bool):
+        raise ScheduleError(f"{PRIM}: preserve_unit_iters must be True or False")
     if isinstance(block_or_loop, LoopRV):
         lpath, lp = s.loop(block_or_loop, PRIM)
-        name = blockize_at(s, lpath, lp, PRIM)
+        name = blockize_at(s, lpath, lp, PRIM, preserve_unit_iters)
         path = s.lookup_block(name)
     else:
         path = s.block_path(block_or_loop, PRIM, "the block or loop")

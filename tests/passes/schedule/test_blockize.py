@@ -222,3 +222,28 @@ def test_tensorize_errors(sched_error):
     msg = sched_error(schedule(MMA4 + MATMUL, "matmul", short + DECOMPOSE_TENSORIZE))
     assert "error: tensorize: loop k_1 ranges over [0, 8), the description's loop k over " \
         "[0, 4)" in msg
+
+
+def test_blockize_preserve_unit_iters(sched):
+    """TVM's meaning: with preserve_unit_iters=False the outer block has no iteration
+    variable of extent 1 and no binding mentions a unit loop."""
+    body = '''
+        b = sch.get_block("C")
+        i, k = sch.get_loops(b)
+        i0, i1 = sch.split(i, factors=[1, None])
+        sch.blockize(i1{flag})
+    '''
+    kept = sched(schedule(MV, "mv", body.format(flag="")))
+    assert 'vi_o = T.axis.remap("S", [i_0])' in kept.text("mv")
+    assert "vi = T.axis.spatial(8, vi_o * 8 + i_1)" in kept.text("mv")
+    kept.check_same("mv")
+    dropped = sched(schedule(MV, "mv", body.format(flag=", preserve_unit_iters=False")))
+    out = dropped.text("mv")
+    assert "vi_o" not in out
+    assert '''\
+    for i_0 in range(1):
+        with T.block("C_o"):
+            T.reads(C[0:8], A[0:8, 0:16], B[0:16])
+            T.writes(C[0:8])''' in out
+    assert 'vi, vk = T.axis.remap("SR", [i_1, k])' in out
+    dropped.check_same("mv")

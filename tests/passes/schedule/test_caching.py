@@ -152,3 +152,89 @@ def test_set_scope_and_align_errors(sched_error):
         err("sch.storage_align(b, 0, 1, 8, 1)")
     assert "error: storage_align: need factor > 0 and 0 <= offset < factor, got factor 8 and " \
         "offset 9" in err("sch.storage_align(b, 0, 0, 8, 9)")
+
+
+FANOUT = '''
+@T.prim_func
+def fan(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32"),
+        D: T.Buffer((8,), "float32")):
+    B = T.alloc_buffer((8,), "float32")
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = B[vi] + T.float32(1)
+    for i in range(8):
+        with T.block("D"):
+            vi = T.axis.spatial(8, i)
+            D[vi] = B[vi] * B[vi]
+'''
+
+
+def test_cache_write_consumer_blocks(sched):
+    """TVM's consumer_blocks: the named consumers read the cache, the others the buffer the
+    write-back stage fills."""
+    r = sched(schedule(FANOUT, "fan", '''
+        b = sch.get_block("B")
+        c = sch.get_block("C")
+        sch.cache_write(b, 0, "local", consumer_blocks=[c])
+    '''))
+    assert r.text("fan") == '''\
+@T.prim_func
+def fan(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32"), D: T.Buffer((8,), "float32")):
+    B = T.alloc_buffer((8,), "float32")
+    B_local = T.alloc_buffer((8,), "float32", scope="local")
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.remap("S", [i])
+            T.reads(A[vi])
+            T.writes(B_local[vi])
+            B_local[vi] = A[vi] * T.float32(2.0)
+    for ax0 in range(8):
+        with T.block("B_local"):
+            v0 = T.axis.remap("S", [ax0])
+            T.reads(B_local[v0])
+            T.writes(B[v0])
+            B[v0] = B_local[v0]
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.remap("S", [i])
+            T.reads(B_local[vi])
+            T.writes(C[vi])
+            C[vi] = B_local[vi] + T.float32(1.0)
+    for i in range(8):
+        with T.block("D"):
+            vi = T.axis.remap("S", [i])
+            T.reads(B[vi])
+            T.writes(D[vi])
+            D[vi] = B[vi] * B[vi]
+'''
+    r.check_same("fan")
+
+
+def test_cache_read_consumer_blocks_and_buffer_name(sched):
+    r = sched(schedule(FANOUT, "fan", '''
+        d = sch.get_block("D")
+        sch.cache_read(d, "B", "local", consumer_blocks=[d])
+    '''))
+    out = r.text("fan")
+    assert 'C[vi] = B[vi] + T.float32(1.0)' in out
+    assert 'D[vi] = B_local[vi] * B_local[vi]' in out
+    r.check_same("fan")
+
+
+def test_consumer_blocks_errors(sched_error):
+    def err(body: str) -> str:
+        return sched_error(schedule(FANOUT, "fan", 'b = sch.get_block("B")\n'
+                                    'c = sch.get_block("C")\n' + body))
+    assert 'error: cache_write: block "B" does not read B' in \
+        err('sch.cache_write(b, 0, "local", consumer_blocks=[b])')
+    assert 'error: cache_read: block "C" does not read A' in \
+        err('sch.cache_read(b, 0, "local", consumer_blocks=[c])')
+    assert "error: cache_read: block \"C\" reads no buffer named 'X'" in \
+        err('sch.cache_read(c, "X", "local")')
+    assert 'error: cache_write: expected a block for consumer_blocks, got loop i' in \
+        err('i, = sch.get_loops(c)\nsch.cache_write(b, 0, "local", consumer_blocks=[i])')

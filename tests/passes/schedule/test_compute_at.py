@@ -99,8 +99,8 @@ def stencil(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
     for i_0 in range(4):
         for ax0 in range(6):
             with T.block("B"):
-                vi = T.axis.spatial(16, T.max(i_0 * 4 - 1, 0) + ax0)
-                T.where(ax0 < T.min(i_0 * 4 + 4, 15) - T.max(i_0 * 4 - 1, 0) + 1)
+                vi = T.axis.spatial(16, i_0 * 4 + ax0 - 1)
+                T.where(i_0 * 4 + ax0 - 1 >= 0 and i_0 * 4 + ax0 - 1 < 16)
                 T.reads(A[vi])
                 T.writes(B[vi])
                 B[vi] = A[vi] * T.float32(2.0)
@@ -215,5 +215,433 @@ def test_reverse_compute_at_window_rejected(sched_error):
         i0, i1 = sch.split(i, factors=[None, 4])
         sch.reverse_compute_at(c, i0)
     '''))
-    assert 'error: reverse_compute_at: cannot derive the iteration domain of block "C": ' \
-        'dimension 0 of its region of B is not an iteration variable plus a constant' in msg
+    assert 'error: reverse_compute_at: the iterations of loop i_0 would not run each ' \
+        'instance of block "C" exactly once: per iteration it may only run the instances ' \
+        'whose reads the producers have completed, and the values of vi that allows do not ' \
+        'tile its range' in msg
+
+
+POOL = '''
+@T.prim_func
+def pool(A: T.Buffer((32,), "float32"), C: T.Buffer((16,), "float32")):
+    B = T.alloc_buffer((32,), "float32")
+    for i in range(32):
+        with T.block("B"):
+            vi = T.axis.spatial(32, i)
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(16):
+        with T.block("C"):
+            vi = T.axis.spatial(16, i)
+            C[vi] = B[vi * 2] + B[vi * 2 + 1]
+'''
+
+
+def test_reverse_compute_at_strided_window(sched):
+    """The consumer reads the window [2 vi, 2 vi + 1]: per tile of 8 produced elements it
+    runs the 4 instances whose windows lie inside the tile."""
+    r = sched(schedule(POOL, "pool", '''
+        b = sch.get_block("B")
+        c = sch.get_block("C")
+        i, = sch.get_loops(b)
+        i0, i1 = sch.split(i, factors=[None, 8])
+        sch.reverse_compute_at(c, i0)
+    '''))
+    assert '''\
+        for ax0 in range(4):
+            with T.block("C"):
+                vi = T.axis.spatial(16, i_0 * 4 + ax0)
+                T.reads(B[vi * 2], B[vi * 2 + 1])''' in r.text("pool")
+    r.check_same("pool")
+
+
+def test_reverse_compute_at_window_with_guarded_tail(sched):
+    r = sched(schedule(POOL, "pool", '''
+        b = sch.get_block("B")
+        c = sch.get_block("C")
+        i, = sch.get_loops(b)
+        i0, i1 = sch.split(i, factors=[None, 6])
+        sch.reverse_compute_at(c, i0)
+    '''))
+    assert '''\
+        for ax0 in range(3):
+            with T.block("C"):
+                vi = T.axis.spatial(16, i_0 * 3 + ax0)
+                T.where(i_0 * 3 + ax0 < 16)''' in r.text("pool")
+    r.check_same("pool")
+
+
+def test_reverse_compute_at_window_across_tiles_rejected(sched_error):
+    msg = sched_error(schedule(POOL, "pool", '''
+        b = sch.get_block("B")
+        c = sch.get_block("C")
+        i, = sch.get_loops(b)
+        i0, i1 = sch.split(i, factors=[None, 5])
+        sch.reverse_compute_at(c, i0)
+    '''))
+    assert 'error: reverse_compute_at: the iterations of loop i_0 would not run each ' \
+        'instance of block "C" exactly once' in msg
+
+
+def test_reverse_compute_at_reduction_consumer_reads_a_range(sched):
+    text = '''
+@T.prim_func
+def psum(A: T.Buffer((64,), "float32"), C: T.Buffer((16,), "float32")):
+    B = T.alloc_buffer((64,), "float32")
+    for i in range(64):
+        with T.block("B"):
+            vi = T.axis.spatial(64, i)
+            B[vi] = A[vi] * T.float32(2)
+    for i, k in T.grid(16, 4):
+        with T.block("C"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                C[vi] = T.float32(0)
+            C[vi] = C[vi] + B[vi * 4 + vk]
+'''
+    r = sched(schedule(text, "psum", '''
+        b = sch.get_block("B")
+        c = sch.get_block("C")
+        i, = sch.get_loops(b)
+        i0, i1 = sch.split(i, factors=[None, 16])
+        sch.reverse_compute_at(c, i0)
+    '''))
+    assert r.text("psum") == '''\
+@T.prim_func
+def psum(A: T.Buffer((64,), "float32"), C: T.Buffer((16,), "float32")):
+    B = T.alloc_buffer((64,), "float32")
+    for i_0 in range(4):
+        for i_1 in range(16):
+            with T.block("B"):
+                vi = T.axis.spatial(64, i_0 * 16 + i_1)
+                T.reads(A[vi])
+                T.writes(B[vi])
+                B[vi] = A[vi] * T.float32(2.0)
+        for ax0, ax1 in T.grid(4, 4):
+            with T.block("C"):
+                vi = T.axis.spatial(16, i_0 * 4 + ax0)
+                vk = T.axis.reduce(4, ax1)
+                T.reads(C[vi], B[vi * 4 + vk])
+                T.writes(C[vi])
+                with T.init():
+                    C[vi] = T.float32(0.0)
+                C[vi] = C[vi] + B[vi * 4 + vk]
+'''
+    r.check_same("psum")
+
+
+def test_reverse_compute_at_incomplete_reduction_producer(sched_error):
+    text = '''
+@T.prim_func
+def rowsum(A: T.Buffer((8, 16), "float32"), C: T.Buffer((8,), "float32")):
+    S = T.alloc_buffer((8,), "float32")
+    for i, k in T.grid(8, 16):
+        with T.block("S"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                S[vi] = T.float32(0)
+            S[vi] = S[vi] + A[vi, vk]
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = S[vi] * T.float32(0.5)
+'''
+    msg = sched_error(schedule(text, "rowsum", '''
+        s = sch.get_block("S")
+        c = sch.get_block("C")
+        i, k = sch.get_loops(s)
+        sch.reverse_compute_at(c, k)
+    '''))
+    assert 'error: reverse_compute_at: producer block "S" is a reduction that does not ' \
+        'complete its elements within one iteration of loop k (its reduction variable vk ' \
+        'also runs over loops outside it)' in msg
+
+
+PARTIAL = '''
+@T.prim_func
+def part(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+    B = T.alloc_buffer((16,), "float32")
+    for i in range(16):
+        with T.block("B"):
+            vi = T.axis.spatial(16, i)
+            T.where(i < 12)
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(16):
+        with T.block("C"):
+            vi = T.axis.spatial(16, i)
+            C[vi] = B[vi] + T.float32(1)
+'''
+
+SPLIT_C = '''
+        b = sch.get_block("B")
+        c = sch.get_block("C")
+        i, = sch.get_loops(c)
+        i0, i1 = sch.split(i, factors=[None, 4])
+        sch.compute_at(b, i0)
+'''
+
+
+def test_compute_at_keeps_the_predicate(sched):
+    """A predicate over the block's own loops is rewritten over its iteration variables."""
+    r = sched(schedule(PARTIAL, "part", SPLIT_C))
+    assert '''\
+        for ax0 in range(4):
+            with T.block("B"):
+                vi = T.axis.spatial(16, i_0 * 4 + ax0)
+                T.where(i_0 * 4 + ax0 < 12)''' in r.text("part")
+    r.check_same("part")
+
+
+def test_compute_at_predicate_that_cannot_move(sched_error):
+    msg = sched_error(schedule(PARTIAL.replace("T.where(i < 12)", "T.where(i % 3 == 0)"),
+                               "part", SPLIT_C))
+    assert 'error: compute_at: the predicate i % 3 == 0 of block "B" cannot be written over ' \
+        'its iteration variables, so it cannot move with the block' in msg
+
+
+def test_compute_at_after_guarded_tails(sched):
+    """The producer's tail guard is implied by its domain and goes; the tile of the
+    consumer's guarded split gets a guard of its own."""
+    text = '''
+@T.prim_func
+def tail(A: T.Buffer((10, 16), "float32"), C: T.Buffer((10, 16), "float32")):
+    B = T.alloc_buffer((10, 16), "float32")
+    for i, j in T.grid(10, 16):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(10, 16):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] + T.float32(1)
+'''
+    r = sched(schedule(text, "tail", '''
+        b = sch.get_block("B")
+        c = sch.get_block("C")
+        i, j = sch.get_loops(b)
+        i0, i1 = sch.split(i, factors=[None, 4])
+        ci, cj = sch.get_loops(c)
+        ci0, ci1 = sch.split(ci, factors=[None, 3])
+        sch.compute_at(b, ci0)
+    '''))
+    assert '''\
+    for i_0 in range(4):
+        for ax0, ax1 in T.grid(3, 16):
+            with T.block("B"):
+                vi = T.axis.spatial(10, i_0 * 3 + ax0)
+                vj = T.axis.spatial(16, ax1)
+                T.where(i_0 * 3 + ax0 < 10)''' in r.text("tail")
+    r.check_same("tail")
+
+
+INDEXED = '''
+@T.prim_func
+def two(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32"),
+        D: T.Buffer((8,), "float32")):
+    B = T.alloc_buffer((8,), "float32")
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(8):
+        with T.block("D"):
+            vi = T.axis.spatial(8, i)
+            D[vi] = A[vi] + T.float32(3)
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = B[vi] + T.float32(1)
+'''
+
+
+def test_compute_at_index(sched, sched_error):
+    """index=-1 (the default) places the block just before its first consumer, -2 just after
+    its last producer (here: first), a number at that position."""
+    def order(index: str) -> list[str]:
+        r = sched(schedule(INDEXED, "two", f'''
+            b = sch.get_block("B")
+            c = sch.get_block("C")
+            i, = sch.get_loops(c)
+            sch.compute_at(b, i{index})
+        '''))
+        r.check_same("two")
+        return [line.strip() for line in r.text("two").splitlines() if "T.block(" in line]
+    assert order("") == ['with T.block("D"):', 'with T.block("B"):', 'with T.block("C"):']
+    assert order(", index=-2") == ['with T.block("B"):', 'with T.block("D"):',
+                                   'with T.block("C"):']
+    assert order(", index=0") == order(", index=-2")
+    msg = sched_error(schedule(INDEXED, "two", '''
+        b = sch.get_block("B")
+        c = sch.get_block("C")
+        i, = sch.get_loops(c)
+        sch.compute_at(b, i, index=2)
+    '''))
+    assert 'error: compute_at: index 2 is not a valid position under loop i: use -1, -2, ' \
+        'or 0 to 1' in msg
+
+
+FLAT_WRITE = '''
+@T.prim_func
+def flat(A: T.Buffer((4, 4), "float32"), C: T.Buffer((16,), "float32")):
+    B = T.alloc_buffer((16,), "float32")
+    for i, j in T.grid(4, 4):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi * 4 + vj] = A[vi, vj] * T.float32(2)
+    for x in range(16):
+        with T.block("C"):
+            vx = T.axis.spatial(16, x)
+            C[vx] = B[vx] + T.float32(1)
+'''
+
+FLAT_READ = '''
+@T.prim_func
+def flat(A: T.Buffer((16,), "float32"), C: T.Buffer((4, 4), "float32")):
+    B = T.alloc_buffer((16,), "float32")
+    for x in range(16):
+        with T.block("B"):
+            vx = T.axis.spatial(16, x)
+            B[vx] = A[vx] * T.float32(2)
+    for i, j in T.grid(4, 4):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi * 4 + vj] + T.float32(1)
+'''
+
+
+def test_compute_at_flattened_write(sched):
+    """The producer writes B[vi * 4 + vj]: a tile of 8 elements is two rows of it."""
+    r = sched(schedule(FLAT_WRITE, "flat", '''
+        b = sch.get_block("B")
+        c = sch.get_block("C")
+        x, = sch.get_loops(c)
+        x0, x1 = sch.split(x, factors=[None, 8])
+        sch.compute_at(b, x0)
+    '''))
+    assert '''\
+    for x_0 in range(2):
+        for ax0, ax1 in T.grid(2, 4):
+            with T.block("B"):
+                vi = T.axis.spatial(4, x_0 * 2 + ax0)
+                vj = T.axis.spatial(4, ax1)''' in r.text("flat")
+    r.check_same("flat")
+
+
+def test_reverse_compute_at_flattened_read(sched):
+    r = sched(schedule(FLAT_READ, "flat", '''
+        b = sch.get_block("B")
+        c = sch.get_block("C")
+        x, = sch.get_loops(b)
+        x0, x1 = sch.split(x, factors=[None, 8])
+        sch.reverse_compute_at(c, x0)
+    '''))
+    assert '''\
+        for ax0, ax1 in T.grid(2, 4):
+            with T.block("C"):
+                vi = T.axis.spatial(4, x_0 * 2 + ax0)
+                vj = T.axis.spatial(4, ax1)''' in r.text("flat")
+    r.check_same("flat")
+
+
+def test_compute_at_needs_complete_or_reduction_block(sched_error):
+    text = '''
+@T.prim_func
+def rowsum(A: T.Buffer((8, 16), "float32"), C: T.Buffer((8,), "float32")):
+    S = T.alloc_buffer((8,), "float32")
+    for i, k in T.grid(8, 16):
+        with T.block("S"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                S[vi] = T.float32(0)
+            S[vi] = S[vi] + A[vi, vk]
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = S[vi] * T.float32(0.5)
+'''
+    msg = sched_error(schedule(text, "rowsum", '''
+        s = sch.get_block("S")
+        c = sch.get_block("C")
+        i, k = sch.get_loops(s)
+        sch.decompose_reduction(s, k)
+        ci, = sch.get_loops(c)
+        sch.compute_at(s, ci)
+    '''))
+    assert 'error: compute_at: block "S_update" has reduction variables but no init' in msg
+    two_writers = TWO_STAGE.replace('''    for i, j in T.grid(16, 16):
+        with T.block("C"):''', '''    for i, j in T.grid(16, 16):
+        with T.block("B2"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = B[vi, vj] + T.float32(1)
+    for i, j in T.grid(16, 16):
+        with T.block("C"):''')
+    msg = sched_error(schedule(two_writers, "f", '''
+        b = sch.get_block("B")
+        c = sch.get_block("C")
+        i, j = sch.get_loops(c)
+        sch.compute_at(b, i)
+    '''))
+    assert 'error: compute_at: block "B" is not the only writer of B (block "B2" writes it ' \
+        'too)' in msg
+
+
+SYMBOLIC = '''
+@T.prim_func
+def f(a: T.handle, c: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (n,), "float32")
+    C = T.match_buffer(c, (n,), "float32")
+    B = T.alloc_buffer((n,), "float32")
+    for i in range(n):
+        with T.block("B"):
+            vi = T.axis.spatial(n, i)
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(n):
+        with T.block("C"):
+            vi = T.axis.spatial(n, i)
+            C[vi] = B[vi] + T.float32(1)
+'''
+
+
+def test_both_ways_with_a_symbolic_extent(sched):
+    r = sched(schedule(SYMBOLIC, "f", '''
+        b = sch.get_block("B")
+        c = sch.get_block("C")
+        i, = sch.get_loops(b)
+        i0, i1 = sch.split(i, factors=[None, 8])
+        sch.reverse_compute_at(c, i0)
+    '''))
+    assert '''\
+        for ax0 in range(8):
+            with T.block("C"):
+                vi = T.axis.spatial(n, i_0 * 8 + ax0)
+                T.where(i_0 * 8 + ax0 < n)''' in r.text("f")
+    for n in (21, 24):
+        r.check_same("f", sizes={"n": n})
+    r = sched(schedule(SYMBOLIC, "f", '''
+        b = sch.get_block("B")
+        c = sch.get_block("C")
+        i, = sch.get_loops(c)
+        i0, i1 = sch.split(i, factors=[None, 8])
+        sch.compute_at(b, i0)
+    '''))
+    assert '''\
+        for ax0 in range(8):
+            with T.block("B"):
+                vi = T.axis.spatial(n, i_0 * 8 + ax0)
+                T.where(i_0 * 8 + ax0 < n)''' in r.text("f")
+    r.check_same("f", sizes={"n": 21})
+
+
+def test_compute_at_cannot_cover(sched_error):
+    """A producer whose writes can't be inverted onto the needed region is a diagnostic."""
+    text = STENCIL.replace("B[vi] = A[vi] * T.float32(2)", "B[vi * 5 % 16] = A[vi] * T.float32(2)")
+    msg = sched_error(schedule(text, "stencil", '''
+        b = sch.get_block("B")
+        c = sch.get_block("C")
+        i, = sch.get_loops(c)
+        i0, i1 = sch.split(i, factors=[None, 4])
+        sch.compute_at(b, i0)
+    '''))
+    assert 'error: compute_at: cannot derive the iteration domain of block "B": dimension 0 ' \
+        'of its region of B is not an iteration variable times a positive constant plus an ' \
+        'offset (a point or a window), nor a floor division or modulo of one by a constant' \
+        in msg

@@ -128,7 +128,9 @@ def test_reverse_compute_inline_into_reduction_rejected(sched_error):
         d = sch.get_block("D")
         sch.reverse_compute_inline(d)
     '''))
-    assert 'error: reverse_compute_inline: block "C" is a reduction (it has an init)' in msg
+    assert 'error: reverse_compute_inline: producer block "C" of block "D" is a reduction; ' \
+        'as in TVM, a consumer is inlined only into a complete producer (one that writes each ' \
+        'element of C once, with spatial iteration variables only)' in msg
 
 
 def test_reverse_compute_inline_second_reader(sched_error):

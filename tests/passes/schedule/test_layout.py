@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import textwrap
 
+import numpy as np
+from tirc.ir.interpreter import run_prim_func
+
 TWO_STAGE = '''
 @T.prim_func
 def f(A: T.Buffer((8, 16), "float32"), C: T.Buffer((8, 16), "float32")):
@@ -106,7 +109,7 @@ def test_transform_layout_errors(sched_error):
     def err(body: str) -> str:
         return sched_error(schedule(TWO_STAGE, "f", 'b = sch.get_block("B")\n' + body))
     assert "error: transform_layout: the index map sends B's 128 elements into a shape of 160; " \
-        "padding is not supported" in err(
+        "padding needs a pad_value" in err(
             'sch.transform_layout(b, ("write", 0), lambda i, j: (i, j // 5, j % 5))')
     assert "error: transform_layout: the index map sends two elements of B to the same place" \
         in err('sch.transform_layout(b, ("write", 0), lambda i, j: (i // 2, j, j % 2))')
@@ -118,3 +121,62 @@ def test_transform_layout_errors(sched_error):
         err('sch.transform_layout(b, ("write", 0), layout="S[(4, 4):(4, 1)")')
     assert 'error: transform_layout: block "B" has 1 read regions; index 1 is out of range' in \
         err('sch.transform_layout(b, ("read", 1), lambda i, j: (j, i))')
+
+
+def test_transform_layout_assume_injective(sched, sched_error):
+    """TVM's keyword: the schedule vouches for the map, so only the size is checked."""
+    body = '''
+        b = sch.get_block("B")
+        sch.transform_layout(b, ("write", 0), lambda i, j: (j, i), assume_injective_transform=True)
+    '''
+    r = sched(schedule(TWO_STAGE, "f", body))
+    r.check_same("f")
+    msg = sched_error(schedule(TWO_STAGE, "f", body.replace("(j, i)", "(i, j // 5, j % 5)")))
+    assert "padding needs a pad_value" in msg
+    msg = sched_error(schedule(TWO_STAGE, "f", body.replace("=True", "=1")))
+    assert "error: transform_layout: assume_injective_transform must be True or False" in msg
+
+
+def test_transform_layout_pad_value(sched, sched_error):
+    r = sched(schedule(TWO_STAGE, "f", '''
+        b = sch.get_block("B")
+        sch.transform_layout(b, ("write", 0), lambda i, j: (i, j // 5, j % 5), pad_value=0.0)
+    '''))
+    assert '''\
+    for ax0, ax1, ax2 in T.grid(8, 4, 5):
+        with T.block("B_pad"):
+            v0, v1, v2 = T.axis.remap("SSS", [ax0, ax1, ax2])
+            T.where(ax1 * 5 + ax2 >= 16)
+            T.reads()
+            T.writes(B[v0, v1, v2])
+            B[v0, v1, v2] = T.float32(0.0)
+    for i, j in T.grid(8, 16):
+        with T.block("C"):''' in r.text("f")
+    r.check_same("f")
+    msg = sched_error(schedule(TWO_STAGE, "f", '''
+        b = sch.get_block("B")
+        sch.transform_layout(b, ("read", 0), lambda i, j: (i, j // 5, j % 5), pad_value=0.0)
+    '''))
+    assert "error: transform_layout: pad_value needs the block that produces A, but no block " \
+        "writes it (an input)" in msg
+    msg = sched_error(schedule(TWO_STAGE, "f", '''
+        b = sch.get_block("B")
+        sch.transform_layout(b, ("write", 0), lambda i, j: (i, (j + 1) // 5, j % 5),
+                             pad_value=0.0)
+    '''))
+    assert "error: transform_layout: cannot find the padding: index j is not an output of " \
+        "the map" in msg
+
+
+def test_transform_layout_pads_an_output(sched):
+    """The padding of an output holds pad_value; the rest holds the results."""
+    r = sched(schedule(TWO_STAGE, "f", '''
+        c = sch.get_block("C")
+        sch.transform_layout(c, ("write", 0), lambda i, j: (i // 3, j, i % 3), pad_value=-1.0)
+    '''))
+    a = np.random.default_rng(0).standard_normal((8, 16)).astype("float32")
+    out = np.zeros((3, 16, 3), "float32")
+    run_prim_func(r.after["f"], [a, out])  # type: ignore[arg-type]
+    full = out.transpose(0, 2, 1).reshape(9, 16)
+    np.testing.assert_allclose(full[:8], a * 2 + 1, rtol=1e-6)
+    assert (full[8] == -1.0).all()

@@ -340,3 +340,88 @@ def test_get_child_blocks(sched):
     '''))
     assert 'T.block_attr({"second": "C"})' in r.text("shifted")
     assert r.text("shifted").index("second") > r.text("shifted").index('T.block("C")')
+
+
+UNIT = '''
+@T.prim_func
+def unit(A: T.Buffer((16, 1), "float32"), C: T.Buffer((16, 1), "float32")):
+    for i, j in T.grid(16, 1):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = A[vi, vj] + T.float32(1)
+'''
+
+
+def test_split_and_fuse_preserve_unit_iters(sched):
+    """Every factor makes a loop (unit ones too, as in TVM); preserve_unit_iters=False only
+    keeps unit loops out of the block bindings."""
+    def bindings(flag: str) -> list[str]:
+        r = sched(schedule(UNIT, "unit", f'''
+            c = sch.get_block("C")
+            i, j = sch.get_loops(c)
+            i0, i1, i2 = sch.split(i, factors=[1, None, 4]{flag})
+        '''))
+        r.check_same("unit")
+        out = r.text("unit")
+        assert "for i_0, i_1, i_2, j in T.grid(1, 4, 4, 1):" in out
+        return [line.strip() for line in out.splitlines() if "T.axis" in line]
+    assert bindings("") == ["vi = T.axis.spatial(16, i_0 * 16 + i_1 * 4 + i_2)",
+                            "vj = T.axis.spatial(1, j)"]
+    assert bindings(", preserve_unit_iters=False") == ["vi = T.axis.spatial(16, i_1 * 4 + i_2)",
+                                                        "vj = T.axis.spatial(1, 0)"]
+    r = sched(schedule(UNIT, "unit", '''
+        c = sch.get_block("C")
+        i, j = sch.get_loops(c)
+        i0, i1 = sch.split(i, factors=[1, None])
+        f = sch.fuse(i0, i1, preserve_unit_iters=False)
+    '''))
+    assert "vj = T.axis.spatial(1, 0)" in r.text("unit")
+    r.check_same("unit")
+
+
+def test_split_disable_predication(sched):
+    r = sched(schedule(ADD, "add", '''
+        b = sch.get_block("B")
+        i, = sch.get_loops(b)
+        i0, i1 = sch.split(i, factors=[None, 6], disable_predication=True)
+    '''))
+    # The schedule promises the tail never runs past the extent: no guard (TVM's meaning).
+    assert "for i_0, i_1 in T.grid(3, 6):" in r.text("add")
+    assert "T.where" not in r.text("add")
+    r = sched(schedule(ADD, "add", '''
+        b = sch.get_block("B")
+        i, = sch.get_loops(b)
+        i0, i1 = sch.split(i, factors=[None, 6])
+    '''))
+    assert "T.where(i_0 * 6 + i_1 < 16)" in r.text("add")
+    r.check_same("add")
+
+
+def test_unannotate(sched, sched_error):
+    r = sched(schedule(ADD, "add", '''
+        b = sch.get_block("B")
+        i, = sch.get_loops(b)
+        sch.annotate(i, "pragma_auto_unroll_max_step", 16)
+        sch.annotate(b, "meta", "x")
+        sch.annotate(b, "keep", 1)
+        sch.unannotate(i, "pragma_auto_unroll_max_step")
+        sch.unannotate(b, "meta")
+    '''))
+    assert r.text("add") == '''\
+@T.prim_func
+def add(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+    for i in range(16):
+        with T.block("B"):
+            vi = T.axis.remap("S", [i])
+            T.reads(A[vi])
+            T.writes(B[vi])
+            T.block_attr({"keep": 1})
+            B[vi] = A[vi] + T.float32(1.0)
+'''
+    r.check_same("add")
+    msg = sched_error(schedule(ADD, "add", '''
+        b = sch.get_block("B")
+        i, = sch.get_loops(b)
+        sch.unannotate(i, "pragma_unroll")
+    '''))
+    assert "error: unannotate: loop i has no annotation 'pragma_unroll'" in msg

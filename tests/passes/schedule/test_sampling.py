@@ -102,3 +102,34 @@ def test_sampling_errors(sched_error):
 
     with pytest.raises(CompileError, match="pass config schedule.seed must be an integer"):
         ApplySchedules()(bad, PassContext(config={"schedule.seed": "x"}))
+
+
+def test_tvm_trace_with_keyword_arguments_replays(sched):
+    """A schedule written as TVM prints a trace (keyword arguments, sampled values fed to
+    later primitives, decisions fixed) replays to the schedule it describes."""
+    r = sched(schedule('''
+        b0 = sch.get_block(name="C", func_name="matmul")
+        l1, l2, l3 = sch.get_loops(block=b0)
+        v4, v5 = sch.sample_perfect_tile(loop=l1, n=2, max_innermost_factor=16, decision=[4, 16])
+        l6, l7 = sch.split(loop=l1, factors=[v4, v5], preserve_unit_iters=True)
+        v8 = sch.sample_categorical(candidates=[0, 16], probs=[0.5, 0.5], decision=1)
+        sch.annotate(block_or_loop=b0, ann_key="meta_schedule.unroll_explicit", ann_val=v8)
+        sch.reorder(l6, l2, l7, l3)
+        sch.parallel(loop=l6)
+        b9 = sch.cache_write(block=b0, write_buffer_index=0, storage_scope="local")
+        sch.reverse_compute_at(block=b9, loop=l2, preserve_unit_loops=True, index=-1)
+        b10 = sch.decompose_reduction(block=b0, loop=l7)
+    '''))
+    out = r.text("matmul")
+    assert '''\
+    for i_0 in T.parallel(4):
+        for j in range(64):
+            for i_1_init in range(16):
+                with T.block("C_init"):''' in out
+    assert 'T.block_attr({"meta_schedule.unroll_explicit": 16})' in out
+    assert '''\
+            for ax0, ax1 in T.grid(16, 1):
+                with T.block("C_local"):
+                    v0 = T.axis.spatial(64, i_0 * 16 + ax0)
+                    v1 = T.axis.spatial(64, j + ax1)''' in out
+    r.check_same("matmul", seeds=(0,))
