@@ -10,8 +10,15 @@ device's architecture (or --arch), `tirc.runtime.load`, one checked call against
 error, pass/fail), then the kernels alone (inputs already on the device) timed with CUDA events:
 the median of `--repeats` runs after a warm-up, with GB/s and GFLOP/s. Exit status: 0 when
 every result matches, 1 when one does not, 2 when there is no GPU/driver (with the reason).
-Takes well under a minute on an H200. The GPU megakernel comparison is not part of it yet
-(graph-level GPU lowering is not implemented).
+Takes well under a minute on an H200. Last, the GPU megakernel: the decode-like chain of
+benchmarks/megakernel.py compiled as one persistent kernel (static and dynamic schedules) and
+kernel by kernel, checked against NumPy and timed (`check_megakernel`).
+
+Then the graph samples of samples/references.py that can run on a GPU (mlp, transformer_block:
+compiled with no schedule, gpu-default-schedule binds their kernels): one call returning NumPy
+arrays checked against the reference, then the whole launch plan (every kernel, intermediates
+in the device workspace) timed the same way; GFLOP/s counts the matmuls, GB/s the inputs and
+outputs once.
 """
 
 from __future__ import annotations
@@ -99,7 +106,86 @@ def check_one(sample: Any, module: Any, sizes: dict[str, int], repeats: int, lab
             f"{ms * 1e3:>9.1f} {gbs:>8.1f} {gflops:>9.1f} {regs:>5}")
 
 
-def run(arch: str | None, repeats: int, compile_only: bool, small: bool = False) -> int:
+# ---- graph samples ---------------------------------------------------------------------------
+
+GRAPH_DEVICE_SIZES: dict[str, list[dict[str, int]]] = {
+    "mlp": [{"n": 4096}, {"n": 4093}],
+    "transformer_block": [{"b": 8, "s": 256}, {"b": 3, "s": 253}],
+}
+GRAPH_SMALL_SIZES: dict[str, dict[str, int]] = {"mlp": {"n": 3}, "transformer_block":
+                                                {"b": 1, "s": 3}}
+
+
+def _sample_references() -> ModuleType:
+    """samples/references.py (the graph samples' inputs and NumPy references)."""
+    name = "tirc_sample_references"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "samples" / "references.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def graph_work(name: str, sizes: dict[str, int], inputs: list[np.ndarray],
+               outputs: list[np.ndarray]) -> tuple[float, float]:
+    """Floating-point operations (the matmuls) and bytes (inputs and outputs once)."""
+    nbytes = float(sum(a.nbytes for a in inputs) + sum(o.nbytes for o in outputs))
+    if name == "mlp":
+        return 2.0 * sizes["n"] * (64 * 128 + 128 * 64 + 64 * 10), nbytes
+    tokens, s = sizes["b"] * sizes["s"], sizes["s"]
+    projections = 2.0 * tokens * (4 * 64 * 64 + 3 * 64 * 128)
+    attention = 2.0 * 2 * tokens * s * 64  # scores and context, 4 heads of 16
+    return projections + attention, nbytes
+
+
+def check_graph_samples(arch: str, repeats: int, compile_only: bool, small: bool,
+                        out_dir: Path, names: tuple[str, ...] | None = None) -> tuple[
+                            list[str], int]:
+    """Table rows for the graph samples, and how many did not match NumPy."""
+    from tirc.runtime import TircError, load
+
+    refs = _sample_references()
+    rows: list[str] = []
+    failures = 0
+    for sample in refs.GRAPH_SAMPLES:
+        if sample.externs or (names is not None and sample.name not in names):
+            continue  # a C function between kernels cannot run on the GPU
+        path, usage = compile_sample(sample, arch, out_dir)
+        regs = f"{max((u.registers for u in usage), default=0)}max" if usage else "-"
+        if compile_only:
+            rows.append(f"{sample.name:<16} {'(compiled only)':<26} {'':>9} {'':>3} "
+                        f"{'':>9} {'':>8} {'':>9} {regs:>5}")
+            continue
+        for sizes in [GRAPH_SMALL_SIZES[sample.name]] if small else \
+                GRAPH_DEVICE_SIZES[sample.name]:
+            label = ",".join(f"{k}={v}" for k, v in sizes.items())
+            try:
+                fn = load(path)[sample.func]
+                inputs = sample.inputs(sizes)
+                want = sample.reference(*inputs)
+                got = fn(*inputs)
+                got = list(got) if isinstance(got, tuple) else [got]
+                problem = refs.mismatch(got, want)
+                err = max(float(np.max(np.abs(g.astype(np.float64) - w), initial=0.0))
+                          for g, w in zip(got, want))
+                ms = time_kernels(fn, inputs, repeats)
+            except TircError as exc:
+                failures += 1
+                rows.append(f"{sample.name:<16} {label:<26} ERROR {exc}")
+                continue
+            flops, nbytes = graph_work(sample.name, sizes, inputs, got)
+            failures += problem is not None
+            rows.append(f"{sample.name:<16} {label:<26} {err:>9.2e} "
+                        f"{'yes' if problem is None else 'NO':>3} {ms * 1e3:>9.1f} "
+                        f"{nbytes / (ms * 1e-3) / 1e9:>8.1f} {flops / (ms * 1e-3) / 1e9:>9.1f} "
+                        f"{regs:>5}")
+    return rows, failures
+
+
+def run(arch: str | None, repeats: int, compile_only: bool, small: bool = False,
+        graph: tuple[str, ...] | None = None) -> int:
     refs = _references()
     from tirc.runtime import TircError, load
     from tirc.runtime.cuda_driver import CudaDriverError, driver
@@ -141,9 +227,137 @@ def run(arch: str | None, repeats: int, compile_only: bool, small: bool = False)
                     rows.append(f"{sample.name:<16} {label:<26} ERROR {exc}")
                     continue
                 failures += rows[-1].split()[3] != "yes"
+        graph_rows, graph_failures = check_graph_samples(arch, repeats, compile_only, small,
+                                                         Path(tmp), graph)
+        rows += graph_rows
+        failures += graph_failures
     print("\n".join(rows))
-    print("GPU megakernel vs per-kernel latency: not measured (no GPU megakernel yet)")
     return 1 if failures else 0
+
+
+# ---- GPU megakernel vs per-kernel ------------------------------------------------------------
+
+MEGAKERNEL_BATCHES = (1, 4, 16)
+DIM = 1024
+
+
+def chain_source(layers: int, dim: int) -> str:
+    """The decode-like chain: `layers` times (x @ W (dim x dim) + b, GELU, RMS norm)."""
+    params = [f'x: R.Tensor(("n", {dim}), "float32")']
+    body = []
+    cur = "x"
+    for i in range(layers):
+        params += [f'w{i}: R.Tensor(({dim}, {dim}), "float32")',
+                   f'b{i}: R.Tensor(({dim},), "float32")', f'g{i}: R.Tensor(({dim},), "float32")']
+        body += [f"        m{i} = R.matmul({cur}, w{i})", f"        a{i} = R.add(m{i}, b{i})",
+                 f"        e{i} = R.nn.gelu(a{i})",
+                 f"        y{i} = R.nn.rms_norm(e{i}, g{i}, axes=[-1], epsilon=1e-5)"]
+        cur = f"y{i}"
+    return ("@R.function\ndef main(" + ", ".join(params) + f') -> R.Tensor(("n", {dim}), '
+            '"float32"):\n    with R.dataflow():\n' + "\n".join(body) +
+            f"\n        R.output({cur})\n    return {cur}\n")
+
+
+def _chain_reference(x: np.ndarray, weights: list[np.ndarray]) -> np.ndarray:
+    """benchmarks/megakernel.py's chain in float64 NumPy with the exact (erf) GELU."""
+    import math
+
+    erf = np.vectorize(math.erf)
+    y = x.astype(np.float64)
+    for k in range(0, len(weights), 3):
+        w, b, g = (a.astype(np.float64) for a in weights[k:k + 3])
+        a = y @ w + b
+        e = 0.5 * a * (1 + erf(a / math.sqrt(2)))
+        y = e / np.sqrt(np.mean(e * e, axis=-1, keepdims=True) + 1e-5) * g
+    return y
+
+
+def _chain_ptx(text: str, arch: str, mode: str | None, out: Path) -> tuple[Path, str]:
+    """The chain as a GPU megakernel (`mode`) or kernel by kernel; its PTX path and regs."""
+    from tirc.backends.nvptx import compile_ptx
+    from tirc.backends.nvptx.ptxas import find_ptxas
+    from tirc.frontend import parse
+    from tirc.ir.target import parse_target
+    from tirc.passes.megakernel.gpu_runtime import lower_megakernel_gpu
+
+    target = parse_target(f"cuda -arch={arch}")
+    mod = parse(text)
+    if mode is not None:
+        mod = lower_megakernel_gpu(mod, target, 3, mode)
+    result = compile_ptx(mod, target, opt_level=3)
+    path = out / f"chain_{mode or 'kernels'}.ptx"
+    path.write_text(result.ptx)
+    usage = result.usage() if find_ptxas() is not None else []
+    return path, f"{max((u.registers for u in usage), default=0)}max" if usage else "-"
+
+
+def _device_arch() -> str:
+    """The device's sm_XX when tirc knows it, else sm_90 (for --compile-only, no device)."""
+    from tirc.passes.gpu.gpu_arch import ARCHS
+    from tirc.runtime.cuda_driver import CudaDriverError, driver
+
+    try:
+        major, minor = driver().compute_capability()
+    except CudaDriverError:
+        return "sm_90"
+    arch = f"sm_{major}{minor}"
+    return arch if arch in ARCHS else ("sm_90" if major >= 9 else "sm_80")
+
+
+def check_megakernel(arch: str, repeats: int, compile_only: bool, small: bool,
+                     out_dir: Path) -> tuple[list[str], int]:
+    """The decode-like chain of benchmarks/megakernel.py (8 layers of 1024x1024; 2 with
+    --small) as one persistent GPU megakernel (static and dynamic schedules, a block per SM)
+    and kernel by kernel: max error against NumPy, median latency of the whole launch plan,
+    and per-kernel / megakernel (above 1: the megakernel is faster)."""
+    from tirc.ir.diagnostics import CompileError
+    from tirc.runtime import TircError, load
+
+    layers = 2 if small else 8
+    text = chain_source(layers, DIM)
+    rows: list[str] = []
+    failures = 0
+    builds: dict[str, tuple[Path, str]] = {}
+    for mode in ("kernels", "static", "dynamic"):
+        try:
+            builds[mode] = _chain_ptx(text, arch, None if mode == "kernels" else mode, out_dir)
+        except CompileError as exc:
+            rows.append(f"{'decode chain':<16} {mode:<26} does not compile: {exc}")
+            failures += mode != "kernels"
+    if compile_only:
+        for mode, (_, regs) in builds.items():
+            rows.append(f"{'decode chain':<16} {mode + ' (compiled only)':<26} {'':>9} {'':>3} "
+                        f"{'':>9} {'':>8} {'':>9} {regs:>5}")
+        return rows, failures
+    rng = np.random.default_rng(0)
+    weights: list[np.ndarray] = []
+    for _ in range(layers):
+        weights += [(rng.standard_normal((DIM, DIM)) / np.sqrt(DIM)).astype("float32"),
+                    (rng.standard_normal(DIM) * 0.1).astype("float32"),
+                    (1 + rng.standard_normal(DIM) * 0.1).astype("float32")]
+    for n in (1,) if small else MEGAKERNEL_BATCHES:
+        x = rng.standard_normal((n, DIM)).astype("float32")
+        want = _chain_reference(x, weights)
+        times: dict[str, float] = {}
+        for mode, (path, regs) in builds.items():
+            try:
+                fn = load(path)["main"]
+                got = fn(x, *weights)
+                err = float(np.max(np.abs(got.astype(np.float64) - want)))
+                ok = bool(np.allclose(got, want, rtol=1e-3, atol=1e-3))
+                times[mode] = time_kernels(fn, [x, *weights], repeats)
+            except TircError as exc:
+                failures += 1
+                rows.append(f"{'decode chain':<16} {f'{mode} n={n}':<26} ERROR {exc}")
+                continue
+            failures += not ok
+            ratio = f"  x{times['kernels'] / times[mode]:.2f} vs kernels" \
+                if mode != "kernels" and "kernels" in times else ""
+            rows.append(f"{'decode chain':<16} {f'{mode} n={n}':<26} {err:>9.2e} "
+                        f"{'yes' if ok else 'NO':>3} {times[mode] * 1e3:>9.1f} {'':>8} "
+                        f"{2.0 * n * DIM * DIM * layers / (times[mode] * 1e-3) / 1e9:>9.1f} "
+                        f"{regs:>5}{ratio}")
+    return rows, failures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,6 +371,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     status = run(args.arch, args.repeats, args.compile_only, args.small)
+    if status != 2:
+        with tempfile.TemporaryDirectory(prefix="tirc-gpu-megakernel-") as tmp:
+            arch = args.arch or _device_arch()
+            rows, failures = check_megakernel(arch, args.repeats, args.compile_only,
+                                              args.small, Path(tmp))
+        print("\n".join(["GPU megakernel vs per-kernel latency (decode-like chain):", *rows]))
+        status = 1 if failures else status
     print(f"gpu_check: {time.perf_counter() - started:.1f} s, exit status {status}")
     return status
 

@@ -104,6 +104,10 @@ class ExprBuilder:
         self.ctx.error(f"'{node.id}' is not a loop-level value", node.span)
 
     def expr_Attribute(self, node: S.Attribute) -> PrimExpr:
+        if node.attr == "data" and isinstance(node.value, S.Name):
+            target = self.scope.require(node.value.id, node.value.span)
+            if isinstance(target, Buffer):  # `A.data`: the buffer's storage as a handle value
+                return target.data
         name = S.dotted(node)
         if name is not None and name.split(".")[0] in ("T", "R", "I", "S"):
             self.ctx.error(f"'{name}' is not a value", node.span)

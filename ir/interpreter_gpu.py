@@ -88,12 +88,21 @@ class SpmdCompiler(StmtCompiler):
         self.block_slot = self.slots.new("block shared memory")
         self.sites: dict[int, int] = {}
 
+    def tag_slot(self, s: For) -> int:
+        """The slot of a thread-bound loop's hardware index (virtual threads have none)."""
+        slot = self.tag_slots.get(s.thread_tag or "")
+        if slot is None:
+            raise InterpreterError(f"loop '{s.loop_var.name}' is bound to '{s.thread_tag}', "
+                                   "which is not a hardware thread axis (virtual threads are "
+                                   "serialized by the gpu-inject-vthread pass)", s.span)
+        return slot
+
     # ---- closures (no barrier inside) ------------------------------------------------
 
     def s_For(self, s: For) -> Run:
         if s.kind != ForKind.THREAD_BINDING:
             return super().s_For(s)
-        k, tslot = self.slots.of(s.loop_var), self.tag_slots[s.thread_tag or ""]
+        k, tslot = self.slots.of(s.loop_var), self.tag_slot(s)
         fext = self.ex.compile(s.extent)
         body = self.compile(s.body)
 
@@ -172,7 +181,7 @@ class SpmdCompiler(StmtCompiler):
         fmin, fext = self.ex.compile(s.min), self.ex.compile(s.extent)
         body = self.gen(s.body)
         if s.kind == ForKind.THREAD_BINDING:
-            tslot = self.tag_slots[s.thread_tag or ""]
+            tslot = self.tag_slot(s)
 
             def bound(env: Env) -> Iterator[int]:
                 v = env[tslot]

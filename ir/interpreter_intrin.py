@@ -2,7 +2,8 @@
 
 Event tensors are int32 counters. `T.event_notify(E[i], count)` (count defaults to 1)
 subtracts `count` from the counter; `T.event_wait(E[i])` requires the counter to have reached
-zero or below. The interpreter runs every loop serially, so a wait that comes before the
+zero or below; `tirc.atomic_add(E[i], v)` adds `v` and returns the old value (a megakernel's
+queue head). The interpreter runs every loop serially, so a wait that comes before the
 notifications it depends on in that serial order is reported as a deadlock or a missing
 dependence (compiled parallel code would block there, or race).
 """
@@ -43,7 +44,7 @@ def compile_call(c: ExprCompiler, e: Call) -> Fn:
         return compile_packed_call(c, e)
     if op == "if_then_else":
         return _if_then_else(c, e)
-    if op in ("event_wait", "event_notify"):
+    if op in ("event_wait", "event_notify", "tirc.atomic_add"):
         return _event(c, e)
     if op in NO_OPS:
         return lambda env: 0
@@ -135,6 +136,17 @@ def _event(c: ExprCompiler, e: Call) -> Fn:
     buf, off = c.address(e.args[0])
     dslot = c.slots.of(buf.data)
     index_fns = [c.compile(i) for i in e.args[0].indices]  # type: ignore[attr-defined]
+    if e.op == "tirc.atomic_add":
+        add = c.compile(e.args[1])
+
+        def fetch_add(env: Env) -> int:
+            storage = env[dslot]
+            k = off(env)
+            old = int(storage[k])
+            storage[k] = old + add(env)
+            return old
+
+        return fetch_add
     if e.op == "event_notify":
         count = c.compile(e.args[1]) if len(e.args) > 1 else (lambda env: 1)
 

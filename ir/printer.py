@@ -348,8 +348,12 @@ class FuncPrinter:
         return declared
 
     def buffer_defined(self, buf: Buffer, depth: int) -> list[Buffer]:
-        """After `buf` is declared: its views, named through `buf.data`."""
-        return self.declare_views(buf.data, f"{self.names.get(buf, buf.name)}.data", depth)
+        """After `buf` is declared: its storage, where used as a value, prints as `buf.data`
+        (unless it has a name of its own), and its views are declared through it."""
+        provider = f"{self.names.get(buf, buf.name)}.data"
+        if not self.names.is_defined(buf.data):
+            self.names.alias(buf.data, provider)
+        return self.declare_views(buf.data, provider, depth)
 
     def prim_func(self, f: PrimFunc, depth: int) -> list[str]:
         self.collect_views(f.body)

@@ -7,7 +7,9 @@ workspaces). A call checks the arguments as the CPU runtime does (count, dtype, 
 with symbolic sizes bound from the arguments), then:
 - numpy arrays are copied to the device, and outputs copied back after the kernels ran;
 - objects with `__cuda_array_interface__` (CuPy, PyTorch, Numba arrays) are used in place;
-- outputs left out are allocated (numpy arrays, returned as by the CPU runtime).
+- outputs left out are allocated (numpy arrays, returned as by the CPU runtime);
+- the plan's checks of the sizes (R.match_cast) run before anything is copied or launched;
+- the plan's workspaces (a graph function's intermediates) share one device allocation.
 Without a CUDA driver, `load` raises a TircError saying so; importing this module never needs
 one. A `driver` object can be passed to `load_ptx` (tests use a fake one).
 """
@@ -28,12 +30,19 @@ from tirc.runtime.function_table import FunctionTable
 
 PREFIX = "// tirc-metadata: "
 SUPPORTED_ABI = 1
+# The launch-plan symbol a megakernel's grid uses: the device's multiprocessor count.
+SM_COUNT = "tirc_sm_count"
+WORKSPACE_ALIGN = 256  # bytes; cuMemAlloc's own alignment, enough for any vector access
 
 _CTYPES = {"int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
            "int64": ctypes.c_int64, "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16,
            "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64, "float32": ctypes.c_float,
            "float64": ctypes.c_double, "bool": ctypes.c_uint8, "float16": ctypes.c_uint16,
            "bfloat16": ctypes.c_uint16}
+
+
+_COMPARE = {"eq": int.__eq__, "ne": int.__ne__, "lt": int.__lt__, "le": int.__le__,
+            "gt": int.__gt__, "ge": int.__ge__}
 
 
 def read_metadata(text: str, path: str) -> dict[str, Any]:
@@ -101,11 +110,28 @@ class DeviceArray:
         return DeviceArray(int(ptr), shape, dtype, bool(readonly))
 
 
+def workspace_layout(workspaces: list[dict[str, Any]], env: dict[str, int]
+                     ) -> tuple[dict[str, int], int]:
+    """Where each workspace of a call starts in one device allocation (WORKSPACE_ALIGN-byte
+    aligned), and the allocation's size: one cuMemAlloc per call, however many
+    intermediates the plan has."""
+    offsets: dict[str, int] = {}
+    total = 0
+    for w in workspaces:
+        nbytes = shape_expr.evaluate(w["bytes"], env)
+        if nbytes < 0:
+            raise ValueError(f"workspace {w['name']} would have {nbytes} bytes")
+        offsets[w["name"]] = total
+        total += -(-max(1, nbytes) // WORKSPACE_ALIGN) * WORKSPACE_ALIGN
+    return offsets, total
+
+
 @dataclass
 class _Call:
     """One call in progress: device pointers, host copies to bring back, memory to free."""
 
     pointers: dict[str, int] = field(default_factory=dict)
+    by_index: dict[int, int] = field(default_factory=dict)  # buffer parameter position -> ptr
     copy_back: list[tuple[np.ndarray, np.ndarray, int]] = field(default_factory=list)
     owned: list[int] = field(default_factory=list)
     scalars: dict[str, Any] = field(default_factory=dict)
@@ -123,6 +149,7 @@ class CudaFunction:
         self._names = [p["name"] for p in self.params]
         self.launches: list[dict[str, Any]] = meta.get("launches", [])
         self.workspaces: list[dict[str, Any]] = meta.get("workspaces", [])
+        self.checks: list[dict[str, Any]] = meta.get("checks", [])
 
     @property
     def outputs(self) -> list[str]:
@@ -175,6 +202,7 @@ class CudaFunction:
             if got != want:
                 raise ValueError(f"{binder.where(s)}: expected shape {want}, got {got}")
         self._check_aliasing(values, set(absent))
+        self._check_sizes(binder.env)
         allocated = []
         for i in absent:
             s = self._specs[i]
@@ -186,6 +214,14 @@ class CudaFunction:
             values[i] = np.zeros(shape, s.np_dtype or np.dtype(np.uint16))
             allocated.append(values[i])
         return binder, values, allocated
+
+    def _check_sizes(self, env: dict[str, int]) -> None:
+        """The plan's checks of the sizes (a graph function's R.match_cast), before any
+        launch: a ValueError with the compiler's message when one fails."""
+        for c in self.checks:
+            lhs, rhs = shape_expr.evaluate(c["lhs"], env), shape_expr.evaluate(c["rhs"], env)
+            if not _COMPARE[c["op"]](lhs, rhs):
+                raise ValueError(f"{c['message']} ({lhs} vs {rhs})")
 
     def _check_aliasing(self, values: list[Any], fresh: set[int]) -> None:
         """No output may share memory with another argument (kernel pointers are noalias)."""
@@ -222,25 +258,29 @@ class CudaFunction:
         """Checked arguments placed on the device (numpy arrays copied in, workspaces made)."""
         drv = self.module.driver
         call = _Call()
+        if any(SM_COUNT in str(d) for launch in self.launches for d in launch["grid"]):
+            binder.env[SM_COUNT] = self.module.sm_count()  # a persistent (megakernel) grid
         bound = BoundCall(self, binder.env, call)
         try:
             for s, v in zip(self._specs, values):
                 if s.kind == "scalar":
                     call.scalars[s.name] = v[()] if isinstance(v, np.ndarray) else v
                 elif isinstance(v, DeviceArray):
-                    call.pointers[s.name] = v.ptr
+                    call.pointers[s.name] = call.by_index[s.index] = v.ptr
                 else:
                     host = np.ascontiguousarray(v)
                     ptr = drv.alloc(host.nbytes)
                     call.owned.append(ptr)
                     drv.to_device(ptr, host)
-                    call.pointers[s.name] = ptr
+                    call.pointers[s.name] = call.by_index[s.index] = ptr
                     if s.output:
                         call.copy_back.append((v, host, ptr))
-            for w in self.workspaces:
-                ptr = drv.alloc(shape_expr.evaluate(w["bytes"], binder.env))
-                call.owned.append(ptr)
-                call.pointers["workspace " + w["name"]] = ptr
+            offsets, total = workspace_layout(self.workspaces, binder.env)
+            if offsets:
+                base = drv.alloc(total)
+                call.owned.append(base)
+                for name, offset in offsets.items():
+                    call.pointers["workspace " + name] = base + offset
         except BaseException:
             bound.free()
             raise
@@ -255,7 +295,8 @@ class CudaFunction:
         for a in launch["args"]:
             kind = a["kind"]
             if kind == "buffer":
-                args.append(ctypes.c_uint64(call.pointers[a["param"]]))
+                ptr = call.by_index[a["index"]] if "index" in a else call.pointers[a["param"]]
+                args.append(ctypes.c_uint64(ptr))
             elif kind == "workspace":
                 args.append(ctypes.c_uint64(call.pointers["workspace " + a["name"]]))
             elif kind == "param":
@@ -315,7 +356,14 @@ class CudaModule(FunctionTable):
         self.driver = driver
         self._module = driver.load_module(self.ptx.encode())
         self._kernels: dict[str, Any] = {}
+        self._sm_count: int | None = None
         self._functions = {f["name"]: CudaFunction(self, f) for f in self.metadata["functions"]}
+
+    def sm_count(self) -> int:
+        """The device's multiprocessor count (asked once): the grid of a megakernel."""
+        if self._sm_count is None:
+            self._sm_count = int(self.driver.sm_count())
+        return self._sm_count
 
     def kernel(self, name: str, dynamic_shared: int = 0) -> Any:
         fn = self._kernels.get(name)
@@ -339,4 +387,4 @@ def load_ptx(path: str | os.PathLike[str], driver: Any = None) -> CudaModule:
 
 
 __all__ = ["BoundCall", "CudaFunction", "CudaModule", "DeviceArray", "load_ptx",
-           "read_metadata"]
+           "read_metadata", "workspace_layout"]

@@ -45,6 +45,27 @@ SAMPLES = REFS.GPU_SAMPLES
 SAMPLE_IDS = [s.name for s in SAMPLES]
 
 
+def _load_sample_references() -> ModuleType:
+    """samples/references.py (the graph samples among them), shared by name with the other
+    tests that load it."""
+    import sys
+
+    name = "tirc_sample_references"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "samples" / "references.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+SAMPLE_REFS = _load_sample_references()
+# Graph samples that run on a GPU: all but those calling a C function on the host.
+GRAPH_SAMPLES = [s for s in SAMPLE_REFS.GRAPH_SAMPLES if not s.externs]
+GRAPH_SAMPLE_IDS = [s.name for s in GRAPH_SAMPLES]
+
+
 def lower(mod: IRModule | str, opt_level: int = 2, arch: str = "sm_80",
           skip: Iterable[str] = ()) -> IRModule:
     """`mod` (or .tir text) through the GPU pipeline, leaving out the `skip` passes."""
@@ -74,8 +95,15 @@ class FakeDriver:
         self.copies = 0
 
     def load_module(self, image: bytes) -> Any:
+        """The lowered module with exactly the PTX's kernels (several samples may all have a
+        `main_kernel0`), or None to look kernels up by name."""
         assert image.startswith(b"// tirc module")
-        return "module"
+        from tirc.passes.gpu.thread_tags import KERNEL_ATTR
+        from tirc.runtime.cuda import read_metadata
+
+        kernels = {k["name"] for k in read_metadata(image.decode(), "fake")["kernels"]}
+        return next((m for m in self.modules if kernels == {
+            n for n, f in m.functions.items() if f.attrs.get(KERNEL_ATTR)}), None)
 
     def add(self, lowered: IRModule) -> None:
         self.modules.append(lowered)
@@ -84,11 +112,12 @@ class FakeDriver:
         return next(m for m in self.modules if kernel in m.functions)
 
     def get_function(self, module: Any, name: str) -> Any:
-        self._module_of(name)
-        return name
+        lowered = module if module is not None else self._module_of(name)
+        assert name in lowered.functions
+        return (lowered, name)
 
     def set_max_dynamic_shared(self, fn: Any, nbytes: int) -> None:
-        self.dynamic[fn] = nbytes
+        self.dynamic[fn[1]] = nbytes
 
     def alloc(self, nbytes: int) -> int:
         ptr = self.next
@@ -107,9 +136,24 @@ class FakeDriver:
         self.copies += 1
         array.reshape(-1).view(np.uint8)[:] = self.memory[ptr][:array.nbytes]
 
+    def _view(self, ptr: int, buf: Any, sizes: dict[str, int]) -> np.ndarray:
+        """The buffer at device address `ptr` (an allocation's start, or a workspace inside
+        one), as an array of its dtype and size."""
+        from tirc.passes.entry_signature import shape_text
+        from tirc.runtime.shape_expr import evaluate
+
+        base = max(b for b in self.memory if b <= ptr)
+        count = int(np.prod([evaluate(shape_text(d), sizes) for d in buf.shape], dtype=np.int64))
+        dt = np_dtype(buf.dtype)
+        start = ptr - base
+        assert start + count * dt.itemsize <= self.memory[base].nbytes, "access past the end"
+        return self.memory[base][start:start + count * dt.itemsize].view(dt)
+
     def launch(self, fn: Any, grid: Any, block: Any, shared: int, args: list[Any]) -> None:
-        lowered = self._module_of(fn)
+        lowered, fn = fn
         kernel = lowered[fn]
+        sizes = {p.name: a.value for p, a in zip(kernel.params, args)
+                 if p not in kernel.buffer_map}
         values = []
         for p, a in zip(kernel.params, args):
             buf = kernel.buffer_map.get(p)
@@ -117,7 +161,7 @@ class FakeDriver:
                 values.append(a.value)
                 continue
             assert isinstance(a, ctypes.c_uint64)
-            values.append(self.memory[a.value].view(np_dtype(buf.dtype)))
+            values.append(self._view(a.value, buf, sizes))
         self.launches.append((fn, tuple(grid), tuple(block), shared))
         GPUInterpreter(lowered).launch(fn, grid, block, *values)
 

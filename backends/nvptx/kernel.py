@@ -9,7 +9,9 @@ the GPU:
   kernel needs more than 48 KiB), `local` buffers allocas;
 - `T.tvm_storage_sync("shared")` is `barrier.cta.sync.aligned.all 0` (bar.sync 0);
 - float math goes through tirc.backends.nvptx.math (no libm on the device);
-- a failed assertion traps (a kernel has no error code to return).
+- a failed assertion traps (a kernel has no error code to return);
+- event waits, notifications and atomic adds (a megakernel's counters) are GPU-scope PTX
+  atomics (tirc.backends.nvptx.events), not the CPU's.
 The kernel is a `ptx_kernel` function taking generic pointers and scalars in parameter order.
 """
 
@@ -33,6 +35,8 @@ from tirc.backends.llvm.types import (
     mem_type,
 )
 from tirc.backends.nvptx.address_space import SHARED, sreg_intrinsic
+from tirc.backends.nvptx.events import OPS as EVENT_OPS
+from tirc.backends.nvptx.events import emit_gpu_event
 from tirc.backends.nvptx.math import FLOAT_MATH, emit_float_math
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
@@ -205,6 +209,8 @@ class KernelCodegen(BuiltinCalls, StmtCodegen):
         return ir.Constant(I32, 0)
 
     def expr_Call(self, e: Call) -> ir.Value:
+        if e.op in EVENT_OPS:
+            return emit_gpu_event(self, e)
         if e.op in FLOAT_MATH and e.dtype.is_float:
             args = [self.expr_as(a, e.dtype) for a in e.args]
             out = emit_float_math(self.ctx, self.b, e.op, args)

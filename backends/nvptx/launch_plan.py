@@ -3,11 +3,14 @@
 For every host function (made by gpu-split-host-device) the metadata holds, beside the CPU
 ABI's description of the parameters (docs/abi.md: names, dtypes, symbolic shapes as expression
 strings, outputs, and where each symbolic size is bound from):
-- `workspaces`: global buffers the host allocates around the launches (size in bytes, as an
-  expression);
+- `workspaces`: global buffers the host allocates around the launches (a unique name, size in
+  bytes as an expression); the runtime places them all in one device allocation per call;
+- `checks`: comparisons of sizes the call must pass before any launch (`R.match_cast`'s),
+  `{"lhs": "m", "op": "eq", "rhs": "n", "message": "..."}`;
 - `launches`, in order: the kernel's name, its grid and block extents (integers or shape
   expressions such as "(n + 255) // 256"), the bytes of dynamic shared memory, and its
-  arguments: `{"kind": "buffer", "param": "A"}`, `{"kind": "workspace", "name": "W"}`,
+  arguments: `{"kind": "buffer", "param": "A", "index": 0}` (the parameter's position; names
+  may repeat), `{"kind": "workspace", "name": "W"}`,
   `{"kind": "param", "param": "alpha"}` (a scalar parameter) or
   `{"kind": "expr", "expr": "n * 2", "dtype": "int64"}` (a value of the symbolic sizes).
 """
@@ -18,12 +21,15 @@ from typing import Any
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.expr import Call, PrimExpr, StringImm, Var, binop, cast
+from tirc.ir.expr import CMP_OPS, BinOp, Call, PrimExpr, StringImm, Var, binop, cast
 from tirc.ir.function import PrimFunc
-from tirc.ir.stmt import Allocate
+from tirc.ir.stmt import Allocate, AssertStmt
 from tirc.passes.entry_signature import accessed_data, param_buffers, shape_text, signature
 from tirc.passes.flatten_buffers import storage_size
 from tirc.passes.gpu.thread_tags import is_launch, walk_stmts
+
+# Bound by the runtime, not by the parameters: the device's SM count (a megakernel's grid).
+SM_COUNT = "tirc_sm_count"
 
 
 def bound_symbols(func: PrimFunc) -> dict[Var, str]:
@@ -52,7 +58,7 @@ def _text(e: PrimExpr, func: PrimFunc) -> int | str:
 def _mark_accesses(info: dict[str, Any], launches: list[dict[str, Any]],
                    kernels: dict[str, PrimFunc]) -> None:
     """Set each buffer parameter's `input`/`output` from what the kernels read and write."""
-    params = {p["name"]: p for p in info["params"]}
+    params = info["params"]
     for launch in launches:
         kernel = kernels.get(launch["kernel"])
         if kernel is None:
@@ -62,7 +68,7 @@ def _mark_accesses(info: dict[str, Any], launches: list[dict[str, Any]],
             buf = kernel.buffer_map.get(kp)
             if buf is None or arg["kind"] != "buffer":
                 continue
-            entry = params[arg["param"]]
+            entry = params[arg["index"]]
             entry["input"] = entry["input"] or buf.data in reads
             entry["output"] = entry["output"] or buf.data in writes
 
@@ -74,18 +80,26 @@ def host_plan(func: PrimFunc, shared: dict[str, int],
     bound = bound_symbols(func)
     info = signature(func, symbol, bound)
     info["kind"] = "gpu_func"
-    by_data: dict[Var, str] = {buf.data: p.name for p, buf in param_buffers(func).items()}
-    by_data.update({p: p.name for p in func.params if p in func.buffer_map})
+    # Each buffer parameter's position: names may repeat (a graph function returning its
+    # parameter `x` has an input `x` and an output `x`), positions do not.
+    index = {p: k for k, p in enumerate(func.params)}
+    by_data: dict[Var, int] = {buf.data: index[p] for p, buf in param_buffers(func).items()}
+    by_data.update({p: index[p] for p in func.params if p in func.buffer_map})
     for p in func.params:
         flat = func.buffer_map.get(p)
         if flat is not None:
-            by_data.setdefault(flat.data, p.name)
+            by_data.setdefault(flat.data, index[p])
     scalars = {p for p in func.params if p not in func.buffer_map}
     workspaces: dict[Var, Buffer] = {}
+    names: dict[Var, str] = {}  # each workspace's name, made unique (`T_sqsum`, `T_sqsum_1`)
     launches: list[dict[str, Any]] = []
+    checks: list[dict[str, Any]] = []
     for s in walk_stmts(func.body):
+        if isinstance(s, AssertStmt):
+            checks.append(_check(s, func))
         if isinstance(s, Allocate):
             workspaces[s.buffer.data] = s.buffer
+            names[s.buffer.data] = _unique(s.buffer.name, set(names.values()))
         if not is_launch(s):
             continue
         call = s.value
@@ -96,16 +110,17 @@ def host_plan(func: PrimFunc, shared: dict[str, int],
         for a in call.args[7:]:
             if isinstance(a, Var) and a.dtype.is_handle:
                 if a in by_data:
-                    args.append({"kind": "buffer", "param": by_data[a]})
+                    k = by_data[a]
+                    args.append({"kind": "buffer", "param": func.params[k].name, "index": k})
                 elif a in workspaces:
-                    args.append({"kind": "workspace", "name": workspaces[a].name})
+                    args.append({"kind": "workspace", "name": names[a]})
                 else:
                     raise CompileError(f"codegen: {func.name}: kernel argument '{a.name}' is "
                                        "neither a parameter nor a workspace", func.span)
             elif isinstance(a, Var) and a in scalars:
                 args.append({"kind": "param", "param": a.name})
             else:
-                unbound = [v for v in _vars(a) if v not in bound]
+                unbound = [v for v in _vars(a) if v not in bound and v.name != SM_COUNT]
                 if unbound:
                     raise CompileError(f"codegen: {func.name}: symbolic size "
                                        f"'{unbound[0].name}' is not a whole dimension of any "
@@ -115,12 +130,32 @@ def host_plan(func: PrimFunc, shared: dict[str, int],
         launches.append({"kernel": kernel, "grid": dims[:3], "block": dims[3:],
                          "shared_bytes": shared.get(kernel, 0), "args": args})
     info["workspaces"] = [
-        {"name": b.name, "dtype": str(b.dtype),
+        {"name": names[b.data], "dtype": str(b.dtype),
          "bytes": _text(binop("mul", cast("int64", storage_size(b)), b.dtype.bytes), func)}
         for b in workspaces.values()]
+    info["checks"] = checks
     info["launches"] = launches
     _mark_accesses(info, launches, kernels)
     return info
+
+
+def _check(s: AssertStmt, func: PrimFunc) -> dict[str, Any]:
+    """A host check of the sizes (R.match_cast's) as the runtime evaluates it."""
+    cond = s.condition
+    if not isinstance(cond, BinOp) or cond.op not in CMP_OPS:
+        raise CompileError(f"codegen: {func.name}: a host check must compare two sizes",
+                           s.span or func.span)
+    return {"lhs": _text(cond.a, func), "op": cond.op, "rhs": _text(cond.b, func),
+            "message": s.message}
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    """`name`, or `name_1`, `name_2`... when it is taken."""
+    out, k = name, 0
+    while out in taken:
+        k += 1
+        out = f"{name}_{k}"
+    return out
 
 
 def _vars(e: PrimExpr) -> list[Var]:

@@ -2,9 +2,11 @@
 short expansions over PTX's approximate instructions (inline PTX) where it has none.
 
 Native: sqrt, fabs, floor, ceil, trunc, roundeven, fma, min/max (any float width), exp2 (f32).
-Expanded, in float32 (float16 and float64 arguments are computed in float32 and converted
-back, so float64 transcendentals have float32 accuracy):
+float64 transcendentals are computed in double precision by tirc.backends.nvptx.math_f64.
+Expanded, in float32 (float16 and bfloat16 arguments are computed in float32 and rounded back):
 - exp(x) = ex2(p) * (1 + e * ln 2) with p = x * log2(e) and e its rounding error (fma), ~2 ulp;
+- fast_exp(x) = ex2.approx.ftz(x * log2(e)), CUDA's __expf: two instructions, error at most
+  2 + 1.17 |x| ulp, subnormal results flushed to zero (docs/fast_math.md);
 - log(x) = lg2.approx(x) * ln 2, log2 = lg2.approx (absolute error below 2^-22);
 - sin/cos: reduction by 2*pi in two parts, then sin.approx/cos.approx (error below 2^-20);
 - tanh: an odd polynomial for |x| < 0.3, else sign(x) * (1 - t) / (1 + t) with t = exp(-2|x|);
@@ -22,6 +24,7 @@ from llvmlite import ir
 from tirc.backends.llvm.context import ModuleContext
 from tirc.backends.llvm.intrinsics import call_llvm
 from tirc.backends.llvm.types import F32, I32
+from tirc.backends.nvptx.math_f64 import EXPANDED_F64, Float64Math
 
 NATIVE = {"sqrt": "llvm.sqrt", "abs": "llvm.fabs", "floor": "llvm.floor", "ceil": "llvm.ceil",
           "trunc": "llvm.trunc", "round": "llvm.roundeven", "fma": "llvm.fma"}
@@ -60,6 +63,10 @@ class _Math:
         err = self.fma(x, log2e, self.b.fneg(p))
         err = self.fma(x, self.c(1.9259629911e-08), err)  # log2(e) - float32(log2(e))
         return self.b.fmul(self.exp2(p), self.fma(err, self.c(math.log(2.0)), self.c(1.0)))
+
+    def fast_exp(self, x: ir.Value) -> ir.Value:
+        p = self.b.fmul(x, self.c(float.fromhex("0x1.715476p+0")))
+        return self.ptx("ex2.approx.ftz.f32 $0, $1;", p)
 
     def log2(self, x: ir.Value) -> ir.Value:
         return self.ptx("lg2.approx.f32 $0, $1;", x)
@@ -124,7 +131,7 @@ class _Math:
 
 
 EXPANDED: dict[str, Expansion] = {
-    "exp": lambda m, a: m.exp(a[0]), "fast_exp": lambda m, a: m.exp(a[0]),
+    "exp": lambda m, a: m.exp(a[0]), "fast_exp": lambda m, a: m.fast_exp(a[0]),
     "exp2": lambda m, a: m.exp2(a[0]), "log": lambda m, a: m.log(a[0]),
     "log2": lambda m, a: m.log2(a[0]), "sin": lambda m, a: m.sin(a[0]),
     "cos": lambda m, a: m.cos(a[0]), "tanh": lambda m, a: m.tanh(a[0]),
@@ -160,10 +167,10 @@ def emit_float_math(ctx: ModuleContext, b: ir.IRBuilder, op: str,
         ty = xs[0].type
         if isinstance(ty, ir.FloatType):
             return EXPANDED[op](m, xs)
-        wide = [b.fpext(x, F32) if isinstance(ty, ir.HalfType) else b.fptrunc(x, F32)
-                for x in xs]
-        out = EXPANDED[op](m, wide)
-        return b.fpext(out, ty) if isinstance(ty, ir.DoubleType) else b.fptrunc(out, ty)
+        if isinstance(ty, ir.DoubleType):
+            return EXPANDED_F64[op](Float64Math(ctx, b), xs)
+        out = EXPANDED[op](m, [b.fpext(x, F32) for x in xs])
+        return b.fptrunc(out, ty)
 
     return _per_lane(b, args, scalar)
 

@@ -2,6 +2,7 @@
 
     // tirc module Module for cuda -arch=sm_90
     // function add_relu(A: float32[n], B: float32[n], C: float32[n] (output))
+    //   check m == n                                  (graph functions' R.match_cast)
     //   launch add_relu_kernel grid ((n + 255) // 256, 1, 1) block (256, 1, 1) shared 0
     // tirc-metadata: {"tirc_abi":1,"module":"Module","target":"cuda -arch=sm_90",...
     // tirc-metadata: ...rest of the JSON, in lines of at most 160 characters
@@ -19,6 +20,7 @@ from typing import Any
 PREFIX = "// tirc-metadata: "
 END = "// tirc-metadata-end"
 CHUNK = 160
+_SYMBOLS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
 def _dims(values: list[Any]) -> str:
@@ -37,6 +39,8 @@ def summary_lines(meta: dict[str, Any]) -> list[str]:
     lines = [f"// tirc module {meta['module']} for {meta['target']}"]
     for f in meta["functions"]:
         lines.append(f"// function {f['name']}({', '.join(_param(p) for p in f['params'])})")
+        for c in f.get("checks", []):
+            lines.append(f"//   check {c['lhs']} {_SYMBOLS.get(c['op'], c['op'])} {c['rhs']}")
         for w in f.get("workspaces", []):
             lines.append(f"//   workspace {w['name']}: {w['dtype']}, {w['bytes']} bytes")
         for launch in f.get("launches", []):

@@ -2,8 +2,9 @@
 
 The table of contents of GPU lowering, one step a line. The loop-level steps are the CPU
 pipeline's; the GPU steps turn thread-bound loops into kernels and a host launch plan. Names of
-passes not registered (yet) are left out, as in tirc.passes.pipeline. Graph-level steps are not
-here yet: graph functions need default GPU schedules (bindings) before they can run on a GPU.
+passes not registered (yet) are left out, as in tirc.passes.pipeline. The graph-level steps are
+the CPU ones (passes/graph/graph_pipeline.py) but for the schedule: gpu-default-schedule binds
+the generated kernels to blocks and threads at every -O level (unbound code cannot run on a GPU).
 """
 
 from __future__ import annotations
@@ -11,11 +12,37 @@ from __future__ import annotations
 from tirc.passes.registry import all_passes
 
 
+def graph_steps_gpu(opt_level: int) -> list[str]:
+    """Pass names, in order, that lower the graph functions of a module for the GPU."""
+    steps = [
+        "normalize",               # struct info of every binding, shape errors at their source
+        "legalize-ops",            # operators -> call_tir of generated loop functions
+        "annotate-op-pattern",     # elementwise / broadcast / injective / reduction / fusable
+    ]
+    if opt_level >= 1:
+        steps += [
+            "fold-constants",      # scalar computations on constants at compile time
+            "fuse-ops",            # group producers, consumers and epilogues
+            "fuse-tir",            # one loop function per group
+        ]
+    steps += [
+        "dead-code-elim",          # unused bindings and functions
+        "gpu-default-schedule",    # element per thread, block per row, tiled matmul
+        "memory-plan",             # intermediates: one workspace, tokens reused after last use
+        "lower-graph",             # graph function -> host function that runs the kernels
+        "gpu-bind-graph-host",     # copies and constants lower-graph adds -> kernels
+    ]
+    return steps
+
+
 def gpu_pipeline(opt_level: int) -> list[str]:
     """Pass names, in order, that turn a parsed module into one the NVPTX backend compiles."""
     steps = [
         "verify",                  # the input is well-formed
         "apply-schedules",         # @S.schedule functions (`sch.bind` makes thread bindings)
+    ]
+    steps += graph_steps_gpu(opt_level)
+    steps += [
         "lower-init",              # block `init` -> `if` on the first reduction iteration
         "lower-blocks",            # blocks -> loop nests (thread bindings kept)
         "lower-layouts",           # buffers with layouts -> flat storage, physical offsets
@@ -24,6 +51,7 @@ def gpu_pipeline(opt_level: int) -> list[str]:
     if opt_level >= 1:
         steps += ["simplify"]      # fold index arithmetic (thread bindings kept)
     steps += [
+        "gpu-inject-vthread",      # vthread loops -> unrolled loops, cut at barriers
         "gpu-thread-binding",      # check thread-bound loops; start each at 0
         "gpu-launch-dims",         # one extent per thread axis and kernel (guards)
         "gpu-storage-scope",       # shared/local buffers into the kernels that use them

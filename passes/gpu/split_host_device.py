@@ -10,11 +10,11 @@ sizes and scalar parameters, by name). The kernel gets the attributes `tirc.kern
     T.call_intrin("int32", "tirc.launch_kernel", "f_kernel", gx, gy, gz, bx, by, bz, args...)
 
 where the grid and block extents are expressions over the host's symbolic sizes, so the host
-part is a launch plan the runtime evaluates; a parameter buffer is passed as its handle
-parameter (`a`), a workspace as its data. Host code may only open global workspaces, bind
-scalars (inlined into the launches) and launch kernels; anything else outside the
-thread-bound loops (a store, a host loop) is an error pointing at it, and a function without
-any thread-bound loop is an error asking for bindings.
+part is a launch plan the runtime evaluates; a parameter buffer is passed as its storage
+(`A.data`, for T.Buffer and T.match_buffer parameters alike), a workspace as its allocation.
+Host code may only open global workspaces, bind scalars (inlined into the launches) and launch
+kernels; anything else outside the thread-bound loops (a store, a host loop) is an error
+pointing at it, and a function without any thread-bound loop is an error asking for bindings.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import (
     Allocate,
+    AssertStmt,
     AttrStmt,
     BufferStore,
     Evaluate,
@@ -101,10 +102,12 @@ class _Splitter:
         self.func = func
         self.count = len(launch_regions(func.body))
         self.kernels: list[PrimFunc] = []
-        # Host handle order: the parameters' storage first. A launch passes a parameter's
-        # storage as the handle parameter itself (`a`, printed and parsed back as such).
+        # Global workspaces the host opens: a kernel's parameter for one has its whole shape
+        # (views into it, as lower-graph's intermediates, share its storage at offsets).
+        self.workspaces: dict[Var, Buffer] = {}
+        # Host handle order: the parameters' storage first. A launch passes a buffer's storage
+        # (`A.data` in the printed IR, whether A is a T.Buffer or a T.match_buffer parameter).
         self.param_data = [func.buffer_map[p].data for p in func.params if p in func.buffer_map]
-        self.handle_of = {func.buffer_map[p].data: p for p in func.params if p in func.buffer_map}
 
     def error(self, s: Stmt, what: str) -> CompileError:
         return CompileError(
@@ -122,8 +125,9 @@ class _Splitter:
                 return self.device_allocs(s, [])
             if s.init is not None:
                 raise self.error(s, f"event tensor '{s.buffer.name}'")
+            self.workspaces[s.buffer.data] = s.buffer
             return s.replace(body=self.host(s.body))  # type: ignore[return-value]
-        if isinstance(s, AttrStmt):
+        if isinstance(s, AttrStmt | AssertStmt):  # a check of sizes: the launch plan runs it
             return s.replace(body=self.host(s.body))  # type: ignore[return-value]
         if isinstance(s, LetStmt):
             if s.var.dtype.is_handle:
@@ -169,7 +173,7 @@ class _Splitter:
                                    region.span)
             p = Var(buffers[data].name, HANDLE)
             params.append(p)
-            buffer_map[p] = buffers[data]
+            buffer_map[p] = self.workspaces.get(data, buffers[data])
         params.extend(scalars)
         extents = launch_extents(region)
         tags = [t for t in ALL_TAGS if t in extents]
@@ -179,8 +183,7 @@ class _Splitter:
                                      span=region.span))
         dims: list[PrimExpr] = [extents.get(t, IntImm(1, INT32)) for t in (*BLOCK_TAGS,
                                                                            *THREAD_TAGS)]
-        host_handles = [self.handle_of.get(h, h) for h in handles]
-        args: tuple[PrimExpr, ...] = (StringImm(name), *dims, *host_handles, *scalars)
+        args: tuple[PrimExpr, ...] = (StringImm(name), *dims, *handles, *scalars)
         return Evaluate(Call(LAUNCH_KERNEL, args, INT32), span=region.span)
 
 

@@ -99,15 +99,17 @@ def f(A: T.Buffer((32,), "float32")):
     assert "trap;" in result.ptx
 
 
-def test_graph_functions_must_be_lowered_first() -> None:
+def test_graph_functions_are_lowered_by_the_gpu_pipeline() -> None:
     mod = parse("""
 @R.function
 def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
     return x
 """)
-    with pytest.raises(CompileError, match="graph function 'main' must be lowered to loop "
-                       "functions before GPU code generation"):
-        compile_ptx(mod, "cuda")
+    (f,) = compile_ptx(mod, "cuda").metadata["functions"]
+    assert [p["name"] for p in f["params"]] == ["x", "x"]  # the input, then the result
+    (launch,) = f["launches"]  # the copy of the returned parameter
+    assert launch["kernel"] == "main_kernel" and launch["block"] == [4, 1, 1]
+    assert [(a["param"], a["index"]) for a in launch["args"]] == [("x", 0), ("x", 1)]
 
 
 def test_unknown_arch_is_an_error() -> None:

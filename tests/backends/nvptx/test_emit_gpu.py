@@ -76,9 +76,39 @@ def test_cli_writes_ptx(invoke, tmp_path: Path) -> None:
     assert ".target sm_80" in out.read_text()
 
 
-def test_cli_unbound_function_is_a_diagnostic(invoke, tmp_path: Path) -> None:
-    sample = GPU_SAMPLES_DIR.parent / "row_sum.tir"
+def test_cli_partly_bound_function_is_a_diagnostic(invoke, tmp_path: Path) -> None:
+    # (a function with no bindings at all gets the default GPU schedule; one with some is
+    # its author's, and a loop left outside the kernels cannot run)
+    sample = tmp_path / "partly.tir"
+    sample.write_text("""@T.prim_func
+def partly(a: T.Buffer((4, 32), "float32")):
+    for i in range(4):
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            a[i, tx] = T.float32(1)
+""")
     result = invoke(sample, "--target", "cuda", "-o", tmp_path / "r.ptx")
     assert result.exit_code == 1
-    assert "row_sum.tir:6:1: error: gpu-split-host-device: function 'row_sum' has no " \
-        "thread-bound loops" in result.output
+    assert "partly.tir:3:5: error: gpu-split-host-device: partly: loop 'i' is outside every " \
+        "thread-bound loop" in result.output
+
+
+def test_cli_emits_a_cubin_for_the_requested_arch(invoke, tmp_path: Path) -> None:
+    require_ptxas()
+    out = tmp_path / "r.cubin"
+    result = invoke(GPU_SAMPLES_DIR / "row_sum_shared.tir", "--target", "cuda -arch=sm_80",
+                    "-o", out)
+    assert result.exit_code == 0, result.output
+    data = out.read_bytes()
+    assert data[:4] == b"\x7fELF" and b"row_sum_shared_kernel" in data
+
+
+def test_cli_cubin_without_ptxas_on_path_is_a_diagnostic(invoke, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TIRC_PTXAS", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no ptxas anywhere
+    out = tmp_path / "r.cubin"
+    result = invoke(GPU_SAMPLES_DIR / "row_sum_shared.tir", "--target", "cuda", "-o", out)
+    assert result.exit_code == 1
+    assert "error: cannot make a cubin: ptxas (from the CUDA toolkit) is not on PATH" in \
+        result.output
+    assert "Traceback" not in result.output and not out.exists()

@@ -8,7 +8,16 @@ import subprocess
 import sys
 
 import pytest
-from gpu_support import ROOT, SAMPLES, FakeDriver, lower, sample_module
+from gpu_support import (
+    ROOT,
+    SAMPLE_REFS,
+    SAMPLES,
+    FakeDriver,
+    lower,
+    require_ptxas,
+    sample_module,
+)
+from tirc.frontend import parse_file
 from tirc.runtime import cuda_driver
 
 SCRIPT = ROOT / "benchmarks" / "gpu_check.py"
@@ -36,12 +45,27 @@ def test_without_a_driver_it_exits_2_with_the_reason(tmp_path) -> None:
 
 def test_runs_end_to_end_on_a_fake_device(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     fake = FakeDriver(*(lower(sample_module(s.name), opt_level=3, arch="sm_90")
-                        for s in SAMPLES))
+                        for s in SAMPLES),
+                      lower(parse_file(str(SAMPLE_REFS.BY_NAME["mlp"].path)), opt_level=3,
+                            arch="sm_90"))
     monkeypatch.setattr(cuda_driver, "_DRIVER", fake)
-    status = _load().run(None, repeats=1, compile_only=False, small=True)
+    status = _load().run(None, repeats=1, compile_only=False, small=True, graph=("mlp",))
     out = capsys.readouterr().out
     assert status == 0, out
     assert out.splitlines()[0] == "device: fake, sm_90, 132 SMs"
-    rows = [line.split() for line in out.splitlines()[3:3 + len(SAMPLES)]]
-    assert [r[0] for r in rows] == [s.name for s in SAMPLES]
+    rows = [line.split() for line in out.splitlines()[3:4 + len(SAMPLES)]]
+    assert [r[0] for r in rows] == [s.name for s in SAMPLES] + ["mlp"]
     assert all(r[3] == "yes" for r in rows)
+    assert rows[-1][1] == "n=3"
+    # the graph row ran the whole plan (3 kernels) for the checked call, warm-up and timing
+    assert [k for k, *_ in fake.launches if k.startswith("main_")] == \
+        ["main_kernel0", "main_kernel1", "main_kernel2"] * 3
+
+
+def test_compile_only_lists_the_graph_samples(capsys) -> None:
+    require_ptxas()
+    status = _load().run("sm_90", repeats=1, compile_only=True, graph=("mlp",))
+    out = capsys.readouterr().out
+    assert status == 0, out
+    (row,) = [line for line in out.splitlines() if line.startswith("mlp ")]
+    assert "(compiled only)" in row and row.split()[-1].endswith("max")

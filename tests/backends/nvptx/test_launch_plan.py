@@ -18,8 +18,10 @@ def test_grid_from_the_shapes() -> None:
     assert launch == {
         "kernel": "matmul_tiled_kernel", "grid": ["(n + 15) // 16", "(m + 15) // 16", 1],
         "block": [16, 16, 1], "shared_bytes": 0,
-        "args": [{"kind": "buffer", "param": "a"}, {"kind": "buffer", "param": "b"},
-                 {"kind": "buffer", "param": "c"}, {"kind": "expr", "expr": "k", "dtype": "int64"},
+        "args": [{"kind": "buffer", "param": "a", "index": 0},
+                 {"kind": "buffer", "param": "b", "index": 1},
+                 {"kind": "buffer", "param": "c", "index": 2},
+                 {"kind": "expr", "expr": "k", "dtype": "int64"},
                  {"kind": "expr", "expr": "m", "dtype": "int64"},
                  {"kind": "expr", "expr": "n", "dtype": "int64"}]}
     assert plan["vars"] == {"m": {"dtype": "int64", "from": "a.shape[0]"},
@@ -46,8 +48,9 @@ def two(a: T.handle, b: T.handle, alpha: T.float32):
 """), "two")
     assert plan["workspaces"] == [{"name": "W", "dtype": "float32", "bytes": "n * 4"}]
     first, second = plan["launches"]
-    assert first["args"] == [{"kind": "buffer", "param": "a"}, {"kind": "workspace", "name": "W"},
+    assert first["args"] == [{"kind": "buffer", "param": "a", "index": 0},
+                             {"kind": "workspace", "name": "W"},
                              {"kind": "param", "param": "alpha"},
                              {"kind": "expr", "expr": "n", "dtype": "int64"}]
-    assert second["args"][:2] == [{"kind": "buffer", "param": "b"},
+    assert second["args"][:2] == [{"kind": "buffer", "param": "b", "index": 1},
                                   {"kind": "workspace", "name": "W"}]

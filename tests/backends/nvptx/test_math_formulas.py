@@ -15,7 +15,7 @@ from tirc.backends.llvm.types import F32
 from tirc.backends.nvptx.math import EXPANDED, _Math
 
 EXACT = {"lg2.approx.f32": "llvm.log2", "sin.approx.f32": "llvm.sin",
-         "cos.approx.f32": "llvm.cos"}
+         "cos.approx.f32": "llvm.cos", "ex2.approx.ftz.f32": "llvm.exp2"}
 
 
 class _CPUMath(_Math):
@@ -70,3 +70,34 @@ def test_pow_signs_and_special_cases() -> None:
     for x, y, want in cases:
         assert f(x, y) == pytest.approx(want, rel=2e-6), (x, y)
     assert math.isnan(f(-2.0, 0.5))
+
+
+def test_fast_exp_within_cudas_expf_bound() -> None:
+    """T.fast_exp is __expf: ex2.approx.ftz(x * log2(e)). With ex2 exact, the rounding of the
+    product alone must stay within CUDA's documented bound for __expf, 2 + floor(1.173 |x|)
+    ulps, over the range where exp is a normal float32 (docs/fast_math.md)."""
+    f = _jit("fast_exp", 1)
+    rng = np.random.default_rng(0)
+    xs = np.concatenate([rng.uniform(-87.33, 88.72, 20000), rng.uniform(-1, 1, 5000),
+                         [0.0, 1.0, -1.0, 88.72, -87.33]]).astype(np.float32)
+    got = np.array([f(float(x)) for x in xs], np.float64)
+    want = np.exp(xs.astype(np.float64))
+    err = np.abs(got - want) / np.spacing(want.astype(np.float32)).astype(np.float64)
+    assert (err <= 2 + np.floor(1.173 * np.abs(xs))).all()
+    assert err.max() > 30  # the error does grow with |x|: this is not T.exp
+    assert f(0.0) == 1.0
+
+
+def test_fast_exp_is_two_instructions_in_ptx() -> None:
+    from tirc.backends.nvptx import compile_ptx
+    from tirc.frontend import parse
+
+    ptx = compile_ptx(parse("""
+@T.prim_func
+def k(A: T.Buffer((256,), "float32"), B: T.Buffer((256,), "float32")):
+    for tx in T.thread_binding(256, thread="threadIdx.x"):
+        B[tx] = T.fast_exp(A[tx])
+"""), "cuda -arch=sm_90", 2).ptx
+    body = ptx[ptx.index(".entry"):]
+    f32 = [line.split()[0] for line in body.splitlines() if "f32" in line]
+    assert f32 == ["mul.rn.f32", "ex2.approx.ftz.f32"]

@@ -9,8 +9,8 @@ from tirc.frontend import parse
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import Call
 from tirc.ir.interpreter_gpu import GPUInterpreter
-from tirc.ir.printer import print_function
-from tirc.ir.structural import structural_equal
+from tirc.ir.printer import print_function, print_module
+from tirc.ir.structural import first_difference, structural_equal
 from tirc.passes.gpu.thread_tags import HOST_ATTR, KERNEL_ATTR, LAUNCH_KERNEL, walk_stmts
 
 SCALE = """
@@ -42,8 +42,8 @@ def test_each_region_becomes_a_kernel_with_its_free_variables() -> None:
     assert len(launches) == 2
     text = "\n".join(print_function(host))
     assert ('T.call_intrin("int32", "tirc.launch_kernel", "scale_kernel0", '
-            '(n + T.int64(63)) // T.int64(64), 1, 1, 64, 1, 1, a, b, alpha, n)') in text
-    assert '"scale_kernel1", 1, 1, 1, 32, 1, 1, a, n)' in text
+            '(n + T.int64(63)) // T.int64(64), 1, 1, 64, 1, 1, A.data, B.data, alpha, n)') in text
+    assert '"scale_kernel1", 1, 1, 1, 32, 1, 1, A.data, n)' in text
 
 
 def test_split_module_runs_as_the_source_does() -> None:
@@ -78,7 +78,7 @@ def test_function_without_bindings_is_an_error() -> None:
 def plain(A: T.Buffer((32,), "float32")):
     for i in range(32):
         A[i] = T.float32(1)
-""")
+""", skip=["gpu-default-schedule"])  # which would give it a kernel of one thread
     assert info.value.diagnostics[0].message == (
         "gpu-split-host-device: function 'plain' has no thread-bound loops, so it cannot run on "
         "the GPU; bind its loops to blockIdx/threadIdx (T.thread_binding, or sch.bind in a "
@@ -100,3 +100,26 @@ def test_split_module_prints_and_parses_back() -> None:
     mod = lower(SCALE)
     back = parse(mod.script())
     assert structural_equal(back, mod)
+
+
+FIXED = """
+@T.prim_func
+def f(A: T.Buffer((32, 4), "float32"), B: T.Buffer((32, 4), "float32")):
+    for bx in T.thread_binding(32, thread="blockIdx.x"):
+        for tx in T.thread_binding(4, thread="threadIdx.x"):
+            B[bx, tx] = A[bx, tx] * T.float32(2)
+"""
+
+
+@pytest.mark.parametrize("opt_level", [0, 2])
+def test_split_module_with_buffer_parameters_parses_back(opt_level: int) -> None:
+    mod = lower(FIXED, opt_level=opt_level)
+    text = print_module(mod)
+    assert '"f_kernel", 32, 1, 1, 4, 1, 1, A.data, B.data))' in text
+    back = parse(text)
+    assert structural_equal(back, mod), first_difference(mod, back)
+    assert print_module(back) == text
+    a = np.arange(128, dtype=np.float32).reshape(32, 4)
+    b = np.zeros_like(a)
+    GPUInterpreter(back).call("f", a, b)
+    np.testing.assert_array_equal(b, 2 * a)

@@ -48,10 +48,10 @@ def test_unknown_tag_is_an_error() -> None:
     msg = _one_error("""
 @T.prim_func
 def f(A: T.Buffer((8,), "float32")):
-    for v in T.thread_binding(8, thread="vthread.x"):
+    for v in T.thread_binding(8, thread="cthread"):
         A[v] = T.float32(1)
 """)
-    assert msg == ("gpu-thread-binding: loop 'v' is bound to unknown thread axis 'vthread.x' "
+    assert msg == ("gpu-thread-binding: loop 'v' is bound to unknown thread axis 'cthread' "
                    "(expected one of: blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, "
                    "threadIdx.y, threadIdx.z)")
 

@@ -1,0 +1,111 @@
+"""gpu-bind-graph-host: the work lower-graph adds to a host function runs on the GPU too.
+
+lower-graph writes a few computations straight into the host function of a graph function,
+outside every kernel: copies of returned values that no call produces (a returned parameter,
+a tensor returned twice) as block nests, and stores of scalar constants passed to a call. On a
+GPU the host can only launch kernels, so each such nest gets the default GPU schedule of its
+block (gpu-default-schedule: an element per thread, a block per reduced row...) and each
+constant store becomes a one-thread kernel. A call of a C function (`R.call_dps_packed`) is an
+error: it would run on the host. Everything else is left to gpu-split-host-device.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from tirc.ir.buffer import Buffer
+from tirc.ir.diagnostics import CompileError
+from tirc.ir.expr import Call, IntImm, StringImm, Var
+from tirc.ir.function import PrimFunc
+from tirc.ir.module import IRModule
+from tirc.ir.ops.sinfo_util import INT64
+from tirc.ir.stmt import (
+    Allocate,
+    AssertStmt,
+    AttrStmt,
+    Block,
+    BlockRealize,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+    seq,
+)
+from tirc.passes.gpu.default_schedule_gpu import schedule_block
+from tirc.passes.gpu.schedule_builders import bound
+from tirc.passes.graph.lower_extern import CALL_PACKED
+from tirc.passes.graph.lower_graph import GRAPH_ATTR
+from tirc.passes.pass_base import PassContext, PrimFuncPass
+
+
+@dataclass(frozen=True)
+class GPUBindGraphHost(PrimFuncPass):
+    """Block nests and constant stores in graph host functions become kernels."""
+
+    name = "gpu-bind-graph-host"
+    description = ("copies and constant stores lower-graph puts in a host function become "
+                   "GPU kernels")
+
+    def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        if not func.attrs.get(GRAPH_ATTR):
+            return func
+        body = bind_host(func.body)
+        return func if body is func.body else dataclasses.replace(func, body=body)
+
+
+def nest_block(s: Stmt) -> Block | None:
+    """The block of a perfect nest of serial loops from 0 (its iteration values the loop
+    variables, in order), or None."""
+    loops: list[For] = []
+    while isinstance(s, For) and s.kind == ForKind.SERIAL and not s.annotations:
+        loops.append(s)
+        s = s.body
+    if not isinstance(s, BlockRealize) or not loops:
+        return None
+    if list(s.iter_values) != [lp.loop_var for lp in loops] or \
+            any(not (isinstance(lp.min, IntImm) and lp.min.value == 0) for lp in loops) or \
+            s.block.alloc_buffers or s.block.match_buffers or \
+            not isinstance(s.block.body, BufferStore):
+        return None
+    return s.block
+
+
+def one_thread(s: Stmt) -> Stmt:
+    """`s` in a kernel of one block of one thread."""
+    one = IntImm(1, INT64)
+    return bound(Var("const_bx", INT64), one, "blockIdx.x",
+                 bound(Var("const_tx", INT64), one, "threadIdx.x", s))
+
+
+def bind_host(s: Stmt) -> Stmt:
+    """Host statements with every block nest and store moved into a kernel."""
+    if isinstance(s, SeqStmt):
+        parts = [bind_host(x) for x in s.seq]
+        return s if all(a is b for a, b in zip(parts, s.seq)) else seq(*parts)
+    if isinstance(s, Allocate | LetStmt | AssertStmt | AttrStmt):
+        body = bind_host(s.body)
+        return s if body is s.body else dataclasses.replace(s, body=body)
+    if isinstance(s, BufferStore):
+        return one_thread(s)
+    if isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op == CALL_PACKED:
+        symbol = s.value.args[0]
+        name = symbol.value if isinstance(symbol, StringImm) else "?"
+        raise CompileError(f"gpu-bind-graph-host: R.call_dps_packed of the C function '{name}' "
+                           "runs on the host, between the kernels; a cuda target has no host "
+                           "code (write it as a loop function, or compile for llvm)", s.span)
+    if isinstance(s, BlockRealize) and not s.iter_values:
+        body = bind_host(s.block.body)
+        return s if body is s.block.body else \
+            dataclasses.replace(s, block=dataclasses.replace(s.block, body=body))
+    blk = nest_block(s)
+    if blk is None:
+        return s
+    scratch: list[Buffer] = []
+    out = schedule_block(blk, scratch)
+    for buf in reversed(scratch):
+        out = Allocate(buf, out)
+    return out

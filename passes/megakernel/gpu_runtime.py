@@ -1,0 +1,250 @@
+"""Pass `megakernel-gpu`: a task graph -> one persistent CUDA kernel (and a counter init kernel).
+
+    for w in T.thread_binding(tirc_sm_count, "blockIdx.x"):   # one block per SM: a worker
+        (offset tables: event slices, first task of each kind)
+        static:  for q in range(tasks of worker w): run task g = w + q * tirc_sm_count
+        dynamic: g = atomic_add(head, 1) by thread 0, shared with the block;
+                 while g < num_tasks: run task g; g = atomic_add(head, 1)
+
+`tirc_sm_count` is a launch-plan symbol the runtime binds to the device's multiprocessor
+count (cuDeviceGetAttribute) at call time, so one PTX file fits every GPU. Before the
+megakernel, the launch plan runs the init kernel that sets every event counter (and the queue
+head) in the event workspace (tirc.passes.megakernel.gpu_events). Each task runs on all threads
+of its block (tirc.passes.megakernel.gpu_threads): thread 0 waits (acquire) and notifies
+(release), with block barriers around, and the work is spread over threadIdx.x.
+
+Tasks are numbered in the task graph's kind order, which is topological: task g waits only on
+tasks with a smaller number.
+- Static: worker w runs g = w, w + nw, w + 2 nw, ... in increasing order. Deadlock-free by
+  construction when all nw blocks are resident at once (one block per SM, each fitting on an
+  SM; nothing else occupying the GPU): the unfinished task with the smallest number has all its
+  producers finished, and every earlier task of its worker is finished too, so its worker is
+  running it and makes progress. (A block that never became resident would hold back its
+  queue; the runtime launches no more blocks than SMs for that reason.)
+- Dynamic: the global queue hands out tasks in topological order with an atomic head, so a task
+  is dispatched only after all its producers were (count on dispatch: the head; count on
+  completion: the event counters); a block that took a task is resident, and it waits only on
+  tasks already taken by resident blocks. Deadlock-free for any grid size and residency.
+
+The pass runs on task-graph functions (the `megakernel` pass's output, still at block level)
+in place of `megakernel-runtime`; the GPU pipeline's loop-level steps follow
+(`megakernel_gpu_steps`, what `tirc --target cuda -fmegakernel=static|dynamic` runs). Threads
+per block: the longest vectorized loop of the tasks, capped by the config key
+"megakernel.gpu-threads" (default 256, so that a kernel of up to 255 registers per thread still
+fits one block on an SM: the static schedule needs every block resident).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import ClassVar
+
+from tirc.ir.buffer import Buffer
+from tirc.ir.diagnostics import CompileError
+from tirc.ir.dtype import HANDLE, INT32, INT64
+from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var, binop, cast
+from tirc.ir.function import PrimFunc
+from tirc.ir.module import IRModule
+from tirc.ir.stmt import (
+    Allocate,
+    AssertStmt,
+    BufferStore,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    Stmt,
+    While,
+    seq,
+)
+from tirc.ir.target import Target
+from tirc.passes.gpu.thread_tags import barrier
+from tirc.passes.megakernel.gpu_events import EventLayout, event_layout
+from tirc.passes.megakernel.gpu_threads import block_threads, single, spread_task
+from tirc.passes.megakernel.task_graph import MEGAKERNEL_ATTR, MODES, TaskGraph, read_task_graph
+from tirc.passes.pass_base import Pass, PassContext, PrimFuncPass
+
+# The launch-plan symbol for the number of SMs (the runtime binds it; see runtime/cuda.py).
+SM_COUNT = "tirc_sm_count"
+RUNTIME_ATTR = "megakernel.runtime"
+GPU_RUNTIME = "gpu"
+DEFAULT_MAX_THREADS = 256
+
+
+def _threads(ctx: PassContext) -> int:
+    """The cap on threads per block from the pass config (a user error when malformed)."""
+    text = ctx.config.get("megakernel.gpu-threads", str(DEFAULT_MAX_THREADS))
+    if not text.isdigit() or not 32 <= int(text) <= 1024 or int(text) % 32:
+        raise CompileError(f"megakernel-gpu: megakernel.gpu-threads must be a multiple of 32 "
+                           f"from 32 to 1024, got '{text}'")
+    return int(text)
+
+
+def _task_table(graph: TaskGraph) -> tuple[Buffer, list[PrimExpr], Stmt]:
+    """A local table first[k] (the number of the first task of kind k; first[K] the number
+    of tasks), its loads, and the stores filling it."""
+    k = len(graph.tasks)
+    first = Buffer(name="first_task", shape=(IntImm(k + 1, INT64),), dtype=INT64,
+                   data=Var("first_task", HANDLE), scope="local")
+    loads = [BufferLoad(first, (IntImm(i, INT64),), INT64) for i in range(k + 1)]
+    fill: list[Stmt] = [BufferStore(first, IntImm(0, INT64), (IntImm(0, INT64),))]
+    for i, t in enumerate(graph.tasks):
+        fill.append(BufferStore(first, binop("add", loads[i], cast(INT64, t.extent)),
+                                (IntImm(i + 1, INT64),)))
+    return first, loads, seq(*fill)
+
+
+def _dispatch(bodies: list[tuple[Var, Stmt]], g: PrimExpr, firsts: list[PrimExpr]) -> Stmt:
+    """Run task `g`: a binary search over the kinds' first numbers, then that kind's body
+    with its tile index bound (the condition is the same on every thread of the block)."""
+    def pick(lo: int, hi: int) -> Stmt:
+        if hi - lo == 1:
+            var, body = bodies[lo]
+            return LetStmt(var, cast(var.dtype, binop("sub", g, firsts[lo])), body)
+        mid = (lo + hi) // 2
+        return IfThenElse(binop("lt", g, firsts[mid]), pick(lo, mid), pick(mid, hi))
+
+    return pick(0, len(bodies))
+
+
+def _static(bodies: list[tuple[Var, Stmt]], firsts: list[PrimExpr], total: PrimExpr,
+            w: Var, nw: Var) -> Stmt:
+    """Worker `w` runs tasks w, w + nw, w + 2 nw, ... in increasing order."""
+    q = Var("q", INT64)
+    g = binop("add", cast(INT64, w), binop("mul", q, cast(INT64, nw)))
+    count = binop("floordiv", binop("add", binop("sub", total, cast(INT64, w)),
+                                    binop("sub", cast(INT64, nw), 1)), cast(INT64, nw))
+    return For(q, IntImm(0, INT64), binop("max", count, IntImm(0, INT64)), ForKind.SERIAL,
+               _dispatch(bodies, g, firsts))
+
+
+def _dynamic(bodies: list[tuple[Var, Stmt]], firsts: list[PrimExpr], total: PrimExpr,
+             head: PrimExpr, threads: int) -> Stmt:
+    """Pop the global queue (thread 0, shared with the block) until it is empty."""
+    nxt = Buffer(name="next_task", shape=(IntImm(1, INT64),), dtype=INT32,
+                 data=Var("next_task", HANDLE), scope="shared")
+    zero = IntImm(0, INT64)
+    pop = single(BufferStore(nxt, Call("tirc.atomic_add", (head, IntImm(1, INT32)), INT32),
+                             (zero,)), threads)
+    now = cast(INT64, BufferLoad(nxt, (zero,), INT32))
+    g = Var("task", INT64)
+    loop = While(binop("lt", now, total),
+                 LetStmt(g, now, seq(barrier(), _dispatch(bodies, g, firsts), barrier(), pop,
+                                     barrier())))
+    return Allocate(nxt, seq(pop, barrier(), loop))
+
+
+def persistent_kernel(graph: TaskGraph, layout: EventLayout, mode: str, threads: int,
+                      sm_count: Var) -> Stmt:
+    """The megakernel's launch region (see the module docstring)."""
+    w = Var("worker", INT32)
+
+    def body(offsets: list[PrimExpr]) -> Stmt:
+        tasks = [(t.var, spread_task(layout.rewrite(t.body, offsets), threads))
+                 for t in graph.tasks]
+        first, firsts, fill = _task_table(graph)
+        total = Var("num_tasks", INT64)
+        if mode == "static":
+            run = _static(tasks, firsts, total, w, sm_count)
+        else:
+            run = _dynamic(tasks, firsts, total, layout.head(offsets), threads)
+        return Allocate(first, seq(fill, LetStmt(total, firsts[-1], run)))
+
+    return For(w, IntImm(0, INT32), sm_count, ForKind.THREAD_BINDING, layout.with_table(body),
+               thread_tag="blockIdx.x")
+
+
+def lower_task_graph(func: PrimFunc, threads_cap: int) -> PrimFunc:
+    """A task-graph function -> a GPU host function with an init kernel and the megakernel."""
+    mode = str(func.attrs[MEGAKERNEL_ATTR])
+    graph = read_task_graph(func)
+    layout = event_layout(graph.events, mode == "dynamic")
+    threads = block_threads([t.body for t in graph.tasks], threads_cap)
+    sm_count = Var(SM_COUNT, INT32)
+    asserts = [s for s in graph.scopes if isinstance(s, AssertStmt)]
+    init = layout.init_kernel(threads, Var("b", INT32))
+    for a in reversed(asserts):
+        # The shape checks run on the device (a failed one traps): host code only launches.
+        init = init.replace(body=AssertStmt(a.condition, a.message, init.body))
+    body: Stmt = Allocate(layout.workspace, seq(init, persistent_kernel(graph, layout, mode,
+                                                                        threads, sm_count)))
+    for wrap, scope in zip(reversed(graph.wraps), reversed(_wrapping(graph))):
+        if not isinstance(scope, AssertStmt):
+            body = wrap(body)
+    return dataclasses.replace(func, body=body,
+                               attrs={**func.attrs, RUNTIME_ATTR: GPU_RUNTIME})
+
+
+def _wrapping(graph: TaskGraph) -> list[Stmt]:
+    """The hoisted scopes that `graph.wraps` rebuild, in the same order."""
+    return [s for s in graph.scopes if not (isinstance(s, Allocate) and s.buffer.scope == "event")]
+
+
+@dataclass(frozen=True)
+class MegakernelGPU(Pass):
+    """Task-graph functions -> a persistent CUDA kernel (see the module docstring)."""
+
+    name: ClassVar[str] = "megakernel-gpu"
+    description: ClassVar[str] = ("run a task graph's tasks on a persistent grid of one block "
+                                  "per SM, with event counters in global memory")
+
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        cap = _threads(ctx)
+        out = mod
+        for name, func in mod.prim_funcs().items():
+            if func.attrs.get(MEGAKERNEL_ATTR) not in MODES or func.attrs.get(RUNTIME_ATTR):
+                continue
+            out = out.with_function(name, lower_task_graph(func, cap))
+        return out
+
+
+@dataclass(frozen=True)
+class MegakernelGPUTiles(PrimFuncPass):
+    """default-schedule's tiling for the kernels of a GPU megakernel (see megakernel_gpu_steps)."""
+
+    name: ClassVar[str] = "megakernel-gpu-tiles"
+    description: ClassVar[str] = ("cut generated kernels into parallel tiles with vectorized "
+                                  "inner loops (the tasks of a GPU megakernel), on any target")
+
+    def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        from tirc.passes.graph.annotate_op_pattern import PATTERN_ATTR
+        from tirc.passes.graph.default_schedule import SCHEDULED_ATTR, schedule_function
+
+        if PATTERN_ATTR not in func.attrs or func.attrs.get(SCHEDULED_ATTR):
+            return func
+        new = schedule_function(func)
+        return func if new is None else new
+
+
+def megakernel_gpu_steps(opt_level: int) -> list[str]:
+    """Pass names, in order, that compile graph functions into GPU megakernels: the graph
+    steps up to `megakernel` with default-schedule's tiles (which it leaves out for GPU
+    targets) from `megakernel-gpu-tiles`, then `megakernel-gpu` and the GPU loop-level steps.
+    The pass config must have `megakernel=static|dynamic` (`-fmegakernel`), so that every
+    graph function becomes a megakernel."""
+    from tirc.passes.gpu.pipeline import gpu_pipeline
+    from tirc.passes.graph.graph_pipeline import graph_steps
+
+    graph = graph_steps(max(1, opt_level))
+    graph = graph[: graph.index("megakernel") + 1]
+    graph = ["megakernel-gpu-tiles" if s == "default-schedule" else s for s in graph]
+    loop = gpu_pipeline(opt_level)
+    loop = loop[loop.index("lower-init"):]
+    return ["verify", "apply-schedules", *graph, "megakernel-gpu", *loop]
+
+
+def lower_megakernel_gpu(mod: IRModule, target: Target, opt_level: int, mode: str,
+                         config: dict[str, str] | None = None) -> IRModule:
+    """`mod`'s graph functions as GPU megakernels (`mode` static or dynamic), ready for the
+    NVPTX backend (tirc.backends.nvptx.compile_ptx)."""
+    from tirc.passes.manager import run_pipeline
+    from tirc.passes.pipeline import build_pipeline
+
+    ctx = PassContext(opt_level=opt_level, target=target,
+                      config={**(config or {}), MEGAKERNEL_ATTR: mode})
+    return run_pipeline(mod, build_pipeline(megakernel_gpu_steps(opt_level)), ctx)
+
+
+__all__ = ["MegakernelGPU", "MegakernelGPUTiles", "SM_COUNT", "lower_megakernel_gpu",
+           "lower_task_graph", "megakernel_gpu_steps", "persistent_kernel"]
