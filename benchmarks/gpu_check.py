@@ -14,7 +14,8 @@ Takes well under a minute on an H200. Last, the GPU megakernel: the decode-like 
 benchmarks/megakernel.py compiled as one persistent kernel (static and dynamic schedules) and
 kernel by kernel, checked against NumPy and timed (`check_megakernel`).
 
-Then the graph samples of samples/references.py that can run on a GPU (mlp, transformer_block:
+Then the loop samples of samples/references.py (bound by gpu-default-schedule; GB/s counts
+every argument once) and the graph samples that can run on a GPU (mlp, transformer_block:
 compiled with no schedule, gpu-default-schedule binds their kernels): one call returning NumPy
 arrays checked against the reference, then the whole launch plan (every kernel, intermediates
 in the device workspace) timed the same way; GFLOP/s counts the matmuls, GB/s the inputs and
@@ -184,8 +185,52 @@ def check_graph_samples(arch: str, repeats: int, compile_only: bool, small: bool
     return rows, failures
 
 
+def check_loop_samples(arch: str, repeats: int, compile_only: bool, small: bool,
+                       out_dir: Path, names: tuple[str, ...] | None = None) -> tuple[
+                           list[str], int]:
+    """Table rows for the loop samples of samples/references.py (no GPU schedule of their own:
+    gpu-default-schedule binds them), and how many did not match NumPy."""
+    from tirc.runtime import TircError, load
+
+    refs = _sample_references()
+    rows: list[str] = []
+    failures = 0
+    for sample in refs.LOOP_SAMPLES:
+        if names is not None and sample.name not in names:
+            continue
+        path, usage = compile_sample(sample, arch, out_dir)
+        regs = f"{max((u.registers for u in usage), default=0)}max" if usage else "-"
+        if compile_only:
+            rows.append(f"{sample.name:<16} {'(compiled only)':<26} {'':>9} {'':>3} "
+                        f"{'':>9} {'':>8} {'':>9} {regs:>5}")
+            continue
+        for sizes in [sample.interp_sizes] if small else [sample.compiled_sizes[-1]]:
+            label = ",".join(f"{k}={v}" for k, v in sizes.items()) or "static"
+            try:
+                fn = load(path)[sample.func]
+                inputs = sample.inputs(sizes)
+                want = sample.expected(inputs)
+                args = sample.arguments(inputs, want)
+                fn(*args)
+                got = sample.output_values(args)
+                problem = refs.mismatch(got, want)
+                err = max(float(np.max(np.abs(g.astype(np.float64) - w), initial=0.0))
+                          for g, w in zip(got, want))
+                ms = time_kernels(fn, args, repeats)
+            except TircError as exc:
+                failures += 1
+                rows.append(f"{sample.name:<16} {label:<26} ERROR {exc}")
+                continue
+            failures += problem is not None
+            nbytes = float(sum(a.nbytes for a in args))
+            rows.append(f"{sample.name:<16} {label:<26} {err:>9.2e} "
+                        f"{'yes' if problem is None else 'NO':>3} {ms * 1e3:>9.1f} "
+                        f"{nbytes / (ms * 1e-3) / 1e9:>8.1f} {'-':>9} {regs:>5}")
+    return rows, failures
+
+
 def run(arch: str | None, repeats: int, compile_only: bool, small: bool = False,
-        graph: tuple[str, ...] | None = None) -> int:
+        graph: tuple[str, ...] | None = None, loops: tuple[str, ...] | None = None) -> int:
     refs = _references()
     from tirc.runtime import TircError, load
     from tirc.runtime.cuda_driver import CudaDriverError, driver
@@ -227,6 +272,10 @@ def run(arch: str | None, repeats: int, compile_only: bool, small: bool = False,
                     rows.append(f"{sample.name:<16} {label:<26} ERROR {exc}")
                     continue
                 failures += rows[-1].split()[3] != "yes"
+        loop_rows, loop_failures = check_loop_samples(arch, repeats, compile_only, small,
+                                                      Path(tmp), loops)
+        rows += loop_rows
+        failures += loop_failures
         graph_rows, graph_failures = check_graph_samples(arch, repeats, compile_only, small,
                                                          Path(tmp), graph)
         rows += graph_rows

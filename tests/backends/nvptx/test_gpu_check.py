@@ -46,15 +46,18 @@ def test_without_a_driver_it_exits_2_with_the_reason(tmp_path) -> None:
 def test_runs_end_to_end_on_a_fake_device(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     fake = FakeDriver(*(lower(sample_module(s.name), opt_level=3, arch="sm_90")
                         for s in SAMPLES),
+                      lower(parse_file(str(SAMPLE_REFS.BY_NAME["transpose"].path)), opt_level=3,
+                            arch="sm_90"),
                       lower(parse_file(str(SAMPLE_REFS.BY_NAME["mlp"].path)), opt_level=3,
                             arch="sm_90"))
     monkeypatch.setattr(cuda_driver, "_DRIVER", fake)
-    status = _load().run(None, repeats=1, compile_only=False, small=True, graph=("mlp",))
+    status = _load().run(None, repeats=1, compile_only=False, small=True, graph=("mlp",),
+                         loops=("transpose",))
     out = capsys.readouterr().out
     assert status == 0, out
     assert out.splitlines()[0] == "device: fake, sm_90, 132 SMs"
-    rows = [line.split() for line in out.splitlines()[3:4 + len(SAMPLES)]]
-    assert [r[0] for r in rows] == [s.name for s in SAMPLES] + ["mlp"]
+    rows = [line.split() for line in out.splitlines()[3:5 + len(SAMPLES)]]
+    assert [r[0] for r in rows] == [s.name for s in SAMPLES] + ["transpose", "mlp"]
     assert all(r[3] == "yes" for r in rows)
     assert rows[-1][1] == "n=3"
     # the graph row ran the whole plan (3 kernels) for the checked call, warm-up and timing
@@ -67,5 +70,7 @@ def test_compile_only_lists_the_graph_samples(capsys) -> None:
     status = _load().run("sm_90", repeats=1, compile_only=True, graph=("mlp",))
     out = capsys.readouterr().out
     assert status == 0, out
+    listed = {line.split()[0] for line in out.splitlines()[2:] if "(compiled only)" in line}
+    assert {s.name for s in SAMPLE_REFS.LOOP_SAMPLES} <= listed
     (row,) = [line for line in out.splitlines() if line.startswith("mlp ")]
     assert "(compiled only)" in row and row.split()[-1].endswith("max")
