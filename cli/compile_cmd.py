@@ -52,6 +52,9 @@ class CompileOptions:
     schedules: tuple[str, ...] = ()
     libs: tuple[str, ...] = ()
     lib_dirs: tuple[str, ...] = ()
+    megakernel: str | None = None
+    megakernel_watchdog: str | None = None
+    blas: bool = False
     verbose: int = 0
     debug: bool = False
 
@@ -91,6 +94,25 @@ def pass_config(items: tuple[str, ...]) -> dict[str, str]:
         if not eq or not key:
             raise fail(f"--pass-config wants KEY=VALUE, got '{item}'")
         config[key] = value
+    return config
+
+
+MEGAKERNEL_MODES = ("static", "dynamic")
+
+
+def megakernel_config(mode: str | None, watchdog: str | None) -> dict[str, str]:
+    """`-fmegakernel=MODE` and `-fmegakernel-watchdog=SECONDS` as the pass-config keys
+    `megakernel` and `megakernel.watchdog`; bad values are user errors."""
+    config: dict[str, str] = {}
+    if mode is not None:
+        if mode not in MEGAKERNEL_MODES:
+            raise fail(f"-fmegakernel wants 'static' or 'dynamic', got '{mode}'")
+        config["megakernel"] = mode
+    if watchdog is not None:
+        if not watchdog.isdigit() or int(watchdog) < 1:
+            raise fail(f"-fmegakernel-watchdog wants a positive whole number of seconds, "
+                       f"got '{watchdog}'")
+        config["megakernel.watchdog"] = str(int(watchdog))
     return config
 
 
@@ -146,6 +168,20 @@ def write_depfile(opts: CompileOptions, mod: IRModule, output: str, kind: str) -
     write_output(dep_path, dependency_rule(target, deps))
 
 
+def blas_link(opts: CompileOptions) -> tuple[tuple[str, ...], tuple[str, ...], dict[str, str]]:
+    """`-fblas`: the libraries to link and the pass config for BLAS matmuls; without a CBLAS,
+    a warning and the tiled loops."""
+    if not opts.blas:
+        return opts.libs, opts.lib_dirs, {}
+    from tirc.passes.graph.blas_library import NO_BLAS, blas_library
+
+    found = blas_library()
+    if found is None:
+        sys.stderr.write(f"tirc: warning: {NO_BLAS}\n")
+        return opts.libs, opts.lib_dirs, {}
+    return opts.libs + (found.name,), opts.lib_dirs + (found.lib_dir,), {"blas": "1"}
+
+
 def compile_file(opts: CompileOptions) -> None:
     """The whole compile: read, transform, emit, write (atomically, only if all went well)."""
     kind, output = output_plan(opts)
@@ -156,18 +192,25 @@ def compile_file(opts: CompileOptions) -> None:
     try:
         specs = split_spec(opts.passes) if opts.passes is not None else \
             default_pipeline(target, opts.opt_level)
+        if opts.passes is None and target.is_gpu and opts.megakernel:
+            from tirc.passes.megakernel.gpu_runtime import megakernel_gpu_steps
+
+            specs = megakernel_gpu_steps(opts.opt_level)  # one persistent kernel per function
         passes = build_pipeline(specs, opts.disable_pass)
         instruments = make_instruments(opts)
     except PipelineError as exc:
         raise fail(str(exc)) from None
+    libs, lib_dirs, blas = blas_link(opts)
     ctx = PassContext(opt_level=opts.opt_level, target=target,
-                      config=pass_config(opts.pass_config), instruments=instruments,
+                      config={**pass_config(opts.pass_config), **blas,
+                              **megakernel_config(opts.megakernel, opts.megakernel_watchdog)},
+                      instruments=instruments,
                       disabled=set(opts.disable_pass))
     mod = read_module(opts.file, opts.include_dirs)
     mod = add_schedules(mod, opts.schedules, opts.include_dirs)
     mod = run_pipeline(mod, passes, ctx)
     data = emit(mod, kind, target, opts.opt_level, None if output == STDOUT else output,
-                libs=opts.libs, lib_dirs=opts.lib_dirs)
+                libs=libs, lib_dirs=lib_dirs)
     write_output(output, data, executable=kind == "so")
     if opts.write_deps or opts.dep_file:
         write_depfile(opts, mod, output, kind)
@@ -218,6 +261,15 @@ def compile_file(opts: CompileOptions) -> None:
                    "(R.call_dps_packed); repeatable.")
 @click.option("-L", "lib_dirs", multiple=True, metavar="DIR",
               help="Search DIR for -l libraries (also the run path of the .so); repeatable.")
+@click.option("-fmegakernel", "megakernel", metavar="static|dynamic",
+              help="Run each graph function's kernels as one megakernel (tasks synchronised "
+                   "by event tensors) with a static or dynamic schedule.")
+@click.option("-fmegakernel-watchdog", "megakernel_watchdog", metavar="SECONDS",
+              help="Make a megakernel task that waits longer than SECONDS fail the call, "
+                   "naming the task and event, instead of hanging.")
+@click.option("-fblas", "blas", is_flag=True,
+              help="Compute float32 matmuls with a CBLAS (scipy-openblas32: pip install "
+                   "'tirc[blas]', or a system one), linked in; without one, the tiled loops.")
 @click.option("-v", "--verbose", count=True,
               help="More detail: -v progress, -vv pass times, -vvv the IR after every pass.")
 @click.option("--debug", is_flag=True, help="Show a traceback for internal compiler errors.")

@@ -7,10 +7,12 @@ instruction (`llvm.x86.sse2.pause`, elsewhere nothing), doubling the pauses betw
 1024 (back-off, so waiting workers leave the memory bus and a sibling hyperthread alone), then
 also calling `sched_yield` (with more threads than cores, the awaited worker may be waiting for
 a core).
-`tirc.event_wait_watchdog(E[i], seconds, "task")` waits the same way, but after `seconds` of
-wall-clock time fails the call with "megakernel watchdog: task T waited more than S s on E[i]
-(counter C)" instead of hanging. `tirc.atomic_add(E[i], v)` returns the old value (the dynamic
-scheduler's queue head), `tirc.omp_max_threads()` the OpenMP default team size.
+`tirc.event_wait_watchdog(E[i], seconds, "task"[, "E", i])` waits the same way, but after
+`seconds` of wall-clock time fails the call with "megakernel watchdog: task T waited more than
+S s on E[i] (counter C)" instead of hanging. `tirc.atomic_add(E[i], v)` returns the old value
+(the dynamic scheduler's queue), `tirc.omp_max_threads()` the OpenMP default team size, and
+`tirc.omp_barrier()` waits for the other threads of the team (`GOMP_barrier`: the megakernel
+runtime fills its counters inside the region and meets there before any task runs).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import BufferLoad, Call, StringImm
 
 OPS = ("event_wait", "event_notify", "tirc.event_wait_watchdog", "tirc.atomic_add",
-       "tirc.omp_max_threads")
+       "tirc.omp_max_threads", "tirc.omp_barrier")
 MAX_BACKOFF = 1024
 # Error code of a watchdog timeout (the entry point returns it).
 ERR_WATCHDOG = -4
@@ -54,6 +56,10 @@ def _load_acquire(b: ir.IRBuilder, addr: ir.Value, ty: ir.IntType) -> ir.Value:
 
 def emit_event(cg: Any, e: Call) -> ir.Value:
     """Code for one of OPS; `cg` is the function code generator."""
+    if e.op == "tirc.omp_barrier":
+        cg.ctx.uses_openmp = True
+        cg.b.call(cg.ctx.declare("GOMP_barrier", ir.FunctionType(ir.VoidType(), [])), [])
+        return ir.Constant(I32, 0)
     if e.op == "tirc.omp_max_threads":
         cg.ctx.uses_openmp = True
         return cg.b.call(cg.ctx.declare("omp_get_max_threads", ir.FunctionType(I32, [])), [])
@@ -119,9 +125,14 @@ def _wait(cg: Any, e: Call, addr: ir.Value, ty: ir.IntType) -> None:
         ok = b.icmp_signed("<=", elapsed, seconds)
         task = e.args[2].value if len(e.args) > 2 and isinstance(e.args[2], StringImm) else "?"
         elem = e.args[0]
-        name = getattr(elem.buffer, "name", "?") if isinstance(elem, BufferLoad) else "?"
-        index = cg.flat_index(elem.buffer, elem.indices) if isinstance(elem, BufferLoad) else None
-        idx = cg.expr(index) if index is not None else ir.Constant(I64, 0)
+        if len(e.args) > 4 and isinstance(e.args[3], StringImm):
+            # The event tensor's own name and index (its counters may live in a workspace).
+            name, idx = e.args[3].value, cg.expr(e.args[4])
+        else:
+            name = getattr(elem.buffer, "name", "?") if isinstance(elem, BufferLoad) else "?"
+            index = cg.flat_index(elem.buffer, elem.indices) \
+                if isinstance(elem, BufferLoad) else None
+            idx = cg.expr(index) if index is not None else ir.Constant(I64, 0)
         idx = b.sext(idx, I64) if idx.type != I64 else idx
         fmt = (f"megakernel watchdog: task {task} waited more than %lld s on {name}[%lld] "
                "(counter %d)")

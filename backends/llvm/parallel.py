@@ -4,7 +4,11 @@ The caller packs every value the loop body uses into a struct `{i32 error, ptr m
 begin, extent, captured...}` and calls `GOMP_parallel(worker, &struct, 0, 0)` (0 threads: the
 OpenMP default). Each worker takes a static chunk `[tid * chunk, min(extent, (tid + 1) * chunk))`
 with `chunk = ceil(extent / num_threads)` from `omp_get_thread_num`/`omp_get_num_threads`.
-Parallel loops nested inside run serially. A failing worker stores its error code and the
+Parallel loops nested inside run serially. A loop annotated `"parallel.team"` (the megakernel
+runtime's region) asks for `extent` threads and runs its body exactly once on every thread of
+the team, with the loop variable the thread number (the body reads the team size with
+`tirc.omp_num_threads()`; a team may be smaller than asked for), so a barrier inside the body
+meets every thread. A failing worker stores its error code and the
 address of its thread's message; the caller copies that message into its own thread's buffer.
 """
 
@@ -23,6 +27,7 @@ if TYPE_CHECKING:
     from tirc.backends.llvm.function import FunctionCodegen
 
 ERROR, MESSAGE, BEGIN, EXTENT, FIRST_CAPTURED = range(5)
+TEAM_KEY = "parallel.team"
 
 
 def _store_relaxed(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, align: int) -> None:
@@ -104,6 +109,9 @@ def emit_parallel_for(cg: FunctionCodegen, s: For) -> None:
     stop = wb.add(start, chunk)
     less = wb.icmp_signed("<", stop, n) if signed else wb.icmp_unsigned("<", stop, n)
     stop = wb.select(less, stop, n)
+    team = bool(s.annotations.get(TEAM_KEY))
+    if team:
+        start, stop = tid, wb.add(tid, one)
     bounds = [("begin", wb.add(lo_begin, start)), ("end", wb.add(lo_begin, stop))]
 
     def chunk(body_cg: FunctionCodegen, args: list[ir.Value]) -> None:
@@ -115,7 +123,14 @@ def emit_parallel_for(cg: FunctionCodegen, s: For) -> None:
 
     gomp = ctx.declare("GOMP_parallel", ir.FunctionType(VOID, [PTR, PTR, I32, I32]))
     ctx.uses_openmp = True
-    b.call(gomp, [as_ptr(worker), slot, team_size(ctx, b, extent, signed), ir.Constant(I32, 0)])
+    if team:
+        asked = b.trunc(extent, I32) if extent.type.width > 32 else extent
+        threads = b.select(b.icmp_signed(">=", asked, ir.Constant(asked.type, 1)), asked,
+                           ir.Constant(asked.type, 1))
+        threads = b.zext(threads, I32) if threads.type.width < 32 else threads
+    else:
+        threads = team_size(ctx, b, extent, signed)
+    b.call(gomp, [as_ptr(worker), slot, threads, ir.Constant(I32, 0)])
     err, msg = unpack(b, slot, ty, ERROR, 2)
     failed = b.icmp_signed("!=", err, ir.Constant(I32, 0))
     with b.if_then(failed, likely=False):

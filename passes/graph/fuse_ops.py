@@ -24,6 +24,7 @@ from tirc.ir.graph import (
     GlobalVar,
     GVar,
     SeqExpr,
+    ShapeExpr,
     TensorSInfo,
     Tuple,
     TupleGetItem,
@@ -71,13 +72,20 @@ class _Group:
 
 
 def call_pattern(value: object, mod: IRModule) -> OpPattern:
-    """The pattern of a bound value: a call_tir's kernel pattern, else opaque."""
-    if isinstance(value, GCall) and value.op == "call_tir" and len(value.args) == 2 \
-            and isinstance(value.args[0], GlobalVar):
+    """The pattern of a bound value: a call_tir's kernel pattern (with or without `tir_vars`,
+    one or several outputs), else opaque."""
+    if isinstance(value, GCall) and value.op == "call_tir" and len(value.args) in (2, 3) \
+            and isinstance(value.args[0], GlobalVar) and isinstance(value.args[1], Tuple) \
+            and (len(value.args) == 2 or isinstance(value.args[2], ShapeExpr)):
         func = mod.functions.get(value.args[0].name)
-        if isinstance(func, PrimFunc) and len(value.sinfo_args) == 1:
+        if isinstance(func, PrimFunc) and value.sinfo_args:
             return pattern_of(func)
     return OpPattern.OPAQUE
+
+
+def is_call_tir(b: Binding) -> bool:
+    """A call_tir binding (the members that make kernels; tuple bindings only pass values)."""
+    return isinstance(b, VarBinding) and isinstance(b.value, GCall) and b.value.op == "call_tir"
 
 
 def used_vars(node: object) -> list[GVar]:
@@ -91,20 +99,49 @@ def used_vars(node: object) -> list[GVar]:
 # ---- the graph and its post-dominator tree ----------------------------------------------
 
 
-def build_graph(block: BindingBlock, live_after: set[GVar], mod: IRModule) -> list[_Node]:
-    """One node per binding in order, with consumer edges inside the block."""
+def build_graph(block: BindingBlock, live_after: set[GVar], mod: IRModule
+                ) -> tuple[list[_Node], list[tuple[int, int]]]:
+    """One node per binding in order, with consumer edges inside the block; and the pairs
+    (projection, tuple) that must share a group.
+
+    A tuple value (a call_tir with several outputs, or a tuple of tensors) fuses only when its
+    every use is a projection `t[k]` bound in the block: then the projections are tied to it
+    (they only name its parts), and a group never takes or returns a tuple."""
+    uses: dict[GVar, list[int]] = {}
+    for k, b in enumerate(block.bindings):
+        for v in used_vars(b.value):  # type: ignore[attr-defined]
+            uses.setdefault(v, []).append(k)
+    projections = {k for k, b in enumerate(block.bindings)
+                   if isinstance(b, VarBinding) and isinstance(b.value, TupleGetItem)
+                   and isinstance(b.value.tuple_value, GVar)}
     nodes: list[_Node] = []
     by_var: dict[GVar, _Node] = {}
+    tied: list[tuple[int, int]] = []
     for k, b in enumerate(block.bindings):
-        node = _Node(k, b, call_pattern(b.value, mod))  # type: ignore[attr-defined]
+        value = b.value  # type: ignore[attr-defined]
+        pattern = call_pattern(value, mod)
+        if isinstance(value, Tuple) and all(isinstance(f, GVar) and
+                                            isinstance(f.struct_info, TensorSInfo)
+                                            for f in value.fields):
+            pattern = OpPattern.INJECTIVE
+        if isinstance(b.var.struct_info, TupleSInfo) and pattern != OpPattern.OPAQUE and (
+                b.var in live_after or not set(uses.get(b.var, [])) <= projections):
+            pattern = OpPattern.OPAQUE
+        if k in projections:
+            producer = by_var.get(value.tuple_value)
+            pattern = OpPattern.OPAQUE
+            if producer is not None and producer.pattern != OpPattern.OPAQUE:
+                pattern = OpPattern.INJECTIVE
+                tied.append((k, producer.index))
+        node = _Node(k, b, pattern)
         node.extern_ref = b.var in live_after
-        for v in used_vars(b.value):  # type: ignore[attr-defined]
+        for v in used_vars(value):
             producer = by_var.get(v)
             if producer is not None:
                 producer.outputs.append((node, node.pattern))
         by_var[b.var] = node
         nodes.append(node)
-    return nodes
+    return nodes, tied
 
 
 def _lca(a: _DomNode | None, b: _DomNode | None, pattern: OpPattern
@@ -146,10 +183,12 @@ def post_dominators(nodes: list[_Node]) -> list[_DomNode]:
 class _Partitioner:
     """Union-find over nodes, merged by TVM's GraphPartitioner rules."""
 
-    def __init__(self, nodes: list[_Node]) -> None:
+    def __init__(self, nodes: list[_Node], tied: list[tuple[int, int]]) -> None:
         self.nodes = nodes
         self.groups = [_Group(n.pattern, anchor=n.pattern == OpPattern.OUT_EWISE_FUSABLE)
                        for n in nodes]
+        for part, whole in tied:
+            self.merge(self.groups[part], self.groups[whole])
 
     def check_path(self, src: _Node, sink: _Node, cond: object) -> bool:
         visited: set[int] = set()
@@ -224,14 +263,41 @@ class _Partitioner:
 
 
 def partition(block: BindingBlock, live_after: set[GVar], mod: IRModule) -> list[list[int]]:
-    """The groups of binding indices (in order) that fuse; singletons are left out."""
-    nodes = build_graph(block, live_after, mod)
-    roots = _Partitioner(nodes).run(post_dominators(nodes))
+    """The groups of binding indices (in order) that fuse: two kernels or more, every size
+    they use bound by their inputs' shapes."""
+    nodes, tied = build_graph(block, live_after, mod)
+    roots = _Partitioner(nodes, tied).run(post_dominators(nodes))
     members: dict[int, list[int]] = {}
     for k, r in enumerate(roots):
         if nodes[k].pattern != OpPattern.OPAQUE:
             members.setdefault(id(r), []).append(k)
-    return [m for m in members.values() if len(m) > 1]
+    return [m for m in members.values()
+            if sum(is_call_tir(block.bindings[j]) for j in m) > 1 and _sizes_bound(block, m)]
+
+
+def _sizes_bound(block: BindingBlock, members: list[int]) -> bool:
+    """Every symbolic size the members use (struct info, `tir_vars`) is a whole dimension of
+    one of the group's inputs, so the group function binds it from its parameters."""
+    bindings = [block.bindings[j] for j in members]
+    inputs = _inputs(bindings)
+    bare = {d for v in inputs if isinstance(v.struct_info, TensorSInfo)
+            for d in v.struct_info.shape or () if isinstance(d, Var)}
+    used: set[Var] = set()
+    for b in bindings:
+        post_order_visit((b.var.struct_info, b.value),  # type: ignore[attr-defined]
+                         lambda n: used.add(n) if isinstance(n, Var) else None)
+    return used <= bare
+
+
+def _inputs(bindings: list[Binding]) -> list[GVar]:
+    """The variables the bindings use and do not bind, in order of first use."""
+    bound = {b.var for b in bindings}
+    inputs: list[GVar] = []
+    for b in bindings:
+        for v in used_vars(b.value):  # type: ignore[attr-defined]
+            if v not in bound and v not in inputs:
+                inputs.append(v)
+    return inputs
 
 
 # ---- rewriting ------------------------------------------------------------------------------
@@ -299,12 +365,7 @@ def _outline(block: BindingBlock, members: list[int], live_after: set[GVar], tak
              mod: IRModule) -> tuple[Function, list[Binding]]:
     """A group's graph function, and the bindings that call it in place of its members."""
     member_bindings = [block.bindings[j] for j in members]
-    bound = {b.var for b in member_bindings}
-    inputs: list[GVar] = []
-    for b in member_bindings:
-        for v in used_vars(b.value):  # type: ignore[attr-defined]
-            if v not in bound and v not in inputs:
-                inputs.append(v)
+    inputs = _inputs(member_bindings)
     later = [b for j, b in enumerate(block.bindings) if j not in members]
     used_later = set(used_vars([b.value for b in later])) | live_after  # type: ignore[attr-defined]
     outputs = [b.var for b in member_bindings if b.var in used_later]
@@ -312,7 +373,8 @@ def _outline(block: BindingBlock, members: list[int], live_after: set[GVar], tak
                      and set(used_vars(b.value)) & set(outputs)), default=None)  # type: ignore[attr-defined]
     if first_use is not None and first_use < members[-1]:
         raise AssertionError("fuse-ops: a group output is used before the group ends")
-    names = [b.value.args[0].name for b in member_bindings]  # type: ignore[attr-defined]
+    names = [b.value.args[0].name for b in member_bindings  # type: ignore[attr-defined]
+             if is_call_tir(b)]
     name = _unique("fused_" + "_".join(names), taken)
     gfunc = _group_function(name, inputs, member_bindings, outputs)
     call = GCall(name, tuple(inputs), {}, ())

@@ -13,7 +13,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from tirc.ir.expr import PrimExpr, Var
+from tirc.ir.buffer import Buffer
+from tirc.ir.expr import BufferLoad, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import (
     Function,
@@ -25,6 +26,7 @@ from tirc.ir.graph import (
     StructInfo,
     TensorSInfo,
     Tuple,
+    TupleGetItem,
     TupleSInfo,
     VarBinding,
 )
@@ -81,43 +83,101 @@ class BlockNames(Mutator):
 
 
 def fuse_group(group: Function, mod: IRModule) -> tuple[PrimFunc, list[PrimExpr]]:
-    """The loop function of a fused group, and its scalar size arguments (group-level)."""
+    """The loop function of a fused group, and its scalar size arguments (group-level).
+
+    Each variable of the group stands for a list of buffers: a tensor for one, a tuple for its
+    fields. Projections and tuples only rename buffers; a kernel output that a result names is
+    written to the result's buffer directly, other results get a copy."""
     kernel = Kernel(group.name)
     block = group.body.blocks[0]
     results = _results(group)
-    buffers: dict[GVar, Any] = {}
+    values: dict[GVar, list[Buffer]] = {}
     for p in group.params:
         assert isinstance(p.struct_info, TensorSInfo)
-        buffers[p] = kernel.input(p.name, p, p.struct_info)
-    for b in block.bindings:
-        s = b.var.struct_info
-        assert isinstance(s, TensorSInfo) and s.shape is not None and s.dtype is not None
-        if b.var in results:
-            buffers[b.var] = kernel.output(b.var.name, s)
-        else:
-            buffers[b.var] = kernel.temp(b.var.name, kernel.dims(s.shape), s.dtype)
-    outputs = [buffers[r] for r in results]
-    kernel.outputs = outputs
+        values[p] = [kernel.input(p.name, p, p.struct_info)]
+    out_of = {r: kernel.output(r.name, r.struct_info) for r in results}  # type: ignore[arg-type]
+    target = _result_slots(block.bindings, results)
     names: set[str] = set()
     for b in block.bindings:
-        call = b.value
-        assert isinstance(call, GCall) and isinstance(call.args[0], GlobalVar)
-        callee = mod.functions[call.args[0].name]
-        assert isinstance(callee, PrimFunc)
-        args = call.args[1].fields if isinstance(call.args[1], Tuple) else ()
-        actual = [buffers[a] for a in args] + [buffers[b.var]]
-        mapping: dict[Any, Any] = dict(zip(callee.buffers, actual))
-        mapping.update(bind_shape_vars(callee.buffers, [a.shape for a in actual]))
-        root = fresh_copy(callee.body, mapping)
-        root = BlockNames(names).visit(root)
-        if isinstance(root, BlockRealize) and root.block.name.startswith("root"):
-            kernel.temps.extend(root.block.alloc_buffers)
-            kernel.stages.append(root.block.body)
-        else:
-            kernel.stages.append(root)
+        value = b.value
+        if isinstance(value, TupleGetItem):
+            assert isinstance(value.tuple_value, GVar)
+            values[b.var] = [values[value.tuple_value][value.index]]
+            continue
+        if isinstance(value, Tuple):
+            values[b.var] = [buf for f in value.fields for buf in values[f]]  # type: ignore[index]
+            continue
+        assert isinstance(value, GCall) and isinstance(value.args[0], GlobalVar)
+        sinfo = b.var.struct_info
+        fields = sinfo.fields if isinstance(sinfo, TupleSInfo) else (sinfo,)
+        outs = []
+        for k, f in enumerate(fields):
+            assert isinstance(f, TensorSInfo) and f.shape is not None and f.dtype is not None
+            r = target.get((b.var, k))
+            outs.append(out_of[r] if r is not None else
+                        kernel.temp(f"{b.var.name}_{k}" if len(fields) > 1 else b.var.name,
+                                    kernel.dims(f.shape), f.dtype))
+        values[b.var] = outs
+        _inline_call(kernel, value, values, outs, mod, names)
+    for r in results:
+        if values[r][0] is not out_of[r]:
+            src = values[r][0]
+            kernel.compute(f"{r.name}_copy", out_of[r],
+                           lambda i, src=src: BufferLoad(src, tuple(i), src.dtype))
+    kernel.outputs = [out_of[r] for r in results]
     prim, tir_vars = kernel.build()
     attrs = {**prim.attrs, PATTERN_ATTR: int(analyze(prim))}
     return dataclasses.replace(prim, attrs=attrs), tir_vars
+
+
+def _result_slots(bindings: tuple[Any, ...], results: list[GVar]
+                  ) -> dict[tuple[GVar, int], GVar]:
+    """(kernel call variable, output index) -> the group result that names it (the first, when
+    several do); a result that names no kernel output (a parameter) is left out."""
+    source: dict[GVar, tuple[GVar, int]] = {}
+    parts: dict[GVar, list[tuple[GVar, int] | None]] = {}
+    for b in bindings:
+        value = b.value
+        if isinstance(value, TupleGetItem):
+            whole = parts.get(value.tuple_value)  # type: ignore[arg-type]
+            slot = whole[value.index] if whole is not None else None
+            if slot is not None:
+                source[b.var] = slot
+        elif isinstance(value, Tuple):
+            parts[b.var] = [source.get(f) for f in value.fields]  # type: ignore[arg-type]
+        elif isinstance(b.var.struct_info, TupleSInfo):
+            parts[b.var] = [(b.var, k) for k in range(len(b.var.struct_info.fields))]
+        else:
+            source[b.var] = (b.var, 0)
+    slots: dict[tuple[GVar, int], GVar] = {}
+    for r in results:
+        if r in source and source[r] not in slots:
+            slots[source[r]] = r
+    return slots
+
+
+def _inline_call(kernel: Kernel, call: GCall, values: dict[GVar, list[Buffer]],
+                 outs: list[Buffer], mod: IRModule, names: set[str]) -> None:
+    """The callee's blocks copied into the kernel, bound to the actual buffers and sizes
+    (`tir_vars` included)."""
+    callee = mod.functions[call.args[0].name]  # type: ignore[union-attr]
+    assert isinstance(callee, PrimFunc)
+    args = call.args[1].fields if isinstance(call.args[1], Tuple) else ()
+    actual = [values[a][0] for a in args] + outs  # type: ignore[index]
+    scalars = [p for p in callee.params if p not in callee.buffer_map]
+    tir_vars: list[PrimExpr] = []
+    if len(call.args) > 2 and isinstance(call.args[2], ShapeExpr):
+        tir_vars = list(kernel.dims(call.args[2].values))
+    mapping: dict[Any, Any] = dict(zip(callee.buffers, actual))
+    mapping.update(bind_shape_vars(callee.buffers, [a.shape for a in actual],
+                                   dict(zip(scalars, tir_vars))))
+    root = fresh_copy(callee.body, mapping)
+    root = BlockNames(names).visit(root)
+    if isinstance(root, BlockRealize) and root.block.name.startswith("root"):
+        kernel.temps.extend(root.block.alloc_buffers)
+        kernel.stages.append(root.block.body)
+    else:
+        kernel.stages.append(root)
 
 
 def _results(group: Function) -> list[GVar]:

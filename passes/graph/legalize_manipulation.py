@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from tirc.ir.arith import simplify
 from tirc.ir.expr import PrimExpr, binop, cast, if_then_else, select
-from tirc.ir.graph import StructInfo, Tuple, TupleSInfo
+from tirc.ir.graph import GraphExpr, StructInfo, Tuple, TupleGetItem, TupleSInfo
 from tirc.ir.ops.manipulation import split_bounds
 from tirc.ir.ops.registry import OpCall
 from tirc.ir.ops.sinfo_util import (
@@ -166,8 +166,13 @@ def concat(oc: OpCall, out: StructInfo) -> Kernel:
 
 
 def _fields(v: object) -> list:
-    assert isinstance(v, Tuple)
-    return list(v.fields)
+    """The tensors of a tuple argument: a tuple's fields, or `t[k]` of a tuple variable (which
+    legalize-ops binds to variables of their own)."""
+    if isinstance(v, Tuple):
+        return list(v.fields)
+    sinfo = getattr(v, "struct_info", None)
+    assert isinstance(v, GraphExpr) and isinstance(sinfo, TupleSInfo)
+    return [TupleGetItem(v, k) for k in range(len(sinfo.fields))]
 
 
 @legalizer("split")

@@ -18,10 +18,12 @@ from tirc.ir.graph import (
     GCall,
     GlobalVar,
     GraphExpr,
+    GVar,
     ShapeExpr,
     StructInfo,
     TensorSInfo,
     Tuple,
+    TupleGetItem,
     TupleSInfo,
     VarBinding,
 )
@@ -29,6 +31,7 @@ from tirc.ir.module import IRModule
 from tirc.ir.ops.infer import infer_expr
 from tirc.ir.ops.registry import bound_call
 from tirc.ir.structural import structural_equal, structural_hash
+from tirc.passes.graph.legalize_blas import blas_enabled, blas_matmul
 from tirc.passes.graph.legalize_table import get_legalizer
 from tirc.passes.graph.normalize import normalize_function
 from tirc.passes.pass_base import Pass, PassContext
@@ -44,8 +47,9 @@ class LegalizeOps(Pass):
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         kernels = _KernelTable(mod)
         out = mod
+        blas = blas_enabled(ctx.config)
         for name, func in mod.graph_funcs().items():
-            new = legalize_function(normalize_function(func, mod), mod, kernels)
+            new = legalize_function(normalize_function(func, mod), mod, kernels, blas)
             if new is not func:
                 out = out.with_function(name, new)
         for kname, kfunc in kernels.added.items():
@@ -77,16 +81,26 @@ class _KernelTable:
         return name
 
 
-def legalize_function(func: Function, mod: IRModule, kernels: _KernelTable) -> Function:
-    """Replace each legalizable operator call of `func` by a call_tir."""
+def legalize_function(func: Function, mod: IRModule, kernels: _KernelTable,
+                      blas: bool = False) -> Function:
+    """Replace each legalizable operator call of `func` by a call_tir (a matmul by a BLAS
+    call when `blas`, see legalize_blas.py)."""
     blocks = []
     changed = False
     for block in func.body.blocks:
         bindings = []
         for b in block.bindings:
             if isinstance(b, VarBinding) and isinstance(b.value, GCall):
+                library = blas_matmul(b.value, b.var.struct_info,
+                                      lambda a: infer_expr(a, mod)[1]) if blas else None
+                if library is not None:
+                    bindings.append(dataclasses.replace(b, value=library))
+                    changed = True
+                    continue
                 value = legalize_call(b.value, b.var.struct_info, mod, kernels)
                 if value is not b.value:
+                    value, items = _bind_items(value, block.is_dataflow)
+                    bindings.extend(items)
                     b = dataclasses.replace(b, value=value)
                     changed = True
             bindings.append(b)
@@ -113,6 +127,29 @@ def legalize_call(call: GCall, out: StructInfo | None, mod: IRModule,
     if tir_vars:
         args += (ShapeExpr(tuple(tir_vars)),)
     return GCall("call_tir", args, {}, tuple(outs), span=call.span)
+
+
+def _bind_items(call: GCall, dataflow: bool) -> tuple[GCall, list[VarBinding]]:
+    """`t[k]` arguments of a call_tir (a tuple variable's fields) bound to variables of their
+    own first, so that every argument is a variable or a constant (normal form)."""
+    args = call.args[1]
+    assert isinstance(args, Tuple)
+    items: list[VarBinding] = []
+    fields = []
+    for a in args.fields:
+        if isinstance(a, TupleGetItem):
+            sinfo = getattr(a.tuple_value, "struct_info", None)
+            assert isinstance(sinfo, TupleSInfo)
+            name = getattr(a.tuple_value, "name", "t")
+            v = GVar(name=f"{name}_{a.index}", struct_info=sinfo.fields[a.index],
+                     is_dataflow=dataflow)
+            items.append(VarBinding(v, a))
+            a = v
+        fields.append(a)
+    if not items:
+        return call, []
+    new_args = (call.args[0], Tuple(tuple(fields)), *call.args[2:])
+    return dataclasses.replace(call, args=new_args), items
 
 
 def _known(s: StructInfo) -> bool:

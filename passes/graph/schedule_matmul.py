@@ -1,19 +1,20 @@
 """The default CPU schedule of a matmul block and its elementwise epilogue.
 
-The output is cut into tiles of `R` rows (4, then 2 and 1 for what is left) by `TILE`
-columns. One parallel loop runs over the tiles; in it the tile's accumulators (a local
-`R x TILE` buffer, kept in registers) are zeroed, accumulated over the reduction loop with the
-columns vectorized innermost and the rows unrolled (each loaded weight vector serves R rows),
-then the epilogue blocks (bias, activation) are applied to the tile and the result is stored.
-A symbolic row count `n` gets a loop over `n // 4` groups of 4 rows, then over the 2-row and
-1-row groups that remain (each skipped when empty). Intermediate buffers used only inside the
-group become tile-local too.
+The output is cut into tiles of `ROWS` rows by `TILE` columns. One parallel loop runs over
+the tiles, column tiles outermost (each thread reads its own columns of the weights); in it the
+tile's accumulators (a local `ROWS x TILE` buffer, kept in registers) are zeroed, accumulated
+over the reduction loop with the columns vectorized innermost and the rows unrolled (each
+loaded weight vector serves every row), then the epilogue blocks (bias, activation) are
+applied to the tile and the result is stored. A row count `n` that `ROWS` does not divide
+(symbolic included) gets `ceil(n / ROWS)` row groups, the rows past the end clamped to row
+`n - 1` (computed twice, stored with the same value): one parallel region, no remainder
+loops. One row (a matrix-vector product, `n == 1` at run time) gets a one-row nest of wider
+tiles instead. Intermediate buffers used only inside the group become tile-local too.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
 from tirc.ir.buffer import Buffer, BufferRegion, Range
@@ -36,8 +37,9 @@ from tirc.passes.graph.annotate_op_pattern import is_fma
 from tirc.passes.graph.kernel import TRUE, ZERO, point
 from tirc.passes.rebind import fresh_copy, rebind
 
-TILE = (32, 16, 8)
-ROWS = (4, 2, 1)
+TILE = (32, 16, 8)  # columns of a register tile: the first that divides the output's width
+ROWS = 8  # rows of a register tile
+WIDE = (128, 64, 32, 16, 8)  # columns of a one-row tile (a matrix-vector product)
 
 Indices = tuple[PrimExpr, ...]
 
@@ -114,95 +116,150 @@ def tile_local_buffers(group: list[Block], others: list[Block], root: Block) -> 
 
 
 class _ToLocal(Mutator):
-    """Accesses of buffers mapped to tile-local ones get the local indices."""
+    """Accesses of the group's buffers become accesses of their tile-local copies at the
+    block's position in the tile, `index`."""
 
-    def __init__(self, mapping: dict[Buffer, tuple[Buffer, Callable[[Indices], Indices]]]
-                 ) -> None:
+    def __init__(self, mapping: dict[Buffer, Buffer], index: Indices) -> None:
         self.mapping = mapping
+        self.index = index
 
     def visit_BufferLoad(self, e: BufferLoad) -> Any:
         new = self.generic_visit(e)
         if e.buffer in self.mapping:
-            local, index = self.mapping[e.buffer]
-            return BufferLoad(local, index(new.indices), e.dtype)
+            return BufferLoad(self.mapping[e.buffer], self.index, e.dtype)
         return new
 
     def visit_BufferStore(self, s: BufferStore) -> Any:
         new = self.generic_visit(s)
         if s.buffer in self.mapping:
-            local, index = self.mapping[s.buffer]
-            return BufferStore(local, new.value, index(new.indices))
+            return BufferStore(self.mapping[s.buffer], new.value, self.index)
         return new
 
     def visit_BufferRegion(self, r: BufferRegion) -> Any:
         if r.buffer in self.mapping:
-            local, index = self.mapping[r.buffer]
-            return BufferRegion(local, tuple(point(i) for i in
-                                             index(tuple(x.min for x in r.region))))
+            return BufferRegion(self.mapping[r.buffer], tuple(point(i) for i in self.index))
         return r
 
 
+@dataclasses.dataclass(frozen=True)
+class _Localizer:
+    """Gives a block its position in the tile (row `v_r` when there are several rows, column
+    `v_c`) as extra iteration variables, and its group buffers' accesses at that position of
+    the tile-local buffers. Every group access is at the block's own element (see
+    `epilogue`), so the position names it; a row computed twice gets the same position."""
+
+    mapping: dict[Buffer, Buffer]
+    rows: int
+    tile: int
+
+    def block(self, blk: Block) -> Block:
+        """`blk` with its position in the tile and its group accesses made local."""
+        extra, index = self.position()
+        new = _ToLocal(self.mapping, index).visit(blk)
+        return dataclasses.replace(new, iter_vars=tuple(new.iter_vars) + tuple(extra))
+
+    def position(self) -> tuple[list[IterVar], Indices]:
+        """New iteration variables for a position in the tile, and the local index."""
+        vc = Var("v_c", INT64)
+        extra = [IterVar(vc, Range(ZERO, dim(self.tile)), IterKind.SPATIAL)]
+        if self.rows == 1:
+            return extra, (vc,)
+        vr = Var("v_r", INT64)
+        return [IterVar(vr, Range(ZERO, dim(self.rows)), IterKind.SPATIAL)] + extra, (vr, vc)
+
+    def write_back(self, out: Buffer) -> Block:
+        """`out[i, j] = out_local[r, c]`: the accumulated tile stored to the real buffer."""
+        local = self.mapping[out]
+        extra, index = self.position()
+        vars_ = [Var(f"v{k}", INT64) for k in range(len(out.shape))]
+        ivs = tuple(IterVar(v, Range(ZERO, d), IterKind.SPATIAL)
+                    for v, d in zip(vars_, out.shape))
+        return Block(f"{out.name}_store", ivs + tuple(extra),
+                     (BufferRegion(local, tuple(point(i) for i in index)),),
+                     (BufferRegion(out, tuple(point(v) for v in vars_)),),
+                     BufferStore(out, BufferLoad(local, index, local.dtype), tuple(vars_)))
+
+
+def _widest(widths: tuple[int, ...], last: int) -> int:
+    """The first of `widths` that divides `last` (8 always does)."""
+    return next(t for t in widths if last % t == 0)
+
+
 def tiled_matmul(mm: Block, chain: list[Block], tile_local: set[Buffer]) -> list[Stmt]:
-    """The loop nests computing `mm` and its epilogue `chain` tile by tile."""
+    """The loop nests computing `mm` and its epilogue `chain` tile by tile. The rows are every
+    output dimension but the last (a batch of matrices: its rows one after the other)."""
     spatial = [iv for iv in mm.iter_vars if iv.kind == IterKind.SPATIAL]
     last = const_dim(spatial[-1].dom.extent)
     assert last is not None
-    tile = next(t for t in TILE if last % t == 0)
-    if len(spatial) != 2:
-        return [_nest(mm, chain, tile_local, tile, 1, ZERO, None)]
-    n = spatial[0].dom.extent
-    nests: list[Stmt] = []
-    done: PrimExpr = ZERO
-    for r in ROWS:
-        # Rows left after the bigger groups: (n - done) // r groups of r rows each.
-        groups = simplify_dim(binop("floordiv", binop("sub", n, done), dim(r)))
-        if const_dim(groups) == 0:
-            continue
-        blocks = (mm, chain) if not nests else (fresh_copy(mm), [fresh_copy(b) for b in chain])
-        nests.append(_nest(blocks[0], blocks[1], tile_local, tile, r, done, groups))
-        done = simplify_dim(binop("add", done, binop("mul", groups, dim(r))))
-    return nests
+    n = simplify_dim(product([iv.dom.extent for iv in spatial[:-1]]))
+    rows = const_dim(n)
+    if rows is not None and rows <= 1:
+        return [_nest(mm, chain, tile_local, _widest(WIDE, last), 1, n)]
+    tiled = _nest(mm, chain, tile_local, _widest(TILE, last), ROWS, n)
+    if rows is not None:
+        return [tiled]
+    # One row (a matrix-vector product): one row of wide tiles, no rows computed twice.
+    one = _nest(fresh_copy(mm), [fresh_copy(b) for b in chain], tile_local,
+                _widest(WIDE, last), 1, n)
+    return [IfThenElse(binop("eq", n, dim(1)), one, tiled)]
+
+
+def _unflatten(m: PrimExpr, extents: list[PrimExpr]) -> list[PrimExpr]:
+    """The indices of row-major position `m` in a space of `extents`."""
+    out: list[PrimExpr] = []
+    for e in reversed(extents[1:]):
+        out.append(binop("floormod", m, e))
+        m = binop("floordiv", m, e)
+    return [m] + list(reversed(out))
 
 
 def _nest(mm: Block, chain: list[Block], tile_local: set[Buffer], tile: int, r: int,
-          row_start: PrimExpr, groups: PrimExpr | None) -> Stmt:
-    """One parallel loop over (row groups of `r` rows from `row_start`) x (column tiles);
-    `groups` None: the rows are every spatial dimension but the last, fused."""
+          n: PrimExpr) -> Stmt:
+    """One parallel loop over (column tiles) x (groups of `r` of the `n` rows), column tiles
+    outermost so that each thread reads its own part of the weights; the last group's rows
+    past `n` repeat row `n - 1`."""
     spatial = [iv for iv in mm.iter_vars if iv.kind == IterKind.SPATIAL]
     reduce = [iv for iv in mm.iter_vars if iv.kind == IterKind.REDUCE]
+    lead = [iv.dom.extent for iv in spatial[:-1]]
     ncol = dim(const_dim(spatial[-1].dom.extent) // tile)  # type: ignore[operator]
     f = Var("tile", INT64)
-    col = binop("floormod", f, ncol)
-    if groups is None:
-        row_ext = [iv.dom.extent for iv in spatial[:-1]] + [ncol]
-        f, values, total = fused_loop(row_ext, "tile")
-        col = values[-1]
+    groups = simplify_dim(binop("floordiv", binop("add", n, dim(r - 1)), dim(r)))
+    total = simplify_dim(binop("mul", groups, ncol))
+    col = binop("floordiv", f, groups)
+    group = binop("floormod", f, groups)
+    rows = const_dim(n)
+    exact = rows is not None and rows % r == 0
 
-        def rows_of(ri: PrimExpr) -> list[PrimExpr]:
-            return values[:-1]
-    else:
-        total = simplify_dim(binop("mul", groups, ncol))
-        group = binop("floordiv", f, ncol)
-
-        def rows_of(ri: PrimExpr) -> list[PrimExpr]:
-            row = binop("mul", group, dim(r)) if r > 1 else group
-            if const_dim(row_start) != 0:
-                row = binop("add", row_start, row)
-            return [binop("add", row, ri) if r > 1 else row]
+    def rows_of(ri: PrimExpr) -> list[PrimExpr]:
+        if r == 1:
+            return _unflatten(group, lead)
+        row = binop("add", binop("mul", group, dim(r)), ri)
+        return _unflatten(row if exact else binop("min", row, binop("sub", n, dim(1))), lead)
 
     def values_at(ri: PrimExpr, ji: Var) -> list[PrimExpr]:
         return rows_of(ri) + [binop("add", binop("mul", col, dim(tile)), ji)]
 
-    def over_tile(make: Callable[[PrimExpr, Var], Stmt]) -> Stmt:
+    def over_tile(blk: Block) -> Stmt:
+        """`blk` (with its tile position as its last iteration variables) over the tile."""
         ji = Var("j_inner", INT64)
         if r == 1:
-            return For(ji, ZERO, dim(tile), ForKind.VECTORIZED, make(ZERO, ji))
+            return For(ji, ZERO, dim(tile), ForKind.VECTORIZED,
+                       realize(blk, values_at(ZERO, ji) + [ji]))
         ri = Var("r_inner", INT64)
-        return For(ri, ZERO, dim(r), ForKind.UNROLLED,
-                   For(ji, ZERO, dim(tile), ForKind.VECTORIZED, make(ri, ji)))
+        inner = For(ji, ZERO, dim(tile), ForKind.VECTORIZED,
+                    realize(blk, values_at(ri, ji) + [ri, ji]))
+        return For(ri, ZERO, dim(r), ForKind.UNROLLED, inner)
 
     store = mm.body
     assert isinstance(store, BufferStore) and mm.init is not None
+    out = store.buffer
+    local_of = sorted(tile_local | {out}, key=lambda b: b.name)
+    shape = (dim(tile),) if r == 1 else (dim(r), dim(tile))
+    mapping = {b: Buffer(name=f"{b.name}_local", shape=shape, dtype=b.dtype,
+                         data=Var(f"{b.name}_local", b.data.dtype), scope="local")
+               for b in local_of}
+    local = _Localizer(mapping, r, tile)
+
     init_vars = [Var(iv.var.name, iv.var.dtype) for iv in spatial]
     init_store = rebind(mm.init, dict(zip([iv.var for iv in spatial], init_vars)))
     init_block = Block(f"{mm.name}_init",
@@ -213,22 +270,27 @@ def _nest(mm: Block, chain: list[Block], tile_local: set[Buffer], tile: int, r: 
     update_block = dataclasses.replace(mm, name=f"{mm.name}_update", init=None,
                                        body=_as_fma(store))
     red = [Var(f"k{k}", INT64) for k in range(len(reduce))]
-    update = over_tile(lambda ri, ji: realize(update_block, values_at(ri, ji) + red))
+    update_local = local.block(update_block)
+    ji = Var("j_inner", INT64)
+    if r == 1:
+        update: Stmt = For(ji, ZERO, dim(tile), ForKind.VECTORIZED,
+                           realize(update_local, values_at(ZERO, ji) + red + [ji]))
+    else:
+        ri = Var("r_inner", INT64)
+        update = For(ri, ZERO, dim(r), ForKind.UNROLLED,
+                     For(ji, ZERO, dim(tile), ForKind.VECTORIZED,
+                         realize(update_local, values_at(ri, ji) + red + [ri, ji])))
     for v, iv in reversed(list(zip(red, reduce))):
         update = For(v, ZERO, iv.dom.extent, ForKind.SERIAL, update)
-    parts: list[Stmt] = [over_tile(lambda ri, ji: realize(init_block, values_at(ri, ji))),
-                         update]
-    for blk in chain:
-        parts.append(over_tile(lambda ri, ji, blk=blk: realize(blk, values_at(ri, ji))))
-    body = seq(*parts)
-    body, allocs = _localize(body, mm, chain, tile_local, tile, r, row_start, parts, over_tile,
-                             values_at)
-    if allocs:
-        scope = Block(f"{mm.name}_tile", (), (), (), body, alloc_buffers=allocs)
-        body = BlockRealize((), TRUE, scope)
-    loop = For(f, ZERO, total, ForKind.PARALLEL, body)
+    parts: list[Stmt] = [over_tile(local.block(init_block)), update]
+    parts += [over_tile(local.block(blk)) for blk in chain]
+    if out not in tile_local:
+        parts.append(over_tile(local.write_back(out)))
+    scope = Block(f"{mm.name}_tile", (), (), (), seq(*parts),
+                  alloc_buffers=tuple(mapping.values()))
+    loop = For(f, ZERO, total, ForKind.PARALLEL, BlockRealize((), TRUE, scope))
     if const_dim(total) is None:
-        # A row count of 0 (the remainder when 4 divides n) starts no thread team.
+        # No rows: no thread team.
         return IfThenElse(binop("gt", total, ZERO), loop)
     return loop
 
@@ -242,49 +304,3 @@ def _as_fma(store: BufferStore) -> BufferStore:
             and prod.dtype == acc.dtype):
         return store
     return dataclasses.replace(store, value=Call("fma", (prod.a, prod.b, acc), acc.dtype))
-
-
-def _localize(body: Stmt, mm: Block, chain: list[Block], tile_local: set[Buffer], tile: int,
-              r: int, row_start: PrimExpr, parts: list[Stmt],
-              over_tile: Callable[[Callable[[PrimExpr, Var], Stmt]], Stmt],
-              values_at: Callable[[PrimExpr, Var], list[PrimExpr]]
-              ) -> tuple[Stmt, tuple[Buffer, ...]]:
-    """Accumulate in a local tile; tile-local buffers stay local, the matmul's own result is
-    written back when something outside the group reads it."""
-    store = mm.body
-    assert isinstance(store, BufferStore)
-    out = store.buffer
-    local_of = sorted(tile_local | {out}, key=lambda b: b.name)
-    mapping: dict[Buffer, tuple[Buffer, Callable[[Indices], Indices]]] = {}
-    tdim = dim(tile)
-
-    def index(idx: Indices) -> Indices:
-        col = binop("floormod", idx[-1], tdim)
-        if r == 1:
-            return (col,)
-        first = idx[-2] if const_dim(row_start) == 0 else binop("sub", idx[-2], row_start)
-        return (binop("floormod", first, dim(r)), col)
-
-    shape = (dim(tile),) if r == 1 else (dim(r), dim(tile))
-    for b in local_of:
-        local = Buffer(name=f"{b.name}_local", shape=shape, dtype=b.dtype,
-                       data=Var(f"{b.name}_local", b.data.dtype), scope="local")
-        mapping[b] = (local, index)
-    body = _ToLocal(mapping).visit(body)
-    if out not in tile_local:
-        body = seq(body, _write_back(out, mapping[out][0], index, over_tile, values_at))
-    return body, tuple(m[0] for m in mapping.values())
-
-
-def _write_back(out: Buffer, local: Buffer, index: Callable[[Indices], Indices],
-                over_tile: Callable[[Callable[[PrimExpr, Var], Stmt]], Stmt],
-                values_at: Callable[[PrimExpr, Var], list[PrimExpr]]) -> Stmt:
-    """`out[tile] = local[...]`: the accumulated tile stored to the real buffer."""
-    vars_ = [Var(f"v{k}", INT64) for k in range(len(out.shape))]
-    ivs = tuple(IterVar(v, Range(ZERO, d), IterKind.SPATIAL) for v, d in zip(vars_, out.shape))
-    idx = tuple(vars_)
-    blk = Block(f"{out.name}_store", ivs,
-                (BufferRegion(local, tuple(point(i) for i in index(idx))),),
-                (BufferRegion(out, tuple(point(v) for v in vars_)),),
-                BufferStore(out, BufferLoad(local, index(idx), local.dtype), idx))
-    return over_tile(lambda ri, ji: realize(blk, values_at(ri, ji)))

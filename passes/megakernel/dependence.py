@@ -22,9 +22,18 @@ from tirc.ir.arith import Analyzer
 from tirc.ir.arith.fold import is_false, is_true
 from tirc.ir.buffer import Buffer, Range
 from tirc.ir.dtype import BOOL, INT64
-from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, logical_and, logical_or
+from tirc.ir.expr import (
+    BufferLoad,
+    IntImm,
+    PrimExpr,
+    Var,
+    binop,
+    logical_and,
+    logical_or,
+    select,
+)
 from tirc.ir.node import Node
-from tirc.ir.stmt import Allocate, BlockRealize, BufferStore, For, LetStmt, Stmt
+from tirc.ir.stmt import Allocate, BlockRealize, BufferStore, For, IfThenElse, LetStmt, Stmt
 from tirc.ir.structural import structural_equal
 from tirc.ir.visitor import post_order_visit, substitute
 from tirc.passes.megakernel.tiling import TaskKind
@@ -92,6 +101,19 @@ class _Collector:
             if s.block.init is not None:
                 self.stmt(s.block.init)
             self.stmt(s.block.body)
+        elif isinstance(s, IfThenElse) and s.else_case is not None and \
+                not uses_any(substitute(s.condition, sc.subst), sc.inner | set(sc.dom)):
+            # A choice the task makes once (a condition on shapes and the tile): the boxes of
+            # the branch taken, not the hull of both.
+            self.exprs(s.condition)
+            outer = self.accesses
+            self.accesses = []
+            self.stmt(s.then_case)
+            then = hull(self.accesses)
+            self.accesses = []
+            self.stmt(s.else_case)
+            other = hull(self.accesses)
+            self.accesses = outer + _choose(substitute(s.condition, sc.subst), then, other)
         elif isinstance(s, Allocate):
             sc.local.add(s.buffer.data)
             self.stmt(s.body)
@@ -143,13 +165,11 @@ class _Collector:
         self.accesses.append(Access(buf, write, box))
 
 
-def task_accesses(kind: TaskKind) -> list[Access]:
-    """The boxes one task of `kind` touches, as expressions of `kind.var`: one bounding box
-    per buffer (the hull of all its accesses), marked written if any access writes."""
-    c = _Collector()
-    c.stmt(kind.body)
+def hull(accesses: list[Access]) -> list[Access]:
+    """One bounding box per buffer (the hull of all its accesses), written if any access
+    writes."""
     out: list[Access] = []
-    for a in c.accesses:
+    for a in accesses:
         same = next((b for b in out if b.buffer is a.buffer), None)
         if same is None:
             out.append(Access(a.buffer, a.write, list(a.box)))
@@ -159,6 +179,35 @@ def task_accesses(kind: TaskKind) -> list[Access]:
                      hi if structural_equal(hi, hi2) else binop("max", hi, hi2))
                     for (lo, hi), (lo2, hi2) in zip(same.box, a.box)]
     return out
+
+
+def _choose(cond: PrimExpr, then: list[Access], other: list[Access]) -> list[Access]:
+    """Per buffer, the box of `then` when `cond` holds, else the box of `other` (an empty box,
+    lower bound above upper bound, on the side that does not touch the buffer)."""
+    out: list[Access] = []
+    for a in then + [b for b in other if not any(b.buffer is x.buffer for x in then)]:
+        t = next((x for x in then if x.buffer is a.buffer), None)
+        o = next((x for x in other if x.buffer is a.buffer), None)
+        box = []
+        for d in range(len(a.box)):
+            lo_t, hi_t = t.box[d] if t is not None else _empty(a.box[d][0])
+            lo_o, hi_o = o.box[d] if o is not None else _empty(a.box[d][0])
+            box.append((select(cond, lo_t, lo_o), select(cond, hi_t, hi_o)))
+        out.append(Access(a.buffer, bool(t and t.write) or bool(o and o.write), box))
+    return out
+
+
+def _empty(like: PrimExpr) -> Bounds:
+    """A box side that meets nothing (lower bound above upper bound)."""
+    return IntImm(1, like.dtype), IntImm(-1, like.dtype)
+
+
+def task_accesses(kind: TaskKind) -> list[Access]:
+    """The boxes one task of `kind` touches, as expressions of `kind.var`: one bounding box
+    per buffer (the hull of all its accesses), marked written if any access writes."""
+    c = _Collector()
+    c.stmt(kind.body)
+    return hull(c.accesses)
 
 
 def _same_view(a: Buffer, b: Buffer) -> bool:

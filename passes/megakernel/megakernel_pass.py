@@ -3,21 +3,21 @@
 
 `megakernel` runs after fusion and scheduling, in place of lower-graph for the graph functions
 it takes: those with `R.func_attr({"megakernel": "static"|"dynamic"})`, or every graph function
-when the pass config has `megakernel=static|dynamic` (`--pass-config megakernel=static`). Placed
-after lower-graph instead, it takes the host functions when the config asks for it. The config
-key "megakernel.tile" groups that many tiles of default-schedule's parallel loops into a task;
-"megakernel.watchdog" (seconds, for megakernel-runtime) makes a wait that lasts longer fail the
+when the pass config has `megakernel=static|dynamic` (`-fmegakernel=static` on the command
+line, or `--pass-config megakernel=static`). Placed after lower-graph instead, it takes the host
+functions when the config asks for it. The config key "megakernel.tile" groups that many tiles
+of default-schedule's parallel loops into a task; "megakernel.watchdog" (seconds,
+`-fmegakernel-watchdog=SECONDS`; for megakernel-runtime) makes a wait that lasts longer fail the
 call with a message naming the waiting task and event instead of hanging.
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import INT32, INT64
-from tirc.ir.expr import Call, IntImm, StringImm
+from tirc.ir.expr import BufferLoad, Call, IntImm, StringImm, cast
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import Function, GCall, GlobalVar
 from tirc.ir.module import IRModule
@@ -36,7 +36,6 @@ from tirc.passes.megakernel.task_graph import (
 from tirc.passes.pass_base import Pass, PassContext
 
 RUNTIME_ATTR = "megakernel.runtime"
-RECURSION_LIMIT = 20000
 
 
 def _mode(value: object, where: str) -> str | None:
@@ -119,10 +118,6 @@ class MegakernelRuntime(Pass):
             raise CompileError(f"megakernel: megakernel.watchdog must be a whole number of "
                                f"seconds, got '{text}'")
         watchdog = int(text)
-        if any(f.attrs.get(MEGAKERNEL_ATTR) for f in mod.prim_funcs().values()):
-            # One nested allocation per event tensor: the recursive visitors of later passes
-            # go deeper than Python's default limit on large graphs.
-            sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
         for name, func in mod.prim_funcs().items():
             mode = func.attrs.get(MEGAKERNEL_ATTR)
             if mode not in MODES or func.attrs.get(RUNTIME_ATTR):
@@ -148,5 +143,12 @@ class _Watchdog(Mutator):
         call = s.value
         if not isinstance(call, Call) or call.op != "event_wait":
             return s
-        args = (call.args[0], IntImm(self.seconds, INT64), StringImm(self.task))
+        elem = call.args[0]
+        name = elem.buffer.name if isinstance(elem, BufferLoad) else "?"
+        index = elem.indices[0] if isinstance(elem, BufferLoad) and len(elem.indices) == 1 \
+            else IntImm(0, INT64)
+        # The event's name and index travel along: the runtime packs the counters into one
+        # workspace, and the message names the event tensor, not the workspace.
+        args = (elem, IntImm(self.seconds, INT64), StringImm(self.task), StringImm(name),
+                cast(INT64, index))
         return Evaluate(Call("tirc.event_wait_watchdog", args, INT32))

@@ -22,9 +22,10 @@ from dataclasses import dataclass
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.stmt import Allocate, AssertStmt, For, ForKind, LetStmt, SeqStmt, Stmt, seq
+from tirc.ir.visitor import post_order_visit
 from tirc.passes.megakernel.dependence import edges
 from tirc.passes.megakernel.event_tensors import make_events, notifies, waits
 from tirc.passes.megakernel.tiling import make_kinds, split_host
@@ -81,6 +82,39 @@ def build_task_graph(func: PrimFunc, mode: str, tile: int = 1) -> PrimFunc:
     for w in reversed(wraps):
         out = w(out)
     return dataclasses.replace(func, body=out, attrs={**func.attrs, MEGAKERNEL_ATTR: mode})
+
+
+def event_uses(body: Stmt, op: str) -> set[Var]:
+    """The storage variables of the event tensors that `body` applies `op` to."""
+    found: set[Var] = set()
+
+    def visit(n: object) -> None:
+        if isinstance(n, Call) and n.op == op and n.args and isinstance(n.args[0], BufferLoad):
+            found.add(n.args[0].buffer.data)
+
+    post_order_visit(body, visit)
+    return found
+
+
+def producer_kinds(graph: TaskGraph) -> list[list[int]]:
+    """For each task kind, the other kinds that notify an event it waits on (its producers).
+
+    Kinds are in program order and that order must be topological: a kind may only wait for
+    earlier kinds (a kind's own notifications, the ones settling the counters of producer tiles
+    it does not need, do not make it its own producer). Both schedules rely on this order.
+    """
+    waits = [event_uses(t.body, "event_wait") for t in graph.tasks]
+    notifies = [event_uses(t.body, "event_notify") for t in graph.tasks]
+    out: list[list[int]] = []
+    for k, task in enumerate(graph.tasks):
+        prods = [j for j in range(len(graph.tasks)) if j != k and notifies[j] & waits[k]]
+        later = [graph.tasks[j].name for j in prods if j > k]
+        if later:
+            raise CompileError(f"megakernel: task '{task.name}' waits on an event that the later "
+                               f"task '{later[0]}' notifies; task kinds must be in dependence "
+                               "order")
+        out.append(prods)
+    return out
 
 
 def read_task_graph(func: PrimFunc) -> TaskGraph:

@@ -4,7 +4,9 @@ After lower-graph, a host function is a few scoping statements (the workspace, s
 shape asserts, constants) around the kernels in order; default-schedule made each kernel's
 outer spatial loop a `parallel` loop over tiles. Each top-level parallel loop becomes a task
 kind whose tasks are its iterations, grouped `tile` at a time (config key "megakernel.tile",
-default 1: default-schedule's tiles). Any other statement becomes a kind with one task.
+default 1: default-schedule's tiles); so does a choice between such loops by a condition on
+the shapes (`if n == 1: <tiles of one kind> else: <tiles of another>`: the kind has the
+chosen branch's tiles). Any other statement becomes a kind with one task.
 """
 
 from __future__ import annotations
@@ -99,17 +101,35 @@ def make_kinds(stages: list[Stmt], tile: int = 1) -> list[TaskKind]:
         while name in used:
             name = f"{base}_{len(used)}"
         used.add(name)
-        if isinstance(s, For) and s.kind == ForKind.PARALLEL:
-            kinds.append(_tiled(name, s, tile))
-        elif isinstance(s, IfThenElse) and s.else_case is None and \
-                isinstance(s.then_case, For) and s.then_case.kind == ForKind.PARALLEL:
-            # `if extent > 0: for tile in T.parallel(extent)`: no tasks when the test fails.
-            kind = _tiled(name, s.then_case, tile)
-            kind.extent = select(s.condition, kind.extent, IntImm(0, kind.extent.dtype))
+        kind = _tileable(name, s, tile)
+        if kind is not None:
             kinds.append(kind)
         else:
             kinds.append(TaskKind(name, Var(f"{_ident(name)}_t", INDEX), IntImm(1, INDEX), s))
     return kinds
+
+
+def _tileable(name: str, s: Stmt, tile: int) -> TaskKind | None:
+    """The tasks of a kernel statement that is a parallel loop, or a choice between kernels
+    by a condition on the shapes (`if c: <kernel> [else: <kernel>]`, as default-schedule's
+    specialisations and lower-graph's empty-extent tests make); None for anything else."""
+    if isinstance(s, For) and s.kind == ForKind.PARALLEL:
+        return _tiled(name, s, tile)
+    if not isinstance(s, IfThenElse):
+        return None
+    then = _tileable(name, s.then_case, tile)
+    if then is None:
+        return None
+    if s.else_case is None:
+        # `if extent > 0: for tile in T.parallel(extent)`: no tasks when the test fails.
+        then.extent = select(s.condition, then.extent, IntImm(0, then.extent.dtype))
+        return then
+    other = _tileable(name, s.else_case, tile)
+    if other is None or other.var.dtype != then.var.dtype:
+        return None
+    body = substitute(other.body, {other.var: then.var})
+    return TaskKind(name, then.var, select(s.condition, then.extent, other.extent),
+                    IfThenElse(s.condition, then.body, body))
 
 
 def _tiled(name: str, loop: For, tile: int) -> TaskKind:

@@ -131,7 +131,7 @@ def obj(lowered: IRModule) -> bytes:
     return emit(lowered, "obj", parse_target("llvm"), 2)
 
 
-@pytest.mark.parametrize("n", [1, 7, 64])
+@pytest.mark.parametrize("n", [1, 7, 64, 300])
 def test_one_library_every_batch_size(built: Path, n: int) -> None:
     check(load(built / "mlp_dps.so").main, n)
 

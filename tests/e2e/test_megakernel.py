@@ -1,91 +1,155 @@
-"""Graph samples compiled as megakernels (static and dynamic schedules): equal to numpy (the
-reference interpreter) and to the kernel-by-kernel build at several shapes, and over 200
-repeated calls in one process with 1, 2 and more threads than cores (no hang, no wrong
-result)."""
+"""Every graph sample compiled with `-fmegakernel=static` and `=dynamic`: equal to the
+kernel-by-kernel build and to numpy at several shapes, and over 200 repeated calls in one
+process with 1, 2 and more threads than cores (no hang, no wrong result), and with a team
+smaller than the threads asked for; the watchdog turns a planted hang into an error naming the
+task and event; the data-dependent MoE sample."""
 
 from __future__ import annotations
 
+import ctypes
+import importlib.util
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
-from graph_support import interpret, random_inputs
+from click.testing import CliRunner
+from graph_support import random_inputs
+from tirc.backends.link import c_compiler
+from tirc.cli.main import cli
 from tirc.frontend import parse_file
 from tirc.runtime import load
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "passes" / "megakernel"))
-from megakernel_support import SAMPLES, build_sample  # noqa: E402
+from megakernel_support import SAMPLES  # noqa: E402
 
-SHAPES = {"mlp.tir": [{"n": 1}, {"n": 7}, {"n": 64}],
-          "transformer_block.tir": [{"b": 1, "s": 1}, {"b": 2, "s": 5}, {"b": 1, "s": 33}]}
+MODES = ("static", "dynamic", "none")
+SHAPES = {"mlp": [{"n": 1}, {"n": 7}, {"n": 33}],
+          "mlp_dps": [{"n": 1}, {"n": 5}, {"n": 16}],
+          "transformer_block": [{"b": 1, "s": 1}, {"b": 2, "s": 5}, {"b": 1, "s": 17}]}
+SMALL = {"mlp": {"n": 3}, "mlp_dps": {"n": 2}, "transformer_block": {"b": 1, "s": 3}}
+THREADS = (1, 2, 2 * (os.cpu_count() or 2) + 1)
 RUNNER = """
 import sys, numpy as np
 from tirc.runtime import load
 lib = load(sys.argv[1])
 data = np.load(sys.argv[2])
 args = [data[f"a{i}"] for i in range(int(data["nargs"]))]
-want = [data[f"w{i}"] for i in range(int(data["nwant"]))]
+want = data["want"]
 for rep in range(int(sys.argv[3])):
-    got = lib.main(*args)
-    got = got if isinstance(got, tuple) else (got,)
-    for w, g in zip(want, got):
-        if not np.allclose(g, w, rtol=1e-4, atol=1e-4):
-            sys.exit(f"wrong result at call {rep}")
+    if not np.allclose(lib.main(*args), want, rtol=1e-5, atol=1e-5):
+        sys.exit(f"wrong result at call {rep}")
 print("ok")
 """
 
 
+def _references() -> ModuleType:
+    """samples/references.py, loaded by path (it is not a package) and shared by name."""
+    name = "tirc_sample_references"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, SAMPLES / "references.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+REFS = _references()
+GRAPH_SAMPLES = {s.name: s for s in REFS.GRAPH_SAMPLES}
+
+
+def test_every_graph_sample_has_shapes() -> None:
+    assert set(SHAPES) == set(GRAPH_SAMPLES) == set(SMALL)
+
+
 @pytest.fixture(scope="module")
 def libs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Path]:
-    out = {}
+    """Every graph sample built by `tirc SAMPLE -o OUT.so [-fmegakernel=MODE]` (with the C
+    library of its external functions where it calls any)."""
     d = tmp_path_factory.mktemp("megakernel")
-    for sample in SHAPES:
-        for mode in ("static", "dynamic", "none"):
-            path = d / f"{sample[:-4]}_{mode}.so"
-            out[(sample, mode)] = build_sample(sample, path, None if mode == "none" else mode)
+    extern = SAMPLES / "mlp_dps_extern.c"
+    subprocess.run([*c_compiler(), "-shared", "-fPIC", "-O2", "-o", str(d / "libmlp_dps_extern.so"),
+                    str(extern)], check=True, capture_output=True, text=True)
+    out = {}
+    for name, sample in GRAPH_SAMPLES.items():
+        link = ["-l", "mlp_dps_extern", "-L", str(d)] if sample.externs else []
+        for mode in MODES:
+            path = d / f"{name}_{mode}.so"
+            flags = [] if mode == "none" else [f"-fmegakernel={mode}"]
+            r = CliRunner().invoke(cli, [str(sample.path), "-o", str(path), *flags, *link],
+                                   prog_name="tirc")
+            assert r.exit_code == 0, r.output
+            out[(name, mode)] = path
     return out
 
 
+def _outputs(got: object) -> list[np.ndarray]:
+    """A function's result as a list of arrays."""
+    return list(got) if isinstance(got, tuple) else [got]  # type: ignore[list-item]
+
+
 @pytest.mark.parametrize("mode", ["static", "dynamic"])
-@pytest.mark.parametrize("sample", list(SHAPES))
+@pytest.mark.parametrize("name", list(SHAPES))
 def test_megakernel_equals_numpy_and_per_kernel_build(libs: dict[tuple[str, str], Path],
-                                                      sample: str, mode: str) -> None:
-    mega, plain = load(libs[(sample, mode)]), load(libs[(sample, "none")])
-    graph = parse_file(SAMPLES / sample)
-    for sizes in SHAPES[sample]:
-        args = random_inputs(graph, sizes, seed=3)
-        want = interpret(graph, args)
-        got, ref = mega.main(*args), plain.main(*args)
-        got = got if isinstance(got, tuple) else (got,)
-        ref = ref if isinstance(ref, tuple) else (ref,)
-        for w, g, r in zip(want, got, ref):
-            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+                                                      name: str, mode: str) -> None:
+    sample = GRAPH_SAMPLES[name]
+    mega, plain = load(libs[(name, mode)]), load(libs[(name, "none")])
+    for sizes in SHAPES[name]:
+        args = sample.inputs(sizes, seed=3)
+        got, ref = _outputs(mega.main(*args)), _outputs(plain.main(*args))
+        problem = REFS.mismatch(got, sample.expected(args))
+        assert problem is None, f"{sizes}: {problem}"
+        for g, r in zip(got, ref):
             np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("threads", [1, 2, 2 * (os.cpu_count() or 2) + 1])
+@pytest.fixture
+def omp_threads() -> Iterator[object]:
+    """`omp_set_num_threads` of the OpenMP runtime the libraries use; restored afterwards."""
+    gomp = ctypes.CDLL("libgomp.so.1")
+    before = gomp.omp_get_max_threads()
+    yield gomp.omp_set_num_threads
+    gomp.omp_set_num_threads(before)
+
+
 @pytest.mark.parametrize("mode", ["static", "dynamic"])
-def test_repeated_runs_under_thread_counts(libs: dict[tuple[str, str], Path], tmp_path: Path,
-                                           mode: str, threads: int) -> None:
-    for sample, sizes in (("mlp.tir", {"n": 5}), ("transformer_block.tir", {"b": 1, "s": 3})):
-        graph = parse_file(SAMPLES / sample)
-        args = random_inputs(graph, sizes, seed=4)
-        want = interpret(graph, args)
-        data = tmp_path / f"{sample}.npz"
-        np.savez(data, nargs=len(args), nwant=len(want),
-                 **{f"a{i}": a for i, a in enumerate(args)},
-                 **{f"w{i}": w for i, w in enumerate(want)})
-        env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-        run = subprocess.run([sys.executable, "-c", RUNNER, str(libs[(sample, mode)]),
-                              str(data), "200"], env=env, capture_output=True, text=True,
-                             timeout=120)
-        assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr
+def test_repeated_runs_under_thread_counts(libs: dict[tuple[str, str], Path], mode: str,
+                                           omp_threads: object) -> None:
+    for name, sizes in SMALL.items():
+        lib = load(libs[(name, mode)])
+        args = GRAPH_SAMPLES[name].inputs(sizes, seed=4)
+        want = _outputs(load(libs[(name, "none")]).main(*args))
+        for threads in THREADS:
+            omp_threads(threads)  # type: ignore[operator]
+            for rep in range(200):
+                got = _outputs(lib.main(*args))
+                assert all(np.allclose(g, w, rtol=1e-5, atol=1e-5) for g, w in zip(got, want)), \
+                    f"{name}, {threads} threads: wrong result at call {rep}"
 
 
-def test_watchdog_turns_a_planted_hang_into_an_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["static", "dynamic"])
+def test_team_smaller_than_asked(libs: dict[tuple[str, str], Path], tmp_path: Path,
+                                 mode: str) -> None:
+    """OMP_THREAD_LIMIT below OMP_NUM_THREADS: the region gets fewer threads than it asks
+    for, and the tasks are dealt over the team it got."""
+    graph = parse_file(SAMPLES / "mlp.tir")
+    args = random_inputs(graph, {"n": 5}, seed=4)
+    want = _outputs(load(libs[("mlp", "none")]).main(*args))[0]
+    data = tmp_path / "mlp.npz"
+    np.savez(data, nargs=len(args), want=want, **{f"a{i}": a for i, a in enumerate(args)})
+    env = {**os.environ, "OMP_NUM_THREADS": "4", "OMP_THREAD_LIMIT": "2"}
+    run = subprocess.run([sys.executable, "-c", RUNNER, str(libs[("mlp", mode)]), str(data),
+                          "200"], env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr
+
+
+@pytest.mark.parametrize("mode", ["static", "dynamic"])
+def test_watchdog_turns_a_planted_hang_into_an_error(tmp_path: Path, mode: str) -> None:
     import dataclasses
 
     from megakernel_support import cpu_steps, task_graph
@@ -94,21 +158,27 @@ def test_watchdog_turns_a_planted_hang_into_an_error(tmp_path: Path) -> None:
     from tirc.ir.target import parse_target
     from tirc.ir.visitor import Mutator
     from tirc.passes.manager import run_pipeline
+    from tirc.passes.megakernel.task_graph import read_task_graph
     from tirc.passes.pass_base import PassContext
     from tirc.passes.pipeline import build_pipeline
     from tirc.runtime import TircError
 
+    mod = task_graph("mlp.tir", mode)
+    third = read_task_graph(mod["main"]).tasks[2].name  # type: ignore[arg-type]
+    dropped = []
+
     class DropNotify(Mutator):
-        """Drops the notifications at the end of task kind `matmul` (feeding T_add_3)."""
+        """Drops the notification at the end of the third task kind (the second matmul)."""
 
         def visit_For(self, s: For) -> Stmt:
-            if s.annotations.get("task") != "matmul" or not isinstance(s.body, SeqStmt):
+            if s.annotations.get("task") != third or not isinstance(s.body, SeqStmt):
                 return s
             assert "event_notify" in str(s.body.seq[-1])
+            dropped.append(s.body.seq[-1])
             return dataclasses.replace(s, body=SeqStmt(s.body.seq[:-1]))
 
-    mod = task_graph("mlp.tir")
     broken = mod.with_function("main", DropNotify().visit(mod["main"]))
+    assert len(dropped) == 1
     steps = cpu_steps()
     steps = steps[steps.index("megakernel-runtime"):]
     ctx = PassContext(config={"megakernel.watchdog": "1"})
@@ -116,8 +186,8 @@ def test_watchdog_turns_a_planted_hang_into_an_error(tmp_path: Path) -> None:
     build(out, tmp_path / "hang.so", parse_target("llvm"), 2)
     lib = load(tmp_path / "hang.so")
     args = random_inputs(parse_file(SAMPLES / "mlp.tir"), {"n": 2})
-    with pytest.raises(TircError, match=r"megakernel watchdog: task T_add_3 waited more than "
-                                        r"1 s on E_matmul_T_add_3\[[01]\] \(counter 1\)"):
+    with pytest.raises(TircError, match=rf"megakernel watchdog: task (\w+) waited more than 1 s "
+                                        rf"on E_{third}_\1\[[01]\] \(counter 1\)"):
         lib.main(*args)
 
 

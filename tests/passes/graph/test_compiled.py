@@ -17,7 +17,8 @@ from tirc.passes.pipeline import build_pipeline, default_pipeline
 from tirc.runtime import TircError, load
 
 
-def compile_sample(name: str, out: Path, opt_level: int = 2) -> object:
+def compile_sample(name: str | Path, out: Path, opt_level: int = 2) -> object:
+    """A graph sample (a name in samples/, or a path) through the default pipeline, loaded."""
     target = parse_target("llvm")
     steps = default_pipeline(target, opt_level)
     if "lower-graph" not in steps:
@@ -37,7 +38,7 @@ def block(tmp_path_factory: pytest.TempPathFactory) -> object:
     return compile_sample("transformer_block.tir", tmp_path_factory.mktemp("tb") / "tb.so")
 
 
-def compare(lib: object, sample: str, sizes: dict[str, int]) -> None:
+def compare(lib: object, sample: str | Path, sizes: dict[str, int]) -> None:
     graph = parse_file(SAMPLES / sample)
     args = random_inputs(graph, sizes)
     want = interpret(graph, args)
@@ -53,7 +54,8 @@ def test_mlp_one_library_every_batch_size(mlp: object, n: int) -> None:
     compare(mlp, "mlp.tir", {"n": n})
 
 
-@pytest.mark.parametrize("b,s", [(1, 1), (7, 3), (2, 64), (1, 300)])
+# each of b and s takes each of 1, 7, 64 and 300
+@pytest.mark.parametrize("b,s", [(1, 1), (7, 3), (1, 7), (2, 64), (64, 2), (1, 300), (300, 1)])
 def test_transformer_block_one_library_every_shape(block: object, b: int, s: int) -> None:
     compare(block, "transformer_block.tir", {"b": b, "s": s})
 
@@ -68,3 +70,12 @@ def test_wrong_shapes_are_errors_not_crashes(mlp: object) -> None:
 def test_unoptimized_pipeline_gives_the_same(tmp_path: Path) -> None:
     lib = compile_sample("mlp.tir", tmp_path / "mlp0.so", opt_level=0)
     compare(lib, "mlp.tir", {"n": 5})
+
+
+@pytest.mark.parametrize("name", ["tuples.tir", "pass_through.tir"])
+def test_fused_tuples_and_tir_vars_compile(tmp_path: Path, name: str) -> None:
+    """Kernels fused across tuples, projections and tir_vars, compiled, at every size."""
+    path = Path(__file__).parent / name
+    lib = compile_sample(path, tmp_path / "t.so", opt_level=3)
+    for n in (1, 7, 64, 300):
+        compare(lib, path, {"n": n})

@@ -34,12 +34,13 @@ def test_mlp_kernels_tiled_with_epilogue() -> None:
     kernel = scheduled["fused_matmul1_add_relu"]
     text = scheduled.script()
     kinds = loop_kinds(kernel)
-    # row groups of 4, 2 and 1: one parallel loop each
-    assert kinds.count("parallel") == 3 and "vectorized" in kinds and "unroll" in kinds
+    # groups of 8 rows (the last clamped to row n - 1) and, for n == 1, one row of wide tiles
+    assert kinds.count("parallel") == 2 and "vectorized" in kinds and "unroll" in kinds
+    assert "T.min(" in text and "n == T.int64(1)" in text
     # the matmul result and the bias sum live in tile-local accumulators only
     assert [b.name for b in kernel.body.block.alloc_buffers] == []
     assert 'scope="local"' in text and "T.fma(" in text
-    for n in (1, 6, 7):
+    for n in (1, 2, 4, 6, 7):
         assert_same(fused, scheduled, random_inputs(fused, {"n": n}, seed=n))
 
 
@@ -62,6 +63,7 @@ def test_batched_matmul_and_untouched_kernels() -> None:
     mods = run_passes(parse_file(SAMPLES / "transformer_block.tir"), (*FUSED, DefaultSchedule()))
     scheduled = mods[-1]
     assert all(f.attrs.get("tirc.scheduled") for f in scheduled.prim_funcs().values())
-    assert_same(mods[-2], scheduled, random_inputs(mods[0], {"b": 1, "s": 2}))
+    for b, s in ((1, 2), (2, 3), (3, 7)):  # batches of rows that cross matrices
+        assert_same(mods[-2], scheduled, random_inputs(mods[0], {"b": b, "s": s}))
     user = parse_file(SAMPLES / "mlp.tir")
     assert DefaultSchedule()(user) is user

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from tirc.passes.graph.fuse_tir import FuseTIR
 from tirc.passes.graph.legalize_ops import LegalizeOps
 from tirc.passes.graph.normalize import Normalize
 
+GRAPH_TESTS = Path(__file__).parent
 PIPELINE = (Normalize(), LegalizeOps(), AnnotateOpPattern(), FuseOps(), FuseTIR(),
             DeadCodeElim())
 
@@ -137,3 +139,48 @@ def test_same_kernel_twice_in_a_group_gets_unique_blocks(repeat: Any) -> None:
     assert 'T.block("T_exp")' in text and 'T.block("T_exp_1")' in text
     assert len(fused.body.block.alloc_buffers) == 1
     assert_same(mods[0], mods[-1], random_inputs(mod, {"n": 2}))
+
+
+def test_tuple_bindings_and_tir_vars_fuse() -> None:
+    """A kernel with several outputs and its projections, a tuple and its projections, and
+    calls given `tir_vars` (sizes `n * 2`) all fuse into one kernel; the meaning is kept after
+    every pass."""
+    mods = run_passes(parse_file(GRAPH_TESTS / "tuples.tir"), PIPELINE)
+    legal = mods[2]
+    assert any(len(b.value.args) == 3 for b in legal["main"].body.blocks[0].bindings
+               if getattr(b.value, "op", None) == "call_tir")  # some carry tir_vars
+    name = "fused_exp_split_add_concatenate_relu_reshape_multiply"
+    assert kernel_calls(mods[4]) == [name]
+    group = mods[4][name].body.blocks[0].bindings
+    assert [type(b.value).__name__ for b in group].count("TupleGetItem") == 4
+    printed = mods[4].script()
+    assert f'= R.{name}(x)' in printed
+    for line in ('a: R.Tensor((n, T.int64(4)), dtype="float32") = s[0]',
+                 't: R.Tuple(R.Tensor((n, T.int64(4)), dtype="float32"), '
+                 'R.Tensor((n, T.int64(4)), dtype="float32")) = (c, a)',
+                 '= R.call_tir(Module.relu, (d,), tir_vars=R.shape([n]), '):
+        assert line in printed.split(f"def {name}(")[1], line
+    assert kernel_calls(mods[-1]) == [name]
+    assert sorted(mods[-1].functions) == [name, "main"]
+    for n in (1, 3):
+        assert_same(mods[0], mods[1:], random_inputs(mods[0], {"n": n}, seed=n))
+
+
+def test_returned_tuple_stays_unfused_and_a_result_naming_an_input_is_copied() -> None:
+    """A tuple the function returns is no group's business (its kernel stays alone); a group
+    result that is a projection of one of its inputs is written by a copy stage."""
+    gb = GraphBuilder()
+    n = gb.sym("n")
+    x = gb.param("x", (n, 4))
+    e = gb.emit("exp", x)
+    s = gb.emit("split", e, 2, axis=1)
+    mod = IRModule({"main": gb.function("main", s)})
+    mods = run_passes(mod, PIPELINE)
+    assert kernel_calls(mods[4]) == ["exp", "split"]
+    assert_same(mods[0], mods[1:], random_inputs(mod, {"n": 3}))
+
+    mod2 = parse_file(GRAPH_TESTS / "pass_through.tir")
+    mods = run_passes(mod2, PIPELINE)
+    assert kernel_calls(mods[-1]) == ["fused_exp_add_multiply"]
+    assert 'T.block("u_copy")' in mods[-1].script()
+    assert_same(mods[0], mods[1:], random_inputs(mod2, {"n": 4}))

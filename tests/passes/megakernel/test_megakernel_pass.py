@@ -5,6 +5,7 @@ checker finds a planted missing notification or wait."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -12,15 +13,16 @@ from graph_support import interpret, random_inputs
 from megakernel_support import SAMPLES, task_graph
 from tirc.frontend import parse, parse_file
 from tirc.ir import CompileError, PrimFunc
+from tirc.ir.expr import Call
 from tirc.ir.interpreter import Interpreter
-from tirc.ir.stmt import Evaluate, For, SeqStmt, Stmt
+from tirc.ir.stmt import BufferStore, For, SeqStmt, Stmt
 from tirc.ir.structural import structural_equal
-from tirc.ir.visitor import Mutator
+from tirc.ir.visitor import Mutator, post_order_visit
 from tirc.passes.megakernel.interleave import check_interleavings
 from tirc.passes.megakernel.task_graph import read_task_graph
 
-CASES = [("mlp.tir", {"n": 1}), ("mlp.tir", {"n": 6}),
-         ("transformer_block.tir", {"b": 1, "s": 2})]
+CASES = [("mlp.tir", {"n": 1}, "static"), ("mlp.tir", {"n": 6}, "dynamic"),
+         ("transformer_block.tir", {"b": 1, "s": 2}, "static")]
 
 
 def _run(mod: object, args: list[np.ndarray], want: tuple[np.ndarray, ...]) -> list[np.ndarray]:
@@ -29,8 +31,7 @@ def _run(mod: object, args: list[np.ndarray], want: tuple[np.ndarray, ...]) -> l
     return outs
 
 
-@pytest.mark.parametrize("mode", ["static", "dynamic"])
-@pytest.mark.parametrize("sample,sizes", CASES)
+@pytest.mark.parametrize("sample,sizes,mode", CASES)
 def test_task_graph_computes_the_graph_function(sample: str, sizes: dict[str, int],
                                                 mode: str) -> None:
     graph = parse_file(SAMPLES / sample)
@@ -49,7 +50,7 @@ def test_task_graph_prints_and_reparses() -> None:
     assert 'T.func_attr({"global_symbol": "main", "tir.noalias": True, ' \
         '"tirc.graph_func": True, "megakernel": "static"})' in text
     assert "T.event_tensor((" in text and "T.event_wait(E_" in text
-    assert 'annotations={"task": "matmul_tile"}' in text
+    assert re.search(r'annotations=\{"task": "matmul_tile(_\d+)?"\}', text)
     again = parse(text)
     third = parse(again.script())
     assert structural_equal(third, again) and third.script() == again.script()
@@ -83,16 +84,31 @@ def _host_args(func: PrimFunc, sample: str, sizes: dict[str, int]) -> list[np.nd
     return args + [np.zeros_like(w) for w in interpret(graph, args)]
 
 
-@pytest.mark.parametrize("sample,sizes", [("mlp.tir", {"n": 6}),
-                                          ("transformer_block.tir", {"b": 1, "s": 2})])
-def test_random_interleavings_agree(sample: str, sizes: dict[str, int]) -> None:
+@pytest.mark.parametrize("sample,sizes,runs", [("mlp.tir", {"n": 6}, 4),
+                                               ("transformer_block.tir", {"b": 1, "s": 1}, 1)])
+def test_random_interleavings_agree(sample: str, sizes: dict[str, int], runs: int) -> None:
     func = task_graph(sample)["main"]
     assert isinstance(func, PrimFunc)
-    assert check_interleavings(func, _host_args(func, sample, sizes), runs=4, seed=1) == []
+    assert check_interleavings(func, _host_args(func, sample, sizes), runs=runs, seed=1) == []
+
+
+def _only(x: Stmt, op: str) -> bool:
+    """Whether `x` does nothing but `op` calls on events (a notify, or a loop of them)."""
+    ops: list[str] = []
+    stores: list[object] = []
+
+    def visit(n: object) -> None:
+        if isinstance(n, Call) and n.op.startswith("event_"):
+            ops.append(n.op)
+        elif isinstance(n, BufferStore):
+            stores.append(n)
+
+    post_order_visit(x, visit)
+    return bool(ops) and set(ops) == {op} and not stores
 
 
 class _Drop(Mutator):
-    """Removes the `event_<op>` statements at the top of the body of task kind `task`."""
+    """Removes the statements of the body of task kind `task` that only `op` events."""
 
     def __init__(self, op: str, task: str) -> None:
         self.op = op
@@ -104,7 +120,7 @@ class _Drop(Mutator):
             return s
         keep = []
         for x in s.body.seq:
-            if isinstance(x, Evaluate) and getattr(x.value, "op", None) == self.op:
+            if _only(x, self.op):
                 self.dropped += 1
             else:
                 keep.append(x)
@@ -114,7 +130,8 @@ class _Drop(Mutator):
 def test_planted_missing_notify_is_a_hang() -> None:
     func = task_graph("mlp.tir")["main"]
     assert isinstance(func, PrimFunc)
-    dropper = _Drop("event_notify", "matmul_tile")
+    first = read_task_graph(func).tasks[0].name
+    dropper = _Drop("event_notify", first)
     broken = dataclasses.replace(func, body=dropper.visit(func.body))
     assert dropper.dropped >= 1
     problems = check_interleavings(broken, _host_args(func, "mlp.tir", {"n": 6}), runs=2)
@@ -127,7 +144,8 @@ def test_planted_missing_notify_is_a_hang() -> None:
 def test_planted_missing_wait_is_a_race() -> None:
     func = task_graph("mlp.tir")["main"]
     assert isinstance(func, PrimFunc)
-    dropper = _Drop("event_wait", "matmul")
+    third = read_task_graph(func).tasks[2].name     # the second matmul: waits on the first
+    dropper = _Drop("event_wait", third)
     broken = dataclasses.replace(func, body=dropper.visit(func.body))
     assert dropper.dropped >= 1
     problems = check_interleavings(broken, _host_args(func, "mlp.tir", {"n": 6}), runs=6)

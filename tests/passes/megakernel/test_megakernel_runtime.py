@@ -1,0 +1,120 @@
+"""The megakernel-runtime pass: one parallel team region that fills every event counter (packed
+into one workspace) before a barrier and only then runs tasks; the dynamic schedule's queue
+counts dispatches per producer kind and is seeded with the kinds that have none; the Python
+recursion limit is left alone; task kinds out of dependence order are a diagnostic."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+import pytest
+from megakernel_support import SAMPLES, task_graph
+from tirc.frontend import parse, parse_file
+from tirc.ir import CompileError, PrimFunc
+from tirc.ir.stmt import Allocate, For, ForKind
+from tirc.ir.visitor import post_order_visit
+from tirc.passes.manager import run_pipeline
+from tirc.passes.megakernel.task_graph import producer_kinds, read_task_graph
+from tirc.passes.pass_base import PassContext
+from tirc.passes.pipeline import build_pipeline
+
+
+def _runtime(mod: object, config: dict[str, str] | None = None) -> PrimFunc:
+    """`main` of `mod` after megakernel-runtime."""
+    out = run_pipeline(mod, build_pipeline(["megakernel-runtime"]),  # type: ignore[arg-type]
+                       PassContext(config=config or {}))
+    func = out["main"]
+    assert isinstance(func, PrimFunc)
+    return func
+
+
+def _nodes(func: PrimFunc, kind: type) -> list[object]:
+    """Every node of type `kind` in `func`'s body."""
+    found: list[object] = []
+    post_order_visit(func.body, lambda n: found.append(n) if isinstance(n, kind) else None)
+    return found
+
+
+@pytest.mark.parametrize("mode", ["static", "dynamic"])
+def test_one_workspace_filled_in_the_region_before_a_barrier(mode: str) -> None:
+    mod = task_graph("mlp.tir", mode)
+    events = len(read_task_graph(mod["main"]).events)  # type: ignore[arg-type]
+    assert events >= 3
+    func = _runtime(mod)
+    allocs = [a for a in _nodes(func, Allocate) if a.buffer.scope == "event"]  # type: ignore[attr-defined]
+    assert [a.buffer.name for a in allocs] == ["events"]  # type: ignore[attr-defined]
+    assert allocs[0].init is None  # type: ignore[attr-defined]  # nothing filled on the host
+    regions = [f for f in _nodes(func, For) if f.kind == ForKind.PARALLEL]  # type: ignore[attr-defined]
+    assert len(regions) == 1 and regions[0].annotations == {"parallel.team": True}  # type: ignore[attr-defined]
+    text = _script(func)
+    region = text[text.index("for worker in T.parallel"):]
+    barrier = region.index('"tirc.omp_barrier"')
+    fills = [region.index(f"events[event_offset[T.int64({i})] + (worker + fill{i} * team)]")
+             for i in range(events)]
+    assert max(fills) < barrier
+    assert barrier < region.index("T.event_wait(")
+    # Before the barrier only the dynamic queue's seeds are published (past the counters).
+    early = [line for line in region[:barrier].splitlines() if "T.event_notify(" in line]
+    assert all(f"events[event_offset[T.int64({events})]" in line for line in early)
+    assert (len(early) > 0) == (mode == "dynamic")
+
+
+def _script(func: PrimFunc) -> str:
+    """`func` printed as a module."""
+    from tirc.ir.module import IRModule
+
+    return IRModule({"main": func}).script()
+
+
+def test_dynamic_queue_counts_dispatches_per_producer_kind() -> None:
+    mod = task_graph("mlp.tir", "dynamic")
+    graph = read_task_graph(mod["main"])  # type: ignore[arg-type]
+    prods = producer_kinds(graph)
+    assert prods[0] == [] and all(prods[k] for k in range(1, len(prods)))
+    assert all(j < k for k, ps in enumerate(prods) for j in ps)
+    text = _script(_runtime(mod))
+    # Dispatch counts: one decrement per consumer kind, a push when it reaches zero.
+    consumers = sum(len(ps) for ps in prods)
+    assert text.count('T.call_intrin("int32", "tirc.atomic_add", events[event_offset[T.int64('
+                      f'{len(graph.events)})] + T.int64(3') >= consumers
+    # Seeds: every kind whose count is zero, pushed before the barrier.
+    before = text[:text.index('"tirc.omp_barrier"')]
+    assert before.count("== 0:") >= len(prods)
+
+
+def test_recursion_limit_is_left_alone() -> None:
+    limit = sys.getrecursionlimit()
+    mod = task_graph("transformer_block.tir", "dynamic")
+    assert len(read_task_graph(mod["main"]).events) > 20  # type: ignore[arg-type]
+    _runtime(mod, {"megakernel.watchdog": "2"})
+    assert sys.getrecursionlimit() == limit
+
+
+def test_kinds_out_of_dependence_order_are_a_diagnostic() -> None:
+    text = (SAMPLES / "megakernel" / "moe_topk.tir").read_text()
+    mod = parse(text.replace('"megakernel": "static"', '"megakernel": "dynamic"'))
+    func = mod["moe_topk"]
+    assert isinstance(func, PrimFunc)
+    graph = read_task_graph(func)
+    assert producer_kinds(graph) == [[], [0], [0, 1]]
+    route, expert, combine = graph.tasks
+    swapped = dataclasses.replace(func, body=graph.rebuild(
+        _seq_of_tasks(func, [combine, route, expert])))
+    with pytest.raises(CompileError, match="megakernel: task 'combine' waits on an event that "
+                                           "the later task 'route' notifies"):
+        run_pipeline(mod.with_function("moe_topk", swapped), build_pipeline(["megakernel-runtime"]))
+
+
+def _seq_of_tasks(func: PrimFunc, tasks: list[object]) -> object:
+    """The task loops of `tasks`, in the order given."""
+    from tirc.ir.expr import IntImm
+    from tirc.ir.stmt import seq
+
+    return seq(*[For(t.var, IntImm(0, t.var.dtype), t.extent, ForKind.SERIAL, t.body,  # type: ignore[attr-defined]
+                     annotations={"task": t.name}) for t in tasks])  # type: ignore[attr-defined]
+
+
+def test_moe_sample_parses_as_a_task_graph() -> None:
+    func = parse_file(SAMPLES / "megakernel" / "moe_topk.tir")["moe_topk"]
+    assert [t.name for t in read_task_graph(func).tasks] == ["route", "expert", "combine"]  # type: ignore[arg-type]
