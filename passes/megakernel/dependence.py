@@ -24,8 +24,10 @@ from tirc.ir.buffer import Buffer, Range
 from tirc.ir.dtype import BOOL, INT64
 from tirc.ir.expr import (
     BufferLoad,
+    Call,
     IntImm,
     PrimExpr,
+    StringImm,
     Var,
     binop,
     logical_and,
@@ -36,6 +38,7 @@ from tirc.ir.node import Node
 from tirc.ir.stmt import Allocate, BlockRealize, BufferStore, For, IfThenElse, LetStmt, Stmt
 from tirc.ir.structural import structural_equal
 from tirc.ir.visitor import post_order_visit, substitute
+from tirc.passes.graph.lower_extern import DLTENSOR
 from tirc.passes.megakernel.tiling import TaskKind
 from tirc.passes.schedule.regions import Bounds, full_bounds, relax, uses_any
 
@@ -141,6 +144,14 @@ class _Collector:
         def visit(n: object) -> None:
             if isinstance(n, BufferLoad):
                 self.access(n.buffer, n.indices, False)
+            elif isinstance(n, Call) and n.op == DLTENSOR and len(n.args) >= 2 and \
+                    isinstance(n.args[1], BufferLoad):
+                # A tensor passed to an external function (R.call_dps_packed): the function
+                # may touch all of it; "out" tensors are written.
+                buf = n.args[1].buffer
+                mode = n.args[0]
+                write = isinstance(mode, StringImm) and mode.value == "out"
+                self.access(buf, (), write)
 
         for e in es:
             post_order_visit(e, visit)

@@ -150,3 +150,20 @@ def test_planted_missing_wait_is_a_race() -> None:
     assert dropper.dropped >= 1
     problems = check_interleavings(broken, _host_args(func, "mlp.tir", {"n": 6}), runs=6)
     assert any("race" in p for p in problems), problems
+
+
+def test_external_call_is_a_producer_of_its_output_tensor() -> None:
+    """`R.call_dps_packed`'s output is written by the C function: the task that calls it must
+    notify the tasks that read that output (its DLTensor arguments are whole-tensor accesses)."""
+    text = task_graph("mlp_dps.tir").script()
+    kind = None
+    for line in text.splitlines():
+        task = re.search(r'annotations=\{"task": "(\w+)"\}', line)
+        kind = task.group(1) if task else kind
+        if "tirc.call_packed" in line:
+            break
+    assert kind is not None
+    notified = set(re.findall(rf"event_notify\((E_{kind}_\w+)\[", text))
+    assert notified, f"task {kind} runs the external function but notifies nothing"
+    waited = set(re.findall(r"event_wait\((E_\w+)\[", text))
+    assert notified & waited
