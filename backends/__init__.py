@@ -46,7 +46,7 @@ def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
     if kind in GPU_KINDS or (kind in ("ll", "asm") and getattr(target, "is_gpu", False)):
         from tirc.backends.nvptx import emit_gpu
 
-        data = emit_gpu(mod, kind, target, opt_level)
+        data = emit_gpu(mod, kind, target, opt_level, tuple(libs), tuple(lib_dirs))
         if out_path is not None:
             from tirc.backends.link import write_atomic
 

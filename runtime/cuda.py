@@ -9,7 +9,9 @@ with symbolic sizes bound from the arguments), then:
 - objects with `__cuda_array_interface__` (CuPy, PyTorch, Numba arrays) are used in place;
 - outputs left out are allocated (numpy arrays, returned as by the CPU runtime);
 - the plan's checks of the sizes (R.match_cast) run before anything is copied or launched;
-- the plan's workspaces (a graph function's intermediates) share one device allocation.
+- the plan's workspaces (a graph function's intermediates) share one device allocation;
+- the plan's host calls (`R.call_dps_packed`) run C functions from the libraries given with
+  -l/-L on host copies of their tensors, between the kernels (tirc.runtime.cuda_host_calls).
 Without a CUDA driver, `load` raises a TircError saying so; importing this module never needs
 one. A `driver` object can be passed to `load_ptx` (tests use a fake one).
 """
@@ -24,6 +26,7 @@ from typing import Any
 import numpy as np
 from tirc.runtime import shape_expr
 from tirc.runtime.arguments import Binder, ParamSpec, place_arguments
+from tirc.runtime.cuda_host_calls import find_symbol, open_libraries, run_host_call
 from tirc.runtime.dlpack import dtype_label
 from tirc.runtime.errors import TircError
 from tirc.runtime.function_table import FunctionTable
@@ -150,6 +153,8 @@ class CudaFunction:
         self.launches: list[dict[str, Any]] = meta.get("launches", [])
         self.workspaces: list[dict[str, Any]] = meta.get("workspaces", [])
         self.checks: list[dict[str, Any]] = meta.get("checks", [])
+        self.host_calls: list[dict[str, Any]] = meta.get("host_calls", [])
+        self._host_fns = [module.host_function(c["symbol"]) for c in self.host_calls]
 
     @property
     def outputs(self) -> list[str]:
@@ -286,6 +291,15 @@ class CudaFunction:
             raise
         return bound
 
+    def _host_call(self, k: int, env: dict[str, int], call: _Call) -> None:
+        """Run host step `k` of the plan (a C function, on the CPU)."""
+        def pointer(a: dict[str, Any]) -> int:
+            if a["kind"] == "workspace":
+                return call.pointers["workspace " + a["name"]]
+            return call.by_index[a["index"]]
+
+        run_host_call(self.host_calls[k], self._host_fns[k], self.module.driver, env, pointer)
+
     def _launch(self, launch: dict[str, Any], env: dict[str, int], call: _Call) -> None:
         grid = [shape_expr.evaluate(d, env) for d in launch["grid"]]
         block = [shape_expr.evaluate(d, env) for d in launch["block"]]
@@ -318,9 +332,17 @@ class BoundCall:
         self.call = call
 
     def launch(self) -> None:
-        """Launch every kernel of the plan, in order (asynchronously)."""
-        for launch in self.fn.launches:
+        """Launch every kernel of the plan, in order (asynchronously); a host call waits
+        for the kernels before it and runs on the CPU."""
+        calls = self.fn.host_calls
+        for k, launch in enumerate(self.fn.launches):
+            for j, c in enumerate(calls):
+                if c["before"] == k:
+                    self.fn._host_call(j, self.env, self.call)
             self.fn._launch(launch, self.env, self.call)
+        for j, c in enumerate(calls):
+            if c["before"] >= len(self.fn.launches):
+                self.fn._host_call(j, self.env, self.call)
 
     def fetch(self) -> None:
         """Wait for the kernels, then copy the outputs back into the caller's arrays."""
@@ -357,6 +379,8 @@ class CudaModule(FunctionTable):
         self._module = driver.load_module(self.ptx.encode())
         self._kernels: dict[str, Any] = {}
         self._sm_count: int | None = None
+        self._libraries = open_libraries(self.metadata, path) if any(
+            f.get("host_calls") for f in self.metadata["functions"]) else []
         self._functions = {f["name"]: CudaFunction(self, f) for f in self.metadata["functions"]}
 
     def sm_count(self) -> int:
@@ -364,6 +388,10 @@ class CudaModule(FunctionTable):
         if self._sm_count is None:
             self._sm_count = int(self.driver.sm_count())
         return self._sm_count
+
+    def host_function(self, symbol: str) -> Any:
+        """The C function `symbol` of the host libraries (a TircError when none defines it)."""
+        return find_symbol(self._libraries, symbol, self.path)
 
     def kernel(self, name: str, dynamic_shared: int = 0) -> Any:
         fn = self._kernels.get(name)

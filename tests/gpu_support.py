@@ -66,6 +66,23 @@ GRAPH_SAMPLES = [s for s in SAMPLE_REFS.GRAPH_SAMPLES if not s.externs]
 GRAPH_SAMPLE_IDS = [s.name for s in GRAPH_SAMPLES]
 
 
+def build_extern_library(sample: Any, out_dir: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Build `samples/<name>_extern.c` (the C functions of a sample with externs) into
+    `out_dir/lib<name>_extern.so`; the `-l`/`-L` to compile the sample with."""
+    import subprocess
+
+    from tirc.backends.link import c_compiler
+
+    if not sample.externs:
+        return (), ()
+    name = f"{sample.path.stem}_extern"
+    lib = out_dir / f"lib{name}.so"
+    if not lib.exists():
+        subprocess.run([*c_compiler(), "-shared", "-fPIC", "-O2", "-o", str(lib),
+                        str(sample.path.with_name(f"{name}.c"))], check=True)
+    return (name,), (str(out_dir),)
+
+
 def lower(mod: IRModule | str, opt_level: int = 2, arch: str = "sm_80",
           skip: Iterable[str] = ()) -> IRModule:
     """`mod` (or .tir text) through the GPU pipeline, leaving out the `skip` passes."""
@@ -128,13 +145,21 @@ class FakeDriver:
     def free(self, ptr: int) -> None:
         del self.memory[ptr]
 
+    def _bytes(self, ptr: int, nbytes: int) -> np.ndarray:
+        """The `nbytes` bytes at device address `ptr` (an allocation's start or inside one)."""
+        base = max(b for b in self.memory if b <= ptr)
+        start = ptr - base
+        assert start + nbytes <= self.memory[base].nbytes, "copy past the end"
+        return self.memory[base][start:start + nbytes]
+
     def to_device(self, ptr: int, array: np.ndarray) -> None:
         self.copies += 1
-        self.memory[ptr][:array.nbytes] = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+        self._bytes(ptr, array.nbytes)[:] = \
+            np.ascontiguousarray(array).reshape(-1).view(np.uint8)
 
     def to_host(self, array: np.ndarray, ptr: int) -> None:
         self.copies += 1
-        array.reshape(-1).view(np.uint8)[:] = self.memory[ptr][:array.nbytes]
+        array.reshape(-1).view(np.uint8)[:] = self._bytes(ptr, array.nbytes)
 
     def _view(self, ptr: int, buf: Any, sizes: dict[str, int]) -> np.ndarray:
         """The buffer at device address `ptr` (an allocation's start, or a workspace inside

@@ -16,6 +16,7 @@ from typing import Any
 
 from tirc.backends.llvm.context import ModuleContext
 from tirc.backends.llvm.target_machine import optimize, parse_and_verify
+from tirc.backends.nvptx.host_libraries import library_metadata
 from tirc.backends.nvptx.kernel import KernelInfo, emit_kernel
 from tirc.backends.nvptx.launch_plan import host_plan
 from tirc.backends.nvptx.ptx_metadata import render_block
@@ -74,8 +75,10 @@ def lowered_for_gpu(mod: IRModule, target: Target, opt_level: int) -> IRModule:
     return run_pipeline(mod, passes, PassContext(opt_level=opt_level, target=target))
 
 
-def compile_ptx(mod: IRModule, target: Any = None, opt_level: int = 2) -> PTXResult:
-    """PTX for every kernel of `mod`, with the launch plans of its host functions."""
+def compile_ptx(mod: IRModule, target: Any = None, opt_level: int = 2,
+                libs: tuple[str, ...] = (), lib_dirs: tuple[str, ...] = ()) -> PTXResult:
+    """PTX for every kernel of `mod`, with the launch plans of its host functions; `libs`
+    and `lib_dirs` (`-l`/`-L`) define the C functions the plans call on the host."""
     t = cuda_target(target)
     mod = lowered_for_gpu(mod, t, opt_level)
     tm, arch = nvptx_machine(t, opt_level)
@@ -90,18 +93,22 @@ def compile_ptx(mod: IRModule, target: Any = None, opt_level: int = 2) -> PTXRes
                     "dynamic_shared": k.dynamic_shared} for k in kernels]
     meta = {"tirc_abi": ABI_VERSION, "module": mod.name, "target": str(t), "arch": arch.name,
             "functions": functions, "kernels": kernel_meta}
+    symbols = list(dict.fromkeys(c["symbol"] for f in functions for c in f["host_calls"]))
+    if symbols or libs:
+        meta["libraries"] = library_metadata(symbols, tuple(libs), tuple(lib_dirs))
     module = parse_and_verify(str(ctx.module))
     optimize(module, tm, opt_level)
     ptx = tm.emit_assembly(module)
     return PTXResult(render_block(meta) + ptx, meta, arch.name, kernels, str(module))
 
 
-def emit_gpu(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2) -> bytes:
+def emit_gpu(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
+             libs: tuple[str, ...] = (), lib_dirs: tuple[str, ...] = ()) -> bytes:
     """`ptx` text (also `asm`), a `cubin`, or the NVPTX LLVM IR (`ll`) for `mod` (what
     tirc.backends.emit calls for cuda targets)."""
     if kind not in GPU_EMIT_KINDS:
         raise CompileError(f"the cuda target emits {', '.join(GPU_EMIT_KINDS)}, not '{kind}'")
-    result = compile_ptx(mod, target, opt_level)
+    result = compile_ptx(mod, target, opt_level, libs, lib_dirs)
     if kind == "cubin":
         return result.cubin()
     return (result.ll if kind == "ll" else result.ptx).encode()

@@ -12,7 +12,13 @@ strings, outputs, and where each symbolic size is bound from):
   arguments: `{"kind": "buffer", "param": "A", "index": 0}` (the parameter's position; names
   may repeat), `{"kind": "workspace", "name": "W"}`,
   `{"kind": "param", "param": "alpha"}` (a scalar parameter) or
-  `{"kind": "expr", "expr": "n * 2", "dtype": "int64"}` (a value of the symbolic sizes).
+  `{"kind": "expr", "expr": "n * 2", "dtype": "int64"}` (a value of the symbolic sizes);
+- `host_calls`: C functions (`R.call_dps_packed`) the runtime calls on the CPU between the
+  launches, `{"kind": "host_call", "symbol": "f", "caller": "main", "before": 1, "args":
+  [...]}`: it runs after the first `before` launches finished. Each argument is one DLTensor
+  (docs/abi.md, destination-passing): `{"kind": "buffer", "index": 0, ...}` or
+  `{"kind": "workspace", "name": "W", ...}` with its `role` ("in"/"out"), `dtype`, `shape`
+  (expressions) and `offset` (bytes into the buffer or workspace, an expression).
 """
 
 from __future__ import annotations
@@ -23,10 +29,11 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import CMP_OPS, BinOp, Call, PrimExpr, StringImm, Var, binop, cast
 from tirc.ir.function import PrimFunc
-from tirc.ir.stmt import Allocate, AssertStmt
+from tirc.ir.stmt import Allocate, AssertStmt, Evaluate
 from tirc.passes.entry_signature import accessed_data, param_buffers, shape_text, signature
 from tirc.passes.flatten_buffers import storage_size
 from tirc.passes.gpu.thread_tags import is_launch, walk_stmts
+from tirc.passes.graph.lower_extern import CALL_PACKED, packed_call
 
 # Bound by the runtime, not by the parameters: the device's SM count (a megakernel's grid).
 SM_COUNT = "tirc_sm_count"
@@ -94,12 +101,16 @@ def host_plan(func: PrimFunc, shared: dict[str, int],
     names: dict[Var, str] = {}  # each workspace's name, made unique (`T_sqsum`, `T_sqsum_1`)
     launches: list[dict[str, Any]] = []
     checks: list[dict[str, Any]] = []
+    host_calls: list[dict[str, Any]] = []
     for s in walk_stmts(func.body):
         if isinstance(s, AssertStmt):
             checks.append(_check(s, func))
         if isinstance(s, Allocate):
             workspaces[s.buffer.data] = s.buffer
             names[s.buffer.data] = _unique(s.buffer.name, set(names.values()))
+        if isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op == CALL_PACKED:
+            host_calls.append(_host_call(s.value, func, len(launches), by_data, workspaces,
+                                         names, bound))
         if not is_launch(s):
             continue
         call = s.value
@@ -135,8 +146,52 @@ def host_plan(func: PrimFunc, shared: dict[str, int],
         for b in workspaces.values()]
     info["checks"] = checks
     info["launches"] = launches
+    info["host_calls"] = host_calls
     _mark_accesses(info, launches, kernels)
+    for hc in host_calls:
+        for a in hc["args"]:
+            if a["kind"] == "buffer":
+                info["params"][a["index"]]["input" if a["role"] == "in" else "output"] = True
     return info
+
+
+def _host_call(e: Call, func: PrimFunc, before: int, by_data: dict[Var, int],
+               workspaces: dict[Var, Buffer], names: dict[Var, str],
+               bound: dict[Var, str]) -> dict[str, Any]:
+    """The plan step of one `tirc.call_packed`: the C function's DLTensor arguments as the
+    runtime builds them (see the module docstring)."""
+    call = packed_call(e)
+    args: list[dict[str, Any]] = []
+    for t in call.tensors:
+        buf = t.buffer
+        if len(t.first.indices) != 1:
+            raise CompileError(f"codegen: {func.name}: the tensors of a call of "
+                               f"'{call.symbol}' must be flat buffers", e.span or func.span)
+        offset = t.first.indices[0]
+        if buf.elem_offset is not None:
+            offset = binop("add", cast("int64", buf.elem_offset), cast("int64", offset))
+        exprs = [cast("int64", offset) * buf.dtype.bytes, *t.shape]
+        unbound = [v for x in exprs for v in _vars(x) if v not in bound]
+        if unbound:
+            raise CompileError(f"codegen: {func.name}: symbolic size '{unbound[0].name}' of a "
+                               f"tensor passed to '{call.symbol}' is not a whole dimension of "
+                               "any parameter", e.span or func.span)
+        entry: dict[str, Any]
+        if buf.data in by_data:
+            k = by_data[buf.data]
+            entry = {"kind": "buffer", "param": func.params[k].name, "index": k}
+        elif buf.data in workspaces:
+            entry = {"kind": "workspace", "name": names[buf.data]}
+        else:
+            raise CompileError(f"codegen: {func.name}: tensor '{buf.name}' passed to "
+                               f"'{call.symbol}' is neither a parameter nor a workspace",
+                               e.span or func.span)
+        entry.update(role=t.role, dtype=str(buf.dtype),
+                     shape=[_text(d, func) for d in t.shape],
+                     offset=_text(exprs[0], func))
+        args.append(entry)
+    return {"kind": "host_call", "symbol": call.symbol, "caller": call.caller,
+            "before": before, "args": args}
 
 
 def _check(s: AssertStmt, func: PrimFunc) -> dict[str, Any]:

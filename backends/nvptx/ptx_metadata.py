@@ -4,6 +4,8 @@
     // function add_relu(A: float32[n], B: float32[n], C: float32[n] (output))
     //   check m == n                                  (graph functions' R.match_cast)
     //   launch add_relu_kernel grid ((n + 255) // 256, 1, 1) block (256, 1, 1) shared 0
+    //   host call f(W: float32[n, 128], ...)          (R.call_dps_packed, on the CPU)
+    // host libraries -lNAME -LDIR                      (where the host calls' C functions are)
     // tirc-metadata: {"tirc_abi":1,"module":"Module","target":"cuda -arch=sm_90",...
     // tirc-metadata: ...rest of the JSON, in lines of at most 160 characters
     // tirc-metadata-end
@@ -43,10 +45,25 @@ def summary_lines(meta: dict[str, Any]) -> list[str]:
             lines.append(f"//   check {c['lhs']} {_SYMBOLS.get(c['op'], c['op'])} {c['rhs']}")
         for w in f.get("workspaces", []):
             lines.append(f"//   workspace {w['name']}: {w['dtype']}, {w['bytes']} bytes")
-        for launch in f.get("launches", []):
+        calls = f.get("host_calls", [])
+        for k, launch in enumerate(f.get("launches", [])):
+            lines += [_host_call(c) for c in calls if c["before"] == k]
             lines.append(f"//   launch {launch['kernel']} grid {_dims(launch['grid'])} block "
                          f"{_dims(launch['block'])} shared {launch['shared_bytes']}")
+        lines += [_host_call(c) for c in calls if c["before"] >= len(f.get("launches", []))]
+    libs = meta.get("libraries")
+    if libs:
+        lines.append("// host libraries " + " ".join(
+            [f"-l{n}" for n in libs["names"]] + [f"-L{d}" for d in libs["dirs"]]))
     return lines
+
+
+def _host_call(c: dict[str, Any]) -> str:
+    """`//   host call f(h: float32[n, 128], ..., out: float32[n, 128] (output))`."""
+    args = ", ".join(f"{a.get('param', a.get('name'))}: {a['dtype']}"
+                     f"[{', '.join(str(d) for d in a['shape'])}]"
+                     + (" (output)" if a["role"] == "out" else "") for a in c["args"])
+    return f"//   host call {c['symbol']}({args})"
 
 
 def render_block(meta: dict[str, Any]) -> str:

@@ -5,8 +5,9 @@ outside every kernel: copies of returned values that no call produces (a returne
 a tensor returned twice) as block nests, and stores of scalar constants passed to a call. On a
 GPU the host can only launch kernels, so each such nest gets the default GPU schedule of its
 block (gpu-default-schedule: an element per thread, a block per reduced row...) and each
-constant store becomes a one-thread kernel. A call of a C function (`R.call_dps_packed`) is an
-error: it would run on the host. Everything else is left to gpu-split-host-device.
+constant store becomes a one-thread kernel. A call of a C function (`R.call_dps_packed`) stays
+in the host function: the launch plan runs it on the CPU between the kernels (a "host_call"
+step). Everything else is left to gpu-split-host-device.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from tirc.ir.buffer import Buffer
-from tirc.ir.diagnostics import CompileError
-from tirc.ir.expr import Call, IntImm, StringImm, Var
+from tirc.ir.expr import Call, IntImm, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.ops.sinfo_util import INT64
@@ -92,11 +92,7 @@ def bind_host(s: Stmt) -> Stmt:
     if isinstance(s, BufferStore):
         return one_thread(s)
     if isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op == CALL_PACKED:
-        symbol = s.value.args[0]
-        name = symbol.value if isinstance(symbol, StringImm) else "?"
-        raise CompileError(f"gpu-bind-graph-host: R.call_dps_packed of the C function '{name}' "
-                           "runs on the host, between the kernels; a cuda target has no host "
-                           "code (write it as a loop function, or compile for llvm)", s.span)
+        return s  # a host step of the launch plan (backends/nvptx/launch_plan.py)
     if isinstance(s, BlockRealize) and not s.iter_values:
         body = bind_host(s.block.body)
         return s if body is s.block.body else \

@@ -12,8 +12,9 @@ sizes and scalar parameters, by name). The kernel gets the attributes `tirc.kern
 where the grid and block extents are expressions over the host's symbolic sizes, so the host
 part is a launch plan the runtime evaluates; a parameter buffer is passed as its storage
 (`A.data`, for T.Buffer and T.match_buffer parameters alike), a workspace as its allocation.
-Host code may only open global workspaces, bind scalars (inlined into the launches) and launch
-kernels; anything else outside the thread-bound loops (a store, a host loop) is an error
+Host code may only open global workspaces, bind scalars (inlined into the launches), launch
+kernels and call C functions (`tirc.call_packed`, which the launch plan runs on the CPU between
+the kernels); anything else outside the thread-bound loops (a store, a host loop) is an error
 pointing at it, and a function without any thread-bound loop is an error asking for bindings.
 """
 
@@ -56,6 +57,7 @@ from tirc.passes.gpu.thread_tags import (
     launch_regions,
     walk_stmts,
 )
+from tirc.passes.graph.lower_extern import CALL_PACKED
 from tirc.passes.pass_base import Pass, PassContext
 from tirc.passes.rebind import used_vars
 
@@ -137,6 +139,8 @@ class _Splitter:
             return s
         if is_launch(s):
             return s
+        if isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op == CALL_PACKED:
+            return s  # a C function the launch plan calls on the host (R.call_dps_packed)
         kind = {"For": f"loop '{getattr(s, 'loop_var', Var()).name}'",
                 "BufferStore": f"a store to '{getattr(s, 'buffer', Buffer()).name}'"}
         raise self.error(s, kind.get(type(s).__name__, f"a {type(s).__name__} statement"))

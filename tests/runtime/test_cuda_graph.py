@@ -1,19 +1,22 @@
 """A graph function's PTX through tirc.runtime.load: the launch plan the loader runs (kernels
 in order, grids from the symbolic sizes, one workspace allocation for the intermediates,
-outputs allocated from their shape expressions), checked against a fake driver that runs the
-kernels in the GPU interpreter."""
+outputs allocated from their shape expressions, a C function called on the host between two
+kernels), checked against a fake driver that runs the kernels in the GPU interpreter."""
 
 from __future__ import annotations
 
+import re
+import subprocess
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from gpu_support import SAMPLE_REFS, FakeDriver
+from gpu_support import SAMPLE_REFS, FakeDriver, build_extern_library
 from tirc.backends.nvptx import compile_ptx, cuda_target, lowered_for_gpu
 from tirc.frontend import parse, parse_file
+from tirc.ir.diagnostics import CompileError
 from tirc.ir.module import IRModule
 from tirc.runtime import TircError, cuda_driver, load
 from tirc.runtime.cuda import WORKSPACE_ALIGN, load_ptx, workspace_layout
@@ -166,3 +169,82 @@ def test_match_cast_is_checked_before_any_launch(tmp_path: Path) -> None:
                        r"\(4 vs 5\)"):
         main(x, np.ones(4, np.float32))
     assert fake.allocs == [] and fake.launches == []
+
+
+MLP_DPS = SAMPLE_REFS.BY_NAME["mlp_dps"]
+FAILING_C = """#include <stdint.h>
+int32_t mlp_bias_relu(void **args, int32_t n) { return n == 3 ? 7 : -1; }
+"""
+
+
+@cache
+def _mlp_dps_lowered() -> IRModule:
+    return lowered_for_gpu(parse_file(str(MLP_DPS.path)), cuda_target("cuda -arch=sm_90"), 2)
+
+
+def _mlp_dps(tmp_path: Path, libs: tuple[str, ...], dirs: tuple[str, ...]
+             ) -> tuple[Path, FakeDriver, dict[str, Any]]:
+    """mlp_dps.tir as PTX linked (in its metadata) with `libs`, and a fake driver for it."""
+    result = compile_ptx(_mlp_dps_lowered(), "cuda -arch=sm_90", 2, libs, dirs)
+    path = tmp_path / "mlp_dps.ptx"
+    path.write_text(result.ptx)
+    return path, FakeDriver(_mlp_dps_lowered()), result.metadata
+
+
+def test_c_function_between_kernels_runs_on_the_host(tmp_path: Path) -> None:
+    libs, dirs = build_extern_library(MLP_DPS, tmp_path)
+    path, fake, meta = _mlp_dps(tmp_path, libs, dirs)
+    (plan,) = meta["functions"]
+    (step,) = plan["host_calls"]
+    assert step["symbol"] == "mlp_bias_relu" and step["before"] == 1
+    assert [(a["kind"], a["role"], a["shape"]) for a in step["args"]] == [
+        ("workspace", "in", ["n", 128]), ("buffer", "in", [128]),
+        ("workspace", "out", ["n", 128])]
+    assert meta["libraries"] == {"names": ["mlp_dps_extern"], "dirs": [str(tmp_path)]}
+    assert "//   host call mlp_bias_relu(" in path.read_text()
+    main = load_ptx(path, fake).main
+    for n in (1, 7):
+        inputs = MLP_DPS.inputs({"n": n})
+        got = main(*inputs)
+        assert got.shape == (n, 10)
+        assert SAMPLE_REFS.mismatch([got], MLP_DPS.reference(*inputs)) is None
+        assert [x[0] for x in fake.launches[-2:]] == ["main_kernel0", "main_kernel1"]
+        assert fake.memory == {}
+
+
+def test_c_function_failure_is_a_tirc_error(tmp_path: Path) -> None:
+    (tmp_path / "fail.c").write_text(FAILING_C)
+    from tirc.backends.link import c_compiler
+
+    subprocess.run([*c_compiler(), "-shared", "-fPIC", "-o", str(tmp_path / "libmlp_fail.so"),
+                    str(tmp_path / "fail.c")], check=True)
+    path, fake, _ = _mlp_dps(tmp_path, ("mlp_fail",), (str(tmp_path),))
+    main = load_ptx(path, fake).main
+    with pytest.raises(TircError, match="main: external function 'mlp_bias_relu' returned 7"):
+        main(*MLP_DPS.inputs({"n": 2}))
+    assert [x[0] for x in fake.launches] == ["main_kernel0"]  # nothing after the failure
+    assert fake.memory == {}
+
+
+def test_missing_host_library_is_a_clear_error(tmp_path: Path) -> None:
+    libs, dirs = build_extern_library(MLP_DPS, tmp_path)
+    path, fake, _ = _mlp_dps(tmp_path, libs, dirs)
+    (tmp_path / "libmlp_dps_extern.so").unlink()
+    with pytest.raises(TircError, match=r"library -lmlp_dps_extern not found \(searched "
+                       + re.escape(str(tmp_path))):
+        load_ptx(path, fake)
+
+
+def test_host_library_is_checked_at_compile_time(tmp_path: Path) -> None:
+    with pytest.raises(CompileError, match="'mlp_bias_relu' .* no library defines it; give "
+                       "the library that does with -l NAME -L DIR"):
+        compile_ptx(_mlp_dps_lowered(), "cuda -arch=sm_90")
+    with pytest.raises(CompileError, match=r"library -lnowhere not found"):
+        compile_ptx(_mlp_dps_lowered(), "cuda -arch=sm_90", 2, ("nowhere",), (str(tmp_path),))
+    (tmp_path / "other.c").write_text("int other(void) { return 0; }\n")
+    from tirc.backends.link import c_compiler
+
+    subprocess.run([*c_compiler(), "-shared", "-fPIC", "-o", str(tmp_path / "libother.so"),
+                    str(tmp_path / "other.c")], check=True)
+    with pytest.raises(CompileError, match="'mlp_bias_relu' .*not defined by -lother"):
+        compile_ptx(_mlp_dps_lowered(), "cuda -arch=sm_90", 2, ("other",), (str(tmp_path),))

@@ -1,10 +1,13 @@
-"""The PTX of every graph sample that runs on a GPU, for sm_80 and sm_90, passes ptxas with no
-spills at -O2; the registers and shared memory ptxas reports go to out/ptxas_graph_usage.txt."""
+"""The PTX of every graph sample, for sm_80 and sm_90, passes ptxas with no spills at -O2 (a
+sample calling a C function between its kernels is compiled with its library, built here); the
+registers and shared memory ptxas reports go to out/ptxas_graph_usage.txt."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from gpu_support import GRAPH_SAMPLE_IDS, GRAPH_SAMPLES, ROOT, require_ptxas
+from gpu_support import ROOT, SAMPLE_REFS, build_extern_library, require_ptxas
 from tirc.backends.nvptx import compile_ptx
 from tirc.backends.nvptx.ptxas import KernelUsage
 from tirc.frontend import parse_file
@@ -12,6 +15,7 @@ from tirc.frontend import parse_file
 ARCHS = ("sm_80", "sm_90")
 REPORT = ROOT / "out" / "ptxas_graph_usage.txt"
 _ROWS: dict[tuple[str, str, int], list[KernelUsage]] = {}
+ALL_GRAPH_SAMPLES = SAMPLE_REFS.GRAPH_SAMPLES
 
 
 def _write_report() -> None:
@@ -27,10 +31,13 @@ def _write_report() -> None:
 
 @pytest.mark.parametrize("opt_level", [0, 2])
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("sample", GRAPH_SAMPLES, ids=GRAPH_SAMPLE_IDS)
-def test_graph_sample_ptx_passes_ptxas(sample, arch: str, opt_level: int) -> None:
+@pytest.mark.parametrize("sample", ALL_GRAPH_SAMPLES, ids=[s.name for s in ALL_GRAPH_SAMPLES])
+def test_graph_sample_ptx_passes_ptxas(sample, arch: str, opt_level: int,
+                                       tmp_path: Path) -> None:
     require_ptxas()
-    result = compile_ptx(parse_file(str(sample.path)), f"cuda -arch={arch}", opt_level)
+    libs, dirs = build_extern_library(sample, tmp_path)
+    result = compile_ptx(parse_file(str(sample.path)), f"cuda -arch={arch}", opt_level, libs,
+                         dirs)
     assert f".target {arch}" in result.ptx
     (host,) = result.metadata["functions"]
     assert host["name"] == sample.func and host["launches"]
@@ -42,5 +49,6 @@ def test_graph_sample_ptx_passes_ptxas(sample, arch: str, opt_level: int) -> Non
     assert all(u.arch == arch and u.registers > 0 for u in usages)
     if opt_level == 2:
         assert all(u.spill_stores == 0 and u.spill_loads == 0 for u in usages)
+    assert [c["symbol"] for c in host["host_calls"]] == list(sample.externs)
     _ROWS[(sample.name, arch, opt_level)] = usages
     _write_report()

@@ -19,8 +19,8 @@ ARCHS = ("sm_80", "sm_90")
 REPORT = ROOT / "out" / "ptxas_usage.txt"
 _ROWS: dict[tuple[str, str, int], list[KernelUsage]] = {}
 SAMPLE_DIRS = ("", "schedules", "gpu", "megakernel")
-# The samples run by test_graph_ptxas.py, and the one that cannot run on a GPU (a C function
-# between its kernels: test_default_schedule_gpu.py checks its error).
+# The graph samples, which test_graph_ptxas.py compiles (mlp_dps, with a C function between
+# its kernels, with its library).
 NOT_HERE = {s.path.relative_to(ROOT / "samples").with_suffix("").as_posix()
             for s in SAMPLE_REFS.GRAPH_SAMPLES}
 LOOP_FILES = sorted(p.relative_to(ROOT / "samples").with_suffix("").as_posix()
