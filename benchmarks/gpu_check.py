@@ -291,20 +291,16 @@ DIM = 1024
 
 
 def chain_source(layers: int, dim: int) -> str:
-    """The decode-like chain: `layers` times (x @ W (dim x dim) + b, GELU, RMS norm)."""
-    params = [f'x: R.Tensor(("n", {dim}), "float32")']
-    body = []
-    cur = "x"
-    for i in range(layers):
-        params += [f'w{i}: R.Tensor(({dim}, {dim}), "float32")',
-                   f'b{i}: R.Tensor(({dim},), "float32")', f'g{i}: R.Tensor(({dim},), "float32")']
-        body += [f"        m{i} = R.matmul({cur}, w{i})", f"        a{i} = R.add(m{i}, b{i})",
-                 f"        e{i} = R.nn.gelu(a{i})",
-                 f"        y{i} = R.nn.rms_norm(e{i}, g{i}, axes=[-1], epsilon=1e-5)"]
-        cur = f"y{i}"
-    return ("@R.function\ndef main(" + ", ".join(params) + f') -> R.Tensor(("n", {dim}), '
-            '"float32"):\n    with R.dataflow():\n' + "\n".join(body) +
-            f"\n        R.output({cur})\n    return {cur}\n")
+    """The decode-like chain of benchmarks/megakernel.py: `layers` times (x @ W (dim x dim)
+    + b, GELU, RMS norm)."""
+    name = "tirc_megakernel_benchmark"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "megakernel.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name].source(layers, dim)
 
 
 def _chain_reference(x: np.ndarray, weights: list[np.ndarray]) -> np.ndarray:

@@ -9,29 +9,19 @@ the generated kernels to blocks and threads at every -O level (unbound code cann
 
 from __future__ import annotations
 
+from tirc.passes.graph.graph_pipeline import graph_steps
 from tirc.passes.registry import all_passes
 
 
 def graph_steps_gpu(opt_level: int) -> list[str]:
-    """Pass names, in order, that lower the graph functions of a module for the GPU."""
-    steps = [
-        "normalize",               # struct info of every binding, shape errors at their source
-        "legalize-ops",            # operators -> call_tir of generated loop functions
-        "annotate-op-pattern",     # elementwise / broadcast / injective / reduction / fusable
-    ]
-    if opt_level >= 1:
-        steps += [
-            "fold-constants",      # scalar computations on constants at compile time
-            "fuse-ops",            # group producers, consumers and epilogues
-            "fuse-tir",            # one loop function per group
-        ]
-    steps += [
-        "dead-code-elim",          # unused bindings and functions
-        "gpu-default-schedule",    # element per thread, block per row, tiled matmul
-        "memory-plan",             # intermediates: one workspace, tokens reused after last use
-        "lower-graph",             # graph function -> host function that runs the kernels
-        "gpu-bind-graph-host",     # copies and constants lower-graph adds -> kernels
-    ]
+    """Pass names, in order, that lower the graph functions of a module for the GPU: the CPU
+    graph steps with gpu-default-schedule (element per thread, block per row, tiled matmul)
+    instead of the CPU schedule, no CPU megakernel, and gpu-bind-graph-host (the copies and
+    constants lower-graph adds -> kernels) after lower-graph."""
+    cpu_only = ("default-schedule", "megakernel", "megakernel-runtime")
+    steps = [name for name in graph_steps(opt_level) if name not in cpu_only]
+    steps.insert(steps.index("dead-code-elim") + 1, "gpu-default-schedule")
+    steps.insert(steps.index("lower-graph") + 1, "gpu-bind-graph-host")
     return steps
 
 

@@ -6,6 +6,7 @@ driver that runs it; the launch plan's grid is the device's SM count."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 from typing import Any
@@ -38,19 +39,12 @@ _USAGE: dict[tuple[str, str, str], list[Any]] = {}
 
 def chain(layers: int = 2) -> str:
     """A decode-like chain (benchmarks/megakernel.py at DIM wide): x @ W + b, GELU, RMS norm."""
-    params = [f'x: R.Tensor(("n", {DIM}), "float32")']
-    body = []
-    cur = "x"
-    for i in range(layers):
-        params += [f'w{i}: R.Tensor(({DIM}, {DIM}), "float32")',
-                   f'b{i}: R.Tensor(({DIM},), "float32")', f'g{i}: R.Tensor(({DIM},), "float32")']
-        body += [f"        m{i} = R.matmul({cur}, w{i})", f"        a{i} = R.add(m{i}, b{i})",
-                 f"        e{i} = R.nn.gelu(a{i})",
-                 f"        y{i} = R.nn.rms_norm(e{i}, g{i}, axes=[-1], epsilon=1e-5)"]
-        cur = f"y{i}"
-    return ("@R.function\ndef main(" + ", ".join(params) + f') -> R.Tensor(("n", {DIM}), '
-            '"float32"):\n    with R.dataflow():\n' + "\n".join(body) +
-            f"\n        R.output({cur})\n    return {cur}\n")
+    spec = importlib.util.spec_from_file_location(
+        "tirc_megakernel_benchmark", SAMPLES.parent / "benchmarks" / "megakernel.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.source(layers, DIM)
 
 
 def _source(name: str) -> IRModule:
