@@ -4,9 +4,11 @@ Placement: an `Allocate` (without `init`) moves outward past serial, vectorized 
 loops, `if`s, lets, `while`s, asserts (constant sizes only) and attribute statements, as long
 as its size does not depend on a variable they define, so a buffer is not allocated again in
 every iteration. It never leaves a parallel or thread-bound loop (each worker keeps its own
-copy), a thread attribute, or a block; allocations with `init` (event tensors) stay where
-they are, since their initial value is part of their meaning. Hoisted allocations are opened
-in the order they first appeared, outermost first.
+copy), a thread attribute, a megakernel task or its compute (`tirc.task_function`,
+`tirc.task_compute`: the backend outlines them into functions of their own), or a block;
+allocations with `init` (event tensors) stay where they are, since their initial value is part
+of their meaning. Hoisted allocations are opened in the order they first appeared, outermost
+first.
 
 Classification: each allocation's body is wrapped in
 `T.attr(buffer, "storage_kind", "stack" | "heap")`, placed just inside the `Allocate` (so the
@@ -44,6 +46,7 @@ from tirc.ir.stmt import (
 from tirc.ir.structural import structural_equal
 from tirc.passes import expr_fold, lowering_config
 from tirc.passes.flatten_buffers import storage_size
+from tirc.passes.megakernel.task_graph import OUTLINED
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 from tirc.passes.rebind import used_vars
 
@@ -137,7 +140,7 @@ class _Placer:
             return s.replace(body=self.open(here, body)), out
         if isinstance(s, AttrStmt):
             body, moving = self.place(s.body)
-            barrier = s.key in THREAD_ATTRS
+            barrier = s.key in THREAD_ATTRS or s.key in OUTLINED
             defined = {s.node} if isinstance(s.node, Var) else set()
             here, out = self.stop(moving, defined, barrier)
             return s.replace(body=self.open(here, body)), out

@@ -117,8 +117,9 @@ def emit_parallel_for(cg: FunctionCodegen, s: For) -> None:
     def chunk(body_cg: FunctionCodegen, args: list[ir.Value]) -> None:
         body_cg.serial_loop(s.loop_var, args[0], args[1], lambda: body_cg.stmt(s.body))
 
-    # The chunk runs in its own function so that its buffer pointers can be noalias.
-    inner.outline(f"{cg.fn.name}.chunk", captured, bounds, chunk)
+    # The chunk runs in its own function so that its buffer pointers can be noalias; not a
+    # team's (a megakernel's workers share event counters and hand data over through them).
+    inner.outline(f"{cg.fn.name}.chunk", captured, bounds, chunk, noalias=not team)
     inner.finish(None)
 
     gomp = ctx.declare("GOMP_parallel", ir.FunctionType(VOID, [PTR, PTR, I32, I32]))

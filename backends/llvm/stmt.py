@@ -31,6 +31,7 @@ from tirc.ir.stmt import (
     Stmt,
     While,
 )
+from tirc.passes.megakernel.task_graph import OUTLINED
 
 # Without storage-rewrite's classification, allocations of at most this many bytes with a
 # constant size live on the stack.
@@ -72,6 +73,9 @@ class StmtCodegen(ExprCodegen):
     def emit_compute_scope(self, s: AttrStmt) -> None:
         raise NotImplementedError
 
+    def emit_task_scope(self, s: AttrStmt) -> None:
+        raise NotImplementedError
+
     def stmt(self, s: Stmt) -> None:
         method = getattr(self, "stmt_" + type(s).__name__, None)
         if method is None:
@@ -92,6 +96,8 @@ class StmtCodegen(ExprCodegen):
     def stmt_AttrStmt(self, s: AttrStmt) -> None:
         if s.key == COMPUTE_SCOPE:
             self.emit_compute_scope(s)
+        elif s.key in OUTLINED:
+            self.emit_task_scope(s)
         else:
             self.stmt(s.body)
 

@@ -278,15 +278,22 @@ def conflict(prod: TaskKind, pa: list[Access], cons: TaskKind, ca: list[Access],
     return cond, shared
 
 
-def edges(kinds: list[TaskKind]) -> list[Edge]:
-    """The dependences between task kinds, earlier kinds producing for later ones.
+def edges(kinds: list[TaskKind]) -> tuple[list[Edge], PrimExpr | None]:
+    """The dependences between task kinds, earlier kinds producing for later ones, and the
+    condition on the shapes under which the tasks must run one at a time in program order
+    (None: never).
 
     An edge is left out when it is implied: when all tiles of the producer finish before any
-    tile of some kind `k` starts, and likewise `k` before the consumer, through kinds that have
-    at least one task whatever the shapes (a kind with no tasks orders nothing).
+    tile of some kind `k` starts, and likewise `k` before the consumer. That holds through a
+    kind `k` with at least one task; a kind with no tasks orders nothing. When `k` has tasks
+    whatever the shapes (its extent is provably positive) the edge is simply implied; otherwise
+    it is implied whenever `k` has a task, and the returned condition (some such `k` has no
+    task: an empty batch, say) tells the runtime to run the tasks in program order, which
+    satisfies every dependence whichever edges were left out.
     """
     accesses = [task_accesses(k) for k in kinds]
     before: list[set[int]] = []   # kinds whose tiles all finish before any tile of j starts
+    relays: list[int] = []        # kinds relied on to have a task without a proof
     out: list[Edge] = []
     for j, cons in enumerate(kinds):
         found: list[Edge] = []
@@ -313,11 +320,17 @@ def edges(kinds: list[TaskKind]) -> list[Edge]:
             kept.append(e)
             if e.all_to_all:
                 reach.add(e.src)
-                if _has_tasks(kinds[e.src]):
+                if before[e.src] - reach:
+                    if e.src not in relays and not _has_tasks(kinds[e.src]):
+                        relays.append(e.src)
                     reach |= before[e.src]
         before.append(reach)
         out.extend(sorted(kept, key=lambda e: e.src))
-    return out
+    in_order: PrimExpr | None = None
+    for k in sorted(relays):
+        empty = binop("le", kinds[k].extent, IntImm(0, kinds[k].extent.dtype))
+        in_order = empty if in_order is None else logical_or(in_order, empty)
+    return out, in_order
 
 
 def _has_tasks(kind: TaskKind) -> bool:

@@ -22,6 +22,9 @@ not per tile: a consumer tile is pushed when all tiles of its producer kinds are
 for the generated graphs (kinds in program order, a FIFO queue) is when the producer tiles would
 have been ahead of it in the queue anyway.
 
+When the graph's `in_order` condition holds (a kind that the dependence analysis relied on to
+have a task has none), worker 0 runs every task in program order instead, popping nothing.
+
 Deadlock-free for any number of threads: a dispatched task waits only on tasks of its producer
 kinds, and those were all dispatched before it was pushed, so each of them holds (or held) a
 worker of its own; by induction over the (topological) program order the earliest unfinished
@@ -35,7 +38,17 @@ from __future__ import annotations
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, INT32, INT64
-from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var, binop, cast
+from tirc.ir.expr import (
+    BufferLoad,
+    Call,
+    IntImm,
+    PrimExpr,
+    Var,
+    binop,
+    cast,
+    logical_not,
+    select,
+)
 from tirc.ir.stmt import (
     Allocate,
     BufferStore,
@@ -55,7 +68,7 @@ from tirc.passes.megakernel.static_schedule import (
     team_region,
     with_table,
 )
-from tirc.passes.megakernel.task_graph import TaskGraph, producer_kinds
+from tirc.passes.megakernel.task_graph import TaskGraph, producer_kinds, task_function
 from tirc.passes.megakernel.workspace import LINE, EventWorkspace, pack_events
 
 HEAD, TAIL, PENDING = 0, LINE, 2 * LINE
@@ -115,7 +128,8 @@ def dynamic_workers(graph: TaskGraph) -> Stmt:
             steps.append(IfThenElse(last, push(c)))
         return seq(*steps, body)
 
-    bodies = [counted(k, ws.rewrite(t.body)) for k, t in enumerate(graph.tasks)]
+    bodies = [counted(k, task_function(ws.rewrite(t.body), t.name))
+              for k, t in enumerate(graph.tasks)]
 
     def setup() -> Stmt:
         """Worker 0, before the barrier: the queue empty, the dispatch counts, the seeds."""
@@ -137,16 +151,26 @@ def dynamic_workers(graph: TaskGraph) -> Stmt:
                  data=Var("current_slot", HANDLE), scope="local")
     zero = IntImm(0, INT64)
     now = BufferLoad(cur, (zero,), INT64)
-    pop = BufferStore(cur, cast(INT64, _call("tirc.atomic_add", head, IntImm(1, INT32))), (zero,))
+    pop: Stmt = BufferStore(cur, cast(INT64, _call("tirc.atomic_add", head, IntImm(1, INT32))),
+                            (zero,))
+    wait: Stmt = Evaluate(_call("event_wait", slot(now)))
     g = Var("task", INT64)
-    run = seq(Evaluate(_call("event_wait", slot(now))),
-              LetStmt(g, binop("sub", zero, cast(INT64, slot(now))),
-                      dispatch(bodies, graph, g, firsts)),
-              pop)
+    task: PrimExpr = binop("sub", zero, cast(INT64, slot(now)))
+    order = graph.in_order
+    if order is not None:
+        # In program order: worker 0 runs tasks 0, 1, 2, ... without the queue, the others
+        # none (one loop for both ways, so each task body is emitted once).
+        pop = IfThenElse(order, BufferStore(cur, binop("add", now, IntImm(1, INT64)), (zero,)),
+                         pop)
+        wait = IfThenElse(logical_not(order), wait)
+        task = select(order, now, task)
+    run = seq(wait, LetStmt(g, task, dispatch(bodies, graph, g, firsts)), pop)
 
     def worker(w: Var, nth: Var) -> Stmt:
+        first = pop if order is None else IfThenElse(
+            order, BufferStore(cur, select(binop("eq", w, zero), zero, total), (zero,)), pop)
         return seq(ws.fill(w, nth), IfThenElse(binop("eq", w, zero), setup()), barrier(),
-                   Allocate(cur, seq(pop, While(binop("lt", now, total), run))))
+                   Allocate(cur, seq(first, While(binop("lt", now, total), run))))
 
     body = with_table(table, total, ws.allocate(team_region(worker)))
     return graph.rebuild(body, with_events=False)

@@ -26,6 +26,9 @@ tasks with a smaller number.
   completion: the event counters); a block that took a task is resident, and it waits only on
   tasks already taken by resident blocks. Deadlock-free for any grid size and residency.
 
+When the task graph's `in_order` condition holds for the shapes of a call (see
+task_graph.py), worker 0 alone runs the tasks, in order, in either schedule.
+
 The pass runs on task-graph functions (the `megakernel` pass's output, still at block level)
 in place of `megakernel-runtime`; the GPU pipeline's loop-level steps follow
 (`megakernel_gpu_steps`, what `tirc --target cuda -fmegakernel=static|dynamic` runs). Threads
@@ -43,7 +46,17 @@ from typing import ClassVar
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import HANDLE, INT32, INT64
-from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var, binop, cast
+from tirc.ir.expr import (
+    BufferLoad,
+    Call,
+    IntImm,
+    PrimExpr,
+    Var,
+    binop,
+    cast,
+    logical_and,
+    select,
+)
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import (
@@ -109,24 +122,34 @@ def _dispatch(bodies: list[tuple[Var, Stmt]], g: PrimExpr, firsts: list[PrimExpr
 
 
 def _static(bodies: list[tuple[Var, Stmt]], firsts: list[PrimExpr], total: PrimExpr,
-            w: Var, nw: Var) -> Stmt:
-    """Worker `w` runs tasks w, w + nw, w + 2 nw, ... in increasing order."""
+            w: Var, nw: Var, in_order: PrimExpr | None) -> Stmt:
+    """Worker `w` runs tasks w, w + nw, w + 2 nw, ... in increasing order (when `in_order`
+    holds, worker 0 runs them all)."""
     q = Var("q", INT64)
-    g = binop("add", cast(INT64, w), binop("mul", q, cast(INT64, nw)))
+    workers: PrimExpr = cast(INT64, nw)
+    if in_order is not None:
+        workers = select(in_order, IntImm(1, INT64), workers)
+    g = binop("add", cast(INT64, w), binop("mul", q, workers))
     count = binop("floordiv", binop("add", binop("sub", total, cast(INT64, w)),
-                                    binop("sub", cast(INT64, nw), 1)), cast(INT64, nw))
+                                    binop("sub", workers, 1)), workers)
+    count = select(binop("lt", cast(INT64, w), workers), count, IntImm(0, INT64))
     return For(q, IntImm(0, INT64), binop("max", count, IntImm(0, INT64)), ForKind.SERIAL,
                _dispatch(bodies, g, firsts))
 
 
 def _dynamic(bodies: list[tuple[Var, Stmt]], firsts: list[PrimExpr], total: PrimExpr,
-             head: PrimExpr, threads: int) -> Stmt:
-    """Pop the global queue (thread 0, shared with the block) until it is empty."""
+             head: PrimExpr, threads: int, w: Var, in_order: PrimExpr | None) -> Stmt:
+    """Pop the global queue (thread 0, shared with the block) until it is empty (when
+    `in_order` holds, worker 0 alone pops, so it runs the tasks one at a time in order)."""
     nxt = Buffer(name="next_task", shape=(IntImm(1, INT64),), dtype=INT32,
                  data=Var("next_task", HANDLE), scope="shared")
     zero = IntImm(0, INT64)
-    pop = single(BufferStore(nxt, Call("tirc.atomic_add", (head, IntImm(1, INT32)), INT32),
-                             (zero,)), threads)
+    taken: PrimExpr = Call("tirc.atomic_add", (head, IntImm(1, INT32)), INT32)
+    pop_stmt: Stmt = BufferStore(nxt, taken, (zero,))
+    if in_order is not None:
+        idle = logical_and(in_order, binop("ne", cast(INT64, w), zero))
+        pop_stmt = IfThenElse(idle, BufferStore(nxt, cast(INT32, total), (zero,)), pop_stmt)
+    pop = single(pop_stmt, threads)
     now = cast(INT64, BufferLoad(nxt, (zero,), INT32))
     g = Var("task", INT64)
     loop = While(binop("lt", now, total),
@@ -146,9 +169,10 @@ def persistent_kernel(graph: TaskGraph, layout: EventLayout, mode: str, threads:
         first, firsts, fill = _task_table(graph)
         total = Var("num_tasks", INT64)
         if mode == "static":
-            run = _static(tasks, firsts, total, w, sm_count)
+            run = _static(tasks, firsts, total, w, sm_count, graph.in_order)
         else:
-            run = _dynamic(tasks, firsts, total, layout.head(offsets), threads)
+            run = _dynamic(tasks, firsts, total, layout.head(offsets), threads, w,
+                           graph.in_order)
         return Allocate(first, seq(fill, LetStmt(total, firsts[-1], run)))
 
     return For(w, IntImm(0, INT32), sm_count, ForKind.THREAD_BINDING, layout.with_table(body),

@@ -134,8 +134,9 @@ def _bindings(func: PrimFunc, graph: TaskGraph, args: Sequence[Any],
 
 def random_order(func: PrimFunc, args: Sequence[Any], rng: random.Random) -> list[tuple[int, int]]:
     """A random order of the tasks (kind, tile) in which every wait is satisfied when the task
-    starts, simulating the event counters; raises InterpreterError naming the stuck task and
-    event when no task can start (a hang)."""
+    starts, simulating the event counters (program order when the graph's `in_order` condition
+    holds); raises InterpreterError naming the stuck task and event when no task can start (a
+    hang)."""
     graph = read_task_graph(func)
     ev = _Eval()
     env = _bindings(func, graph, args, ev)
@@ -163,8 +164,12 @@ def random_order(func: PrimFunc, args: Sequence[Any], rng: random.Random) -> lis
                 return False
         return True
 
+    in_order = graph.in_order is not None and bool(ev(graph.in_order, env))
     while pending:
         choices = [i for i, (_, _, pre, _) in enumerate(pending) if ready(pre)]
+        if in_order:
+            # These shapes allow only program order (see task_graph.py).
+            choices = [0] if 0 in choices else []
         if not choices:
             k, tile, pre, _ = pending[0]
             stuck = next(e for kind, e, _ in pre if kind == "wait" and counters[e] > 0)

@@ -32,6 +32,7 @@ from tirc.passes.megakernel.task_graph import (
     MODES,
     build_task_graph,
     read_task_graph,
+    scope_compute,
 )
 from tirc.passes.pass_base import Pass, PassContext
 
@@ -123,8 +124,9 @@ class MegakernelRuntime(Pass):
             if mode not in MODES or func.attrs.get(RUNTIME_ATTR):
                 continue
             graph = read_task_graph(func)
-            if watchdog:
-                for t in graph.tasks:
+            for t in graph.tasks:
+                t.body = scope_compute(t.body, t.name)
+                if watchdog:
                     t.body = _Watchdog(watchdog, t.name).visit(t.body)
             body = static_workers(graph) if mode == "static" else dynamic_workers(graph)
             out = out.with_function(name, func.replace(

@@ -1,19 +1,27 @@
-"""Static scheduling: the topologically ordered task list dealt round-robin to the workers.
+"""Static scheduling: the topologically ordered task list dealt to the workers in blocks.
 
     events = (all event counters in one workspace; see workspace.py)
     for w in T.parallel(nw, annotations={"parallel.team": True}):  # one OpenMP region
         nth = tirc.omp_num_threads()         # each thread runs this once, w = its number
         (counters w, w + nth, ... set to their initial values) ; tirc.omp_barrier()
         for each task kind k, in program order:
-            for q in range(tiles of k for worker w):   # tile t = w, w + nth, w + 2 nth, ...
+            chunk = ceil(tiles of k / nth)
+            for q in range(tiles of k for worker w):   # tile t = w * chunk + q
                 (run tile t of kind k)
 
-Each kind's tiles are dealt round-robin starting again at worker 0, so a chain of one-task
-kinds (norms, reductions at batch 1) stays on worker 0 with no hand-over between threads, as
-a kernel-per-operator build runs a one-iteration loop on the calling thread alone. Number the
-tasks in program order, `g = first_k + t` (`first_k`: the tasks of the kinds before `k`); each
-worker runs its tasks in increasing `g`. The counters are filled inside the region, and the
-barrier makes every worker see them filled before any task waits on or notifies one.
+Each kind's tiles are dealt in contiguous blocks, as OpenMP's static schedule deals a parallel
+loop's iterations: neighbouring tiles usually share operands (the row tiles of one column
+panel of a matmul read the same weights), so a worker keeps them in its own cache instead of
+both workers streaming all of them. A kind with fewer tiles than workers runs on the first
+workers, so a chain of one-task kinds (norms, reductions at batch 1) stays on worker 0 with no
+hand-over between threads, as a kernel-per-operator build runs a one-iteration loop on the
+calling thread alone. Number the tasks in program order, `g = first_k + t` (`first_k`: the
+tasks of the kinds before `k`); each worker runs its tasks in increasing `g`. The counters are
+filled inside the region, and the barrier makes every worker see them filled before any task
+waits on or notifies one.
+
+When the graph's `in_order` condition holds (a kind that the dependence analysis relied on to
+have a task has none), worker 0 is dealt every task and runs them in program order.
 
 Deadlock-free by construction: every task waits only on tasks with a smaller `g` (its
 producers are of earlier kinds: program order is a dependence order, see
@@ -31,7 +39,7 @@ from collections.abc import Callable
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, INT32, INT64
-from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var, binop, cast
+from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var, binop, cast, select
 from tirc.ir.stmt import (
     Allocate,
     BufferStore,
@@ -43,7 +51,7 @@ from tirc.ir.stmt import (
     Stmt,
     seq,
 )
-from tirc.passes.megakernel.task_graph import TaskGraph
+from tirc.passes.megakernel.task_graph import TaskGraph, task_function
 from tirc.passes.megakernel.workspace import ceil_div, pack_events
 
 # A parallel loop whose body every thread of the OpenMP team runs exactly once, with the loop
@@ -110,18 +118,27 @@ def team_region(body: Callable[[Var, Var], Stmt]) -> Stmt:
 
 
 def static_workers(graph: TaskGraph) -> Stmt:
-    """The task graph run by one parallel region with a static round-robin schedule."""
+    """The task graph run by one parallel region with a static schedule (each kind's tiles
+    in contiguous blocks)."""
     ws = pack_events(graph.events)
 
     def worker(w: Var, nth: Var) -> Stmt:
+        # The workers the tasks are dealt to: all of them, or worker 0 alone when the graph
+        # must run in program order for these shapes.
+        dealers = Var("dealers", INT64)
         queue: list[Stmt] = []
         for t in graph.tasks:
             q = Var(f"{t.var.name}_q", INT64)
             extent = cast(INT64, t.extent)
-            count = ceil_div(binop("max", binop("sub", extent, w), IntImm(0, INT64)), nth)
-            tile = cast(t.var.dtype, binop("add", w, binop("mul", q, nth)))
+            chunk = ceil_div(extent, dealers)
+            start = binop("mul", w, chunk)
+            count = binop("min", chunk, binop("max", binop("sub", extent, start),
+                                               IntImm(0, INT64)))
+            tile = cast(t.var.dtype, binop("add", start, q))
             queue.append(For(q, IntImm(0, INT64), count, ForKind.SERIAL,
-                             LetStmt(t.var, tile, ws.rewrite(t.body))))
-        return seq(ws.fill(w, nth), barrier(), *queue)
+                             LetStmt(t.var, tile, task_function(ws.rewrite(t.body), t.name))))
+        dealt = nth if graph.in_order is None else \
+            select(graph.in_order, IntImm(1, INT64), nth)
+        return seq(ws.fill(w, nth), barrier(), LetStmt(dealers, dealt, seq(*queue)))
 
     return graph.rebuild(ws.allocate(team_region(worker)), with_events=False)

@@ -10,8 +10,11 @@
 
 The kinds are in program order, which is a topological order of the tasks, so running the
 function as written (the interpreter does) is one valid schedule; any order in which every
-task starts only after its waits are satisfied is another (see interleave.py). It prints and
-re-parses like any loop function.
+task starts only after its waits are satisfied is another (see interleave.py), except when the
+task loops sit in `with T.attr(None, "megakernel.in_order", cond):` and `cond` holds for the
+shapes of the call: then program order is the only valid one (the dependence analysis left out
+edges implied through kinds that have a task unless `cond`; see dependence.edges). It prints
+and re-parses like any loop function.
 """
 
 from __future__ import annotations
@@ -22,9 +25,19 @@ from dataclasses import dataclass
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var
+from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, StringImm, Var
 from tirc.ir.function import PrimFunc
-from tirc.ir.stmt import Allocate, AssertStmt, For, ForKind, LetStmt, SeqStmt, Stmt, seq
+from tirc.ir.stmt import (
+    Allocate,
+    AssertStmt,
+    AttrStmt,
+    For,
+    ForKind,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+    seq,
+)
 from tirc.ir.visitor import post_order_visit
 from tirc.passes.megakernel.dependence import edges
 from tirc.passes.megakernel.event_tensors import make_events, notifies, waits
@@ -32,6 +45,15 @@ from tirc.passes.megakernel.tiling import make_kinds, split_host
 
 MEGAKERNEL_ATTR = "megakernel"
 TASK_KEY = "task"
+# What the LLVM backend outlines into a function of its own per task kind (never inlined, so
+# LLVM optimises one kernel at a time): a whole task (waits, compute, notifications), and, within
+# it, the compute, whose buffer pointers may be `noalias` (no other thread touches its data
+# while it runs, which is not so across the waits and notifications).
+TASK_FUNCTION = "tirc.task_function"
+TASK_COMPUTE = "tirc.task_compute"
+OUTLINED = (TASK_FUNCTION, TASK_COMPUTE)
+IN_ORDER = "megakernel.in_order"
+EVENT_OPS = ("event_wait", "event_notify")
 MODES = ("static", "dynamic")
 
 Wrap = Callable[[Stmt], Stmt]
@@ -55,6 +77,8 @@ class TaskGraph:
     events: list[tuple[Buffer, PrimExpr | None]]
     tasks: list[TaskLoop]
     scopes: list[Stmt]
+    # When this holds, the tasks must run one at a time in program order (None: never).
+    in_order: PrimExpr | None = None
 
     def rebuild(self, body: Stmt, with_events: bool = True) -> Stmt:
         """`body` inside the event tensors (optionally) and the hoisted scopes."""
@@ -70,13 +94,16 @@ def build_task_graph(func: PrimFunc, mode: str, tile: int = 1) -> PrimFunc:
     """The task-graph form of a host function (the output of lower-graph)."""
     wraps, stages = split_host(func.body)
     kinds = make_kinds(stages, tile)
-    events = make_events(kinds, edges(kinds))
+    found, in_order = edges(kinds)
+    events = make_events(kinds, found)
     loops: list[Stmt] = []
     for k, kind in enumerate(kinds):
         body = seq(*waits(k, kinds, events), kind.body, *notifies(k, kinds, events))
         loops.append(For(kind.var, IntImm(0, kind.var.dtype), kind.extent, ForKind.SERIAL, body,
                          annotations={TASK_KEY: kind.name}))
     out: Stmt = seq(*loops)
+    if in_order is not None:
+        out = AttrStmt(None, IN_ORDER, in_order, out)
     for ev in reversed(events):
         out = Allocate(ev.buffer, out, ev.init)
     for w in reversed(wraps):
@@ -94,6 +121,41 @@ def event_uses(body: Stmt, op: str) -> set[Var]:
 
     post_order_visit(body, visit)
     return found
+
+
+def uses_events(s: Stmt) -> bool:
+    """Whether `s` waits on or notifies an event."""
+    found = False
+
+    def visit(n: object) -> None:
+        nonlocal found
+        found = found or (isinstance(n, Call) and n.op in EVENT_OPS)
+
+    post_order_visit(s, visit)
+    return found
+
+
+def task_function(body: Stmt, kind: str) -> Stmt:
+    """A whole task of `kind`, to be outlined into its own function."""
+    return AttrStmt(None, TASK_FUNCTION, StringImm(kind), body)
+
+
+def scope_compute(body: Stmt, kind: str) -> Stmt:
+    """A task body with each run of statements free of event operations (the kernel's tile,
+    between the waits and the notifications) wrapped in a `tirc.task_compute` for `kind`."""
+    items = body.seq if isinstance(body, SeqStmt) else (body,)
+    out: list[Stmt] = []
+    run: list[Stmt] = []
+    for item in (*items, None):
+        if item is not None and not uses_events(item):
+            run.append(item)
+            continue
+        if run:
+            out.append(AttrStmt(None, TASK_COMPUTE, StringImm(kind), seq(*run)))
+            run = []
+        if item is not None:
+            out.append(item)
+    return seq(*out)
 
 
 def producer_kinds(graph: TaskGraph) -> list[list[int]]:
@@ -137,6 +199,9 @@ def read_task_graph(func: PrimFunc) -> TaskGraph:
         else:
             break
         s = s.body
+    in_order = None
+    if isinstance(s, AttrStmt) and s.key == IN_ORDER:
+        in_order, s = s.value, s.body
     items = s.seq if isinstance(s, SeqStmt) else (s,)
     tasks = []
     for item in items:
@@ -145,4 +210,4 @@ def read_task_graph(func: PrimFunc) -> TaskGraph:
                                f"(loops annotated with \"{TASK_KEY}\")", item.span)
         tasks.append(TaskLoop(str(item.annotations[TASK_KEY]), item.loop_var, item.extent,
                               item.body))
-    return TaskGraph(wraps, events, tasks, scopes)
+    return TaskGraph(wraps, events, tasks, scopes, in_order)
