@@ -8,7 +8,8 @@ body is a sequence of perfect loop nests, one block each; others are left alone.
 - a multiply-accumulate (matmul) block whose last dimension has a constant extent divisible by
   8, with the elementwise blocks after it (its epilogue): tiled, accumulated in registers,
   parallel over tiles (see schedule_matmul);
-- any other reduction: its outermost spatial loop made parallel.
+- any other reduction: its outermost spatial loop made parallel, and its init a block of its own
+  before the reduction loops when they may have no iteration.
 
 These are what `sch.fuse`, `sch.split`, `sch.parallel`, `sch.vectorize`,
 `sch.decompose_reduction` and `sch.reverse_compute_at` would do, applied without a schedule.
@@ -19,8 +20,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from tirc.ir.arith import Analyzer
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.expr import IntImm, PrimExpr, Var, binop
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import (
@@ -34,6 +36,7 @@ from tirc.ir.stmt import (
     Stmt,
     seq,
 )
+from tirc.ir.visitor import substitute
 from tirc.passes.graph.annotate_op_pattern import PATTERN_ATTR
 from tirc.passes.graph.kernel import ZERO
 from tirc.passes.graph.schedule_matmul import (
@@ -150,11 +153,40 @@ def _spatial(blk: Block) -> Stmt:
 
 
 def _reduction(blk: Block) -> Stmt:
-    """Original loop order, the outermost spatial loop parallel."""
+    """Original loop order, the outermost spatial loop parallel. When the reduction may have
+    no iteration (a symbolic extent that can be 0, as a sum over an empty batch), its init
+    becomes a block `<name>_init` of its own before the reduction loops (what
+    `sch.decompose_reduction` makes), so that an empty reduction still yields the init value:
+    as an `if` on the first reduction iteration it would never run."""
     loops = [Var(f"l{k}", iv.dom.extent.dtype) for k, iv in enumerate(blk.iter_vars)]
-    stmt: Stmt = realize(blk, list(loops))
+    spatial = 0
+    while spatial < len(loops) and blk.iter_vars[spatial].kind == IterKind.SPATIAL:
+        spatial += 1
+    an = Analyzer()
+    split = blk.init is not None and spatial < len(loops) and \
+        all(iv.kind == IterKind.REDUCE for iv in blk.iter_vars[spatial:]) and \
+        not all(an.can_prove(binop("ge", iv.dom.extent, IntImm(1, iv.dom.extent.dtype)))
+                for iv in blk.iter_vars[spatial:])
+    stmt: Stmt = realize(dataclasses.replace(blk, init=None) if split else blk, list(loops))
     for k in range(len(loops) - 1, -1, -1):
         iv = blk.iter_vars[k]
         kind = ForKind.PARALLEL if k == 0 and iv.kind == IterKind.SPATIAL else ForKind.SERIAL
+        if split and k == spatial - 1:
+            stmt = seq(_init_block(blk, spatial, loops[:spatial]), stmt)
         stmt = For(loops[k], IntImm(0, iv.dom.extent.dtype), iv.dom.extent, kind, stmt)
+    if split and spatial == 0:
+        stmt = seq(_init_block(blk, 0, []), stmt)
     return stmt
+
+
+def _init_block(blk: Block, spatial: int, loops: list[Var]) -> Stmt:
+    """`blk`'s init as a block over its first `spatial` (spatial) iterators, bound to
+    `loops`."""
+    ivs = blk.iter_vars[:spatial]
+    fresh = {iv.var: Var(iv.var.name, iv.var.dtype) for iv in ivs}
+    assert blk.init is not None
+    init = Block(name=f"{blk.name}_init",
+                 iter_vars=tuple(dataclasses.replace(iv, var=fresh[iv.var]) for iv in ivs),
+                 reads=(), writes=tuple(substitute(w, fresh) for w in blk.writes),
+                 body=substitute(blk.init, fresh))
+    return realize(init, list(loops))

@@ -3,7 +3,8 @@ interpreter, row counts that hit the row-group remainder), with the expected loo
 
 from __future__ import annotations
 
-from graph_support import SAMPLES, assert_same, random_inputs, run_passes
+import numpy as np
+from graph_support import SAMPLES, assert_same, interpret, random_inputs, run_passes
 from tirc.frontend import parse_file
 from tirc.ir import IRModule
 from tirc.ir.graph import ShapeExpr
@@ -67,3 +68,28 @@ def test_batched_matmul_and_untouched_kernels() -> None:
         assert_same(mods[-2], scheduled, random_inputs(mods[0], {"b": b, "s": s}))
     user = parse_file(SAMPLES / "mlp.tir")
     assert DefaultSchedule()(user) is user
+
+
+def test_reduction_over_a_possibly_empty_domain_starts_from_its_init() -> None:
+    gb = GraphBuilder()
+    n = gb.sym("n")
+    x = gb.param("x", (3, n))
+    total = gb.emit("sum", gb.param("y", (n, 4)))
+    rows = gb.emit("sum", x, axis=1)
+    mod = IRModule({"main": gb.function("main", gb.emit("add", rows, total))})
+    mods = run_passes(mod, (*FUSED, DefaultSchedule()))
+    text = mods[-1].script()
+    # Both sums reduce over n: each init is a block before the reduction loops.
+    assert text.count('_init"):') == 2 and "T.init()" not in text
+    for size in (0, 1, 5):
+        args = random_inputs(mod, {"n": size}, seed=size)
+        (got,) = interpret(mods[-1], args)
+        np.testing.assert_allclose(got, args[0].sum(axis=1) + args[1].sum(), rtol=1e-5,
+                                   atol=1e-5)
+    # A constant reduction extent keeps the init inside the block.
+    gb = GraphBuilder()
+    m = gb.sym("m")
+    fixed = gb.emit("sum", gb.param("z", (m, 4)), axis=1)
+    scheduled = run_passes(IRModule({"main": gb.function("main", fixed)}),
+                           (*FUSED, DefaultSchedule()))[-1]
+    assert "T.init()" in scheduled.script() and '_init"):' not in scheduled.script()

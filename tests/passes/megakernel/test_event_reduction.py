@@ -139,18 +139,12 @@ def relay_libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_compiled_schedules_run_in_order_when_a_relay_is_empty(relay_libs: dict[str, Path],
                                                                mode: str) -> None:
     lib, ref = load(relay_libs[mode]), load(relay_libs["none"])
-    for n, m in ((5, 3), (0, 2), (1, 1)):
+    for n, m in ((5, 0), (5, 3), (0, 2), (1, 1)):
         x, w = _inputs(n, m)
         want = _expected(x, w)
         np.testing.assert_allclose(ref.main(x, w), want, rtol=1e-5, atol=1e-5)
         for _ in range(50):
             np.testing.assert_allclose(lib.main(x, w), want, rtol=1e-5, atol=1e-5)
-    # With m == 0 the sum over t has an empty domain, which leaves u unset in every build
-    # (lower-init initialises on the first reduction iteration): only the run is checked, in
-    # program order on worker 0 (the runtime's choice, checked in its IR below).
-    x, w = _inputs(5, 0)
-    for _ in range(50):
-        assert lib.main(x, w).shape == (5, 8)
 
 
 @pytest.mark.parametrize("mode", ["static", "dynamic"])
