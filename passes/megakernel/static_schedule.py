@@ -48,6 +48,7 @@ from tirc.ir.stmt import (
     ForKind,
     IfThenElse,
     LetStmt,
+    SeqStmt,
     Stmt,
     seq,
 )
@@ -117,6 +118,28 @@ def team_region(body: Callable[[Var, Var], Stmt]) -> Stmt:
     return LetStmt(nw, max_threads(), region)
 
 
+def batched_notifies(body: Stmt) -> tuple[Stmt, list[BufferLoad]]:
+    """A task body without its notifications of one-element counters (the completion counters
+    of all-to-all edges), and those counters. A worker notifies them once after its block of
+    tiles of the kind, by the number of tiles it ran: one atomic instead of one per tile, and
+    no consumer loses anything, since it needs every tile anyway. (Any notification could wait
+    for the end of the block without deadlock, the block waiting on nothing later; the
+    per-tile ones stay per tile so that consumer tiles can start early.)"""
+    items = list(body.seq) if isinstance(body, SeqStmt) else [body]
+    keep: list[Stmt] = []
+    counters: list[BufferLoad] = []
+    for item in items:
+        call = item.value if isinstance(item, Evaluate) else None
+        elem = call.args[0] if isinstance(call, Call) and call.op == "event_notify" and \
+            len(call.args) == 1 else None
+        if isinstance(elem, BufferLoad) and len(elem.buffer.shape) == 1 and \
+                isinstance(elem.buffer.shape[0], IntImm) and elem.buffer.shape[0].value == 1:
+            counters.append(elem)
+        else:
+            keep.append(item)
+    return seq(*keep), counters
+
+
 def static_workers(graph: TaskGraph) -> Stmt:
     """The task graph run by one parallel region with a static schedule (each kind's tiles
     in contiguous blocks)."""
@@ -129,14 +152,21 @@ def static_workers(graph: TaskGraph) -> Stmt:
         queue: list[Stmt] = []
         for t in graph.tasks:
             q = Var(f"{t.var.name}_q", INT64)
+            mine = Var(f"{t.var.name}_count", INT64)
             extent = cast(INT64, t.extent)
             chunk = ceil_div(extent, dealers)
             start = binop("mul", w, chunk)
             count = binop("min", chunk, binop("max", binop("sub", extent, start),
                                                IntImm(0, INT64)))
             tile = cast(t.var.dtype, binop("add", start, q))
-            queue.append(For(q, IntImm(0, INT64), count, ForKind.SERIAL,
-                             LetStmt(t.var, tile, task_function(ws.rewrite(t.body), t.name))))
+            body, counters = batched_notifies(t.body)
+            tiles = For(q, IntImm(0, INT64), mine, ForKind.SERIAL,
+                        LetStmt(t.var, tile, task_function(ws.rewrite(body), t.name)))
+            done = [ws.rewrite(Evaluate(Call("event_notify", (c, cast(INT32, mine)), INT32)))
+                    for c in counters]
+            if done:
+                tiles = seq(tiles, IfThenElse(binop("gt", mine, IntImm(0, INT64)), seq(*done)))
+            queue.append(LetStmt(mine, count, tiles))
         dealt = nth if graph.in_order is None else \
             select(graph.in_order, IntImm(1, INT64), nth)
         return seq(ws.fill(w, nth), barrier(), LetStmt(dealers, dealt, seq(*queue)))
