@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tirc.ir.deep_call import deep
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
@@ -23,6 +24,7 @@ def kind_for_path(path: str | Path) -> str | None:
     return SUFFIX_KINDS.get(Path(path).suffix)
 
 
+@deep
 def with_entries(mod: IRModule) -> IRModule:
     """`mod` with make-entry applied to loop functions that are not entry points yet."""
     from tirc.passes.make_entry import MakeEntry, is_entry
@@ -32,12 +34,14 @@ def with_entries(mod: IRModule) -> IRModule:
     return MakeEntry()(mod)
 
 
+@deep
 def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
          out_path: str | Path | None = None, libs: tuple[str, ...] = (),
          lib_dirs: tuple[str, ...] = ()) -> bytes:
     """Compile `mod` to `kind` (one of EMIT_KINDS) and return the bytes; also write them to
     `out_path` atomically when given. A shared object is linked with the libraries `libs`
-    (`-l`) found in `lib_dirs` (`-L`), which define the module's external functions."""
+    (`-l`) found in `lib_dirs` (`-L`), which define the module's external functions. Runs on a
+    big-stack thread (`tirc.ir.deep_call`), as code generation recurses as deep as the IR nests."""
     from tirc.backends.metadata import metadata_json, module_metadata
 
     if kind not in EMIT_KINDS:
@@ -91,6 +95,7 @@ def build(mod: IRModule, out_path: str | Path, target: Any = None, opt_level: in
     return Path(out_path)
 
 
+@deep
 def metadata(mod: IRModule) -> str:
     """The metadata JSON of `mod` (indented), as `tirc_metadata()` of its library returns."""
     from tirc.backends.metadata import module_metadata

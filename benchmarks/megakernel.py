@@ -116,10 +116,6 @@ def main() -> None:
     ap.add_argument("--no-block", action="store_true", help="leave out the transformer block")
     ap.add_argument("--no-chain", action="store_true", help="leave out the chain")
     opts = ap.parse_args()
-    # The chain's host function has 25 parameters; make-entry's checks nest a scope per
-    # parameter, and the recursive visitors of codegen then go deeper than Python's default
-    # limit (with or without the megakernel passes).
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
     dim = opts.dim
     rng = np.random.default_rng(0)
     weights = []

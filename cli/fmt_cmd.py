@@ -55,7 +55,11 @@ def formatted(path: str) -> tuple[str, str]:
     if not Path(path).is_file():
         raise fail(f"no such file: {path}")
     text = Path(path).read_text()
-    return text, format_text(text, path)
+    from tirc.frontend import PARSE_RECURSION_LIMIT
+    from tirc.ir.deep_call import deep_call_limited
+
+    # On a big-stack thread: its parse_syntax call is not the frontend's (deep) parse.
+    return text, deep_call_limited(PARSE_RECURSION_LIMIT, format_text, text, path)
 
 
 @click.command("fmt")

@@ -14,25 +14,35 @@ from tirc.frontend.builder_module import ModuleBuilder
 from tirc.frontend.context import Context
 from tirc.frontend.imports import ImportSession
 from tirc.frontend.parser import parse_syntax
+from tirc.ir.deep_call import deep_limited
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.module import IRModule
 from tirc.ir.span import SourceMap, Span
 
-__all__ = ["parse", "parse_file"]
+__all__ = ["PARSE_RECURSION_LIMIT", "parse", "parse_file"]
+
+# Parsing runs on a big-stack thread (`tirc.ir.deep_call`) with this recursion limit: enough for
+# a sum of ~7000 terms, 3000 nested calls or 1500 nested ifs (printed IR reads back), while text
+# nested deeper still gets its "nested too deeply" diagnostic in a second or two (at the IR's
+# limit of 200 000, 70 000 nested calls take minutes to diagnose).
+PARSE_RECURSION_LIMIT = 20_000
 
 
+@deep_limited(PARSE_RECURSION_LIMIT)
 def parse(text: str, filename: str = "<string>",
           include_dirs: Iterable[str | Path] = ()) -> IRModule:
     """Parse `.tir` text; imports are searched next to `filename`, then in `include_dirs`.
 
     `filename` is only used in diagnostics (no file is read), so it is not in the result's
-    `sources`; imported files are."""
+    `sources`; imported files are. Runs on a big-stack thread (PARSE_RECURSION_LIMIT), as the
+    parser and builders recurse as deep as the text nests."""
     session = ImportSession(tuple(Path(d) for d in include_dirs))
     if not filename.startswith("<"):
         session.stack.append(Path(filename).resolve())
     return _parse_text(text, filename, session)
 
 
+@deep_limited(PARSE_RECURSION_LIMIT)
 def parse_file(path: str | Path, include_dirs: Iterable[str | Path] = ()) -> IRModule:
     """Read and parse a `.tir` file."""
     session = ImportSession(tuple(Path(d) for d in include_dirs))

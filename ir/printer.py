@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tirc.ir.buffer import Buffer, BufferRegion, Range
+from tirc.ir.deep_call import deep
 from tirc.ir.expr import (
     MATH_INTRINSICS,
     BinOp,
@@ -835,6 +836,7 @@ def _module_lines(mod: IRModule) -> Iterator[str]:
         yield from SchedulePrinter().schedule(s)
 
 
+@deep
 def print_function(func: PrimFunc | Function, depth: int = 0,
                    module_name: str = "Module") -> list[str]:
     """The lines of one function at the given indentation depth."""
@@ -844,11 +846,13 @@ def print_function(func: PrimFunc | Function, depth: int = 0,
     return fp.graph_func(func, depth)
 
 
+@deep
 def print_module(mod: IRModule) -> str:
     """The whole module as `.tir` text, ending with a newline."""
     return "\n".join(_module_lines(mod)) + "\n"
 
 
+@deep
 def print_node(node: Any) -> str:
     """Any node as text, for debugging and error messages."""
     if isinstance(node, IRModule):

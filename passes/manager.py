@@ -10,6 +10,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from tirc.ir.deep_call import deep, deep_call
 from tirc.ir.module import IRModule
 from tirc.passes.pass_base import Pass, PassContext
 
@@ -39,8 +40,11 @@ class Instrument:
         """Called once at the end, also when a pass failed (then `mod` is the last good one)."""
 
 
+@deep
 def run_pipeline(mod: IRModule, passes: Sequence[Pass], ctx: PassContext | None = None) -> IRModule:
-    """Run `passes` in order on `mod`, skipping disabled ones, with `ctx.instruments` around."""
+    """Run `passes` in order on `mod`, skipping disabled ones, with `ctx.instruments` around.
+
+    Runs on a big-stack thread (`tirc.ir.deep_call`): deeply nested IR needs deep recursion."""
     ctx = ctx or PassContext()
     instruments: list[Instrument] = list(ctx.instruments)
     for inst in instruments:
@@ -81,4 +85,4 @@ class Sequential(Pass):
     passes: tuple[Pass, ...] = field(default=())
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        return _run_passes(mod, self.passes, ctx)
+        return deep_call(_run_passes, mod, self.passes, ctx)

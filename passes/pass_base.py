@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from tirc.ir.deep_call import deep_call
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 
@@ -42,7 +43,8 @@ class Pass:
         raise NotImplementedError
 
     def __call__(self, mod: IRModule, ctx: PassContext | None = None) -> IRModule:
-        return self.run(mod, ctx or PassContext())
+        """Run the pass on its own, on a big-stack thread (`tirc.ir.deep_call`)."""
+        return deep_call(self.run, mod, ctx or PassContext())
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,6 @@ from click.testing import CliRunner, Result
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
-DEFAULT_RECURSION_LIMIT = sys.getrecursionlimit()  # before any test could raise it
 
 
 def tirc_executable() -> str | None:
@@ -49,11 +48,3 @@ def invoke() -> Callable[..., Result]:
         return CliRunner().invoke(cli, [str(a) for a in args], prog_name="tirc")
 
     return run
-
-
-@pytest.fixture(autouse=True)
-def _restore_recursion_limit() -> Iterator[None]:
-    """The megakernel runtime pass raises the process's recursion limit for the deep IR it
-    makes; put it back so tests that rely on the default limit see it."""
-    yield
-    sys.setrecursionlimit(DEFAULT_RECURSION_LIMIT)

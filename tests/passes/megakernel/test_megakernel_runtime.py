@@ -84,11 +84,17 @@ def test_dynamic_queue_counts_dispatches_per_producer_kind() -> None:
 
 
 def test_recursion_limit_is_left_alone() -> None:
-    limit = sys.getrecursionlimit()
-    mod = task_graph("transformer_block.tir", "dynamic")
-    assert len(read_task_graph(mod["main"]).events) > 20  # type: ignore[arg-type]
-    _runtime(mod, {"megakernel.watchdog": "2"})
-    assert sys.getrecursionlimit() == limit
+    # The deep IR is walked on tirc.ir.deep_call's big-stack thread; the caller's own limit
+    # (here an unusual one, to tell it from the default) is what it finds afterwards.
+    before = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(before + 7)
+        mod = task_graph("transformer_block.tir", "dynamic")
+        assert len(read_task_graph(mod["main"]).events) > 20  # type: ignore[arg-type]
+        _runtime(mod, {"megakernel.watchdog": "2"})
+        assert sys.getrecursionlimit() == before + 7
+    finally:
+        sys.setrecursionlimit(before)
 
 
 def test_kinds_out_of_dependence_order_are_a_diagnostic() -> None:
