@@ -10,8 +10,36 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from tirc.ir.dtype import DType
 from tirc.ir.node import IdentityNode, Node
-from tirc.ir.stmt import SeqStmt, seq
+from tirc.ir.stmt import ForKind, IterKind, SeqStmt, seq
+
+# Field values that hold no nodes: `visit` would do nothing with them (a Visitor) or hand them
+# back unchanged (a Mutator), so the generic walks do not call it for them.
+_LEAVES = frozenset({str, int, float, bool, type(None), DType, ForKind, IterKind})
+_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
+
+
+def field_names(cls: type) -> tuple[str, ...] | None:
+    """The names `Node.node_fields` yields for instances of `cls` (computed once per class);
+    None when `cls` overrides `node_fields`."""
+    try:
+        return _FIELD_NAMES[cls]
+    except KeyError:
+        pass
+    names: tuple[str, ...] | None = None
+    if getattr(cls, "node_fields", None) is Node.node_fields:
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.name != "span")
+    _FIELD_NAMES[cls] = names
+    return names
+
+
+def children(node: Node) -> list[tuple[str, Any]]:
+    """`list(node.node_fields())`, without looking the dataclass fields up again each time."""
+    names = field_names(type(node))
+    if names is None:
+        return list(node.node_fields())
+    return [(name, getattr(node, name)) for name in names]
 
 
 class Visitor:
@@ -33,8 +61,15 @@ class Visitor:
                 self.visit(v)
 
     def generic_visit(self, node: Node) -> None:
-        for _, value in node.node_fields():
-            self.visit(value)
+        names = field_names(type(node))
+        if names is None:
+            for _, value in node.node_fields():
+                self.visit(value)
+            return
+        for name in names:
+            value = getattr(node, name)
+            if type(value) not in _LEAVES:
+                self.visit(value)
 
 
 class Mutator:
@@ -66,7 +101,9 @@ class Mutator:
 
     def generic_visit(self, node: Node) -> Any:
         changes: dict[str, Any] = {}
-        for name, value in node.node_fields():
+        for name, value in children(node):
+            if type(value) in _LEAVES:
+                continue
             new = self.visit(value)
             if new is not value:
                 changes[name] = new
@@ -78,15 +115,30 @@ class Mutator:
 
 
 def post_order_visit(node: Any, fn: Callable[[Node], None]) -> None:
-    """Call `fn` on every node under `node`, children first."""
+    """Call `fn` on every node under `node`, children first (in the order a Visitor walks
+    them: fields in declaration order, sequences in order, a dict's keys before values)."""
 
-    class _V(Visitor):
-        def visit(self, n: Any) -> None:
-            super().visit(n)
-            if isinstance(n, Node):
-                fn(n)
+    def walk(n: Any) -> None:
+        if isinstance(n, Node):
+            names = field_names(type(n))
+            if names is None:
+                for _, value in n.node_fields():
+                    walk(value)
+            else:
+                for name in names:
+                    value = getattr(n, name)
+                    if type(value) not in _LEAVES:
+                        walk(value)
+            fn(n)
+        elif isinstance(n, (tuple, list)):
+            for item in n:
+                walk(item)
+        elif isinstance(n, dict):
+            for k, v in n.items():
+                walk(k)
+                walk(v)
 
-    _V().visit(node)
+    walk(node)
 
 
 def substitute(node: Any, mapping: dict[Any, Any]) -> Any:

@@ -42,7 +42,7 @@ from tirc.ir.stmt import (
     SeqStmt,
     Stmt,
 )
-from tirc.ir.visitor import Mutator, Visitor
+from tirc.ir.visitor import Mutator, Visitor, field_names
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 from tirc.passes.schedule.regions import Bounds, relax, union_bounds
 
@@ -61,15 +61,89 @@ class _EscapedError(Exception):
     """The buffer's data handle is used other than by a load or store: leave it alone."""
 
 
+_NONE: frozenset[int] = frozenset()
+
+
+class _Mentions:
+    """Which allocated buffers (and their data handles) occur anywhere under a node.
+
+    Computed once per node (memoised by identity, the node kept alive beside its answer), so
+    the walks for each allocation skip every subtree that cannot hold one of its accesses
+    instead of walking the whole function again per allocation."""
+
+    def __init__(self, tracked: set[int]) -> None:
+        self.tracked = tracked  # ids of the allocated buffers and of their data vars
+        self.memo: dict[int, tuple[Any, frozenset[int]]] = {}
+
+    def of(self, node: Any) -> frozenset[int]:
+        """The tracked ids reachable from `node` through its fields (as a Visitor walks)."""
+        if isinstance(node, Node):
+            hit = self.memo.get(id(node))
+            if hit is not None and hit[0] is node:
+                return hit[1]
+            found = frozenset((id(node),)) if id(node) in self.tracked else _NONE
+            names = field_names(type(node))
+            values = (v for _, v in node.node_fields()) if names is None else \
+                (getattr(node, n) for n in names)
+            for value in values:
+                inner = self.of(value)
+                if inner and not inner <= found:
+                    found = found | inner
+            self.memo[id(node)] = (node, found)
+            return found
+        if isinstance(node, (tuple, list)):
+            found = _NONE
+            for item in node:
+                inner = self.of(item)
+                if inner and not inner <= found:
+                    found = found | inner
+            return found
+        if isinstance(node, dict):
+            return self.of(tuple(node.keys())) | self.of(tuple(node.values()))
+        return _NONE
+
+    def knows(self, buf: Buffer) -> bool:
+        """Whether `buf` was tracked from the start (else its walks cannot be pruned)."""
+        return id(buf) in self.tracked and id(buf.data) in self.tracked
+
+    def may_hold(self, node: Any, buf: Buffer) -> bool:
+        """False only when neither `buf` nor its data handle occurs under `node`."""
+        found = self.of(node)
+        return id(buf) in found or id(buf.data) in found
+
+
+class _Allocations(Visitor):
+    """The buffers of every `Allocate` under a statement (statements are walked, not
+    expressions: an allocation is always a statement)."""
+
+    def __init__(self) -> None:
+        self.ids: set[int] = set()
+        self.keep: list[Buffer] = []
+
+    def visit(self, node: Any) -> None:
+        if isinstance(node, Stmt) or (isinstance(node, (tuple, list)) and node
+                                      and isinstance(node[0], Stmt)):
+            super().visit(node)
+
+    def visit_Allocate(self, a: Allocate) -> None:
+        self.ids.update((id(a.buffer), id(a.buffer.data)))
+        self.keep.append(a.buffer)
+        self.visit(a.body)
+
+
 class _Accesses(Visitor):
     """Every access to `buf` under a statement, with the statements that enclose it."""
 
-    def __init__(self, buf: Buffer) -> None:
+    def __init__(self, buf: Buffer, mentions: _Mentions | None = None) -> None:
         self.buf = buf
         self.stack: list[Stmt] = []
         self.found: list[_Access] = []
+        self.mentions = mentions if mentions is not None and mentions.knows(buf) else None
 
     def visit(self, node: Any) -> None:
+        if self.mentions is not None and isinstance(node, (Node, tuple, list, dict)) \
+                and not self.mentions.may_hold(node, self.buf):
+            return  # nothing under here touches the buffer
         if isinstance(node, Stmt):
             self.stack.append(node)
             super().visit(node)
@@ -128,18 +202,28 @@ def _region(accesses: list[_Access], first: int, ndim: int,
             for k in range(ndim)]
 
 
+class _Find(Visitor):
+    """Whether any of some variables occurs under a node (the walk stops at the first)."""
+
+    def __init__(self, vs: set[Var]) -> None:
+        self.vs = vs
+        self.found = False
+
+    def visit(self, node: Any) -> None:
+        if not self.found:
+            super().visit(node)
+
+    def visit_Var(self, v: Var) -> None:
+        if v in self.vs:
+            self.found = True
+
+
 def _mentions(e: PrimExpr, vs: set[Var]) -> bool:
     if not vs:
         return False
-    found = False
-
-    class _Find(Visitor):
-        def visit_Var(self, v: Var) -> None:
-            nonlocal found
-            found = found or v in vs
-
-    _Find().visit(e)
-    return found
+    finder = _Find(vs)
+    finder.visit(e)
+    return finder.found
 
 
 def _width(b: Bounds, an: Analyzer) -> int | None:
@@ -244,14 +328,18 @@ class _Rewrite(Mutator):
     """Moves the allocation to `place` as `new` and shifts every access by `starts`."""
 
     def __init__(self, old: Buffer, new: Buffer, starts: list[PrimExpr | None], place: Stmt,
-                 alloc: Allocate, an: Analyzer) -> None:
+                 alloc: Allocate, an: Analyzer, mentions: _Mentions | None = None) -> None:
         self.old, self.new, self.starts, self.place = old, new, starts, place
         self.alloc, self.an = alloc, an
+        self.mentions = mentions if mentions is not None and mentions.knows(old) else None
 
     def visit(self, node: Any) -> Any:
         if node is self.place:
             inner = super().visit(node)
             return Allocate(self.new, inner, span=self.alloc.span)
+        if self.mentions is not None and isinstance(node, (Node, tuple)) \
+                and id(self.old) not in self.mentions.of(node):
+            return node  # no access of the buffer (nor the place, which holds them) below
         return super().visit(node)
 
     def _shift(self, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
@@ -280,12 +368,14 @@ def _compactable(b: Buffer) -> bool:
     return b.layout is None and not b.strides and offset_zero and b.scope != "event"
 
 
-def compact(alloc: Allocate) -> Stmt:
-    """`alloc` with its allocation moved inward and its buffer shrunk (or unchanged)."""
+def compact(alloc: Allocate, mentions: _Mentions | None = None) -> Stmt:
+    """`alloc` with its allocation moved inward and its buffer shrunk (or unchanged);
+    `mentions` (over the allocations of the enclosing function) lets the walks skip subtrees
+    that do not use the buffer."""
     b = alloc.buffer
     if alloc.init is not None or not _compactable(b):
         return alloc
-    finder = _Accesses(b)
+    finder = _Accesses(b, mentions)
     try:
         finder.visit(alloc.body)
     except _EscapedError:
@@ -312,20 +402,25 @@ def compact(alloc: Allocate) -> Stmt:
     if depth == 0 and all(s is None for s in starts):
         return alloc
     new = dataclasses.replace(b, shape=tuple(shape), data=Var(b.data.name, b.data.dtype))
-    return _Rewrite(b, new, starts, place, alloc, an).visit(alloc.body)
+    return _Rewrite(b, new, starts, place, alloc, an, mentions).visit(alloc.body)
 
 
 class _Compactor(Mutator):
     """Compacts every allocation, inner ones first."""
 
+    def __init__(self, mentions: _Mentions) -> None:
+        self.mentions = mentions
+
     def visit_Allocate(self, a: Allocate) -> Any:
         a = self.generic_visit(a)
-        return compact(a)
+        return compact(a, self.mentions)
 
 
 def compact_buffers(body: Stmt) -> Stmt:
     """`body` with every allocation placed and compacted."""
-    out = _Compactor().visit(body)
+    allocations = _Allocations()
+    allocations.visit(body)
+    out = _Compactor(_Mentions(allocations.ids)).visit(body)
     assert isinstance(out, Node)
     return out  # type: ignore[return-value]
 

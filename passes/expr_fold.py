@@ -9,12 +9,15 @@ provides it, after folding it here.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tirc.ir.dtype import DType
 from tirc.ir.expr import BinOp, Broadcast, Call, IntImm, PrimExpr, Ramp, Var, binop, cast
 from tirc.ir.stmt import Stmt
 from tirc.ir.visitor import Mutator, post_order_visit
+
+if TYPE_CHECKING:
+    from tirc.ir.arith import Analyzer
 
 _FOLDABLE = ("add", "sub", "mul", "floordiv", "floormod", "truncdiv", "truncmod", "min", "max")
 
@@ -187,25 +190,31 @@ def fold(e: Any) -> Any:
     return _Folder().visit(e)
 
 
-def simplify(e: PrimExpr) -> PrimExpr:
-    """Fold `e`, then simplify it with tirc.ir.arith when that simplifier exists."""
+def simplify(e: PrimExpr, analyzer: Analyzer | None = None) -> PrimExpr:
+    """Fold `e`, then simplify it with tirc.ir.arith when that simplifier exists; `analyzer`
+    (one with nothing bound, shared between calls so that it remembers what it simplified)
+    stands in for a fresh one."""
     e = fold(e)
     try:
         from tirc.ir.arith import simplify as arith_simplify  # type: ignore[attr-defined]
     except ImportError:
         return e
-    return arith_simplify(e)
+    return arith_simplify(e) if analyzer is None else analyzer.simplify(e)
 
 
 class _StmtSimplifier(Mutator):
     """Simplifies each expression a statement holds (indices, values, conditions, extents)."""
 
+    def __init__(self, analyzer: Analyzer | None = None) -> None:
+        self.analyzer = analyzer
+
     def visit(self, n: Any) -> Any:
         if isinstance(n, PrimExpr) and not isinstance(n, (IntImm, Var)):
-            return simplify(n)
+            return simplify(n, self.analyzer)
         return super().visit(n)
 
 
-def simplify_stmt(s: Stmt) -> Stmt:
-    """`simplify` applied to every expression in `s`."""
-    return _StmtSimplifier().visit(s)
+def simplify_stmt(s: Stmt, analyzer: Analyzer | None = None) -> Stmt:
+    """`simplify` applied to every expression in `s` (with `analyzer`, which must know no
+    bounds, when given)."""
+    return _StmtSimplifier(analyzer).visit(s)

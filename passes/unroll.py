@@ -16,9 +16,10 @@ less disappears.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from tirc.ir.arith import Analyzer
 from tirc.ir.expr import IntImm, cast, const
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
@@ -31,15 +32,16 @@ from tirc.passes.rebind import fresh_copy
 PRAGMA_UNROLL = "pragma_unroll"
 
 
-def unrolled_copies(loop: For) -> Stmt:
-    """The body of a constant-extent loop repeated once per iteration."""
+def unrolled_copies(loop: For, analyzer: Analyzer | None = None) -> Stmt:
+    """The body of a constant-extent loop repeated once per iteration (`analyzer`, knowing no
+    bounds, simplifies the copies; one shared by many loops simplifies what they share once)."""
     assert isinstance(loop.extent, IntImm)
     v = loop.loop_var
     lo = cast(v.dtype, loop.min)
     copies = []
     for k in range(loop.extent.value):
         value = expr_fold.add(lo, const(k, v.dtype))
-        copy = expr_fold.simplify_stmt(fresh_copy(loop.body, {v: value}))
+        copy = expr_fold.simplify_stmt(fresh_copy(loop.body, {v: value}), analyzer)
         copies.append(_ConstantIfPruner().visit(copy))
     if not copies:
         return Evaluate(IntImm(0), span=loop.span)
@@ -70,6 +72,7 @@ class _Unroller(Mutator):
     """Unrolls every unroll loop of a function, innermost first."""
 
     max_extent: int
+    analyzer: Analyzer = field(default_factory=Analyzer)
 
     def visit_For(self, s: For) -> Any:
         loop = self.generic_visit(s)
@@ -77,7 +80,7 @@ class _Unroller(Mutator):
             return loop
         extent = expr_fold.fold(loop.extent)
         if isinstance(extent, IntImm) and extent.value <= self.max_extent:
-            return unrolled_copies(loop.replace(extent=extent))
+            return unrolled_copies(loop.replace(extent=extent), self.analyzer)
         annotations = {**loop.annotations, PRAGMA_UNROLL: True}
         return loop.replace(kind=ForKind.SERIAL, annotations=annotations)
 

@@ -169,45 +169,64 @@ def intersect(a: Bound, b: Bound) -> Bound:
     return (_max_known(a[0], b[0]), _min_known(a[1], b[1]))
 
 
-def const_int_bound(e: PrimExpr, lookup: VarLookup) -> Bound:
-    """Inclusive bounds of integer expression `e`; `(None, None)` when nothing is known."""
+BoundMemo = dict[int, tuple[PrimExpr, Bound]]
+
+
+def const_int_bound(e: PrimExpr, lookup: VarLookup, memo: BoundMemo | None = None) -> Bound:
+    """Inclusive bounds of integer expression `e`; `(None, None)` when nothing is known.
+
+    `memo` (node id -> (node, bound)) remembers the bounds of sub-expressions for this
+    `lookup`, so a sub-expression shared by many parents is bounded once."""
     if isinstance(e, IntImm):
         return (e.value, e.value)
     if isinstance(e, Var):
         return intersect(lookup(e), dtype_bound(e.dtype))
+    if memo is None:
+        return _bound(e, lookup, None)
+    hit = memo.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    out = _bound(e, lookup, memo)
+    memo[id(e)] = (e, out)
+    return out
+
+
+def _bound(e: PrimExpr, lookup: VarLookup, memo: BoundMemo | None) -> Bound:
     if isinstance(e, BinOp):
-        return _bound_binop(e, lookup)
+        return _bound_binop(e, lookup, memo)
     if isinstance(e, Not):
         return (0, 1)
     if isinstance(e, Select):
-        return union(const_int_bound(e.true_value, lookup), const_int_bound(e.false_value, lookup))
+        return union(const_int_bound(e.true_value, lookup, memo),
+                     const_int_bound(e.false_value, lookup, memo))
     if isinstance(e, Call) and e.op == "if_then_else" and len(e.args) == 3:
-        return union(const_int_bound(e.args[1], lookup), const_int_bound(e.args[2], lookup))
+        return union(const_int_bound(e.args[1], lookup, memo),
+                     const_int_bound(e.args[2], lookup, memo))
     if isinstance(e, Cast):
-        return _bound_cast(e, lookup)
+        return _bound_cast(e, lookup, memo)
     if isinstance(e, Broadcast):
-        return const_int_bound(e.value, lookup)
+        return const_int_bound(e.value, lookup, memo)
     if isinstance(e, Ramp):
-        base = const_int_bound(e.base, lookup)
-        last = bound_mul(const_int_bound(e.stride, lookup), (e.lanes - 1, e.lanes - 1))
+        base = const_int_bound(e.base, lookup, memo)
+        last = bound_mul(const_int_bound(e.stride, lookup, memo), (e.lanes - 1, e.lanes - 1))
         return union(base, (_add(base[0], last[0]), _add(base[1], last[1])))
     if isinstance(e, Let):
-        value = const_int_bound(e.value, lookup)
+        value = const_int_bound(e.value, lookup, memo)
 
         def inner(v: Var) -> Bound:
             return value if v is e.var else lookup(v)
 
-        return const_int_bound(e.body, inner)
+        return const_int_bound(e.body, inner)  # another lookup: not the same memo
     if e.dtype.is_int or e.dtype.is_bool:
         return dtype_bound(e.dtype)
     return UNBOUNDED
 
 
-def _bound_binop(e: BinOp, lookup: VarLookup) -> Bound:
+def _bound_binop(e: BinOp, lookup: VarLookup, memo: BoundMemo | None) -> Bound:
     if e.op in ("eq", "ne", "lt", "le", "gt", "ge", "and", "or"):
         return (0, 1)
-    a = const_int_bound(e.a, lookup)
-    b = const_int_bound(e.b, lookup)
+    a = const_int_bound(e.a, lookup, memo)
+    b = const_int_bound(e.b, lookup, memo)
     op = e.op
     if op == "add":
         out = (_add(a[0], b[0]), _add(a[1], b[1]))
@@ -242,12 +261,12 @@ def _clip_to_dtype(b: Bound, dt: DType) -> Bound:
     return b
 
 
-def _bound_cast(e: Cast, lookup: VarLookup) -> Bound:
+def _bound_cast(e: Cast, lookup: VarLookup, memo: BoundMemo | None) -> Bound:
     if not (e.dtype.is_int or e.dtype.is_bool):
         return UNBOUNDED
     src = e.value.dtype
     if e.dtype.is_bool:
         return (0, 1)
     if src.is_int or src.is_bool:
-        return _clip_to_dtype(const_int_bound(e.value, lookup), e.dtype)
+        return _clip_to_dtype(const_int_bound(e.value, lookup, memo), e.dtype)
     return dtype_bound(e.dtype)

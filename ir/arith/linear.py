@@ -74,17 +74,34 @@ def is_index_dtype(dt: DType) -> bool:
     return dt.is_int and dt.lanes == 1
 
 
-def to_linear(e: PrimExpr) -> Linear:
-    """The linear form of an integer expression; non-linear parts become atoms."""
+LinearMemo = dict[int, tuple[PrimExpr, Linear]]
+
+
+def to_linear(e: PrimExpr, memo: LinearMemo | None = None) -> Linear:
+    """The linear form of an integer expression; non-linear parts become atoms.
+
+    `memo` (node id -> (node, form)) remembers the forms of sub-expressions; the caller always
+    gets a fresh copy it may change."""
+    if memo is not None:
+        hit = memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1].copy()
+    out = _to_linear(e, memo)
+    if memo is not None and not isinstance(e, IntImm):
+        memo[id(e)] = (e, out.copy())
+    return out
+
+
+def _to_linear(e: PrimExpr, memo: LinearMemo | None) -> Linear:
     if isinstance(e, IntImm):
         return Linear(e.dtype, {}, e.value)
     if isinstance(e, BinOp) and e.op in ("add", "sub") and e.a.dtype == e.dtype:
-        out = to_linear(e.a)
-        out.add(to_linear(e.b), 1 if e.op == "add" else -1)
+        out = to_linear(e.a, memo)
+        out.add(to_linear(e.b, memo), 1 if e.op == "add" else -1)
         return out
     if isinstance(e, BinOp) and e.op == "mul":
-        la = to_linear(e.a)
-        lb = to_linear(e.b)
+        la = to_linear(e.a, memo)
+        lb = to_linear(e.b, memo)
         if la.is_const:
             return lb.scaled(la.const)
         if lb.is_const:

@@ -12,7 +12,7 @@ import math
 from typing import TYPE_CHECKING
 
 from tirc.ir.arith.fold import fold_binop, fold_cast, is_false, is_true
-from tirc.ir.arith.linear import Linear, from_linear, is_index_dtype, to_linear
+from tirc.ir.arith.linear import Linear, from_linear, is_index_dtype
 from tirc.ir.dtype import BOOL
 from tirc.ir.expr import (
     BinOp,
@@ -35,33 +35,45 @@ _MAX_ROUNDS = 3
 _FLIP = {"lt": "ge", "ge": "lt", "le": "gt", "gt": "le", "eq": "ne", "ne": "eq"}
 
 
-def expr_size(e: PrimExpr) -> int:
-    """The number of expression nodes in `e` (what "structurally smaller" measures)."""
+def expr_size(e: PrimExpr, memo: dict[int, tuple[PrimExpr, int]] | None = None) -> int:
+    """The number of expression nodes in `e` (what "structurally smaller" measures), counting
+    a shared sub-expression once per path to it; `memo` (node id -> (node, size)) remembers
+    the sizes of sub-expressions seen before."""
+    if memo is not None:
+        hit = memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
     if isinstance(e, BinOp):
-        return 1 + expr_size(e.a) + expr_size(e.b)
-    if isinstance(e, (Not, Cast)):
-        return 1 + expr_size(e.a if isinstance(e, Not) else e.value)
-    if isinstance(e, Select):
-        return 1 + expr_size(e.condition) + expr_size(e.true_value) + expr_size(e.false_value)
-    if isinstance(e, Call):
-        return 1 + sum(expr_size(a) for a in e.args)
-    if isinstance(e, BufferLoad):
-        return 1 + sum(expr_size(i) for i in e.indices)
-    if isinstance(e, Ramp):
-        return 1 + expr_size(e.base) + expr_size(e.stride)
-    if isinstance(e, Broadcast):
-        return 1 + expr_size(e.value)
-    if isinstance(e, Let):
-        return 1 + expr_size(e.value) + expr_size(e.body)
-    return 1
+        size = 1 + expr_size(e.a, memo) + expr_size(e.b, memo)
+    elif isinstance(e, (Not, Cast)):
+        size = 1 + expr_size(e.a if isinstance(e, Not) else e.value, memo)
+    elif isinstance(e, Select):
+        size = (1 + expr_size(e.condition, memo) + expr_size(e.true_value, memo)
+                + expr_size(e.false_value, memo))
+    elif isinstance(e, Call):
+        size = 1 + sum(expr_size(a, memo) for a in e.args)
+    elif isinstance(e, BufferLoad):
+        size = 1 + sum(expr_size(i, memo) for i in e.indices)
+    elif isinstance(e, Ramp):
+        size = 1 + expr_size(e.base, memo) + expr_size(e.stride, memo)
+    elif isinstance(e, Broadcast):
+        size = 1 + expr_size(e.value, memo)
+    elif isinstance(e, Let):
+        size = 1 + expr_size(e.value, memo) + expr_size(e.body, memo)
+    else:
+        return 1
+    if memo is not None:
+        memo[id(e)] = (e, size)
+    return size
 
 
-def _smallest(*cands: PrimExpr) -> PrimExpr:
-    """The first of the smallest candidates."""
+def _smallest(*cands: PrimExpr, an: Analyzer | None = None) -> PrimExpr:
+    """The first of the smallest candidates (sizes memoised by `an` when given)."""
+    size_of = expr_size if an is None else an.expr_size
     best = cands[0]
-    size = expr_size(best)
+    size = size_of(best)
     for c in cands[1:]:
-        s = expr_size(c)
+        s = size_of(c)
         if s < size:
             best, size = c, s
     return best
@@ -95,13 +107,24 @@ class Rewriter:
             if new == cur:
                 break
             cur = new
-        return cur if expr_size(cur) <= expr_size(e) else e
+        return cur if self.an.expr_size(cur) <= self.an.expr_size(e) else e
 
     # ---- traversal -------------------------------------------------------------------
 
     def visit(self, e: PrimExpr) -> PrimExpr:
+        """`e` rewritten; memoised per node for the Analyzer's current knowledge (a shared
+        sub-expression is rewritten once)."""
         method = getattr(self, "visit_" + type(e).__name__, None)
-        return method(e) if method is not None else e
+        if method is None:
+            return e
+        memo = self.an.memo_for(e).visited
+        hit = memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        out = method(e)
+        memo[id(e)] = (e, out)
+        self.an.count_memo_entry()
+        return out
 
     def visit_BinOp(self, e: BinOp) -> PrimExpr:
         a = self.visit(e.a)
@@ -119,7 +142,8 @@ class Rewriter:
         rule = getattr(self, "rule_" + e.op, None)
         if rule is None:
             return node
-        return _smallest(rule(node), node)
+        new = rule(node)
+        return node if new is node else _smallest(new, node, an=self.an)
 
     def visit_Not(self, e: Not) -> PrimExpr:
         a = self.visit(e.a)
@@ -215,7 +239,7 @@ class Rewriter:
                 k = coef // c
                 trial = lin.copy()
                 trial.add_term(atom, -coef)
-                trial.add(to_linear(atom.a), k)
+                trial.add(self.an.to_linear(atom.a), k)
                 trial.add_term(BinOp("floormod", atom.a, atom.b, lin.dtype), -k)
                 if len(trial.terms) < len(lin.terms):
                     lin.terms, lin.const = trial.terms, trial.const
@@ -223,7 +247,7 @@ class Rewriter:
                     break
 
     def rule_add(self, e: BinOp) -> PrimExpr:
-        return self.canonical(to_linear(e))
+        return self.canonical(self.an.to_linear(e))
 
     rule_sub = rule_add
     rule_mul = rule_add
@@ -241,7 +265,7 @@ class Rewriter:
             if c == 1:
                 return e.a
             if c > 0:
-                return self.div_const(to_linear(e.a), c)
+                return self.div_const(self.an.to_linear(e.a), c)
             return e
         if self.nonneg_below(e.a, e.b):
             return IntImm(0, e.dtype)
@@ -280,7 +304,7 @@ class Rewriter:
         cand_split = quot.copy()
         cand_split.const += q0
         cand_split.add_term(self.div_atom(split, c), 1)
-        return _smallest(self.canonical(cand_whole), self.canonical(cand_split))
+        return _smallest(self.canonical(cand_whole), self.canonical(cand_split), an=self.an)
 
     def div_atom(self, lin: Linear, c: int) -> PrimExpr:
         """The atom `lin // c`, merging a nested `(x // a) // c` into `x // (a * c)`."""
@@ -297,7 +321,7 @@ class Rewriter:
             if c == 1:
                 return IntImm(0, e.dtype)
             if c > 0:
-                return self.mod_const(to_linear(e.a), c)
+                return self.mod_const(self.an.to_linear(e.a), c)
             return e
         if self.nonneg_below(e.a, e.b):
             return e.a
@@ -311,7 +335,7 @@ class Rewriter:
             return IntImm(0, dt)
         cands: list[PrimExpr] = []
         if g > 1:
-            inner = to_linear(self.mod_const(_divided(lin, g), c // g))
+            inner = self.an.to_linear(self.mod_const(_divided(lin, g), c // g))
             cands.append(from_linear(inner.scaled(g)))
         rest = Linear(dt, {}, lin.const % c)
         for atom, coef in lin.terms.items():
@@ -329,16 +353,16 @@ class Rewriter:
         inner_atom = rest.single_atom()
         if (isinstance(inner_atom, BinOp) and inner_atom.op == "floormod"
                 and isinstance(inner_atom.b, IntImm) and inner_atom.b.value % c == 0):
-            cands.append(self.mod_const(to_linear(inner_atom.a), c))
+            cands.append(self.mod_const(self.an.to_linear(inner_atom.a), c))
         cands.append(BinOp("floormod", from_linear(rest), IntImm(c, dt), dt))
-        return _smallest(*reversed(cands))
+        return _smallest(*reversed(cands), an=self.an)
 
     def trunc_rule(self, e: BinOp, floor_op: str) -> PrimExpr:
         """Truncating division equals flooring division for a nonnegative dividend."""
         b_lo = self.an.bound_of(e.b)[0]
         if b_lo is not None and b_lo > 0 and self.nonneg(e.a):
             floor = BinOp(floor_op, e.a, e.b, e.dtype, span=e.span)
-            return _smallest(getattr(self, "rule_" + floor_op)(floor), floor)
+            return _smallest(getattr(self, "rule_" + floor_op)(floor), floor, an=self.an)
         return e
 
     def rule_truncdiv(self, e: BinOp) -> PrimExpr:
@@ -368,8 +392,8 @@ class Rewriter:
     # ---- comparisons and logic -------------------------------------------------------
 
     def diff_bound(self, a: PrimExpr, b: PrimExpr) -> tuple[int | None, int | None]:
-        diff = to_linear(a)
-        diff.add(to_linear(b), -1)
+        diff = self.an.to_linear(a)
+        diff.add(self.an.to_linear(b), -1)
         return self.an.linear_bound(diff)
 
     def nonneg(self, e: PrimExpr) -> bool:
@@ -385,8 +409,8 @@ class Rewriter:
         a, b = e.a, e.b
         if not (is_index_dtype(a.dtype) and a.dtype == b.dtype):
             return e
-        diff = to_linear(a)
-        diff.add(to_linear(b), -1)
+        diff = self.an.to_linear(a)
+        diff.add(self.an.to_linear(b), -1)
         lo, hi = self.an.linear_bound(diff)
         decided = _decide(e.op, lo, hi)
         if decided is not None:
@@ -394,7 +418,7 @@ class Rewriter:
         atom = _single_unit_atom(diff)
         if atom is not None:
             moved = BinOp(e.op, atom, IntImm(-diff.const, a.dtype), e.dtype, span=e.span)
-            return _smallest(moved, e)
+            return _smallest(moved, e, an=self.an)
         return e
 
     def logic(self, e: BinOp) -> PrimExpr:

@@ -225,3 +225,43 @@ def test_region_whose_start_depends_on_an_inner_loop_is_not_shifted_by_it() -> N
         "        w[j] = A[j] * T.float32(2.0)\n"
         "    B[i] = w[i] + w[i + 1]\n")
     assert_same_results(before, after, "f")
+
+
+SIBLINGS = '''
+@T.prim_func
+def f(A: T.Buffer((4, 8), "float32"), B: T.Buffer((4, 8), "float32")):
+    u = T.decl_buffer((4, 8), "float32", scope="local")
+    v = T.decl_buffer((4, 8), "float32", scope="local")
+    for i in T.parallel(4):
+        for j in range(8):
+            u[i, j] = A[i, j] * T.float32(2)
+        for j in range(8):
+            B[i, j] = u[i, j]
+    for i in T.parallel(4):
+        for j in range(8):
+            v[i, j] = B[i, j] + T.float32(1)
+        for j in range(8):
+            B[i, j] = v[i, j]
+    w_1 = T.Buffer((4, 8), "float32", data=v.data)
+    B[0, 0] = w_1[0, 0]
+'''
+
+
+def test_each_of_several_allocations_finds_its_own_loop_and_an_aliased_one_stays() -> None:
+    before, after, _ = run_on_text(CompactBuffers(), SIBLINGS)
+    assert body_text(after) == (
+        'v = T.decl_buffer((4, 8), "float32", scope="local")\n'
+        'w_1 = T.Buffer((4, 8), "float32", data=v.data)\n'
+        "for i in T.parallel(4):\n"
+        '    u = T.decl_buffer((1, 8), "float32", scope="local")\n'
+        "    for j in range(8):\n"
+        "        u[0, j] = A[i, j] * T.float32(2.0)\n"
+        "    for j in range(8):\n"
+        "        B[i, j] = u[0, j]\n"
+        "for i in T.parallel(4):\n"
+        "    for j in range(8):\n"
+        "        v[i, j] = B[i, j] + T.float32(1.0)\n"
+        "    for j in range(8):\n"
+        "        B[i, j] = v[i, j]\n"
+        "B[0, 0] = w_1[0, 0]\n")
+    assert_same_results(before, after, "f")
