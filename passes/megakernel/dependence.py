@@ -292,6 +292,7 @@ def edges(kinds: list[TaskKind]) -> tuple[list[Edge], PrimExpr | None]:
     satisfies every dependence whichever edges were left out.
     """
     accesses = [task_accesses(k) for k in kinds]
+    an = Analyzer()  # one for all pairs: what it learns of the extents is reused
     before: list[set[int]] = []   # kinds whose tiles all finish before any tile of j starts
     relays: list[int] = []        # kinds relied on to have a task without a proof
     out: list[Edge] = []
@@ -306,10 +307,10 @@ def edges(kinds: list[TaskKind]) -> tuple[list[Edge], PrimExpr | None]:
             if shared:
                 found.append(Edge(i, j, _cond_fn(IntImm(1, BOOL), p, c), True))
                 continue
-            an = Analyzer()
-            an.bind(p, Range(IntImm(0, p.dtype), prod.extent))
-            an.bind(c, Range(IntImm(0, c.dtype), cons.extent))
-            cond = an.simplify(cond)
+            with an.scope():
+                an.bind(p, Range(IntImm(0, p.dtype), prod.extent))
+                an.bind(c, Range(IntImm(0, c.dtype), cons.extent))
+                cond = an.simplify(cond)
             if not is_false(cond):
                 found.append(Edge(i, j, _cond_fn(cond, p, c), is_true(cond)))
         reach: set[int] = set()
@@ -321,7 +322,7 @@ def edges(kinds: list[TaskKind]) -> tuple[list[Edge], PrimExpr | None]:
             if e.all_to_all:
                 reach.add(e.src)
                 if before[e.src] - reach:
-                    if e.src not in relays and not _has_tasks(kinds[e.src]):
+                    if e.src not in relays and not _has_tasks(kinds[e.src], an):
                         relays.append(e.src)
                     reach |= before[e.src]
         before.append(reach)
@@ -333,8 +334,8 @@ def edges(kinds: list[TaskKind]) -> tuple[list[Edge], PrimExpr | None]:
     return out, in_order
 
 
-def _has_tasks(kind: TaskKind) -> bool:
-    return Analyzer().can_prove(binop("ge", kind.extent, IntImm(1, kind.extent.dtype)))
+def _has_tasks(kind: TaskKind, an: Analyzer) -> bool:
+    return an.can_prove(binop("ge", kind.extent, IntImm(1, kind.extent.dtype)))
 
 
 def _cond_fn(cond: PrimExpr, p: Var, c: Var) -> Cond:
