@@ -15,14 +15,17 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PYTHON) samples/demo.py
 
-# ruff, then pytest over tests/ (tests/lit/test_lit.py runs the lit suite inside it).
+# ruff, then pytest over tests/ (tests/lit/test_lit.py runs the lit suite inside it), one
+# pytest-xdist worker per core; --dist loadfile keeps each test file in one worker, so a
+# module fixture (compiled libraries, the lit run) is built once and the ptxas usage
+# reports under out/ are written whole.
 test: lint pytest
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 pytest: $(STAMP)
-	$(VENV)/bin/pytest tests
+	$(VENV)/bin/pytest -n auto --dist loadfile tests
 
 clean:
 	rm -rf build dist .pytest_cache .ruff_cache tests/lit/*/Output
