@@ -8,7 +8,8 @@ parallel region). Prints median microseconds per call, the ratios per-kernel / m
 1: the megakernel is faster) and tirc / numpy (the chain's numpy version is float32 with a tanh
 GELU; the block's is the float64 reference of samples/references.py). `--dim 64` shrinks the
 matrices until the compute is negligible: what is left is what synchronisation costs (fork/join
-per kernel vs events in one region).
+per kernel vs events in one region). The libraries are timed through a prepared call (arguments
+checked once), numpy as called from Python.
 Run: `.venv/bin/python benchmarks/megakernel.py [--layers 8] [--dim 1024] [--repeat 200]`.
 """
 
@@ -99,8 +100,14 @@ def row(label: str, libs: dict[str, object], args: list[np.ndarray],
         for g, w in zip(got if isinstance(got, tuple) else (got,),
                         want if isinstance(want, tuple) else (want,)):
             np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-3)
-    t = {name: median_us(lambda lib=lib: lib.main(*args), repeat)  # type: ignore[attr-defined]
-         for name, lib in libs.items()}
+    # The libraries are timed without the Python-side argument checks (prepared once, as a
+    # caller calling again and again would): 25 arrays take tens of microseconds to check,
+    # as much as a whole 64-wide chain.
+    t = {}
+    for name, lib in libs.items():
+        fn = lib.main  # type: ignore[attr-defined]
+        call = fn.prepare(tuple(args), {})
+        t[name] = median_us(lambda fn=fn, call=call: fn.call_prepared(call), repeat)
     t["numpy"] = median_us(ref, repeat)
     print(f"{label:>12} {t['static']:>9.1f} {t['dynamic']:>9.1f} {t['per-kernel']:>11.1f} "
           f"{t['numpy']:>9.1f} {t['per-kernel'] / t['static']:>10.2f} "
