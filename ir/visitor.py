@@ -141,6 +141,18 @@ def post_order_visit(node: Any, fn: Callable[[Node], None]) -> None:
     walk(node)
 
 
+def any_node(node: Any, pred: Callable[[Node], bool]) -> bool:
+    """Whether `pred` holds for some node under `node` (`node` included)."""
+    found = False
+
+    def check(n: Node) -> None:
+        nonlocal found
+        found = found or pred(n)
+
+    post_order_visit(node, check)
+    return found
+
+
 def substitute(node: Any, mapping: dict[Any, Any]) -> Any:
     """Replace variables (or buffers) by the mapping's values everywhere under `node`."""
     if not mapping:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from tirc.ir.dtype import DType
 from tirc.ir.expr import BinOp, Broadcast, Call, IntImm, PrimExpr, Ramp, Var, binop, cast
 from tirc.ir.stmt import Stmt
-from tirc.ir.visitor import Mutator, post_order_visit
+from tirc.ir.visitor import Mutator, any_node
 
 if TYPE_CHECKING:
     from tirc.ir.arith import Analyzer
@@ -63,14 +63,7 @@ def is_int_const(e: Any, value: int | None = None) -> bool:
 
 def _pure(e: PrimExpr) -> bool:
     """True when dropping `e` loses nothing: it holds no call (loads and arithmetic are pure)."""
-    found = False
-
-    def check(n: Any) -> None:
-        nonlocal found
-        found = found or isinstance(n, Call)
-
-    post_order_visit(e, check)
-    return not found
+    return not any_node(e, lambda n: isinstance(n, Call))
 
 
 def fold_binop(op: str, a: PrimExpr, b: PrimExpr) -> PrimExpr:

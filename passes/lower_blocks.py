@@ -37,7 +37,7 @@ from tirc.ir.stmt import (
     Stmt,
     seq,
 )
-from tirc.ir.visitor import Mutator, post_order_visit
+from tirc.ir.visitor import Mutator, any_node
 from tirc.passes import expr_fold
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 from tirc.passes.rebind import rebind
@@ -182,14 +182,7 @@ def lower_blocks(stmt: Stmt) -> Stmt:
 
 def has_blocks(stmt: Stmt) -> bool:
     """True when `stmt` holds a BlockRealize anywhere."""
-    found = False
-
-    def check(n: Any) -> None:
-        nonlocal found
-        found = found or isinstance(n, BlockRealize)
-
-    post_order_visit(stmt, check)
-    return found
+    return any_node(stmt, lambda n: isinstance(n, BlockRealize))
 
 
 @dataclass(frozen=True)

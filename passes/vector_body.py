@@ -8,8 +8,6 @@ Anything it cannot express raises NotVectorizable with the reason the pass repor
 
 from __future__ import annotations
 
-from typing import Any
-
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DType
 from tirc.ir.expr import (
@@ -40,7 +38,7 @@ from tirc.ir.stmt import (
     Stmt,
     seq,
 )
-from tirc.ir.visitor import post_order_visit
+from tirc.ir.visitor import any_node
 from tirc.passes import expr_fold
 
 
@@ -238,14 +236,7 @@ class BodyVectorizer:
 
 
 def _has_load(e: PrimExpr) -> bool:
-    found = False
-
-    def check(n: Any) -> None:
-        nonlocal found
-        found = found or isinstance(n, BufferLoad)
-
-    post_order_visit(e, check)
-    return found
+    return any_node(e, lambda n: isinstance(n, BufferLoad))
 
 
 def interval_condition(cond: PrimExpr) -> bool:

@@ -45,7 +45,7 @@ from tirc.ir.stmt import (
     Stmt,
     seq,
 )
-from tirc.ir.visitor import Mutator, post_order_visit, substitute
+from tirc.ir.visitor import Mutator, any_node, post_order_visit, substitute
 from tirc.passes.gpu.thread_tags import barrier
 
 THREAD_X = "threadIdx.x"
@@ -63,14 +63,7 @@ def _const(e: PrimExpr) -> int | None:
 
 def has_vectorized(s: Stmt) -> bool:
     """Whether a vectorized (or parallel) loop sits anywhere under `s`."""
-    found = False
-
-    def visit(n: object) -> None:
-        nonlocal found
-        found = found or (isinstance(n, For) and n.kind in SPREAD_KINDS)
-
-    post_order_visit(s, visit)
-    return found
+    return any_node(s, lambda n: isinstance(n, For) and n.kind in SPREAD_KINDS)
 
 
 def block_threads(bodies: list[Stmt], cap: int) -> int:

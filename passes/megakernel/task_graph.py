@@ -38,7 +38,7 @@ from tirc.ir.stmt import (
     Stmt,
     seq,
 )
-from tirc.ir.visitor import post_order_visit
+from tirc.ir.visitor import any_node, post_order_visit
 from tirc.passes.megakernel.dependence import edges
 from tirc.passes.megakernel.event_tensors import make_events, notifies, waits
 from tirc.passes.megakernel.tiling import make_kinds, split_host
@@ -125,14 +125,7 @@ def event_uses(body: Stmt, op: str) -> set[Var]:
 
 def uses_events(s: Stmt) -> bool:
     """Whether `s` waits on or notifies an event."""
-    found = False
-
-    def visit(n: object) -> None:
-        nonlocal found
-        found = found or (isinstance(n, Call) and n.op in EVENT_OPS)
-
-    post_order_visit(s, visit)
-    return found
+    return any_node(s, lambda n: isinstance(n, Call) and n.op in EVENT_OPS)
 
 
 def task_function(body: Stmt, kind: str) -> Stmt:

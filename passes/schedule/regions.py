@@ -15,22 +15,15 @@ from tirc.ir.arith import Analyzer
 from tirc.ir.arith.linear import Linear, from_linear, is_index_dtype, to_linear
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var, binop, cast
-from tirc.ir.visitor import post_order_visit
+from tirc.ir.visitor import any_node, post_order_visit
 
 Bounds = tuple[PrimExpr, PrimExpr]
 Dom = Mapping[Var, Bounds]
 
 
 def uses_any(e: object, vars_: Mapping[Var, object] | set[Var]) -> bool:
-    found = False
-
-    def visit(n: object) -> None:
-        nonlocal found
-        if isinstance(n, Var) and n in vars_:
-            found = True
-
-    post_order_visit(e, visit)
-    return found
+    """Whether `e` mentions one of `vars_`."""
+    return any_node(e, lambda n: isinstance(n, Var) and n in vars_)
 
 
 def free_vars(e: object) -> list[Var]:
