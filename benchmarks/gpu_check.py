@@ -39,14 +39,21 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _load(name: str, path: Path) -> ModuleType:
+    """The module in file `path` (the samples folders are not packages), registered as `name`
+    and loaded once."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
 def _references() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gpu_references",
-                                                  ROOT / "samples" / "gpu" / "references.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    """samples/gpu/references.py (the GPU samples' sizes and NumPy references)."""
+    return _load("gpu_references", ROOT / "samples" / "gpu" / "references.py")
 
 
 def _odd_sizes(sizes: dict[str, int]) -> dict[str, int]:
@@ -119,14 +126,7 @@ GRAPH_SMALL_SIZES: dict[str, dict[str, int]] = {"mlp": {"n": 3}, "transformer_bl
 
 def _sample_references() -> ModuleType:
     """samples/references.py (the graph samples' inputs and NumPy references)."""
-    name = "tirc_sample_references"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "samples" / "references.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    return _load("tirc_sample_references", ROOT / "samples" / "references.py")
 
 
 def graph_work(name: str, sizes: dict[str, int], inputs: list[np.ndarray],

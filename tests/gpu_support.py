@@ -5,15 +5,14 @@ driver that runs kernels in the GPU interpreter."""
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
+from script_modules import gpu_sample_references, sample_references
 from tirc.frontend import parse, parse_file
 from tirc.ir.interpreter_gpu import GPUInterpreter
 from tirc.ir.interpreter_values import np_dtype
@@ -28,39 +27,12 @@ ROOT = Path(__file__).resolve().parent.parent
 GPU_SAMPLES_DIR = ROOT / "samples" / "gpu"
 
 
-def _load_references() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gpu_references", GPU_SAMPLES_DIR /
-                                                  "references.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    import sys
-
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-REFS = _load_references()
+REFS = gpu_sample_references()
 SAMPLES = REFS.GPU_SAMPLES
 SAMPLE_IDS = [s.name for s in SAMPLES]
 
 
-def _load_sample_references() -> ModuleType:
-    """samples/references.py (the graph samples among them), shared by name with the other
-    tests that load it."""
-    import sys
-
-    name = "tirc_sample_references"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "samples" / "references.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-SAMPLE_REFS = _load_sample_references()
+SAMPLE_REFS = sample_references()
 # Graph samples that run on a GPU: all but those calling a C function on the host.
 GRAPH_SAMPLES = [s for s in SAMPLE_REFS.GRAPH_SAMPLES if not s.externs]
 GRAPH_SAMPLE_IDS = [s.name for s in GRAPH_SAMPLES]

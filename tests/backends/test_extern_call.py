@@ -6,17 +6,15 @@ as a Python exception; and clear errors when the library or the symbol is missin
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from script_modules import sample_references
 from tirc.backends import emit
 from tirc.backends.link import c_compiler, link_shared
 from tirc.cli.main import cli
@@ -63,19 +61,7 @@ int32_t mlp_bias_relu(DLTensor **args, int32_t num_args) {{
 """
 
 
-def _references() -> ModuleType:
-    """samples/references.py, loaded by path (it is not a package) and shared by name."""
-    name = "tirc_sample_references"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "samples" / "references.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-REFS = _references()
+REFS = sample_references()
 MLP_DPS = REFS.BY_NAME["mlp_dps"]
 
 

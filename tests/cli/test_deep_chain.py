@@ -5,7 +5,6 @@ kernel-by-kernel build and numpy compute."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 from click.testing import Result
+from script_modules import megakernel_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS, DIM, BATCH = 8, 64, 3
@@ -21,11 +21,7 @@ LAYERS, DIM, BATCH = 8, 64, 3
 
 def _chain_source() -> str:
     """The chain as the megakernel benchmark generates it, at DIM (small, so it runs fast)."""
-    spec = importlib.util.spec_from_file_location("megakernel_bench",
-                                                  ROOT / "benchmarks" / "megakernel.py")
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = megakernel_benchmark()
     return bench.source(LAYERS, DIM)  # type: ignore[no-any-return]
 
 

@@ -13,25 +13,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
+from script_modules import sample_references
 
 ROOT = Path(__file__).resolve().parents[2]
 OPT_LEVELS = ("-O0", "-O3")
-
-
-def _references() -> ModuleType:
-    """samples/references.py, loaded by path (it is not a package) and shared by name."""
-    name = "tirc_sample_references"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "samples" / "references.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
 
 
 def _tirc_command() -> list[str] | None:
@@ -55,7 +43,7 @@ def _missing_backend() -> str | None:
     return None
 
 
-REFS = _references()
+REFS = sample_references()
 MISSING = _missing_backend()
 pytestmark = pytest.mark.skipif(MISSING is not None, reason=f"compiled runs skipped: {MISSING}")
 

@@ -7,18 +7,17 @@ task and event; the data-dependent MoE sample."""
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
 from graph_support import random_inputs
+from script_modules import sample_references
 from tirc.backends.link import c_compiler
 from tirc.cli.main import cli
 from tirc.frontend import parse_file
@@ -47,19 +46,7 @@ print("ok")
 """
 
 
-def _references() -> ModuleType:
-    """samples/references.py, loaded by path (it is not a package) and shared by name."""
-    name = "tirc_sample_references"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, SAMPLES / "references.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-REFS = _references()
+REFS = sample_references()
 GRAPH_SAMPLES = {s.name: s for s in REFS.GRAPH_SAMPLES}
 
 

@@ -2,30 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
+from script_modules import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _demo() -> ModuleType:
-    """samples/demo.py, loaded by path under a private name."""
-    name = "tirc_samples_demo"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "samples" / "demo.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-DEMO = _demo()
+DEMO = load_script("tirc_samples_demo", ROOT / "samples" / "demo.py")
 
 
 def test_demo_checks_samples(capsys: pytest.CaptureFixture[str]) -> None:

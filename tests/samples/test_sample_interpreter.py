@@ -2,32 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from functools import cache
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
+from script_modules import sample_references
 from tirc.ir import IRModule
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _references() -> ModuleType:
-    """samples/references.py, loaded by path (it is not a package) and shared by name."""
-    name = "tirc_sample_references"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "samples" / "references.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-REFS = _references()
+REFS = sample_references()
 frontend = pytest.importorskip("tirc.frontend", reason="the frontend is not written yet")
 interpreter = pytest.importorskip("tirc.ir.interpreter", reason="no interpreter yet")
 

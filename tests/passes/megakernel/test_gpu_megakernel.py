@@ -6,7 +6,6 @@ driver that runs it; the launch plan's grid is the device's SM count."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 from gpu_support import FakeDriver, require_ptxas
 from graph_support import interpret, random_inputs
 from megakernel_support import SAMPLES, task_graph
+from script_modules import megakernel_benchmark
 from tirc.backends.nvptx import compile_ptx
 from tirc.frontend import parse, parse_file
 from tirc.ir import CompileError, IRModule, PrimFunc
@@ -39,11 +39,7 @@ _USAGE: dict[tuple[str, str, str], list[Any]] = {}
 
 def chain(layers: int = 2) -> str:
     """A decode-like chain (benchmarks/megakernel.py at DIM wide): x @ W + b, GELU, RMS norm."""
-    spec = importlib.util.spec_from_file_location(
-        "tirc_megakernel_benchmark", SAMPLES.parent / "benchmarks" / "megakernel.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = megakernel_benchmark()
     return module.source(layers, DIM)
 
 
