@@ -97,6 +97,20 @@ def time_kernels(fn: Any, args: list[np.ndarray], repeats: int) -> float:
         bound.free()
 
 
+def row(name: str, label: str, err: float, ok: bool, ms: float, nbytes: float,
+        flops: float | None, regs: str) -> str:
+    """One table row: error, match, milliseconds, GB/s and GFLOP/s ('-' when not counted)."""
+    gflops = f"{flops / (ms * 1e-3) / 1e9:>9.1f}" if flops is not None else f"{'-':>9}"
+    return (f"{name:<16} {label:<26} {err:>9.2e} {'yes' if ok else 'NO':>3} "
+            f"{ms * 1e3:>9.1f} {nbytes / (ms * 1e-3) / 1e9:>8.1f} {gflops} {regs:>5}")
+
+
+def max_error(got: list[np.ndarray], want: list[np.ndarray]) -> float:
+    """The largest absolute difference between the outputs and the references."""
+    return max(float(np.max(np.abs(g.astype(np.float64) - w), initial=0.0))
+               for g, w in zip(got, want))
+
+
 def check_one(sample: Any, module: Any, sizes: dict[str, int], repeats: int, label: str,
               regs: str) -> str:
     """One table row: run once against NumPy, then time the kernels alone."""
@@ -108,10 +122,8 @@ def check_one(sample: Any, module: Any, sizes: dict[str, int], repeats: int, lab
     err = sample.max_error(args, want)
     ok = sample.matches(args, want)
     ms = time_kernels(fn, args, repeats)
-    gbs = sample.bytes_moved(sizes) / (ms * 1e-3) / 1e9
-    gflops = sample.flops(sizes) / (ms * 1e-3) / 1e9
-    return (f"{sample.name:<16} {label:<26} {err:>9.2e} {'yes' if ok else 'NO':>3} "
-            f"{ms * 1e3:>9.1f} {gbs:>8.1f} {gflops:>9.1f} {regs:>5}")
+    return row(sample.name, label, err, ok, ms, sample.bytes_moved(sizes), sample.flops(sizes),
+               regs)
 
 
 # ---- graph samples ---------------------------------------------------------------------------
@@ -169,8 +181,7 @@ def check_graph_samples(arch: str, repeats: int, compile_only: bool, small: bool
                 got = fn(*inputs)
                 got = list(got) if isinstance(got, tuple) else [got]
                 problem = refs.mismatch(got, want)
-                err = max(float(np.max(np.abs(g.astype(np.float64) - w), initial=0.0))
-                          for g, w in zip(got, want))
+                err = max_error(got, want)
                 ms = time_kernels(fn, inputs, repeats)
             except TircError as exc:
                 failures += 1
@@ -178,10 +189,7 @@ def check_graph_samples(arch: str, repeats: int, compile_only: bool, small: bool
                 continue
             flops, nbytes = graph_work(sample.name, sizes, inputs, got)
             failures += problem is not None
-            rows.append(f"{sample.name:<16} {label:<26} {err:>9.2e} "
-                        f"{'yes' if problem is None else 'NO':>3} {ms * 1e3:>9.1f} "
-                        f"{nbytes / (ms * 1e-3) / 1e9:>8.1f} {flops / (ms * 1e-3) / 1e9:>9.1f} "
-                        f"{regs:>5}")
+            rows.append(row(sample.name, label, err, problem is None, ms, nbytes, flops, regs))
     return rows, failures
 
 
@@ -214,8 +222,7 @@ def check_loop_samples(arch: str, repeats: int, compile_only: bool, small: bool,
                 fn(*args)
                 got = sample.output_values(args)
                 problem = refs.mismatch(got, want)
-                err = max(float(np.max(np.abs(g.astype(np.float64) - w), initial=0.0))
-                          for g, w in zip(got, want))
+                err = max_error(got, want)
                 ms = time_kernels(fn, args, repeats)
             except TircError as exc:
                 failures += 1
@@ -223,9 +230,7 @@ def check_loop_samples(arch: str, repeats: int, compile_only: bool, small: bool,
                 continue
             failures += problem is not None
             nbytes = float(sum(a.nbytes for a in args))
-            rows.append(f"{sample.name:<16} {label:<26} {err:>9.2e} "
-                        f"{'yes' if problem is None else 'NO':>3} {ms * 1e3:>9.1f} "
-                        f"{nbytes / (ms * 1e-3) / 1e9:>8.1f} {'-':>9} {regs:>5}")
+            rows.append(row(sample.name, label, err, problem is None, ms, nbytes, None, regs))
     return rows, failures
 
 
