@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tirc.frontend import syntax as S
+from tirc.frontend.builder_dist import global_infos
 from tirc.frontend.builder_expr import ExprBuilder
 from tirc.frontend.builder_graph import ModuleNames, build_graph_func
 from tirc.frontend.builder_prim_func import build_prim_func
@@ -39,6 +40,7 @@ class ModuleBuilder:
         self.functions: dict[str, BaseFunc] = {}
         self.schedules: list[Schedule] = []
         self.attrs: dict[str, Any] = {}
+        self.global_infos: dict[str, tuple[Any, ...]] = {}
         self.class_name: str | None = None
         self.defs: list[tuple[S.FunctionDef, str, S.Expr]] = []
         self.def_names: set[str] = set()
@@ -62,7 +64,8 @@ class ModuleBuilder:
             if sch.func_name not in names.functions:
                 self.ctx.report(f"schedule for unknown function '{sch.func_name}'", where)
         return IRModule(dict(self.functions), tuple(self.schedules), self.attrs,
-                        self.class_name or "Module", sources=tuple(self.session.sources))
+                        self.class_name or "Module", sources=tuple(self.session.sources),
+                        global_infos=dict(self.global_infos))
 
     # ---- top level ----------------------------------------------------------------------
 
@@ -100,6 +103,9 @@ class ModuleBuilder:
             try:
                 if isinstance(s, S.FunctionDef):
                     self.collect(s)
+                elif S.call_name(getattr(s, "value", None)) == "I.module_global_infos":
+                    self.global_infos.update(global_infos(self.ctx, s.value))  # type: ignore[attr-defined]
+                    self.ctx.global_infos = self.global_infos  # type: ignore[attr-defined]
                 elif S.call_name(getattr(s, "value", None)) == "I.module_attrs":
                     call = s.value  # type: ignore[attr-defined]
                     a = check_call(self.ctx, call, "I.module_attrs", Sig(1, 1))

@@ -7,6 +7,7 @@ names of symbolic variables already defined (`n`), or expressions (`n * 2`, `"n 
 from __future__ import annotations
 
 from tirc.frontend import syntax as S
+from tirc.frontend.builder_dist import dtensor
 from tirc.frontend.builder_expr import ExprBuilder, literal_value
 from tirc.frontend.parser import parse_expr_text
 from tirc.frontend.signature import Sig, check_call
@@ -16,7 +17,7 @@ from tirc.ir.expr import PrimExpr, Var
 from tirc.ir.graph import ObjectSInfo, PrimSInfo, ShapeSInfo, StructInfo, TensorSInfo, TupleSInfo
 
 INT64 = DType("int", 64)
-TYPE_NAMES = ("R.Tensor", "R.Tuple", "R.Shape", "R.Prim", "R.Object")
+TYPE_NAMES = ("R.Tensor", "R.DTensor", "R.Tuple", "R.Shape", "R.Prim", "R.Object")
 
 
 class SInfoBuilder:
@@ -31,6 +32,8 @@ class SInfoBuilder:
         call = node if isinstance(node, S.Call) else None
         if name == "R.Tensor":
             return self.tensor(call) if call else TensorSInfo(None, None, -1, span=node.span)
+        if name == "R.DTensor" and call is not None:
+            return self.dtensor(call)
         if name == "R.Tuple":
             if call is None:
                 return TupleSInfo((), span=node.span)
@@ -76,6 +79,17 @@ class SInfoBuilder:
                                call.span)
             ndim = len(shape)
         return TensorSInfo(shape, dt, ndim, span=call.span)
+
+    def dtensor(self, call: S.Call) -> TensorSInfo:
+        """`R.DTensor(shape, dtype, device_mesh, placement)` (see builder_dist)."""
+        a = check_call(self.ctx, call, "R.DTensor",
+                       Sig(0, 4, ("shape", "dtype", "device_mesh", "placement", "ndim")))
+        tensor_call = S.Call(span=call.span, func=call.func, args=call.args[:2],
+                             keywords=[k for k in call.keywords
+                                       if k.name in ("shape", "dtype", "ndim")])
+        base = self.tensor(tensor_call)
+        return dtensor(self.ctx, call, base, a.get(2, "device_mesh"), a.get(3, "placement"),
+                       getattr(self.ctx, "global_infos", {}))
 
     def shape(self, call: S.Call) -> ShapeSInfo:
         a = check_call(self.ctx, call, "R.Shape", Sig(0, 1, ("values", "ndim")))

@@ -17,7 +17,9 @@ BaseFunc = PrimFunc | Function
 class IRModule(Node):
     """Functions by name (in source order), schedules, and module attributes.
 
-    `sources` lists every file the module was read from (for `-MD` dependency output).
+    `sources` lists every file the module was read from (for `-MD` dependency output);
+    `global_infos` holds `I.module_global_infos` entries, such as the device meshes under
+    "mesh" that distributed tensors refer to as "mesh[0]".
     """
 
     functions: dict[str, BaseFunc] = field(default_factory=dict, hash=False)
@@ -25,6 +27,7 @@ class IRModule(Node):
     attrs: dict[str, Any] = field(default_factory=dict, hash=False)
     name: str = "Module"
     sources: tuple[str, ...] = field(default=(), compare=False)
+    global_infos: dict[str, tuple[Any, ...]] = field(default_factory=dict, hash=False)
 
     def __getitem__(self, name: str) -> BaseFunc:
         return self.functions[name]

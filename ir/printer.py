@@ -29,6 +29,8 @@ from typing import Any
 
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.deep_call import deep
+from tirc.ir.dist.dtensor import DTensorSInfo
+from tirc.ir.dist.text import dtensor_text, global_infos_text
 from tirc.ir.expr import (
     MATH_INTRINSICS,
     BinOp,
@@ -657,6 +659,8 @@ class FuncPrinter:
     # ---- graph functions -------------------------------------------------------------
 
     def sinfo(self, s: StructInfo, in_params: bool = False) -> str:
+        if isinstance(s, DTensorSInfo):
+            return dtensor_text(s, [self.sym_dim(d, in_params) for d in s.shape or ()])
         if isinstance(s, TensorSInfo):
             parts = []
             if s.shape is not None:
@@ -823,6 +827,9 @@ def _module_lines(mod: IRModule) -> Iterator[str]:
     yield "@I.ir_module"
     yield f"class {mod.name}:"
     first = True
+    if mod.global_infos:
+        yield INDENT + global_infos_text(mod.global_infos)
+        first = False
     for func in mod.functions.values():
         if not first:
             yield ""

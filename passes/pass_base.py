@@ -6,8 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tirc.ir.deep_call import deep_call
+from tirc.ir.diagnostics import Diagnostic
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
+from tirc.ir.span import Span
 
 
 @dataclass
@@ -15,7 +17,8 @@ class PassContext:
     """Everything a pass may consult: optimisation level, target, config, instruments.
 
     `config` holds `--pass-config KEY=VALUE` entries (strings; passes parse their own);
-    `notes` collects remarks a pass wants shown with `--print-changed` (e.g. a loop left scalar).
+    `notes` collects remarks a pass wants shown with `--print-changed` (e.g. a loop left scalar);
+    `warnings` the warnings a pass gives about the program (shown at the end of a compile).
     """
 
     opt_level: int = 2
@@ -24,9 +27,14 @@ class PassContext:
     instruments: list[Any] = field(default_factory=list)
     disabled: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
+    warnings: list[Diagnostic] = field(default_factory=list)
 
     def note(self, message: str) -> None:
         self.notes.append(message)
+
+    def warn(self, message: str, span: Span | None = None) -> None:
+        """A warning about the user's program at `span` (printed by the command line)."""
+        self.warnings.append(Diagnostic("warning", message, span))
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tirc.ir.diagnostics import CompileError
+from tirc.ir.dist.dtensor import DTensorSInfo, keep_placement
 from tirc.ir.expr import PrimExpr, Var
 from tirc.ir.graph import (
     Constant,
@@ -97,6 +98,10 @@ def sinfo_agrees(declared: StructInfo, actual: StructInfo) -> bool:
     if isinstance(declared, TensorSInfo):
         if not isinstance(actual, TensorSInfo):
             return False
+        if isinstance(declared, DTensorSInfo) and isinstance(actual, DTensorSInfo) and \
+                (declared.placement, declared.device_mesh) != \
+                (actual.placement, actual.device_mesh):
+            return False
         if declared.dtype is not None and actual.dtype is not None \
                 and declared.dtype != actual.dtype:
             return False
@@ -122,7 +127,12 @@ def sinfo_agrees(declared: StructInfo, actual: StructInfo) -> bool:
 
 
 def more_precise(declared: StructInfo, actual: StructInfo) -> StructInfo:
-    """Of two agreeing struct infos, the one that says more (known shape beats unknown)."""
+    """Of two agreeing struct infos, the one that says more (known shape beats unknown; a
+    declared placement is kept)."""
+    return keep_placement(declared, _more_precise(declared, actual))
+
+
+def _more_precise(declared: StructInfo, actual: StructInfo) -> StructInfo:
     if isinstance(declared, TensorSInfo) and isinstance(actual, TensorSInfo):
         if actual.shape is None and declared.shape is not None:
             return declared

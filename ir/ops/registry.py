@@ -86,6 +86,7 @@ def _load() -> None:
     from tirc.ir.ops import (  # noqa: F401 (imported for their registrations)
         calls,
         creation,
+        dist,
         elementwise,
         manipulation,
         matmul,
