@@ -68,11 +68,15 @@ def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
         result = compile_llvm(mod, metadata_json(mod), target, opt_level)
         if kind == "so":
             from tirc.backends.link import link_shared
+            from tirc.ir.dist.collective import is_ccl_symbol
             from tirc.passes.graph.lower_extern import external_symbols
 
+            # The collectives (tirc_ccl_*) resolve when the runtime loads the library, from
+            # the MPI or NCCL shim it loaded first.
             return link_shared(result.obj(), out_path, openmp=result.uses_openmp,
                                libs=tuple(libs), lib_dirs=tuple(lib_dirs),
-                               externs=tuple(external_symbols(mod)))
+                               externs=tuple(s for s in external_symbols(mod)
+                                             if not is_ccl_symbol(s)))
         data = {"ll": lambda: result.ll().encode(), "asm": lambda: result.asm().encode(),
                 "obj": result.obj}[kind]()
     if out_path is not None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
+from tirc.ir.dist.collective import SHARDING_ATTR
 from tirc.ir.expr import BinOp, BufferLoad, Cast, IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.stmt import BufferStore
@@ -99,4 +100,16 @@ def signature(func: PrimFunc, symbol: str, bound_from: dict[Var, str]) -> dict[s
             entry["strides"] = [shape_text(s) for s in buf.strides]
         params.append(entry)
     variables = {v.name: {"dtype": str(v.dtype), "from": where} for v, where in bound_from.items()}
-    return {"name": symbol, "kind": "prim_func", "params": params, "vars": variables}
+    out = {"name": symbol, "kind": "prim_func", "params": params, "vars": variables}
+    if SHARDING_ATTR in func.attrs:
+        out["sharding"] = _json_ready(func.attrs[SHARDING_ATTR])
+    return out
+
+
+def _json_ready(value: Any) -> Any:
+    """Tuples as lists, recursively (attributes print and parse back as tuples)."""
+    if isinstance(value, dict):
+        return {k: _json_ready(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [_json_ready(v) for v in value]
+    return value

@@ -11,6 +11,8 @@ def graph_steps(opt_level: int) -> list[str]:
     """Pass names, in order, that lower the graph functions of a module."""
     steps = [
         "normalize",             # struct info of every binding, shape errors at their source
+        "propagate-sharding",    # distributed functions: a placement for every value
+        "lower-sharding",        # ... and the per-device program with its collectives
         "legalize-ops",          # operators -> call_tir of generated loop functions
         "annotate-op-pattern",   # elementwise / broadcast / injective / reduction / fusable
     ]

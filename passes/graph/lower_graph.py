@@ -19,8 +19,9 @@ from typing import Any
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.dtype import HANDLE
-from tirc.ir.expr import PrimExpr, Var, binop, cast
+from tirc.ir.dist.collective import SHARDING_ATTR, collective_call, is_collective
+from tirc.ir.dtype import HANDLE, INT64
+from tirc.ir.expr import IntImm, PrimExpr, Var, binop, cast
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import (
     Constant,
@@ -31,6 +32,7 @@ from tirc.ir.graph import (
     GVar,
     MatchCast,
     ShapeExpr,
+    ShapeSInfo,
     TensorSInfo,
     Tuple,
     TupleGetItem,
@@ -94,6 +96,7 @@ class _HostBuilder:
         self.items: list[Any] = []
         self.callees: set[str] = set()
         self.block_names: set[str] = set()
+        self.scalar_params: list[Any] = []
 
     def error(self, message: str, node: Any) -> CompileError:
         return CompileError(f"lower-graph: {message}", getattr(node, "span", None))
@@ -103,6 +106,10 @@ class _HostBuilder:
     def params(self) -> None:
         for p in self.func.params:
             s = p.struct_info
+            if isinstance(s, ShapeSInfo) and s.values is not None and \
+                    all(isinstance(v, Var) for v in s.values):
+                self.scalar_params += list(self.kernel.dims(s.values))  # mesh coordinates
+                continue
             if not isinstance(s, TensorSInfo) or s.shape is None or s.dtype is None:
                 raise self.error(f"parameter '{p.name}' must be a tensor of known shape and "
                                  "dtype", p)
@@ -161,6 +168,21 @@ class _HostBuilder:
         inputs = [self.tensor(a, aliases) for a in args]
         outputs = [self.buffers[tid] for tid, _ in produced_tensors(call, b.var)]
         self.items.append(Evaluate(call_packed(self.func.name, callee.symbol, inputs, outputs),
+                                   span=call.span))
+
+    def collective(self, b: VarBinding, call: GCall, aliases: dict[GVar, TensorId]) -> None:
+        """A collective: `tirc_ccl_<name>(send, params, recv)` through the DLTensor ABI, its
+        integers (tirc.ir.dist.collective) in a small int64 buffer."""
+        symbol, params = collective_call(call, self.mod.global_infos)
+        n = len(self.items)
+        buf = Buffer(name=f"ccl_params{n}", shape=(IntImm(len(params), INT64),), dtype=INT64,
+                     data=Var(f"ccl_params{n}", HANDLE))
+        self.items.append(("alloc", buf))
+        for k, v in enumerate(params):
+            self.items.append(BufferStore(buf, IntImm(v, INT64), (IntImm(k, INT64),)))
+        inputs = [self.tensor(call.args[0], aliases), buf]
+        outputs = [self.buffers[tid] for tid, _ in produced_tensors(call, b.var)]
+        self.items.append(Evaluate(call_packed(self.func.name, symbol, inputs, outputs),
                                    span=call.span))
 
     def match_cast(self, b: MatchCast, aliases: dict[GVar, TensorId]) -> None:
@@ -233,11 +255,18 @@ class _HostBuilder:
             body = Allocate(ws, body)
         self.kernel.stages = [body]
         prim, scalars = self.kernel.build(handle_prefix="")
+        scalars = [v for v in scalars if v not in self.kernel.sizes or
+                   self.kernel.sizes[v] not in self.scalar_params]
         if scalars:
             raise self.error(f"the sizes {', '.join(str(v) for v in scalars)} cannot be "
                              "bound from the arguments' shapes", func)
-        return dataclasses.replace(prim, attrs={"global_symbol": func.name,
-                                                "tir.noalias": True, GRAPH_ATTR: True})
+        if self.scalar_params:
+            handles = [h for h in prim.params if h in prim.buffer_map]
+            prim = dataclasses.replace(prim, params=(*handles, *self.scalar_params))
+        attrs = {"global_symbol": func.name, "tir.noalias": True, GRAPH_ATTR: True}
+        if SHARDING_ATTR in func.attrs:
+            attrs[SHARDING_ATTR] = func.attrs[SHARDING_ATTR]
+        return dataclasses.replace(prim, attrs=attrs)
 
     def _is_produced(self, tid: TensorId) -> bool:
         for block in self.func.body.blocks:
@@ -256,6 +285,8 @@ class _HostBuilder:
             self.call_tir(b, value, aliases)
         elif isinstance(value, GCall) and value.op == "call_dps_packed":
             self.call_dps_packed(b, value, aliases)
+        elif isinstance(value, GCall) and is_collective(value.op):
+            self.collective(b, value, aliases)
         elif isinstance(value, GCall):
             raise self.error(f"R.{value.op} must be legalized first (run legalize-ops)", value)
         else:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from tirc.ir.arith import make_analyzer
 from tirc.ir.dtype import DType
 from tirc.ir.expr import PrimExpr, binop
+from tirc.ir.dist.collective import is_collective
 from tirc.ir.graph import (
     Function,
     GCall,
@@ -86,7 +87,8 @@ def _compare(a: PrimExpr, b: PrimExpr) -> int | None:
 
 def produced_tensors(value: object, var: GVar) -> list[tuple[TensorId, TensorSInfo]]:
     """The tensors a binding's call writes (one per output of a call_tir)."""
-    if not (isinstance(value, GCall) and value.op in ("call_tir", "call_dps_packed")):
+    if not (isinstance(value, GCall) and (value.op in ("call_tir", "call_dps_packed")
+                                          or is_collective(value.op))):
         return []
     s = var.struct_info
     fields = s.fields if isinstance(s, TupleSInfo) else (s,)
