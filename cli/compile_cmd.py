@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 from tirc.cli.depfile import dependency_rule
-from tirc.cli.diagnostics_output import fail, reported_errors
+from tirc.cli.diagnostics_output import fail, print_diagnostics, reported_errors
 from tirc.cli.emit import EMIT_SUFFIXES, emit, kind_from_output
 from tirc.cli.output_file import STDOUT, write_output
 from tirc.ir.diagnostics import CompileError, Diagnostic
@@ -55,6 +55,9 @@ class CompileOptions:
     megakernel: str | None = None
     megakernel_watchdog: str | None = None
     blas: bool = False
+    mesh: str | None = None
+    no_uneven_shards: bool = False
+    report_collectives: bool = False
     verbose: int = 0
     debug: bool = False
 
@@ -136,7 +139,21 @@ def make_instruments(opts: CompileOptions) -> list[Instrument]:
         found.append(inst.TimePasses())
     if opts.verify_each:
         found.append(inst.VerifyEach())
+    if opts.report_collectives:
+        from tirc.passes.dist.report import ReportCollectives
+
+        found.append(ReportCollectives())
     return found
+
+
+def sharding_config(opts: CompileOptions) -> dict[str, str]:
+    """`--mesh SHAPE` and `-fno-uneven-shards` as the pass-config keys of propagate-sharding."""
+    config: dict[str, str] = {}
+    if opts.mesh:
+        config["sharding.mesh"] = opts.mesh
+    if opts.no_uneven_shards:
+        config["sharding.uneven"] = "0"
+    return config
 
 
 def output_plan(opts: CompileOptions) -> tuple[str, str]:
@@ -203,12 +220,17 @@ def compile_file(opts: CompileOptions) -> None:
     libs, lib_dirs, blas = blas_link(opts)
     ctx = PassContext(opt_level=opts.opt_level, target=target,
                       config={**pass_config(opts.pass_config), **blas,
-                              **megakernel_config(opts.megakernel, opts.megakernel_watchdog)},
+                              **megakernel_config(opts.megakernel, opts.megakernel_watchdog),
+                              **sharding_config(opts)},
                       instruments=instruments,
                       disabled=set(opts.disable_pass))
     mod = read_module(opts.file, opts.include_dirs)
     mod = add_schedules(mod, opts.schedules, opts.include_dirs)
-    mod = run_pipeline(mod, passes, ctx)
+    try:
+        mod = run_pipeline(mod, passes, ctx)
+    finally:
+        if ctx.warnings:
+            print_diagnostics(ctx.warnings)
     data = emit(mod, kind, target, opts.opt_level, None if output == STDOUT else output,
                 libs=libs, lib_dirs=lib_dirs)
     write_output(output, data, executable=kind == "so")
@@ -270,6 +292,14 @@ def compile_file(opts: CompileOptions) -> None:
 @click.option("-fblas", "blas", is_flag=True,
               help="Compute float32 matmuls with a CBLAS (scipy-openblas32: pip install "
                    "'tirc[blas]', or a system one), linked in; without one, the tiled loops.")
+@click.option("--mesh", metavar="SHAPE",
+              help="Run distributed functions on a mesh of this shape instead of the declared "
+                   "one: 4, 2x2, or mesh[0]=2x2 for one of several meshes.")
+@click.option("-fno-uneven-shards", "no_uneven_shards", is_flag=True,
+              help="Make a split that does not divide a dimension evenly an error.")
+@click.option("--report-collectives", is_flag=True,
+              help="List each collective the compiler inserted, with its line and bytes "
+                   "(on stderr).")
 @click.option("-v", "--verbose", count=True,
               help="More detail: -v progress, -vv pass times, -vvv the IR after every pass.")
 @click.option("--debug", is_flag=True, help="Show a traceback for internal compiler errors.")

@@ -286,3 +286,10 @@ def ones_like(x: np.ndarray, dtype: Any = None) -> np.ndarray:
 @op("full_like")
 def full_like(x: np.ndarray, fill_value: Any, dtype: Any = None) -> np.ndarray:
     return np.full_like(x, np.asarray(fill_value), dtype=to_np_dtype(dtype) if dtype else None)
+
+
+@op("dist.annotate_sharding")
+@op("dist.redistribute")
+def placed(x: np.ndarray, device_mesh: str = "", placement: str = "") -> np.ndarray:
+    """The global view of a distributed program: placing a value does not change it."""
+    return x

@@ -122,16 +122,42 @@ class DistributedFunction:
     def name(self) -> str:
         return self.fn.name
 
-    def __call__(self, *args: Any, scatter: bool = False, gather: bool = False,
-                 **kwargs: Any) -> Any:
+    @property
+    def meta(self) -> dict[str, Any]:
+        return self.fn.meta
+
+    @property
+    def params(self) -> list[dict[str, Any]]:
+        """The parameters a caller gives (mesh coordinates are filled in)."""
+        return [p for p in self.fn.params if p["name"] not in self.coords]
+
+    def signature(self) -> str:
+        mesh = "x".join(map(str, self.mesh.shape))
+        return f"{self.fn.signature()} on rank {self.shim.rank} of {self.shim.size} " \
+               f"(mesh {mesh})"
+
+    def check_world(self) -> None:
+        """A TircError unless there is one process per device of the mesh."""
         if self.mesh.size != self.shim.size:
             raise TircError(f"{self.name} was compiled for a mesh of {self.mesh.size} devices "
                             f"({'x'.join(map(str, self.mesh.shape))}) but runs on "
-                            f"{self.shim.size} processes")
+                            f"{self.shim.size} process{'es' if self.shim.size != 1 else ''}")
+
+    def _explained(self, exc: TircError) -> TircError:
+        """The library's error with the collective shim's own message, when it has one."""
+        detail = self.shim.last_error()
+        return TircError(f"{exc}: {detail}") if detail and "tirc_ccl_" in str(exc) else exc
+
+    def __call__(self, *args: Any, scatter: bool = False, gather: bool = False,
+                 **kwargs: Any) -> Any:
+        self.check_world()
         if scatter:
             args = tuple(self.scatter(a, _parse(p)) for a, p in
                          zip(args, self.view["params"]))
-        out = self.fn(*args, **self.coords, **kwargs)
+        try:
+            out = self.fn(*args, **self.coords, **kwargs)
+        except TircError as exc:
+            raise self._explained(exc) from None
         if not gather or out is None:
             return out
         results = out if isinstance(out, tuple) else (out,)
@@ -140,10 +166,14 @@ class DistributedFunction:
 
     def prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """As Function.prepare, with the mesh coordinates filled in."""
+        self.check_world()
         return self.fn.prepare(args, {**self.coords, **kwargs})
 
     def call_prepared(self, call: Any) -> None:
-        self.fn.call_prepared(call)
+        try:
+            self.fn.call_prepared(call)
+        except TircError as exc:
+            raise self._explained(exc) from None
 
     def scatter(self, array: Any, placement: list[tuple[str, Any]]) -> np.ndarray:
         """This rank's part of a global array (from rank 0 when this rank passes None)."""

@@ -18,9 +18,9 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from tirc.ir.arith import make_analyzer
+from tirc.ir.dist.collective import is_collective
 from tirc.ir.dtype import DType
 from tirc.ir.expr import PrimExpr, binop
-from tirc.ir.dist.collective import is_collective
 from tirc.ir.graph import (
     Function,
     GCall,
