@@ -1,0 +1,133 @@
+"""`--report-collectives`: every collective the compiler inserted, its line and its bytes.
+
+Read from the per-device functions after lower-sharding: one row per `R.ccl.*` binding with
+the source line it serves, the collective, the mesh axis and group size, the tensor, and two
+byte counts per device: `payload` (the local tensor handed to the collective) and `traffic`
+(what a bandwidth-optimal algorithm sends from each device: a ring all-reduce sends
+2(p-1)/p of the tensor, an all-gather (p-1) local parts, a reduce-scatter and an all-to-all
+(p-1)/p, a broadcast the tensor from the root, a shard nothing). Sizes may be symbolic.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import TextIO
+
+from tirc.ir.dist.collective import KIND_NAMES, is_collective
+from tirc.ir.dist.mesh import lookup_mesh
+from tirc.ir.expr import IntImm, PrimExpr, binop
+from tirc.ir.graph import Function, GCall, GVar, TensorSInfo
+from tirc.ir.module import IRModule
+from tirc.ir.ops.sinfo_util import dim, product, shape_text, simplify_dim
+from tirc.ir.span import Span
+from tirc.passes.manager import Instrument, PassRun
+from tirc.passes.pass_base import Pass, PassContext
+
+
+@dataclass(frozen=True)
+class Record:
+    """One inserted collective."""
+
+    function: str
+    kind: str
+    detail: str
+    axis: str
+    group: int
+    value: str
+    dtype: str
+    shape: tuple[PrimExpr, ...]
+    payload: PrimExpr
+    traffic: PrimExpr
+    span: Span | None
+
+    def line(self) -> str:
+        where = f"{self.span.file}:{self.span.line}" if self.span is not None else self.function
+        return (f"{where}: {self.kind}{self.detail} over {self.axis} ({self.group} devices) of "
+                f"{self.value}: {self.dtype} {shape_text(self.shape)}, {_text(self.payload)} "
+                f"bytes per device, {_text(self.traffic)} bytes sent per device")
+
+
+def _text(e: PrimExpr) -> str:
+    return shape_text([e])[1:-2]
+
+
+def _scaled(e: PrimExpr, num: int, den: int) -> PrimExpr:
+    if isinstance(e, IntImm):
+        return IntImm(e.value * num // den, e.dtype)
+    return simplify_dim(binop("floordiv", binop("mul", e, IntImm(num, e.dtype)),
+                              IntImm(den, e.dtype)))
+
+
+def records(mod: IRModule) -> list[Record]:
+    """The collectives of every per-device graph function of `mod`, in order."""
+    out: list[Record] = []
+    for f in mod.functions.values():
+        if isinstance(f, Function):
+            out.extend(_function_records(f, mod))
+    return out
+
+
+def _function_records(f: Function, mod: IRModule) -> list[Record]:
+    out = []
+    for blk in f.body.blocks:
+        for b in blk.bindings:
+            call = getattr(b, "value", None)
+            if not isinstance(call, GCall) or not is_collective(call.op):
+                continue
+            x = call.args[0]
+            s = x.struct_info if isinstance(x, GVar) else None
+            if not isinstance(s, TensorSInfo) or s.shape is None or s.dtype is None:
+                continue
+            mesh = lookup_mesh(mod.global_infos, str(call.attrs.get("device_mesh", "mesh[0]")))
+            axis = mesh.axis_index(call.attrs.get("mesh_axis", 0))
+            p = mesh.shape[axis]
+            payload = simplify_dim(binop("mul", dim(product(s.shape)), dim(s.dtype.bytes)))
+            traffic = {
+                "ccl.allreduce": _scaled(payload, 2 * (p - 1), p),
+                "ccl.allgather": _scaled(payload, p - 1, 1),
+                "ccl.reduce_scatter": _scaled(payload, p - 1, p),
+                "ccl.all_to_all": _scaled(payload, p - 1, p),
+                "ccl.broadcast": payload,
+                "ccl.shard": IntImm(0, payload.dtype),
+            }[call.op]
+            detail = ""
+            if "op_type" in call.attrs or call.op in ("ccl.allreduce", "ccl.reduce_scatter"):
+                detail = f" ({call.attrs.get('op_type', 'sum')})"
+            if call.op in ("ccl.allgather", "ccl.reduce_scatter", "ccl.shard"):
+                detail += f" along dimension {call.attrs.get('axis', 0)}"
+            if call.op == "ccl.all_to_all":
+                detail = (f" (split {call.attrs.get('split_axis', 0)}, concat "
+                          f"{call.attrs.get('concat_axis', 0)})")
+            out.append(Record(f.name, KIND_NAMES[call.op], detail, mesh.axis_names[axis], p,
+                              x.name, str(s.dtype), s.shape, payload, traffic,
+                              call.span or b.span))
+    return out
+
+
+def render(rows: list[Record]) -> str:
+    """The report's text: one line per collective and a total."""
+    if not rows:
+        return "tirc: no collectives\n"
+    lines = [f"tirc: {len(rows)} collective{'s' if len(rows) != 1 else ''}:"]
+    lines += ["  " + r.line() for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+class ReportCollectives(Instrument):
+    """Prints the report after each run of lower-sharding (to stderr)."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream
+        self.printed = False
+
+    def after_pass(self, p: Pass, before: IRModule, after: IRModule, ctx: PassContext,
+                   run: PassRun) -> None:
+        if p.name == "lower-sharding":
+            (self.stream or sys.stderr).write(render(records(after)))
+            self.printed = True
+
+    def exit_pipeline(self, mod: IRModule, ctx: PassContext) -> None:
+        if not self.printed:
+            (self.stream or sys.stderr).write("tirc: no collectives (lower-sharding did not "
+                                              "run)\n")
