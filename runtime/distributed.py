@@ -115,8 +115,9 @@ class DistributedFunction:
         self.mesh = Mesh(view["mesh"], shim.rank)
         self.coords = {name: self.mesh.coords[k] for k, name in
                        enumerate(view.get("coords") or []) if name}
-        self.inputs = [p for p in fn.params if not p.get("output") and p["name"] not in
-                       self.coords]
+        self.sizes: dict[str, list[int]] = view.get("sizes") or {}
+        given = set(self.coords) | set(self.sizes)
+        self.inputs = [p for p in fn.params if not p.get("output") and p["name"] not in given]
 
     @property
     def name(self) -> str:
@@ -128,8 +129,9 @@ class DistributedFunction:
 
     @property
     def params(self) -> list[dict[str, Any]]:
-        """The parameters a caller gives (mesh coordinates are filled in)."""
-        return [p for p in self.fn.params if p["name"] not in self.coords]
+        """The parameters a caller gives (mesh coordinates and split sizes are filled in)."""
+        return [p for p in self.fn.params if p["name"] not in self.coords and
+                p["name"] not in self.sizes]
 
     def signature(self) -> str:
         mesh = "x".join(map(str, self.mesh.shape))
@@ -139,9 +141,11 @@ class DistributedFunction:
     def check_world(self) -> None:
         """A TircError unless there is one process per device of the mesh."""
         if self.mesh.size != self.shim.size:
-            raise TircError(f"{self.name} was compiled for a mesh of {self.mesh.size} devices "
-                            f"({'x'.join(map(str, self.mesh.shape))}) but runs on "
-                            f"{self.shim.size} process{'es' if self.shim.size != 1 else ''}")
+            shape = f" ({'x'.join(map(str, self.mesh.shape))})" if len(self.mesh.shape) > 1 \
+                else ""
+            raise TircError(f"{self.name} was compiled for a mesh of {self.mesh.size} devices"
+                            f"{shape} but runs on {self.shim.size} process"
+                            f"{'es' if self.shim.size != 1 else ''}")
 
     def _explained(self, exc: TircError) -> TircError:
         """The library's error with the collective shim's own message, when it has one."""
@@ -152,10 +156,14 @@ class DistributedFunction:
                  **kwargs: Any) -> Any:
         self.check_world()
         if scatter:
+            args = tuple(a if a is None else np.asarray(a) for a in args)
+            sizes = self.global_sizes(args, scattered=True)
             args = tuple(self.scatter(a, _parse(p)) for a, p in
                          zip(args, self.view["params"]))
+        else:
+            sizes = self.global_sizes(args, scattered=False)
         try:
-            out = self.fn(*args, **self.coords, **kwargs)
+            out = self.fn(*args, **self.coords, **sizes, **kwargs)
         except TircError as exc:
             raise self._explained(exc) from None
         if not gather or out is None:
@@ -164,10 +172,29 @@ class DistributedFunction:
         whole = tuple(self.gather(r, _parse(p)) for r, p in zip(results, self.view["results"]))
         return whole if isinstance(out, tuple) else whole[0]
 
+    def global_sizes(self, args: tuple[Any, ...], scattered: bool) -> dict[str, int]:
+        """The symbolic sizes the program is given: from a global array's shape (every rank
+        knows it after the broadcast), else the sum of the local sizes over the mesh axis."""
+        out: dict[str, int] = {}
+        for name, (k, d, axis) in self.sizes.items():
+            if scattered:
+                have = np.array([-1 if args[k] is None else np.shape(args[k])[d]], np.int64)
+                out[name] = int(self.ccl("tirc_ccl_all_reduce", have, np.empty_like(have),
+                                         (self.shim.size,), 0, REDUCE_CODES["max"])[0])
+            else:
+                n = np.array([np.shape(args[k])[d]], dtype=np.int64)
+                out[name] = int(self.ccl("tirc_ccl_all_reduce", n, np.empty_like(n),
+                                         self.mesh.shape, axis, REDUCE_CODES["sum"])[0])
+        return out
+
     def prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """As Function.prepare, with the mesh coordinates filled in."""
+        """As Function.prepare, with the mesh coordinates (and split sizes) filled in."""
         self.check_world()
-        return self.fn.prepare(args, {**self.coords, **kwargs})
+        by_name = dict(zip([p["name"] for p in self.params], args))
+        by_name.update(kwargs)
+        local = tuple(by_name.get(p["name"]) for p in self.inputs)
+        sizes = self.global_sizes(local, scattered=False) if self.sizes else {}
+        return self.fn.prepare(args, {**self.coords, **sizes, **kwargs})
 
     def call_prepared(self, call: Any) -> None:
         try:

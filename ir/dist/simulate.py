@@ -83,10 +83,12 @@ def simulate(mod: IRModule, name: str, *args: np.ndarray, local: bool = False) -
     tensor_params = fparams[1:] if has_coord else fparams
     if len(args) != len(tensor_params):
         raise ValueError(f"{name} takes {len(tensor_params)} arguments, got {len(args)}")
+    view = func.attrs[SHARDING_ATTR]
+    sizes = tuple(int(np.shape(args[k])[d]) for k, d, _ in view.get("sizes", {}).values())
     for c, runner in runners.items():
         if has_coord:
-            runner.match(fparams[0].struct_info, tuple(c), "device_coord")
-            runner.values[fparams[0]] = tuple(c)
+            runner.match(fparams[0].struct_info, tuple(c) + sizes, "device_coord")
+            runner.values[fparams[0]] = tuple(c) + sizes
         parts = [(p, scatter(np.asarray(a), pl, mesh, c))
                  for p, pl, a in zip(tensor_params, params, args)]
         # Parameters whose sizes are plain variables bind them before the others check theirs.

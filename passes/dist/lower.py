@@ -6,7 +6,9 @@ After propagate-sharding every value is an `R.DTensor` (global shape, placement)
 - every struct info becomes the local shape of its placement (`S[1]` of (128, 256) on two
   devices is (128, 128)); a split that does not divide gives shapes in the program's mesh
   coordinate (`(5 + 1 - coord_d0) // 2`), which the function then takes as a first parameter
-  `device_coord: R.Shape([coord_d0, ...])` that the runtime fills in;
+  `device_coord: R.Shape([coord_d0, ...])` that the runtime fills in, together with any
+  symbolic size that every parameter has split (a data-parallel batch `n`): the device
+  cannot read it from its own arguments;
 - each `R.dist.redistribute` becomes the collectives of its plan (passes/dist/plan.py):
   `R.ccl.allreduce`, `allgather`, `reduce_scatter`, `all_to_all`, `broadcast`, `shard`;
 - operators whose attributes hold sizes get local ones (reshape, broadcast_to, full, zeros,
@@ -107,6 +109,7 @@ class _Lowering:
         self.mesh: DeviceMesh = lookup_mesh(mod.global_infos, self.mesh_ref)
         self.coords: list[Var] = [coord_var(n) for n in self.mesh.axis_names]
         self.used_coords = False
+        self.sizes: dict[Var, tuple[int, int, int]] = {}
         self.mapping: dict[GVar, GraphExpr] = {}
         self.counter = 0
 
@@ -125,7 +128,7 @@ class _Lowering:
         return s
 
     def run(self) -> Function:
-        self.check_symbolic_splits()
+        self.split_sizes()
         params = []
         for p in self.func.params:
             new = dataclasses.replace(p, struct_info=self.local(p.struct_info))
@@ -143,8 +146,8 @@ class _Lowering:
         attrs = dict(self.func.attrs)
         attrs[SHARDING_ATTR] = self.global_view()
         if self.used_coords:
-            coord = GVar(COORD_PARAM, ShapeSInfo(tuple(self.coords), len(self.coords)),
-                         span=self.func.span)
+            values = (*self.coords, *self.sizes)
+            coord = GVar(COORD_PARAM, ShapeSInfo(values, len(values)), span=self.func.span)
             params.insert(0, coord)
         func = dataclasses.replace(
             self.func, params=tuple(params),
@@ -152,25 +155,27 @@ class _Lowering:
             ret_struct_info=self.local(self.func.ret_struct_info), attrs=attrs)
         return normalize_function(func, self.mod)
 
-    def check_symbolic_splits(self) -> None:
-        """A split symbolic size must be known some other way: as a whole dimension of a
-        parameter (else the per-device program could not tell it)."""
+    def split_sizes(self) -> None:
+        """Symbolic sizes that every parameter has split: a device cannot read them from its
+        arguments, so they join the mesh coordinates as values the program is given (the
+        runtime knows them from the global arrays, or sums the local sizes)."""
         whole: set[Var] = set()
-        split: list[tuple[Var, GVar]] = []
-        for p in self.func.params:
+        split: dict[Var, tuple[int, int, int]] = {}
+        params = [p for p in self.func.params if isinstance(p.struct_info, TensorSInfo)]
+        for k, p in enumerate(params):
             s = p.struct_info
-            if not isinstance(s, DTensorSInfo) or s.shape is None:
+            if s.shape is None:  # type: ignore[union-attr]
                 continue
-            dims = s.placement.sharded_dims()
-            for d, e in enumerate(s.shape):
+            dims = s.placement.sharded_dims() if isinstance(s, DTensorSInfo) else {}
+            for d, e in enumerate(s.shape):  # type: ignore[union-attr]
                 for v in shape_vars([e]):
-                    (split.append((v, p)) if d in dims else whole.add(v))
-        for v, p in split:
-            if v not in whole:
-                raise CompileError(f"the size '{v.name}' is split across devices in parameter "
-                                   f"'{p.name}' and no parameter has it whole, so a device "
-                                   "cannot know it; make it static or keep it whole somewhere",
-                                   p.span)
+                    if d in dims:
+                        split.setdefault(v, (k, d, dims[d]))
+                    else:
+                        whole.add(v)
+        self.sizes = {v: where for v, where in split.items() if v not in whole}
+        if self.sizes:
+            self.used_coords = True
 
     def global_view(self) -> dict[str, Any]:
         """Mesh shape and placements of parameters and results, for the runtime."""
@@ -184,6 +189,8 @@ class _Lowering:
                 "results": placements(results)}
         if self.used_coords:
             view["coords"] = [v.name for v in self.coords]
+        if self.sizes:
+            view["sizes"] = {v.name: list(where) for v, where in self.sizes.items()}
         return view
 
     def fresh(self, base: str, is_dataflow: bool, span: Any) -> GVar:

@@ -44,6 +44,25 @@ class Module:
         return (y, s)
 '''
 
+DATA_PARALLEL = '''# Data parallelism over a symbolic batch: rows of x split (5 rows: 3 + 2), w whole; the
+# column sums are partial sums completed by an all-reduce.
+from tvm.script import ir as I
+from tvm.script import relax as R
+
+
+@I.ir_module
+class Module:
+    I.module_global_infos({"mesh": [R.device_mesh((2,), I.Range(0, 2))]})
+
+    @R.function
+    def main(x: R.DTensor(("n", 8), "float32", "mesh[0]", "S[0]"), w: R.Tensor((8, 3), "float32")):
+        with R.dataflow():
+            y = R.nn.relu(R.matmul(x, w))
+            s = R.sum(y, axis=[0])
+            R.output(y, s)
+        return (y, s)
+'''
+
 pytestmark = pytest.mark.skipif(find_mpicc() is None or find_mpiexec() is None,
                                 reason="no MPI installed (pip install 'tirc[mpi]')")
 
@@ -72,6 +91,16 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             cases[f"{name}_{n}"] = {"lib": lib, "func": sample.func, "ranks": n,
                                     "inputs": tmp / f"{name}.in.npz",
                                     "want": sample.reference(*inputs)}
+    dp = tmp / "dp.tir"
+    dp.write_text(DATA_PARALLEL)
+    rng = np.random.default_rng(2)
+    xd, wd = rng.standard_normal((5, 8)).astype("float32"), rng.standard_normal((8, 3)).astype(
+        "float32")
+    np.savez(tmp / "dp.in.npz", xd, wd)
+    compile_file(CompileOptions(file=str(dp), output=str(tmp / "dp.so"), opt_level=1))
+    yd = np.maximum(xd.astype(np.float64) @ wd, 0)
+    cases["dp"] = {"lib": tmp / "dp.so", "func": "main", "ranks": 2, "inputs": tmp / "dp.in.npz",
+                   "want": [yd.astype(np.float32), yd.sum(axis=0).astype(np.float32)]}
     grid = tmp / "grid.tir"
     grid.write_text(GRID)
     rng = np.random.default_rng(1)
@@ -171,3 +200,23 @@ def test_single_process_build_equals_the_ranks(built: dict[str, Any]) -> None:
         outs = out if isinstance(out, tuple) else (out,)
         for g, w in zip(outs, case["want"]):
             np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+def test_tirc_run_with_ranks(built: dict[str, Any]) -> None:
+    lib = str(built["cases"]["mlp_tp_2"]["lib"])
+    cmd = ["timeout", "-k", "10", str(TIMEOUT), sys.executable, "-m", "tirc.cli.main", "run",
+           "--ranks", "2", lib, "main", "--random", "--dim", "n=3", "--repeat", "2"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT + 30)
+    assert proc.returncode == 0, proc.stderr
+    assert "on rank 0 of 2 (mesh 2)" in proc.stdout
+    assert "2 calls: median" in proc.stdout and "y: float32[3, 256]" in proc.stdout
+    alone = subprocess.run([sys.executable, "-m", "tirc.cli.main", "run", lib, "main",
+                            "--random", "--dim", "n=3"], capture_output=True, text=True,
+                           timeout=TIMEOUT)
+    assert alone.returncode == 1
+    assert "was compiled for several devices: run it with --ranks N" in alone.stderr
+    k = cmd.index("--ranks")
+    wrong = subprocess.run(cmd[:k + 1] + ["3"] + cmd[k + 2:], capture_output=True, text=True,
+                           timeout=TIMEOUT + 30)
+    assert wrong.returncode != 0
+    assert "main was compiled for a mesh of 2 devices but runs on 3 processes" in wrong.stderr

@@ -95,18 +95,20 @@ def main(x: R.DTensor((6, 4), "float32", "mesh[0]", "S[1]"), w: R.Tensor((4, 3),
     assert ccl_ops(lowered(text)) == []
 
 
-def test_split_symbolic_size_must_be_known_whole_somewhere() -> None:
+def test_a_split_symbolic_size_is_given_to_the_program() -> None:
+    """Data parallelism over a symbolic batch: no device has all of `n`, so the program takes
+    it with its mesh coordinate."""
     text = module_text('''@R.function
-def main(x: R.DTensor(("n", 4), "float32", "mesh[0]", "S[0]")):
-    return R.exp(x)
+def main(x: R.DTensor(("n", 4), "float32", "mesh[0]", "S[0]"), w: R.Tensor((4, 3), "float32")):
+    y = R.matmul(x, w)
+    s = R.sum(y, axis=[0])
+    return (y, s)
 ''')
-    with pytest.raises(CompileError, match="the size 'n' is split across devices in parameter 'x'"):
-        lowered(text)
-    ok = module_text('''@R.function
-def main(x: R.DTensor(("n", 4), "float32", "mesh[0]", "S[0]"),
-         y: R.DTensor(("n", 4), "float32", "mesh[0]", "R")):
-    return R.add(x, y)
-''')
+    low = lowered(text)
+    f = low["main"]
+    assert [v.name for v in f.params[0].struct_info.values] == ["coord_d0", "n"]
+    assert f.attrs["tirc.sharding"]["sizes"] == {"n": [0, 0, 0]}
     rng = np.random.default_rng(0)
-    check_simulated(ok, "main", *(rng.standard_normal((5, 4)).astype("float32")
-                                  for _ in range(2)))
+    for n in (1, 4, 5):
+        check_simulated(text, "main", rng.standard_normal((n, 4)).astype("float32"),
+                        rng.standard_normal((4, 3)).astype("float32"))
