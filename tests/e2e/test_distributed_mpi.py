@@ -44,8 +44,8 @@ class Module:
         return (y, s)
 '''
 
-DATA_PARALLEL = '''# Data parallelism over a symbolic batch: rows of x split (5 rows: 3 + 2), w whole; the
-# column sums are partial sums completed by an all-reduce.
+DATA_PARALLEL = '''# Data parallelism over a symbolic batch: rows of x split (5 rows: 3 + 2),
+# w whole; the column sums are partial sums completed by an all-reduce.
 from tvm.script import ir as I
 from tvm.script import relax as R
 
