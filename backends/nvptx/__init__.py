@@ -93,7 +93,8 @@ def compile_ptx(mod: IRModule, target: Any = None, opt_level: int = 2,
                     "dynamic_shared": k.dynamic_shared} for k in kernels]
     meta = {"tirc_abi": ABI_VERSION, "module": mod.name, "target": str(t), "arch": arch.name,
             "functions": functions, "kernels": kernel_meta}
-    symbols = list(dict.fromkeys(c["symbol"] for f in functions for c in f["host_calls"]))
+    symbols = list(dict.fromkeys(c["symbol"] for f in functions for c in f["host_calls"]
+                                 if not c.get("ccl")))  # collectives: the runtime's shim
     if symbols or libs:
         meta["libraries"] = library_metadata(symbols, tuple(libs), tuple(lib_dirs))
     module = parse_and_verify(str(ctx.module))

@@ -18,7 +18,9 @@ strings, outputs, and where each symbolic size is bound from):
   [...]}`: it runs after the first `before` launches finished. Each argument is one DLTensor
   (docs/abi.md, destination-passing): `{"kind": "buffer", "index": 0, ...}` or
   `{"kind": "workspace", "name": "W", ...}` with its `role` ("in"/"out"), `dtype`, `shape`
-  (expressions) and `offset` (bytes into the buffer or workspace, an expression).
+  (expressions) and `offset` (bytes into the buffer or workspace, an expression). A step with
+  `"ccl": true` is a collective (`tirc_ccl_*`, tirc.ir.dist.collective): the runtime passes
+  its send and receive tensors as device memory to the NCCL shim, its params on the host.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
+from tirc.ir.dist.collective import is_ccl_symbol
 from tirc.ir.expr import CMP_OPS, BinOp, Call, PrimExpr, StringImm, Var, binop, cast
 from tirc.ir.function import PrimFunc
 from tirc.ir.stmt import Allocate, AssertStmt, Evaluate
@@ -190,8 +193,11 @@ def _host_call(e: Call, func: PrimFunc, before: int, by_data: dict[Var, int],
                      shape=[_text(d, func) for d in t.shape],
                      offset=_text(exprs[0], func))
         args.append(entry)
-    return {"kind": "host_call", "symbol": call.symbol, "caller": call.caller,
+    step = {"kind": "host_call", "symbol": call.symbol, "caller": call.caller,
             "before": before, "args": args}
+    if is_ccl_symbol(call.symbol):
+        step["ccl"] = True  # a collective: its tensors stay on the device (the NCCL shim)
+    return step
 
 
 def _check(s: AssertStmt, func: PrimFunc) -> dict[str, Any]:
