@@ -154,3 +154,21 @@ def main(x: R.Tensor((4, 6), "float32")):
     once = propagated(text)
     assert "DTensor" not in once.script()
     assert structural_equal(once, propagated(parse(text).script()))
+
+
+def test_partial_sum_meeting_a_split_operand_is_reduce_scattered() -> None:
+    """Megatron's sequence parallelism: the row-parallel output added to a residual split by
+    rows is reduce-scattered, not all-reduced."""
+    text = module_text('''@R.function
+def main(a: R.DTensor((8, 6), "float32", "mesh[0]", "S[1]"),
+         w: R.DTensor((6, 4), "float32", "mesh[0]", "S[0]"),
+         r: R.DTensor((8, 4), "float32", "mesh[0]", "S[0]")):
+    p = R.matmul(a, w)
+    y = R.add(p, r)
+    return y
+''')
+    rng = np.random.default_rng(0)
+    low = check_simulated(text, "main", *(rng.standard_normal(s).astype("float32")
+                                          for s in ((8, 6), (6, 4), (8, 4))))
+    assert ccl_ops(low) == [("ccl.reduce_scatter", {"device_mesh": "mesh[0]", "mesh_axis": 0,
+                                                    "op_type": "sum", "axis": 0})]
