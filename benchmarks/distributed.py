@@ -84,8 +84,7 @@ def worker(lib_path: str, sizes: list[int], repeat: int) -> None:
     world = np.zeros(1, np.int64)
     for n in sizes:
         args = inputs(n)
-        local = [fn.scatter(a, [(k, int(v) if v.isdigit() else v) for k, v in
-                                (_item(p) for p in pl.split(","))])
+        local = [fn.scatter(a, dist.placement_items(pl))
                  for a, pl in zip(args, fn.view["params"])]
         call = fn.prepare(tuple(local), {})
         for _ in range(3):
@@ -108,11 +107,6 @@ def worker(lib_path: str, sizes: list[int], repeat: int) -> None:
         if shim.rank == 0:
             print(json.dumps({"n": n, "seconds": statistics.median(times), "bytes": sent,
                               "collectives": calls, "error": error}), flush=True)
-
-
-def _item(text: str) -> tuple[str, str]:
-    text = text.strip()
-    return (text[0], text[2:-1]) if "[" in text else (text, "")
 
 
 def compile_lib(mesh: int, out: Path) -> None:

@@ -22,7 +22,14 @@ from typing import Any
 
 import numpy as np
 from tirc.runtime.ccl_shim import Shim, mpi_shim
-from tirc.runtime.dlpack import KDL_CPU, DLDevice, DLTensor, DLTensorPtr, dl_datatype
+from tirc.runtime.dlpack import (
+    KDL_CPU,
+    DLDevice,
+    DLTensor,
+    DLTensorPtr,
+    dl_datatype,
+    numpy_dtype,
+)
 from tirc.runtime.errors import TircError
 from tirc.runtime.function import Function
 from tirc.runtime.module import Module
@@ -31,7 +38,7 @@ from tirc.runtime.module import load as load_library
 REDUCE_CODES = {"sum": 0, "prod": 1, "max": 2, "min": 3}
 
 
-def _parse(text: str) -> list[tuple[str, int | str | None]]:
+def placement_items(text: str) -> list[tuple[str, int | str | None]]:
     """A placement ("S[1], R, P[max], O[0]") as (kind, argument) per mesh axis."""
     out: list[tuple[str, int | str | None]] = []
     for part in (p.strip() for p in text.split(",")):
@@ -158,7 +165,7 @@ class DistributedFunction:
         if scatter:
             args = tuple(a if a is None else np.asarray(a) for a in args)
             sizes = self.global_sizes(args, scattered=True)
-            args = tuple(self.scatter(a, _parse(p)) for a, p in
+            args = tuple(self.scatter(a, placement_items(p)) for a, p in
                          zip(args, self.view["params"]))
         else:
             sizes = self.global_sizes(args, scattered=False)
@@ -169,7 +176,8 @@ class DistributedFunction:
         if not gather or out is None:
             return out
         results = out if isinstance(out, tuple) else (out,)
-        whole = tuple(self.gather(r, _parse(p)) for r, p in zip(results, self.view["results"]))
+        whole = tuple(self.gather(r, placement_items(p))
+                      for r, p in zip(results, self.view["results"]))
         return whole if isinstance(out, tuple) else whole[0]
 
     def global_sizes(self, args: tuple[Any, ...], scattered: bool) -> dict[str, int]:
@@ -227,25 +235,23 @@ class DistributedFunction:
         return np.zeros_like(local) if zero else local
 
     def broadcast_from_root(self, array: Any) -> np.ndarray:
+        """Rank 0's array on every rank (its rank, shape and dtype name go first)."""
         world = (self.shim.size,)
         rank = self.shim.rank
-        ndim = len(self.inputs[0]["shape"]) if array is None else np.asarray(array).ndim
-        header = np.zeros(1 + 16, dtype=np.int64)
+        header = np.zeros(1 + 16 + 2, dtype=np.int64)
         if rank == 0:
             if array is None:
                 raise TircError("scatter: rank 0 must pass the global array")
             arr = np.ascontiguousarray(array)
             header[0] = arr.ndim
             header[1:1 + arr.ndim] = arr.shape
-            dtype_code = np.frombuffer(arr.dtype.str.encode().ljust(8, b" "), dtype=np.int64)
-        else:
-            dtype_code = np.zeros(1, dtype=np.int64)
+            header[17:] = np.frombuffer(_dtype_name(arr.dtype).encode().ljust(16), np.int64)
         header = self.ccl("tirc_ccl_broadcast", header, np.empty_like(header), world, 0, 0)
-        dtype_code = self.ccl("tirc_ccl_broadcast", dtype_code, np.empty_like(dtype_code),
-                              world, 0, 0)
         ndim = int(header[0])
         shape = tuple(int(d) for d in header[1:1 + ndim])
-        dt = np.dtype(dtype_code.tobytes().decode().strip())
+        dt = numpy_dtype(header[17:].tobytes().decode().strip())
+        if dt is None:
+            raise TircError("scatter: bfloat16 arrays need the ml_dtypes package")
         buf = np.ascontiguousarray(array) if rank == 0 else np.empty(shape, dtype=dt)
         return self.ccl("tirc_ccl_broadcast", buf, np.empty(shape, dtype=dt), world, 0, 0)
 

@@ -14,6 +14,8 @@
 #include "tirc_ccl_common.h"
 
 static int ccl_started_mpi = 0;
+static MPI_Op ccl_half_ops[2][4];  /* float16, bfloat16 x sum, prod, max, min */
+static int ccl_half_made[2][4];
 
 #define CCL_MAX_GROUPS 64
 static struct {
@@ -49,6 +51,10 @@ int32_t tirc_ccl_init(void) {
 int32_t tirc_ccl_finalize(void) {
   int finalized = 0;
   MPI_Finalized(&finalized);
+  for (int t = 0; t < 2; ++t)
+    for (int k = 0; k < 4; ++k)
+      if (!finalized && ccl_half_made[t][k]) MPI_Op_free(&ccl_half_ops[t][k]);
+  memset(ccl_half_made, 0, sizeof ccl_half_made);
   for (int k = 0; k < CCL_MAX_GROUPS; ++k)
     if (ccl_groups[k].used && !finalized) MPI_Comm_free(&ccl_groups[k].comm);
   memset(ccl_groups, 0, sizeof ccl_groups);
@@ -136,6 +142,92 @@ static MPI_Datatype ccl_type(const DLTensor *t) {
   return MPI_DATATYPE_NULL;
 }
 
+/* float16 and bfloat16 have no MPI type: they travel as 16-bit integers and reduce with
+ * user-defined operations that compute in float (each element rounded back, to nearest even). */
+static float ccl_half_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (man << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (man << 13);
+  } else if (man == 0) {
+    bits = sign;
+  } else {
+    int e = -1;
+    do { ++e; man <<= 1; } while (!(man & 0x400));
+    bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ff) << 13);
+  }
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+static uint16_t ccl_float_to_half(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  uint32_t sign = (x >> 16) & 0x8000, exp = (x >> 23) & 0xff, man = x & 0x7fffff;
+  if (exp == 0xff) return (uint16_t)(sign | 0x7c00 | (man ? 0x200 : 0));
+  int e = (int)exp - 127 + 15;
+  if (e >= 0x1f) return (uint16_t)(sign | 0x7c00);
+  if (e <= 0) {
+    if (e < -10) return (uint16_t)sign;
+    man |= 0x800000;
+    uint32_t shift = (uint32_t)(14 - e), half = man >> shift, rest = man & ((1u << shift) - 1);
+    uint32_t mid = 1u << (shift - 1);
+    if (rest > mid || (rest == mid && (half & 1))) ++half;
+    return (uint16_t)(sign | half);
+  }
+  uint32_t out = sign | ((uint32_t)e << 10) | (man >> 13), rest = man & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (out & 1))) ++out;
+  return (uint16_t)out;
+}
+
+static float ccl_bf16_to_float(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+static uint16_t ccl_float_to_bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  if ((x & 0x7fffffff) > 0x7f800000) return (uint16_t)((x >> 16) | 0x40);
+  return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}
+
+#define CCL_HALF_OP(NAME, TO, FROM, EXPR)                                          \
+  static void NAME(void *in, void *inout, int *len, MPI_Datatype *type) {          \
+    (void)type;                                                                    \
+    const uint16_t *a = (const uint16_t *)in;                                      \
+    uint16_t *b = (uint16_t *)inout;                                               \
+    for (int i = 0; i < *len; ++i) {                                               \
+      float x = TO(a[i]), y = TO(b[i]);                                            \
+      b[i] = FROM(EXPR);                                                           \
+    }                                                                              \
+  }
+CCL_HALF_OP(ccl_f16_sum, ccl_half_to_float, ccl_float_to_half, x + y)
+CCL_HALF_OP(ccl_f16_prod, ccl_half_to_float, ccl_float_to_half, x * y)
+CCL_HALF_OP(ccl_f16_max, ccl_half_to_float, ccl_float_to_half, x > y || x != x ? x : y)
+CCL_HALF_OP(ccl_f16_min, ccl_half_to_float, ccl_float_to_half, x < y || x != x ? x : y)
+CCL_HALF_OP(ccl_bf16_sum, ccl_bf16_to_float, ccl_float_to_bf16, x + y)
+CCL_HALF_OP(ccl_bf16_prod, ccl_bf16_to_float, ccl_float_to_bf16, x * y)
+CCL_HALF_OP(ccl_bf16_max, ccl_bf16_to_float, ccl_float_to_bf16, x > y || x != x ? x : y)
+CCL_HALF_OP(ccl_bf16_min, ccl_bf16_to_float, ccl_float_to_bf16, x < y || x != x ? x : y)
+
+static MPI_Op ccl_half_op(int bf16, int64_t op) {
+  static MPI_User_function *fns[2][4] = {
+      {ccl_f16_sum, ccl_f16_prod, ccl_f16_max, ccl_f16_min},
+      {ccl_bf16_sum, ccl_bf16_prod, ccl_bf16_max, ccl_bf16_min}};
+  if (op < 0 || op > 3) return MPI_OP_NULL;
+  if (!ccl_half_made[bf16][op]) {
+    if (MPI_Op_create(fns[bf16][op], 1, &ccl_half_ops[bf16][op]) != MPI_SUCCESS)
+      return MPI_OP_NULL;
+    ccl_half_made[bf16][op] = 1;
+  }
+  return ccl_half_ops[bf16][op];
+}
+
 static MPI_Op ccl_op(int64_t op) {
   switch (op) {
     case TIRC_CCL_SUM: return MPI_SUM;
@@ -147,6 +239,14 @@ static MPI_Op ccl_op(int64_t op) {
 }
 
 static int32_t ccl_reduction(const ccl_call *c, int64_t op, MPI_Datatype *type, MPI_Op *mop) {
+  int code = c->send->dtype.code, bits = c->send->dtype.bits;
+  if (bits == 16 && (code == 2 || code == 4) && c->send->dtype.lanes <= 1) {
+    *type = MPI_UINT16_T;
+    *mop = ccl_half_op(code == 4, op);
+    if (*mop == MPI_OP_NULL)
+      return ccl_fail("%s: unknown reduction %lld", c->name, (long long)op);
+    return 0;
+  }
   *type = ccl_type(c->send);
   *mop = ccl_op(op);
   if (*type == MPI_DATATYPE_NULL)

@@ -16,6 +16,15 @@ import numpy as np
 import tirc.runtime.distributed as dist
 
 
+def bfloat16(a: np.ndarray) -> np.ndarray:
+    """.npz files keep bfloat16 arrays as 2-byte voids: view them as bfloat16 again."""
+    if a.dtype.kind == "V" and a.dtype.itemsize == 2:
+        import ml_dtypes
+
+        return a.view(ml_dtypes.bfloat16)
+    return a
+
+
 def local_part(array: np.ndarray, placement: str, mesh: list[int], coords: tuple[int, ...],
                ) -> np.ndarray:
     for axis, item in enumerate(p.strip() for p in placement.split(",")):
@@ -31,7 +40,7 @@ def main() -> None:
         lib = dist.load(job["lib"])
         fn = lib[job["func"]]
         data = np.load(job["inputs"])
-        args = [data[f"arr_{k}"] for k in range(len(data.files))]
+        args = [bfloat16(data[f"arr_{k}"]) for k in range(len(data.files))]
         if job["mode"] == "local":
             view = fn.view
             args = [local_part(a, p, view["mesh"], fn.mesh.coords)

@@ -14,13 +14,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from script_modules import distributed_sample_references
+from script_modules import distributed_sample_references, load_script
 from tirc.cli.compile_cmd import CompileOptions, compile_file
 from tirc.runtime.ccl_shim import build_mpi_shim, find_mpicc, find_mpiexec
 from tirc.runtime.launch import mpiexec_command
 
 REFS = distributed_sample_references()
 WORKER = Path(__file__).with_name("mpi_worker.py")
+bfloat16 = load_script("tirc_mpi_worker", WORKER).bfloat16
 TIMEOUT = 240
 OPT = {"mlp_tp": 1, "sequence_softmax": 1, "transformer_block_tp": 0}
 MESHES = {"mlp_tp": (1, 2, 4), "sequence_softmax": (1, 2, 3), "transformer_block_tp": (2, 4)}
@@ -63,6 +64,27 @@ class Module:
         return (y, s)
 '''
 
+HALF = '''# float16 and bfloat16 partial sums: MPI has no such types; the shim reduces them
+# with its own operations.
+from tvm.script import ir as I
+from tvm.script import relax as R
+
+
+@I.ir_module
+class Module:
+    I.module_global_infos({"mesh": [R.device_mesh((2,), I.Range(0, 2))]})
+
+    @R.function
+    def main(x: R.DTensor((4, 6), "float16", "mesh[0]", "S[1]"),
+             w: R.DTensor((6, 3), "float16", "mesh[0]", "S[0]"),
+             b: R.DTensor((4, 6), "bfloat16", "mesh[0]", "S[1]")):
+        with R.dataflow():
+            y = R.matmul(x, w)
+            s = R.sum(b, axis=[1])
+            R.output(y, s)
+        return (y, s)
+'''
+
 pytestmark = pytest.mark.skipif(find_mpicc() is None or find_mpiexec() is None,
                                 reason="no MPI installed (pip install 'tirc[mpi]')")
 
@@ -101,6 +123,19 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     yd = np.maximum(xd.astype(np.float64) @ wd, 0)
     cases["dp"] = {"lib": tmp / "dp.so", "func": "main", "ranks": 2, "inputs": tmp / "dp.in.npz",
                    "want": [yd.astype(np.float32), yd.sum(axis=0).astype(np.float32)]}
+    half = tmp / "half.tir"
+    half.write_text(HALF)
+    import ml_dtypes
+
+    xh = rng.uniform(-1, 1, (4, 6)).astype(np.float16)
+    wh = rng.uniform(-1, 1, (6, 3)).astype(np.float16)
+    bh = rng.uniform(-1, 1, (4, 6)).astype(ml_dtypes.bfloat16)
+    np.savez(tmp / "half.in.npz", xh, wh, bh)
+    compile_file(CompileOptions(file=str(half), output=str(tmp / "half.so"), opt_level=1))
+    cases["half"] = {"lib": tmp / "half.so", "func": "main", "ranks": 2,
+                     "inputs": tmp / "half.in.npz", "tolerance": 2e-2,
+                     "want": [(xh.astype(np.float32) @ wh.astype(np.float32)).astype(np.float16),
+                              bh.astype(np.float32).sum(axis=1).astype(ml_dtypes.bfloat16)]}
     grid = tmp / "grid.tir"
     grid.write_text(GRID)
     rng = np.random.default_rng(1)
@@ -139,12 +174,15 @@ def _run(built: dict[str, Any], ranks: int, modes: tuple[str, ...]) -> list[tupl
 def _check(built: dict[str, Any], key: str, mode: str, ranks: int) -> None:
     """Every rank's gathered results equal NumPy's."""
     want = built["cases"][key]["want"]
+    tol = built["cases"][key].get("tolerance", 1e-4)
     for r in range(ranks):
-        got = np.load(built["tmp"] / f"{key}.{mode}.rank{r}.npz")
-        outs = [got[f"arr_{k}"] for k in range(len(got.files))]
+        got = np.load(built["tmp"] / f"{key}.{mode}.rank{r}.npz", allow_pickle=False)
+        outs = [bfloat16(got[f"arr_{k}"]) for k in range(len(got.files))]
         assert len(outs) == len(want)
         for g, w in zip(outs, want):
-            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4, err_msg=f"{key} rank {r}")
+            assert g.dtype == w.dtype
+            np.testing.assert_allclose(g.astype(np.float32), w.astype(np.float32), rtol=tol,
+                                       atol=tol, err_msg=f"{key} rank {r}")
 
 
 @pytest.mark.parametrize("ranks", [1, 2, 3, 4])
@@ -168,12 +206,12 @@ def _local_matches_global(built: dict[str, Any], key: str, ranks: int) -> None:
         whole = np.load(built["tmp"] / f"{key}.all.rank{r}.npz")
         coords = np.unravel_index(r, view["mesh"])
         for k, placement in enumerate(view["results"]):
-            part = whole[f"arr_{k}"]
+            part = bfloat16(whole[f"arr_{k}"])
             for axis, item in enumerate(p.strip() for p in placement.split(",")):
                 if item.startswith("S["):
                     part = np.array_split(part, view["mesh"][axis],
                                           axis=int(item[2:-1]))[coords[axis]]
-            np.testing.assert_allclose(local[f"arr_{k}"], part, rtol=1e-5, atol=1e-5)
+            np.testing.assert_array_equal(bfloat16(local[f"arr_{k}"]), part)
 
 
 def _metadata(lib: Path) -> list[dict[str, Any]]:
@@ -196,7 +234,7 @@ def test_single_process_build_equals_the_ranks(built: dict[str, Any]) -> None:
             continue
         lib = rt.load(case["lib"])
         data = np.load(case["inputs"])
-        out = lib[case["func"]](*(data[f"arr_{k}"] for k in range(len(data.files))))
+        out = lib[case["func"]](*(bfloat16(data[f"arr_{k}"]) for k in range(len(data.files))))
         outs = out if isinstance(out, tuple) else (out,)
         for g, w in zip(outs, case["want"]):
             np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
