@@ -34,7 +34,6 @@ from tirc.ir.dist.shard_shape import coord_var, is_even, local_shape
 from tirc.ir.expr import Var
 from tirc.ir.graph import (
     Binding,
-    BindingBlock,
     Constant,
     Function,
     GCall,

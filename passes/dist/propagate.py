@@ -24,10 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.diagnostics import CompileError, DiagnosticContext
-from tirc.ir.dist.dtensor import DTensorSInfo, is_distributed, plain, with_placement
-from tirc.ir.dist.mesh import DeviceMesh, MeshError, lookup_mesh, parse_mesh_ref, parse_mesh_shape
-from tirc.ir.dist.placement import Owned, Partial, Placement, PlacementError, Shard, parse_placement
-from tirc.ir.dist.shard_shape import is_even
+from tirc.ir.dist.dtensor import DTensorSInfo, plain, with_placement
+from tirc.ir.dist.placement import Partial, Placement, Shard
 from tirc.ir.graph import (
     Binding,
     BindingBlock,
@@ -49,16 +47,20 @@ from tirc.ir.module import IRModule
 from tirc.ir.ops.infer import infer_expr
 from tirc.ir.ops.sinfo_util import shape_text
 from tirc.ir.span import Span
-from tirc.ir.visitor import post_order_visit, substitute
-from tirc.passes.dist.decompose import can_decompose, decompose
+from tirc.ir.visitor import substitute
+from tirc.passes.dist.decompose import decompose
+from tirc.passes.dist.infer import Placed, PlacementInference
 from tirc.passes.dist.operands import operand_exprs, with_operands
 from tirc.passes.dist.plan import PlanError, plan
 from tirc.passes.dist.resolve import resolve
-from tirc.passes.dist.rules import Rule, rule_for
+from tirc.passes.dist.rules import rule_for
+from tirc.passes.dist.sharded_function import (
+    DIST_OPS,
+    bind_calls_in_body,
+    resize_meshes,
+    uses_sharding,
+)
 from tirc.passes.pass_base import Pass, PassContext
-
-DIST_OPS = ("dist.annotate_sharding", "dist.redistribute")
-Placed = Placement | tuple[Any, ...]
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ class PropagateSharding(Pass):
             if not uses_sharding(func):
                 continue
             try:
-                new = _Propagator(bind_calls_in_body(func, out), out, uneven, ctx).run()
+                new = _Rewriter(bind_calls_in_body(func, out), out, uneven, ctx).run()
             except CompileError as err:
                 diag.diagnostics.extend(err.diagnostics)
                 continue
@@ -92,304 +94,10 @@ class PropagateSharding(Pass):
         return out
 
 
-def uses_sharding(func: Function) -> bool:
-    """True when a graph function mentions a DTensor or an `R.dist.*` operator."""
-    found = [is_distributed(p.struct_info) for p in func.params]
-    found.append(is_distributed(func.ret_struct_info))
 
-    def visit(n: Any) -> None:
-        if isinstance(n, GCall) and n.op in DIST_OPS or isinstance(n, Binding) and \
-                is_distributed(n.var.struct_info):
-            found.append(True)
-
-    post_order_visit(func.body, visit)
-    return any(found)
-
-
-def bind_calls_in_body(func: Function, mod: IRModule) -> Function:
-    """`return R.add(R.f(x), y)`: the calls of the returned value bound to variables first
-    (innermost first, in a block of their own), so every call is a binding."""
-    bindings: list[Binding] = []
-
-    def lift(e: GraphExpr) -> GraphExpr:
-        if isinstance(e, Tuple):
-            return Tuple(tuple(lift(f) for f in e.fields), span=e.span)
-        if not isinstance(e, GCall):
-            return e
-        call = dataclasses.replace(e, args=tuple(lift(a) for a in e.args))
-        var = GVar(f"ret{len(bindings)}", span=e.span)
-        call, sinfo = infer_expr(call, mod)
-        var = dataclasses.replace(var, struct_info=sinfo)
-        bindings.append(VarBinding(var, call, span=e.span))
-        return var
-
-    value = lift(func.body.body)
-    if not bindings:
-        return func
-    blocks = func.body.blocks
-    if blocks and not blocks[-1].is_dataflow:
-        blocks = blocks[:-1] + (dataclasses.replace(
-            blocks[-1], bindings=blocks[-1].bindings + tuple(bindings)),)
-    else:
-        blocks += (BindingBlock(tuple(bindings), False),)
-    return dataclasses.replace(func, body=SeqExpr(blocks, value, span=func.body.span))
-
-
-def resize_meshes(mod: IRModule, spec: str) -> IRModule:
-    """`"4"` (every mesh) or `"mesh[0]=2x2,mesh[1]=4"`: the module with its meshes resized."""
-    infos = {k: list(v) for k, v in mod.global_infos.items()}
-    try:
-        for item in [s for s in spec.replace(";", " ").split() if s] if "=" in spec else [spec]:
-            ref, _, shape_text_ = item.rpartition("=")
-            shape = parse_mesh_shape(shape_text_)
-            refs = [parse_mesh_ref(r) for r in ref.split(",") if r] if ref else \
-                [(k, i) for k, v in infos.items() for i in range(len(v))]
-            if not refs:
-                raise MeshError("--mesh: the module declares no device mesh")
-            for key, index in refs:
-                if key not in infos or index >= len(infos[key]):
-                    raise MeshError(f"--mesh: the module has no mesh '{key}[{index}]'")
-                infos[key][index] = infos[key][index].with_shape(shape)
-    except MeshError as exc:
-        raise CompileError(str(exc)) from None
-    return mod.replace(global_infos={k: tuple(v) for k, v in infos.items()})  # type: ignore[return-value]
-
-
-def _mesh_refs(func: Function) -> list[tuple[str, Span | None]]:
-    refs: list[tuple[str, Span | None]] = []
-    for p in func.params:
-        _dtensor_refs(p.struct_info, p.span, refs)
-    _dtensor_refs(func.ret_struct_info, func.span, refs)
-
-    def visit(n: Any) -> None:
-        if isinstance(n, Binding):
-            _dtensor_refs(n.var.struct_info, n.span, refs)
-        if isinstance(n, GCall) and n.op in DIST_OPS and "device_mesh" in n.attrs:
-            refs.append((str(n.attrs["device_mesh"]), n.span))
-
-    post_order_visit(func.body, visit)
-    return refs
-
-
-def _dtensor_refs(s: StructInfo | None, span: Span | None,
-                  out: list[tuple[str, Span | None]]) -> None:
-    if isinstance(s, DTensorSInfo):
-        out.append((s.device_mesh, s.span or span))
-    elif isinstance(s, TupleSInfo):
-        for f in s.fields:
-            _dtensor_refs(f, span, out)
-
-
-class _Propagator:
-    """Propagation and resolution for one function."""
-
-    def __init__(self, func: Function, mod: IRModule, uneven: bool, ctx: PassContext) -> None:
-        self.func = func
-        self.mod = mod
-        self.uneven = uneven
-        self.ctx = ctx
-        refs = _mesh_refs(func)
-        self.mesh_ref = refs[0][0]
-        for ref, span in refs[1:]:
-            if ref != self.mesh_ref:
-                raise CompileError(f"{func.name} places tensors on two device meshes, "
-                                   f"'{self.mesh_ref}' and '{ref}'; one function runs on one mesh "
-                                   "(pipeline stages across meshes are not supported)", span)
-        try:
-            self.mesh: DeviceMesh = lookup_mesh(mod.global_infos, self.mesh_ref)
-        except MeshError as exc:
-            raise CompileError(str(exc), refs[0][1]) from None
-        self.place: dict[GVar, Placed] = {}
-        self.pinned: dict[GVar, Placement] = {}
-        self.bindings = [b for blk in func.body.blocks for b in blk.bindings]
-        self.rules: dict[int, tuple[list[GraphExpr], list[TensorSInfo], Rule]] = {}
-
-    # ---- helpers -------------------------------------------------------------------------
-
-    def sinfo_of(self, e: GraphExpr) -> StructInfo:
-        if isinstance(e, GVar) and e.struct_info is not None:
-            return e.struct_info
-        if isinstance(e, Constant):
-            return TensorSInfo((), e.dtype, 0)
-        return infer_expr(e, self.mod)[1]
-
-    def placement_of(self, e: GraphExpr, table: dict[GVar, Placed]) -> Placed | None:
-        if isinstance(e, Constant):
-            return Placement.replicated(self.mesh.ndim)
-        if isinstance(e, Tuple):
-            items = [self.placement_of(f, table) for f in e.fields]
-            return None if any(i is None for i in items) else tuple(items)
-        if isinstance(e, GVar):
-            return table.get(e)
-        return None
-
-    def check_pin(self, placement: Placement, s: StructInfo | None, what: str,
-                  span: Span | None) -> Placement:
-        """A placement the program gives, checked against its tensor and the mesh."""
-        if not isinstance(s, TensorSInfo) or s.shape is None:
-            raise CompileError(f"{what}: a placement needs a tensor of known shape", span)
-        try:
-            placement.check(len(s.shape), self.mesh.ndim)
-        except PlacementError as exc:
-            raise CompileError(f"{what}: {exc}", span) from None
-        for axis, item in enumerate(placement.items):
-            p = self.mesh.shape[axis]
-            if isinstance(item, Shard) and not is_even(s.shape[item.dim], p) and not self.uneven:
-                raise CompileError(
-                    f"{what}: dimension {item.dim} ({shape_text([s.shape[item.dim]])[1:-2]}) "
-                    f"does not split evenly over mesh axis '{self.mesh.axis_names[axis]}' "
-                    f"({p} devices) and uneven shards are off", span)
-            if isinstance(item, Owned) and item.coord >= p:
-                raise CompileError(f"{what}: O[{item.coord}] is not a coordinate of mesh axis "
-                                   f"'{self.mesh.axis_names[axis]}' ({p} devices)", span)
-        return placement
-
-    def rule(self, b: VarBinding) -> tuple[list[GraphExpr], list[TensorSInfo], Rule]:
-        key = id(b)
-        if key not in self.rules:
-            call = b.value
-            assert isinstance(call, GCall)
-            exprs = operand_exprs(call, self.sinfo_of, self.mod)
-            sinfos = [plain(self.sinfo_of(e)) for e in exprs]
-            out = plain(b.var.struct_info) or infer_expr(call, self.mod)[1]
-            self.rules[key] = (exprs, sinfos, rule_for(call, sinfos, out))  # type: ignore[arg-type]
-        return self.rules[key]
-
-    # ---- phase A: infer unknown placements -------------------------------------------------
-
-    def seed(self) -> None:
-        for p in self.func.params:
-            if isinstance(p.struct_info, DTensorSInfo):
-                self.place[p] = self.check_pin(p.struct_info.placement, p.struct_info,
-                                               f"parameter '{p.name}'", p.span)
-        for b in self.bindings:
-            s = b.var.struct_info
-            if isinstance(s, DTensorSInfo):
-                self.pinned[b.var] = self.check_pin(s.placement, s, f"'{b.var.name}'", b.span)
-            value = getattr(b, "value", None)
-            if isinstance(value, GCall) and value.op in DIST_OPS:
-                s = self.sinfo_of(value.args[0])
-                pl = self.check_pin(parse_placement(str(value.attrs["placement"]),
-                                                    getattr(s, "ndim", None)), s,
-                                    f"R.{value.op}", value.span)
-                old = self.pinned.get(b.var)
-                if old is not None and old != pl:
-                    raise CompileError(f"'{b.var.name}' is annotated \"{old}\" but "
-                                       f"R.{value.op} places it \"{pl}\"", b.span)
-                self.pinned[b.var] = pl
-        self.place.update(self.pinned)
-
-    def forward(self, b: Binding, creation: bool) -> bool:
-        if b.var in self.place:
-            return False
-        value = b.value  # type: ignore[attr-defined]
-        if isinstance(value, (GVar, Tuple)) or isinstance(b, MatchCast):
-            pl = self.placement_of(value, self.place)
-        elif isinstance(value, TupleGetItem):
-            tup = self.placement_of(value.tuple_value, self.place)
-            pl = tup[value.index] if isinstance(tup, tuple) else None
-        elif isinstance(value, GCall):
-            exprs, sinfos, rule = self.rule(b)  # type: ignore[arg-type]
-            if not any(isinstance(e, GVar) for e in exprs) and not creation:
-                return False  # made from constants: free to take its consumers' placement
-            pls = [self.placement_of(e, self.place) for e in exprs]
-            if any(not isinstance(p, Placement) for p in pls):
-                return self.sideways(exprs, sinfos, pls, rule)
-            res = resolve(rule, sinfos, pls, self.mesh,  # type: ignore[arg-type]
-                          splittable=self.splittable(b, rule, sinfos))
-            pl = res.results[0] if not isinstance(self.sinfo_of_var(b), TupleSInfo) \
-                else tuple(res.results)
-        else:
-            return False
-        if pl is None:
-            return False
-        self.place[b.var] = pl
-        return True
-
-    def sideways(self, exprs: list[GraphExpr], sinfos: list[TensorSInfo],
-                 pls: list[Placed | None], rule: Rule) -> bool:
-        """Operands whose placement is unknown, split the way a known split operand of the
-        same operator asks (a weight multiplied by a split activation)."""
-        if not any(isinstance(p, Placement) and not p.is_replicated for p in pls):
-            return False
-        known = [p if isinstance(p, Placement) else Placement.replicated(self.mesh.ndim)
-                 for p in pls]
-        res = resolve(rule, sinfos, known, self.mesh)
-        changed = False
-        for e, p, target in zip(exprs, pls, res.operands):
-            if p is None and isinstance(e, GVar) and not target.is_replicated:
-                self.place[e] = target
-                changed = True
-        return changed
-
-    def sinfo_of_var(self, b: Binding) -> StructInfo | None:
-        return b.var.struct_info
-
-    def backward(self, b: Binding) -> bool:
-        out = self.place.get(b.var)
-        if out is None:
-            return False
-        value = b.value  # type: ignore[attr-defined]
-        changed = False
-
-        def give(e: GraphExpr, pl: Placed) -> None:
-            nonlocal changed
-            if isinstance(e, GVar) and e not in self.place:
-                self.place[e] = pl
-                changed = True
-
-        if isinstance(value, GVar) or isinstance(b, MatchCast):
-            give(value, out)
-        elif isinstance(value, GCall) and value.op == "dist.annotate_sharding":
-            give(value.args[0], out)
-        elif isinstance(value, GCall) and value.op not in DIST_OPS:
-            exprs, sinfos, rule = self.rule(b)  # type: ignore[arg-type]
-            first = out[0] if isinstance(out, tuple) else out
-            if not isinstance(first, Placement):
-                return False
-            for i, e in enumerate(exprs):
-                if isinstance(e, GVar) and e not in self.place:
-                    give(e, self.wish(rule, i, first))
-        return changed
-
-    def wish(self, rule: Rule, i: int, out: Placement) -> Placement:
-        """The placement operand `i` should have for the result to be placed `out`."""
-        items = []
-        for it in out.items:
-            f = None
-            if isinstance(it, Shard) and rule.results and it.dim < len(rule.results[0]):
-                f = rule.results[0][it.dim]
-            elif isinstance(it, Partial):
-                f = next((g for g, op in rule.reduction.items() if op == it.op), None)
-            d = rule.dim_of(rule.operands[i], f) if f is not None and \
-                f not in rule.replicated else None
-            items.append(Shard(d) if d is not None else Placement.replicated(1).items[0])
-        return Placement(tuple(items))
-
-    def infer(self) -> None:
-        self.seed()
-        params = [p for p in self.func.params if isinstance(p.struct_info, TensorSInfo)]
-        for creation in (False, True):
-            while True:
-                changed = True
-                while changed:
-                    changed = False
-                    for b in self.bindings:
-                        changed |= self.forward(b, creation)
-                    for b in reversed(self.bindings):
-                        changed |= self.backward(b)
-                unknown = [p for p in params if p not in self.place]
-                if not unknown:
-                    break
-                self.place[unknown[0]] = Placement.replicated(self.mesh.ndim)
-
-    # ---- phase B: resolve each binding ---------------------------------------------------
-
-    def splittable(self, b: Binding, rule: Rule, sinfos: list[TensorSInfo]) -> frozenset[int]:
-        call = b.value  # type: ignore[attr-defined]
-        if rule.decomposable and sinfos and can_decompose(call, sinfos[0]):
-            return frozenset(rule.replicated)
-        return frozenset()
+class _Rewriter(PlacementInference):
+    """Phase two: each binding resolved in order, redistributions and decompositions
+    written, every variable typed by its placement."""
 
     def run(self) -> Function:
         self.infer()

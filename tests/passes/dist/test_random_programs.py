@@ -37,8 +37,10 @@ def programs(draw: st.DrawFn) -> tuple[str, list[np.ndarray]]:
         pool = [v for v, s in shapes.items() if len(s) == 2]
         a = draw(st.sampled_from(pool))
         sa = shapes[a]
+        rhs = [v for v, s in shapes.items() if len(s) == 2 and s[0] == sa[1]]
         op = draw(st.sampled_from(["binary", "unary", "matmul", "reduce", "softmax",
-                                   "transpose", "annotate"]))
+                                   "transpose", "annotate"] if rhs else
+                                  ["binary", "unary", "reduce", "transpose"]))
         if op == "binary":
             others = [v for v, s in shapes.items() if s == sa or s == sa[1:] or
                       (len(s) == 2 and 1 in s and all(d in (1, e) for d, e in zip(s, sa)))]
@@ -51,7 +53,6 @@ def programs(draw: st.DrawFn) -> tuple[str, list[np.ndarray]]:
             lines.append(f"{name} = R.{f}({a})")
             shapes[name] = sa
         elif op == "matmul":
-            rhs = [v for v, s in shapes.items() if len(s) == 2 and s[0] == sa[1]]
             b = draw(st.sampled_from(rhs))
             lines.append(f"{name} = R.matmul({a}, {b})")
             shapes[name] = (sa[0], shapes[b][1])
