@@ -66,6 +66,10 @@ class PlacementInference:
             self.mesh: DeviceMesh = lookup_mesh(mod.global_infos, self.mesh_ref)
         except MeshError as exc:
             raise CompileError(str(exc), refs[0][1]) from None
+        if self.mesh.first != 0:
+            raise CompileError(f"unsupported: '{self.mesh_ref}' starts at device "
+                               f"{self.mesh.first}; a mesh is the whole world of processes, "
+                               "devices 0 to N-1", self.mesh.span or refs[0][1])
         self.place: dict[GVar, Placed] = {}
         self.pinned: dict[GVar, Placement] = {}
         self.bindings = [b for blk in func.body.blocks for b in blk.bindings]

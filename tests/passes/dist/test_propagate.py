@@ -4,9 +4,11 @@ where operators need them, statistics for normalizations over a split axis, warn
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from dist_support import ccl_ops, check_simulated, lowered, module_text, placements, propagated
 from script_modules import distributed_sample_references
 from tirc.frontend import parse
+from tirc.ir.diagnostics import CompileError
 from tirc.ir.structural import structural_equal
 from tirc.passes.pass_base import PassContext
 
@@ -172,3 +174,12 @@ def main(a: R.DTensor((8, 6), "float32", "mesh[0]", "S[1]"),
                                           for s in ((8, 6), (6, 4), (8, 4))))
     assert ccl_ops(low) == [("ccl.reduce_scatter", {"device_mesh": "mesh[0]", "mesh_axis": 0,
                                                     "op_type": "sum", "axis": 0})]
+
+
+def test_a_mesh_must_start_at_device_zero() -> None:
+    text = module_text('''@R.function
+def main(x: R.DTensor((4, 6), "float32", "mesh[0]", "S[0]")):
+    return x
+''').replace("I.Range(0, 2)", "I.Range(4, 6)")
+    with pytest.raises(CompileError, match="'mesh\\[0\\]' starts at device 4"):
+        propagated(text)
