@@ -116,8 +116,11 @@ class DistributedFunction:
         self.fn = fn
         self.shim = shim
         self.ccl = Collectives(shim)
-        view = fn.meta.get("sharding") or {"mesh": [1], "params": [], "results": [],
-                                           "coords": []}
+        # A function without a global view (written per device, or for one device) runs as
+        # it is on every rank; its collectives check the number of processes themselves.
+        n = len([p for p in fn.params if not p.get("output")])
+        view = fn.meta.get("sharding") or {"mesh": [shim.size], "params": ["R"] * n,
+                                           "results": ["R"] * len(fn.outputs)}
         self.view = view
         self.mesh = Mesh(view["mesh"], shim.rank)
         self.coords = {name: self.mesh.coords[k] for k, name in
