@@ -183,3 +183,38 @@ def main(x: R.DTensor((4, 6), "float32", "mesh[0]", "S[0]")):
 ''').replace("I.Range(0, 2)", "I.Range(4, 6)")
     with pytest.raises(CompileError, match="'mesh\\[0\\]' starts at device 4"):
         propagated(text)
+
+
+TVM_SHARDED_MLP = '''from tvm.script import ir as I
+from tvm.script import relax as R
+
+@I.ir_module
+class ShardedMLP:
+    I.module_attrs({"device_num": 10})
+    I.module_global_infos(
+        {"mesh": [R.device_mesh((2,), I.Range(0, 2)), R.device_mesh((1,), I.Range(4, 5))]}
+    )
+
+    @R.function
+    def foo(
+        x: R.DTensor((128, 128), "float32", "mesh[0]", "R"),
+        weight1: R.DTensor((128, 128), "float32", "mesh[0]", "S[1]"),
+        weight2: R.DTensor((128, 128), "float32", "mesh[0]", "S[0]"),
+    ) -> R.DTensor((128, 128), "float32", "mesh[0]", "R"):
+        lv0: R.DTensor((128, 128), "float32", "mesh[0]", "S[1]") = R.matmul(
+            x, weight1, out_dtype="void"
+        )
+        lv1: R.DTensor((128, 128), "float32", "mesh[0]", "S[1]") = R.nn.gelu(lv0)
+        lv3: R.DTensor((128, 128), "float32", "mesh[0]", "R") = R.matmul(
+            lv1, weight2, out_dtype="void"
+        )
+        return lv3
+'''
+
+
+def test_tvms_printed_sharded_module_compiles() -> None:
+    """TVM's PropagateSharding output (its test_mlp) as TVM prints it: its annotations are
+    kept, and the replicated annotation on the row-parallel matmul is an all-reduce."""
+    places = placements(propagated(TVM_SHARDED_MLP), "foo")
+    assert places["lv0"] == places["lv1"] == "S[1]" and places["lv3"] == "R"
+    assert [op for op, _ in ccl_ops(lowered(TVM_SHARDED_MLP), "foo")] == ["ccl.allreduce"]
