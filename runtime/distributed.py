@@ -223,19 +223,19 @@ class DistributedFunction:
             array = self.broadcast_from_root(array)
         array = np.asarray(array)
         index = [slice(None)] * array.ndim
-        zero = False
+        fill = None  # a partial value is whole at coordinate 0, the identity elsewhere
         for axis, (kind, arg) in enumerate(placement):
             c, p = self.mesh.coords[axis], self.mesh.shape[axis]
             if kind == "S":
                 assert isinstance(arg, int)
                 start, rows = part(array.shape[arg], p, c)
                 index[arg] = slice(start, start + rows)
-            elif kind == "O":
-                zero |= c != arg
-            elif kind == "P":
-                zero |= c != 0
+            elif kind == "O" and c != arg or kind == "P" and arg == "sum" and c != 0:
+                fill = 0
+            elif kind == "P" and arg == "prod" and c != 0 and fill is None:
+                fill = 1
         local = np.ascontiguousarray(array[tuple(index)])
-        return np.zeros_like(local) if zero else local
+        return local if fill is None else np.full_like(local, fill)
 
     def broadcast_from_root(self, array: Any) -> np.ndarray:
         """Rank 0's array on every rank (its rank, shape and dtype name go first)."""

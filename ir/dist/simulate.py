@@ -40,12 +40,17 @@ def global_view(func: Function) -> tuple[DeviceMesh, list[Placement], list[Place
 
 def scatter(array: np.ndarray, placement: Placement, mesh: DeviceMesh,
             coords: Sequence[int]) -> np.ndarray:
-    """The part of a global array the device at `coords` holds."""
-    owned = all(not isinstance(it, Owned) or it.coord == c
-                for it, c in zip(placement.items, coords))
-    first = all(not isinstance(it, Partial) or c == 0 for it, c in zip(placement.items, coords))
+    """The part of a global array the device at `coords` holds. A partial value is whole at
+    coordinate 0 and the reduction's identity elsewhere (0 for sum, 1 for prod; max and min
+    hold it everywhere); an owned one is zeros away from its owner."""
+    pairs = list(zip(placement.items, coords))
     part = np.ascontiguousarray(array[local_slices(array.shape, placement, mesh, coords)])
-    return part if owned and first else np.zeros_like(part)
+    if any(isinstance(it, Owned) and it.coord != c for it, c in pairs) or \
+            any(isinstance(it, Partial) and it.op == "sum" and c for it, c in pairs):
+        return np.zeros_like(part)
+    if any(isinstance(it, Partial) and it.op == "prod" and c for it, c in pairs):
+        return np.ones_like(part)
+    return part
 
 
 def gather(parts: dict[tuple[int, ...], np.ndarray], placement: Placement,
