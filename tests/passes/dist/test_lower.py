@@ -116,9 +116,9 @@ def main(x: R.DTensor(("n", 4), "float32", "mesh[0]", "S[0]"), w: R.Tensor((4, 3
 
 def test_partial_parameters_of_every_reduction() -> None:
     for op in ("P", "P[max]", "P[min]", "P[prod]"):
-        text = module_text(f\'\'\'@R.function
+        text = module_text(f'''@R.function
 def main(x: R.DTensor((4, 3), "float32", "mesh[0]", "{op}")):
     return R.exp(x)
-\'\'\', mesh=(3,))
+''', mesh=(3,))
         low = check_simulated(text, "main", np.linspace(-1, 1, 12, dtype="float32").reshape(4, 3))
         assert [a["op_type"] for _, a in ccl_ops(low)] == [op[2:-1] if "[" in op else "sum"]
