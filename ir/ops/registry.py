@@ -362,4 +362,9 @@ def infer_call(call: GCall, sinfo_of: Callable[[GraphExpr], StructInfo],
                module: Any = None) -> tuple[GCall, StructInfo]:
     """The call in canonical form and its struct info; a CompileError for a bad call."""
     bound = bound_call(call, sinfo_of, module)
-    return canonical_call(bound.op, call, bound.values, bound.given), bound.op.infer(bound)
+    out = bound.op.infer(bound)
+    if not call.op.startswith("dist."):  # only the placement operators give placements
+        from tirc.ir.dist.dtensor import plain
+
+        out = plain(out)  # type: ignore[assignment]
+    return canonical_call(bound.op, call, bound.values, bound.given), out
