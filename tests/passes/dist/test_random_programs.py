@@ -1,7 +1,7 @@
 """Random distributed programs (hypothesis): chains of elementwise operators, matmuls,
-reductions, softmaxes, transposes and annotations over randomly placed inputs on meshes of
-2, 3 and 2x2 devices (uneven splits included) run on the numpy-simulated mesh and equal the
-single-process interpreter."""
+reductions, softmaxes, transposes and annotations over randomly placed inputs (split,
+replicated, partial, owned) on meshes of 2, 3 and 2x2 devices (uneven splits included) run
+on the numpy-simulated mesh and equal the single-process interpreter."""
 
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ MESHES = [(2,), (3,), (2, 2)]
 
 
 @st.composite
-def placement(draw: st.DrawFn, mesh: tuple[int, ...], ndim: int) -> str:
+def placement(draw: st.DrawFn, mesh: tuple[int, ...], ndim: int, partial: bool = False) -> str:
     items: list[str] = []
     for _ in mesh:
         free = [f"S[{d}]" for d in range(ndim) if f"S[{d}]" not in items]
-        items.append(draw(st.sampled_from(["R", *free])))
+        extra = ["P", "P[max]", "O[1]"] if partial else []
+        items.append(draw(st.sampled_from(["R", *free, *extra])))
     return ", ".join(items)
 
 
@@ -28,7 +29,7 @@ def programs(draw: st.DrawFn) -> tuple[str, list[np.ndarray]]:
     params = {"x": (6, 5), "y": (6, 5), "w": (5, 5), "b": (5,)}
     decls = []
     for name, shape in params.items():
-        pl = draw(placement(mesh, len(shape)))
+        pl = draw(placement(mesh, len(shape), partial=True))
         decls.append(f'{name}: R.DTensor({shape}, "float32", "mesh[0]", "{pl}")')
     shapes = dict(params)
     lines = []
