@@ -41,6 +41,7 @@ D_MODEL, D_HIDDEN = 256, 1024
 
 
 def inputs(n: int) -> list[np.ndarray]:
+    """Seeded global inputs for batch size `n`."""
     rng = np.random.default_rng(0)
     return [rng.standard_normal((n, D_MODEL)).astype("float32"),
             (rng.standard_normal((D_MODEL, D_HIDDEN)) * 0.0625).astype("float32"),
@@ -61,11 +62,13 @@ def _erf(v: np.ndarray) -> np.ndarray:
 
 def numpy_mlp(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray,
               b2: np.ndarray) -> np.ndarray:
+    """The MLP in NumPy (float32, erf by a rational approximation)."""
     h = x @ w1 + b1
     return (0.5 * h * (1.0 + _erf(h * np.float32(0.7071067811865476)))) @ w2 + b2
 
 
 def median_time(fn: object, repeat: int) -> float:
+    """The median seconds of `repeat` calls."""
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
@@ -110,11 +113,13 @@ def worker(lib_path: str, sizes: list[int], repeat: int) -> None:
 
 
 def compile_lib(mesh: int, out: Path) -> None:
+    """Compile the sample for a mesh of `mesh` devices."""
     subprocess.run([sys.executable, "-m", "tirc.cli.main", str(SAMPLE), "--mesh", str(mesh),
                     "-O2", "-o", str(out)], check=True)
 
 
 def report_traffic(mesh: int) -> str:
+    """The --report-collectives line of the sample on `mesh` devices."""
     proc = subprocess.run([sys.executable, "-m", "tirc.cli.main", str(SAMPLE), "--mesh",
                            str(mesh), "--report-collectives", "--emit", "tir", "-o", os.devnull],
                           capture_output=True, text=True, check=True)
@@ -124,6 +129,7 @@ def report_traffic(mesh: int) -> str:
 
 def run_ranks(lib: Path, ranks: int, threads: int, sizes: list[int], repeat: int,
               timeout: int) -> dict[int, dict[str, float]]:
+    """Time every size with `ranks` processes of `threads` threads each."""
     from tirc.runtime.launch import mpiexec_command
 
     cmd = ["timeout", "-k", "10", str(timeout), *mpiexec_command(ranks, [
@@ -138,6 +144,7 @@ def run_ranks(lib: Path, ranks: int, threads: int, sizes: list[int], repeat: int
 
 
 def main() -> None:
+    """Compile, run both configurations, print the table."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1,64,1024")
     ap.add_argument("--repeat", type=int, default=20)

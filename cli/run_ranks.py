@@ -22,6 +22,7 @@ MPI_RANK_ENVS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", RANKS_ENV)
 
 
 def _without_ranks(argv: list[str]) -> list[str]:
+    """The command line without its --ranks option."""
     out, skip = [], False
     for a in argv:
         if skip:

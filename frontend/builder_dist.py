@@ -124,6 +124,7 @@ def dtensor(ctx: Context, call: S.Call, base: TensorSInfo, mesh_node: S.Expr | N
 
 
 def _layout_placement(text: str, base: TensorSInfo, mesh: DeviceMesh) -> Placement:
+    """The placement an Axe layout string describes for a static-shape tensor."""
     shape = [const_dim(d) for d in base.shape or ()]
     if base.shape is None or any(d is None for d in shape):
         raise LayoutError("a placement written as an Axe layout needs a static shape")

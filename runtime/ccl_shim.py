@@ -73,6 +73,7 @@ def find_mpiexec() -> str | None:
 
 
 def cache_dir() -> Path:
+    """Where built shims are kept."""
     root = os.environ.get("TIRC_CACHE_DIR")
     return Path(root) if root else Path.home() / ".cache" / "tirc"
 
@@ -197,29 +198,37 @@ class Shim:
             raise TircError(f"starting the collectives failed: {self.last_error()}")
 
     def last_error(self) -> str:
+        """The message of the last failed call."""
         return (self.lib.tirc_ccl_last_error() or b"").decode("utf-8", "replace")
 
     @property
     def rank(self) -> int:
+        """This process's rank in the world."""
         return int(self.lib.tirc_ccl_rank())
 
     @property
     def size(self) -> int:
+        """The number of processes."""
         return int(self.lib.tirc_ccl_size())
 
     def backend(self) -> str:
+        """The engine and its version."""
         return (self.lib.tirc_ccl_backend() or b"").decode("utf-8", "replace")
 
     def bytes_sent(self) -> int:
+        """Bytes this process handed to the engine to send since the last reset."""
         return int(self.lib.tirc_ccl_bytes_sent())
 
     def calls(self) -> int:
+        """Collectives called since the last reset."""
         return int(self.lib.tirc_ccl_calls())
 
     def reset_counters(self) -> None:
+        """Zero the byte and call counters."""
         self.lib.tirc_ccl_reset_counters()
 
     def finalize(self) -> None:
+        """Stop the engine if the shim started it."""
         self.lib.tirc_ccl_finalize()
 
 
@@ -227,6 +236,7 @@ _SHIM: dict[str, Shim] = {}
 
 
 def _started(kind: str, build: Any) -> Shim:
+    """The shim of kind `kind`, built and started once per process."""
     if kind not in _SHIM:
         import atexit
 

@@ -71,6 +71,7 @@ class Mesh:
 
     @property
     def size(self) -> int:
+        """The number of devices."""
         return int(np.prod(self.shape))
 
 
@@ -82,6 +83,7 @@ class Collectives:
         self._fns: dict[str, Any] = {}
 
     def _fn(self, symbol: str) -> Any:
+        """The shim's C function `symbol`, typed once."""
         if symbol not in self._fns:
             fn = getattr(self.shim.lib, symbol)
             fn.restype = ctypes.c_int32
@@ -106,6 +108,7 @@ class Collectives:
 
 
 def _dtype_name(dt: np.dtype) -> str:
+    """tirc's name of a numpy dtype."""
     return "bool" if dt == np.bool_ else "bfloat16" if dt.name == "bfloat16" else dt.name
 
 
@@ -131,10 +134,12 @@ class DistributedFunction:
 
     @property
     def name(self) -> str:
+        """The function's name."""
         return self.fn.name
 
     @property
     def meta(self) -> dict[str, Any]:
+        """The function's metadata."""
         return self.fn.meta
 
     @property
@@ -144,6 +149,7 @@ class DistributedFunction:
                 p["name"] not in self.sizes]
 
     def signature(self) -> str:
+        """The signature, with this rank and the mesh."""
         mesh = "x".join(map(str, self.mesh.shape))
         return f"{self.fn.signature()} on rank {self.shim.rank} of {self.shim.size} " \
                f"(mesh {mesh})"
@@ -208,6 +214,7 @@ class DistributedFunction:
         return self.fn.prepare(args, {**self.coords, **sizes, **kwargs})
 
     def call_prepared(self, call: Any) -> None:
+        """Call with prepared arguments (see Function.call_prepared)."""
         try:
             self.fn.call_prepared(call)
         except TircError as exc:
@@ -294,10 +301,12 @@ class DistributedModule:
 
     @property
     def rank(self) -> int:
+        """This process's rank."""
         return self.shim.rank
 
     @property
     def size(self) -> int:
+        """The number of devices."""
         return self.shim.size
 
     def __getitem__(self, name: str) -> DistributedFunction:

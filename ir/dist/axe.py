@@ -62,6 +62,7 @@ def from_layout(layout: TileLayout, shape: Sequence[int], mesh: DeviceMesh) -> P
     items: list[Item | None] = [None] * mesh.ndim
 
     def mesh_axis(name: str, what: str) -> int:
+        """The position of mesh axis `name`; a LayoutError naming `what` otherwise."""
         if name not in mesh.axis_names:
             raise LayoutError(f"{what} is on axis '{name}', which is not an axis of the mesh "
                               f"(axes: {', '.join(mesh.axis_names)})")

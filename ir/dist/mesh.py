@@ -52,6 +52,7 @@ class DeviceMesh(Node):
 
     @property
     def ndim(self) -> int:
+        """The number of mesh axes."""
         return len(self.shape)
 
     @property

@@ -26,32 +26,39 @@ def reduce(arrays: Sequence[np.ndarray], op: str) -> np.ndarray:
 
 
 def all_reduce(arrays: Sequence[np.ndarray], op: str = "sum") -> list[np.ndarray]:
+    """Every member gets the reduction of all members' arrays."""
     total = reduce(arrays, op)
     return [total.copy() for _ in arrays]
 
 
 def all_gather(arrays: Sequence[np.ndarray], axis: int) -> list[np.ndarray]:
+    """Every member gets the members' arrays concatenated along `axis`."""
     whole = np.concatenate(arrays, axis=axis)
     return [whole.copy() for _ in arrays]
 
 
 def reduce_scatter(arrays: Sequence[np.ndarray], op: str, axis: int) -> list[np.ndarray]:
+    """Member c gets part c (balanced) of the reduction along `axis`."""
     return [np.ascontiguousarray(p) for p in np.array_split(reduce(arrays, op), len(arrays),
                                                             axis=axis)]
 
 
 def all_to_all(arrays: Sequence[np.ndarray], split_axis: int,
                concat_axis: int) -> list[np.ndarray]:
+    """Member i gets part i of every member's array (split along `split_axis`), concatenated
+    along `concat_axis`."""
     parts = [np.array_split(a, len(arrays), axis=split_axis) for a in arrays]
     return [np.concatenate([parts[j][i] for j in range(len(arrays))], axis=concat_axis)
             for i in range(len(arrays))]
 
 
 def broadcast(arrays: Sequence[np.ndarray], root: int) -> list[np.ndarray]:
+    """Every member gets the root's array."""
     return [arrays[root].copy() for _ in arrays]
 
 
 def shard(arrays: Sequence[np.ndarray], axis: int) -> list[np.ndarray]:
+    """Member c keeps part c (balanced) of its own array along `axis`: nothing moves."""
     p = len(arrays)
     return [np.ascontiguousarray(np.array_split(a, p, axis=axis)[c])
             for c, a in enumerate(arrays)]

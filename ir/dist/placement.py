@@ -107,10 +107,12 @@ class Placement:
 
     @property
     def is_replicated(self) -> bool:
+        """True when every mesh axis holds a full copy."""
         return all(isinstance(i, Replicate) for i in self.items)
 
     @property
     def has_partial(self) -> bool:
+        """True when some mesh axis holds partial values."""
         return any(isinstance(i, Partial) for i in self.items)
 
     def check(self, ndim: int, mesh_ndim: int) -> None:

@@ -130,6 +130,7 @@ def _derived_dims(s: Any) -> int:
 
 def _collective(b: Any, call: GCall, runners: dict[tuple[int, ...], GraphRunner],
                 mesh: DeviceMesh) -> None:
+    """Run one collective binding: combine the devices' values group by group."""
     axis = int(call.attrs.get("mesh_axis", 0))
     values = {c: r.eval(call.args[0]) for c, r in runners.items()}
     for key in {c[:axis] + c[axis + 1:] for c in runners}:

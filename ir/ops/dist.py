@@ -28,6 +28,7 @@ def call_mesh(oc: OpCall) -> DeviceMesh:
 
 
 def _placed(oc: OpCall) -> StructInfo:
+    """annotate_sharding / redistribute: the value as a DTensor with the placement asked for."""
     x = oc.tensor("x")
     assert x.shape is not None
     mesh = call_mesh(oc)
@@ -46,6 +47,7 @@ for _name in ("dist.annotate_sharding", "dist.redistribute"):
 
 
 def _group(oc: OpCall) -> tuple[TensorSInfo, DeviceMesh, int]:
+    """A collective's input and its mesh axis, checked."""
     x = oc.tensor("x")
     mesh = call_mesh(oc)
     try:
@@ -62,6 +64,7 @@ def _group(oc: OpCall) -> tuple[TensorSInfo, DeviceMesh, int]:
 
 
 def _same(oc: OpCall) -> StructInfo:
+    """A collective whose result has the input's shape."""
     x, mesh, axis = _group(oc)
     root = oc.values.get("root")
     if root is not None and not 0 <= root < mesh.shape[axis]:

@@ -20,6 +20,7 @@ from tirc.ir.ops.sinfo_util import normalize_axis
 
 
 class _Emitter:
+    """Builds the bindings of a decomposition, each named after the original."""
     def __init__(self, base: VarBinding) -> None:
         self.base = base
         self.out: list[VarBinding] = []
@@ -32,6 +33,7 @@ class _Emitter:
         return var
 
     def finish(self) -> list[VarBinding]:
+        """The bindings, the last one binding the original variable."""
         last = self.out[-1]
         self.out[-1] = VarBinding(self.base.var, last.value, span=self.base.span)
         return self.out

@@ -78,6 +78,7 @@ class PlacementInference:
     # ---- helpers -------------------------------------------------------------------------
 
     def sinfo_of(self, e: GraphExpr) -> StructInfo:
+        """The struct info of an operand (a constant is a 0-d tensor)."""
         if isinstance(e, GVar) and e.struct_info is not None:
             return e.struct_info
         if isinstance(e, Constant):
@@ -85,6 +86,7 @@ class PlacementInference:
         return infer_expr(e, self.mod)[1]
 
     def placement_of(self, e: GraphExpr, table: dict[GVar, Placed]) -> Placed | None:
+        """The placement of an operand in `table` (constants are replicated)."""
         if isinstance(e, Constant):
             return Placement.replicated(self.mesh.ndim)
         if isinstance(e, Tuple):
@@ -116,6 +118,7 @@ class PlacementInference:
         return placement
 
     def rule(self, b: VarBinding) -> tuple[list[GraphExpr], list[TensorSInfo], Rule]:
+        """The operands, their struct info and the factor rule of a call binding (cached)."""
         key = id(b)
         if key not in self.rules:
             call = b.value
@@ -129,6 +132,7 @@ class PlacementInference:
     # ---- phase A: infer unknown placements -------------------------------------------------
 
     def seed(self) -> None:
+        """The placements the program gives."""
         for p in self.func.params:
             if isinstance(p.struct_info, DTensorSInfo):
                 self.place[p] = self.check_pin(p.struct_info.placement, p.struct_info,
@@ -151,6 +155,7 @@ class PlacementInference:
         self.place.update(self.pinned)
 
     def forward(self, b: Binding, creation: bool) -> bool:
+        """Place `b`'s value from its operands (True when it learnt something)."""
         if b.var in self.place:
             return False
         value = b.value  # type: ignore[attr-defined]
@@ -194,9 +199,11 @@ class PlacementInference:
         return changed
 
     def sinfo_of_var(self, b: Binding) -> StructInfo | None:
+        """The struct info of a binding's variable."""
         return b.var.struct_info
 
     def backward(self, b: Binding) -> bool:
+        """Place `b`'s unknown operands from its value (True when it learnt something)."""
         out = self.place.get(b.var)
         if out is None:
             return False
@@ -238,6 +245,8 @@ class PlacementInference:
         return Placement(tuple(items))
 
     def infer(self) -> None:
+        """Every value placed: propagate to a fixed point, replicate an undecided parameter,
+        repeat."""
         self.seed()
         params = [p for p in self.func.params if isinstance(p.struct_info, TensorSInfo)]
         for creation in (False, True):

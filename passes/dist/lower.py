@@ -68,6 +68,7 @@ class LowerSharding(Pass):
                   "shapes, R.ccl.* collectives for every redistribution"
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        """The per-device function."""
         diag = DiagnosticContext()
         out = mod
         for name, func in mod.graph_funcs().items():
@@ -84,11 +85,13 @@ class LowerSharding(Pass):
 
 
 def _distributed(func: Function) -> bool:
+    """True when a graph function has a distributed parameter or result."""
     return any(is_distributed(p.struct_info) for p in func.params) or \
         is_distributed(func.ret_struct_info)
 
 
 def _mesh_ref(func: Function) -> str:
+    """The mesh ("mesh[0]") a distributed function runs on."""
     for p in func.params:
         if isinstance(p.struct_info, DTensorSInfo):
             return p.struct_info.device_mesh
@@ -101,6 +104,7 @@ def _mesh_ref(func: Function) -> str:
 
 
 class _Lowering:
+    """The per-device program of one distributed function."""
     def __init__(self, func: Function, mod: IRModule) -> None:
         self.func = func
         self.mod = mod
@@ -127,6 +131,7 @@ class _Lowering:
         return s
 
     def run(self) -> Function:
+        """The per-device function."""
         self.split_sizes()
         params = []
         for p in self.func.params:
@@ -179,6 +184,7 @@ class _Lowering:
     def global_view(self) -> dict[str, Any]:
         """Mesh shape and placements of parameters and results, for the runtime."""
         def placements(sinfos: list[StructInfo | None]) -> list[str]:
+            """The placement text of each struct info ("R" for a plain tensor)."""
             return [str(s.placement) if isinstance(s, DTensorSInfo) else "R" for s in sinfos]
 
         ret = self.func.ret_struct_info
@@ -193,10 +199,12 @@ class _Lowering:
         return view
 
     def fresh(self, base: str, is_dataflow: bool, span: Any) -> GVar:
+        """A new variable named after `base`."""
         self.counter += 1
         return GVar(f"{base}_{self.counter}", is_dataflow=is_dataflow, span=span)
 
     def binding(self, b: Binding, out: list[Binding], is_dataflow: bool) -> None:
+        """Lower one binding into `out`: local struct info, collectives for redistributions."""
         value = substitute(b.value, self.mapping)  # type: ignore[attr-defined]
         sinfo = self.local(b.var.struct_info)
         if isinstance(value, GCall) and value.op == "dist.redistribute":
@@ -213,6 +221,7 @@ class _Lowering:
         self.mapping[b.var] = new_var
 
     def redistribute(self, b: Binding, call: GCall, out: list[Binding], is_dataflow: bool) -> None:
+        """The collectives of one `R.dist.redistribute`, the last binding its variable."""
         src_expr = b.value.args[0]  # type: ignore[attr-defined]
         src = _dtensor(b, src_expr, self.func)
         dst = b.var.struct_info
@@ -272,6 +281,7 @@ class _Lowering:
 
 
 def _dtensor(b: Binding, e: GraphExpr, func: Function) -> DTensorSInfo:
+    """The DTensor struct info of an operand of `b` (an error if it has none)."""
     s = e.struct_info if isinstance(e, GVar) else None
     if not isinstance(s, DTensorSInfo):
         raise CompileError(f"lower-sharding: '{b.var.name}' reads a value without a placement "

@@ -44,6 +44,7 @@ def plan(src: Placement, dst: Placement) -> list[Step]:
     steps: list[Step] = []
 
     def go(axis: int, target: Item) -> None:
+        """Append the steps that take mesh axis `axis` to `target`."""
         nonlocal cur
         for op, attrs, item in _transition(cur[axis], target):
             after = cur.replace(axis, item)

@@ -163,6 +163,7 @@ class _Rewriter(PlacementInference):
         return out[0], tail
 
     def fresh(self, base: str, is_dataflow: bool, span: Span | None) -> GVar:
+        """A new variable named after `base`."""
         self.counter += 1
         return GVar(f"{base}_r{self.counter}", is_dataflow=is_dataflow, span=span)
 
@@ -192,6 +193,7 @@ class _Rewriter(PlacementInference):
 
     def warn_gathers(self, e: GraphExpr, s: TensorSInfo, steps: list[Any], span: Span | None,
                      why: str) -> None:
+        """A warning when a compiler-inserted plan gathers a whole tensor onto every device."""
         for st in steps:
             if st.op not in ("ccl.allgather", "ccl.broadcast"):
                 continue
@@ -206,6 +208,8 @@ class _Rewriter(PlacementInference):
 
     def emit(self, b: Binding, out: list[Binding], is_dataflow: bool,
              pinned: Placement | None = None) -> None:
+        """Resolve one binding into `out` (redistributions first, a decomposition when a
+        normalization's axis is split)."""
         value = substitute(b.value, self.mapping)  # type: ignore[attr-defined]
         pinned = pinned or self.pinned.get(b.var)
         if isinstance(value, GCall) and value.op in DIST_OPS:
@@ -271,6 +275,7 @@ class _Rewriter(PlacementInference):
         self.final[new_var] = results
 
     def reason(self, call: GCall, why: str) -> str:
+        """Why an operand must be gathered, for the warning."""
         return f"R.{call.op} needs it whole here ({why})" if why else f"R.{call.op} needs it"
 
     def emit_dist(self, b: Binding, call: GCall, out: list[Binding], is_dataflow: bool) -> None:
@@ -285,6 +290,7 @@ class _Rewriter(PlacementInference):
         self.mapping[b.var] = new
 
     def placed_sinfo(self, s: StructInfo | None, pl: Placed | None) -> StructInfo | None:
+        """Struct info with its placement(s)."""
         if isinstance(s, TensorSInfo) and isinstance(pl, Placement):
             return with_placement(plain(s), self.mesh_ref, pl)  # type: ignore[arg-type]
         if isinstance(s, TupleSInfo) and isinstance(pl, tuple):
@@ -294,6 +300,7 @@ class _Rewriter(PlacementInference):
 
 
 def _bytes(s: TensorSInfo) -> int | None:
+    """A static tensor's bytes (None when symbolic)."""
     n = s.dtype.bytes if s.dtype is not None else None
     for d in s.shape or ():
         v = getattr(d, "value", None)

@@ -42,6 +42,7 @@ class Record:
     span: Span | None
 
     def line(self) -> str:
+        """One line of the report."""
         where = f"{self.span.file}:{self.span.line}" if self.span is not None else self.function
         return (f"{where}: {self.kind}{self.detail} over {self.axis} ({self.group} devices) of "
                 f"{self.value}: {self.dtype} {shape_text(self.shape)}, {_text(self.payload)} "
@@ -49,10 +50,12 @@ class Record:
 
 
 def _text(e: PrimExpr) -> str:
+    """A dimension expression as the report prints it."""
     return shape_text([e])[1:-2]
 
 
 def _scaled(e: PrimExpr, num: int, den: int) -> PrimExpr:
+    """`e * num / den`, simplified."""
     if isinstance(e, IntImm):
         return IntImm(e.value * num // den, e.dtype)
     return simplify_dim(binop("floordiv", binop("mul", e, IntImm(num, e.dtype)),
@@ -69,6 +72,7 @@ def records(mod: IRModule) -> list[Record]:
 
 
 def _function_records(f: Function, mod: IRModule) -> list[Record]:
+    """The collectives of one per-device function."""
     out = []
     for blk in f.body.blocks:
         for b in blk.bindings:
@@ -123,11 +127,13 @@ class ReportCollectives(Instrument):
 
     def after_pass(self, p: Pass, before: IRModule, after: IRModule, ctx: PassContext,
                    run: PassRun) -> None:
+        """Print the report after lower-sharding."""
         if p.name == "lower-sharding":
             (self.stream or sys.stderr).write(render(records(after)))
             self.printed = True
 
     def exit_pipeline(self, mod: IRModule, ctx: PassContext) -> None:
+        """Say so when lower-sharding never ran."""
         if not self.printed:
             (self.stream or sys.stderr).write("tirc: no collectives (lower-sharding did not "
                                               "run)\n")

@@ -34,6 +34,7 @@ class Resolution:
 
 
 def _size(s: TensorSInfo) -> int:
+    """A tensor's bytes (a symbolic dimension counts as large): the weight of a split."""
     n = 1
     for d in s.shape or ():
         c = const_dim(d)
@@ -108,6 +109,8 @@ def _allowed(rule: Rule, f: int, operands: Sequence[TensorSInfo], mesh: DeviceMe
 def _choose(rule: Rule, operands: Sequence[TensorSInfo], items: Sequence[Item],
             mesh: DeviceMesh, a: int, used: set[int], splittable: frozenset[int],
             why: list[str]) -> int | None:
+    """The factor the split operands on mesh axis `a` agree on, the largest winning; records why
+    the others must be gathered."""
     weight: dict[int, int] = {}
     for i, it in enumerate(items):
         if not isinstance(it, Shard):

@@ -44,10 +44,12 @@ class Rule:
 
 
 class _Factors:
+    """Hands out fresh factor ids for one rule."""
     def __init__(self) -> None:
         self.count = 0
 
     def new(self, n: int = 1) -> list[int]:
+        """`n` fresh factor ids."""
         out = list(range(self.count, self.count + n))
         self.count += n
         return out
@@ -84,6 +86,7 @@ def _first_only(ops: Sequence[str | None]) -> str | None:
 
 
 def _reduce_partial(kind: str) -> PartialRule:
+    """A reduction passes on a partial operand of its own kind (sum and mean pass sums)."""
     keeps = {"sum": "sum", "mean": "sum", "max": "max", "min": "min", "prod": "prod"}[kind]
 
     def rule(ops: Sequence[str | None]) -> str | None:
@@ -121,12 +124,14 @@ def result_sinfos(out: StructInfo) -> list[TensorSInfo]:
 
 
 def _shape(s: TensorSInfo) -> tuple:
+    """The (known) shape of a tensor."""
     assert s.shape is not None
     return s.shape
 
 
 def _broadcast(fx: _Factors, operands: Sequence[TensorSInfo], out: TensorSInfo,
                partial: PartialRule) -> Rule:
+    """Elementwise with NumPy broadcasting: a size-1 broadcast dimension has no factor."""
     oshape = _shape(out)
     ofs = fx.new(len(oshape))
     ops: list[list[Factor]] = []
@@ -139,6 +144,7 @@ def _broadcast(fx: _Factors, operands: Sequence[TensorSInfo], out: TensorSInfo,
 
 
 def _matmul(fx: _Factors, a: TensorSInfo, b: TensorSInfo, out: TensorSInfo) -> Rule:
+    """Batch factors (broadcast), m, n, and the contraction k (a reduction by sum)."""
     sa, sb, so = _shape(a), _shape(b), _shape(out)
     (k,) = fx.new()
     nbatch = len(so) - (len(sa) > 1) - (len(sb) > 1)
@@ -159,6 +165,7 @@ def _matmul(fx: _Factors, a: TensorSInfo, b: TensorSInfo, out: TensorSInfo) -> R
 
 
 def _axes(values: Any, ndim: int) -> list[int]:
+    """Normalized, sorted axes of an `axis`/`axes` attribute (None: all)."""
     if values is None:
         return list(range(ndim))
     items = values if isinstance(values, (tuple, list)) else (values,)
@@ -166,6 +173,7 @@ def _axes(values: Any, ndim: int) -> list[int]:
 
 
 def _reduce(fx: _Factors, call: GCall, x: TensorSInfo) -> Rule:
+    """Reduced axes are reduction factors; kept ones (keepdims) have none in the result."""
     shape = _shape(x)
     fs = fx.new(len(shape))
     axes = _axes(call.attrs.get("axis"), len(shape))
@@ -177,6 +185,7 @@ def _reduce(fx: _Factors, call: GCall, x: TensorSInfo) -> Rule:
 
 
 def _normalization(fx: _Factors, call: GCall, operands: Sequence[TensorSInfo]) -> Rule:
+    """softmax and the norms: the normalized axes must stay whole (unless decomposed)."""
     x = operands[0]
     shape = _shape(x)
     fs = fx.new(len(shape))
@@ -243,6 +252,7 @@ def rule_for(call: GCall, operands: Sequence[TensorSInfo], out: StructInfo) -> R
 
 
 def _rule_for(call: GCall, operands: Sequence[TensorSInfo], out: StructInfo) -> Rule:
+    """The rule by operator kind (opaque calls: nothing may be split)."""
     fx = _Factors()
     results = result_sinfos(out)
     op = call.op
@@ -309,6 +319,7 @@ def _rule_for(call: GCall, operands: Sequence[TensorSInfo], out: StructInfo) -> 
 
 
 def _astype_partial(call: GCall) -> PartialRule:
+    """A cast to a float type passes partial sums; to an integer it does not."""
     target = str(call.attrs.get("dtype", ""))
     return _all_same(("sum",)) if target.startswith(("float", "bfloat")) else (lambda ops: None)
 

@@ -95,6 +95,8 @@ def resize_meshes(mod: IRModule, spec: str) -> IRModule:
 
 
 def mesh_refs(func: Function) -> list[tuple[str, Span | None]]:
+    """Every mesh reference of a function (parameters, return type, bindings, R.dist calls),
+    with where it is."""
     refs: list[tuple[str, Span | None]] = []
     for p in func.params:
         _dtensor_refs(p.struct_info, p.span, refs)
@@ -112,6 +114,7 @@ def mesh_refs(func: Function) -> list[tuple[str, Span | None]]:
 
 def _dtensor_refs(s: StructInfo | None, span: Span | None,
                   out: list[tuple[str, Span | None]]) -> None:
+    """The mesh references of a struct info, added to `out`."""
     if isinstance(s, DTensorSInfo):
         out.append((s.device_mesh, s.span or span))
     elif isinstance(s, TupleSInfo):
