@@ -7,8 +7,8 @@ Every collective is one C function of the same shape,
     int32_t tirc_ccl_<name>(DLTensor *send, DLTensor *recv, const int64_t *params, int32_t n)
 
 where `params` is `[mesh ndim, mesh shape..., mesh axis, a, b]`: the group is the devices
-that differ from the caller only along `mesh axis`; `a` and `b` are the collective's own
-integers below. Tensors are row-major and local (each device's part); a split dimension is
+that differ from the caller only along `mesh axis` (a mesh of shape (0,) is every process);
+`a` and `b` are the collective's own integers below. Tensors are row-major and local (each device's part); a split dimension is
 balanced (see shard_shape). `shard` moves no data between devices: it copies the caller's
 part of a replicated tensor.
 """
@@ -46,13 +46,17 @@ COLLECTIVES = {c.op: c for c in (
     Collective("ccl.all_to_all", "tirc_ccl_all_to_all", "split_axis", "concat_axis"),
     Collective("ccl.broadcast", "tirc_ccl_broadcast", "root", ""),
     Collective("ccl.shard", "tirc_ccl_shard", "axis", "", moves_data=False),
+    Collective("ccl.scatter", "tirc_ccl_scatter", "axis", "root"),
+    Collective("ccl.broadcast_from_worker0", "tirc_ccl_broadcast", "root", ""),
+    Collective("ccl.scatter_from_worker0", "tirc_ccl_scatter", "axis", "root"),
 )}
 
 # The name a report and a diagnostic use for each (the kebab-case of MPI's and NCCL's names).
 KIND_NAMES = {
     "ccl.allreduce": "all-reduce", "ccl.allgather": "all-gather",
     "ccl.reduce_scatter": "reduce-scatter", "ccl.all_to_all": "all-to-all",
-    "ccl.broadcast": "broadcast", "ccl.shard": "local shard",
+    "ccl.broadcast": "broadcast", "ccl.shard": "local shard", "ccl.scatter": "scatter",
+    "ccl.broadcast_from_worker0": "broadcast", "ccl.scatter_from_worker0": "scatter",
 }
 
 
@@ -94,7 +98,9 @@ def collective_call(call: GCall, global_infos: dict[str, tuple[Any, ...]]) -> tu
     op = get_op(call.op)
     assert op is not None
     values, _ = bind_call(op, call)
-    mesh = lookup_mesh(global_infos, str(values["device_mesh"]))
     coll = COLLECTIVES[call.op]
+    if not values["device_mesh"]:  # every process: a mesh of one axis, sized at run time
+        return coll.symbol, ccl_params(coll, (0,), 0, values)
+    mesh = lookup_mesh(global_infos, str(values["device_mesh"]))
     axis = mesh.axis_index(values["mesh_axis"])
     return coll.symbol, ccl_params(coll, mesh.shape, axis, values)

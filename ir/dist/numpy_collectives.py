@@ -57,6 +57,12 @@ def broadcast(arrays: Sequence[np.ndarray], root: int) -> list[np.ndarray]:
     return [arrays[root].copy() for _ in arrays]
 
 
+def scatter(arrays: Sequence[np.ndarray], axis: int, root: int) -> list[np.ndarray]:
+    """Member c gets part c (balanced) along `axis` of the root's array."""
+    return [np.ascontiguousarray(p) for p in np.array_split(arrays[root], len(arrays),
+                                                            axis=axis)]
+
+
 def shard(arrays: Sequence[np.ndarray], axis: int) -> list[np.ndarray]:
     """Member c keeps part c (balanced) of its own array along `axis`: nothing moves."""
     p = len(arrays)
@@ -78,6 +84,11 @@ def run(op: str, arrays: Sequence[np.ndarray], attrs: dict[str, object]) -> list
                           int(attrs.get("concat_axis", 0)))  # type: ignore[arg-type]
     if op == "ccl.broadcast":
         return broadcast(arrays, int(attrs.get("root", 0)))  # type: ignore[arg-type]
+    if op in ("ccl.scatter", "ccl.scatter_from_worker0"):
+        return scatter(arrays, int(attrs.get("axis", 0)),  # type: ignore[arg-type]
+                       int(attrs.get("root", 0)))  # type: ignore[arg-type]
+    if op == "ccl.broadcast_from_worker0":
+        return broadcast(arrays, 0)
     if op == "ccl.shard":
         return shard(arrays, int(attrs.get("axis", 0)))  # type: ignore[arg-type]
     raise ValueError(f"unknown collective R.{op}")

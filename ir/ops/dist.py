@@ -4,8 +4,11 @@ Global view: `R.dist.annotate_sharding(x, device_mesh="mesh[0]", placement="S[1]
 placement at a value (propagation takes it as a seed); `R.dist.redistribute(x, ...)` changes
 one explicitly (propagate-sharding writes these where placements change). Per-device view
 (after lower-sharding): `R.ccl.allreduce`, `allgather`, `reduce_scatter`, `all_to_all`,
-`broadcast` and `shard` on each device's local tensor, over one mesh axis; those that change a
-dimension give their result's struct info as `out_sinfo`.
+`broadcast`, `scatter` and `shard` on each device's local tensor, over one mesh axis; those
+that change a dimension give their result's struct info as `out_sinfo`. Without a
+`device_mesh` a collective's group is every process, as in TVM's disco
+(`R.ccl.allreduce(x, "sum")`, `R.ccl.allgather(x, num_workers=2)`,
+`R.ccl.broadcast_from_worker0(x)`, `R.ccl.scatter_from_worker0(x, num_workers=2, axis=1)`).
 """
 
 from __future__ import annotations
@@ -13,13 +16,17 @@ from __future__ import annotations
 from tirc.ir.dist.dtensor import DTensorSInfo, with_placement
 from tirc.ir.dist.mesh import DeviceMesh, MeshError, lookup_mesh
 from tirc.ir.dist.placement import REDUCE_OPS, PlacementError, parse_placement
+from tirc.ir.expr import binop
 from tirc.ir.graph import StructInfo, TensorSInfo
 from tirc.ir.ops.registry import OpCall, Param, register
-from tirc.ir.ops.sinfo_util import dims_equal, shape_text
+from tirc.ir.ops.sinfo_util import const_dim, dim, dims_equal, shape_text, simplify_dim
 
 
-def call_mesh(oc: OpCall) -> DeviceMesh:
-    """The mesh named by the call's `device_mesh`; an error at the call when there is none."""
+def call_mesh(oc: OpCall) -> DeviceMesh | None:
+    """The mesh named by the call's `device_mesh` (None for "": every process, TVM's disco
+    group); an error at the call when the module declares no such mesh."""
+    if not oc.values["device_mesh"]:
+        return None
     infos = getattr(oc.module, "global_infos", None) or {}
     try:
         return lookup_mesh(infos, oc.values["device_mesh"])
@@ -46,38 +53,57 @@ for _name in ("dist.annotate_sharding", "dist.redistribute"):
                      Param("placement", "str")], _placed)
 
 
-def _group(oc: OpCall) -> tuple[TensorSInfo, DeviceMesh, int]:
-    """A collective's input and its mesh axis, checked."""
+def _group(oc: OpCall) -> tuple[TensorSInfo, int | None]:
+    """A collective's input and the size of its group (None: every process), checked."""
     x = oc.tensor("x")
     mesh = call_mesh(oc)
-    try:
-        axis = mesh.axis_index(oc.values["mesh_axis"])
-    except MeshError as exc:
-        oc.error(str(exc))
+    if mesh is None:
+        if oc.values["mesh_axis"] not in (0, "0"):
+            oc.error("without a device_mesh the group is every process: mesh_axis must be 0")
+        size = None
+    else:
+        try:
+            size = mesh.shape[mesh.axis_index(oc.values["mesh_axis"])]
+        except MeshError as exc:
+            oc.error(str(exc))
+    if not oc.values.get("in_group", True):
+        oc.error("unsupported: in_group=False (a collective across disco's worker groups)")
     if isinstance(x, DTensorSInfo):
         oc.error("takes a per-device tensor; collectives on distributed tensors are inserted by "
                  "the compiler (write R.dist.redistribute)")
     op_type = oc.values.get("op_type")
     if op_type is not None and op_type not in REDUCE_OPS:
         oc.error(f"op_type must be one of {', '.join(REDUCE_OPS)}, got '{op_type}'")
-    return x, mesh, axis
+    root = oc.values.get("root")
+    if root is not None and size is not None and not 0 <= root < size:
+        oc.error(f"root {root} is not a coordinate of mesh axis {oc.values['mesh_axis']} "
+                 f"(size {size})")
+    return x, size
 
 
 def _same(oc: OpCall) -> StructInfo:
     """A collective whose result has the input's shape."""
-    x, mesh, axis = _group(oc)
-    root = oc.values.get("root")
-    if root is not None and not 0 <= root < mesh.shape[axis]:
-        oc.error(f"root {root} is not a coordinate of mesh axis {axis} (size "
-                 f"{mesh.shape[axis]})")
-    return x
+    return _group(oc)[0]
 
 
 def _resized(oc: OpCall) -> StructInfo:
-    """A collective whose result differs from its input in one dimension (`out_sinfo`)."""
-    x, _, _ = _group(oc)
+    """A collective whose result differs from its input in one dimension: `out_sinfo`, or
+    TVM's `num_workers` for an even split (allgather multiplies, scatter divides)."""
+    x, _ = _group(oc)
     assert x.shape is not None
     outs = oc.call.sinfo_args or oc.values.get("out_sinfo") or ()
+    workers = oc.values.get("num_workers")
+    if not outs and workers is not None:
+        axis = oc.axis(oc.values.get("axis") or 0, len(x.shape))
+        dims = list(x.shape)
+        if oc.op.name == "ccl.allgather":
+            dims[axis] = simplify_dim(binop("mul", dims[axis], dim(workers)))
+        elif const_dim(dims[axis]) is not None and const_dim(dims[axis]) % workers == 0:
+            dims[axis] = dim(const_dim(dims[axis]) // workers)
+        else:
+            oc.error(f"dimension {axis} ({shape_text(x.shape)}) does not split evenly into "
+                     f"{workers} workers; give out_sinfo")
+        return TensorSInfo(tuple(dims), x.dtype, len(dims))
     if len(outs) != 1 or not isinstance(outs[0], TensorSInfo) or outs[0].shape is None:
         oc.error("needs out_sinfo: the per-device result, R.Tensor(shape, dtype)")
     out = outs[0]
@@ -92,16 +118,24 @@ def _resized(oc: OpCall) -> StructInfo:
     return TensorSInfo(out.shape, x.dtype, len(out.shape))
 
 
-_MESH = [Param("device_mesh", "str", "mesh[0]"), Param("mesh_axis", "int", 0)]
-register("ccl.allreduce", [Param("x", "tensor"), Param("op_type", "str", "sum"), *_MESH], _same)
-register("ccl.broadcast", [Param("x", "tensor"), *_MESH, Param("root", "int", 0)], _same)
-register("ccl.allgather", [Param("x", "tensor"), *_MESH, Param("axis", "int", 0),
-                           Param("out_sinfo", "sinfo", None)], _resized)
-register("ccl.shard", [Param("x", "tensor"), *_MESH, Param("axis", "int", 0),
-                       Param("out_sinfo", "sinfo", None)], _resized)
-register("ccl.reduce_scatter", [Param("x", "tensor"), Param("op_type", "str", "sum"), *_MESH,
-                                Param("axis", "int", 0), Param("out_sinfo", "sinfo", None)],
+_MESH = [Param("device_mesh", "str", ""), Param("mesh_axis", "int", 0)]
+_X = Param("x", "tensor")
+_OUT = Param("out_sinfo", "sinfo", None)
+register("ccl.allreduce", [_X, Param("op_type", "str", "sum"), *_MESH,
+                           Param("in_group", "bool", True)], _same)
+register("ccl.broadcast", [_X, *_MESH, Param("root", "int", 0)], _same)
+register("ccl.allgather", [_X, Param("num_workers", "int", None), *_MESH,
+                           Param("axis", "int", 0), _OUT, Param("in_group", "bool", True)],
          _resized)
-register("ccl.all_to_all", [Param("x", "tensor"), *_MESH, Param("split_axis", "int", 0),
-                            Param("concat_axis", "int", 0), Param("out_sinfo", "sinfo", None)],
+register("ccl.shard", [_X, *_MESH, Param("axis", "int", 0), _OUT], _resized)
+register("ccl.reduce_scatter", [_X, Param("op_type", "str", "sum"), *_MESH,
+                                Param("axis", "int", 0), _OUT], _resized)
+register("ccl.all_to_all", [_X, *_MESH, Param("split_axis", "int", 0),
+                            Param("concat_axis", "int", 0), _OUT], _resized)
+register("ccl.scatter", [_X, *_MESH, Param("root", "int", 0), Param("axis", "int", 0), _OUT],
          _resized)
+# TVM's disco spellings: worker 0 of the whole group broadcasts or scatters.
+register("ccl.broadcast_from_worker0", [_X, *_MESH, Param("root", "int", 0)], _same)
+register("ccl.scatter_from_worker0", [_X, Param("num_workers", "int", None),
+                                      Param("axis", "int", 0), *_MESH, Param("root", "int", 0),
+                                      _OUT], _resized)

@@ -6,6 +6,7 @@ Per mesh axis, from one entry to another:
     S[d] -> S[e]   all-to-all (split e, concat d)   P -> S[d]   reduce-scatter along d
     R -> S[d]      shard: keep the local part, nothing moves
     O[k] -> R      broadcast from coordinate k     R -> O[k]   nothing (the others drop it)
+    O[k] -> S[d]   scatter from coordinate k
 
 Axes whose target is not a split go first (gathers and reductions), then the splits, each
 once no other axis splits its dimension (axes that swap dimensions gather one first), so no
@@ -74,6 +75,8 @@ def _transition(u: Item, t: Item) -> list[tuple[str, dict[str, Any], Item]]:
     """(operator, attributes, entry after) for each step from `u` to `t` on one axis."""
     if u == t:
         return []
+    if isinstance(u, Owned) and isinstance(t, Shard):
+        return [("ccl.scatter", {"root": u.coord, "axis": t.dim}, t)]
     if isinstance(u, Owned):
         return [("ccl.broadcast", {"root": u.coord}, REPLICATE)] + _transition(REPLICATE, t)
     if isinstance(u, Partial):

@@ -33,20 +33,23 @@ class Record:
     kind: str
     detail: str
     axis: str
-    group: int
+    group: int | None
     value: str
     dtype: str
     shape: tuple[PrimExpr, ...]
     payload: PrimExpr
-    traffic: PrimExpr
+    traffic: PrimExpr | None
     span: Span | None
 
     def line(self) -> str:
         """One line of the report."""
         where = f"{self.span.file}:{self.span.line}" if self.span is not None else self.function
-        return (f"{where}: {self.kind}{self.detail} over {self.axis} ({self.group} devices) of "
-                f"{self.value}: {self.dtype} {shape_text(self.shape)}, {_text(self.payload)} "
-                f"bytes per device, {_text(self.traffic)} bytes sent per device")
+        group = f"{self.axis} ({self.group} devices)" if self.group is not None else \
+            "every process"
+        sent = f"{_text(self.traffic)} bytes sent per device" if self.traffic is not None \
+            else "traffic depends on the number of processes"
+        return (f"{where}: {self.kind}{self.detail} over {group} of {self.value}: {self.dtype} "
+                f"{shape_text(self.shape)}, {_text(self.payload)} bytes per device, {sent}")
 
 
 def _text(e: PrimExpr) -> str:
@@ -83,22 +86,30 @@ def _function_records(f: Function, mod: IRModule) -> list[Record]:
             s = x.struct_info if isinstance(x, GVar) else None
             if not isinstance(s, TensorSInfo) or s.shape is None or s.dtype is None:
                 continue
-            mesh = lookup_mesh(mod.global_infos, str(call.attrs.get("device_mesh", "mesh[0]")))
+            payload = simplify_dim(binop("mul", dim(product(s.shape)), dim(s.dtype.bytes)))
+            ref = str(call.attrs.get("device_mesh", ""))
+            if not ref:  # every process: its size is known only at run time
+                out.append(Record(f.name, KIND_NAMES[call.op], "", "", None, x.name,
+                                  str(s.dtype), s.shape, payload, None, call.span or b.span))
+                continue
+            mesh = lookup_mesh(mod.global_infos, ref)
             axis = mesh.axis_index(call.attrs.get("mesh_axis", 0))
             p = mesh.shape[axis]
-            payload = simplify_dim(binop("mul", dim(product(s.shape)), dim(s.dtype.bytes)))
             traffic = {
                 "ccl.allreduce": _scaled(payload, 2 * (p - 1), p),
                 "ccl.allgather": _scaled(payload, p - 1, 1),
                 "ccl.reduce_scatter": _scaled(payload, p - 1, p),
                 "ccl.all_to_all": _scaled(payload, p - 1, p),
                 "ccl.broadcast": payload,
+                "ccl.broadcast_from_worker0": payload,
+                "ccl.scatter": _scaled(payload, p - 1, p),
+                "ccl.scatter_from_worker0": _scaled(payload, p - 1, p),
                 "ccl.shard": IntImm(0, payload.dtype),
             }[call.op]
             detail = ""
             if "op_type" in call.attrs or call.op in ("ccl.allreduce", "ccl.reduce_scatter"):
                 detail = f" ({call.attrs.get('op_type', 'sum')})"
-            if call.op in ("ccl.allgather", "ccl.reduce_scatter", "ccl.shard"):
+            if call.op in ("ccl.allgather", "ccl.reduce_scatter", "ccl.shard", "ccl.scatter"):
                 detail += f" along dimension {call.attrs.get('axis', 0)}"
             if call.op == "ccl.all_to_all":
                 detail = (f" (split {call.attrs.get('split_axis', 0)}, concat "

@@ -7,8 +7,8 @@
  *     {mesh ndim, mesh shape..., mesh axis, a, b}
  *
  * naming the group (the devices that differ from the caller only along `mesh axis`; device
- * `r` of the mesh has row-major coordinates over the mesh shape) and the collective's own two
- * integers. A dimension split over a group is balanced: member c of p holds
+ * `r` of the mesh has row-major coordinates over the mesh shape; a mesh of shape {0} is every
+ * process) and the collective's own two integers. A dimension split over a group is balanced: member c of p holds
  * (n + p - 1 - c) / p rows starting at c * (n / p) + min(c, n % p). Each function returns 0,
  * or nonzero with a message in tirc_ccl_last_error(). Two implementations exist:
  * tirc_ccl_mpi.c (CPU processes, any MPI) and tirc_ccl_nccl.c (CUDA devices, NCCL).
@@ -43,6 +43,7 @@ int32_t tirc_ccl_all_gather(DLTensor **args, int32_t num_args);     /* a: dimens
 int32_t tirc_ccl_reduce_scatter(DLTensor **args, int32_t num_args); /* a: dimension, b: reduction */
 int32_t tirc_ccl_all_to_all(DLTensor **args, int32_t num_args);     /* a: split dim, b: concat dim */
 int32_t tirc_ccl_broadcast(DLTensor **args, int32_t num_args);      /* a: root coordinate */
+int32_t tirc_ccl_scatter(DLTensor **args, int32_t num_args);        /* a: dimension, b: root */
 int32_t tirc_ccl_shard(DLTensor **args, int32_t num_args);          /* a: dimension (no traffic) */
 
 int32_t tirc_ccl_init(void);          /* start the engine if nobody has (idempotent) */

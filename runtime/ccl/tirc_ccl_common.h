@@ -74,6 +74,7 @@ static int32_t ccl_parse(const char *name, DLTensor **args, int32_t num_args, in
   int64_t size = 1;
   for (int k = 0; k < c->ndim_mesh; ++k) {
     c->mesh[k] = pv[1 + k];
+    if (c->ndim_mesh == 1 && c->mesh[k] == 0) c->mesh[k] = world_size;  /* every process */
     size *= c->mesh[k];
   }
   c->axis = (int)pv[1 + c->ndim_mesh];

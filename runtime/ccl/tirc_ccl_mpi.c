@@ -436,3 +436,32 @@ int32_t tirc_ccl_shard(DLTensor **args, int32_t num_args) {
           c.recv->shape, c.send->ndim, c.esize, ccl_memcpy, NULL);
   return 0;
 }
+
+int32_t tirc_ccl_scatter(DLTensor **args, int32_t num_args) {
+  ccl_call c;
+  MPI_Comm comm;
+  if (ccl_begin("tirc_ccl_scatter", args, num_args, &c, &comm) != 0) return -1;
+  if (ccl_check_dim(&c, c.a) != 0) return -1;
+  if (c.b < 0 || c.b >= c.p) return ccl_fail("%s: root %lld is not in the group", c.name,
+                                              (long long)c.b);
+  int64_t dim = c.a;
+  if (c.recv->shape[dim] != ccl_part(c.send->shape[dim], c.p, c.coord))
+    return ccl_fail("%s: recv has %lld rows of dimension %lld, expected %lld", c.name,
+                    (long long)c.recv->shape[dim], (long long)dim,
+                    (long long)ccl_part(c.send->shape[dim], c.p, c.coord));
+  int *counts = malloc(sizeof(int) * 2 * (size_t)c.p), *displs = counts + c.p;
+  ccl_counts(&c, c.send, dim, counts, displs);
+  int root = c.coord == c.b, direct = ccl_outermost(c.send, dim);
+  int64_t total = ccl_numel(c.send) * c.esize;
+  char *tmp = ccl_data(c.send);
+  if (root && !direct) {
+    tmp = malloc((size_t)(total ? total : 1));
+    ccl_blocks(&c, ccl_data(c.send), c.send, dim, tmp, 1);
+  }
+  if (root) tirc_ccl_sent += total - counts[c.coord];
+  int code = MPI_Scatterv(tmp, counts, displs, MPI_BYTE, ccl_data(c.recv), counts[c.coord],
+                          MPI_BYTE, (int)c.b, comm);
+  if (root && !direct) free(tmp);
+  free(counts);
+  return code == MPI_SUCCESS ? 0 : ccl_mpi_error(c.name, code);
+}

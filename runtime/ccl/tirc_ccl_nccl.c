@@ -333,3 +333,39 @@ int32_t tirc_ccl_shard(DLTensor **args, int32_t num_args) {
           c.recv->shape, c.send->ndim, c.esize, ccl_device_copy, NULL);
   return ccl_cuda(c.name, cudaStreamSynchronize(0));
 }
+
+int32_t tirc_ccl_scatter(DLTensor **args, int32_t num_args) {
+  ccl_call c;
+  ncclComm_t comm;
+  if (ccl_begin("tirc_ccl_scatter", args, num_args, &c, &comm) != 0) return -1;
+  if (ccl_check_dim(&c, c.a) != 0) return -1;
+  if (c.b < 0 || c.b >= c.p) return ccl_fail("%s: root %lld is not in the group", c.name,
+                                              (long long)c.b);
+  int64_t dim = c.a, n = c.send->shape[dim], rest = ccl_rest(c.send, dim) * c.esize;
+  if (c.recv->shape[dim] != ccl_part(n, c.p, c.coord))
+    return ccl_fail("%s: recv has %lld rows of dimension %lld, expected %lld", c.name,
+                    (long long)c.recv->shape[dim], (long long)dim,
+                    (long long)ccl_part(n, c.p, c.coord));
+  int root = c.coord == c.b, direct = ccl_outermost(c.send, dim);
+  char *tmp = ccl_data(c.send);
+  if (root && !direct) {
+    if (ccl_cuda(c.name, cudaMalloc((void **)&tmp, (size_t)(n * rest + 1))) != 0) return -1;
+    ccl_blocks(&c, ccl_data(c.send), c.send, dim, tmp, 1);
+  }
+  ncclResult_t r = ncclSuccess;
+  ncclGroupStart();
+  if (root)
+    for (int64_t j = 0; j < c.p && r == ncclSuccess; ++j) {
+      int64_t bytes = ccl_part(n, c.p, j) * rest;
+      r = ncclSend(tmp + ccl_offset(n, c.p, j) * rest, (size_t)bytes, ncclUint8, (int)j, comm, 0);
+      if (j != c.coord) tirc_ccl_sent += bytes;
+    }
+  if (r == ncclSuccess)
+    r = ncclRecv(ccl_data(c.recv), (size_t)(ccl_part(n, c.p, c.coord) * rest), ncclUint8,
+                 (int)c.b, comm, 0);
+  ncclResult_t end = ncclGroupEnd();
+  if (r == ncclSuccess) r = end;
+  int32_t code = ccl_finish(c.name, r);
+  if (root && !direct) cudaFree(tmp);
+  return code;
+}

@@ -258,3 +258,51 @@ def test_tirc_run_with_ranks(built: dict[str, Any]) -> None:
                            timeout=TIMEOUT + 30)
     assert wrong.returncode != 0
     assert "main was compiled for a mesh of 2 devices but runs on 3 processes" in wrong.stderr
+
+
+DISCO = '''# A per-device program as TVM's disco writes one: collectives over all processes.
+from tvm.script import ir as I
+from tvm.script import relax as R
+
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 6), "float32")):
+        with R.dataflow():
+            a = R.ccl.allreduce(x, "sum")
+            g = R.ccl.allgather(x, num_workers=2)
+            b = R.ccl.broadcast_from_worker0(x)
+            s = R.ccl.scatter_from_worker0(x, num_workers=2, axis=1)
+            R.output(a, g, b, s)
+        return (a, g, b, s)
+'''
+
+DISCO_WORKER = """
+import sys
+import numpy as np
+import tirc.runtime.distributed as dist
+lib = dist.load(sys.argv[1])
+x = np.arange(24, dtype="float32").reshape(4, 6) + 100 * lib.rank
+out = lib["main"](x)
+np.savez(sys.argv[2] + f".rank{lib.rank}.npz", *out)
+"""
+
+
+def test_tvm_disco_collectives_over_every_process(tmp_path: Path) -> None:
+    src = tmp_path / "disco.tir"
+    src.write_text(DISCO)
+    lib = tmp_path / "disco.so"
+    compile_file(CompileOptions(file=str(src), output=str(lib), opt_level=1))
+    cmd = ["timeout", "-k", "10", str(TIMEOUT), *mpiexec_command(2, [
+        sys.executable, "-c", DISCO_WORKER, str(lib), str(tmp_path / "out")])]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT + 30)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    xs = [np.arange(24, dtype="float32").reshape(4, 6) + 100 * r for r in range(2)]
+    for r in range(2):
+        got = np.load(tmp_path / f"out.rank{r}.npz")
+        a, g, b, s = (got[f"arr_{k}"] for k in range(4))
+        np.testing.assert_array_equal(a, xs[0] + xs[1])
+        np.testing.assert_array_equal(g, np.concatenate(xs, axis=0))
+        np.testing.assert_array_equal(b, xs[0])
+        np.testing.assert_array_equal(s, xs[0][:, 3 * r:3 * r + 3])
