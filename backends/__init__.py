@@ -69,7 +69,7 @@ def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
         if kind == "so":
             from tirc.backends.link import link_shared
             from tirc.ir.dist.collective import is_ccl_symbol
-            from tirc.passes.graph.lower_extern import external_symbols
+            from tirc.ir.packed_call import external_symbols
 
             # The collectives (tirc_ccl_*) resolve when the runtime loads the library, from
             # the MPI or NCCL shim it loaded first.

@@ -21,9 +21,6 @@ from typing import Any
 from tirc.ir.dist.mesh import lookup_mesh
 from tirc.ir.graph import GCall
 
-# The function attribute holding a per-device function's global view (lower-sharding).
-SHARDING_ATTR = "tirc.sharding"
-
 # Reduction codes shared with the C shims.
 REDUCE_CODES = {"sum": 0, "prod": 1, "max": 2, "min": 3}
 

@@ -10,26 +10,27 @@ unit tests of propagation, local shapes and collective insertion without MPI.
 
 from __future__ import annotations
 
+from tirc.ir.attrs import SHARDING
+
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from tirc.ir.dist import numpy_collectives
-from tirc.ir.dist.collective import SHARDING_ATTR
 from tirc.ir.dist.mesh import DeviceMesh
 from tirc.ir.dist.placement import Owned, Partial, Placement, Replicate, Shard, parse_placement
 from tirc.ir.dist.shard_shape import local_slices
 from tirc.ir.expr import IntImm, Var
 from tirc.ir.graph import Function, GCall, MatchCast, ShapeSInfo
 from tirc.ir.interpreter import Interpreter
-from tirc.ir.interpreter_graph import GraphRunner
+from tirc.ir.interpreter.graph import GraphRunner
 from tirc.ir.module import IRModule
 
 
 
 def global_view(func: Function) -> tuple[DeviceMesh, list[Placement], list[Placement]]:
     """The mesh and the parameter and result placements a per-device function records."""
-    view = func.attrs.get(SHARDING_ATTR)
+    view = func.attrs.get(SHARDING)
     if view is None:
         raise ValueError(f"{func.name} is not a per-device function (run lower-sharding)")
     mesh = DeviceMesh(tuple(view["mesh"]), 0, tuple(view.get("axes", ())))
@@ -88,7 +89,7 @@ def simulate(mod: IRModule, name: str, *args: np.ndarray, local: bool = False) -
     tensor_params = fparams[1:] if has_coord else fparams
     if len(args) != len(tensor_params):
         raise ValueError(f"{name} takes {len(tensor_params)} arguments, got {len(args)}")
-    view = func.attrs[SHARDING_ATTR]
+    view = func.attrs[SHARDING]
     sizes = tuple(int(np.shape(args[k])[d]) for k, d, _ in view.get("sizes", {}).values())
     for c, runner in runners.items():
         if has_coord:

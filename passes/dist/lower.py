@@ -20,13 +20,14 @@ placement of every parameter and result), which the runtime reads to scatter and
 
 from __future__ import annotations
 
+from tirc.ir.attrs import SHARDING
+
 import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.diagnostics import CompileError, DiagnosticContext
-from tirc.ir.dist.collective import SHARDING_ATTR
 from tirc.ir.dist.dtensor import DTensorSInfo, is_distributed
 from tirc.ir.dist.mesh import DeviceMesh, lookup_mesh
 from tirc.ir.dist.placement import Shard
@@ -148,7 +149,7 @@ class _Lowering:
                                               outputs=outputs))  # type: ignore[arg-type]
         body_value = substitute(self.func.body.body, self.mapping)
         attrs = dict(self.func.attrs)
-        attrs[SHARDING_ATTR] = self.global_view()
+        attrs[SHARDING] = self.global_view()
         if self.used_coords:
             values = (*self.coords, *self.sizes)
             coord = GVar(COORD_PARAM, ShapeSInfo(values, len(values)), span=self.func.span)

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from tirc.ir.attrs import SHARDING
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.dist.collective import SHARDING_ATTR
 from tirc.ir.expr import BinOp, BufferLoad, Cast, IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
+from tirc.ir.packed_call import output_loads
 from tirc.ir.stmt import BufferStore
 from tirc.ir.visitor import post_order_visit
-from tirc.passes.graph.lower_extern import output_loads
 
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "floormod": "%"}
 _PRECEDENCE = {"add": 1, "sub": 1, "mul": 2, "floordiv": 2, "floormod": 2}
@@ -101,8 +101,8 @@ def signature(func: PrimFunc, symbol: str, bound_from: dict[Var, str]) -> dict[s
         params.append(entry)
     variables = {v.name: {"dtype": str(v.dtype), "from": where} for v, where in bound_from.items()}
     out = {"name": symbol, "kind": "prim_func", "params": params, "vars": variables}
-    if SHARDING_ATTR in func.attrs:
-        out["sharding"] = _json_ready(func.attrs[SHARDING_ATTR])
+    if SHARDING in func.attrs:
+        out["sharding"] = _json_ready(func.attrs[SHARDING])
     return out
 
 
