@@ -60,7 +60,12 @@ from tirc.passes.dist.sharded_function import (
     resize_meshes,
     uses_sharding,
 )
-from tirc.passes.pass_base import Pass, PassContext
+from tirc.passes.pass_base import Pass, PassContext, option
+
+
+def _switch(text: str) -> bool:
+    """An on/off config value: 0, false, off and no are off, anything else on."""
+    return text.strip().lower() not in ("0", "false", "off", "no")
 
 
 @dataclass(frozen=True)
@@ -70,29 +75,29 @@ class PropagateSharding(Pass):
     name = "propagate-sharding"
     description = "give every value of a distributed function a placement (R.DTensor), " \
                   "inserting R.dist.redistribute where an operator needs another"
-    uneven: bool = True
-    mesh: str = ""
+    uneven: bool = option(True, config="sharding.uneven", parse=_switch,
+                          doc="a mesh axis may split a dimension it does not divide "
+                              "(-fno-uneven-shards: an error)")
+    mesh: str = option("", config="sharding.mesh",
+                       doc="run on meshes of this shape instead of the declared ones: 4, 2x2, "
+                           "mesh[0]=2x2 (--mesh)")
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        uneven = self.uneven and ctx.config.get("sharding.uneven", "1").lower() not in \
-            ("0", "false", "off")
-        spec = self.mesh or ctx.config.get("sharding.mesh", "")
-        if spec:
-            mod = resize_meshes(mod, spec)
+        if self.mesh:
+            mod = resize_meshes(mod, self.mesh)
         diag = DiagnosticContext()
         out = mod
         for name, func in mod.graph_funcs().items():
             if not uses_sharding(func):
                 continue
             try:
-                new = _Rewriter(bind_calls_in_body(func, out), out, uneven, ctx).run()
+                new = _Rewriter(bind_calls_in_body(func, out), out, self.uneven, ctx).run()
             except CompileError as err:
                 diag.diagnostics.extend(err.diagnostics)
                 continue
             out = out.with_function(name, new)
         diag.check()
         return out
-
 
 
 class _Rewriter(PlacementInference):

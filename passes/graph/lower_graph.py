@@ -17,7 +17,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from tirc.ir.attrs import GRAPH_FUNC, PRIMITIVE, SHARDING
+from tirc.ir.attrs import GLOBAL_SYMBOL, GRAPH_FUNC, NOALIAS, PRIMITIVE, SHARDING
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dist.collective import collective_call, is_collective
@@ -78,7 +78,7 @@ class LowerGraph(Pass):
         for name, f in mod.functions.items():
             if isinstance(f, Function) and f.attrs.get(PRIMITIVE):
                 out = out.without_function(name)
-            elif name in used and "global_symbol" not in f.attrs:
+            elif name in used and GLOBAL_SYMBOL not in f.attrs:
                 out = out.without_function(name)
         return out
 
@@ -261,7 +261,7 @@ class _HostBuilder:
         if self.scalar_params:
             handles = [h for h in prim.params if h in prim.buffer_map]
             prim = dataclasses.replace(prim, params=(*handles, *self.scalar_params))
-        attrs = {"global_symbol": func.name, "tir.noalias": True, GRAPH_FUNC: True}
+        attrs = {GLOBAL_SYMBOL: func.name, NOALIAS: True, GRAPH_FUNC: True}
         if SHARDING in func.attrs:
             attrs[SHARDING] = func.attrs[SHARDING]
         return dataclasses.replace(prim, attrs=attrs)
