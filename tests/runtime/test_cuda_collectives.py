@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 from gpu_support import FakeDriver, require_ptxas
-from tirc.backends.nvptx import compile_ptx, cuda_target, lowered_for_gpu
+from tirc.backends.nvptx import compile_ptx, cuda_target
+from tirc.driver import lower
 from tirc.frontend import parse
 from tirc.ir.dist import numpy_collectives
 from tirc.runtime import cuda_ccl
@@ -42,11 +43,11 @@ class Module:
 
 def _build(tmp_path: Path) -> tuple[Path, Any, dict[str, Any]]:
     target = cuda_target("cuda -arch=sm_90")
-    mod = parse(PROGRAM)
-    result = compile_ptx(mod, target)
+    lowered = lower(parse(PROGRAM), target, 2)
+    result = compile_ptx(lowered, target)
     path = tmp_path / "tp.ptx"
     path.write_text(result.ptx)
-    return path, lowered_for_gpu(mod, target, 2), result.metadata
+    return path, lowered, result.metadata
 
 
 def test_collectives_are_device_steps_of_the_launch_plan(tmp_path: Path) -> None:
