@@ -47,6 +47,7 @@ class ExprBuilder:
     def __init__(self, ctx: Context, scope: Scope) -> None:
         self.ctx = ctx
         self.scope = scope
+        self.module: Any = None  # the module's function names (ModuleNames), when known
 
     # ---- entry points -------------------------------------------------------------------
 

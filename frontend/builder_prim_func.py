@@ -21,11 +21,12 @@ class PrimFuncBuilder:
     """Builds one loop function; errors are reported and the function is still returned
     when its header could be built, so later functions see its name."""
 
-    def __init__(self, ctx: Context, fn: S.FunctionDef) -> None:
+    def __init__(self, ctx: Context, fn: S.FunctionDef, module: Any = None) -> None:
         self.ctx = ctx
         self.fn = fn
         self.scope = Scope(ctx, S.assigned_names(fn.body))
         self.lb = LoopBuilder(ctx, self.scope)
+        self.lb.eb.module = module
         self.params: list[Var] = []
         self.buffer_map: dict[Var, Buffer] = {}
         self.handles: dict[str, Var] = {}  # T.handle parameters by name
@@ -155,6 +156,7 @@ class PrimFuncBuilder:
                             span=self.fn.span)
 
 
-def build_prim_func(ctx: Context, fn: S.FunctionDef) -> PrimFunc:
-    """The PrimFunc of `@T.prim_func def ...` (errors are reported into `ctx`)."""
-    return PrimFuncBuilder(ctx, fn).build()
+def build_prim_func(ctx: Context, fn: S.FunctionDef, module: Any = None) -> PrimFunc:
+    """The PrimFunc of `@T.prim_func def ...` (errors are reported into `ctx`); `module`
+    names the module's functions (for direct calls between loop functions)."""
+    return PrimFuncBuilder(ctx, fn, module).build()

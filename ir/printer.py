@@ -89,9 +89,10 @@ from tirc.ir.stmt import (
     Stmt,
     While,
 )
-from tirc.ir.visitor import Visitor, post_order_visit
+from tirc.ir.visitor import Visitor, any_node, post_order_visit
 
 INDENT = "    "
+SYNTAXES = ("classic", "tirx")
 
 # Intrinsics printed as `T.name(args)`; anything else goes through `T.call_intrin`.
 STMT_INTRINSICS = ("event_wait", "event_notify", "tvm_storage_sync", "assume")
@@ -287,7 +288,9 @@ def free_vars(*exprs: Any) -> list[Var]:
 class FuncPrinter:
     """Prints one prim_func or graph function at a given indentation."""
 
-    def __init__(self, module_name: str = "Module") -> None:
+    def __init__(self, module_name: str = "Module", syntax: str = "classic") -> None:
+        self.syntax = check_syntax(syntax)
+        self.block_kw = "sblock" if syntax == "tirx" else "block"
         self.names = _Names()
         self.p = ExprPrinter(self.names)
         self.lines: list[str] = []
@@ -358,7 +361,12 @@ class FuncPrinter:
 
     def prim_func(self, f: PrimFunc, depth: int) -> list[str]:
         self.collect_views(f.body)
-        self.emit(depth, "@T.prim_func")
+        flags = []
+        if f.private:
+            flags.append("private=True")
+        if self.syntax == "tirx" and (f.s_tir or has_blocks(f.body)):
+            flags.append("s_tir=True")
+        self.emit(depth, "@T.prim_func" + (f"({', '.join(flags)})" if flags else ""))
         params: list[str] = []
         matches: list[tuple[str, Buffer, Var]] = []
         for v in f.params:
@@ -597,7 +605,7 @@ class FuncPrinter:
 
     def stmt_BlockRealize(self, br: BlockRealize, depth: int) -> None:
         b = br.block
-        self.emit(depth, f"with T.block({_str(b.name)}):")
+        self.emit(depth, f"with T.{self.block_kw}({_str(b.name)}):")
         d = depth + 1
         defined: list[Any] = []
         remap = len(b.iter_vars) > 0 and all(
@@ -625,7 +633,7 @@ class FuncPrinter:
         self.emit(d, f"T.reads({', '.join(self.p.region(r) for r in b.reads)})")
         self.emit(d, f"T.writes({', '.join(self.p.region(r) for r in b.writes)})")
         if b.annotations:
-            self.emit(d, f"T.block_attr({self.attr_dict(b.annotations)})")
+            self.emit(d, f"T.{self.block_kw}_attr({self.attr_dict(b.annotations)})")
         for buf in b.alloc_buffers:
             self.emit(d, f"{self.names.define(buf, buf.name)} = "
                          f"T.alloc_buffer({self.buffer_args(buf)})")
@@ -814,11 +822,29 @@ class SchedulePrinter:
         return f"{lhs} = {call}"
 
 
-def _module_lines(mod: IRModule) -> Iterator[str]:
-    yield "# from tvm.script import ir as I"
-    yield "# from tvm.script import tir as T"
+def check_syntax(syntax: str) -> str:
+    """`syntax` if it is one of SYNTAXES, else ValueError."""
+    if syntax not in SYNTAXES:
+        raise ValueError(f"unknown TVMScript syntax {syntax!r} (expected one of {SYNTAXES})")
+    return syntax
+
+
+def has_blocks(body: Stmt) -> bool:
+    """Whether a loop function body holds a block (TVM 0.27 then wants `s_tir=True`)."""
+    return any_node(body, lambda n: isinstance(n, BlockRealize))
+
+
+def header_lines(mod: IRModule, syntax: str) -> list[str]:
+    """The canonical `# from tvm.script import ...` lines for `mod` in `syntax`."""
+    lines = ["# from tvm.script import ir as I",
+             f"# from tvm.script import {'tirx' if syntax == 'tirx' else 'tir'} as T"]
     if mod.graph_funcs():
-        yield "# from tvm.script import relax as R"
+        lines.append("# from tvm.script import relax as R")
+    return lines
+
+
+def _module_lines(mod: IRModule, syntax: str) -> Iterator[str]:
+    yield from header_lines(mod, syntax)
     yield ""
     yield "@I.ir_module"
     yield f"class {mod.name}:"
@@ -827,7 +853,7 @@ def _module_lines(mod: IRModule) -> Iterator[str]:
         if not first:
             yield ""
         first = False
-        yield from print_function(func, 1, mod.name)
+        yield from print_function(func, 1, mod.name, syntax)
     if not mod.functions:
         yield INDENT + "pass"
     for s in mod.schedules:
@@ -838,18 +864,20 @@ def _module_lines(mod: IRModule) -> Iterator[str]:
 
 @deep
 def print_function(func: PrimFunc | Function, depth: int = 0,
-                   module_name: str = "Module") -> list[str]:
-    """The lines of one function at the given indentation depth."""
-    fp = FuncPrinter(module_name)
+                   module_name: str = "Module", syntax: str = "classic") -> list[str]:
+    """The lines of one function at the given indentation depth, in `syntax`."""
+    fp = FuncPrinter(module_name, syntax)
     if isinstance(func, PrimFunc):
         return fp.prim_func(func, depth)
     return fp.graph_func(func, depth)
 
 
 @deep
-def print_module(mod: IRModule) -> str:
-    """The whole module as `.tir` text, ending with a newline."""
-    return "\n".join(_module_lines(mod)) + "\n"
+def print_module(mod: IRModule, syntax: str | None = None) -> str:
+    """The whole module as `.tir` text, ending with a newline, in `syntax`: "classic"
+    (`tir`, `T.block`) or "tirx" (`tirx`, `T.sblock`, `@T.prim_func(s_tir=True)`); by
+    default the spelling the module was read in (`mod.syntax`)."""
+    return "\n".join(_module_lines(mod, check_syntax(syntax or mod.syntax))) + "\n"
 
 
 @deep
