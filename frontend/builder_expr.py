@@ -11,16 +11,24 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DType, DTypeError
 from tirc.ir.expr import (
     BufferLoad,
+    Call,
+    Ramp,
+    unify,
     FloatImm,
     IntImm,
     IRTypeError,
     Not,
     PrimExpr,
     binop,
+    cast,
     const,
 )
 
 BIN_OPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "floormod"}
+# Bitwise operators are intrinsic calls in the IR (TVM's tirx.shift_left, ...); on bool
+# operands `&` and `|` are the logical operators, as in TVM.
+BIT_OPS = {"<<": "shift_left", ">>": "shift_right", "&": "bitwise_and", "|": "bitwise_or",
+           "^": "bitwise_xor"}
 CMP_OPS = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
@@ -69,6 +77,19 @@ class ExprBuilder:
         if not e.dtype.is_bool:
             self.ctx.error(f"{what} must be bool, got {e.dtype}", node.span)
         return e
+
+    def bitwise(self, op: str, a: PrimExpr, b: PrimExpr, span: Any) -> PrimExpr:
+        """`a << b`, `a & b`, ...: integer operands brought to one dtype; `&`/`|` of bools
+        are `and`/`or`."""
+        if a.dtype.is_bool and b.dtype.is_bool and op in ("bitwise_and", "bitwise_or"):
+            return self.binop("and" if op == "bitwise_and" else "or", a, b, span)
+        try:
+            a, b = unify(a, b)
+        except IRTypeError as err:
+            self.ctx.error(str(err), span)
+        if not a.dtype.is_int:
+            self.ctx.error(f"bitwise operator on {a.dtype} operands", span)
+        return Call(op, (a, b), a.dtype, span=span)
 
     def binop(self, op: str, a: Any, b: Any, span: Any) -> PrimExpr:
         try:
@@ -123,6 +144,9 @@ class ExprBuilder:
     # ---- operators ----------------------------------------------------------------------
 
     def expr_BinOp(self, node: S.BinOp) -> PrimExpr:
+        if node.op in BIT_OPS:
+            return self.bitwise(BIT_OPS[node.op], self.expr(node.left), self.expr(node.right),
+                                node.span)
         op = BIN_OPS.get(node.op)
         if op is None:
             hint = " (use T.pow)" if node.op == "**" else ""
@@ -136,7 +160,10 @@ class ExprBuilder:
                 self.ctx.error(f"'not' needs a bool operand, got {a.dtype}", node.span)
             return Not(a, a.dtype, span=node.span)
         if node.op == "~":
-            self.ctx.unsupported("operator '~'", node.span)
+            a = self.expr(node.operand)
+            if not a.dtype.is_int:
+                self.ctx.error(f"'~' needs an integer operand, got {a.dtype}", node.span)
+            return Call("bitwise_not", (a,), a.dtype, span=node.span)
         value = literal_value(node)
         if isinstance(value, bool) or value is None:
             a = self.expr(node.operand)
@@ -182,11 +209,34 @@ class ExprBuilder:
         self.check_rank(buf, node)
         out = []
         for item in node.items:
-            if isinstance(item, S.Slice):
-                self.ctx.unsupported("slices in a buffer access outside T.reads/T.writes",
-                                     item.span)
-            out.append(self.index(item, "buffer index"))
+            out.append(self.ramp_slice(item) if isinstance(item, S.Slice)
+                       else self.index(item, "buffer index"))
         return tuple(out)
+
+    def ramp_slice(self, item: S.Slice) -> PrimExpr:
+        """`A[lo:hi]` / `A[lo:hi:step]` in a load or store: the vector of those indices."""
+        if item.lower is None or item.upper is None:
+            self.ctx.error("a vector access needs both bounds, as in A[0:8]", item.span)
+        lo = self.index(item.lower, "a slice start")
+        hi = self.index(item.upper, "a slice stop")
+        step = self.index(item.step, "a slice step") if item.step is not None else None
+        try:
+            lo, hi = unify(lo, hi)
+        except IRTypeError as err:
+            self.ctx.error(str(err), item.span)
+        from tirc.ir.arith import simplify
+
+        extent = simplify(hi - lo)
+        stride = step if step is not None else IntImm(1, lo.dtype)
+        if not isinstance(extent, IntImm) or not isinstance(stride, IntImm) \
+                or stride.value < 1 or extent.value < 1:
+            self.ctx.error("a vector access needs a constant length, as in A[i:i + 8]",
+                           item.span)
+        lanes = -(-extent.value // stride.value)
+        if lanes == 1:
+            return lo
+        return Ramp(lo, cast(lo.dtype, stride), lanes, lo.dtype.with_lanes(lanes),
+                    span=item.span)
 
     def check_rank(self, buf: Buffer, node: S.Subscript) -> None:
         if len(node.items) != buf.ndim:

@@ -245,7 +245,7 @@ class ToSyntax(Transformer):
             left = S.BinOp(left.span.merge(right.span), str(ch[i]), left, right)
         return left
 
-    expr = arith_expr = term = _chain
+    expr = xor_expr = and_expr = shift_expr = arith_expr = term = _chain
 
     def power(self, meta: Any, ch: list) -> S.Expr:
         return S.BinOp(self.span(meta), "**", ch[0], ch[2])

@@ -100,10 +100,14 @@ NAMED_INTRINSICS = set(MATH_INTRINSICS) | {"if_then_else"} | set(STMT_INTRINSICS
 
 # Python precedence levels (higher binds tighter).
 _PREC = {
-    "or": 1, "and": 2, "not": 3,
-    "eq": 4, "ne": 4, "lt": 4, "le": 4, "gt": 4, "ge": 4,
-    "add": 6, "sub": 6, "mul": 7, "div": 7, "floordiv": 7, "floormod": 7, "neg": 8,
+    "or": 10, "and": 20, "not": 30,
+    "eq": 40, "ne": 40, "lt": 40, "le": 40, "gt": 40, "ge": 40,
+    "bitwise_or": 45, "bitwise_xor": 46, "bitwise_and": 47, "shift_left": 48, "shift_right": 48,
+    "add": 60, "sub": 60, "mul": 70, "div": 70, "floordiv": 70, "floormod": 70, "neg": 80,
 }
+# Bitwise intrinsics print as Python's operators, as TVM prints them.
+_BIT_INFIX = {"shift_left": "<<", "shift_right": ">>", "bitwise_and": "&", "bitwise_or": "|",
+              "bitwise_xor": "^"}
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "floormod": "%",
           "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
           "and": "and", "or": "or"}
@@ -197,6 +201,12 @@ class ExprPrinter:
             return f"T.Select({args})", _ATOM
         if isinstance(e, Cast):
             return f'T.Cast("{e.dtype}", {self(e.value)})', _ATOM
+        if isinstance(e, Call) and e.op in _BIT_INFIX and len(e.args) == 2:
+            prec = _PREC[e.op]
+            left, right = self.wrap(e.args[0], prec), self.wrap(e.args[1], prec + 1)
+            return f"{left} {_BIT_INFIX[e.op]} {right}", prec
+        if isinstance(e, Call) and e.op == "bitwise_not" and len(e.args) == 1:
+            return "~" + self.wrap(e.args[0], _PREC["neg"]), _PREC["neg"]
         if isinstance(e, Call):
             return self.call(e), _ATOM
         if isinstance(e, BufferLoad):
