@@ -12,16 +12,16 @@ from tirc.ir.dtype import DType, DTypeError
 from tirc.ir.expr import (
     BufferLoad,
     Call,
-    Ramp,
-    unify,
     FloatImm,
     IntImm,
     IRTypeError,
     Not,
     PrimExpr,
+    Ramp,
     binop,
     cast,
     const,
+    unify,
 )
 
 BIN_OPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "floormod"}
