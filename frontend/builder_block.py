@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 AXIS_KINDS = {"spatial": IterKind.SPATIAL, "S": IterKind.SPATIAL, "reduce": IterKind.REDUCE,
               "R": IterKind.REDUCE, "opaque": IterKind.OPAQUE}
 REMAP_KINDS = {"S": IterKind.SPATIAL, "R": IterKind.REDUCE, "O": IterKind.OPAQUE}
-ALLOCS = {"T.alloc_buffer": None, "T.alloc_local": "local", "T.alloc_shared": "shared"}
+ALLOCS = {"T.alloc_buffer": None, "T.sblock_alloc_buffer": None, "T.alloc_local": "local",
+          "T.alloc_shared": "shared"}
 
 
 class BlockParts:

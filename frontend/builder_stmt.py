@@ -18,8 +18,9 @@ from tirc.frontend.loop_heads import launch_thread, loop_header
 from tirc.frontend.scope import EnvThread, Scope
 from tirc.frontend.signature import Sig, check_call
 from tirc.frontend.stmt_calls import STMT_CALLS
+from tirc.frontend.storage import allocate, buffer_view
 from tirc.ir.buffer import Buffer
-from tirc.ir.dtype import DType, DTypeError
+from tirc.ir.dtype import HANDLE, DType, DTypeError
 from tirc.ir.expr import (
     Broadcast,
     IntImm,
@@ -47,7 +48,8 @@ Wrapper = Callable[[Stmt], Stmt]
 Hook = Callable[[S.Stmt], bool]
 INT32 = DType("int", 32)
 
-ALLOC_SCOPES = {"T.alloc_buffer": None, "T.alloc_local": "local", "T.alloc_shared": "shared"}
+ALLOC_SCOPES = {"T.alloc_buffer": None, "T.sblock_alloc_buffer": None, "T.alloc_local": "local",
+                "T.alloc_shared": "shared"}
 BLOCK_ONLY = ("T.reads", "T.writes", "T.where", "T.block_attr", "T.sblock_attr", "T.axis.remap",
               "T.axis.spatial", "T.axis.reduce", "T.axis.opaque", "T.axis.S", "T.axis.R")
 
@@ -157,10 +159,21 @@ class LoopBuilder:
         """`x = T.<declaration>(...)`: symbolic vars, buffers, thread vars. None if `call`
         is an ordinary value; a declaration that binds without a statement defines `t` and
         returns None after marking it in scope."""
+        if name == "T.decl_buffer" and _has_data(call):
+            # A declaration over existing storage (TVM's DeclBuffer): an alias, no allocation.
+            buf = declare_buffer(self.eb, t.id, call, name, alias=True)
+            self.scope.define(t.id, buf, t.span)
+            return _NOTHING
         if name in ALLOC_SCOPES or name == "T.decl_buffer":
             buf = declare_buffer(self.eb, t.id, call, name, scope=ALLOC_SCOPES.get(name))
             self.scope.define(t.id, buf, t.span)
             return lambda body: Allocate(buf, body, span=call.span)
+        if name in ("T.allocate", "T.allocate_const"):
+            return allocate(self, t, call, name)
+        if isinstance(call.func, S.Attribute) and call.func.attr == "view":
+            buf = buffer_view(self.eb, t.id, call)
+            self.scope.define(t.id, buf, t.span)
+            return _NOTHING
         if name == "T.event_tensor":
             buf, init = event_tensor(self.eb, t.id, call)
             self.scope.define(t.id, buf, t.span)
@@ -206,15 +219,34 @@ class LoopBuilder:
         t = s.target
         if not isinstance(t, S.Name):
             self.ctx.unsupported("an annotated assignment to this target", t.span)
-        ann = S.dotted(s.annotation)
-        if ann is None or not ann.startswith("T."):
-            self.ctx.error("a variable annotation is a dtype such as T.float32",
-                           s.annotation.span)
-        dt = self.eb.parse_dtype(ann[2:], s.annotation)
+        dt = self.annotation_dtype(s.annotation)
         if s.value is None:
             self.ctx.unsupported("a declaration without a value", s.span)
-        value = self.typed_value(s.value, dt, "assign", f"to '{t.id}' of dtype {dt}")
+        if dt is None:
+            value = self.eb.expr(s.value)
+            dt = value.dtype
+        else:
+            value = self.typed_value(s.value, dt, "assign", f"to '{t.id}' of dtype {dt}")
         return self.let(t, Var(t.id, dt, span=t.span), value, s.span)
+
+    def annotation_dtype(self, ann: S.Expr) -> DType | None:
+        """The dtype of a variable annotation: `T.float32`, `T.let[T.int32]`,
+        `T.handle("float32")` (a pointer: the handle dtype); None for a bare `T.let`, whose
+        dtype is the value's."""
+        if isinstance(ann, S.Subscript) and S.dotted(ann.value) == "T.let":
+            if len(ann.items) != 1:
+                self.ctx.error("write T.let[<dtype>]", ann.span)
+            ann = ann.items[0]
+        elif S.dotted(ann) == "T.let":
+            return None
+        if isinstance(ann, S.Call) and S.dotted(ann.func) == "T.handle":
+            check_call(self.ctx, ann, "T.handle", Sig(0, 2, ("dtype", "storage_scope"),
+                                                         positional_kw=False))
+            return HANDLE
+        name = S.dotted(ann)
+        if name is None or not name.startswith("T."):
+            self.ctx.error("a variable annotation is a dtype such as T.float32", ann.span)
+        return self.eb.parse_dtype(name[2:], ann)
 
     def typed_value(self, node: S.Expr, dt: DType, verb: str, target: str) -> PrimExpr:
         """`node` as a value of dtype `dt`: literals adapt, anything else must match.
@@ -374,6 +406,11 @@ class LoopBuilder:
         return wrap(body)
 
     def attr(self, s: S.With, call: S.Call) -> Stmt:
+        node, key, value = self.attr_parts(call)
+        return AttrStmt(node, key, value, self.body(s.body), span=s.span)
+
+    def attr_parts(self, call: S.Call) -> tuple[Any, str, PrimExpr]:
+        """(node, key, value) of `T.attr(node, key, value)`."""
         a = check_call(self.ctx, call, "T.attr", Sig(3, 3))
         node_arg = a.pos[0]
         node: Any
@@ -389,7 +426,12 @@ class LoopBuilder:
         v = a.pos[2]
         value = StringImm(str(v.value), span=v.span) if isinstance(v, S.Constant) and \
             v.kind == "str" else self.eb.expr(v)
-        return AttrStmt(node, key, value, self.body(s.body), span=s.span)
+        return node, key, value
+
+
+def _has_data(call: S.Call) -> bool:
+    return any(k.name == "data" and not (isinstance(k.value, S.Constant)
+                                         and k.value.kind == "none") for k in call.keywords)
 
 
 def _nothing(body: Stmt) -> Stmt:

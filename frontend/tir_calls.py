@@ -43,7 +43,7 @@ STATEMENT_BUILTINS = {
     "grid", "serial", "parallel", "vectorized", "unroll", "thread_binding", "block", "sblock",
     "init", "reads", "writes", "where", "block_attr", "sblock_attr", "alloc_buffer", "decl_buffer",
     "alloc_local", "alloc_shared", "match_buffer", "func_attr", "evaluate", "launch_thread",
-    "env_thread", "tvm_storage_sync", "event_wait", "event_notify", "event_tensor", "assume",
+    "env_thread", "tvm_storage_sync", "event_wait", "event_notify", "event_tensor",
     "attr", "Buffer", "handle", "prim_func", "axis.spatial", "axis.reduce", "axis.opaque",
     "axis.remap", "axis.S", "axis.R",
 }
@@ -210,6 +210,11 @@ def _select(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
         b.ctx.error(str(err), call.span)
 
 
+def _assume(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
+    cond = b.condition(a.pos[0], "the argument of T.assume")
+    return Call("assume", (cond,), DType("int", 32))
+
+
 def _likely(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
     cond = b.condition(a.pos[0], "the argument of T.likely")
     return Call("likely", (cond,), cond.dtype)
@@ -279,6 +284,7 @@ BUILTINS: dict[str, tuple[Sig, Handler]] = {
     "Select": (Sig(3, 3), _select),
     "if_then_else": (Sig(3, 3), _select),
     "likely": (Sig(1, 1), _likely),
+    "assume": (Sig(1, 1), _assume),
     "Ramp": (Sig(3, 3), _ramp),
     "Broadcast": (Sig(2, 2), _broadcast),
     "call_intrin": (Sig(2, None), _call_intrin),

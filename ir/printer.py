@@ -74,6 +74,7 @@ from tirc.ir.graph import (
 from tirc.ir.module import IRModule
 from tirc.ir.schedule import SchedInstr, SchedLambda, SchedRef, Schedule
 from tirc.ir.stmt import (
+    DEVICE_ENTRY,
     Allocate,
     AssertStmt,
     AttrStmt,
@@ -301,6 +302,9 @@ class FuncPrinter:
     def __init__(self, module_name: str = "Module", syntax: str = "classic") -> None:
         self.syntax = check_syntax(syntax)
         self.block_kw = "sblock" if syntax == "tirx" else "block"
+        # TVM 0.27 spells a block's own allocation T.sblock_alloc_buffer (its T.alloc_buffer
+        # is a statement allocating over the statements after it).
+        self.block_alloc = "sblock_alloc_buffer" if syntax == "tirx" else "alloc_buffer"
         self.names = _Names()
         self.p = ExprPrinter(self.names)
         self.lines: list[str] = []
@@ -331,6 +335,8 @@ class FuncPrinter:
             parts.append(f"offset_factor={b.offset_factor}")
         if b.layout is not None:
             parts.append(f"layout={_str(str(b.layout))}")
+        if b.axis_separators:
+            parts.append(f"axis_separators={list(b.axis_separators)}")
         return ", ".join(parts)
 
     def shape_tuple(self, dims: tuple[Any, ...]) -> str:
@@ -417,7 +423,7 @@ class FuncPrinter:
             blk = body.block
             for b in blk.alloc_buffers:
                 self.emit(depth, f"{self.names.define(b, b.name)} = "
-                                 f"T.alloc_buffer({self.buffer_args(b)})")
+                                 f"T.{self.block_alloc}({self.buffer_args(b)})")
                 self.buffer_defined(b, depth)
             self.stmt(blk.body, depth)
         else:
@@ -539,6 +545,10 @@ class FuncPrinter:
         self.body(s.body, depth + 1)
 
     def stmt_AttrStmt(self, s: AttrStmt, depth: int) -> None:
+        if s.key == DEVICE_ENTRY and s.node is None:
+            self.emit(depth, "T.device_entry()")
+            self.stmt(s.body, depth)
+            return
         node = s.node
         if isinstance(node, (PrimExpr, Var)):
             node_text = self.p(node)
@@ -646,7 +656,7 @@ class FuncPrinter:
             self.emit(d, f"T.{self.block_kw}_attr({self.attr_dict(b.annotations)})")
         for buf in b.alloc_buffers:
             self.emit(d, f"{self.names.define(buf, buf.name)} = "
-                         f"T.alloc_buffer({self.buffer_args(buf)})")
+                         f"T.{self.block_alloc}({self.buffer_args(buf)})")
             defined.append(buf)
             defined.extend(self.buffer_defined(buf, d))
         for mb in b.match_buffers:

@@ -98,12 +98,13 @@ CASES: dict[str, tuple[str, list[tuple[int, int, str]]]] = {
     "async_def": ("async def f():\n    pass\n", [(1, 1, "unsupported: 'async'")]),
     "axis_separators": ('@T.prim_func\ndef f(A: T.Buffer((8,), "float32", axis_separators=[1])):'
                         "\n    pass\n",
-                        [(2, 52, "unsupported: T.Buffer with axis_separators")]),
+                        [(2, 52, "axis_separators are increasing axes between 1 and the rank - 1")]),
     "class_in_function": (H + "    class X:\n        pass\n",
                           [(5, 5, "unsupported: class definitions inside a function")]),
-    "old_allocate": (H + '    B = T.allocate([4], "float32", "global")\n',
-                     [(5, 9, "unsupported: T.allocate (write T.decl_buffer)")]),
-    "bitwise_operator": (H + "    A[n & 1, 0] = 1.0\n", [(5, 7, "unsupported: operator '&'")]),
+    "allocate_condition": (H + '    B = T.allocate([4], "float32", "global", condition=n > 1)\n',
+                           [(5, 56, "unsupported: T.allocate with a condition")]),
+    "bitwise_operator": (H + "    A[0, 0] = A[0, 0] & 1.0\n",
+                         [(5, 15, "bitwise operator on float32 operands")]),
     "break": (H + "    for i in range(3):\n        break\n", [(6, 9, "unsupported: 'break'")]),
     "ternary": (H + "    A[0, 0] = 1.0 if n > 0 else 2.0\n",
                 [(5, 15, "unsupported: conditional expressions (use T.Select or "
