@@ -98,7 +98,8 @@ CASES: dict[str, tuple[str, list[tuple[int, int, str]]]] = {
     "async_def": ("async def f():\n    pass\n", [(1, 1, "unsupported: 'async'")]),
     "axis_separators": ('@T.prim_func\ndef f(A: T.Buffer((8,), "float32", axis_separators=[1])):'
                         "\n    pass\n",
-                        [(2, 52, "axis_separators are increasing axes between 1 and the rank - 1")]),
+                        [(2, 52, "axis_separators are increasing axes between 1 and the "
+                                 "rank - 1")]),
     "class_in_function": (H + "    class X:\n        pass\n",
                           [(5, 5, "unsupported: class definitions inside a function")]),
     "allocate_condition": (H + '    B = T.allocate([4], "float32", "global", condition=n > 1)\n',
