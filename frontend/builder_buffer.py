@@ -139,6 +139,9 @@ def shape_dims(eb: ExprBuilder, node: S.Expr, what: str = "buffer dimension"
     dims = []
     for item in items:
         value = literal_value(item)
+        if isinstance(value, str) and value.isidentifier():
+            dims.append(symbolic_dim(eb, value, item))
+            continue
         if isinstance(value, int) and not isinstance(value, bool):
             if value < 0:
                 eb.ctx.error(f"negative {what}", item.span)
@@ -146,6 +149,18 @@ def shape_dims(eb: ExprBuilder, node: S.Expr, what: str = "buffer dimension"
         else:
             dims.append(eb.index(item, what))
     return tuple(dims)
+
+
+def symbolic_dim(eb: ExprBuilder, name: str, node: S.Expr) -> PrimExpr:
+    """A dimension written as a string (`T.Buffer(("n",), ...)`, as TVM prints symbolic
+    sizes in a signature): the variable of that name, declared as an int32 if new."""
+    value = eb.scope.lookup(name)
+    if value is None:
+        value = Var(name, DType("int", 32), span=node.span)
+        eb.scope.define(name, value, node.span)
+    if not isinstance(value, PrimExpr) or not value.dtype.is_int:
+        eb.ctx.error(f"'{name}' is not an integer variable", node.span)
+    return value
 
 
 def layout_arg(ctx: Context, eb: ExprBuilder, node: S.Expr) -> Any:

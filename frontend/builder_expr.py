@@ -31,6 +31,17 @@ BIT_OPS = {"<<": "shift_left", ">>": "shift_right", "&": "bitwise_and", "|": "bi
            "^": "bitwise_xor"}
 CMP_OPS = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+INT32 = DType("int", 32)
+
+
+def dense_strides(shape: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
+    """The row-major strides of a dense buffer of `shape`."""
+    out: list[PrimExpr] = []
+    acc: PrimExpr = IntImm(1, shape[-1].dtype) if shape else IntImm(1, INT32)
+    for d in reversed(shape):
+        out.append(acc)
+        acc = binop("mul", acc, d)
+    return tuple(reversed(out))
 
 
 def literal_value(node: S.Expr) -> Any:
@@ -126,10 +137,13 @@ class ExprBuilder:
         self.ctx.error(f"'{node.id}' is not a loop-level value", node.span)
 
     def expr_Attribute(self, node: S.Attribute) -> PrimExpr:
-        if node.attr == "data" and isinstance(node.value, S.Name):
+        if node.attr in ("data", "elem_offset") and isinstance(node.value, S.Name):
             target = self.scope.require(node.value.id, node.value.span)
             if isinstance(target, Buffer):  # `A.data`: the buffer's storage as a handle value
-                return target.data
+                if node.attr == "data":
+                    return target.data
+                offset = target.elem_offset
+                return offset if offset is not None else IntImm(0, INT32, span=node.span)
         name = S.dotted(node)
         if name is not None and name.split(".")[0] in ("T", "R", "I", "S"):
             self.ctx.error(f"'{name}' is not a value", node.span)
@@ -245,10 +259,25 @@ class ExprBuilder:
                            f"{len(node.items)}", node.span)
 
     def expr_Subscript(self, node: S.Subscript) -> PrimExpr:
+        if isinstance(node.value, S.Attribute) and node.value.attr in ("shape", "strides"):
+            return self.buffer_dim(node.value, node)
         buf = self.buffer(node.value)
         idx = self.indices(buf, node)
         lanes = max((i.dtype.lanes for i in idx), default=1)
         return BufferLoad(buf, idx, buf.dtype.with_lanes(lanes), span=node.span)
+
+    def buffer_dim(self, attr: S.Attribute, node: S.Subscript) -> PrimExpr:
+        """`A.shape[i]` / `A.strides[i]`: a dimension of a buffer in scope."""
+        buf = self.buffer(attr.value)
+        if len(node.items) != 1:
+            self.ctx.error(f"index {attr.attr} with one integer", node.span)
+        i = self.int_literal(node.items[0], f"an index into {attr.attr}")
+        dims = buf.shape if attr.attr == "shape" else buf.strides
+        if attr.attr == "strides" and not dims:
+            dims = dense_strides(buf.shape)
+        if not -len(dims) <= i < len(dims):
+            self.ctx.error(f"buffer '{buf.name}' has {len(dims)} dimensions", node.span)
+        return dims[i]
 
     # ---- calls --------------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ class PrimFuncBuilder:
 
     def build(self) -> PrimFunc:
         fn = self.fn
+        self.declare_scalars()
         for p in fn.params:
             try:
                 self.param(p)
@@ -52,6 +53,22 @@ class PrimFuncBuilder:
                         span=fn.span)
 
     # ---- parameters -----------------------------------------------------------------------
+
+    def declare_scalars(self) -> None:
+        """Scalar parameters are in scope from the start: TVM prints a buffer parameter
+        whose shape names one (`A: T.Buffer(("m",), ...)`) before it (`m: T.int32`)."""
+        self.scalars: dict[str, Var] = {}
+        for p in self.fn.params:
+            name = S.dotted(p.annotation) if p.annotation is not None else None
+            if p.star or name is None or not name.startswith("T.") or name == "T.handle":
+                continue
+            try:
+                dt = DType.parse(name[2:])
+            except DTypeError:
+                continue
+            var = Var(p.name, dt, span=p.span)
+            self.scalars[p.name] = var
+            self.scope.define(p.name, var, p.span)
 
     def param(self, p: S.Param) -> None:
         ctx = self.ctx
@@ -88,6 +105,9 @@ class PrimFuncBuilder:
             if name is None or not name.startswith("T.") or isinstance(ann, S.Subscript):
                 ctx.error("a parameter type is T.Buffer(...), T.handle or a dtype such as "
                           "T.int32", ann.span)
+            if p.name in self.scalars:
+                self.params.append(self.scalars[p.name])
+                return
             try:
                 dt = DType.parse(name[2:])
             except DTypeError:

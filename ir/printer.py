@@ -90,6 +90,7 @@ from tirc.ir.stmt import (
     Stmt,
     While,
 )
+from tirc.ir.tvm_intrinsics import TvmIntrinsic, tvm_intrinsic
 from tirc.ir.visitor import Visitor, any_node, post_order_visit
 
 INDENT = "    "
@@ -250,8 +251,22 @@ class ExprPrinter:
         args = ", ".join(self(a) for a in e.args)
         if e.op in NAMED_INTRINSICS:
             return f"T.{e.op}({args})"
+        entry = tvm_intrinsic(e.op)
+        if entry is not None:
+            return self.tvm_call(e, entry, args)
         sep = ", " if args else ""
         return f'T.call_intrin("{e.dtype}", {_str(e.op)}{sep}{args})'
+
+    @staticmethod
+    def tvm_call(e: Call, entry: TvmIntrinsic, args: str) -> str:
+        """One of TVM's intrinsics as TVM writes it (the result dtype first, or as
+        `dtype=` where it is not implied by the operands)."""
+        if entry.leading_dtype:
+            return f'T.{e.op}("{e.dtype}"{", " if args else ""}{args})'
+        implied = {"dtype": "void", "handle": "handle"}.get(entry.result)
+        if implied is not None and str(e.dtype) != implied:
+            return f'T.{e.op}({args}{", " if args else ""}dtype="{e.dtype}")'
+        return f"T.{e.op}({args})"
 
     def load(self, buffer: Buffer, indices: tuple[Any, ...]) -> str:
         name = self.names.get(buffer, buffer.name)
