@@ -34,6 +34,12 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32 = DType("int", 32)
 
 
+def access_dtype(buf: Buffer, idx: tuple[PrimExpr, ...]) -> DType:
+    """The dtype of `buf[idx]`: the element type, times the lanes of a vector index."""
+    lanes = max((i.dtype.lanes for i in idx), default=1)
+    return buf.dtype.with_lanes(lanes * buf.dtype.lanes)
+
+
 def dense_strides(shape: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
     """The row-major strides of a dense buffer of `shape`."""
     out: list[PrimExpr] = []
@@ -263,8 +269,7 @@ class ExprBuilder:
             return self.buffer_dim(node.value, node)
         buf = self.buffer(node.value)
         idx = self.indices(buf, node)
-        lanes = max((i.dtype.lanes for i in idx), default=1)
-        return BufferLoad(buf, idx, buf.dtype.with_lanes(lanes), span=node.span)
+        return BufferLoad(buf, idx, access_dtype(buf, idx), span=node.span)
 
     def buffer_dim(self, attr: S.Attribute, node: S.Subscript) -> PrimExpr:
         """`A.shape[i]` / `A.strides[i]`: a dimension of a buffer in scope."""

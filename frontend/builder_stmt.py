@@ -12,7 +12,7 @@ from typing import Any
 
 from tirc.frontend import syntax as S
 from tirc.frontend.builder_buffer import declare_buffer, event_tensor
-from tirc.frontend.builder_expr import BIN_OPS, ExprBuilder, literal_value
+from tirc.frontend.builder_expr import BIN_OPS, ExprBuilder, access_dtype, literal_value
 from tirc.frontend.context import TOO_DEEP, BuildError, Context, spanned
 from tirc.frontend.loop_heads import launch_thread, loop_header
 from tirc.frontend.scope import EnvThread, Scope
@@ -190,6 +190,12 @@ class LoopBuilder:
             return _NOTHING
         if name == "T.launch_thread":
             return launch_thread(self, call, t)
+        if name == "T.meta_var":
+            # A name for a value written once and used several times (TVMScript evaluates
+            # it in Python): each use is that value.
+            a = check_call(self.ctx, call, name, Sig(1, 1))
+            self.scope.define(t.id, self.eb.expr(a.pos[0]), t.span)
+            return _NOTHING
         if name == "T.Buffer":
             buf = declare_buffer(self.eb, t.id, call, name, alias=True)
             self.scope.define(t.id, buf, t.span)
@@ -266,8 +272,7 @@ class LoopBuilder:
     def store(self, t: S.Subscript, value_node: S.Expr, span: Span) -> Stmt:
         buf = self.eb.buffer(t.value)
         idx = self.eb.indices(buf, t)
-        lanes = max((i.dtype.lanes for i in idx), default=1)
-        want = buf.dtype.with_lanes(lanes)
+        want = access_dtype(buf, idx)
         value = self.typed_value(value_node, want, "store",
                                  f"into buffer '{buf.name}' of dtype {buf.dtype}")
         return BufferStore(buf, value, idx, span=span)
@@ -371,6 +376,11 @@ class LoopBuilder:
             return self.attr(s, call)
         if name == "T.launch_thread":
             assert isinstance(call, S.Call)
+            if item.target is None and call.args and isinstance(call.args[0], S.Name):
+                with self.scope.frame():  # `with T.launch_thread(tx, n):` (tx from env_thread)
+                    wrap = launch_thread(self, call, None)
+                    body = self.body(s.body, frame=False)
+                return wrap(body)
             if not isinstance(item.target, S.Name):
                 self.ctx.error("write `with T.launch_thread(\"threadIdx.x\", n) as tx:`",
                                call.span)
