@@ -52,6 +52,10 @@ def compile_call(c: ExprCompiler, e: Call) -> Fn:
         return c.compile(e.args[0])
     if op in ("max_value", "min_value"):
         return _limit(e)
+    from tirc.ir.interpreter_tvm_intrin import compile_tvm_call, handles
+
+    if handles(op):
+        return compile_tvm_call(c, e)
     fns = [c.compile(a) for a in e.args]
     if op in _INT_BITWISE or op == "bitwise_not":
         return _bitwise(e, fns)
