@@ -155,6 +155,21 @@ class ExprBuilder:
             self.ctx.error(f"'{name}' is not a value", node.span)
         self.ctx.unsupported(f"attribute '.{node.attr}'", node.attr_span)
 
+    def expr_Starred(self, node: S.Starred) -> PrimExpr:
+        self.ctx.unsupported("'*' here (only in T.grid(*A.shape) and buffer shapes)",
+                             node.span)
+
+    def starred_dims(self, node: S.Starred) -> list[PrimExpr]:
+        """`*A.shape` (a buffer's dimensions) or `*(a, b)`: the values it spreads."""
+        v = node.value
+        if isinstance(v, S.Attribute) and v.attr in ("shape", "strides"):
+            buf = self.buffer(v.value)
+            return list(buf.shape if v.attr == "shape" else buf.strides or
+                        dense_strides(buf.shape))
+        if isinstance(v, (S.Tuple, S.List)):
+            return [self.expr(x) for x in v.elts]
+        self.ctx.error("'*' spreads a buffer's shape (*A.shape) or a tuple", node.span)
+
     def expr_Unsupported(self, node: S.Unsupported) -> PrimExpr:
         self.ctx.unsupported(node.what, node.span)
 

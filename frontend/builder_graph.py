@@ -115,7 +115,9 @@ class GraphBuilder:
                     blocks.append(block)
                 else:
                     binding = self.stmt(s, dataflow=None)
-                    if binding is not None:
+                    if isinstance(binding, list):
+                        current.extend(binding)
+                    elif binding is not None:
                         current.append(binding)
             except BuildError:
                 self.poison(s)
@@ -136,7 +138,7 @@ class GraphBuilder:
         if isinstance(target, S.Name):
             self.scope.poison(target.id)
 
-    def stmt(self, s: S.Stmt, dataflow: set[str] | None) -> Binding | None:
+    def stmt(self, s: S.Stmt, dataflow: set[str] | None) -> Binding | list[Binding] | None:
         """One statement; `dataflow` holds the output names when inside `R.dataflow()`."""
         if isinstance(s, S.Pass):
             return None
@@ -163,12 +165,13 @@ class GraphBuilder:
             type(s), f"{type(s).__name__} statements")
         self.ctx.unsupported(f"{what} in a graph function", s.span)
 
-    def binding(self, s: S.Assign | S.AnnAssign, dataflow: set[str] | None) -> Binding | None:
+    def binding(self, s: S.Assign | S.AnnAssign, dataflow: set[str] | None
+                ) -> Binding | list[Binding] | None:
         if isinstance(s, S.Assign) and s.more_targets:
             self.ctx.unsupported("chained assignment", s.span)
         t = s.target
-        if isinstance(t, S.Tuple):
-            self.ctx.unsupported("tuple unpacking in a graph function", t.span)
+        if isinstance(t, S.Tuple) and isinstance(s, S.Assign):
+            return self.unpack(t, s, dataflow)
         if not isinstance(t, S.Name):
             self.ctx.error("a binding assigns to a name", t.span)
         if s.value is None:
@@ -197,6 +200,24 @@ class GraphBuilder:
         var = GVar(t.id, annotation, is_df, span=t.span)
         self.scope.define(t.id, var, t.span)
         return VarBinding(var, value, span=s.span)
+
+    def unpack(self, t: S.Tuple, s: S.Assign, dataflow: set[str] | None) -> list[Binding]:
+        """`a, b = value`: the tuple bound to a name, then each field (as TVM binds it)."""
+        names = []
+        for e in t.elts:
+            if not isinstance(e, S.Name):
+                self.ctx.error("tuple unpacking assigns to names", e.span)
+            names.append(e.id)
+        value = self.gexpr(s.value)
+        in_df = dataflow is not None
+        tmp = GVar("_".join(names) + "_tuple", None, in_df, span=t.span)
+        out: list[Binding] = [VarBinding(tmp, value, span=s.span)]
+        for i, e in enumerate(t.elts):
+            assert isinstance(e, S.Name)
+            var = GVar(e.id, None, in_df and e.id not in dataflow, span=e.span)  # type: ignore
+            self.scope.define(e.id, var, e.span)
+            out.append(VarBinding(var, TupleGetItem(tmp, i, span=e.span), span=s.span))
+        return out
 
     def symbolic(self, t: S.Name, call: S.Call, name: str) -> None:
         """`n = T.int64()`: a symbolic size (the same variable as a `"n"` in a signature)."""
@@ -233,7 +254,9 @@ class GraphBuilder:
             for st in stmts:
                 try:
                     b = self.stmt(st, dataflow=set(names))
-                    if b is not None:
+                    if isinstance(b, list):
+                        bindings.extend(b)
+                    elif b is not None:
                         bindings.append(b)
                 except BuildError:
                     self.poison(st)

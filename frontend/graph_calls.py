@@ -45,6 +45,14 @@ def _call_tir(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
     return GCall(name[2:], tuple(args), {}, g.out_sinfo(a.kw["out_sinfo"]), span=call.span)
 
 
+def _call_packed(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
+    """Refused: R.call_packed calls a function of TVM's runtime registry by name, and returns
+    what it allocates; a tirc library has no such registry."""
+    g.ctx.unsupported("R.call_packed (a function of TVM's runtime registry): write the C "
+                      "function in destination-passing style and call it with "
+                      "R.call_dps_packed(\"symbol\", (args,), out_sinfo=...)", call.func.span)
+
+
 def _call_dps_packed(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
     a = check_call(g.ctx, call, name, Sig(2, 2, ("out_sinfo",), positional_kw=True))
     symbol = g.eb.str_literal(a.pos[0], "the packed function name")
@@ -92,6 +100,7 @@ def _str(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
 
 SPECIAL_CALLS: dict[str, Callable[[GraphBuilder, S.Call, str], GraphExpr]] = {
     "call_tir": _call_tir,
+    "call_packed": _call_packed,
     "call_dps_packed": _call_dps_packed,
     "const": _const,
     "shape": _shape,

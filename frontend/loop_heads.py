@@ -43,10 +43,15 @@ def loop_header(lb: LoopBuilder, s: S.For) -> list[LoopHead]:
     names = loop_targets(lb, s.target)
     if name == "T.grid":
         a = check_call(lb.ctx, it, name, Sig(1, None))
-        if len(names) != len(a.pos):
-            lb.ctx.error(f"T.grid has {len(a.pos)} extents but the loop binds {len(names)} "
+        extents = []
+        for x in a.pos:
+            if isinstance(x, S.Starred):
+                extents.extend(lb.eb.starred_dims(x))
+            else:
+                extents.append(lb.eb.index(x, "a loop extent"))
+        if len(names) != len(extents):
+            lb.ctx.error(f"T.grid has {len(extents)} extents but the loop binds {len(names)} "
                          "variables", s.target.span)
-        extents = [lb.eb.index(x, "a loop extent") for x in a.pos]
         return [loop_var(n, IntImm(0, e.dtype, span=e.span), e, ForKind.SERIAL, {})
                 for n, e in zip(names, extents)]
     if len(names) != 1:

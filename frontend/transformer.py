@@ -280,7 +280,10 @@ class ToSyntax(Transformer):
         return S.Keyword(value.id, default, self.span(meta))
 
     def star_arg(self, meta: Any, ch: list) -> S.Expr:
-        return S.Unsupported(self.span(meta), "'*' and '**' arguments")
+        star, value = ch
+        if str(star) == "*":
+            return S.Starred(self.span(meta), value)
+        return S.Unsupported(self.span(meta), "'**' arguments")
 
     def subscript(self, meta: Any, ch: list) -> S.Expr:
         value, items = ch

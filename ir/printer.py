@@ -717,6 +717,8 @@ class FuncPrinter:
                 return f"R.Shape([{', '.join(self.sym_dim(v, in_params) for v in s.values)}])"
             return f"R.Shape(ndim={s.ndim})"
         if isinstance(s, PrimSInfo):
+            if s.value is not None:
+                return f"R.Prim(value={self.sym_dim(s.value, in_params)})"
             return f"R.Prim({_str(str(s.dtype))})"
         if isinstance(s, ObjectSInfo):
             return "R.Object"
