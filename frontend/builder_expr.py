@@ -7,6 +7,7 @@ from typing import Any
 from tirc.frontend import syntax as S
 from tirc.frontend.context import Context, spanned
 from tirc.frontend.scope import EnvThread, Scope
+from tirc.frontend.signature import Sig, check_call
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DType, DTypeError
 from tirc.ir.expr import (
@@ -304,7 +305,35 @@ class ExprBuilder:
     def expr_Call(self, node: S.Call) -> PrimExpr:
         from tirc.frontend.tir_calls import call_tir
 
+        if isinstance(node.func, S.Attribute) and node.func.attr == "vload":
+            buf, idx = self.vector_access(node, "vload")
+            return BufferLoad(buf, idx, access_dtype(buf, idx), span=node.span)
         return call_tir(self, node)
+
+    def vector_access(self, node: S.Call, method: str) -> tuple[Buffer, tuple[PrimExpr, ...]]:
+        """`A.vload([i, j], "float32x4")` / `A.vstore([i, j], value)`: the buffer and the
+        indices, the last one widened to the lanes the dtype (or stored value) has."""
+        assert isinstance(node.func, S.Attribute)
+        buf = self.buffer(node.func.value)
+        a = check_call(self.ctx, node, f"{buf.name}.{method}", Sig(1, 2, ("dtype", "predicate")))
+        if "predicate" in a.kw:
+            self.ctx.unsupported(f"{method} with a predicate", a.kw["predicate"].span)
+        items = a.pos[0].elts if isinstance(a.pos[0], (S.List, S.Tuple)) else [a.pos[0]]
+        if len(items) != buf.ndim:
+            self.ctx.error(f"buffer '{buf.name}' has {buf.ndim} dimensions, indexed with "
+                           f"{len(items)}", a.pos[0].span)
+        idx = [self.index(x, "buffer index") for x in items]
+        lanes = 1
+        if method == "vload":
+            dt_node = a.get(1, "dtype")
+            dt = self.dtype_arg(dt_node) if dt_node is not None else buf.dtype
+            lanes = dt.lanes // buf.dtype.lanes
+        elif len(a.pos) > 1:
+            lanes = self.expr(a.pos[1]).dtype.lanes // buf.dtype.lanes
+        if lanes > 1 and idx:
+            last = idx[-1]
+            idx[-1] = Ramp(last, IntImm(1, last.dtype), lanes, last.dtype.with_lanes(lanes))
+        return buf, tuple(idx)
 
     # ---- helpers for builtins -----------------------------------------------------------
 

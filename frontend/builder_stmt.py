@@ -122,6 +122,13 @@ class LoopBuilder:
         v = s.value
         if isinstance(v, S.Constant) and v.kind == "str":
             return None  # a docstring
+        if isinstance(v, S.Call) and isinstance(v.func, S.Attribute) and v.func.attr == "vstore":
+            buf, idx = self.eb.vector_access(v, "vstore")
+            if len(v.args) != 2:
+                self.ctx.error(f"{buf.name}.vstore takes the indices and the value", v.span)
+            value = self.typed_value(v.args[1], access_dtype(buf, idx), "store",
+                                     f"into buffer '{buf.name}' of dtype {buf.dtype}")
+            return BufferStore(buf, value, idx, span=s.span)
         name = S.call_name(v)
         if name is not None:
             assert isinstance(v, S.Call)

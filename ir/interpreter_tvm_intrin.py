@@ -55,6 +55,8 @@ def compile_tvm_call(c: ExprCompiler, e: Call) -> Fn:
                 "address_of"):
         return _fail(f"T.{e.op} is machine-level code the interpreter cannot run")
     fns = [c.compile(a) for a in e.args]
+    if e.op in ("vectorlow", "vectorhigh", "vectorcombine"):
+        return _halves(e, fns)
     dt = e.args[0].dtype if e.args else e.dtype
     ftype = np_dtype(dt).type
     if e.op in _UNARY:
@@ -79,6 +81,17 @@ def compile_tvm_call(c: ExprCompiler, e: Call) -> Fn:
     if e.op == "q_multiply_shift":
         return _q_multiply_shift(e, fns)
     return _fail(f"the interpreter does not support the intrinsic '{e.op}'")
+
+
+def _halves(e: Call, fns: list[Fn]) -> Fn:
+    """The low or high half of a vector, or two vectors joined."""
+    if e.op == "vectorcombine":
+        fa, fb = fns
+        return lambda env: np.concatenate([np.atleast_1d(fa(env)), np.atleast_1d(fb(env))])
+    f0, half = fns[0], e.args[0].dtype.lanes // 2
+    if e.op == "vectorlow":
+        return lambda env: np.asarray(f0(env))[:half]
+    return lambda env: np.asarray(f0(env))[half:]
 
 
 def _q_multiply_shift(e: Call, fns: list[Fn]) -> Fn:

@@ -55,6 +55,9 @@ TVM_INTRINSICS: dict[str, TvmIntrinsic] = _table(
     I("copysign", 2, 2, "float"), I("hypot", 2, 2, "float"), I("fmod", 2, 2, "float"),
     I("nextafter", 2, 2, "float"), I("ldexp", 2, 2, "float"),
     I("reinterpret", 1, 1, "dtype", leading_dtype=True),
+    # ---- vector halves -------------------------------------------------------------------
+    I("vectorlow", 1, 1, "dtype"), I("vectorhigh", 1, 1, "dtype"),
+    I("vectorcombine", 2, 2, "dtype"),
     # ---- calls out of the kernel ---------------------------------------------------------
     I("call_extern", 1, None, "dtype", leading_dtype=True, strings=True),
     I("call_pure_extern", 1, None, "dtype", leading_dtype=True, strings=True),

@@ -99,6 +99,24 @@ class TvmCalls:
     def tvm_isfinite(self, e: Call) -> ir.Value:
         return self._class(e, "isfinite")
 
+    # ---- vectors ---------------------------------------------------------------------
+
+    def _shuffle(self, a: ir.Value, c: ir.Value, lanes: list[int]) -> ir.Value:
+        mask = ir.Constant(ir.VectorType(I32, len(lanes)), [ir.Constant(I32, i) for i in lanes])
+        return self.b.shuffle_vector(a, c, mask)
+
+    def tvm_vectorlow(self, e: Call) -> ir.Value:
+        x = self.expr(e.args[0])
+        return self._shuffle(x, x, list(range(e.args[0].dtype.lanes // 2)))
+
+    def tvm_vectorhigh(self, e: Call) -> ir.Value:
+        x, n = self.expr(e.args[0]), e.args[0].dtype.lanes
+        return self._shuffle(x, x, list(range(n // 2, n)))
+
+    def tvm_vectorcombine(self, e: Call) -> ir.Value:
+        a, c = (self.expr(x) for x in e.args)
+        return self._shuffle(a, c, list(range(e.args[0].dtype.lanes * 2)))
+
     # ---- integer ---------------------------------------------------------------------
 
     def tvm_popcount(self, e: Call) -> ir.Value:
