@@ -3,6 +3,7 @@ dataflow blocks, operator calls, cross-level calls)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,7 @@ class ModuleNames:
 
     class_name: str
     functions: set[str]
+    graph: set[str] = dataclasses.field(default_factory=set)  # the graph functions among them
 
 
 class GraphBuilder:
@@ -340,9 +342,13 @@ class GraphBuilder:
             if name is not None and name.startswith("T."):
                 self.ctx.error(f"loop-level {name} in a graph function", call.func.span)
             if isinstance(call.func, S.Attribute) or isinstance(call.func, S.Name):
-                self.global_var(call.func)
-                self.ctx.unsupported("calling a function directly (use R.call_tir)",
-                                     call.span)
+                gv = self.global_var(call.func)
+                if gv.name not in self.module.graph:
+                    self.ctx.error(f"'{gv.name}' is a loop function; call it with "
+                                   "R.call_tir(...)", call.span)
+                check_call(self.ctx, call, gv.name, Sig(0, None))
+                args = tuple(self.operand(a) for a in call.args)
+                return GCall(gv.name, args, span=call.span)
             self.ctx.error("this is not a function that can be called here", call.func.span)
         op = name[2:]
         handler = SPECIAL_CALLS.get(op)

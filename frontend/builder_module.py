@@ -18,7 +18,7 @@ from tirc.frontend.scope import Scope
 from tirc.frontend.signature import Args, Sig, check_call
 from tirc.frontend.spelling import detect_syntax, header_lines
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.graph import GlobalVar
+from tirc.ir.graph import Function, GlobalVar
 from tirc.ir.module import BaseFunc, IRModule
 from tirc.ir.schedule import Schedule
 from tirc.ir.span import Span
@@ -55,7 +55,10 @@ class ModuleBuilder:
                 self.top(s)
             except BuildError:
                 pass
-        names = ModuleNames(self.class_name or "Module", set(self.functions) | self.def_names)
+        graph = {fn.name for fn, kind, _ in self.defs if kind == "function"} | {
+            n for n, f in self.functions.items() if isinstance(f, Function)}
+        names = ModuleNames(self.class_name or "Module", set(self.functions) | self.def_names,
+                            graph)
         for fn, kind, deco in self.defs:
             try:
                 self.build_def(fn, kind, deco, names)

@@ -314,8 +314,10 @@ def free_vars(*exprs: Any) -> list[Var]:
 class FuncPrinter:
     """Prints one prim_func or graph function at a given indentation."""
 
-    def __init__(self, module_name: str = "Module", syntax: str = "classic") -> None:
+    def __init__(self, module_name: str = "Module", syntax: str = "classic",
+                 functions: frozenset[str] = frozenset()) -> None:
         self.syntax = check_syntax(syntax)
+        self.functions = functions  # the module's functions: a call of one prints as such
         self.block_kw = "sblock" if syntax == "tirx" else "block"
         # TVM 0.27 spells a block's own allocation T.sblock_alloc_buffer (its T.alloc_buffer
         # is a statement allocating over the statements after it).
@@ -793,6 +795,8 @@ class FuncPrinter:
             return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
         if isinstance(e, TupleGetItem):
             return f"{self.gexpr(e.tuple_value)}[{e.index}]"
+        if isinstance(e, GCall) and e.op in self.functions:
+            return f"{self.module_name}.{e.op}({', '.join(self.gexpr(a) for a in e.args)})"
         if isinstance(e, GCall):
             args = [self.gexpr(a) for a in e.args]
             if e.op == "call_tir" and len(args) == 3:
@@ -890,7 +894,7 @@ def _module_lines(mod: IRModule, syntax: str) -> Iterator[str]:
         if not first:
             yield ""
         first = False
-        yield from print_function(func, 1, mod.name, syntax)
+        yield from print_function(func, 1, mod.name, syntax, frozenset(mod.functions))
     if not mod.functions:
         yield INDENT + "pass"
     for s in mod.schedules:
@@ -901,9 +905,10 @@ def _module_lines(mod: IRModule, syntax: str) -> Iterator[str]:
 
 @deep
 def print_function(func: PrimFunc | Function, depth: int = 0,
-                   module_name: str = "Module", syntax: str = "classic") -> list[str]:
+                   module_name: str = "Module", syntax: str = "classic",
+                   functions: frozenset[str] = frozenset()) -> list[str]:
     """The lines of one function at the given indentation depth, in `syntax`."""
-    fp = FuncPrinter(module_name, syntax)
+    fp = FuncPrinter(module_name, syntax, functions)
     if isinstance(func, PrimFunc):
         return fp.prim_func(func, depth)
     return fp.graph_func(func, depth)

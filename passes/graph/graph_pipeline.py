@@ -10,6 +10,7 @@ from __future__ import annotations
 def graph_steps(opt_level: int) -> list[str]:
     """Pass names, in order, that lower the graph functions of a module."""
     steps = [
+        "inline-calls",          # direct calls between graph functions -> the callee's bindings
         "normalize",             # struct info of every binding, shape errors at their source
         "legalize-ops",          # operators -> call_tir of generated loop functions
         "annotate-op-pattern",   # elementwise / broadcast / injective / reduction / fusable
