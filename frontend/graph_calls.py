@@ -53,6 +53,14 @@ def _call_packed(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
                       "R.call_dps_packed(\"symbol\", (args,), out_sinfo=...)", call.func.span)
 
 
+def _emit_te(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
+    """Refused: R.emit_te runs a Python function (a TOPI compute) to build a loop function."""
+    g.ctx.unsupported("R.emit_te (it runs a Python function to build the kernel): write the "
+                      "kernel as a @T.prim_func and call it with R.call_tir(Module.kernel, "
+                      "(args,), out_sinfo=...), or use the graph operator (R.add, R.matmul, ...)",
+                      call.func.span)
+
+
 def _call_dps_packed(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
     a = check_call(g.ctx, call, name, Sig(2, 2, ("out_sinfo",), positional_kw=True))
     symbol = g.eb.str_literal(a.pos[0], "the packed function name")
@@ -101,6 +109,7 @@ def _str(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
 SPECIAL_CALLS: dict[str, Callable[[GraphBuilder, S.Call, str], GraphExpr]] = {
     "call_tir": _call_tir,
     "call_packed": _call_packed,
+    "emit_te": _emit_te,
     "call_dps_packed": _call_dps_packed,
     "const": _const,
     "shape": _shape,
