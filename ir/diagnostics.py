@@ -27,7 +27,8 @@ class Diagnostic:
         lines = [self.header()]
         lines.extend(_excerpt(self.span))
         for note in self.notes:
-            lines.append(note.render())
+            lines.append(note.render() if note.span is not None else
+                         f"{note.severity}: {note.message}")
         return "\n".join(lines)
 
 

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import pytest
 from tirc.frontend import parse
+from tirc.frontend.context import NO_PYTHON
 from tirc.ir.diagnostics import MAX_ERRORS, CompileError
 
 # Line 5 is the first body line of `f` in every case that starts with H.
@@ -156,7 +157,8 @@ def test_rendering_shows_the_line_and_a_caret() -> None:
     assert info.value.render() == (
         "render.tir:5:15: error: unknown name 'X'\n"
         "    A[0, 0] = X[0]\n"
-        "              ^"
+        "              ^\n"
+        f"note: {NO_PYTHON}"
     )
 
 
