@@ -341,6 +341,7 @@ class ExprBuilder:
         """A dtype written as a string ("float32") or as `T.float32`."""
         name = node.value if isinstance(node, S.Constant) and node.kind == "str" else None
         if name is None:
+            self.unknown_name(node)
             dotted = S.dotted(node)
             if dotted is not None and dotted.startswith("T."):
                 name = dotted[2:]
@@ -355,12 +356,20 @@ class ExprBuilder:
             self.ctx.error(f"unknown dtype '{name}'", node.span)
 
     def int_literal(self, node: S.Expr, what: str) -> int:
+        self.unknown_name(node)
         value = literal_value(node)
         if not isinstance(value, int) or isinstance(value, bool):
             self.ctx.error(f"{what} must be an integer literal", node.span)
         return value
 
+    def unknown_name(self, node: S.Expr) -> None:
+        """A literal was expected: an unknown name there is most likely a Python variable
+        of the code around the function (reported as such)."""
+        if isinstance(node, S.Name) and self.scope.lookup(node.id) is None:
+            self.scope.require(node.id, node.span)
+
     def str_literal(self, node: S.Expr, what: str) -> str:
+        self.unknown_name(node)
         if not (isinstance(node, S.Constant) and node.kind == "str"):
             self.ctx.error(f"{what} must be a string", node.span)
         return str(node.value)

@@ -35,6 +35,7 @@ from tirc.ir.graph import (
     TupleGetItem,
     VarBinding,
 )
+from tirc.ir.ops.registry import get_op
 
 
 @dataclass
@@ -346,6 +347,10 @@ class GraphBuilder:
                 if gv.name not in self.module.graph:
                     self.ctx.error(f"'{gv.name}' is a loop function; call it with "
                                    "R.call_tir(...)", call.span)
+                if get_op(gv.name) is not None:
+                    self.ctx.unsupported(f"calling graph function '{gv.name}', which has the "
+                                         f"name of the operator R.{gv.name} (rename it)",
+                                         call.func.span)
                 check_call(self.ctx, call, gv.name, Sig(0, None))
                 args = tuple(self.operand(a) for a in call.args)
                 return GCall(gv.name, args, span=call.span)

@@ -72,6 +72,7 @@ from tirc.ir.graph import (
     VarBinding,
 )
 from tirc.ir.module import IRModule
+from tirc.ir.ops.registry import get_op
 from tirc.ir.schedule import SchedInstr, SchedLambda, SchedRef, Schedule
 from tirc.ir.stmt import (
     DEVICE_ENTRY,
@@ -795,7 +796,7 @@ class FuncPrinter:
             return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
         if isinstance(e, TupleGetItem):
             return f"{self.gexpr(e.tuple_value)}[{e.index}]"
-        if isinstance(e, GCall) and e.op in self.functions:
+        if isinstance(e, GCall) and e.op in self.functions and get_op(e.op) is None:
             return f"{self.module_name}.{e.op}({', '.join(self.gexpr(a) for a in e.args)})"
         if isinstance(e, GCall):
             args = [self.gexpr(a) for a in e.args]
