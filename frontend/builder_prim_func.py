@@ -97,8 +97,11 @@ class PrimFuncBuilder:
             self.scope.define(p.name, buf, p.span)
             return
         if name == "T.handle":
-            if isinstance(ann, S.Call):
-                check_call(ctx, ann, "T.handle", Sig(0, 0))
+            if isinstance(ann, S.Call):  # `T.handle("float32", "global")`: a typed pointer
+                a = check_call(ctx, ann, "T.handle", Sig(0, 0, ("dtype", "storage_scope"),
+                                                         positional_kw=True))
+                if "dtype" in a.kw:
+                    self.lb.eb.dtype_arg(a.kw["dtype"])
             var = Var(p.name, HANDLE, span=p.span)
             self.handles[p.name] = var
         else:
