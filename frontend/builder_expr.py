@@ -350,6 +350,8 @@ class ExprBuilder:
         return self.parse_dtype(name, node)
 
     def parse_dtype(self, name: str, node: S.Expr) -> DType:
+        if name == "":  # TVM writes `dtype=""` for calls that return nothing
+            return DType("void", 0)
         try:
             return DType.parse(name)
         except DTypeError:

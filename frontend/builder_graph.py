@@ -38,6 +38,12 @@ from tirc.ir.graph import (
 from tirc.ir.ops.registry import get_op
 
 
+GRAPH_OPERATORS = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide",
+                   "//": "floor_divide", "**": "power"}
+GRAPH_COMPARE = {"==": "equal", "!=": "not_equal", "<": "less", "<=": "less_equal",
+                 ">": "greater", ">=": "greater_equal"}
+
+
 @dataclass
 class ModuleNames:
     """What a graph function may refer to: the module's name and its functions."""
@@ -299,6 +305,15 @@ class GraphBuilder:
             return TupleGetItem(value, idx, span=node.span)
         if isinstance(node, S.Call):
             return self.call(node)
+        if isinstance(node, S.BinOp) and node.op in GRAPH_OPERATORS:
+            # Relax overloads Python's operators on tensors: `A + B` is R.add(A, B).
+            args = (self.operand(node.left), self.operand(node.right))
+            return GCall(GRAPH_OPERATORS[node.op], args, span=node.span)
+        if isinstance(node, S.UnaryOp) and node.op == "-" and literal_value(node) is None:
+            return GCall("negative", (self.operand(node.operand),), span=node.span)
+        if isinstance(node, S.Compare) and len(node.ops) == 1 and node.ops[0] in GRAPH_COMPARE:
+            args = (self.operand(node.left), self.operand(node.comparators[0]))
+            return GCall(GRAPH_COMPARE[node.ops[0]], args, span=node.span)
         if isinstance(node, S.Unsupported):
             self.ctx.unsupported(node.what, node.span)
         if isinstance(node, S.Constant) and node.kind in ("int", "float", "bool"):
