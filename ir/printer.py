@@ -305,6 +305,24 @@ class _FreeVars(Visitor):
             self.found.append(v)
 
 
+def undefined_vars(f: PrimFunc, defined: set[int]) -> list[Var]:
+    """Integer variables the body of `f` uses but nothing defines (a symbolic size TVM
+    declares in the body, `n = T.int32()`): they print as such declarations first."""
+    bound: set[int] = set(defined)
+    for buf in f.buffer_map.values():
+        bound |= {id(v) for v in free_vars(buf.shape, buf.strides, buf.elem_offset)}
+
+    def visit(node: Any) -> None:
+        for name in ("loop_var", "var"):
+            v = getattr(node, name, None)
+            if isinstance(v, Var):
+                bound.add(id(v))
+
+    post_order_visit(f.body, visit)
+    return [v for v in free_vars(f.body) if id(v) not in bound and v.dtype.is_int
+            and v.dtype.lanes == 1]
+
+
 def free_vars(*exprs: Any) -> list[Var]:
     fv = _FreeVars()
     for e in exprs:
@@ -433,6 +451,8 @@ class FuncPrinter:
             self.emit(body_depth, f"{bname} = T.match_buffer({hname}, {self.buffer_args(buf)})")
         for buf in f.buffer_map.values():
             self.buffer_defined(buf, body_depth)
+        for sv in undefined_vars(f, defined):
+            self.emit(body_depth, f"{self.names.define(sv, sv.name)} = T.{sv.dtype}()")
         self.root_or_stmt(f.body, body_depth)
         return self.lines
 
