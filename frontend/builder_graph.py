@@ -37,7 +37,6 @@ from tirc.ir.graph import (
 )
 from tirc.ir.ops.registry import get_op
 
-
 GRAPH_OPERATORS = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide",
                    "//": "floor_divide", "**": "power"}
 GRAPH_COMPARE = {"==": "equal", "!=": "not_equal", "<": "less", "<=": "less_equal",
