@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tirc.frontend import syntax as S
-from tirc.frontend.builder_buffer import declare_buffer, event_tensor
+from tirc.frontend.builder_buffer import declare_buffer, event_tensor, region
 from tirc.frontend.builder_expr import BIN_OPS, ExprBuilder, access_dtype, literal_value
 from tirc.frontend.context import TOO_DEEP, BuildError, Context, spanned
 from tirc.frontend.loop_heads import launch_thread, loop_header
@@ -51,7 +51,8 @@ INT32 = DType("int", 32)
 ALLOC_SCOPES = {"T.alloc_buffer": None, "T.sblock_alloc_buffer": None, "T.alloc_local": "local",
                 "T.alloc_shared": "shared"}
 BLOCK_ONLY = ("T.reads", "T.writes", "T.where", "T.block_attr", "T.sblock_attr", "T.axis.remap",
-              "T.axis.spatial", "T.axis.reduce", "T.axis.opaque", "T.axis.S", "T.axis.R")
+              "T.axis.spatial", "T.axis.reduce", "T.axis.opaque", "T.axis.scan", "T.axis.S",
+              "T.axis.R")
 
 
 # Declarations that can also scope over an indented body with `with ... as name:`.
@@ -381,6 +382,9 @@ class LoopBuilder:
         if name == "T.attr":
             assert isinstance(call, S.Call)
             return self.attr(s, call)
+        if name == "T.realize":
+            assert isinstance(call, S.Call)
+            return self.realize(s, call)
         if name == "T.launch_thread":
             assert isinstance(call, S.Call)
             if item.target is None and call.args and isinstance(call.args[0], S.Name):
@@ -421,6 +425,25 @@ class LoopBuilder:
                 wrap = decl
             body = self.body(s.body, frame=False)
         return wrap(body)
+
+    def realize(self, s: S.With, call: S.Call) -> Stmt:
+        """`with T.realize(B[0:n], "scope"):` (TVM's form before storage flattening): the
+        storage of B, declared with T.Buffer and no data, over the body."""
+        a = check_call(self.ctx, call, "T.realize", Sig(1, 3, ("condition",)))
+        reg = region(self.eb, a.pos[0])
+        buf = reg.buffer
+        if not all(isinstance(r.min, IntImm) and r.min.value == 0 for r in reg.region):
+            self.ctx.unsupported("T.realize of a region that does not start at 0",
+                                 a.pos[0].span)
+        if len(a.pos) > 1:
+            scope = self.eb.str_literal(a.pos[1], "the storage scope")
+            if scope not in ("", buf.scope):
+                self.ctx.unsupported("T.realize in another scope than its buffer's",
+                                     a.pos[1].span)
+        cond = a.get(2, "condition")
+        if cond is not None and literal_value(cond) is not True:
+            self.ctx.unsupported("T.realize with a condition", cond.span)
+        return Allocate(buf, self.body(s.body), span=s.span)
 
     def attr(self, s: S.With, call: S.Call) -> Stmt:
         node, key, value = self.attr_parts(call)
