@@ -24,6 +24,7 @@ from tirc.ir.expr import (
     const,
     unify,
 )
+from tirc.ir.target import TargetAttr
 
 BIN_OPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "floormod"}
 # Bitwise operators are intrinsic calls in the IR (TVM's tirx.shift_left, ...); on bool
@@ -388,6 +389,17 @@ class ExprBuilder:
             return tuple(self.attr_value(e) for e in node.elts)
         if isinstance(node, S.Dict):
             return self.attr_dict(node)
+        if S.call_name(node) == "T.target":
+            assert isinstance(node, S.Call)
+            a = check_call(self.ctx, node, "T.target", Sig(1, 2, ("host",)))
+            spec = self.attr_value(a.pos[0])
+            if not isinstance(spec, (str, dict)):
+                self.ctx.error("T.target takes a target string or dictionary", a.pos[0].span)
+            if len(a.pos) > 1 or "host" in a.kw:
+                host = self.attr_value(a.get(1, "host"))  # type: ignore[arg-type]
+                spec = {**({"kind": spec} if isinstance(spec, str) else spec),
+                        "host": host.spec if isinstance(host, TargetAttr) else host}
+            return TargetAttr(spec)
         value = self.expr(node)
         if isinstance(value, IntImm) and value.dtype.is_bool:
             return bool(value.value)  # TVM prints attribute bools as T.bool(True)

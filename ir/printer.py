@@ -91,6 +91,7 @@ from tirc.ir.stmt import (
     Stmt,
     While,
 )
+from tirc.ir.target import TargetAttr
 from tirc.ir.tvm_intrinsics import TvmIntrinsic, tvm_intrinsic
 from tirc.ir.visitor import Visitor, any_node, post_order_visit
 
@@ -492,6 +493,8 @@ class FuncPrinter:
             return self.p(v)
         if isinstance(v, StructInfo):
             return self.sinfo(v)
+        if isinstance(v, TargetAttr):
+            return f"T.target({self.attr_value(v.spec)})"
         return _str(str(v))
 
     def attr_dict(self, d: dict[str, Any]) -> str:
