@@ -28,7 +28,11 @@ if TYPE_CHECKING:
 def _call_tir(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
     """`R.call_tir(f, (args,), out_sinfo, tir_vars)`; a third positional `R.shape([...])` is
     taken as tir_vars (the form tirc's printer writes)."""
-    a = check_call(g.ctx, call, name, Sig(2, 4, ("out_sinfo", "tir_vars")))
+    a = check_call(g.ctx, call, name, Sig(2, 4, ("out_sinfo", "tir_vars", "out_ty")))
+    if "out_ty" in a.kw:  # TVM 0.27's name for out_sinfo
+        if "out_sinfo" in a.kw:
+            g.ctx.error(f"{name} got out_sinfo and out_ty", a.kw["out_ty"].span)
+        a.kw["out_sinfo"] = a.kw.pop("out_ty")
     extra = list(a.pos[2:])
     if extra and S.call_name(extra[0]) == "R.shape" and "tir_vars" not in a.kw:
         a.kw["tir_vars"] = extra.pop(0)
@@ -62,7 +66,11 @@ def _emit_te(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
 
 
 def _call_dps_packed(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
-    a = check_call(g.ctx, call, name, Sig(2, 2, ("out_sinfo",), positional_kw=True))
+    a = check_call(g.ctx, call, name, Sig(2, 2, ("out_sinfo", "out_ty"), positional_kw=True))
+    if "out_ty" in a.kw:  # TVM 0.27's name for out_sinfo
+        if "out_sinfo" in a.kw:
+            g.ctx.error(f"{name} got out_sinfo and out_ty", a.kw["out_ty"].span)
+        a.kw["out_sinfo"] = a.kw.pop("out_ty")
     symbol = g.eb.str_literal(a.pos[0], "the packed function name")
     if "out_sinfo" not in a.kw:
         g.ctx.error(f"{name} needs out_sinfo=R.Tensor(...)", call.span)
