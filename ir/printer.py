@@ -318,6 +318,8 @@ def undefined_vars(f: PrimFunc, defined: set[int]) -> list[Var]:
             v = getattr(node, name, None)
             if isinstance(v, Var):
                 bound.add(id(v))
+        if isinstance(node, AttrStmt) and isinstance(node.node, Var):
+            bound.add(id(node.node))  # a thread attribute binds its variable
 
     post_order_visit(f.body, visit)
     return [v for v in free_vars(f.body) if id(v) not in bound and v.dtype.is_int
