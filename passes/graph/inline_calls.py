@@ -14,11 +14,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from tirc.ir.attrs import PRIMITIVE
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.graph import Binding, BindingBlock, Function, GCall, GVar, MatchCast, VarBinding
 from tirc.ir.module import IRModule
 from tirc.ir.visitor import substitute
-from tirc.passes.graph.fuse_ops import PRIMITIVE_ATTR
 from tirc.passes.pass_base import Pass, PassContext
 
 
@@ -42,7 +42,7 @@ def _callee(value: Any, mod: IRModule) -> Function | None:
     if not isinstance(value, GCall):
         return None
     f = mod.functions.get(value.op)
-    if isinstance(f, Function) and not f.attrs.get(PRIMITIVE_ATTR):
+    if isinstance(f, Function) and not f.attrs.get(PRIMITIVE):
         return f
     return None
 

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from tirc.ir.expr import Call, StringImm
-from tirc.ir.interpreter_values import Env, Fn, InterpreterError, make_wrap, np_dtype
+from tirc.ir.interpreter.values import Env, Fn, InterpreterError, make_wrap, np_dtype
 from tirc.ir.tvm_intrinsics import tvm_intrinsic
 
 if TYPE_CHECKING:
-    from tirc.ir.interpreter_expr import ExprCompiler
+    from tirc.ir.interpreter.expr import ExprCompiler
 
 _UNARY: dict[str, Callable[[Any], Any]] = {
     "fabs": np.abs, "nearbyint": np.rint, "log10": np.log10, "log1p": np.log1p,
