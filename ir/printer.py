@@ -316,7 +316,8 @@ def undefined_vars(f: PrimFunc, defined: set[int]) -> list[Var]:
             v = getattr(node, name, None)
             if isinstance(v, Var):
                 bound.add(id(v))
-        if isinstance(node, AttrStmt) and isinstance(node.node, Var):
+        if isinstance(node, AttrStmt) and isinstance(node.node, Var) and \
+                node.key in ("thread_extent", "virtual_thread"):
             bound.add(id(node.node))  # a thread attribute binds its variable
 
     post_order_visit(f.body, visit)
