@@ -14,7 +14,7 @@ from tirc.frontend import syntax as S
 from tirc.frontend.context import spanned
 from tirc.frontend.signature import Args, Sig, check_call
 from tirc.ir.buffer import Buffer
-from tirc.ir.dtype import BOOL, HANDLE, DType, DTypeError
+from tirc.ir.dtype import DType, DTypeError
 from tirc.ir.expr import (
     Broadcast,
     Call,
@@ -32,8 +32,17 @@ from tirc.ir.expr import (
     select,
     unify,
 )
-from tirc.ir.intrinsics import INTRINSICS, LIKELY, MATH_INTRINSICS, STATEMENT
-from tirc.ir.tvm_intrinsics import TvmIntrinsic, tvm_intrinsic
+from tirc.ir.intrinsics import (
+    INTRINSICS,
+    LIKELY,
+    MATH_INTRINSICS,
+    NAMED,
+    OPERATOR,
+    STATEMENT,
+    TYPED,
+    Intrinsic,
+    intrinsic,
+)
 
 if TYPE_CHECKING:
     from tirc.frontend.builder_expr import ExprBuilder
@@ -73,9 +82,9 @@ def call_tir(b: ExprBuilder, call: S.Call) -> PrimExpr:
         b.ctx.error(f"{name}(...) cannot be used in an expression", call.span)
     if short in MATH_INTRINSICS:
         return spanned(_math(b, call, name, short), call.span)
-    intrinsic = tvm_intrinsic(short)
-    if intrinsic is not None:
-        return spanned(_tvm_intrinsic(b, call, name, intrinsic), call.span)
+    info = intrinsic(short)
+    if info is not None and info.printed in (NAMED, TYPED, OPERATOR):
+        return spanned(_intrinsic(b, call, name, info), call.span)
     if short in UNSUPPORTED_HINTS:
         b.ctx.unsupported(UNSUPPORTED_HINTS[short], call.func.span)
     try:
@@ -290,21 +299,23 @@ def _let(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
     return Let(var, value, body, body.dtype)
 
 
-def _tvm_intrinsic(b: ExprBuilder, call: S.Call, name: str, entry: TvmIntrinsic) -> PrimExpr:
-    """A call of one of TVM's named intrinsics (tirc.ir.tvm_intrinsics)."""
+def _intrinsic(b: ExprBuilder, call: S.Call, name: str, info: Intrinsic) -> PrimExpr:
+    """A call of an intrinsic of the table (tirc.ir.intrinsics) that is written by name:
+    operands as the table declares them, the dtype first where it is `typed`, or `dtype=`."""
     a = check_call(b.ctx, call, name, Sig(0, None, ("dtype",)))
     pos = list(a.pos)
     dt: DType | None = b.dtype_arg(a.kw["dtype"]) if "dtype" in a.kw else None
-    if entry.leading_dtype and dt is None:
+    if info.printed == TYPED and dt is None:
         if not pos:
             b.ctx.error(f"{name} needs the result dtype as its first argument", call.span)
         dt = b.dtype_arg(pos.pop(0))
-    if len(pos) < entry.lo or (entry.hi is not None and len(pos) > entry.hi):
-        want = Sig(entry.lo, entry.hi).describe()
+    if len(pos) < info.arity or (info.max_arity is not None and len(pos) > info.max_arity):
+        want = Sig(info.arity, info.max_arity).describe()
         b.ctx.error(f"{name} takes {want}, got {len(pos)}", call.span)
-    args = [_intrinsic_operand(b, x, entry) for x in pos]
-    if entry.result in ("operands", "float", "bool"):
-        if entry.result != "operands":
+    args = [_intrinsic_operand(b, x, info, k, name) for k, x in enumerate(pos)]
+    kind = info.numeric
+    if kind is not None and args:
+        if kind == "float":
             args = [FloatImm(float(x.value), FLOAT32) if isinstance(x, IntImm)
                     and not x.dtype.is_bool else x for x in args]
         try:
@@ -313,26 +324,28 @@ def _tvm_intrinsic(b: ExprBuilder, call: S.Call, name: str, entry: TvmIntrinsic)
         except IRTypeError as err:
             b.ctx.error(str(err), call.span)
         args = [cast(args[0].dtype, x) for x in args]
-        kind = args[0].dtype
-        if entry.result == "operands" and not kind.is_int:
-            b.ctx.error(f"{name} needs integer operands, got {kind}", call.span)
-        if entry.result != "operands" and not kind.is_float:
-            b.ctx.error(f"{name} needs float operands, got {kind}", call.span)
-        dt = BOOL.with_lanes(kind.lanes) if entry.result == "bool" else kind
-    elif entry.result == "int32":
-        dt = DType("int", 32)
-    elif entry.result == "handle" and dt is None:
-        dt = HANDLE
-    return Call(entry.name, tuple(args), dt if dt is not None else VOID)
+        common = args[0].dtype
+        if (kind == "int" and not common.is_int) or (kind == "float" and not common.is_float):
+            b.ctx.error(f"{name} needs {kind} operands, got {common}", call.span)
+    if info.result == "operand":
+        out = Call(info.name, tuple(args), args[0].dtype)
+        return cast(dt, out) if dt is not None and dt != out.dtype else out
+    declared = info.declared_dtype([x.dtype for x in args])
+    return Call(info.name, tuple(args), dt if dt is not None else declared or VOID)
 
 
-def _intrinsic_operand(b: ExprBuilder, node: S.Expr, entry: TvmIntrinsic) -> PrimExpr:
-    """An operand: a value, a string (symbol names, for calls out of the kernel), or a
-    buffer (passed as its storage, as TVM's device intrinsics take it)."""
+def _intrinsic_operand(b: ExprBuilder, node: S.Expr, info: Intrinsic, k: int,
+                       name: str) -> PrimExpr:
+    """Operand `k`: a value, a string literal where the table allows one (symbol names, for
+    calls out of the kernel), or a buffer (passed as its storage, as TVM's device
+    intrinsics take it)."""
+    kind = info.operand_kind(k)
     if isinstance(node, S.Constant) and node.kind == "str":
-        if not entry.strings:
-            b.ctx.error(f"T.{entry.name} takes no string operands", node.span)
+        if "str" not in kind:
+            b.ctx.error(f"{name} takes no string operand here", node.span)
         return StringImm(str(node.value), span=node.span)
+    if kind == "str":
+        b.ctx.error(f"{name} takes a string literal here (a name)", node.span)
     if isinstance(node, S.Name) and isinstance(b.scope.lookup(node.id), Buffer):
         return b.scope.lookup(node.id).data
     return b.expr(node)

@@ -70,7 +70,7 @@ from tirc.ir.graph import (
     TupleSInfo,
     VarBinding,
 )
-from tirc.ir.intrinsics import NAMED, STATEMENT, intrinsic
+from tirc.ir.intrinsics import NAMED, OPERATOR, STATEMENT, TYPED, intrinsic
 from tirc.ir.module import IRModule
 from tirc.ir.ops.registry import get_op
 from tirc.ir.schedule import SchedInstr, SchedLambda, SchedRef, Schedule
@@ -92,7 +92,6 @@ from tirc.ir.stmt import (
     While,
 )
 from tirc.ir.target import TargetAttr
-from tirc.ir.tvm_intrinsics import TvmIntrinsic, tvm_intrinsic
 from tirc.ir.visitor import Visitor, any_node, post_order_visit
 
 INDENT = "    "
@@ -247,26 +246,21 @@ class ExprPrinter:
         return f"({text})" if prec < min_prec else text
 
     def call(self, e: Call) -> str:
+        """A call as the intrinsic table says it is written (`T.name(args)`, with the dtype
+        first or as `dtype=` where it is not the declared one), else `T.call_intrin`."""
         args = ", ".join(self(a) for a in e.args)
-        entry = tvm_intrinsic(e.op)
-        if entry is not None:
-            return self.tvm_call(e, entry, args)
-        info = intrinsic(e.op)
-        if info is not None and info.printed in (NAMED, STATEMENT):
-            return f"T.{e.op}({args})"
         sep = ", " if args else ""
+        info = intrinsic(e.op)
+        if info is not None and info.printed == TYPED:
+            return f'T.{e.op}("{e.dtype}"{sep}{args})'
+        if info is not None and info.printed in (NAMED, OPERATOR):
+            declared = info.declared_dtype([a.dtype for a in e.args])
+            if declared is not None and e.dtype != declared:
+                return f'T.{e.op}({args}{sep}dtype="{e.dtype}")'
+            return f"T.{e.op}({args})"
+        if info is not None and info.printed == STATEMENT:
+            return f"T.{e.op}({args})"
         return f'T.call_intrin("{e.dtype}", {_str(e.op)}{sep}{args})'
-
-    @staticmethod
-    def tvm_call(e: Call, entry: TvmIntrinsic, args: str) -> str:
-        """One of TVM's intrinsics as TVM writes it (the result dtype first, or as
-        `dtype=` where it is not implied by the operands)."""
-        if entry.leading_dtype:
-            return f'T.{e.op}("{e.dtype}"{", " if args else ""}{args})'
-        implied = {"dtype": "void", "handle": "handle"}.get(entry.result)
-        if implied is not None and str(e.dtype) != implied:
-            return f'T.{e.op}({args}{", " if args else ""}dtype="{e.dtype}")'
-        return f"T.{e.op}({args})"
 
     def load(self, buffer: Buffer, indices: tuple[Any, ...]) -> str:
         name = self.names.get(buffer, buffer.name)

@@ -47,7 +47,6 @@ from tirc.ir.expr import (
     Var,
     if_then_else,
 )
-from tirc.ir.tvm_intrinsics import tvm_intrinsic
 
 _ICMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 # Float comparisons are ordered (false with a NaN) except `!=`, which is true with a NaN.
@@ -287,9 +286,6 @@ class ExprCodegen(MemoryAccess):
         builtin = getattr(self, "builtin_" + e.op, None)
         if builtin is not None:
             return builtin(e)
-        tvm_call = getattr(self, "tvm_call", None)
-        if tvm_call is not None and tvm_intrinsic(e.op) is not None:
-            return tvm_call(e)
         if e.op in NO_OPS:
             return ir.Constant(I32, 0)
         dt = e.dtype
