@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-import numpy as np
 from llvmlite import ir
 from tirc.backends.llvm.context import ModuleContext
 from tirc.backends.llvm.intrinsics import call_llvm
@@ -35,6 +34,8 @@ NO_OPS = (intrin.STORAGE_SYNC, intrin.ASSUME, intrin.NOP)
 
 
 def _limit(dt: DType, high: bool) -> int | float | bool:
+    import numpy as np  # only for T.max_value / T.min_value
+
     if dt.is_bool:
         return high
     if dt.is_float:

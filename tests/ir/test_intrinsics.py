@@ -12,12 +12,12 @@ from tirc.backends.llvm import events, function
 from tirc.backends.llvm import intrinsics as llvm_math
 from tirc.backends.nvptx import events as nvptx_events
 from tirc.backends.nvptx import math as nvptx_math
+from tirc.frontend import parse
 from tirc.ir import intrinsics
 from tirc.ir.dtype import dtype
 from tirc.ir.expr import Call, FloatImm
 from tirc.ir.interpreter import gpu as gpu_interpreter
 from tirc.ir.interpreter import intrin as interpreter_intrin
-from tirc.frontend import parse
 from tirc.ir.printer import print_module, print_node
 from tirc.ir.stmt import Evaluate
 
