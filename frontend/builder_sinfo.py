@@ -13,7 +13,7 @@ from tirc.frontend.parser import parse_expr_text
 from tirc.frontend.signature import Sig, check_call
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import DType
-from tirc.ir.expr import PrimExpr, Var
+from tirc.ir.expr import PrimExpr, Var, cast
 from tirc.ir.graph import ObjectSInfo, PrimSInfo, ShapeSInfo, StructInfo, TensorSInfo, TupleSInfo
 
 INT64 = DType("int", 64)
@@ -28,6 +28,9 @@ class SInfoBuilder:
         self.ctx = eb.ctx
 
     def sinfo(self, node: S.Expr) -> StructInfo:
+        if isinstance(node, S.Attribute) and node.attr == "struct_info" and \
+                isinstance(node.value, S.Name):
+            return self.struct_info_of(node.value)
         name = S.dotted(node.func) if isinstance(node, S.Call) else S.dotted(node)
         call = node if isinstance(node, S.Call) else None
         if name == "R.Tensor":
@@ -47,11 +50,15 @@ class SInfoBuilder:
         if name == "R.Prim":
             if call is None:
                 self.ctx.error("R.Prim needs a dtype: R.Prim(\"int64\")", node.span)
-            a = check_call(self.ctx, call, name, Sig(0, 1, ("dtype",)))
+            a = check_call(self.ctx, call, name, Sig(0, 1, ("dtype", "value")))
             dt_node = a.get(0, "dtype")
-            if dt_node is None:
+            value = self.dim(a.kw["value"]) if "value" in a.kw else None
+            if dt_node is None and value is None:
                 self.ctx.error("R.Prim needs a dtype: R.Prim(\"int64\")", node.span)
-            return PrimSInfo(self.eb.dtype_arg(dt_node), span=node.span)
+            dt = self.eb.dtype_arg(dt_node) if dt_node is not None else value.dtype
+            if value is not None and value.dtype != dt:
+                value = cast(dt, value)
+            return PrimSInfo(dt, value, span=node.span)
         if name == "R.Object":
             if call is not None:
                 check_call(self.ctx, call, name, Sig(0, 0))
@@ -60,6 +67,15 @@ class SInfoBuilder:
             self.ctx.unsupported(f"the type {name}", node.span)
         self.ctx.error("expected a graph-level type such as R.Tensor((n, 4), \"float32\")",
                        node.span)
+
+    def struct_info_of(self, node: S.Name) -> StructInfo:
+        """`x.struct_info`: the declared type of a parameter or annotated binding."""
+        value = self.eb.scope.require(node.id, node.span)
+        sinfo = getattr(value, "struct_info", None)
+        if not isinstance(sinfo, StructInfo):
+            self.ctx.error(f"the type of '{node.id}' is not written where it is bound; "
+                           f"annotate it ({node.id}: R.Tensor(...) = ...)", node.span)
+        return sinfo
 
     def tensor(self, call: S.Call) -> TensorSInfo:
         a = check_call(self.ctx, call, "R.Tensor", Sig(0, 2, ("shape", "dtype", "ndim")))

@@ -10,9 +10,9 @@ from tirc.frontend import syntax as S
 from tirc.frontend.loop_heads import launch_thread
 from tirc.frontend.signature import Sig, check_call
 from tirc.ir import intrinsics as intrin
-from tirc.ir.dtype import DType
-from tirc.ir.expr import BufferLoad, Call, PrimExpr, StringImm
-from tirc.ir.stmt import Evaluate, Stmt
+from tirc.ir.dtype import BOOL, DType
+from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, StringImm
+from tirc.ir.stmt import DEVICE_ENTRY, AttrStmt, Evaluate, Stmt
 
 if TYPE_CHECKING:
     from tirc.frontend.builder_stmt import LoopBuilder, Wrapper
@@ -58,6 +58,20 @@ def _launch(lb: LoopBuilder, call: S.Call) -> Wrapper:
     return launch_thread(lb, call, None)
 
 
+def _device_entry(lb: LoopBuilder, call: S.Call) -> Wrapper:
+    """`T.device_entry()`: the statements after it are the device part of the function
+    (TVM 0.27's marker between host and device code; on the CPU both run in one place)."""
+    check_call(lb.ctx, call, "T.device_entry", Sig(0, 0))
+    flag = IntImm(1, BOOL, span=call.span)
+    return lambda body: AttrStmt(None, DEVICE_ENTRY, flag, body, span=call.span)
+
+
+def _attr(lb: LoopBuilder, call: S.Call) -> Wrapper:
+    """`T.attr(node, key, value)` without `with`: an attribute over the statements after it."""
+    node, key, value = lb.attr_parts(call)
+    return lambda body: AttrStmt(node, key, value, body, span=call.span)
+
+
 STMT_CALLS: dict[str, Callable[[LoopBuilder, S.Call], Any]] = {
     "T.evaluate": _evaluate,
     f"T.{intrin.STORAGE_SYNC}": _storage_sync,
@@ -65,4 +79,6 @@ STMT_CALLS: dict[str, Callable[[LoopBuilder, S.Call], Any]] = {
     f"T.{intrin.EVENT_NOTIFY}": _event,
     f"T.{intrin.ASSUME}": _assume,
     "T.launch_thread": _launch,
+    "T.device_entry": _device_entry,
+    "T.attr": _attr,
 }

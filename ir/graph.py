@@ -43,9 +43,10 @@ class ShapeSInfo(StructInfo):
 
 @dataclass(frozen=True)
 class PrimSInfo(StructInfo):
-    """`R.Prim("int64")`: a scalar."""
+    """`R.Prim("int64")`: a scalar; `R.Prim(value=n)` also says which value it holds."""
 
     dtype: DType
+    value: Any = None  # a PrimExpr, or None when unknown
 
 
 @dataclass(frozen=True)

@@ -1,32 +1,51 @@
-"""The intrinsic table: every `Call` operator that passes, the interpreter and the backends share.
+"""The intrinsic table: every `Call` operator that the frontend, passes, the interpreter and the
+backends share, tirc's own and TVM's alike.
 
 An intrinsic is a `Call(op, args, dtype)` of the loop IR. Each one is declared here once, with:
 - `operands`: what each argument is (`float`, `int`, `bool`, `event` for an element `E[i]` of an
-  event tensor, `handle`, `str` for a string literal, `any`; `...` repeats the last one,
-  a trailing `?` marks an optional one);
+  event tensor, `handle`, `str` for a string literal, `any`, `any|str` for a value or a string
+  literal; `...` repeats the last one, a trailing `?` marks an optional one). Operands declared
+  `int` or `float` meet in one dtype (integer literals become float32 for `float`);
 - `result`: the dtype of the call (`operand` when it is the operands' dtype, `given` when the
-  call states it, or a dtype name);
-- `printed`: how the printer writes it: `named` as `T.name(args)`, `statement` as `T.name(args)`
-  on a line of its own when it is a whole statement, `intrin` as
+  call states it, or a dtype name, which takes the operands' lanes and which `dtype=` may
+  override);
+- `printed`: how the printer writes it: `named` as `T.name(args)` (with `dtype=` where the call's
+  dtype is not the declared one), `typed` as `T.name("dtype", args)` (TVM's form for calls whose
+  dtype is stated first), `operator` as Python's operator (`a << b`), `statement` as
+  `T.name(args)` on a line of its own when it is a whole statement, `intrin` as
   `T.call_intrin("dtype", "name", args)`;
 - `interpreted`: the rule of the reference interpreter that runs it (tirc.ir.interpreter.intrin
   and, for the GPU ones, tirc.ir.interpreter.gpu), or None when only a backend runs it (DLTensor
-  access in entry points, OpenMP queries) and the interpreter reports it as unsupported;
+  access in entry points, OpenMP queries, LLVM intrinsics) and the interpreter reports it as
+  unsupported;
+- `device`: `any`, or `gpu` / `scalable` for intrinsics that only have a meaning on a GPU or a
+  scalable-vector target: they parse, print and round-trip everywhere, and a CPU build or the
+  interpreter reaching one is an error at its place;
 - `doc`: what it means.
 
 The names are module constants (`EVENT_WAIT`, `LAUNCH_KERNEL`, ...): code that builds or
 recognises an intrinsic uses them, never the string. Backends map the names to code (the LLVM
 backend's `call_<name>`/`builtin_<name>` methods and math table, the NVPTX backend's tables);
-tests/ir/test_intrinsics.py checks that they name intrinsics of this table.
+tests/ir/test_intrinsics.py checks that they name intrinsics of this table. Members of TVM's
+device namespaces (`T.ptx.*`, `T.cuda.*`, ...) are GPU intrinsics of any name (`intrinsic`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tirc.ir.dtype import DType
+
 NAMED = "named"
+TYPED = "typed"  # T.name("dtype", args): TVM's form when the result dtype is stated first
 STATEMENT = "statement"
 INTRIN = "intrin"
+OPERATOR = "operator"  # Python's operator (`a << b`), as TVM prints its bitwise intrinsics
+
+ANY_DEVICE = "any"
+GPU = "gpu"
+SCALABLE = "scalable"
 
 
 @dataclass(frozen=True)
@@ -39,28 +58,65 @@ class Intrinsic:
     printed: str
     interpreted: str | None
     doc: str
+    device: str = ANY_DEVICE
 
     @property
     def arity(self) -> int:
         """The number of required operands (`...` and optional ones not counted)."""
         return sum(1 for o in self.operands if o != "..." and not o.endswith("?"))
 
+    @property
+    def max_arity(self) -> int | None:
+        """The most operands the call takes (None when `...` repeats the last one)."""
+        return None if "..." in self.operands else len(self.operands)
+
+    def operand_kind(self, k: int) -> str:
+        """What operand `k` is (`float`, `any|str`, ...), without the optional mark."""
+        kinds = [o for o in self.operands if o != "..."]
+        kind = kinds[min(k, len(kinds) - 1)] if kinds else "any"
+        return kind.rstrip("?")
+
+    def declared_dtype(self, operands: Sequence[DType]) -> DType | None:
+        """The dtype of a call that states none, given its operands' dtypes: void for a
+        `given` result, the named dtype with the operands' lanes, None for `operand`."""
+        if self.result == "operand":
+            return None
+        if self.result == "given":
+            return DType("void", 0)
+        lanes = operands[0].lanes if operands and self.numeric else 1
+        return DType.parse(self.result).with_lanes(lanes)
+
+    @property
+    def numeric(self) -> str | None:
+        """`int` or `float` when every operand is one (they meet in one dtype), else None."""
+        kinds = {self.operand_kind(k) for k in range(len(self.operands))} - {"..."}
+        return kinds.pop() if len(kinds) == 1 and kinds <= {"int", "float"} else None
+
 
 INTRINSICS: dict[str, Intrinsic] = {}
 
 
 def _declare(name: str, operands: tuple[str, ...], result: str, printed: str,
-             interpreted: str | None, doc: str) -> str:
+             interpreted: str | None, doc: str, device: str = ANY_DEVICE) -> str:
     """Add an intrinsic to the table and return its name (the constant code uses)."""
     if name in INTRINSICS:
         raise ValueError(f"intrinsic '{name}' is declared twice")
-    INTRINSICS[name] = Intrinsic(name, operands, result, printed, interpreted, doc)
+    INTRINSICS[name] = Intrinsic(name, operands, result, printed, interpreted, doc, device)
     return name
 
 
+# TVM's device namespaces: `T.ptx.mov.b64(...)`, `T.cuda.warp_sync()`, ... (any member).
+DEVICE_NAMESPACES = ("ptx", "ptx_legacy", "cuda", "metal", "nki", "nvshmem", "webgpu")
+
+
 def intrinsic(name: str) -> Intrinsic | None:
-    """The table entry of `name`, or None for an operator that is not an intrinsic."""
-    return INTRINSICS.get(name)
+    """The table entry of `name`, or None for an operator that is not an intrinsic. A member
+    of a device namespace (`ptx.mov.b64`) is a GPU intrinsic of any operands."""
+    info = INTRINSICS.get(name)
+    if info is None and "." in name and name.split(".", 1)[0] in DEVICE_NAMESPACES:
+        return Intrinsic(name, ("any|str?", "..."), "given", NAMED, None,
+                         "a member of a GPU device namespace", GPU)
+    return info
 
 
 # ---- math: one float operand (abs also int), computed in the operand's precision -----------
@@ -74,9 +130,25 @@ _UNARY_MATH = {
     "trunc": "round toward zero", "sin": "sine", "cos": "cosine",
     "fast_exp": "exp by a polynomial on float32 (docs/fast_math.md); exp elsewhere",
 }
+_UNARY_MATH |= {  # TVM's further float functions
+    "fabs": "absolute value of a float", "nearbyint": "round to nearest in the current mode",
+    "log10": "base-10 logarithm", "log1p": "log(1 + x)", "exp10": "10 to the x",
+    "tan": "tangent", "sinh": "hyperbolic sine", "cosh": "hyperbolic cosine",
+    "asin": "arc sine", "acos": "arc cosine", "atan": "arc tangent",
+    "asinh": "inverse hyperbolic sine", "acosh": "inverse hyperbolic cosine",
+    "atanh": "inverse hyperbolic tangent",
+}
 for _name, _doc in _UNARY_MATH.items():
     _declare(_name, ("float",), "operand", NAMED, "math", _doc)
 POW = _declare("pow", ("float", "float"), "operand", NAMED, "math", "x to the power y")
+_BINARY_MATH = {
+    "atan2": "arc tangent of y / x in the quadrant of (x, y)",
+    "copysign": "x with the sign of y", "hypot": "sqrt(x * x + y * y) without overflow",
+    "fmod": "remainder of x / y with the sign of x", "nextafter": "next float after x toward y",
+    "ldexp": "x * 2^y (y a whole number)",
+}
+for _name, _doc in _BINARY_MATH.items():
+    _declare(_name, ("float", "float"), "operand", NAMED, "math", _doc)
 FMA = _declare("fma", ("float", "float", "float"), "operand", NAMED, "math",
                "x * y + z (one rounding where the target has it)")
 
@@ -94,15 +166,77 @@ LIKELY = _declare("likely", ("bool",), "operand", INTRIN, "identity",
 MAX_VALUE = _declare("max_value", (), "given", INTRIN, "limit", "the largest value of the dtype")
 MIN_VALUE = _declare("min_value", (), "given", INTRIN, "limit",
                      "the smallest (most negative) value of the dtype")
-REINTERPRET = _declare("reinterpret", ("any",), "given", INTRIN, "reinterpret",
+REINTERPRET = _declare("reinterpret", ("any",), "given", TYPED, "reinterpret",
                        "the operand's bits read as the call's dtype (same width)")
-SHIFT_LEFT = _declare("shift_left", ("int", "int"), "operand", INTRIN, "bitwise", "a << b")
-SHIFT_RIGHT = _declare("shift_right", ("int", "int"), "operand", INTRIN, "bitwise",
+SHIFT_LEFT = _declare("shift_left", ("int", "int"), "operand", OPERATOR, "bitwise", "a << b")
+SHIFT_RIGHT = _declare("shift_right", ("int", "int"), "operand", OPERATOR, "bitwise",
                        "a >> b (arithmetic for signed types)")
-BITWISE_AND = _declare("bitwise_and", ("int", "int"), "operand", INTRIN, "bitwise", "a & b")
-BITWISE_OR = _declare("bitwise_or", ("int", "int"), "operand", INTRIN, "bitwise", "a | b")
-BITWISE_XOR = _declare("bitwise_xor", ("int", "int"), "operand", INTRIN, "bitwise", "a ^ b")
-BITWISE_NOT = _declare("bitwise_not", ("int",), "operand", INTRIN, "bitwise", "~a")
+BITWISE_AND = _declare("bitwise_and", ("int", "int"), "operand", OPERATOR, "bitwise", "a & b")
+BITWISE_OR = _declare("bitwise_or", ("int", "int"), "operand", OPERATOR, "bitwise", "a | b")
+BITWISE_XOR = _declare("bitwise_xor", ("int", "int"), "operand", OPERATOR, "bitwise", "a ^ b")
+BITWISE_NOT = _declare("bitwise_not", ("int",), "operand", OPERATOR, "bitwise", "~a")
+POPCOUNT = _declare("popcount", ("int",), "operand", NAMED, "bitcount", "the number of set bits")
+CLZ = _declare("clz", ("int",), "operand", NAMED, "bitcount",
+               "the number of leading zero bits (the bit width for zero)")
+Q_MULTIPLY_SHIFT = _declare("q_multiply_shift", ("int", "int", "int", "int"), "operand", NAMED,
+                            "fixed_point",
+                            "TVM's fixed-point multiply: round(x * y * 2^-(q - s)), ties up, "
+                            "through int64")
+ISNAN = _declare("isnan", ("float",), "bool", NAMED, "float_class", "whether x is a NaN")
+ISINF = _declare("isinf", ("float",), "bool", NAMED, "float_class", "whether x is infinite")
+ISFINITE = _declare("isfinite", ("float",), "bool", NAMED, "float_class",
+                    "whether x is neither infinite nor a NaN")
+
+# ---- vectors ----------------------------------------------------------------------------
+
+VECTOR_LOW = _declare("vectorlow", ("any",), "given", NAMED, "halves",
+                      "the low half of a vector's lanes")
+VECTOR_HIGH = _declare("vectorhigh", ("any",), "given", NAMED, "halves",
+                       "the high half of a vector's lanes")
+VECTOR_COMBINE = _declare("vectorcombine", ("any", "any"), "given", NAMED, "halves",
+                          "two vectors joined, the first one's lanes first")
+
+# ---- calls out of the kernel (TVM's) ----------------------------------------------------
+
+CALL_EXTERN = _declare("call_extern", ("str", "any|str?", "..."), "given", TYPED, "extern",
+                       "call the C function named first on the other operands (resolved when "
+                       "the library is linked or loaded)")
+CALL_PURE_EXTERN = _declare("call_pure_extern", ("str", "any|str?", "..."), "given", TYPED,
+                            "extern", "call_extern of a function without side effects")
+CALL_LLVM_PURE_INTRIN = _declare("call_llvm_pure_intrin", ("any|str", "any|str?", "..."),
+                                 "given", TYPED, None,
+                                 "call the named LLVM intrinsic (its name, or "
+                                 "T.llvm_lookup_intrinsic_id of it, first; TVM's older form "
+                                 "passes the operand count next)")
+CALL_LLVM_INTRIN = _declare("call_llvm_intrin", ("any|str", "any|str?", "..."), "given", TYPED,
+                            None, "call_llvm_pure_intrin of an intrinsic with side effects")
+LLVM_LOOKUP_INTRINSIC_ID = _declare("llvm_lookup_intrinsic_id", ("str",), "int32", NAMED, None,
+                                    "the LLVM intrinsic of that name (an operand of "
+                                    "call_llvm_pure_intrin)")
+ADDRESS_OF = _declare("address_of", ("any",), "handle", NAMED, None,
+                      "the address of a buffer element A[i]")
+
+# ---- scalable vectors (SVE): no meaning on fixed-width targets --------------------------
+
+VSCALE = _declare("vscale", (), "int32", NAMED, None,
+                  "the hardware's vector-length multiple", SCALABLE)
+GET_ACTIVE_LANE_MASK = _declare("get_active_lane_mask", ("int", "int"), "given", TYPED, None,
+                                "the predicate of lanes base + k < limit", SCALABLE)
+
+# ---- GPU-only: warp-level matrix and PTX intrinsics, warp shuffles ----------------------
+
+for _name in ("tvm_mma_sync", "tvm_bmma_sync", "tvm_fill_fragment", "tvm_load_matrix_sync",
+              "tvm_store_matrix_sync", "ptx_mma", "ptx_mma_sp", "ptx_ldmatrix", "ptx_cp_async",
+              "ptx_cp_async_bulk", "ptx_commit_group", "ptx_wait_group", "ptx_cp_async_barrier",
+              "ptx_init_barrier_thread_count", "ptx_arrive_barrier",
+              "ptx_arrive_barrier_expect_tx", "ptx_wait_barrier", "mma_store", "mma_fill",
+              "tvm_global_barrier_kinit", "tvm_thread_allreduce"):
+    _declare(_name, ("any|str?", "..."), "handle", NAMED, None,
+             "TVM's warp-level matrix / PTX intrinsic of that name", GPU)
+for _name in ("tvm_warp_shuffle", "tvm_warp_shuffle_up", "tvm_warp_shuffle_down",
+              "tvm_warp_shuffle_xor", "tvm_warp_activemask"):
+    _declare(_name, ("any?", "..."), "given", NAMED, None,
+             "TVM's warp shuffle / active-mask intrinsic of that name", GPU)
 
 # ---- statements with no value -----------------------------------------------------------
 

@@ -18,6 +18,14 @@ KINDS = ("llvm", "cuda")
 _FIELDS = {"mcpu", "mattr", "mtriple", "arch", "host"}
 
 
+@dataclass(frozen=True)
+class TargetAttr:
+    """`T.target("llvm")` / `T.target({"kind": "cuda", ...})` as an attribute value, kept as
+    written (a string or a dictionary); `parse_target(attr.spec)` reads it."""
+
+    spec: Any
+
+
 class TargetError(ValueError):
     """A target string or dict that does not describe a target tirc knows."""
 

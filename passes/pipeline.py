@@ -43,6 +43,7 @@ def pipeline_steps(target: Target, opt_level: int, megakernel: str | None = None
         Step("verify", "the input is well-formed (definitions, ranks, regions)"),
         Step("apply-schedules", "the module's @S.schedule functions (and --schedule files)"),
         # graph level: graph functions -> kernels and a host loop function
+        Step("inline-calls", "direct calls between graph functions -> the callee's bindings"),
         Step("normalize", "struct info of every binding, shape errors at their source"),
         Step("propagate-sharding", "distributed functions: a placement for every value"),
         Step("lower-sharding", "... and the per-device program with its collectives"),

@@ -34,6 +34,7 @@ PASSES: dict[str, str] = _table((
     ("verify", "tirc.passes.verify:Verify"),
     ("apply-schedules", "tirc.passes.schedule.apply:ApplySchedules"),
     # graph level
+    ("inline-calls", "tirc.passes.graph.inline_calls:InlineCalls"),
     ("normalize", "tirc.passes.graph.normalize:Normalize"),
     ("propagate-sharding", "tirc.passes.dist.propagate:PropagateSharding"),
     ("lower-sharding", "tirc.passes.dist.lower:LowerSharding"),

@@ -10,6 +10,7 @@ from llvmlite import ir
 from tirc.backends.llvm.context import ModuleContext, as_ptr
 from tirc.backends.llvm.function import FunctionCodegen
 from tirc.backends.llvm.types import I8, I32, PTR
+from tirc.ir.analysis.narrow_floats import refuse_narrow_floats
 from tirc.ir.attrs import ENTRY, GLOBAL_SYMBOL
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
@@ -72,6 +73,7 @@ def codegen_module(mod: IRModule, metadata_json: str, triple: str = "",
         if ENTRY not in func.attrs:
             raise CompileError(f"codegen: function '{name}' is not an entry point "
                                "(run make-entry)", func.span)
+        refuse_narrow_floats(func, "CPU (LLVM)")
         emit_entry(ctx, func)
     emit_abi_helpers(ctx, metadata_json)
     return ctx

@@ -22,6 +22,7 @@ from tirc.backends.nvptx.launch_plan import host_plan
 from tirc.backends.nvptx.ptx_metadata import render_block
 from tirc.backends.nvptx.ptxas import KernelUsage, parse_usage, run_ptxas
 from tirc.backends.nvptx.target_machine import TRIPLE, nvptx_machine
+from tirc.ir.analysis.narrow_floats import refuse_narrow_floats
 from tirc.ir.attrs import GLOBAL_SYMBOL, GPU_HOST, KERNEL
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.function import PrimFunc
@@ -78,6 +79,8 @@ def compile_ptx(mod: IRModule, target: Any = None, opt_level: int = 2,
     and `lib_dirs` (`-l`/`-L`) define the C functions the plans call on the host."""
     t = cuda_target(target)
     check_split(mod)
+    for f in mod.prim_funcs().values():
+        refuse_narrow_floats(f, "NVPTX")
     tm, arch = nvptx_machine(t, opt_level)
     ctx = ModuleContext(mod.name, TRIPLE, str(tm.target_data))
     kernel_funcs = {str(f.attrs.get(GLOBAL_SYMBOL, f.name)): f

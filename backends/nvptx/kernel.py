@@ -47,6 +47,7 @@ from tirc.ir.expr import Call, IntImm, StringImm, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.gpu.arch import STATIC_SHARED_LIMIT
 from tirc.ir.gpu.launch import SHARED_ALIGN, launch_extents, shared_bytes
+from tirc.ir.intrinsics import MATH_INTRINSICS
 from tirc.ir.stmt import Allocate, AttrStmt, For, ForKind
 
 DYNAMIC_SHARED = "tirc_dynamic_shared"
@@ -216,6 +217,9 @@ class KernelCodegen(BuiltinCalls, StmtCodegen):
             out = emit_float_math(self.ctx, self.b, e.op, args)
             if out is not None:
                 return bf16_round(self.b, out) if e.dtype.kind == "bfloat" else out
+        if e.op in MATH_INTRINSICS and e.dtype.is_float:
+            # the CPU's math table would call libm, which a kernel cannot
+            raise CompileError(f"codegen: unsupported intrinsic T.{e.op}", e.span)
         return super().expr_Call(e)
 
 

@@ -1,24 +1,38 @@
 """External calls in the reference interpreter: `tirc.call_packed`, the host-function form of
 `R.call_dps_packed` (written by lower-graph; the form is described in
-tirc.ir.packed_call).
+tirc.ir.packed_call), and `T.call_extern` / `T.call_pure_extern` of a C function on numbers.
 
 Each `tirc.dltensor` argument becomes a numpy view of its buffer's storage (from the element
 it names, with its extents), and the Python callable registered for the symbol in the
 interpreter's `externs` is called with the views, inputs then outputs, as the graph
 interpreter calls it for `R.call_dps_packed`. A callable may return a nonzero int to report
 a failure, as the C function would.
+
+`T.call_extern("float32", "expf", x)` calls the process's C function (libm's, for instance)
+through ctypes when every operand and the result are numbers; one that passes pointers or
+vectors is an InterpreterError naming it (compiled code runs it).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import math
 from typing import Any
 
 import numpy as np
 from tirc.ir import intrinsics as intrin
+from tirc.ir.dtype import DType
 from tirc.ir.expr import BufferLoad, Call, StringImm
 from tirc.ir.interpreter.buffer import storage_of
-from tirc.ir.interpreter.values import Compiler, Env, Fn, InterpreterError, format_shape
+from tirc.ir.interpreter.values import (
+    Compiler,
+    Env,
+    Fn,
+    InterpreterError,
+    format_shape,
+    np_dtype,
+)
 
 
 def _strings(e: Call) -> tuple[str, str]:
@@ -69,3 +83,49 @@ def compile_packed_call(c: Compiler, e: Call) -> Fn:
         return 0
 
     return call
+
+
+def compile_c_call(c: Compiler, e: Call) -> Fn:
+    """The closure for one `T.call_extern(dtype, "name", operands...)` of a C function."""
+    if not e.args or not isinstance(e.args[0], StringImm):
+        return _fail(f"T.{e.op} needs the C function's name first")
+    name = e.args[0].value
+    operands = e.args[1:]
+    if not all(a.dtype.lanes == 1 and (a.dtype.is_float or a.dtype.is_int)
+               for a in operands) or not (e.dtype.is_float or e.dtype.is_int):
+        return _fail(f"T.{e.op}(\"{name}\", ...) passes pointers or vectors; the interpreter "
+                     "only calls C functions of numbers")
+    fn = _c_function(name)
+    if fn is None:
+        return _fail(f"T.{e.op}: no C function '{name}' in this process")
+    fn.restype = _ctype(e.dtype)
+    fn.argtypes = [_ctype(a.dtype) for a in operands]
+    fns = [c.compile(a) for a in operands]
+    out = np_dtype(e.dtype).type
+    return lambda env: out(fn(*(f(env) for f in fns)))
+
+
+def _c_function(name: str) -> Any:
+    for lib in (None, ctypes.util.find_library("m")):
+        try:
+            return getattr(ctypes.CDLL(lib), name)
+        except (AttributeError, OSError):
+            continue
+    return None
+
+
+def _ctype(dt: DType) -> Any:
+    if dt.is_float:
+        return {32: ctypes.c_float, 64: ctypes.c_double}.get(dt.bits, ctypes.c_float)
+    signed = dt.kind == "int"
+    return {8: ctypes.c_int8 if signed else ctypes.c_uint8,
+            16: ctypes.c_int16 if signed else ctypes.c_uint16,
+            32: ctypes.c_int32 if signed else ctypes.c_uint32,
+            64: ctypes.c_int64 if signed else ctypes.c_uint64}[dt.bits]
+
+
+def _fail(message: str) -> Fn:
+    def fail(env: Env) -> Any:
+        raise InterpreterError(message)
+
+    return fail

@@ -192,7 +192,7 @@ class GraphRunner:
     def call(self, e: GCall) -> Any:
         if e.op in _DPS_CALLS:
             return self.dps_call(e)
-        if e.op in self.interp.mod.functions:
+        if e.op in self.interp.mod.functions and e.op not in OPS:  # a call of a function
             args = [self.eval(a) for a in e.args]
             return self.interp.call(e.op, *args)
         fn = OPS.get(e.op)

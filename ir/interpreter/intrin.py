@@ -1,4 +1,10 @@
-"""Intrinsic calls in the reference interpreter: math, if_then_else, events, no-op hints.
+"""Intrinsic calls in the reference interpreter: math, if_then_else, bit operations, vector
+halves, events, no-op hints, by the rule the intrinsic table (tirc.ir.intrinsics) names.
+
+Float math runs through numpy in the operands' dtype; `q_multiply_shift` is TVM's fixed-point
+multiply (`round(x * y * 2^-(q - s))`, half up, through int64); calls of C functions
+(`call_extern`) are tirc.ir.interpreter.extern's. GPU-only and scalable-vector intrinsics
+have no meaning here and raise an InterpreterError naming the intrinsic.
 
 Event tensors are int32 counters. `T.event_notify(E[i], count)` (count defaults to 1)
 subtracts `count` from the counter; `T.event_wait(E[i])` requires the counter to have reached
@@ -17,7 +23,7 @@ from typing import Any
 import numpy as np
 from tirc.ir import intrinsics as ir_intrinsics
 from tirc.ir.expr import Call
-from tirc.ir.interpreter.extern import compile_packed_call
+from tirc.ir.interpreter.extern import compile_c_call, compile_packed_call
 from tirc.ir.interpreter.values import (
     Compiler,
     Env,
@@ -39,6 +45,9 @@ _INT_BITWISE = {
 def compile_call(c: Compiler, e: Call) -> Fn:
     """The closure for one intrinsic call, by the rule the intrinsic table names for it."""
     info = ir_intrinsics.intrinsic(e.op)
+    if info is not None and info.device != ir_intrinsics.ANY_DEVICE:
+        where = "a GPU" if info.device == ir_intrinsics.GPU else "a scalable-vector (SVE) target"
+        return _fail(f"T.{e.op} only has a meaning on {where}; the interpreter runs CPU code")
     rule = RULES.get(info.interpreted or "") if info is not None else None
     if rule is None:
         return _unsupported(e.op)
@@ -79,16 +88,20 @@ def _math(c: Compiler, e: Call) -> Fn:
 
 
 def _unsupported(op: str) -> Fn:
+    return _fail(f"the interpreter does not support the intrinsic '{op}'")
+
+
+def _fail(message: str) -> Fn:
     def fail(env: Env) -> Any:
-        raise InterpreterError(f"the interpreter does not support the intrinsic '{op}'")
+        raise InterpreterError(message)
 
     return fail
 
 
 def _float_call(op: str, fns: list[Fn], ftype: Any) -> Fn:
-    if op == "pow" and len(fns) == 2:
-        fa, fb = fns
-        return lambda env: ftype(np.power(fa(env), fb(env)))
+    if op in _BINARY_FLOAT and len(fns) == 2:
+        f2, fa, fb = _BINARY_FLOAT[op], fns[0], fns[1]
+        return lambda env: ftype(f2(fa(env), fb(env)))
     if op == "fma" and len(fns) == 3:
         fa, fb, fc = fns
         return lambda env: fa(env) * fb(env) + fc(env)
@@ -118,6 +131,54 @@ def _limit(c: Compiler, e: Call) -> Fn:
         lo, hi = int_range(e.dtype)
         value = hi if e.op == ir_intrinsics.MAX_VALUE else lo
     return lambda env: value
+
+
+_BINARY_FLOAT: dict[str, Callable[[Any, Any], Any]] = {
+    "pow": np.power, "atan2": np.arctan2, "copysign": np.copysign, "hypot": np.hypot,
+    "fmod": np.fmod, "nextafter": np.nextafter,
+    "ldexp": lambda x, y: np.ldexp(x, np.asarray(y).astype(np.int32)),
+}
+_FLOAT_CLASS = {ir_intrinsics.ISNAN: np.isnan, ir_intrinsics.ISINF: np.isinf,
+                ir_intrinsics.ISFINITE: np.isfinite}
+
+
+def _float_class(c: Compiler, e: Call) -> Fn:
+    p, f0 = _FLOAT_CLASS[e.op], c.compile(e.args[0])
+    if e.args[0].dtype.lanes == 1:
+        return lambda env: bool(p(f0(env)))
+    return lambda env: p(f0(env))
+
+
+def _bitcount(c: Compiler, e: Call) -> Fn:
+    f0, bits = c.compile(e.args[0]), e.args[0].dtype.bits
+    if e.op == ir_intrinsics.POPCOUNT:
+        return lambda env: bin(int(f0(env)) & ((1 << bits) - 1)).count("1")
+    return lambda env: bits - (int(f0(env)) & ((1 << bits) - 1)).bit_length()
+
+
+def _fixed_point(c: Compiler, e: Call) -> Fn:
+    """q_multiply_shift: ((x << max(s, 0)) * y + 2^(t-1)) >> t with t = q + max(-s, 0)."""
+    wrap = make_wrap(e.dtype)
+    fx, fy, fq, fs = (c.compile(a) for a in e.args)
+
+    def run(env: Env) -> int:
+        x, y, q, s = (int(f(env)) for f in (fx, fy, fq, fs))
+        x = wrap(x << max(s, 0))
+        total = q + max(-s, 0)
+        return wrap((x * y + (1 << (total - 1))) >> total)
+
+    return run
+
+
+def _halves(c: Compiler, e: Call) -> Fn:
+    """The low or high half of a vector, or two vectors joined."""
+    if e.op == ir_intrinsics.VECTOR_COMBINE:
+        fa, fb = (c.compile(a) for a in e.args)
+        return lambda env: np.concatenate([np.atleast_1d(fa(env)), np.atleast_1d(fb(env))])
+    f0, half = c.compile(e.args[0]), e.args[0].dtype.lanes // 2
+    if e.op == ir_intrinsics.VECTOR_LOW:
+        return lambda env: np.asarray(f0(env))[:half]
+    return lambda env: np.asarray(f0(env))[half:]
 
 
 def _bitwise(c: Compiler, e: Call) -> Fn:
@@ -180,6 +241,10 @@ def float_math(name: str, ftype: Callable[[Any], Any]) -> Callable[[Any], Any] |
         "round": np.rint, "trunc": np.trunc, "sin": np.sin, "cos": np.cos,
         "rsqrt": lambda x: one / np.sqrt(x),
         "sigmoid": lambda x: one / (one + np.exp(-x)),
+        "fabs": np.abs, "nearbyint": np.rint, "log10": np.log10, "log1p": np.log1p,
+        "exp10": lambda x: np.power(ftype(10), x), "tan": np.tan, "sinh": np.sinh,
+        "cosh": np.cosh, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
+        "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
     }
     if name == "erf":
 
@@ -196,10 +261,15 @@ def _packed(c: Compiler, e: Call) -> Fn:
     return compile_packed_call(c, e)
 
 
+def _extern(c: Compiler, e: Call) -> Fn:
+    return compile_c_call(c, e)
+
+
 # The interpreter's rules by the name the intrinsic table gives (Intrinsic.interpreted); the
 # GPU interpreter adds its own (tirc.ir.interpreter.gpu.GPU_RULES).
 RULES: dict[str, Callable[[Compiler, Call], Fn]] = {
     "math": _math, "select": _select, "identity": _identity, "limit": _limit,
     "reinterpret": _reinterpret, "bitwise": _bitwise, "noop": _noop, "event": _event,
-    "packed": _packed,
+    "packed": _packed, "bitcount": _bitcount, "fixed_point": _fixed_point,
+    "float_class": _float_class, "halves": _halves, "extern": _extern,
 }

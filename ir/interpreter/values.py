@@ -43,12 +43,13 @@ class Unset:
 
 
 def np_dtype(dt: DType) -> np.dtype:
-    """The numpy dtype of one element of `dt` (bfloat16 through ml_dtypes)."""
+    """The numpy dtype of one element of `dt` (bfloat16 and the narrow floats through
+    ml_dtypes)."""
     name = dt.element().numpy_name()
-    if name == "bfloat16":
+    if name == "bfloat16" or dt.is_narrow_float:
         import ml_dtypes
 
-        return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(getattr(ml_dtypes, name))
     return np.dtype(name)
 
 

@@ -12,12 +12,13 @@ from tirc.backends.llvm import events, function
 from tirc.backends.llvm import intrinsics as llvm_math
 from tirc.backends.nvptx import events as nvptx_events
 from tirc.backends.nvptx import math as nvptx_math
+from tirc.frontend import parse
 from tirc.ir import intrinsics
 from tirc.ir.dtype import dtype
 from tirc.ir.expr import Call, FloatImm
 from tirc.ir.interpreter import gpu as gpu_interpreter
 from tirc.ir.interpreter import intrin as interpreter_intrin
-from tirc.ir.printer import print_node
+from tirc.ir.printer import print_module, print_node
 from tirc.ir.stmt import Evaluate
 
 F32 = dtype("float32")
@@ -53,6 +54,12 @@ def test_printer_writes_the_declared_form(name: str) -> None:
         assert text.startswith(f"T.{name}(")
     elif info.printed == intrinsics.NAMED:
         assert text.startswith(f"T.evaluate(T.{name}(")
+    elif info.printed == intrinsics.OPERATOR:
+        symbol = {"shift_left": "<<", "shift_right": ">>", "bitwise_and": "&",
+                  "bitwise_or": "|", "bitwise_xor": "^", "bitwise_not": "~"}[name]
+        assert text.startswith("T.evaluate(") and symbol in text
+    elif info.printed == intrinsics.TYPED:
+        assert text.startswith(f'T.evaluate(T.{name}("float32"')
     else:
         assert text.startswith(f'T.evaluate(T.call_intrin("float32", "{name}"')
 
@@ -85,3 +92,36 @@ def test_frontend_parses_every_statement_intrinsic() -> None:
     statements = {n for n, i in intrinsics.INTRINSICS.items()
                   if i.printed == intrinsics.STATEMENT}
     assert {f"T.{n}" for n in statements} <= set(STMT_CALLS)
+
+
+def test_device_namespaces_are_gpu_intrinsics_of_any_name() -> None:
+    info = intrinsics.intrinsic("ptx.mov.b64")
+    assert info is not None and info.device == intrinsics.GPU and info.max_arity is None
+    assert intrinsics.intrinsic("ptx") is None and intrinsics.intrinsic("no_such") is None
+    assert intrinsics.INTRINSICS["tvm_mma_sync"].device == intrinsics.GPU
+    assert intrinsics.INTRINSICS["vscale"].device == intrinsics.SCALABLE
+
+
+def test_declared_dtype_follows_the_result_rule() -> None:
+    f32x4 = dtype("float32x4")
+    assert intrinsics.INTRINSICS["exp"].declared_dtype([F32]) is None
+    assert str(intrinsics.INTRINSICS["isnan"].declared_dtype([f32x4])) == "boolx4"
+    assert str(intrinsics.INTRINSICS["call_extern"].declared_dtype([])) == "void"
+    assert str(intrinsics.INTRINSICS["address_of"].declared_dtype([F32])) == "handle"
+
+
+def test_frontend_parses_every_intrinsic_written_by_name() -> None:
+    from tirc.frontend.tir_calls import BUILTINS
+
+    for name, info in intrinsics.INTRINSICS.items():
+        if info.printed in (intrinsics.NAMED, intrinsics.TYPED) and name not in BUILTINS:
+            operands = ", ".join('"f"' if "str" in info.operand_kind(k) else
+                                 ("x" if info.numeric == "float" or info.operand_kind(k) != "int"
+                                  else "i") for k in range(info.arity))
+            lead = '"float32", ' if info.printed == intrinsics.TYPED else ""
+            src = (f"@T.prim_func\ndef f(x: T.float32, i: T.int32):\n"
+                   f"    T.evaluate(T.{name}({lead}{operands}))\n")
+            mod = parse(src, "<test>")
+            text = print_module(mod)
+            assert f"T.{name}(" in text, (name, text)
+            assert print_module(parse(text, "<printed>")) == text, name

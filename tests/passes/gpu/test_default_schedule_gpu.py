@@ -59,14 +59,14 @@ def run_and_compare(mod: IRModule, sample, sizes: dict[str, int], races: bool) -
 
 def test_graph_steps_come_before_the_loop_steps() -> None:
     o0 = _gpu_steps(0)
-    assert o0[o0.index("normalize"):o0.index("lower-init")] == [
-        "normalize", "propagate-sharding", "lower-sharding", "legalize-ops",
+    assert o0[o0.index("inline-calls"):o0.index("lower-init")] == [
+        "inline-calls", "normalize", "propagate-sharding", "lower-sharding", "legalize-ops",
         "annotate-op-pattern", "dead-code-elim", "gpu-default-schedule", "memory-plan",
         "lower-graph", "gpu-bind-graph-host"]
     steps = _gpu_steps(2)
-    start = steps.index("normalize")
+    start = steps.index("inline-calls")
     assert steps[start - 1] == "apply-schedules"
-    assert steps[start + 5:start + 8] == ["fold-constants", "fuse-ops", "fuse-tir"]
+    assert steps[start + 6:start + 9] == ["fold-constants", "fuse-ops", "fuse-tir"]
     assert "default-schedule" not in steps
 
 
