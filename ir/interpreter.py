@@ -28,6 +28,8 @@ from tirc.ir.interpreter_expr import ExprCompiler, Slots, eval_expr
 from tirc.ir.interpreter_stmt import StmtCompiler
 from tirc.ir.interpreter_values import Env, InterpreterError, Unset, np_dtype, to_scalar
 from tirc.ir.module import IRModule
+from tirc.ir.sparse import interpret as sparse
+from tirc.ir.sparse.buffer import SparseBuffer, is_dense
 
 DEFAULT_MAX_WHILE = 10_000_000
 
@@ -73,10 +75,16 @@ class CompiledPrimFunc:
         for p, slot, arg in zip(func.params, self.param_slots, args):
             if p not in func.buffer_map:
                 env[slot] = self._scalar(p, arg)
+        sparse_checks: list[Callable[[Env], None]] = []
         for p, arg in zip(func.params, args):
             buf = func.buffer_map.get(p)
-            if buf is not None:
+            if isinstance(buf, SparseBuffer) and not is_dense(buf):
+                env[self.slots.of(buf.data)] = sparse.bind_argument(buf, arg, sparse_checks,
+                                                                    self.ex.buffers)
+            elif buf is not None:
                 self._bind_buffer(env, buf, arg, writebacks, actual)
+        for check in sparse_checks:
+            check(env)
         for buf, what, k, fn in self.derived:
             got = actual.get((id(buf), what, k))
             if got is None:

@@ -18,6 +18,8 @@ from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.interpreter_buffer import row_major_strides, storage_of
 from tirc.ir.interpreter_expr import ExprCompiler
 from tirc.ir.interpreter_values import Env, Fn, InterpreterError, np_dtype
+from tirc.ir.sparse import interpret as sparse
+from tirc.ir.sparse.iteration import SparseIteration
 from tirc.ir.stmt import (
     Allocate,
     AssertStmt,
@@ -189,6 +191,9 @@ class StmtCompiler:
             return np.full(size, init_fn(env), dtype=dtype)
 
         return alloc
+
+    def s_SparseIteration(self, s: SparseIteration) -> Run:
+        return sparse.compile_iteration(self, s)
 
     # ---- blocks ----------------------------------------------------------------------
 
