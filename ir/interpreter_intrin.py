@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from tirc.ir.expr import Call
+from tirc.ir.expr import Call, Var
 from tirc.ir.interpreter_values import (
     Env,
     Fn,
@@ -23,6 +23,9 @@ from tirc.ir.interpreter_values import (
     make_wrap,
     np_dtype,
 )
+from tirc.ir.sparse.search import LOWER_BOUND, UPPER_BOUND
+
+SEARCHES = (LOWER_BOUND, UPPER_BOUND)
 
 if TYPE_CHECKING:
     from tirc.ir.interpreter_expr import ExprCompiler
@@ -44,6 +47,8 @@ def compile_call(c: ExprCompiler, e: Call) -> Fn:
         return compile_packed_call(c, e)
     if op == "if_then_else":
         return _if_then_else(c, e)
+    if op in SEARCHES:
+        return _search(c, e)
     if op in ("event_wait", "event_notify", "tirc.atomic_add"):
         return _event(c, e)
     if op in NO_OPS:
@@ -104,6 +109,26 @@ def _if_then_else(c: ExprCompiler, e: Call) -> Fn:
     if e.dtype.lanes > 1:
         return lambda env: np.where(fc(env), ft(env), ff(env))
     return lambda env: ft(env) if fc(env) else ff(env)
+
+
+def _search(c: ExprCompiler, e: Call) -> Fn:
+    """`tirc.lower_bound`/`tirc.upper_bound` over a sorted slice of a buffer's storage."""
+    data = e.args[0]
+    if not isinstance(data, Var):
+        return _unsupported(e.op)
+    slot = c.slots.of(data)
+    fv, fb, fe = (c.compile(a) for a in e.args[1:])
+    side = "right" if e.op == UPPER_BOUND else "left"
+
+    def search(env: Env) -> int:
+        begin, end = int(fb(env)), int(fe(env))
+        storage = env[slot]
+        if not 0 <= begin <= end <= storage.size:
+            raise InterpreterError(f"{e.op}: range [{begin}, {end}) is outside the storage of "
+                                   f"{data.name} ({storage.size} elements)", e.span)
+        return begin + int(np.searchsorted(storage[begin:end], fv(env), side=side))
+
+    return search
 
 
 def _limit(e: Call) -> Fn:
