@@ -38,6 +38,7 @@ from tirc.passes.entry_signature import param_buffers, signature
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 
 ENTRY_ATTR = "tirc.entry"
+SPARSE_TENSORS = "tirc.sparse_tensors"  # written by lower-sparse-iterations
 COMPUTE_SCOPE = "tirc.compute_scope"
 DEVICE_CPU = 1
 
@@ -169,6 +170,8 @@ def make_entry(func: PrimFunc) -> PrimFunc:
     body = out.build(AttrStmt(None, COMPUTE_SCOPE, IntImm(0), func.body))
     attrs = dict(func.attrs)
     attrs["global_symbol"] = symbol
+    if SPARSE_TENSORS in func.attrs:
+        info["sparse_tensors"] = func.attrs[SPARSE_TENSORS]
     attrs[ENTRY_ATTR] = info
     return PrimFunc(func.name, (args, num_args), {}, body, attrs, span=func.span)
 

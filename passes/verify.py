@@ -29,9 +29,9 @@ from tirc.ir.graph import (
     VarBinding,
 )
 from tirc.ir.module import IRModule
-from tirc.ir.sparse.iteration import SparseIteration
 from tirc.ir.node import Node
 from tirc.ir.span import Span
+from tirc.ir.sparse.iteration import SparseIteration
 from tirc.ir.stmt import Allocate, AttrStmt, Block, BlockRealize, BufferStore, For, LetStmt
 from tirc.ir.visitor import Visitor
 from tirc.passes.pass_base import Pass, PassContext

@@ -15,6 +15,7 @@ import numpy as np
 from tirc.runtime.arguments import Binder, ParamSpec, empty_aligned, place_arguments
 from tirc.runtime.dlpack import ArgsPacker
 from tirc.runtime.errors import TircError
+from tirc.runtime.sparse_arguments import SparseSignature
 
 
 @dataclass
@@ -42,6 +43,8 @@ class Function:
         self._lib = lib  # keeps the library loaded while the function lives
         self._packer = ArgsPacker([len(s.shape) for s in self._specs],
                                   [s.dtype_name for s in self._specs])
+        tensors = meta.get("sparse_tensors")
+        self._sparse = SparseSignature(self.name, self.params, tensors) if tensors else None
 
     @property
     def outputs(self) -> list[str]:
@@ -68,6 +71,8 @@ class Function:
 
     def prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> PreparedCall:
         """Check every argument (raising TypeError/ValueError) and allocate absent outputs."""
+        if self._sparse is not None:
+            args, kwargs = (), self._sparse.expand(args, kwargs)
         slots, absent = self._slots(args, kwargs)
         binder = Binder(self.name)
         arrays: list[Any] = [None] * len(slots)
