@@ -192,5 +192,4 @@ def unpack(fn: str, t: SparseParam, value: Any, scalars: dict[str, int]) -> dict
         _bind(fn, t, scalars, axis.get("length"), int(size), f"block size of {axis['name']}")
     if not data.flags.c_contiguous:
         raise _fail(fn, t, "data must be C-contiguous")
-    out = {t.name: data.reshape(-1), col["indptr"]: indptr, col["indices"]: indices}
-    return out
+    return {t.name: data, col["indptr"]: indptr, col["indices"]: indices}
