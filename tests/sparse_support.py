@@ -83,10 +83,9 @@ def interpret(mod: IRModule, name: str, args: list[Any]) -> list[Any]:
 
 def compile_library(path: Path, out: Path, opt: str = "-O3") -> Any:
     """Compile a `.tir` file with the tirc command and load it."""
+    import tirc.runtime
     from click.testing import CliRunner
     from tirc.cli.main import cli
-
-    import tirc.runtime
 
     result = CliRunner().invoke(cli, [str(path), "-o", str(out), opt])
     assert result.exit_code == 0, result.output
