@@ -12,7 +12,7 @@ import enum
 from typing import Any
 
 from tirc.ir.buffer import Buffer, BufferRegion, Range
-from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Ramp, Var
+from tirc.ir.expr import BufferLoad, IntImm, Let, PrimExpr, Ramp, Var
 from tirc.ir.node import IdentityNode, Node
 from tirc.ir.stmt import BlockRealize, BufferStore, For, LetStmt, Stmt
 from tirc.ir.visitor import Visitor, substitute
@@ -62,6 +62,10 @@ class _Accesses(Visitor):
     def visit_LetStmt(self, s: LetStmt) -> None:
         self.inner.add(id(s.var))
         self.generic_visit(s)
+
+    def visit_Let(self, e: Let) -> None:
+        self.inner.add(id(e.var))
+        self.generic_visit(e)
 
     def visit_BlockRealize(self, br: BlockRealize) -> None:
         self.visit(br.iter_values)

@@ -69,9 +69,11 @@ class Function:
         return place_arguments(self.name, self._names, [s.output for s in self._specs], args,
                                kwargs)
 
-    def prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> PreparedCall:
-        """Check every argument (raising TypeError/ValueError) and allocate absent outputs."""
-        if self._sparse is not None:
+    def prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                raw: bool = False) -> PreparedCall:
+        """Check every argument (raising TypeError/ValueError) and allocate absent outputs;
+        `raw`: the arrays of sparse tensors are passed one by one, as the parameters are."""
+        if self._sparse is not None and not raw:
             args, kwargs = (), self._sparse.expand(args, kwargs)
         slots, absent = self._slots(args, kwargs)
         binder = Binder(self.name)
@@ -112,6 +114,15 @@ class Function:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         call = self.prepare(args, kwargs)
+        self.call_prepared(call)
+        if not call.allocated:
+            return None
+        return call.allocated[0] if len(call.allocated) == 1 else tuple(call.allocated)
+
+    def raw(self, *args: Any, **kwargs: Any) -> Any:
+        """Call with every parameter as compiled (a sparse tensor's data, `indptr`, `indices`
+        and sizes one by one), for formats no SciPy matrix holds."""
+        call = self.prepare(args, kwargs, raw=True)
         self.call_prepared(call)
         if not call.allocated:
             return None

@@ -28,6 +28,7 @@ from tirc.ir.buffer import Buffer, Range
 from tirc.ir.expr import (
     BufferLoad,
     IntImm,
+    Let,
     PrimExpr,
     Var,
     binop,
@@ -58,6 +59,7 @@ from tirc.ir.stmt import (
     IfThenElse,
     IterKind,
     IterVar,
+    LetStmt,
     Stmt,
     seq,
 )
@@ -225,19 +227,27 @@ class _Lowering:
                 e = self.generic_visit(e)
                 if not isinstance(e.buffer, SparseBuffer):
                     return e
-                idx, found = lowering.translate(it, e.buffer, e.indices, var_index, places)
-                load = BufferLoad(lowering.flat[e.buffer], idx, e.dtype, span=e.span)
-                if found is None:
-                    return load
-                return if_then_else(found, load, const(0, e.dtype))
+                idx, found, lets = lowering.translate(it, e.buffer, e.indices, var_index,
+                                                      places)
+                out = BufferLoad(lowering.flat[e.buffer], idx, e.dtype, span=e.span)
+                if found is not None:
+                    out = if_then_else(found, out, const(0, e.dtype))
+                for var, value in reversed(lets):
+                    out = Let(var, value, out, out.dtype)
+                return out
 
             def visit_BufferStore(self, s: BufferStore) -> Stmt:
                 s = self.generic_visit(s)
                 if not isinstance(s.buffer, SparseBuffer):
                     return s
-                idx, found = lowering.translate(it, s.buffer, s.indices, var_index, places)
-                store = BufferStore(lowering.flat[s.buffer], s.value, idx, span=s.span)
-                return store if found is None else IfThenElse(found, store, None, span=s.span)
+                idx, found, lets = lowering.translate(it, s.buffer, s.indices, var_index,
+                                                      places)
+                out: Stmt = BufferStore(lowering.flat[s.buffer], s.value, idx, span=s.span)
+                if found is not None:
+                    out = IfThenElse(found, out, None, span=s.span)
+                for var, value in reversed(lets):
+                    out = LetStmt(var, value, out, span=s.span)
+                return out
 
         out = _Access().visit(s)
         return substitute(out, {iv.var: places[k].coord for k, iv in
@@ -245,13 +255,14 @@ class _Lowering:
 
     def translate(self, it: SparseIteration, buf: SparseBuffer, indices: tuple[PrimExpr, ...],
                   var_index: dict[Var, int], places: dict[int, Place]
-                  ) -> tuple[tuple[PrimExpr, ...], PrimExpr | None]:
-        """Storage indices of `buf[indices]` and the condition that the element is stored
-        (None: always)."""
+                  ) -> tuple[tuple[PrimExpr, ...], PrimExpr | None, list[tuple[Var, PrimExpr]]]:
+        """Storage indices of `buf[indices]`, the condition that the element is stored (None:
+        always) and the searched positions to bind before the access."""
         coords = {iv.var: places[k].coord for k, iv in enumerate(it.sp_iter_vars)
                   if k in places}
         out: list[PrimExpr] = []
         found: PrimExpr | None = None
+        lets: list[tuple[Var, PrimExpr]] = []
         for group in axis_groups(buf.axes):
             pos: PrimExpr | None = None
             prev_var: int | None = None
@@ -269,24 +280,29 @@ class _Lowering:
                     pos = places[q].pos  # type: ignore[index]
                     prev_var = q
                     continue
-                pos, cond = self.search(axis, pos, substitute(e, coords))
+                pos, cond, bind = self.search(axis, pos, substitute(e, coords))
                 found = cond if found is None else binop("and", found, cond)
+                lets.extend(bind)
                 prev_var = None
             assert pos is not None
             out.append(pos)
-        return tuple(out), found
+        return tuple(out), found, lets
 
     @staticmethod
-    def search(axis: Axis, parent_pos: PrimExpr, coord: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
+    def search(axis: Axis, parent_pos: PrimExpr, coord: PrimExpr
+               ) -> tuple[PrimExpr, PrimExpr, list[tuple[Var, PrimExpr]]]:
+        """The position of `coord` under `parent_pos`, the condition that it is stored, and
+        the search result to bind (a variable used twice)."""
         begin, end = row_range(axis, parent_pos)
         if not axis.is_sparse:
             ok = binop("and", binop("ge", coord, const(0, coord.dtype)),
                        binop("lt", coord, binop("sub", end, begin)))
-            return binop("add", begin, coord), ok
+            return binop("add", begin, coord), ok, []
         assert axis.indices is not None
-        pos = lower_bound(axis.indices, coord, begin, end)
+        pos = Var(f"{axis.name}_pos", axis.idtype)
         inside = binop("lt", pos, end)
-        return pos, binop("and", inside, binop("eq", axis.indices.vload(pos), coord))
+        stored = binop("and", inside, binop("eq", axis.indices.vload(pos), coord))
+        return pos, stored, [(pos, lower_bound(axis.indices, coord, begin, end))]
 
 
 def sparse_tensor_info(func: PrimFunc) -> list[dict[str, object]]:
