@@ -27,8 +27,8 @@ def default_pipeline(target: Target, opt_level: int) -> list[str]:
         return gpu_pipeline(opt_level)      # the GPU table of contents, in passes/gpu
     steps = [
         "verify",            # the input is well-formed (definitions, ranks, regions)
-        "lower-sparse-iterations",  # sparse iterations -> loops, sparse buffers -> flat storage
         "apply-schedules",   # the module's @S.schedule functions (and --schedule files)
+        "lower-sparse-iterations",  # sparse iterations -> loops, sparse buffers -> flat storage
     ]
     steps += graph_steps(opt_level)     # graph functions -> kernels and a host loop function
     steps += [

@@ -68,7 +68,7 @@ def load_sample(name: str) -> IRModule:
     return parse_file(SPARSE_SAMPLES / f"{name}.tir")
 
 
-def lowered(mod: IRModule, passes: str = "lower-sparse-iterations,apply-schedules"
+def lowered(mod: IRModule, passes: str = "apply-schedules,lower-sparse-iterations"
             ) -> IRModule:
     """The module after the given passes (the interpreter runs any stage)."""
     return run_pipeline(mod, build_pipeline(passes.split(",")), PassContext())

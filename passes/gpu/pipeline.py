@@ -29,8 +29,8 @@ def gpu_pipeline(opt_level: int) -> list[str]:
     """Pass names, in order, that turn a parsed module into one the NVPTX backend compiles."""
     steps = [
         "verify",                  # the input is well-formed
-        "lower-sparse-iterations", # sparse iterations -> loops, sparse buffers -> flat storage
         "apply-schedules",         # @S.schedule functions (`sch.bind` makes thread bindings)
+        "lower-sparse-iterations", # sparse iterations -> loops, sparse buffers -> flat storage
     ]
     steps += graph_steps_gpu(opt_level)
     steps += [

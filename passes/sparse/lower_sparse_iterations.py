@@ -348,25 +348,30 @@ class LowerSparseIterations(PrimFuncPass):
     description = "sparse iterations -> loops with data-dependent extents; sparse buffers -> flat"
 
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
-        if not function_axes(func) and not any_node(func.body,
-                                                    lambda n: isinstance(n, SparseIteration)):
-            return func
-        flat: dict[SparseBuffer, Buffer] = {}
-        for buf in func.buffer_map.values():
-            if isinstance(buf, SparseBuffer):
-                flat[buf] = Buffer(name=buf.name, shape=storage_shape(buf.axes), dtype=buf.dtype,
-                                   data=buf.data, span=buf.span)
-        lowering = _Lowering(flat)
+        return lower_sparse(func)
 
-        class _Iterations(Mutator):
-            def visit_SparseIteration(self, it: SparseIteration) -> Stmt:
-                return lowering.lower(it)
 
-        body = _Iterations().visit(func.body)
-        attrs = dict(func.attrs)
-        info = sparse_tensor_info(func)
-        if info:
-            attrs[SPARSE_TENSORS_ATTR] = info
-        attrs.pop("sparse_tir_level", None)
-        bmap = {p: flat.get(b, b) for p, b in func.buffer_map.items()}  # type: ignore[arg-type]
-        return func.replace(buffer_map=bmap, body=body, attrs=attrs)  # type: ignore[return-value]
+def lower_sparse(func: PrimFunc) -> PrimFunc:
+    """`func` with its sparse iterations and buffers lowered (unchanged if it has none)."""
+    if not function_axes(func) and not any_node(func.body,
+                                                lambda n: isinstance(n, SparseIteration)):
+        return func
+    flat: dict[SparseBuffer, Buffer] = {}
+    for buf in func.buffer_map.values():
+        if isinstance(buf, SparseBuffer):
+            flat[buf] = Buffer(name=buf.name, shape=storage_shape(buf.axes), dtype=buf.dtype,
+                               data=buf.data, span=buf.span)
+    lowering = _Lowering(flat)
+
+    class _Iterations(Mutator):
+        def visit_SparseIteration(self, it: SparseIteration) -> Stmt:
+            return lowering.lower(it)
+
+    body = _Iterations().visit(func.body)
+    attrs = dict(func.attrs)
+    info = sparse_tensor_info(func)
+    if info:
+        attrs[SPARSE_TENSORS_ATTR] = info
+    attrs.pop("sparse_tir_level", None)
+    bmap = {p: flat.get(b, b) for p, b in func.buffer_map.items()}  # type: ignore[arg-type]
+    return func.replace(buffer_map=bmap, body=body, attrs=attrs)  # type: ignore[return-value]
