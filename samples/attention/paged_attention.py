@@ -124,8 +124,8 @@ def render(v: Variant) -> str:
         "                part[l] = T.float32(0)",
         f"            for d0 in range({d // LANES}):",
         f"                for l in T.vectorized({LANES}):",
-        f"                    part[l] = part[l] + T.cast(Q[{q_of}, h * {g} + gi, d0 * {LANES} + l], "
-        f'"float32") * T.cast(K[page, t, h, d0 * {LANES} + l], "float32")',
+        f"                    part[l] = part[l] + T.cast(Q[{q_of}, h * {g} + gi, "
+        f'd0 * {LANES} + l], "float32") * T.cast(K[page, t, h, d0 * {LANES} + l], "float32")',
         "            dot: T.float32 = " + " + ".join(f"part[{k}]" for k in range(LANES)),
         f"            logit: T.float32 = dot * T.float32({scale!r})",
     ]
