@@ -7,11 +7,12 @@ and a page table in CSR form as FlashInfer keeps it: request b owns the pages
 
 `render(...)` writes the `.tir` of one kernel: decode (one query per request) or append
 (`qo_indptr` ragged queries per request, each the last tokens of its sequence, with a causal
-mask), with grouped-query heads (every K/V row is loaded once per group of query heads),
-logits soft-cap and a sliding window as variants. Scores and the softmax run in float32 with
-the online (streaming) softmax, page by page: a running maximum `m`, a running sum `l` and an
-output accumulator rescaled by exp(m_old - m_new) when the maximum grows. Masked tokens are
-never visited (the loops start at the first token in the window and stop at the causal limit).
+mask), with grouped-query heads (every K/V row is loaded and converted once for its group of
+query heads), logits soft-cap and a sliding window as variants. Scores and the softmax run in
+float32 with the online (streaming) softmax, page by page: a running maximum, a running sum
+and an output accumulator rescaled by exp(m_old - m_new) when the maximum grows. Masked tokens
+are never visited (the loops start at the first token in the window and stop at the causal
+limit).
 
     python samples/attention/paged_attention.py      # rewrites the .tir files beside it
 """
@@ -104,30 +105,35 @@ def render(v: Variant) -> str:
     start = f"T.max(limit - {v.window}, 0)" if v.window is not None else "0"
     body += [
         f"start: T.int32 = {start}",
+        f'qf = T.decl_buffer(({g}, {d}), "float32", scope="local")',
         f'acc = T.decl_buffer(({g}, {d}), "float32", scope="local")',
         f'run_max = T.decl_buffer(({g},), "float32", scope="local")',
         f'run_sum = T.decl_buffer(({g},), "float32", scope="local")',
         f'score = T.decl_buffer(({g}, {ps}), "float32", scope="local")',
+        f'row = T.decl_buffer(({d},), "float32", scope="local")',
         f'part = T.decl_buffer(({LANES},), "float32", scope="local")',
         f"for gi in range({g}):",
         "    run_max[gi] = T.min_value(\"float32\")",
         "    run_sum[gi] = T.float32(0)",
         f"    for di in T.vectorized({d}):",
         "        acc[gi, di] = T.float32(0)",
+        f"        qf[gi, di] = T.cast(Q[{q_of}, h * {g} + gi, di], \"float32\") * "
+        f"T.float32({scale!r})",
         f"for p in range(start // {ps}, (limit + {ps - 1}) // {ps}):",
         "    page: T.int32 = kv_indices[kv_indptr[b] + p]",
         f"    t_lo: T.int32 = T.max(start - p * {ps}, 0)",
         f"    t_hi: T.int32 = T.min(limit - p * {ps}, {ps})",
-        f"    for gi in range({g}):",
-        "        for t in range(t_lo, t_hi):",
+        "    for t in range(t_lo, t_hi):",
+        f"        for di in T.vectorized({d}):",
+        '            row[di] = T.cast(K[page, t, h, di], "float32")',
+        f"        for gi in range({g}):",
         f"            for l in T.vectorized({LANES}):",
         "                part[l] = T.float32(0)",
         f"            for d0 in range({d // LANES}):",
         f"                for l in T.vectorized({LANES}):",
-        f"                    part[l] = part[l] + T.cast(Q[{q_of}, h * {g} + gi, "
-        f'd0 * {LANES} + l], "float32") * T.cast(K[page, t, h, d0 * {LANES} + l], "float32")',
-        "            dot: T.float32 = " + " + ".join(f"part[{k}]" for k in range(LANES)),
-        f"            logit: T.float32 = dot * T.float32({scale!r})",
+        f"                    part[l] = part[l] + qf[gi, d0 * {LANES} + l] * "
+        f"row[d0 * {LANES} + l]",
+        "            logit: T.float32 = " + " + ".join(f"part[{k}]" for k in range(LANES)),
     ]
     if v.soft_cap is not None:
         body += [f"            score[gi, t] = T.float32({v.soft_cap!r}) * "
@@ -135,6 +141,7 @@ def render(v: Variant) -> str:
     else:
         body += ["            score[gi, t] = logit"]
     body += [
+        f"    for gi in range({g}):",
         "        page_max: T.float32 = run_max[gi]",
         "        for t in range(t_lo, t_hi):",
         "            run_max[gi] = T.max(run_max[gi], score[gi, t])",
@@ -142,11 +149,17 @@ def render(v: Variant) -> str:
         "        run_sum[gi] = run_sum[gi] * rescale",
         f"        for di in T.vectorized({d}):",
         "            acc[gi, di] = acc[gi, di] * rescale",
-        "        for t in range(t_lo, t_hi):",
-        "            w: T.float32 = T.exp(score[gi, t] - run_max[gi])",
-        "            run_sum[gi] = run_sum[gi] + w",
+        f"        for t in T.vectorized({ps}):",
+        "            score[gi, t] = T.if_then_else(t_lo <= t and t < t_hi, "
+        "T.fast_exp(score[gi, t] - run_max[gi]), T.float32(0))",
+        f"        for t in range({ps}):",
+        "            run_sum[gi] = run_sum[gi] + score[gi, t]",
+        "    for t in range(t_lo, t_hi):",
+        f"        for di in T.vectorized({d}):",
+        '            row[di] = T.cast(V[page, t, h, di], "float32")',
+        f"        for gi in range({g}):",
         f"            for di in T.vectorized({d}):",
-        "                acc[gi, di] = acc[gi, di] + w * T.cast(V[page, t, h, di], \"float32\")",
+        "                acc[gi, di] = acc[gi, di] + score[gi, t] * row[di]",
         f"for gi in range({g}):",
         f"    for di in T.vectorized({d}):",
         f"        O[{q_of}, h * {g} + gi, di] = T.cast(T.if_then_else(run_sum[gi] > "
