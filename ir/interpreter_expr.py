@@ -42,6 +42,8 @@ from tirc.ir.interpreter_values import (
     np_dtype,
     to_scalar,
 )
+from tirc.ir.sparse import interpret as sparse
+from tirc.ir.sparse.buffer import SparseBuffer
 
 
 class Slots:
@@ -209,6 +211,8 @@ class ExprCompiler:
 
     def c_BufferLoad(self, e: BufferLoad) -> Fn:
         fns = [self.compile(i) for i in e.indices]
+        if isinstance(e.buffer, SparseBuffer):
+            return sparse.load_fn(self.buffers, e.buffer, fns, e.span, e.indices)
         vector = any(i.dtype.lanes > 1 for i in e.indices)
         return self.buffers.load_fn(e.buffer, fns, vector, e.span)
 

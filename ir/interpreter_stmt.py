@@ -19,6 +19,7 @@ from tirc.ir.interpreter_buffer import row_major_strides, storage_of
 from tirc.ir.interpreter_expr import ExprCompiler
 from tirc.ir.interpreter_values import Env, Fn, InterpreterError, np_dtype
 from tirc.ir.sparse import interpret as sparse
+from tirc.ir.sparse.buffer import SparseBuffer
 from tirc.ir.sparse.iteration import SparseIteration
 from tirc.ir.stmt import (
     Allocate,
@@ -76,6 +77,9 @@ class StmtCompiler:
 
     def s_BufferStore(self, s: BufferStore) -> Run:
         fns = [self.ex.compile(i) for i in s.indices]
+        if isinstance(s.buffer, SparseBuffer):
+            return sparse.store_fn(self.ex.buffers, s.buffer, fns, self.ex.compile(s.value),
+                                   s.span, s.indices)
         vector = any(i.dtype.lanes > 1 for i in s.indices)
         return self.ex.buffers.store_fn(s.buffer, fns, self.ex.compile(s.value), vector, s.span)
 

@@ -39,6 +39,7 @@ from tirc.passes.pass_base import PassContext, PrimFuncPass
 
 ENTRY_ATTR = "tirc.entry"
 SPARSE_TENSORS = "tirc.sparse_tensors"  # written by lower-sparse-iterations
+SPARSE_PLAN = "tirc.sparse_plan"  # written by the decompose_format schedule
 COMPUTE_SCOPE = "tirc.compute_scope"
 DEVICE_CPU = 1
 
@@ -172,6 +173,8 @@ def make_entry(func: PrimFunc) -> PrimFunc:
     attrs["global_symbol"] = symbol
     if SPARSE_TENSORS in func.attrs:
         info["sparse_tensors"] = func.attrs[SPARSE_TENSORS]
+    if SPARSE_PLAN in func.attrs:
+        info["sparse_plan"] = func.attrs[SPARSE_PLAN]
     attrs[ENTRY_ATTR] = info
     return PrimFunc(func.name, (args, num_args), {}, body, attrs, span=func.span)
 

@@ -44,7 +44,13 @@ class Function:
         self._packer = ArgsPacker([len(s.shape) for s in self._specs],
                                   [s.dtype_name for s in self._specs])
         tensors = meta.get("sparse_tensors")
-        self._sparse = SparseSignature(self.name, self.params, tensors) if tensors else None
+        self._sparse = SparseSignature(self.name, self.params, tensors,
+                                       meta.get("sparse_plan")) if tensors else None
+
+    def bind_library(self, functions: dict[str, Function]) -> None:
+        """The other functions of the library (a sparse plan calls its conversion ones)."""
+        if self._sparse is not None:
+            self._sparse.functions = functions
 
     @property
     def outputs(self) -> list[str]:

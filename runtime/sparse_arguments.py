@@ -45,11 +45,14 @@ class SparseSignature:
     """Maps a call with sparse arguments onto the raw parameters of the function."""
 
     def __init__(self, fn_name: str, params: list[dict[str, Any]],
-                 tensors: list[dict[str, Any]]) -> None:
+                 tensors: list[dict[str, Any]], plan: dict[str, Any] | None = None) -> None:
         self.fn = fn_name
+        self.plan = plan
+        self.functions: dict[str, Any] = {}  # the library's functions (for the plan)
         self.raw = params
+        planned = set(plan["vals"]) if plan is not None else set()
         self.tensors = {t["name"]: SparseParam(t["name"], t["dtype"], list(t["axes"]))
-                        for t in tensors}
+                        for t in tensors if t["name"] not in planned}
         components: set[str] = set()
         for t in self.tensors.values():
             components |= t.component_names()
@@ -61,6 +64,10 @@ class SparseSignature:
                         self.shape_dims.setdefault(d, (p["name"], k))
         self.derived = {p["name"] for p in params if p["kind"] == "scalar" and
                         (p["name"] in components or p["name"] in self.shape_dims)}
+        if plan is not None:
+            for key in ("rows", "cols", "vals", "sizes"):
+                components |= set(plan[key])
+            self.derived |= set(plan["sizes"])
         self.hidden = (components - set(self.tensors)) | self.derived
         self.names = [p["name"] for p in params if p["name"] not in self.hidden]
         self.outputs = {p["name"] for p in params if p.get("output")}
@@ -87,7 +94,11 @@ class SparseSignature:
                                 "structure comes from it)")
             raw.update(unpack(self.fn, t, given.pop(name), scalars))
         raw.update(given)
+        if self.plan is not None:
+            raw.update(self.run_plan(raw, scalars))
         for sym in self.derived:
+            if sym in raw:
+                continue
             if sym in scalars:
                 raw[sym] = scalars[sym]
                 continue
@@ -97,6 +108,33 @@ class SparseSignature:
                 raise TypeError(f"{self.fn}(): cannot tell {sym} without argument {pname}")
             raw[sym] = int(np.shape(value)[k])
         return raw
+
+
+    def run_plan(self, raw: dict[str, Any], scalars: dict[str, int]) -> dict[str, Any]:
+        """The decomposed format's arrays from the CSR ones, by the library's generated
+        conversion functions: bucket sizes from the row-length histogram, then the fill."""
+        plan = self.plan
+        assert plan is not None
+        t = self.tensors[plan["tensor"]]
+        col = t.sparse_axes[0]
+        indptr, indices, data = raw[col["indptr"]], raw[col["indices"]], raw[t.name]
+        m = indptr.size - 1
+        widths = plan["widths"]
+        counts = np.zeros(len(widths), np.int32)
+        self.functions[plan["counts"]].raw(indptr, counts, m)
+        out: dict[str, Any] = {}
+        arrays: list[np.ndarray] = []
+        for b, w in enumerate(widths):
+            n_b = int(counts[b])
+            rows = np.zeros(n_b, np.int32)
+            cols = np.zeros(n_b * w, indices.dtype)
+            vals = np.zeros(n_b * w, data.dtype)
+            arrays += [rows, cols, vals]
+            out.update({plan["rows"][b]: rows, plan["cols"][b]: cols, plan["vals"][b]: vals,
+                        plan["sizes"][b]: n_b})
+        self.functions[plan["fill"]].raw(indptr, indices, data, *arrays, m, indices.size,
+                                         *(int(c) for c in counts))
+        return out
 
 
 def _fail(fn: str, t: SparseParam, message: str) -> ValueError:

@@ -4,7 +4,10 @@ accesses directly, by coordinates, so it is an oracle independent of how they ar
 An access `A[i, j]` to a sparse buffer finds the element stored at coordinates (i, j): per
 storage group, the root coordinate is its position, and each attached axis finds its position
 under its parent's by searching its `indices` (or, for a ragged dense axis, by offset). A read
-of a coordinate that is not stored is a structural zero (0); a write there is an error.
+of a coordinate that is not stored is a structural zero (0); a write there is an error. The one
+exception is an index that is the variable iterating that very axis, right after the variable
+iterating its parent: it names the element the iteration stands on, by position (so padded
+formats such as ELL, whose padding repeats a coordinate, read their padding, not a search).
 A sparse iteration enumerates its axes as iteration/SparseIteration documents.
 """
 
@@ -64,19 +67,46 @@ class AxisReader:
         return k if k < end and int(idx[k]) == coord else ABSENT
 
 
+# The variables of the sparse iterations being compiled: var -> (axis, position slot, the
+# variable iterating its parent or None). Filled by compile_iteration before its body.
+ITERATING: dict[int, tuple[Axis, int, Any]] = {}
+
+
+def _direct(buf: SparseBuffer, indices: tuple[Any, ...] | None) -> list[int | None]:
+    """Per buffer axis, the position slot to read directly, or None to search."""
+    out: list[int | None] = [None] * len(buf.axes)
+    if indices is None:
+        return out
+    for group in axis_groups(buf.axes):
+        prev: Any = None
+        for k in group:
+            found = ITERATING.get(id(indices[k]))
+            if found is None or found[0] is not buf.axes[k] or \
+                    (k != group[0] and (prev is None or found[2] is not prev)):
+                prev = None
+                continue
+            out[k] = found[1]
+            prev = indices[k]
+    return out
+
+
 def offset_fn(acc: BufferAccess, buf: SparseBuffer, index_fns: list[Fn],
-              span: Span | None) -> Fn:
+              span: Span | None, indices: tuple[Any, ...] | None = None) -> Fn:
     """The flat storage offset of `buf[coords]`, or ABSENT for a structural zero."""
     groups = axis_groups(buf.axes)
     readers = [[AxisReader(buf.axes[k], acc.slot_of, acc.compile_expr) for k in g] for g in groups]
     dim_fns = [acc.compile_expr(d) for d in storage_shape(buf.axes)]
     name = buf.name
+    direct = _direct(buf, indices)
 
     def offset(env: Env) -> int:
         off = 0
         for group, rs in zip(groups, readers):
             pos = ABSENT
             for k, r in zip(group, rs):
+                if direct[k] is not None and (k == group[0] or pos != ABSENT):
+                    pos = env[direct[k]]
+                    continue
                 coord = int(index_fns[k](env))
                 if pos == ABSENT and k == group[0]:
                     length = int(r.length(env))
@@ -95,8 +125,9 @@ def offset_fn(acc: BufferAccess, buf: SparseBuffer, index_fns: list[Fn],
     return offset
 
 
-def load_fn(acc: BufferAccess, buf: SparseBuffer, index_fns: list[Fn], span: Span | None) -> Fn:
-    off = offset_fn(acc, buf, index_fns, span)
+def load_fn(acc: BufferAccess, buf: SparseBuffer, index_fns: list[Fn], span: Span | None,
+            indices: tuple[Any, ...] | None = None) -> Fn:
+    off = offset_fn(acc, buf, index_fns, span, indices)
     dslot = acc.slot_of(buf.data)
     zero = np_dtype(buf.dtype).type(0)
     as_int = buf.dtype.is_int or buf.dtype.is_bool
@@ -111,8 +142,8 @@ def load_fn(acc: BufferAccess, buf: SparseBuffer, index_fns: list[Fn], span: Spa
 
 
 def store_fn(acc: BufferAccess, buf: SparseBuffer, index_fns: list[Fn], value_fn: Fn,
-             span: Span | None) -> Run:
-    off = offset_fn(acc, buf, index_fns, span)
+             span: Span | None, indices: tuple[Any, ...] | None = None) -> Run:
+    off = offset_fn(acc, buf, index_fns, span, indices)
     dslot = acc.slot_of(buf.data)
     name = buf.name
 
@@ -164,8 +195,15 @@ def compile_iteration(sc: Any, it: SparseIteration) -> Run:
     pos_slots = [ex.slots.new(f"{iv.var.name}.pos") for iv in ivs]
     parents = [iterated_parent(it, k) for k in range(n)]
     readers = [AxisReader(iv.axis, ex.slots.of, ex.compile) for iv in ivs]
-    body = sc.compile(it.body)
-    init = sc.compile(it.init) if it.init is not None else None
+    for k, iv in enumerate(ivs):
+        q = parents[k]
+        ITERATING[id(iv.var)] = (iv.axis, pos_slots[k], ivs[q].var if q is not None else None)
+    try:
+        body = sc.compile(it.body)
+        init = sc.compile(it.init) if it.init is not None else None
+    finally:
+        for iv in ivs:
+            ITERATING.pop(id(iv.var), None)
     first_r = next((k for k, iv in enumerate(ivs) if iv.kind == IterKind.REDUCE), None)
     init_levels = [k for k in range(first_r + 1, n) if ivs[k].kind == IterKind.SPATIAL] \
         if first_r is not None else []

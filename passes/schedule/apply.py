@@ -19,6 +19,7 @@ from tirc.ir.module import IRModule
 from tirc.ir.schedule import Schedule
 from tirc.passes.pass_base import Pass, PassContext
 from tirc.passes.schedule.runner import run_schedule
+from tirc.passes.schedule.state import ScheduleState
 from tirc.passes.schedule.tensor_intrin import collect_intrinsics, is_intrinsic
 
 
@@ -75,7 +76,9 @@ class ApplySchedules(Pass):
                                                     f"\"{sched.func_name}\"", sched.span))
                 continue
             try:
-                funcs[sched.func_name] = run_schedule(func, sched, seed, intrinsics)
+                state = ScheduleState(func, seed, intrinsics)
+                funcs[sched.func_name] = run_schedule(func, sched, seed, intrinsics, state)
+                funcs.update(state.new_functions)
             except CompileError as e:
                 problems.extend(e.diagnostics)
         if problems:

@@ -155,7 +155,16 @@ def sparse_fuse(s: ScheduleState, sp: Any, iters: Any) -> None:
     _replace(s, it, new)
 
 
+def decompose_format(s: ScheduleState, sp: Any, fmt: Any, width: Any = None,
+                     buckets: Any = None) -> None:
+    """See passes/sparse/decompose_format.py."""
+    from tirc.passes.sparse.decompose_format import decompose_format as run
+
+    run(s, sp, fmt, width, buckets)
+
+
 PRIMITIVES = {
+    "decompose_format": decompose_format,
     "get_sparse_iteration": get_sparse_iteration,
     "get_sp_iters": get_sp_iters,
     "sparse_reorder": sparse_reorder,

@@ -9,41 +9,7 @@ import pytest
 from tirc.frontend import parse
 from tirc.ir.diagnostics import CompileError
 
-from tests.sparse_support import interpret, lowered, matrices
-
-SDDMM = '''
-@T.prim_func
-def sddmm(a: T.handle, b: T.handle, c: T.handle, indptr: T.handle, indices: T.handle,
-          m: T.int32, n: T.int32, feat: T.int32, nnz: T.int32):
-    I = T.dense_fixed(m)
-    J = T.sparse_variable(I, (n, nnz), (indptr, indices), "int32")
-    J_detach = T.dense_fixed(n)
-    K = T.dense_fixed(feat)
-    A = T.match_sparse_buffer(a, (I, K), "float32")
-    B = T.match_sparse_buffer(b, (J_detach, K), "float32")
-    C = T.match_sparse_buffer(c, (I, J), "float32")
-    with T.sp_iter([I, J, K], "SSR", "sddmm") as [i, j, k]:
-        with T.init():
-            C[i, j] = T.float32(0)
-        C[i, j] = C[i, j] + A[i, k] * B[j, k]
-'''
-
-SPMM = '''
-@T.prim_func
-def spmm(a: T.handle, b: T.handle, c: T.handle, indptr: T.handle, indices: T.handle,
-         m: T.int32, n: T.int32, feat: T.int32, nnz: T.int32):
-    I = T.dense_fixed(m)
-    J = T.sparse_variable(I, (n, nnz), (indptr, indices), "int32")
-    J_detach = T.dense_fixed(n)
-    K = T.dense_fixed(feat)
-    A = T.match_sparse_buffer(a, (I, J), "float32")
-    B = T.match_sparse_buffer(b, (J_detach, K), "float32")
-    C = T.match_sparse_buffer(c, (I, K), "float32")
-    with T.sp_iter([I, J, K], "SRS", "spmm") as [i, j, k]:
-        with T.init():
-            C[i, k] = T.float32(0)
-        C[i, k] = C[i, k] + A[i, j] * B[j, k]
-'''
+from tests.sparse_support import SDDMM, SPMM, interpret, lowered, matrices
 
 FUSE = '''
 @S.schedule("sddmm")
