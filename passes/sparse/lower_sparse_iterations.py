@@ -139,7 +139,8 @@ class _Lowering:
         begin, end = row_range(axis, places[q].pos)
         pos = binop("add", begin, v)
         coord = axis.indices.vload(pos) if axis.is_sparse else v  # type: ignore[union-attr]
-        return binop("sub", end, begin), Place(pos, coord)
+        extent = axis.nnz if axis.kind == AxisKind.SPARSE_FIXED else binop("sub", end, begin)
+        return extent, Place(pos, coord)  # type: ignore[return-value]
 
     def fused(self, it: SparseIteration, members: tuple[int, ...], v: Var, loop_var: Var,
               kind: IterKind) -> Level:
