@@ -18,6 +18,7 @@ import scipy.sparse as sp
 from tirc.frontend import parse_file
 from tirc.ir import IRModule
 from tirc.ir.interpreter import run_prim_func
+from tirc.ir.target import parse_target
 from tirc.passes.manager import run_pipeline
 from tirc.passes.pass_base import PassContext
 from tirc.passes.pipeline import build_pipeline
@@ -106,8 +107,9 @@ def load_sample(name: str) -> IRModule:
 
 def lowered(mod: IRModule, passes: str = "apply-schedules,lower-sparse-iterations"
             ) -> IRModule:
-    """The module after the given passes (the interpreter runs any stage)."""
-    return run_pipeline(mod, build_pipeline(passes.split(",")), PassContext())
+    """The module after the given passes for the CPU (the interpreter runs any stage)."""
+    ctx = PassContext(target=parse_target("llvm"))
+    return run_pipeline(mod, build_pipeline(passes.split(",")), ctx)
 
 
 def interpret(mod: IRModule, name: str, args: list[Any]) -> list[Any]:

@@ -21,6 +21,7 @@ from tirc.passes.pass_base import Pass, PassContext
 from tirc.passes.schedule.runner import run_schedule
 from tirc.passes.schedule.state import ScheduleState
 from tirc.passes.schedule.tensor_intrin import collect_intrinsics, is_intrinsic
+from tirc.passes.sparse.lower_sparse_iterations import sparse_config
 
 
 def target_kind(target: Any) -> str | None:
@@ -77,6 +78,7 @@ class ApplySchedules(Pass):
                 continue
             try:
                 state = ScheduleState(func, seed, intrinsics)
+                state.config = sparse_config(ctx)
                 funcs[sched.func_name] = run_schedule(func, sched, seed, intrinsics, state)
                 funcs.update(state.new_functions)
             except CompileError as e:

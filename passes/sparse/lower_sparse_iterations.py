@@ -21,6 +21,7 @@ first reduction variable, placed right before that variable's loop, as the inter
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tirc.ir.block_regions import infer_regions
@@ -51,9 +52,11 @@ from tirc.ir.sparse import (
 from tirc.ir.sparse.printing import function_axes
 from tirc.ir.sparse.search import lower_bound, upper_bound
 from tirc.ir.stmt import (
+    AssertStmt,
     Block,
     BlockRealize,
     BufferStore,
+    Evaluate,
     For,
     ForKind,
     IfThenElse,
@@ -349,11 +352,68 @@ class LowerSparseIterations(PrimFuncPass):
     description = "sparse iterations -> loops with data-dependent extents; sparse buffers -> flat"
 
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
-        return lower_sparse(func)
+        return lower_sparse(func, check_arrays(sparse_config(ctx)))
 
 
-def lower_sparse(func: PrimFunc) -> PrimFunc:
-    """`func` with its sparse iterations and buffers lowered (unchanged if it has none)."""
+def sparse_config(ctx: PassContext) -> dict[str, str]:
+    """The pass config as sparse lowering reads it: no array checks on a GPU target by default
+    (the arrays live in device memory; the Python runtime checks them before the copy)."""
+    config = dict(ctx.config)
+    if getattr(ctx.target, "is_gpu", False):
+        config.setdefault("sparse.check_arrays", "0")
+    return config
+
+
+def check_arrays(config: dict[str, str]) -> bool:
+    """The pass config `sparse.check_arrays` (default on; "0"/"false" turn the checks off)."""
+    return str(config.get("sparse.check_arrays", "1")).lower() not in ("0", "false")
+
+
+def _in_root(body: Stmt, wrap: Callable[[Stmt], Stmt]) -> Stmt:
+    """`wrap` applied inside the implicit root block, when the body is one."""
+    if isinstance(body, BlockRealize) and body.block.name == "root" and \
+            not body.block.iter_vars:
+        return body.replace(block=body.block.replace(body=wrap(body.block.body)))
+    return wrap(body)
+
+
+def array_checks(func: PrimFunc, body: Stmt) -> Stmt:
+    """`body` after checks of every axis array the function takes: `indptr` starts at 0, never
+    decreases and ends at nnz; every index is inside its axis. A compiled call with malformed
+    arrays then fails with the message instead of reading out of bounds."""
+    name = str(func.attrs.get("global_symbol", func.name))
+    params = set(func.buffer_map.values())
+    checks: list[Stmt] = []
+    for axis in function_axes(func):
+        if axis.parent is None:
+            continue
+        count = num_positions(axis.parent)
+        ptr, idx = axis.indptr, axis.indices
+        if ptr is not None and ptr in params and axis.nnz is not None:
+            r = Var("r", count.dtype)
+            ok = binop("le", ptr.vload(r), ptr.vload(binop("add", r, 1)))
+            checks.append(For(r, IntImm(0, count.dtype), count, ForKind.SERIAL, AssertStmt(
+                ok, f"{name}: axis {axis.name}: indptr decreases", Evaluate(IntImm(0)))))
+            ends = binop("and", binop("eq", ptr.vload(IntImm(0, count.dtype)),
+                                      const(0, ptr.dtype)),
+                         binop("eq", ptr.vload(count), axis.nnz))
+            checks.insert(len(checks) - 1, AssertStmt(
+                ends, f"{name}: axis {axis.name}: indptr must start at 0 and end at nnz",
+                Evaluate(IntImm(0))))
+        if idx is not None and idx in params:
+            total = num_positions(axis)
+            p = Var("p", total.dtype)
+            inside = binop("and", binop("ge", idx.vload(p), const(0, idx.dtype)),
+                           binop("lt", idx.vload(p), axis.length))
+            checks.append(For(p, IntImm(0, total.dtype), total, ForKind.SERIAL, AssertStmt(
+                inside, f"{name}: axis {axis.name}: an index is outside [0, length)",
+                Evaluate(IntImm(0)))))
+    return seq(*checks, body)
+
+
+def lower_sparse(func: PrimFunc, check_arrays: bool = True) -> PrimFunc:
+    """`func` with its sparse iterations and buffers lowered (unchanged if it has none); with
+    `check_arrays`, the body first checks the axis arrays (array_checks)."""
     if not function_axes(func) and not any_node(func.body,
                                                 lambda n: isinstance(n, SparseIteration)):
         return func
@@ -369,6 +429,8 @@ def lower_sparse(func: PrimFunc) -> PrimFunc:
             return lowering.lower(it)
 
     body = _Iterations().visit(func.body)
+    if check_arrays:
+        body = _in_root(body, lambda b: array_checks(func, b))
     attrs = dict(func.attrs)
     info = sparse_tensor_info(func)
     if info:
