@@ -80,3 +80,25 @@ def attention(q: np.ndarray, cache: PagedCache, qo_indptr: np.ndarray | None = N
             p /= p.sum(axis=1, keepdims=True)
             out[qo[b] + r] = np.einsum("hn,nhd->hd", p, v[start:limit])
     return out
+
+
+def decoder_layer(x: np.ndarray, wq: np.ndarray, wk: np.ndarray, wv: np.ndarray,
+                  wo: np.ndarray, cache: PagedCache, head_dim: int
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The decoder layer sample in float64: the new token's K/V written at each request's last
+    position (the page table already counts it), decode attention, projection, residual."""
+    batch = x.shape[0]
+    hkv = cache.k.shape[2]
+    q = (x @ wq).reshape(batch, -1, head_dim)
+    k_new = (x @ wk).reshape(batch, hkv, head_dim)
+    v_new = (x @ wv).reshape(batch, hkv, head_dim)
+    k_pages, v_pages = cache.k.copy(), cache.v.copy()
+    for b in range(batch):
+        page = cache.kv_indices[cache.kv_indptr[b + 1] - 1]
+        slot = cache.kv_last_page_len[b] - 1
+        k_pages[page, slot] = k_new[b]
+        v_pages[page, slot] = v_new[b]
+    updated = PagedCache(k_pages, v_pages, cache.kv_indptr, cache.kv_indices,
+                         cache.kv_last_page_len)
+    o = attention(q, updated).reshape(batch, -1)
+    return x + o @ wo, k_pages, v_pages

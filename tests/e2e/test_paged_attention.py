@@ -97,3 +97,29 @@ def test_full_size_decode_sample(tmp_path: Path) -> None:
                            cache.kv_last_page_len)
     np.testing.assert_allclose(out.astype(np.float64), REF.attention(q, cache), rtol=2e-3,
                                atol=2e-3)
+
+
+def test_decoder_layer_over_a_paged_cache(tmp_path: Path) -> None:
+    """The graph-level sample: interpreter and compiled library against NumPy."""
+    from tirc.ir.interpreter import Interpreter
+
+    v = TEMPLATE.LAYER
+    hq, hkv, d = v.num_kv_heads * v.group, v.num_kv_heads, v.head_dim
+    hidden = hq * d
+    cache = REF.make_cache([1, 8, 9, 20], v.page_size, hkv, d, "float32", seed=7)
+    rng = np.random.default_rng(8)
+    x = rng.uniform(-1, 1, (4, hidden)).astype(np.float32)
+    ws = [rng.uniform(-0.2, 0.2, shape).astype(np.float32)
+          for shape in ((hidden, hidden), (hidden, hkv * d), (hidden, hkv * d),
+                        (hidden, hidden))]
+    want = REF.decoder_layer(x, *ws, cache, d)
+    args = [x, *ws, cache.k, cache.v, cache.kv_indptr, cache.kv_indices,
+            cache.kv_last_page_len]
+    mod = parse((HERE / "decoder_layer.tir").read_text())
+    got = Interpreter(mod).call("decode_layer", *args)
+    lib = compile_library(HERE / "decoder_layer.tir", tmp_path / "layer.so")
+    compiled = lib.decode_layer(*args)
+    for result in (got, compiled):
+        for g, w in zip(result, want):
+            np.testing.assert_allclose(np.asarray(g, np.float64), w, rtol=1e-4, atol=1e-4)
+    assert (HERE / "decoder_layer.tir").read_text() == TEMPLATE.render_decoder_layer()
