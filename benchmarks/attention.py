@@ -3,7 +3,8 @@
 16 requests, 32 query heads over 8 KV heads (groups of 4), head dim 128, about 17k cached
 tokens in pages of 16 handed out in a shuffled order, float16 storage. tirc compiles
 samples/attention/paged_decode.tir (requests x KV heads in parallel, each K/V row loaded once
-for its group of query heads, online softmax in float32) at -O3, checks it against a float64
+for its group of query heads, online softmax in float32) and its split-KV variant (4 parts per
+request, states merged) at -O3, checks it against a float64
 reference, and times a prepared call. The NumPy reference gathers each request's pages and runs
 softmax attention in float32; torch (2.13, CPU, when installed) gathers the pages with
 index_select and calls scaled_dot_product_attention with enable_gqa per request, the gather
@@ -98,7 +99,8 @@ def measure(lib_path: Path, runs: int) -> dict:
     lens = (lens * TOKENS / lens.sum()).astype(int).tolist()
     cache = ref.make_cache(lens, PAGE, HKV, DIM, "float16", seed=1)
     q = rng.uniform(-1, 1, (BATCH, HQ, DIM)).astype(np.float16)
-    fn = rt.load(lib_path).paged_decode
+    lib = rt.load(lib_path)
+    fn = lib.paged_decode
     out = np.zeros(q.shape, np.float16)
     call = fn.prepare((q, cache.k, cache.v, cache.kv_indptr, cache.kv_indices,
                        cache.kv_last_page_len, out), {})
@@ -106,7 +108,14 @@ def measure(lib_path: Path, runs: int) -> dict:
     want = ref.attention(q, cache)
     np.testing.assert_allclose(out.astype(np.float64), want, rtol=5e-3, atol=5e-3)
     np.testing.assert_allclose(numpy_decode(q, cache), want, rtol=5e-3, atol=5e-3)
+    split = lib.paged_decode_split
+    out_split = np.zeros(q.shape, np.float16)
+    split_call = split.prepare((q, cache.k, cache.v, cache.kv_indptr, cache.kv_indices,
+                                cache.kv_last_page_len, out_split), {})
+    split.call_prepared(split_call)
+    np.testing.assert_allclose(out_split.astype(np.float64), want, rtol=5e-3, atol=5e-3)
     result = {"tokens": int(sum(lens)), "tirc": timings(partial(fn.call_prepared, call), runs),
+              "split": timings(partial(split.call_prepared, split_call), runs),
               "numpy": timings(partial(numpy_decode, q, cache), max(3, runs // 3))}
     try:
         import torch
@@ -138,9 +147,10 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as tmp:
         lib = Path(tmp) / "paged_decode.so"
-        subprocess.run([*tirc_command(), str(ROOT / "samples" / "attention" /
-                                             "paged_decode.tir"), "-O3", "-o", str(lib)],
-                       check=True)
+        source = Path(tmp) / "paged_decode.tir"
+        source.write_text("".join((ROOT / "samples" / "attention" / f"{name}.tir").read_text()
+                                  for name in ("paged_decode", "paged_decode_split")))
+        subprocess.run([*tirc_command(), str(source), "-O3", "-o", str(lib)], check=True)
         print(f"paged decode: {BATCH} requests, {HQ}/{HKV} heads, dim {DIM}, page {PAGE}, "
               "float16")
         for threads in opts.threads.split(","):
@@ -150,8 +160,8 @@ def main() -> None:
                                           capture_output=True, text=True).stdout)
             t, npy = r["tirc"][0], r["numpy"][0]
             line = (f"threads {threads}: {r['tokens']} tokens  tirc {t * 1e3:8.2f} ms "
-                    f"(best {r['tirc'][1] * 1e3:.2f})  numpy {npy * 1e3:8.2f} ms "
-                    f"({npy / t:5.1f}x)")
+                    f"(best {r['tirc'][1] * 1e3:.2f}; split-KV x4 {r['split'][0] * 1e3:.2f})  "
+                    f"numpy {npy * 1e3:8.2f} ms ({npy / t:5.1f}x)")
             if r["torch"] is None:
                 line += "  torch: not installed"
             else:

@@ -40,6 +40,8 @@ class Variant:
     soft_cap: float | None = None
     window: int | None = None     # attend to the last `window` positions only
     size_dtype: str = "int32"     # of the symbolic sizes (graph functions use int64)
+    splits: int = 1               # split-KV: each request's pages in this many parallel parts,
+    #                               whose softmax states are merged (decode only)
 
 
 VARIANTS = (
@@ -47,6 +49,7 @@ VARIANTS = (
     Variant("paged_decode_softcap", soft_cap=30.0),
     Variant("paged_decode_window", window=256),
     Variant("paged_append_causal", kind="append"),
+    Variant("paged_decode_split", splits=4),
 )
 
 
@@ -84,11 +87,19 @@ def render(v: Variant) -> str:
     ]
     if v.kind == "append":
         lines.append('    qo_indptr = T.match_buffer(qo_h, (batch + 1,), "int32")')
+    sp = v.splits
+    lines += [f'    O = T.match_buffer(o_h, ({rows}, {hq}, {d}), "{v.dtype}")']
+    if sp > 1:
+        assert v.kind == "decode"
+        lines += [
+            f'    part_o = T.alloc_buffer((batch, {sp}, {hq}, {d}), "float32")',
+            f'    part_m = T.alloc_buffer((batch, {sp}, {hq}), "float32")',
+            f'    part_l = T.alloc_buffer((batch, {sp}, {hq}), "float32")',
+        ]
     lines += [
-        f'    O = T.match_buffer(o_h, ({rows}, {hq}, {d}), "{v.dtype}")',
-        f"    for bh in T.parallel(batch * {hkv}):",
-        f'        b: T.int32 = T.cast(bh // {hkv}, "int32")',
-        f'        h: T.int32 = T.cast(bh % {hkv}, "int32")',
+        f"    for bh in T.parallel(batch * {hkv * sp}):",
+        f'        b: T.int32 = T.cast(bh // {hkv * sp}, "int32")',
+        f'        h: T.int32 = T.cast(bh // {sp} % {hkv}, "int32")',
         "        n_pages: T.int32 = kv_indptr[b + 1] - kv_indptr[b]",
         f"        seq_len: T.int32 = T.if_then_else(n_pages > 0, (n_pages - 1) * {ps} "
         "+ kv_last_page_len[b], 0)",
@@ -120,7 +131,19 @@ def render(v: Variant) -> str:
         "        acc[gi, di] = T.float32(0)",
         f"        qf[gi, di] = T.cast(Q[{q_of}, h * {g} + gi, di], \"float32\") * "
         f"T.float32({scale!r})",
-        f"for p in range(start // {ps}, (limit + {ps - 1}) // {ps}):",
+        f"p_first: T.int32 = start // {ps}",
+        f"p_last: T.int32 = (limit + {ps - 1}) // {ps}",
+    ]
+    if sp > 1:
+        body += [
+            f'chunk: T.int32 = (p_last - p_first + {sp - 1}) // {sp}',
+            f'p_begin: T.int32 = p_first + T.cast(bh % {sp}, "int32") * chunk',
+            "p_end: T.int32 = T.min(p_last, p_begin + chunk)",
+        ]
+    else:
+        body += ["p_begin: T.int32 = p_first", "p_end: T.int32 = p_last"]
+    body += [
+        "for p in range(p_begin, p_end):",
         "    page: T.int32 = kv_indices[kv_indptr[b] + p]",
         f"    t_lo: T.int32 = T.max(start - p * {ps}, 0)",
         f"    t_hi: T.int32 = T.min(limit - p * {ps}, {ps})",
@@ -161,13 +184,54 @@ def render(v: Variant) -> str:
         f"        for gi in range({g}):",
         f"            for di in T.vectorized({d}):",
         "                acc[gi, di] = acc[gi, di] + score[gi, t] * row[di]",
-        f"for gi in range({g}):",
-        f"    for di in T.vectorized({d}):",
-        f"        O[{q_of}, h * {g} + gi, di] = T.cast(T.if_then_else(run_sum[gi] > "
-        f'T.float32(0), acc[gi, di] / run_sum[gi], T.float32(0)), "{v.dtype}")',
     ]
+    if sp > 1:
+        body += [
+            f'split: T.int32 = T.cast(bh % {sp}, "int32")',
+            f"for gi in range({g}):",
+            f"    part_m[b, split, h * {g} + gi] = run_max[gi]",
+            f"    part_l[b, split, h * {g} + gi] = run_sum[gi]",
+            f"    for di in T.vectorized({d}):",
+            f"        part_o[b, split, h * {g} + gi, di] = acc[gi, di]",
+        ]
+    else:
+        body += [
+            f"for gi in range({g}):",
+            f"    for di in T.vectorized({d}):",
+            f"        O[{q_of}, h * {g} + gi, di] = T.cast(T.if_then_else(run_sum[gi] > "
+            f'T.float32(0), acc[gi, di] / run_sum[gi], T.float32(0)), "{v.dtype}")',
+        ]
     lines += [ind + x for x in body]
+    if sp > 1:
+        lines += _merge(v, hq, d, sp)
     return "\n".join(lines) + "\n"
+
+
+def _merge(v: Variant, hq: int, d: int, sp: int) -> list[str]:
+    """The softmax-merge of the split states: (m, l, o) of the parts combine associatively as
+    m = max(m_a, m_b), l = l_a e^(m_a - m) + l_b e^(m_b - m), o likewise, then o / l."""
+    return [
+        f"    for bq in T.parallel(batch * {hq}):",
+        f'        b: T.int32 = T.cast(bq // {hq}, "int32")',
+        f'        hh: T.int32 = T.cast(bq % {hq}, "int32")',
+        '        m_all = T.decl_buffer((1,), "float32", scope="local")',
+        '        l_all = T.decl_buffer((1,), "float32", scope="local")',
+        f'        o_all = T.decl_buffer(({d},), "float32", scope="local")',
+        '        m_all[0] = T.min_value("float32")',
+        f"        for s in range({sp}):",
+        "            m_all[0] = T.max(m_all[0], part_m[b, s, hh])",
+        "        l_all[0] = T.float32(0)",
+        f"        for di in T.vectorized({d}):",
+        "            o_all[di] = T.float32(0)",
+        f"        for s in range({sp}):",
+        "            wgt: T.float32 = T.exp(part_m[b, s, hh] - m_all[0])",
+        "            l_all[0] = l_all[0] + part_l[b, s, hh] * wgt",
+        f"            for di in T.vectorized({d}):",
+        "                o_all[di] = o_all[di] + part_o[b, s, hh, di] * wgt",
+        f"        for di in T.vectorized({d}):",
+        "            O[b, hh, di] = T.cast(T.if_then_else(l_all[0] > T.float32(0), "
+        f'o_all[di] / l_all[0], T.float32(0)), "{v.dtype}")',
+    ]
 
 
 # The decoder layer's sizes: hidden 128 = 4 query heads x 32, 2 KV heads, pages of 8 tokens.

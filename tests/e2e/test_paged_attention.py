@@ -53,6 +53,7 @@ CASES = [("paged_decode", {"group": g}) for g in (1, 4, 8)] + [
     ("paged_decode_softcap", {"group": 2, "soft_cap": 0.5}),
     ("paged_decode_window", {"group": 2, "window": 6}),
     ("paged_append_causal", {"group": 4}),
+    ("paged_decode_split", {"group": 2, "splits": 3}),
     ("paged_decode", {"group": 2, "dtype": "float32"}),
 ]
 
