@@ -57,7 +57,7 @@ def test_graph_steps_come_before_the_loop_steps() -> None:
     assert graph_steps_gpu(2)[3:6] == ["fold-constants", "fuse-ops", "fuse-tir"]
     steps = gpu_pipeline(2)
     start = steps.index("normalize")
-    assert steps[start - 1] == "apply-schedules"
+    assert steps[start - 2:start] == ["apply-schedules", "lower-sparse-iterations"]
     assert steps[start:steps.index("lower-init")] == graph_steps_gpu(2)
     assert "default-schedule" not in steps
 
