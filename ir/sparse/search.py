@@ -1,4 +1,4 @@
-"""The position-search intrinsics a sparse lowering emits, as IR builders.
+"""Builders of the position-search intrinsics a sparse lowering emits (declared in ir/intrinsics).
 
 `tirc.lower_bound(data, value, begin, end)` is the first position p in [begin, end) with
 data[p] >= value (end when none); `tirc.upper_bound` the first with data[p] > value. `data` is
@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Call, PrimExpr, cast
-
-LOWER_BOUND = "tirc.lower_bound"
-UPPER_BOUND = "tirc.upper_bound"
+from tirc.ir.intrinsics import LOWER_BOUND, UPPER_BOUND
 
 
 def _search(op: str, buf: Buffer, value: PrimExpr, begin: PrimExpr, end: PrimExpr) -> PrimExpr:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tirc.ir.attrs import SPARSE_PLAN
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, DType
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, const
@@ -33,7 +34,6 @@ from tirc.passes.sparse.bucket_plan import plan_counts, plan_fill
 
 I32 = DType("int", 32)
 AUTO_WIDTHS = (1, 2, 4, 8, 16, 32)
-PLAN_ATTR = "tirc.sparse_plan"
 
 
 def _widths(fmt: Any, width: Any, buckets: Any) -> tuple[int, ...]:
@@ -112,7 +112,7 @@ def decompose_format(s: ScheduleState, sp: Any, fmt: Any, width: Any = None,
     s.func = state_func  # type: ignore[assignment]
     _replace_with(s, it, new_body)
     attrs = dict(s.func.attrs)
-    attrs[PLAN_ATTR] = {"tensor": base, "widths": list(widths),
+    attrs[SPARSE_PLAN] = {"tensor": base, "widths": list(widths),
                         "counts": f"{func.name}_plan_counts", "fill": f"{func.name}_plan_fill",
                         **names}
     s.func = s.func.replace(attrs=attrs)  # type: ignore[assignment]
@@ -167,6 +167,5 @@ def _replace_with(s: ScheduleState, old: SparseIteration, new: Stmt) -> None:
             return new if x is old else x
 
     s.set_body(_Swap().visit(s.body))
-
 
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tirc.ir.block_regions import infer_regions
+from tirc.ir.analysis.block_regions import infer_regions
+from tirc.ir.attrs import SPARSE_TENSORS
 from tirc.ir.buffer import Buffer, Range
 from tirc.ir.expr import (
     BufferLoad,
@@ -68,8 +69,6 @@ from tirc.ir.stmt import (
 )
 from tirc.ir.visitor import Mutator, any_node, substitute
 from tirc.passes.pass_base import PassContext, PrimFuncPass
-
-SPARSE_TENSORS_ATTR = "tirc.sparse_tensors"
 
 
 @dataclass
@@ -434,7 +433,7 @@ def lower_sparse(func: PrimFunc, check_arrays: bool = True) -> PrimFunc:
     attrs = dict(func.attrs)
     info = sparse_tensor_info(func)
     if info:
-        attrs[SPARSE_TENSORS_ATTR] = info
+        attrs[SPARSE_TENSORS] = info
     attrs.pop("sparse_tir_level", None)
     bmap = {p: flat.get(b, b) for p, b in func.buffer_map.items()}  # type: ignore[arg-type]
     return func.replace(buffer_map=bmap, body=body, attrs=attrs)  # type: ignore[return-value]

@@ -12,7 +12,7 @@ import pytest
 from gpu_support import lower, require_ptxas
 from tirc.backends.nvptx import compile_ptx
 from tirc.frontend import parse_file
-from tirc.ir.interpreter_gpu import GPUInterpreter
+from tirc.ir.interpreter.gpu import GPUInterpreter
 
 from tests.sparse_support import SPARSE_SAMPLES, matrices
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from tirc.ir.buffer import Buffer
-from tirc.ir.interpreter_values import Env, Fn, InterpreterError, np_dtype
+from tirc.ir.interpreter.values import Env, Fn, InterpreterError, np_dtype
 from tirc.ir.span import Span
 from tirc.ir.sparse.axis import Axis, AxisKind
 from tirc.ir.sparse.buffer import SparseBuffer, axis_groups, storage_shape
@@ -27,7 +27,7 @@ from tirc.ir.sparse.iteration import SparseIteration, iterated_parent
 from tirc.ir.stmt import IterKind
 
 if TYPE_CHECKING:
-    from tirc.ir.interpreter_buffer import BufferAccess
+    from tirc.ir.interpreter.buffer import BufferAccess
 
 Run = Callable[[Env], None]
 ABSENT = -1

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import IntImm, PrimExpr, Var
-from tirc.ir.interpreter_values import (
+from tirc.ir.interpreter import sparse
+from tirc.ir.interpreter.values import (
     Env,
     Fn,
     InterpreterError,
@@ -26,7 +27,6 @@ from tirc.ir.interpreter_values import (
 from tirc.ir.layout import LayoutError
 from tirc.ir.layout.storage import ConcreteLayoutMap, layout_symbols
 from tirc.ir.span import Span
-from tirc.ir.sparse import interpret as sparse
 from tirc.ir.sparse.buffer import SparseBuffer
 
 Geometry = tuple[tuple[int, ...], tuple[int, ...], int]
