@@ -62,6 +62,7 @@ from tirc.ir.graph import (
     SeqExpr,
     ShapeExpr,
     ShapeSInfo,
+    SparseTensorSInfo,
     StringValue,
     StructInfo,
     TensorSInfo,
@@ -685,6 +686,16 @@ class FuncPrinter:
             if s.dtype is not None:
                 parts.append(f"dtype={_str(str(s.dtype))}")
             return f"R.Tensor({', '.join(parts)})"
+        if isinstance(s, SparseTensorSInfo):
+            dims = ", ".join(self.sym_dim(d, in_params) for d in s.shape)
+            parts = [f"({dims})", _str(str(s.dtype)), f"nnz={self.sym_dim(s.nnz, in_params)}"]
+            if s.format != "csr":
+                parts.append(f"format={_str(s.format)}")
+            if s.block:
+                parts.append(f"block=({', '.join(str(b) for b in s.block)})")
+            if str(s.index_dtype) != "int32":
+                parts.append(f"index_dtype={_str(str(s.index_dtype))}")
+            return f"R.SparseTensor({', '.join(parts)})"
         if isinstance(s, TupleSInfo):
             return f"R.Tuple({', '.join(self.sinfo(f, in_params) for f in s.fields)})"
         if isinstance(s, ShapeSInfo):

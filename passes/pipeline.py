@@ -28,7 +28,6 @@ def default_pipeline(target: Target, opt_level: int) -> list[str]:
     steps = [
         "verify",            # the input is well-formed (definitions, ranks, regions)
         "apply-schedules",   # the module's @S.schedule functions (and --schedule files)
-        "lower-sparse-iterations",  # sparse iterations -> loops, sparse buffers -> flat storage
     ]
     steps += graph_steps(opt_level)     # graph functions -> kernels and a host loop function
     steps += [

@@ -25,6 +25,7 @@ class SparseParam:
     name: str
     dtype: str
     axes: list[dict[str, Any]]
+    shape: tuple[Any, ...] = ()  # parameters (or ints) given the matrix's shape, if any
 
     @property
     def sparse_axes(self) -> list[dict[str, Any]]:
@@ -32,7 +33,7 @@ class SparseParam:
 
     def component_names(self) -> set[str]:
         """Raw parameters this argument supplies besides its data."""
-        out = set()
+        out = {v for v in self.shape if isinstance(v, str)}
         for a in self.axes:
             for key in ("indptr", "indices", "length", "nnz"):
                 v = a.get(key)
@@ -51,7 +52,8 @@ class SparseSignature:
         self.functions: dict[str, Any] = {}  # the library's functions (for the plan)
         self.raw = params
         planned = set(plan["vals"]) if plan is not None else set()
-        self.tensors = {t["name"]: SparseParam(t["name"], t["dtype"], list(t["axes"]))
+        self.tensors = {t["name"]: SparseParam(t["name"], t["dtype"], list(t["axes"]),
+                                               tuple(t.get("shape", ())))
                         for t in tensors if t["name"] not in planned}
         components: set[str] = set()
         for t in self.tensors.values():
@@ -167,15 +169,18 @@ def unpack(fn: str, t: SparseParam, value: Any, scalars: dict[str, int]) -> dict
                            "raw function with its arrays")
     if isinstance(value, dict):
         data, indptr, indices = value["data"], value["indptr"], value["indices"]
-        shape = tuple(value["shape"])
+        value_shape = tuple(value["shape"])
         blocks = tuple(np.shape(data)[1:])
+        shape = tuple(d // b for d, b in zip(value_shape, blocks)) if blocks else value_shape
     elif fmt == "csr" and len(axes) == 2:
         data, indptr, indices, shape, blocks = value.data, value.indptr, value.indices, \
             value.shape, ()
+        value_shape = tuple(shape)
     elif fmt == "bsr" and len(axes) == 4:
         data, indptr, indices = value.data, value.indptr, value.indices
         blocks = tuple(value.blocksize)
         shape = (value.shape[0] // blocks[0], value.shape[1] // blocks[1])
+        value_shape = tuple(value.shape)
     else:
         want = "a CSR matrix" if len(axes) == 2 else f"a BSR matrix ({len(axes)} axes)"
         raise TypeError(f"{fn}: sparse argument {t.name}: expected {want} or a dict of its "
@@ -226,6 +231,8 @@ def unpack(fn: str, t: SparseParam, value: Any, scalars: dict[str, int]) -> dict
     _bind(fn, t, scalars, row.get("length"), m, "the number of rows")
     _bind(fn, t, scalars, col.get("length"), n, "the number of columns")
     _bind(fn, t, scalars, col.get("nnz"), nnz, "nnz")
+    for key, size, what in zip(t.shape, value_shape, ("rows", "columns")):
+        _bind(fn, t, scalars, key, int(size), f"the number of {what}")
     for axis, size in zip(axes[2:], blocks):
         _bind(fn, t, scalars, axis.get("length"), int(size), f"block size of {axis['name']}")
     if not data.flags.c_contiguous:

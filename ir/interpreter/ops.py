@@ -286,3 +286,10 @@ def ones_like(x: np.ndarray, dtype: Any = None) -> np.ndarray:
 @op("full_like")
 def full_like(x: np.ndarray, fill_value: Any, dtype: Any = None) -> np.ndarray:
     return np.full_like(x, np.asarray(fill_value), dtype=to_np_dtype(dtype) if dtype else None)
+
+
+@op("sparse.matmul")
+def sparse_matmul(a: Any, b: np.ndarray, out_dtype: Any = None) -> np.ndarray:
+    from tirc.ir.interpreter.sparse_tensor import sparse_matmul as run
+
+    return run(a, b, str(out_dtype) if out_dtype else None)

@@ -30,7 +30,6 @@ def gpu_pipeline(opt_level: int) -> list[str]:
     steps = [
         "verify",                  # the input is well-formed
         "apply-schedules",         # @S.schedule functions (`sch.bind` makes thread bindings)
-        "lower-sparse-iterations", # sparse iterations -> loops, sparse buffers -> flat storage
     ]
     steps += graph_steps_gpu(opt_level)
     steps += [

@@ -12,6 +12,7 @@ def graph_steps(opt_level: int) -> list[str]:
     steps = [
         "normalize",             # struct info of every binding, shape errors at their source
         "legalize-ops",          # operators -> call_tir of generated loop functions
+        "lower-sparse-iterations",  # sparse kernels (written or legalized) -> loops, flat storage
         "annotate-op-pattern",   # elementwise / broadcast / injective / reduction / fusable
     ]
     if opt_level >= 1:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from tirc.ir.analysis.block_regions import infer_regions
 from tirc.ir.attrs import SPARSE_TENSORS
 from tirc.ir.buffer import Buffer, Range
+from tirc.ir.dtype import BOOL
 from tirc.ir.expr import (
     BufferLoad,
     IntImm,
@@ -52,6 +53,7 @@ from tirc.ir.sparse import (
 )
 from tirc.ir.sparse.printing import function_axes
 from tirc.ir.sparse.search import lower_bound, upper_bound
+from tirc.ir.sparse.signature import sparse_tensor_info
 from tirc.ir.stmt import (
     AssertStmt,
     Block,
@@ -308,41 +310,6 @@ class _Lowering:
         return pos, stored, [(pos, lower_bound(axis.indices, coord, begin, end))]
 
 
-def sparse_tensor_info(func: PrimFunc) -> list[dict[str, object]]:
-    """The runtime description of each sparse tensor argument: its data parameter and, per
-    axis, its kind and the parameters that hold its arrays and sizes."""
-    handle_of = {b: p for p, b in func.buffer_map.items()}
-    params = {p: p.name for p in func.params}
-
-    def name_of(e: PrimExpr | None) -> str | int | None:
-        if isinstance(e, IntImm):
-            return e.value
-        if isinstance(e, Var):
-            return e.name if e in params else e.name
-        return None
-
-    out: list[dict[str, object]] = []
-    for p in func.params:
-        buf = func.buffer_map.get(p)
-        if not isinstance(buf, SparseBuffer) or all(a.parent is None for a in buf.axes):
-            continue
-        axes = []
-        for axis in buf.axes:
-            entry: dict[str, object] = {"name": axis.name, "kind": axis.kind.value,
-                                        "length": name_of(axis.length),
-                                        "idtype": str(axis.idtype)}
-            if axis.parent is not None:
-                entry["parent"] = axis.parent.name
-                entry["nnz"] = name_of(axis.nnz)
-            for what in ("indptr", "indices"):
-                arr = getattr(axis, what)
-                if arr is not None:
-                    entry[what] = handle_of[arr].name if arr in handle_of else arr.name
-            axes.append(entry)
-        out.append({"name": p.name, "buffer": buf.name, "dtype": str(buf.dtype), "axes": axes})
-    return out
-
-
 @dataclass(frozen=True)
 class LowerSparseIterations(PrimFuncPass):
     """Sparse iterations -> loops and blocks; sparse buffers -> flat storage buffers."""
@@ -369,11 +336,13 @@ def check_arrays(config: dict[str, str]) -> bool:
 
 
 def _in_root(body: Stmt, wrap: Callable[[Stmt], Stmt]) -> Stmt:
-    """`wrap` applied inside the implicit root block, when the body is one."""
-    if isinstance(body, BlockRealize) and body.block.name == "root" and \
-            not body.block.iter_vars:
-        return body.replace(block=body.block.replace(body=wrap(body.block.body)))
-    return wrap(body)
+    """`wrap` applied inside the root block, which is made when the body has none: the checks
+    are asserts that scope over what follows, and the block keeps them to this function's
+    body wherever it is inlined (lower-graph), so it prints and parses back the same."""
+    if not (isinstance(body, BlockRealize) and body.block.name == "root" and
+            not body.block.iter_vars):
+        body = BlockRealize((), IntImm(1, BOOL), Block("root", (), (), (), body))
+    return body.replace(block=body.block.replace(body=wrap(body.block.body)))
 
 
 def array_checks(func: PrimFunc, body: Stmt) -> Stmt:
@@ -407,7 +376,9 @@ def array_checks(func: PrimFunc, body: Stmt) -> Stmt:
             checks.append(For(p, IntImm(0, total.dtype), total, ForKind.SERIAL, AssertStmt(
                 inside, f"{name}: axis {axis.name}: an index is outside [0, length)",
                 Evaluate(IntImm(0)))))
-    return seq(*checks, body)
+    for check in reversed(checks):  # an assert scopes over what follows, as it prints
+        body = check.replace(body=body) if isinstance(check, AssertStmt) else seq(check, body)
+    return body
 
 
 def lower_sparse(func: PrimFunc, check_arrays: bool = True) -> PrimFunc:

@@ -10,7 +10,8 @@ from tirc.passes.graph.graph_pipeline import graph_steps
 from tirc.passes.registry import get_pass
 
 
-@pytest.mark.parametrize("sample", ["mlp.tir", "transformer_block.tir", "mlp_dps.tir"])
+@pytest.mark.parametrize("sample", ["mlp.tir", "transformer_block.tir", "mlp_dps.tir",
+                                    "sparse/gcn_layer.tir"])
 def test_every_graph_pass_output_round_trips(sample: str) -> None:
     mod = parse_file(SAMPLES / sample)
     for name in graph_steps(3):
