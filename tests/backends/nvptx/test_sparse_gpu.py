@@ -1,6 +1,7 @@
 """The sparse samples lower for CUDA (their `target="cuda"` schedules bind rows to blocks and
-features or nonzeros to threads): the GPU interpreter runs the lowered module and agrees with
-SciPy, and the PTX passes ptxas for sm_80 and sm_90."""
+features or nonzeros to threads; the graph-level sample's kernel is bound by
+gpu-default-schedule): the GPU interpreter runs the lowered module and agrees with SciPy, and
+the PTX passes ptxas for sm_80 and sm_90."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from tirc.ir.interpreter.gpu import GPUInterpreter
 
 from tests.sparse_support import SPARSE_SAMPLES, matrices
 
-GPU_SAMPLES = ("spmm", "sddmm")
+GPU_SAMPLES = ("spmm", "sddmm", "gcn_layer")
 
 
 @pytest.mark.parametrize("name", ["karate", "empty_rows", "no_nonzeros"])
@@ -37,6 +38,19 @@ def test_gpu_lowered_spmm_and_sddmm_agree_with_scipy(name: str) -> None:
     rows = np.repeat(np.arange(m), np.diff(a.indptr))
     np.testing.assert_allclose(out, np.einsum("ij,ij->i", x[rows], b[a.indices]), rtol=1e-5,
                                atol=1e-5)
+
+
+def test_gpu_graph_level_sparse_matmul_agrees_with_numpy() -> None:
+    """R.sparse.matmul's kernel, bound by gpu-default-schedule, inside a launch plan."""
+    a = matrices()["les_miserables"]
+    rng = np.random.default_rng(5)
+    n = a.shape[0]
+    x, w, b = (rng.uniform(-1, 1, s).astype(np.float32) for s in ((n, 32), (32, 16), (16,)))
+    out = np.full((n, 16), np.nan, np.float32)
+    mod = lower(parse_file(SPARSE_SAMPLES / "gcn_layer.tir"))
+    GPUInterpreter(mod).call("gcn_layer", a.data, a.indptr, a.indices, x, w, b, out, n)
+    want = np.maximum((a.toarray().astype(np.float64) @ x) @ w + b, 0)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
