@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from tirc.runtime.sparse_plan import planned_names, run_plan
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class SparseSignature:
         self.plan = plan
         self.functions: dict[str, Any] = {}  # the library's functions (for the plan)
         self.raw = params
-        planned = set(plan["vals"]) if plan is not None else set()
+        planned = planned_names(plan) if plan is not None else set()
         self.tensors = {t["name"]: SparseParam(t["name"], t["dtype"], list(t["axes"]),
                                                tuple(t.get("shape", ())))
                         for t in tensors if t["name"] not in planned}
@@ -67,8 +68,7 @@ class SparseSignature:
         self.derived = {p["name"] for p in params if p["kind"] == "scalar" and
                         (p["name"] in components or p["name"] in self.shape_dims)}
         if plan is not None:
-            for key in ("rows", "cols", "vals", "sizes"):
-                components |= set(plan[key])
+            components |= planned
             self.derived |= set(plan["sizes"])
         self.hidden = (components - set(self.tensors)) | self.derived
         self.names = [p["name"] for p in params if p["name"] not in self.hidden]
@@ -114,29 +114,15 @@ class SparseSignature:
 
     def run_plan(self, raw: dict[str, Any], scalars: dict[str, int]) -> dict[str, Any]:
         """The decomposed format's arrays from the CSR ones, by the library's generated
-        conversion functions: bucket sizes from the row-length histogram, then the fill."""
+        conversion functions (tirc.runtime.sparse_plan)."""
         plan = self.plan
         assert plan is not None
         t = self.tensors[plan["tensor"]]
         col = t.sparse_axes[0]
-        indptr, indices, data = raw[col["indptr"]], raw[col["indices"]], raw[t.name]
-        m = indptr.size - 1
-        widths = plan["widths"]
-        counts = np.zeros(len(widths), np.int32)
-        self.functions[plan["counts"]].raw(indptr, counts, m)
-        out: dict[str, Any] = {}
-        arrays: list[np.ndarray] = []
-        for b, w in enumerate(widths):
-            n_b = int(counts[b])
-            rows = np.zeros(n_b, np.int32)
-            cols = np.zeros(n_b * w, indices.dtype)
-            vals = np.zeros(n_b * w, data.dtype)
-            arrays += [rows, cols, vals]
-            out.update({plan["rows"][b]: rows, plan["cols"][b]: cols, plan["vals"][b]: vals,
-                        plan["sizes"][b]: n_b})
-        self.functions[plan["fill"]].raw(indptr, indices, data, *arrays, m, indices.size,
-                                         *(int(c) for c in counts))
-        return out
+        csr = (raw[t.name], raw[col["indptr"]], raw[col["indices"]])
+        cols = col["length"]
+        shape = (csr[1].size - 1, cols if isinstance(cols, int) else scalars[cols])
+        return run_plan(plan, self.functions, csr, shape)
 
 
 def _fail(fn: str, t: SparseParam, message: str) -> ValueError:

@@ -156,11 +156,11 @@ def sparse_fuse(s: ScheduleState, sp: Any, iters: Any) -> None:
 
 
 def decompose_format(s: ScheduleState, sp: Any, fmt: Any, width: Any = None,
-                     buckets: Any = None) -> None:
+                     buckets: Any = None, col_parts: Any = 1, block: Any = None) -> None:
     """See passes/sparse/decompose_format.py."""
     from tirc.passes.sparse.decompose_format import decompose_format as run
 
-    run(s, sp, fmt, width, buckets)
+    run(s, sp, fmt, width, buckets, col_parts, block)
 
 
 PRIMITIVES = {

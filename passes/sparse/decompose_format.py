@@ -1,20 +1,32 @@
-"""The `decompose_format` schedule primitive: a CSR operand read in a reduction becomes ELL
-buckets of fixed widths (SparseTIR's hyb(1, k) with one column partition; "ell" is one bucket).
+"""The `decompose_format` schedule primitive: an iteration over a CSR matrix becomes iterations
+over other formats of the same matrix (SparseTIR's format decomposition).
 
     sp = sch.get_sparse_iteration("spmm")
-    sch.decompose_format(sp, "hyb", buckets="auto")     # widths 1, 2, 4, ..., 32
+    sch.decompose_format(sp, "hyb", buckets="auto", col_parts=2)   # hyb(2, 6): widths 1..32
     sch.decompose_format(sp, "ell", width=8)
+    sch.decompose_format(sp, "bsr", block=(4, 4))
 
-The iteration `[I, J, ...]` over a CSR buffer A(I, J) becomes an iteration of the init over the
-spatial variables, then one iteration per bucket b over `[I_b, J_b, ...]`, where
-`I_b = T.dense_fixed(n_b)`, `J_b = T.sparse_fixed(I_b, (n, w_b), cols_b)`, A is read as
-`A_b[i_b, j_b]` and every other use of the row is `R_b[i_b]` (the bucket's row map). The
-function gains each bucket's arrays and size as parameters and keeps the CSR ones; the
-conversion routine (bucket_plan.py) is generated from the source axis and the widths into two
-new functions of the module, and the runtime calls them when the function is called with the
-CSR matrix (`tirc.sparse_plan` attribute). Which widths are populated follows the row-length
-histogram at plan time ("auto"). Rows longer than the last width are cut into chunks of the
-last bucket, which then holds a row more than once: parallelise that bucket over another axis.
+**hyb / ell.** The iteration `[I, J, ...]` over a CSR axis J becomes one iteration per column
+partition p and bucket b over `[I_q, J_q, ...]` (q = p * buckets + b), where
+`I_q = T.dense_fixed(n_q)`, `J_q = T.sparse_fixed(I_q, (n, w_b), cols_q)`, and every use of the
+row is `R_q[i_q]` (the bucket's row map), of the column the coordinate `j_q`. When J is a
+reduction (SpMM: the matrix is an operand) its values are copied into the buckets and read as
+`A_q[i_q, j_q]`; the init runs first over the spatial variables. When J is spatial (SDDMM: the
+matrix is the output's structure) each bucket iteration keeps the init and writes the output
+at its coordinates; a padded entry repeats a coordinate of its row, which computes that element
+again to the same value.
+
+**bsr.** For a reduction over J: `[IB, JB, BI, BJ, ...]` over blocks of bm x bn, the matrix read
+as `A_bsr[ib, jb, bi, bj]`, the row and column as `ib*bm + bi` and `jb*bn + bj` (elements past m
+or n are skipped).
+
+The function gains the new format's arrays and sizes as parameters and keeps the CSR ones; the
+conversion routines are generated into new functions of the module (bucket_plan.py,
+block_plan.py) and the runtime runs them when the function is called with the CSR matrix
+(`tirc.sparse_plan` attribute). Bucket widths are fixed at compile time; which of them are
+populated follows the row-length histogram when called ("auto"). Rows longer than the last
+width are cut into chunks of the last bucket, which then holds a row more than once:
+parallelise that bucket over another axis.
 """
 
 from __future__ import annotations
@@ -24,13 +36,14 @@ from typing import Any
 from tirc.ir.attrs import SPARSE_PLAN
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, DType
-from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, const
+from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, const
+from tirc.ir.function import PrimFunc
 from tirc.ir.sparse import Axis, AxisKind, SparseBuffer, SparseIteration, SpIterVar
-from tirc.ir.stmt import IterKind, Stmt, seq
+from tirc.ir.stmt import IfThenElse, IterKind, Stmt, seq
 from tirc.ir.visitor import Mutator, any_node, substitute
 from tirc.passes.schedule.sparse import _iteration
 from tirc.passes.schedule.state import ScheduleError, ScheduleState
-from tirc.passes.sparse.bucket_plan import plan_counts, plan_fill
+from tirc.passes.sparse import block_plan, bucket_plan
 
 I32 = DType("int", 32)
 AUTO_WIDTHS = (1, 2, 4, 8, 16, 32)
@@ -41,124 +54,246 @@ def _widths(fmt: Any, width: Any, buckets: Any) -> tuple[int, ...]:
         if not isinstance(width, int) or width < 1:
             raise ScheduleError("decompose_format: \"ell\" needs width=<positive int>")
         return (width,)
-    if fmt == "hyb":
-        if buckets == "auto" or buckets is None:
-            return AUTO_WIDTHS
-        if isinstance(buckets, (list, tuple)) and buckets and all(
-                isinstance(w, int) and w > 0 for w in buckets) and \
-                list(buckets) == sorted(set(buckets)):
-            return tuple(buckets)
-        raise ScheduleError("decompose_format: buckets is \"auto\" or increasing positive "
-                            "widths, such as (1, 2, 4, 8)")
-    raise ScheduleError(f"decompose_format: unsupported format {fmt!r} (\"hyb\" or \"ell\"; "
-                        "block-sparse operands are written over BSR axes directly)")
+    if buckets == "auto" or buckets is None:
+        return AUTO_WIDTHS
+    if isinstance(buckets, (list, tuple)) and buckets and all(
+            isinstance(w, int) and w > 0 for w in buckets) and \
+            list(buckets) == sorted(set(buckets)):
+        return tuple(buckets)
+    raise ScheduleError("decompose_format: buckets is \"auto\" or increasing positive "
+                        "widths, such as (1, 2, 4, 8)")
+
+
+class _Target:
+    """The iteration being decomposed: its CSR axis, the row axis and their variables."""
+
+    def __init__(self, s: ScheduleState, sp: Any) -> None:
+        it = _iteration(s, sp, "decompose_format")
+        ivs = it.sp_iter_vars
+        found = [k for k, iv in enumerate(ivs) if iv.axis.kind == AxisKind.SPARSE_VARIABLE]
+        if len(found) != 1 or it.fused:
+            raise ScheduleError("decompose_format: the iteration must have one CSR axis and no "
+                                "fused variables")
+        self.kj = found[0]
+        col = ivs[self.kj].axis
+        ki = next((k for k, iv in enumerate(ivs) if iv.axis is col.parent), None)
+        if ki is None or ivs[ki].axis.parent is not None:
+            raise ScheduleError("decompose_format: the CSR axis's dense parent must be iterated")
+        self.it, self.ki = it, ki
+        self.row, self.col = ivs[ki].axis, col
+        self.reduce = ivs[self.kj].kind == IterKind.REDUCE
+        self.matrix = _matrix(it, self.row, col)
+        handle_of = {b: p for p, b in s.func.buffer_map.items()}
+        if self.matrix not in handle_of:
+            raise ScheduleError("decompose_format: the CSR matrix must be a parameter")
+        self.base = handle_of[self.matrix].name
+        self.old_i, self.old_j = ivs[ki].var, ivs[self.kj].var
+
+    def init_first(self) -> list[Stmt]:
+        """The init as an iteration of its own over the spatial variables (a reduction over
+        the CSR axis is then split between the new iterations)."""
+        if self.it.init is None:
+            return []
+        spatial = [iv for iv in self.it.sp_iter_vars if iv.kind == IterKind.SPATIAL]
+        return [SparseIteration(f"{self.it.name}_init", tuple(spatial), self.it.init)]
 
 
 def decompose_format(s: ScheduleState, sp: Any, fmt: Any, width: Any = None,
-                     buckets: Any = None) -> None:
-    it = _iteration(s, sp, "decompose_format")
-    widths = _widths(fmt, width, buckets)
-    ivs = it.sp_iter_vars
-    found = [(k, iv) for k, iv in enumerate(ivs) if iv.axis.kind == AxisKind.SPARSE_VARIABLE]
-    if len(found) != 1 or it.fused:
-        raise ScheduleError("decompose_format: the iteration must have one CSR axis and no "
-                            "fused variables")
-    kj, vj = found[0]
-    if vj.kind != IterKind.REDUCE:
-        raise ScheduleError("decompose_format: the CSR axis must be a reduction (an input "
-                            "operand, as in SpMM)")
-    ki = next((k for k, iv in enumerate(ivs) if iv.axis is vj.axis.parent), None)
-    if ki is None or ivs[ki].axis.parent is not None:
-        raise ScheduleError("decompose_format: the CSR axis's dense parent must be iterated")
-    row_axis, col_axis = ivs[ki].axis, vj.axis
-    operand = _operand(it, row_axis, col_axis)
+                     buckets: Any = None, col_parts: Any = 1, block: Any = None) -> None:
+    """See the module docstring."""
+    if fmt not in ("hyb", "ell", "bsr"):
+        raise ScheduleError(f"decompose_format: unsupported format {fmt!r} (\"hyb\", \"ell\" "
+                            "or \"bsr\")")
+    target = _Target(s, sp)
+    if fmt == "bsr":
+        if not (isinstance(block, (list, tuple)) and len(block) == 2 and
+                all(isinstance(b, int) and b > 0 for b in block)):
+            raise ScheduleError("decompose_format: \"bsr\" needs block=(rows, cols)")
+        if not target.reduce:
+            raise ScheduleError("decompose_format: \"bsr\" needs the CSR axis to be a "
+                                "reduction (an operand, as in SpMM): a sparse output's blocks "
+                                "would hold elements it does not have")
+        _blocked(s, target, (block[0], block[1]))
+        return
+    if not isinstance(col_parts, int) or col_parts < 1:
+        raise ScheduleError("decompose_format: col_parts is a positive number of column "
+                            "partitions")
+    _bucketed(s, target, _widths(fmt, width, buckets), col_parts)
+
+
+# ---- hyb / ell ------------------------------------------------------------------------------
+
+
+def _bucketed(s: ScheduleState, t: _Target, widths: tuple[int, ...], parts: int) -> None:
     func = s.func
-    handle_of = {b: p for p, b in func.buffer_map.items()}
-    if operand not in handle_of:
-        raise ScheduleError("decompose_format: the CSR operand must be a parameter")
     params = list(func.params)
     bmap = dict(func.buffer_map)
     sizes: list[Var] = []
-    stmts: list[Stmt] = []
+    stmts: list[Stmt] = t.init_first() if t.reduce else []
     names: dict[str, list[str]] = {"rows": [], "cols": [], "vals": [], "sizes": []}
-    if it.init is not None:
-        spatial = [iv for iv in ivs if iv.kind == IterKind.SPATIAL]
-        stmts.append(SparseIteration(f"{it.name}_init", tuple(spatial), it.init))
-    base = handle_of[operand].name
-    for b, w in enumerate(widths):
-        n_b = Var(f"{base}_n{b}", I32)
-        sizes.append(n_b)
-        rows_h, cols_h, vals_h = (Var(f"{base}_{what}{b}", HANDLE)
-                                  for what in ("rows", "cols", "vals"))
-        cols = Buffer(name=f"J{b}_indices", shape=(IntImm(w, I32) * n_b,), dtype=col_axis.idtype,
-                      data=Var(f"J{b}_indices", HANDLE))
-        ib = Axis(f"I{b}", AxisKind.DENSE_FIXED, n_b, idtype=row_axis.idtype)
-        jb = Axis(f"J{b}", AxisKind.SPARSE_FIXED, col_axis.length, ib, const(w, I32),
-                  indices=cols, idtype=col_axis.idtype)
-        vals = SparseBuffer(name=f"{operand.name}{b}", shape=(n_b, col_axis.length),
-                            dtype=operand.dtype, data=Var(f"{operand.name}{b}", HANDLE),
-                            axes=(ib, jb))
-        rows = SparseBuffer(name=f"R{b}", shape=(n_b,), dtype=I32, data=Var(f"R{b}", HANDLE),
-                            axes=(ib,))
-        params += [rows_h, cols_h, vals_h]
-        bmap.update({rows_h: rows, cols_h: cols, vals_h: vals})
-        for key, h in (("rows", rows_h), ("cols", cols_h), ("vals", vals_h)):
+    nb = len(widths)
+    for q in range(parts * nb):
+        p, b = divmod(q, nb)
+        w = widths[b]
+        tag = f"b{b}" if parts == 1 else f"p{p}_b{b}"
+        n_q = Var(f"{t.base}_n{q}", I32)
+        sizes.append(n_q)
+        cols = Buffer(name=f"J{q}_indices", shape=(IntImm(w, I32) * n_q,),
+                      dtype=t.col.idtype, data=Var(f"J{q}_indices", HANDLE))
+        iq = Axis(f"I{q}", AxisKind.DENSE_FIXED, n_q, idtype=t.row.idtype)
+        jq = Axis(f"J{q}", AxisKind.SPARSE_FIXED, t.col.length, iq, const(w, I32),
+                  indices=cols, idtype=t.col.idtype)
+        rows = SparseBuffer(name=f"R{q}", shape=(n_q,), dtype=I32, data=Var(f"R{q}", HANDLE),
+                            axes=(iq,))
+        group: list[tuple[str, Var, Buffer]] = [
+            ("rows", Var(f"{t.base}_rows{q}", HANDLE), rows),
+            ("cols", Var(f"{t.base}_cols{q}", HANDLE), cols)]
+        vals = None
+        if t.reduce:
+            vals = SparseBuffer(name=f"{t.matrix.name}{q}", shape=(n_q, t.col.length),
+                                dtype=t.matrix.dtype, data=Var(f"{t.matrix.name}{q}", HANDLE),
+                                axes=(iq, jq))
+            group.append(("vals", Var(f"{t.base}_vals{q}", HANDLE), vals))
+        for key, h, buf in group:
+            params.append(h)
+            bmap[h] = buf
             names[key].append(h.name)
-        names["sizes"].append(n_b.name)
-        stmts.append(_bucket(it, b, ki, kj, ib, jb, operand, vals, rows))
+        names["sizes"].append(n_q.name)
+        stmts.append(_bucket(t, tag, iq, jq, vals, rows))
     params += sizes
-    new_body = seq(*stmts)
-    state_func = func.replace(params=tuple(params), buffer_map=bmap)
-    s.func = state_func  # type: ignore[assignment]
-    _replace_with(s, it, new_body)
-    attrs = dict(s.func.attrs)
-    attrs[SPARSE_PLAN] = {"tensor": base, "widths": list(widths),
-                        "counts": f"{func.name}_plan_counts", "fill": f"{func.name}_plan_fill",
-                        **names}
-    s.func = s.func.replace(attrs=attrs)  # type: ignore[assignment]
-    s.new_functions[f"{func.name}_plan_counts"] = plan_counts(func.name, widths)
-    s.new_functions[f"{func.name}_plan_fill"] = plan_fill(func.name, widths, operand.dtype)
+    s.func = func.replace(params=tuple(params), buffer_map=bmap)  # type: ignore[assignment]
+    _replace_with(s, t.it, seq(*stmts))
+    plan = {"kind": "buckets", "tensor": t.base, "widths": list(widths), "parts": parts,
+            "counts": f"{func.name}_plan_counts", "fill": f"{func.name}_plan_fill", **names}
+    _plan(s, plan, [bucket_plan.plan_counts(func.name, widths, parts),
+                    bucket_plan.plan_fill(func.name, widths,
+                                          t.matrix.dtype if t.reduce else None, parts)])
 
 
-def _operand(it: SparseIteration, row: Axis, col: Axis) -> SparseBuffer:
+def _bucket(t: _Target, tag: str, iq: Axis, jq: Axis, vals: SparseBuffer | None,
+            rows: SparseBuffer) -> SparseIteration:
+    ivs, mapping = _renamed(t.it, tag, {t.ki: iq, t.kj: jq})
+    vi, vj = ivs[t.ki].var, ivs[t.kj].var
+    body = t.it.body
+    if vals is not None:
+        body = _ReadsOf(t.matrix, t.old_i, t.old_j, lambda: BufferLoad(vals, (vi, vj),
+                                                                        vals.dtype)).visit(body)
+    mapping[t.old_i] = BufferLoad(rows, (vi,), I32)
+    init = substitute(t.it.init, mapping) if vals is None and t.it.init is not None else None
+    return SparseIteration(f"{t.it.name}_{tag}", tuple(ivs), substitute(body, mapping), init)
+
+
+# ---- bsr ------------------------------------------------------------------------------------
+
+
+def _blocked(s: ScheduleState, t: _Target, block: tuple[int, int]) -> None:
+    func = s.func
+    bm, bn = block
+    mb, nb, nnzb = (Var(f"{t.base}_{nm}", I32) for nm in ("mb", "nb", "nnzb"))
+    bindptr = Buffer(name="JB_indptr", shape=(binop("add", mb, 1),), dtype=I32,
+                     data=Var("JB_indptr", HANDLE))
+    bindices = Buffer(name="JB_indices", shape=(nnzb,), dtype=I32, data=Var("JB_indices",
+                                                                            HANDLE))
+    brow = Axis("IB", AxisKind.DENSE_FIXED, mb, idtype=I32)
+    bcol = Axis("JB", AxisKind.SPARSE_VARIABLE, nb, brow, nnzb, bindptr, bindices, I32)
+    bi, bj = (Axis(nm, AxisKind.DENSE_FIXED, const(size, I32), idtype=I32)
+              for nm, size in (("BI", bm), ("BJ", bn)))
+    ab = SparseBuffer(name=f"{t.matrix.name}_bsr", shape=(mb, nb, const(bm, I32),
+                                                          const(bn, I32)),
+                      dtype=t.matrix.dtype, data=Var(f"{t.matrix.name}_bsr", HANDLE),
+                      axes=(brow, bcol, bi, bj))
+    handles = {key: Var(f"{t.base}_{key}", HANDLE) for key in ("block_indptr",
+                                                                 "block_indices", "block_vals")}
+    bmap = dict(func.buffer_map)
+    bmap.update(zip(handles.values(), (bindptr, bindices, ab)))
+    params = (*func.params, *handles.values(), mb, nb, nnzb)
+    old = t.it.sp_iter_vars
+    ivs: list[SpIterVar] = []
+    mapping: dict[Var, PrimExpr] = {}
+    for k, iv in enumerate(old):
+        if k == t.ki:
+            ivs.append(SpIterVar(Var(f"{iv.var.name}b", iv.var.dtype), brow, iv.kind))
+        elif k == t.kj:
+            ivs.append(SpIterVar(Var(f"{iv.var.name}b", iv.var.dtype), bcol, iv.kind))
+            ivs.append(SpIterVar(Var(f"b{old[t.ki].var.name}", I32), bi, IterKind.SPATIAL))
+            ivs.append(SpIterVar(Var(f"b{iv.var.name}", I32), bj, IterKind.REDUCE))
+        else:
+            var = Var(iv.var.name, iv.var.dtype)
+            ivs.append(SpIterVar(var, iv.axis, iv.kind))
+            mapping[iv.var] = var
+    vib, vjb, vbi, vbj = (x.var for x in ivs if x.axis in (brow, bcol, bi, bj))
+    body = _ReadsOf(t.matrix, t.old_i, t.old_j,
+                    lambda: BufferLoad(ab, (vib, vjb, vbi, vbj), ab.dtype)).visit(t.it.body)
+    row = binop("add", binop("mul", vib, const(bm, I32)), vbi)
+    col = binop("add", binop("mul", vjb, const(bn, I32)), vbj)
+    mapping.update({t.old_i: row, t.old_j: col})
+    inside = binop("and", binop("lt", row, t.row.length), binop("lt", col, t.col.length))
+    main = SparseIteration(f"{t.it.name}_bsr", tuple(ivs),
+                           IfThenElse(inside, substitute(body, mapping)))
+    s.func = func.replace(params=params, buffer_map=bmap)  # type: ignore[assignment]
+    _replace_with(s, t.it, seq(*t.init_first(), main))
+    plan = {"kind": "bsr", "tensor": t.base, "block": [bm, bn],
+            "counts": f"{func.name}_plan_counts", "fill": f"{func.name}_plan_fill",
+            "values": f"{func.name}_plan_values", **{k: h.name for k, h in handles.items()},
+            "sizes": [mb.name, nb.name, nnzb.name]}
+    _plan(s, plan, [block_plan.plan_counts(func.name, block),
+                    block_plan.plan_fill(func.name, block),
+                    block_plan.plan_values(func.name, block, t.matrix.dtype)])
+
+
+# ---- shared ---------------------------------------------------------------------------------
+
+
+def _matrix(it: SparseIteration, row: Axis, col: Axis) -> SparseBuffer:
+    """The one buffer accessed over the CSR axes (read as an operand, or the output)."""
     found: list[SparseBuffer] = []
 
-    def is_read(n: Any) -> bool:
-        if isinstance(n, BufferLoad) and isinstance(n.buffer, SparseBuffer) \
-                and n.buffer.axes == (row, col) and n.buffer not in found:
-            found.append(n.buffer)
+    def over_csr(n: Any) -> bool:
+        buf = getattr(n, "buffer", None)
+        if isinstance(buf, SparseBuffer) and buf.axes == (row, col) and buf not in found:
+            found.append(buf)
         return False
 
-    any_node(it.body, is_read)
+    any_node(it.body, over_csr)
     if len(found) != 1:
-        raise ScheduleError("decompose_format: expected one buffer read over the CSR axes, "
+        raise ScheduleError("decompose_format: expected one buffer over the CSR axes, "
                             f"found {len(found)}")
     return found[0]
 
 
-def _bucket(it: SparseIteration, b: int, ki: int, kj: int, ib: Axis, jb: Axis,
-            operand: SparseBuffer, vals: SparseBuffer, rows: SparseBuffer) -> SparseIteration:
-    ivs = []
+class _ReadsOf(Mutator):
+    """Reads `buf[old_i, old_j]` replaced by `new()`."""
+
+    def __init__(self, buf: SparseBuffer, old_i: Var, old_j: Var, new: Any) -> None:
+        super().__init__()
+        self.buf, self.old_i, self.old_j, self.new = buf, old_i, old_j, new
+
+    def visit_BufferLoad(self, e: BufferLoad) -> PrimExpr:
+        if e.buffer is self.buf and len(e.indices) == 2 and e.indices[0] is self.old_i \
+                and e.indices[1] is self.old_j:
+            return self.new()
+        return self.generic_visit(e)
+
+
+def _renamed(it: SparseIteration, tag: str, axes: dict[int, Axis]
+             ) -> tuple[list[SpIterVar], dict[Var, PrimExpr]]:
+    """The iteration's variables renamed for one new iteration, some over new axes."""
+    ivs: list[SpIterVar] = []
     mapping: dict[Var, PrimExpr] = {}
+    suffix = tag[1:] if tag.startswith("b") else tag
     for k, iv in enumerate(it.sp_iter_vars):
-        axis = ib if k == ki else jb if k == kj else iv.axis
-        var = Var(f"{iv.var.name}{b}", iv.var.dtype)
-        ivs.append(SpIterVar(var, axis, iv.kind))
+        var = Var(f"{iv.var.name}{suffix}", iv.var.dtype)
+        ivs.append(SpIterVar(var, axes.get(k, iv.axis), iv.kind))
         mapping[iv.var] = var
-    vi, vj = ivs[ki].var, ivs[kj].var
-    old_i, old_j = it.sp_iter_vars[ki].var, it.sp_iter_vars[kj].var
+    return ivs, mapping
 
-    class _Reads(Mutator):
-        def visit_BufferLoad(self, e: BufferLoad) -> PrimExpr:
-            if e.buffer is operand and len(e.indices) == 2 and e.indices[0] is old_i \
-                    and e.indices[1] is old_j:
-                return BufferLoad(vals, (vi, vj), e.dtype, span=e.span)
-            return self.generic_visit(e)
 
-    body = _Reads().visit(it.body)
-    mapping[old_i] = BufferLoad(rows, (vi,), I32)
-    body = substitute(body, mapping)
-    return SparseIteration(f"{it.name}_b{b}", tuple(ivs), body)
+def _plan(s: ScheduleState, plan: dict[str, Any], functions: list[PrimFunc]) -> None:
+    attrs = dict(s.func.attrs)
+    attrs[SPARSE_PLAN] = plan
+    s.func = s.func.replace(attrs=attrs)  # type: ignore[assignment]
+    for f in functions:
+        s.new_functions[f.name] = f
 
 
 def _replace_with(s: ScheduleState, old: SparseIteration, new: Stmt) -> None:
@@ -167,5 +302,3 @@ def _replace_with(s: ScheduleState, old: SparseIteration, new: Stmt) -> None:
             return new if x is old else x
 
     s.set_body(_Swap().visit(s.body))
-
-
