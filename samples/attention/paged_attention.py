@@ -87,19 +87,13 @@ def render(v: Variant) -> str:
     ]
     if v.kind == "append":
         lines.append('    qo_indptr = T.match_buffer(qo_h, (batch + 1,), "int32")')
-    sp = v.splits
+    if v.splits > 1:
+        return render_split(v)
     lines += [f'    O = T.match_buffer(o_h, ({rows}, {hq}, {d}), "{v.dtype}")']
-    if sp > 1:
-        assert v.kind == "decode"
-        lines += [
-            f'    part_o = T.alloc_buffer((batch, {sp}, {hq}, {d}), "float32")',
-            f'    part_m = T.alloc_buffer((batch, {sp}, {hq}), "float32")',
-            f'    part_l = T.alloc_buffer((batch, {sp}, {hq}), "float32")',
-        ]
     lines += [
-        f"    for bh in T.parallel(batch * {hkv * sp}):",
-        f'        b: T.int32 = T.cast(bh // {hkv * sp}, "int32")',
-        f'        h: T.int32 = T.cast(bh // {sp} % {hkv}, "int32")',
+        f"    for bh in T.parallel(batch * {hkv}):",
+        f'        b: T.int32 = T.cast(bh // {hkv}, "int32")',
+        f'        h: T.int32 = T.cast(bh % {hkv}, "int32")',
         "        n_pages: T.int32 = kv_indptr[b + 1] - kv_indptr[b]",
         f"        seq_len: T.int32 = T.if_then_else(n_pages > 0, (n_pages - 1) * {ps} "
         "+ kv_last_page_len[b], 0)",
@@ -134,16 +128,8 @@ def render(v: Variant) -> str:
         f"p_first: T.int32 = start // {ps}",
         f"p_last: T.int32 = (limit + {ps - 1}) // {ps}",
     ]
-    if sp > 1:
-        body += [
-            f'chunk: T.int32 = (p_last - p_first + {sp - 1}) // {sp}',
-            f'p_begin: T.int32 = p_first + T.cast(bh % {sp}, "int32") * chunk',
-            "p_end: T.int32 = T.min(p_last, p_begin + chunk)",
-        ]
-    else:
-        body += ["p_begin: T.int32 = p_first", "p_end: T.int32 = p_last"]
     body += [
-        "for p in range(p_begin, p_end):",
+        "for p in range(p_first, p_last):",
         "    page: T.int32 = kv_indices[kv_indptr[b] + p]",
         f"    t_lo: T.int32 = T.max(start - p * {ps}, 0)",
         f"    t_hi: T.int32 = T.min(limit - p * {ps}, {ps})",
@@ -185,53 +171,108 @@ def render(v: Variant) -> str:
         f"            for di in T.vectorized({d}):",
         "                acc[gi, di] = acc[gi, di] + score[gi, t] * row[di]",
     ]
-    if sp > 1:
-        body += [
-            f'split: T.int32 = T.cast(bh % {sp}, "int32")',
-            f"for gi in range({g}):",
-            f"    part_m[b, split, h * {g} + gi] = run_max[gi]",
-            f"    part_l[b, split, h * {g} + gi] = run_sum[gi]",
-            f"    for di in T.vectorized({d}):",
-            f"        part_o[b, split, h * {g} + gi, di] = acc[gi, di]",
-        ]
-    else:
-        body += [
-            f"for gi in range({g}):",
-            f"    for di in T.vectorized({d}):",
-            f"        O[{q_of}, h * {g} + gi, di] = T.cast(T.if_then_else(run_sum[gi] > "
-            f'T.float32(0), acc[gi, di] / run_sum[gi], T.float32(0)), "{v.dtype}")',
-        ]
+    body += [
+        f"for gi in range({g}):",
+        f"    for di in T.vectorized({d}):",
+        f"        O[{q_of}, h * {g} + gi, di] = T.cast(T.if_then_else(run_sum[gi] > "
+        f'T.float32(0), acc[gi, di] / run_sum[gi], T.float32(0)), "{v.dtype}")',
+    ]
     lines += [ind + x for x in body]
-    if sp > 1:
-        lines += _merge(v, hq, d, sp)
     return "\n".join(lines) + "\n"
 
 
-def _merge(v: Variant, hq: int, d: int, sp: int) -> list[str]:
-    """The softmax-merge of the split states: (m, l, o) of the parts combine associatively as
-    m = max(m_a, m_b), l = l_a e^(m_a - m) + l_b e^(m_b - m), o likewise, then o / l."""
-    return [
-        f"    for bq in T.parallel(batch * {hq}):",
-        f'        b: T.int32 = T.cast(bq // {hq}, "int32")',
-        f'        hh: T.int32 = T.cast(bq % {hq}, "int32")',
-        '        m_all = T.decl_buffer((1,), "float32", scope="local")',
-        '        l_all = T.decl_buffer((1,), "float32", scope="local")',
-        f'        o_all = T.decl_buffer(({d},), "float32", scope="local")',
-        '        m_all[0] = T.min_value("float32")',
-        f"        for s in range({sp}):",
-        "            m_all[0] = T.max(m_all[0], part_m[b, s, hh])",
-        "        l_all[0] = T.float32(0)",
-        f"        for di in T.vectorized({d}):",
-        "            o_all[di] = T.float32(0)",
-        f"        for s in range({sp}):",
-        "            wgt: T.float32 = T.exp(part_m[b, s, hh] - m_all[0])",
-        "            l_all[0] = l_all[0] + part_l[b, s, hh] * wgt",
-        f"            for di in T.vectorized({d}):",
-        "                o_all[di] = o_all[di] + part_o[b, s, hh, di] * wgt",
-        f"        for di in T.vectorized({d}):",
-        "            O[b, hh, di] = T.cast(T.if_then_else(l_all[0] > T.float32(0), "
-        f'o_all[di] / l_all[0], T.float32(0)), "{v.dtype}")',
-    ]
+def render_split(v: Variant) -> str:
+    """Decode in block form, split-KV by a schedule: the `attend` block folds one token of a
+    request into the online-softmax state of a query head (running maximum, sum and
+    accumulator: an associative softmax merge), so `rfactor` on its token loop, split into
+    `splits` parts, gives per-part partial states and their merge (split-KV, as FlashInfer's
+    and FlashDecoding's). The interpreter runs the block form and the factored one."""
+    assert v.kind == "decode"
+    hq, hkv, g, d, ps = v.num_kv_heads * v.group, v.num_kv_heads, v.group, v.head_dim, \
+        v.page_size
+    scale = 1.0 / d ** 0.5
+    seq_len = (f"T.if_then_else(kv_indptr[vb + 1] > kv_indptr[vb], (kv_indptr[vb + 1] - "
+               f"kv_indptr[vb] - 1) * {ps} + kv_last_page_len[vb], 0)")
+    start = f"T.max({seq_len} - {v.window}, 0)" if v.window is not None else "0"
+    logit = "dot[0]" if v.soft_cap is None else \
+        f"T.float32({v.soft_cap!r}) * T.tanh(dot[0] * T.float32({1.0 / v.soft_cap!r}))"
+    s_at = f"vb, vh * {g} + vg"
+    return "\n".join([
+        f"# {v.name}: generated by samples/attention/paged_attention.py from {v!r}",
+        "from tvm.script import tir as T",
+        "",
+        "",
+        "@T.prim_func",
+        f"def {v.name}(q_h: T.handle, k_h: T.handle, v_h: T.handle, indptr_h: T.handle,",
+        "        indices_h: T.handle, last_h: T.handle, o_h: T.handle):",
+        f'    T.func_attr({{"global_symbol": "{v.name}", "tir.noalias": True}})',
+        f"    batch = T.{v.size_dtype}()",
+        f"    num_pages = T.{v.size_dtype}()",
+        f"    nnz_pages = T.{v.size_dtype}()",
+        f'    Q = T.match_buffer(q_h, (batch, {hq}, {d}), "{v.dtype}")',
+        f'    K = T.match_buffer(k_h, (num_pages, {ps}, {hkv}, {d}), "{v.dtype}")',
+        f'    V = T.match_buffer(v_h, (num_pages, {ps}, {hkv}, {d}), "{v.dtype}")',
+        '    kv_indptr = T.match_buffer(indptr_h, (batch + 1,), "int32")',
+        '    kv_indices = T.match_buffer(indices_h, (nnz_pages,), "int32")',
+        '    kv_last_page_len = T.match_buffer(last_h, (batch,), "int32")',
+        f'    O = T.match_buffer(o_h, (batch, {hq}, {d}), "{v.dtype}")',
+        f'    run_max = T.alloc_buffer((batch, {hq}), "float32")',
+        f'    run_sum = T.alloc_buffer((batch, {hq}), "float32")',
+        f'    acc = T.alloc_buffer((batch, {hq}, {d}), "float32")',
+        f"    for b, hh in T.grid(batch, {hq}):",
+        '        with T.block("state_init"):',
+        '            vb, vhh = T.axis.remap("SS", [b, hh])',
+        '            run_max[vb, vhh] = T.min_value("float32")',
+        "            run_sum[vb, vhh] = T.float32(0)",
+        f"            for di in range({d}):",
+        "                acc[vb, vhh, di] = T.float32(0)",
+        f"    for b, h in T.grid(batch, {hkv}):",
+        '        with T.block("request"):',
+        '            vb, vh = T.axis.remap("SS", [b, h])',
+        f"            for j, gi in T.grid({seq_len} - {start}, {g}):",
+        '                with T.block("attend"):',
+        '                    vj, vg = T.axis.remap("RS", [j, gi])',
+        f"                    pos: T.int32 = {start} + vj",
+        f"                    page: T.int32 = kv_indices[kv_indptr[vb] + pos // {ps}]",
+        '                    dot = T.decl_buffer((1,), "float32", scope="local")',
+        "                    dot[0] = T.float32(0)",
+        f"                    for di in range({d}):",
+        f'                        dot[0] = dot[0] + T.cast(Q[vb, vh * {g} + vg, di], "float32")'
+        f' * T.cast(K[page, pos % {ps}, vh, di], "float32")',
+        f"                    dot[0] = dot[0] * T.float32({scale!r})",
+        f"                    logit: T.float32 = {logit}",
+        f"                    m_new: T.float32 = T.max(run_max[{s_at}], logit)",
+        f"                    for di in range({d}):",
+        f"                        acc[{s_at}, di] = acc[{s_at}, di] * T.exp(run_max[{s_at}] - "
+        f'm_new) + T.exp(logit - m_new) * T.cast(V[page, pos % {ps}, vh, di], "float32")',
+        f"                    run_sum[{s_at}] = run_sum[{s_at}] * T.exp(run_max[{s_at}] - m_new)"
+        " + T.exp(logit - m_new)",
+        f"                    run_max[{s_at}] = m_new",
+        f"    for b, hh, di in T.grid(batch, {hq}, {d}):",
+        '        with T.block("normalize"):',
+        '            vb, vhh, vd = T.axis.remap("SSS", [b, hh, di])',
+        "            O[vb, vhh, vd] = T.cast(T.if_then_else(run_sum[vb, vhh] > T.float32(0), "
+        f'acc[vb, vhh, vd] / run_sum[vb, vhh], T.float32(0)), "{v.dtype}")',
+        "",
+        "",
+        f'@S.schedule("{v.name}", target="llvm")',
+        "def _(sch):",
+        '    attend = sch.get_block("attend")',
+        "    j, gi = sch.get_loops(attend)",
+        f"    jo, ji = sch.split(j, factors=[{v.splits}, None])",
+        "    rf = sch.rfactor(jo, 0)",
+        "    part, ji, gi = sch.get_loops(rf)",
+        "    sch.decompose_reduction(rf, part)",
+        '    request = sch.get_block("request")',
+        "    b, h = sch.get_loops(request)",
+        "    bh = sch.fuse(b, h)",
+        "    sch.parallel(bh)",
+        '    normalize = sch.get_block("normalize")',
+        "    b, hh, di = sch.get_loops(normalize)",
+        "    bhh = sch.fuse(b, hh)",
+        "    sch.parallel(bhh)",
+        "",
+    ])
 
 
 # The decoder layer's sizes: hidden 128 = 4 query heads x 32, 2 KV heads, pages of 8 tokens.
