@@ -1,7 +1,8 @@
 """Paged attention from one template: decode, soft-cap, sliding window and causal append, with
 grouped-query heads, against a dense NumPy reference; the interpreter and the compiled library
-agree. Cases: one page, last pages of 1 and of page_size tokens, permuted pages, an empty
-request, group sizes 1/4/8, float16 storage with float32 accumulation."""
+agree (block-form kernels also after their schedules: split-KV by rfactor). Cases: one page,
+last pages of 1 and of page_size tokens, permuted pages, an empty request, group sizes 1/4/8,
+float16 storage with float32 accumulation."""
 
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ SEQS = [3, 8, 9, 0, 14]
 
 def _variant(name: str, **kw: object):
     base = {v.name: v for v in TEMPLATE.VARIANTS}[name]
-    return dataclasses.replace(base, name=f"{name}_g{kw.get('group', base.group)}",
-                               **{**SMALL, **kw})
+    tag = "".join(f"_{k[0]}{str(x).replace('.', '')}" for k, x in sorted(kw.items()))
+    return dataclasses.replace(base, name=f"{name}{tag}", **{**SMALL, **kw})
 
 
 def _case(v, seed: int):
@@ -54,6 +55,11 @@ CASES = [("paged_decode", {"group": g}) for g in (1, 4, 8)] + [
     ("paged_decode_window", {"group": 2, "window": 6}),
     ("paged_append_causal", {"group": 4}),
     ("paged_decode_split", {"group": 2, "splits": 3}),
+    ("paged_decode_split", {"group": 4, "splits": 2, "soft_cap": 0.5, "window": 6}),
+    ("paged_decode_gpu", {"group": 4}),
+    ("paged_decode_gpu", {"group": 2, "soft_cap": 0.5, "window": 6}),
+    ("paged_append_causal_gpu", {"group": 2}),
+    ("paged_append_causal_gpu", {"group": 1, "window": 5}),
     ("paged_decode", {"group": 2, "dtype": "float32"}),
 ]
 
