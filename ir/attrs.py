@@ -75,6 +75,11 @@ LAUNCH_THREAD = "launch_thread"
 
 # ---- loop annotations -------------------------------------------------------------------
 
+# A parallel loop whose iterations are handed out in chunks of this many to whichever thread
+# asks next, instead of one static range per thread (`sch.annotate(loop, "parallel.chunk", 32)`;
+# the LLVM backend's parallel regions): for iterations of uneven cost, such as sparse rows.
+PARALLEL_CHUNK = "parallel.chunk"
+
 # A loop left for LLVM's unroller (unroll -> LLVM loop metadata).
 PRAGMA_UNROLL = "pragma_unroll"
 
