@@ -17,7 +17,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from tirc.ir.attrs import GRAPH_FUNC, PRIMITIVE, SPARSE_TENSORS
+from tirc.ir.attrs import GLOBAL_SYMBOL, GRAPH_FUNC, NOALIAS, PRIMITIVE, SPARSE_TENSORS
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import HANDLE
@@ -78,7 +78,7 @@ class LowerGraph(Pass):
         for name, f in mod.functions.items():
             if isinstance(f, Function) and f.attrs.get(PRIMITIVE):
                 out = out.without_function(name)
-            elif name in used and "global_symbol" not in f.attrs:
+            elif name in used and GLOBAL_SYMBOL not in f.attrs:
                 out = out.without_function(name)
         return out
 
@@ -287,8 +287,7 @@ class _HostBuilder:
         if unbound:
             raise self.error(f"the sizes {', '.join(str(v) for v in unbound)} cannot be "
                              "bound from the arguments' shapes", func)
-        attrs: dict[str, Any] = {"global_symbol": func.name, "tir.noalias": True,
-                                 GRAPH_FUNC: True}
+        attrs: dict[str, Any] = {GLOBAL_SYMBOL: func.name, NOALIAS: True, GRAPH_FUNC: True}
         if self.sparse_info:
             attrs[SPARSE_TENSORS] = tuple(self.sparse_info)
         return dataclasses.replace(prim, attrs=attrs)

@@ -69,7 +69,7 @@ class ScheduleState:
         self.intrinsics = dict(intrinsics or {})
         self.decisions: list[Any] = []
         self.new_functions: dict[str, PrimFunc] = {}  # functions a primitive adds
-        self.config: dict[str, str] = {}  # the pass config of the compilation
+        self.check_sparse_arrays = True  # sparse lowering checks axis arrays on entry
         self._block_rvs: list[BlockRV] = []
 
     # ---- the function ----------------------------------------------------------------

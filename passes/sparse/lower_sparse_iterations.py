@@ -70,7 +70,7 @@ from tirc.ir.stmt import (
     seq,
 )
 from tirc.ir.visitor import Mutator, any_node, substitute
-from tirc.passes.pass_base import PassContext, PrimFuncPass
+from tirc.passes.pass_base import PassContext, PrimFuncPass, option
 
 
 @dataclass
@@ -317,22 +317,27 @@ class LowerSparseIterations(PrimFuncPass):
     name = "lower-sparse-iterations"
     description = "sparse iterations -> loops with data-dependent extents; sparse buffers -> flat"
 
+    check_arrays: bool | None = option(
+        None, config="sparse.check_arrays",
+        doc="check the axis arrays (indptr 0..nnz, nondecreasing; indices in range) on entry; "
+            "default: on for CPU targets, off for GPU ones (the runtime checks before the copy)")
+
+    def checks_arrays(self, ctx: PassContext) -> bool:
+        """Whether the lowered function checks its axis arrays on entry, for `ctx`'s target."""
+        if self.check_arrays is not None:
+            return self.check_arrays
+        return not getattr(ctx.target, "is_gpu", False)
+
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
-        return lower_sparse(func, check_arrays(sparse_config(ctx)))
+        return lower_sparse(func, self.checks_arrays(ctx))
 
 
-def sparse_config(ctx: PassContext) -> dict[str, str]:
-    """The pass config as sparse lowering reads it: no array checks on a GPU target by default
-    (the arrays live in device memory; the Python runtime checks them before the copy)."""
-    config = dict(ctx.config)
-    if getattr(ctx.target, "is_gpu", False):
-        config.setdefault("sparse.check_arrays", "0")
-    return config
-
-
-def check_arrays(config: dict[str, str]) -> bool:
-    """The pass config `sparse.check_arrays` (default on; "0"/"false" turn the checks off)."""
-    return str(config.get("sparse.check_arrays", "1")).lower() not in ("0", "false")
+def sparse_array_checks(ctx: PassContext) -> bool:
+    """Whether sparse lowering checks axis arrays under `ctx`, as the pass would decide (a
+    schedule lowers sparse iterations itself before its first loop primitive)."""
+    pass_ = LowerSparseIterations().configured(ctx)
+    assert isinstance(pass_, LowerSparseIterations)
+    return pass_.checks_arrays(ctx)
 
 
 def _in_root(body: Stmt, wrap: Callable[[Stmt], Stmt]) -> Stmt:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gpu_support import lower, require_ptxas
-from tirc.backends.nvptx import compile_ptx
+from tirc.driver import compile_ptx
 from tirc.frontend import parse_file
 from tirc.ir.interpreter.gpu import GPUInterpreter
 
