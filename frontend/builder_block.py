@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 from tirc.frontend import syntax as S
 from tirc.frontend.builder_buffer import declare_buffer, range_between, region
 from tirc.frontend.context import BuildError
-from tirc.frontend.regions import infer_regions
 from tirc.frontend.signature import Sig, check_call
+from tirc.ir.analysis.block_regions import infer_regions
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import IntImm, PrimExpr, Var, cast, const, index_dtype
 from tirc.ir.stmt import Block, BlockRealize, IterKind, IterVar, MatchBufferRegion, Stmt

@@ -8,8 +8,8 @@ from typing import Any
 from tirc.frontend import syntax as S
 from tirc.frontend.builder_expr import ExprBuilder, literal_value
 from tirc.frontend.context import Context
-from tirc.frontend.regions import same
 from tirc.frontend.signature import Args, Sig, check_call
+from tirc.ir.analysis.block_regions import same
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import HANDLE, DType
 from tirc.ir.expr import BinOp, IntImm, IRTypeError, PrimExpr, Var, cast, const

@@ -6,6 +6,8 @@ from typing import Any
 
 from tirc.frontend import syntax as S
 from tirc.frontend.builder_buffer import buffer_from_args, declare_buffer
+from tirc.frontend.builder_sparse import SPARSE_DECLARATIONS
+from tirc.frontend.builder_sparse import declare as declare_sparse
 from tirc.frontend.builder_stmt import ALLOC_SCOPES, LoopBuilder
 from tirc.frontend.context import BuildError, Context
 from tirc.frontend.scope import Scope
@@ -137,6 +139,9 @@ class PrimFuncBuilder:
         name = S.dotted(s.value.func)
         if name == "T.match_buffer":
             self.match_buffer(s.target, s.value)
+            return True
+        if name in SPARSE_DECLARATIONS:
+            declare_sparse(self, s.target, s.value, name)
             return True
         if name in ALLOC_SCOPES and name != "T.decl_buffer":
             buf = declare_buffer(self.lb.eb, s.target.id, s.value, name,

@@ -13,6 +13,7 @@ from typing import Any
 from tirc.frontend import syntax as S
 from tirc.frontend.builder_buffer import declare_buffer, event_tensor, region
 from tirc.frontend.builder_expr import BIN_OPS, ExprBuilder, access_dtype, literal_value
+from tirc.frontend.builder_sparse import ITERATION_CALLS, build_iteration
 from tirc.frontend.context import TOO_DEEP, BuildError, Context, spanned
 from tirc.frontend.loop_heads import launch_thread, loop_header
 from tirc.frontend.scope import EnvThread, Scope
@@ -379,6 +380,9 @@ class LoopBuilder:
             return build_block(self, s, call, name)
         if name == "T.init":
             self.ctx.error("T.init is only allowed directly inside a block", call.span)
+        if name in ITERATION_CALLS:
+            assert isinstance(call, S.Call)
+            return build_iteration(self, s, call, name, item.target)
         if name == "T.attr":
             assert isinstance(call, S.Call)
             return self.attr(s, call)

@@ -39,6 +39,13 @@ MEGAKERNEL = "megakernel"
 MEGAKERNEL_MODES = ("static", "dynamic")
 # Which megakernel runtime lowered a task graph ("gpu" for megakernel-gpu).
 MEGAKERNEL_RUNTIME = "megakernel.runtime"
+# The sparse tensors of a lowered sparse function: per tensor its format, its parameters
+# (data, indptr, indices) and the sizes it determines (lower-sparse-iterations -> make-entry,
+# which copies it into the entry metadata the runtime reads to accept one SciPy matrix).
+SPARSE_TENSORS = "tirc.sparse_tensors"
+# The conversion plan of a decomposed sparse function: the generated conversion functions and
+# how their outputs become arguments (decompose_format -> make-entry -> runtime).
+SPARSE_PLAN = "tirc.sparse_plan"
 # GPU: a device kernel (split-host-device -> NVPTX backend), its launch tags, and the host
 # function that launches kernels.
 KERNEL = "tirc.kernel"
@@ -71,6 +78,11 @@ VIRTUAL_THREAD = "virtual_thread"
 LAUNCH_THREAD = "launch_thread"
 
 # ---- loop annotations -------------------------------------------------------------------
+
+# A parallel loop whose iterations are handed out in chunks of this many to whichever thread
+# asks next, instead of one static range per thread (`sch.annotate(loop, "parallel.chunk", 32)`;
+# the LLVM backend's parallel regions): for iterations of uneven cost, such as sparse rows.
+PARALLEL_CHUNK = "parallel.chunk"
 
 # A loop left for LLVM's unroller (unroll -> LLVM loop metadata).
 PRAGMA_UNROLL = "pragma_unroll"

@@ -238,6 +238,17 @@ for _name in ("tvm_warp_shuffle", "tvm_warp_shuffle_up", "tvm_warp_shuffle_down"
     _declare(_name, ("any?", "..."), "given", NAMED, None,
              "TVM's warp shuffle / active-mask intrinsic of that name", GPU)
 
+# ---- sparse formats: position searches (lower-sparse-iterations writes them) -------------
+
+LOWER_BOUND = _declare("tirc.lower_bound", ("handle", "int", "int", "int"), "given", INTRIN,
+                       "search",
+                       "the first position p in [begin, end) of the sorted integer storage "
+                       "`data` with data[p] >= value, or end (operands: data, value, begin, end)")
+UPPER_BOUND = _declare("tirc.upper_bound", ("handle", "int", "int", "int"), "given", INTRIN,
+                       "search",
+                       "the first position p in [begin, end) of the sorted integer storage "
+                       "`data` with data[p] > value, or end (operands: data, value, begin, end)")
+
 # ---- statements with no value -----------------------------------------------------------
 
 ASSUME = _declare("assume", ("bool",), "int32", STATEMENT, "noop",

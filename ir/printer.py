@@ -64,6 +64,7 @@ from tirc.ir.graph import (
     SeqExpr,
     ShapeExpr,
     ShapeSInfo,
+    SparseTensorSInfo,
     StringValue,
     StructInfo,
     TensorSInfo,
@@ -76,6 +77,8 @@ from tirc.ir.intrinsics import NAMED, OPERATOR, STATEMENT, TYPED, intrinsic
 from tirc.ir.module import IRModule
 from tirc.ir.ops.registry import get_op
 from tirc.ir.schedule import SchedInstr, SchedLambda, SchedRef, Schedule
+from tirc.ir.sparse.iteration import SparseIteration
+from tirc.ir.sparse.printing import declare_sparse, iteration_head, sparse_params
 from tirc.ir.stmt import (
     DEVICE_ENTRY,
     Allocate,
@@ -419,9 +422,12 @@ class FuncPrinter:
         self.emit(depth, "@T.prim_func" + (f"({', '.join(flags)})" if flags else ""))
         params: list[str] = []
         matches: list[tuple[str, Buffer, Var]] = []
+        sparse = sparse_params(f)
         for v in f.params:
             buf = f.buffer_map.get(v)
-            if buf is not None and all(isinstance(d, IntImm) for d in buf.shape + buf.strides) \
+            if v in sparse:
+                params.append(f"{self.names.define(v, v.name)}: T.handle")
+            elif buf is not None and all(isinstance(d, IntImm) for d in buf.shape + buf.strides) \
                     and buf.elem_offset is None:
                 name = self.names.define(buf, buf.name)
                 self.names.alias(v, name)
@@ -439,7 +445,8 @@ class FuncPrinter:
         if f.attrs:
             self.emit(body_depth, f"T.func_attr({self.attr_dict(f.attrs)})")
         defined = {id(v) for v in f.params}
-        for _, buf, _ in matches:
+        sized = [buf for _, buf, _ in matches] + [f.buffer_map[v] for v in sparse]
+        for buf in sized:
             for sv in free_vars(buf.shape, buf.strides, buf.elem_offset):
                 if id(sv) not in defined:
                     defined.add(id(sv))
@@ -447,6 +454,9 @@ class FuncPrinter:
         for hname, buf, _ in matches:
             bname = self.names.define(buf, buf.name)
             self.emit(body_depth, f"{bname} = T.match_buffer({hname}, {self.buffer_args(buf)})")
+        if sparse:
+            declare_sparse(f, self.names.define, lambda x: self.names.get(x, x.name), self.p,
+                           lambda line: self.emit(body_depth, line))
         for buf in f.buffer_map.values():
             self.buffer_defined(buf, body_depth)
         for sv in undefined_vars(f, defined):
@@ -711,6 +721,16 @@ class FuncPrinter:
         for x in defined:
             self.names.undefine(x)
 
+    def stmt_SparseIteration(self, it: SparseIteration, depth: int) -> None:
+        names = [self.names.define(iv.var, iv.var.name) for iv in it.sp_iter_vars]
+        self.emit(depth, iteration_head(it, lambda x: self.names.get(x, x.name), names))
+        if it.init is not None:
+            self.emit(depth + 1, "with T.init():")
+            self.body(it.init, depth + 2)
+        self.body(it.body, depth + 1)
+        for iv in it.sp_iter_vars:
+            self.names.undefine(iv.var)
+
     def remappable(self, iv: Any, value: PrimExpr) -> bool:
         if iv.kind == IterKind.OPAQUE or not isinstance(value, Var):
             return False
@@ -736,6 +756,16 @@ class FuncPrinter:
             if s.dtype is not None:
                 parts.append(f"dtype={_str(str(s.dtype))}")
             return f"R.Tensor({', '.join(parts)})"
+        if isinstance(s, SparseTensorSInfo):
+            dims = ", ".join(self.sym_dim(d, in_params) for d in s.shape)
+            parts = [f"({dims})", _str(str(s.dtype)), f"nnz={self.sym_dim(s.nnz, in_params)}"]
+            if s.format != "csr":
+                parts.append(f"format={_str(s.format)}")
+            if s.block:
+                parts.append(f"block=({', '.join(str(b) for b in s.block)})")
+            if str(s.index_dtype) != "int32":
+                parts.append(f"index_dtype={_str(str(s.index_dtype))}")
+            return f"R.SparseTensor({', '.join(parts)})"
         if isinstance(s, TupleSInfo):
             return f"R.Tuple({', '.join(self.sinfo(f, in_params) for f in s.fields)})"
         if isinstance(s, ShapeSInfo):

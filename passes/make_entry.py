@@ -18,7 +18,7 @@ from typing import ClassVar
 
 from tirc.ir import intrinsics as intrin
 from tirc.ir.analysis.entry_signature import param_buffers, signature
-from tirc.ir.attrs import COMPUTE_SCOPE, ENTRY, GLOBAL_SYMBOL
+from tirc.ir.attrs import COMPUTE_SCOPE, ENTRY, GLOBAL_SYMBOL, SPARSE_PLAN, SPARSE_TENSORS
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dlpack import DEVICE_CPU, TYPE_CODES, dl_bits
@@ -159,6 +159,10 @@ def make_entry(func: PrimFunc) -> PrimFunc:
     body = out.build(AttrStmt(None, COMPUTE_SCOPE, IntImm(0), func.body))
     attrs = dict(func.attrs)
     attrs[GLOBAL_SYMBOL] = symbol
+    if SPARSE_TENSORS in func.attrs:
+        info["sparse_tensors"] = func.attrs[SPARSE_TENSORS]
+    if SPARSE_PLAN in func.attrs:
+        info["sparse_plan"] = func.attrs[SPARSE_PLAN]
     attrs[ENTRY] = info
     return PrimFunc(func.name, (args, num_args), {}, body, attrs, span=func.span)
 

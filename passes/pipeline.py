@@ -48,6 +48,8 @@ def pipeline_steps(target: Target, opt_level: int, megakernel: str | None = None
         Step("propagate-sharding", "distributed functions: a placement for every value"),
         Step("lower-sharding", "... and the per-device program with its collectives"),
         Step("legalize-ops", "operators -> call_tir of generated loop functions"),
+        Step("lower-sparse-iterations", "sparse kernels (written or legalized) -> loops with "
+             "data-dependent extents, flat storage"),
         Step("annotate-op-pattern", "elementwise / broadcast / injective / reduction / fusable"),
         Step("fold-constants", "scalar computations on constants at compile time", True,
              when=o1 or mk_gpu),

@@ -39,6 +39,7 @@ PASSES: dict[str, str] = _table((
     ("propagate-sharding", "tirc.passes.dist.propagate:PropagateSharding"),
     ("lower-sharding", "tirc.passes.dist.lower:LowerSharding"),
     ("legalize-ops", "tirc.passes.graph.legalize_ops:LegalizeOps"),
+    ("lower-sparse-iterations", "tirc.passes.sparse.lower_sparse_iterations:LowerSparseIterations"),
     ("annotate-op-pattern", "tirc.passes.graph.annotate_op_pattern:AnnotateOpPattern"),
     ("fold-constants", "tirc.passes.graph.fold_constants:FoldConstants"),
     ("fuse-ops", "tirc.passes.graph.fuse_ops:FuseOps"),

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.interpreter import sparse
 from tirc.ir.interpreter.values import (
     Env,
     Fn,
@@ -26,6 +27,7 @@ from tirc.ir.interpreter.values import (
 from tirc.ir.layout import LayoutError
 from tirc.ir.layout.storage import ConcreteLayoutMap, layout_symbols
 from tirc.ir.span import Span
+from tirc.ir.sparse.buffer import SparseBuffer
 
 Geometry = tuple[tuple[int, ...], tuple[int, ...], int]
 
@@ -206,6 +208,8 @@ class BufferAccess:
 
     def load_fn(self, buf: Buffer, index_fns: list[Fn], vector: bool,
                 span: Span | None = None) -> Fn:
+        if isinstance(buf, SparseBuffer):
+            return sparse.load_fn(self, buf, index_fns, span)
         off = self.offset_fn(buf, index_fns, vector, span)
         dslot = self.slot_of(buf.data)
         elem = buf.dtype
@@ -237,6 +241,8 @@ class BufferAccess:
 
     def store_fn(self, buf: Buffer, index_fns: list[Fn], value_fn: Fn, vector: bool,
                  span: Span | None = None) -> Fn:
+        if isinstance(buf, SparseBuffer):
+            return sparse.store_fn(self, buf, index_fns, value_fn, span)
         off = self.offset_fn(buf, index_fns, vector, span, copies=True)
         dslot = self.slot_of(buf.data)
 

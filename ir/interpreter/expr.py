@@ -30,6 +30,7 @@ from tirc.ir.expr import (
     StringImm,
     Var,
 )
+from tirc.ir.interpreter import sparse
 from tirc.ir.interpreter.buffer import BufferAccess
 from tirc.ir.interpreter.intrin import compile_call
 from tirc.ir.interpreter.values import (
@@ -43,6 +44,7 @@ from tirc.ir.interpreter.values import (
     np_dtype,
     to_scalar,
 )
+from tirc.ir.sparse.buffer import SparseBuffer
 
 
 def _trunc_div(a: int, b: int) -> int:
@@ -186,6 +188,8 @@ class ExprCompiler:
 
     def c_BufferLoad(self, e: BufferLoad) -> Fn:
         fns = [self.compile(i) for i in e.indices]
+        if isinstance(e.buffer, SparseBuffer):
+            return sparse.load_fn(self.buffers, e.buffer, fns, e.span, e.indices)
         vector = any(i.dtype.lanes > 1 for i in e.indices)
         return self.buffers.load_fn(e.buffer, fns, vector, e.span)
 

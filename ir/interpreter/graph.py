@@ -30,6 +30,7 @@ from tirc.ir.graph import (
     SeqExpr,
     ShapeExpr,
     ShapeSInfo,
+    SparseTensorSInfo,
     StringValue,
     StructInfo,
     TensorSInfo,
@@ -40,8 +41,10 @@ from tirc.ir.graph import (
 from tirc.ir.interpreter.expr import eval_expr
 from tirc.ir.interpreter.ops import OPS
 from tirc.ir.interpreter.prim_func import CompiledPrimFunc
+from tirc.ir.interpreter.sparse_tensor import SparseValue, sparse_value
 from tirc.ir.interpreter.values import InterpreterError, np_dtype
 from tirc.ir.module import IRModule
+from tirc.ir.sparse.signature import CallMismatch, tensor_slots
 from tirc.ir.visitor import post_order_visit
 
 
@@ -82,6 +85,8 @@ class GraphRunner:
             raise InterpreterError(f"{func.name} takes {len(func.params)} arguments, "
                                    f"got {len(args)}")
         for p, arg in zip(func.params, args):
+            if isinstance(p.struct_info, SparseTensorSInfo):
+                arg = sparse_value(arg, p.struct_info, f"argument {p.name}")
             self.match(p.struct_info, arg, f"argument {p.name}")
             self.values[p] = arg
         return self.seq(func.body)
@@ -121,6 +126,13 @@ class GraphRunner:
                 raise InterpreterError(f"{what}: expected {ndim} dimensions, got {value.ndim}")
             for k, (e, actual) in enumerate(zip(sinfo.shape or (), value.shape)):
                 self.bind_sym(e, int(actual), f"{what}, dimension {k}")
+        elif isinstance(sinfo, SparseTensorSInfo):
+            if not isinstance(value, SparseValue):
+                raise InterpreterError(f"{what}: expected a sparse tensor, got "
+                                       f"{type(value).__name__}")
+            for k, (e, actual) in enumerate(zip(sinfo.shape, value.shape)):
+                self.bind_sym(e, int(actual), f"{what}, dimension {k}")
+            self.bind_sym(sinfo.nnz, value.nnz, f"{what}, nnz")
         elif isinstance(sinfo, TupleSInfo):
             if not isinstance(value, tuple) or len(value) != len(sinfo.fields):
                 raise InterpreterError(f"{what}: expected a tuple of {len(sinfo.fields)}")
@@ -241,7 +253,7 @@ class GraphRunner:
             func = self.interp.mod.functions.get(callee.name)
             if not isinstance(func, PrimFunc):
                 raise InterpreterError(f"R.call_tir: no loop function named '{callee.name}'")
-            self.interp.prim_func(callee.name)(*inputs, *outs, *extra)
+            self.interp.prim_func(callee.name)(*_raw_arguments(func, inputs + outs, extra))
         else:
             symbol = callee.symbol if isinstance(callee, ExternFunc) else str(self.eval(callee))
             fn = self.interp.externs.get(symbol)
@@ -249,3 +261,20 @@ class GraphRunner:
                 raise InterpreterError(f"R.call_dps_packed: no extern registered for '{symbol}'")
             fn(*inputs, *outs)
         return outs[0] if single else tuple(outs)
+
+
+def _raw_arguments(func: PrimFunc, tensors: list[Any], scalars: list[Any]) -> list[Any]:
+    """A call_tir's values as the loop function's parameters: a sparse tensor fills its
+    parameter's data and axis arrays (tensor_slots), the scalars fill the rest in order."""
+    try:
+        slots = tensor_slots(func, [isinstance(t, SparseValue) for t in tensors])
+    except CallMismatch as exc:
+        raise InterpreterError(f"R.call_tir: {exc}") from None
+    raw: dict[Var, Any] = {}
+    for (param, sp), value in zip(slots, tensors):
+        if sp is None:
+            raw[param] = value
+        else:
+            raw.update({param: value.data, sp.indptr: value.indptr, sp.indices: value.indices})
+    rest = iter(scalars)
+    return [raw[p] if p in raw else next(rest, None) for p in func.params]

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 from tirc.ir import intrinsics as ir_intrinsics
-from tirc.ir.expr import Call
+from tirc.ir.expr import Call, Var
 from tirc.ir.interpreter.extern import compile_c_call, compile_packed_call
 from tirc.ir.interpreter.values import (
     Compiler,
@@ -117,6 +117,26 @@ def _select(c: Compiler, e: Call) -> Fn:
     if e.dtype.lanes > 1:
         return lambda env: np.where(fc(env), ft(env), ff(env))
     return lambda env: ft(env) if fc(env) else ff(env)
+
+
+def _search(c: Compiler, e: Call) -> Fn:
+    """`tirc.lower_bound`/`tirc.upper_bound` over a sorted slice of a buffer's storage."""
+    data = e.args[0]
+    if not isinstance(data, Var):
+        return _unsupported(e.op)
+    slot = c.slots.of(data)
+    fv, fb, fe = (c.compile(a) for a in e.args[1:])
+    side = "right" if e.op == ir_intrinsics.UPPER_BOUND else "left"
+
+    def search(env: Env) -> int:
+        begin, end = int(fb(env)), int(fe(env))
+        storage = env[slot]
+        if not 0 <= begin <= end <= storage.size:
+            raise InterpreterError(f"{e.op}: range [{begin}, {end}) is outside the storage of "
+                                   f"{data.name} ({storage.size} elements)", e.span)
+        return begin + int(np.searchsorted(storage[begin:end], fv(env), side=side))
+
+    return search
 
 
 def _limit(c: Compiler, e: Call) -> Fn:
@@ -271,5 +291,5 @@ RULES: dict[str, Callable[[Compiler, Call], Fn]] = {
     "math": _math, "select": _select, "identity": _identity, "limit": _limit,
     "reinterpret": _reinterpret, "bitwise": _bitwise, "noop": _noop, "event": _event,
     "packed": _packed, "bitcount": _bitcount, "fixed_point": _fixed_point,
-    "float_class": _float_class, "halves": _halves, "extern": _extern,
+    "float_class": _float_class, "halves": _halves, "extern": _extern, "search": _search,
 }

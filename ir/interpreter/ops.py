@@ -293,3 +293,10 @@ def full_like(x: np.ndarray, fill_value: Any, dtype: Any = None) -> np.ndarray:
 def placed(x: np.ndarray, device_mesh: str = "", placement: str = "") -> np.ndarray:
     """The global view of a distributed program: placing a value does not change it."""
     return x
+
+
+@op("sparse.matmul")
+def sparse_matmul(a: Any, b: np.ndarray, out_dtype: Any = None) -> np.ndarray:
+    from tirc.ir.interpreter.sparse_tensor import sparse_matmul as run
+
+    return run(a, b, str(out_dtype) if out_dtype else None)

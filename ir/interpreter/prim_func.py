@@ -17,9 +17,11 @@ import numpy as np
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
+from tirc.ir.interpreter import sparse
 from tirc.ir.interpreter.expr import ExprCompiler
 from tirc.ir.interpreter.stmt import StmtCompiler
 from tirc.ir.interpreter.values import Env, InterpreterError, Slots, Unset, np_dtype, to_scalar
+from tirc.ir.sparse.buffer import SparseBuffer, is_dense
 
 DEFAULT_MAX_WHILE = 10_000_000
 
@@ -62,10 +64,16 @@ class CompiledPrimFunc:
         for p, slot, arg in zip(func.params, self.param_slots, args):
             if p not in func.buffer_map:
                 env[slot] = self._scalar(p, arg)
+        sparse_checks: list[Callable[[Env], None]] = []
         for p, arg in zip(func.params, args):
             buf = func.buffer_map.get(p)
-            if buf is not None:
+            if isinstance(buf, SparseBuffer) and not is_dense(buf):
+                env[self.slots.of(buf.data)] = sparse.bind_argument(buf, arg, sparse_checks,
+                                                                    self.ex.buffers)
+            elif buf is not None:
                 self._bind_buffer(env, buf, arg, writebacks, actual)
+        for check in sparse_checks:
+            check(env)
         for buf, what, k, fn in self.derived:
             got = actual.get((id(buf), what, k))
             if got is None:

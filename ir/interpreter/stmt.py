@@ -16,9 +16,12 @@ import numpy as np
 from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.interpreter import sparse
 from tirc.ir.interpreter.buffer import row_major_strides, storage_of
 from tirc.ir.interpreter.expr import ExprCompiler
 from tirc.ir.interpreter.values import Env, Fn, InterpreterError, np_dtype
+from tirc.ir.sparse.buffer import SparseBuffer
+from tirc.ir.sparse.iteration import SparseIteration
 from tirc.ir.stmt import (
     Allocate,
     AssertStmt,
@@ -75,6 +78,9 @@ class StmtCompiler:
 
     def s_BufferStore(self, s: BufferStore) -> Run:
         fns = [self.ex.compile(i) for i in s.indices]
+        if isinstance(s.buffer, SparseBuffer):
+            return sparse.store_fn(self.ex.buffers, s.buffer, fns, self.ex.compile(s.value),
+                                   s.span, s.indices)
         vector = any(i.dtype.lanes > 1 for i in s.indices)
         return self.ex.buffers.store_fn(s.buffer, fns, self.ex.compile(s.value), vector, s.span)
 
@@ -190,6 +196,9 @@ class StmtCompiler:
             return np.full(size, init_fn(env), dtype=dtype)
 
         return alloc
+
+    def s_SparseIteration(self, s: SparseIteration) -> Run:
+        return sparse.compile_iteration(self, s)
 
     # ---- blocks ----------------------------------------------------------------------
 

@@ -17,7 +17,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from tirc.ir.attrs import GLOBAL_SYMBOL, GRAPH_FUNC, NOALIAS, PRIMITIVE, SHARDING
+from tirc.ir.attrs import (
+    GLOBAL_SYMBOL,
+    GRAPH_FUNC,
+    NOALIAS,
+    PRIMITIVE,
+    SHARDING,
+    SPARSE_TENSORS,
+)
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dist.collective import collective_call, is_collective
@@ -34,6 +41,7 @@ from tirc.ir.graph import (
     MatchCast,
     ShapeExpr,
     ShapeSInfo,
+    SparseTensorSInfo,
     TensorSInfo,
     Tuple,
     TupleGetItem,
@@ -44,6 +52,7 @@ from tirc.ir.ops.calls import bind_shape_vars
 from tirc.ir.ops.sinfo_util import dim, shape_text
 from tirc.ir.packed_call import call_packed
 from tirc.ir.rebind import fresh_copy
+from tirc.ir.sparse.signature import CallMismatch, tensor_slots
 from tirc.ir.stmt import Allocate, AssertStmt, BufferStore, Evaluate, LetStmt, Stmt, seq
 from tirc.passes.graph.fuse_tir import BlockNames
 from tirc.passes.graph.kernel import Kernel
@@ -95,6 +104,9 @@ class _HostBuilder:
         self.callees: set[str] = set()
         self.block_names: set[str] = set()
         self.scalar_params: list[Any] = []
+        self.sparse: dict[GVar, tuple[Buffer, Buffer, Buffer]] = {}
+        self.sparse_sizes: list[Var] = []
+        self.sparse_info: list[dict[str, object]] = []
 
     def error(self, message: str, node: Any) -> CompileError:
         return CompileError(f"lower-graph: {message}", getattr(node, "span", None))
@@ -108,10 +120,45 @@ class _HostBuilder:
                     all(isinstance(v, Var) for v in s.values):
                 self.scalar_params += list(self.kernel.dims(s.values))  # mesh coordinates
                 continue
+            if isinstance(s, SparseTensorSInfo):
+                self.sparse_param(p, s)
+                continue
             if not isinstance(s, TensorSInfo) or s.shape is None or s.dtype is None:
                 raise self.error(f"parameter '{p.name}' must be a tensor of known shape and "
                                  "dtype", p)
             self.buffers[(p, 0)] = self.kernel.input(p.name, p, s)
+
+    def sparse_param(self, p: GVar, s: SparseTensorSInfo) -> None:
+        """A sparse matrix parameter: buffers for its data, `indptr` and `indices`; the sizes of
+        its shape are scalar parameters, which the runtime takes from the matrix (metadata
+        `sparse_tensors`, read by tirc.runtime.sparse_arguments)."""
+        sizes: list[str | int] = []
+        for d in s.shape:
+            if isinstance(d, Var):
+                if d not in self.sparse_sizes:
+                    self.sparse_sizes.append(d)
+                sizes.append(d.name)
+            elif isinstance(d, IntImm):
+                sizes.append(d.value)
+            else:
+                raise self.error(f"the shape of sparse parameter '{p.name}' must be sizes or "
+                                 f"constants, not {shape_text(s.shape)}", p)
+        rows = s.shape[0] if not s.block else binop("floordiv", s.shape[0], dim(s.block[0]))
+        idt = s.index_dtype
+        block = tuple(dim(b) for b in s.block)
+        data = self.kernel.input(p.name, p, TensorSInfo((s.nnz, *block), s.dtype))
+        indptr = self.kernel.input(f"{p.name}_indptr", p,
+                                   TensorSInfo((binop("add", rows, dim(1)),), idt))
+        indices = self.kernel.input(f"{p.name}_indices", p, TensorSInfo((s.nnz,), idt))
+        self.sparse[p] = (data, indptr, indices)
+        axes: list[dict[str, object]] = [
+            {"name": "I", "kind": "dense_fixed", "length": None, "idtype": str(idt)},
+            {"name": "J", "kind": "sparse_variable", "length": None, "parent": "I",
+             "nnz": None, "indptr": indptr.name, "indices": indices.name, "idtype": str(idt)}]
+        axes += [{"name": name, "kind": "dense_fixed", "length": b, "idtype": str(idt)}
+                 for name, b in zip(("BI", "BJ"), s.block)]
+        self.sparse_info.append({"name": p.name, "buffer": p.name, "dtype": str(s.dtype),
+                                 "shape": tuple(sizes), "axes": tuple(axes)})
 
     def tensor(self, e: Any, aliases: dict[GVar, TensorId]) -> Buffer:
         """The buffer holding a graph value used as a call argument."""
@@ -138,20 +185,32 @@ class _HostBuilder:
             raise self.error("R.call_tir needs a loop function of the module", call)
         self.callees.add(callee.name)
         args = call.args[1].fields if isinstance(call.args[1], Tuple) else (call.args[1],)
-        inputs = [self.tensor(a, aliases) for a in args]
         outputs = [self.buffers[tid] for tid, _ in produced_tensors(call, b.var)]
-        actual = inputs + outputs
-        buffers = callee.buffers
+        is_sparse = [isinstance(a, GVar) and a in self.sparse for a in args]
+        try:
+            slots = tensor_slots(callee, is_sparse + [False] * len(outputs))
+        except CallMismatch as exc:
+            raise self.error(str(exc), call) from None
+        buffers: list[Buffer] = []
+        actual: list[Buffer] = []
+        for (param, sp), a in zip(slots, list(args) + outputs):
+            if sp is None:
+                buffers.append(callee.buffer_map[param])
+                actual.append(a if isinstance(a, Buffer) else self.tensor(a, aliases))
+                continue
+            buffers += [callee.buffer_map[v] for v in (param, sp.indptr, sp.indices)]
+            actual += self.sparse[a]
         scalars = [p for p in callee.params if p not in callee.buffer_map]
         tir_vars: list[PrimExpr] = []
         if len(call.args) > 2 and isinstance(call.args[2], ShapeExpr):
             tir_vars = list(self.kernel.dims(call.args[2].values))
-        if len(buffers) != len(actual) or len(scalars) != len(tir_vars):
-            raise self.error(f"{callee.name} takes {len(buffers)} tensors, got {len(actual)}",
-                             call)
+        if len(scalars) != len(tir_vars):
+            raise self.error(f"{callee.name} takes {len(scalars)} shape values, got "
+                             f"{len(tir_vars)}", call)
+        known = {v: cast(v.dtype, t) if t.dtype != v.dtype else t
+                 for v, t in zip(scalars, tir_vars)}
         mapping: dict[Any, Any] = dict(zip(buffers, actual))
-        mapping.update(bind_shape_vars(buffers, [a.shape for a in actual],
-                                       dict(zip(scalars, tir_vars))))
+        mapping.update(bind_shape_vars(buffers, [a.shape for a in actual], known))
         body = fresh_copy(callee.body, mapping)
         self.items.append(BlockNames(self.block_names).visit(body))
 
@@ -252,18 +311,21 @@ class _HostBuilder:
         for ws in workspaces.values():
             body = Allocate(ws, body)
         self.kernel.stages = [body]
-        prim, scalars = self.kernel.build(handle_prefix="")
-        scalars = [v for v in scalars if v not in self.kernel.sizes or
-                   self.kernel.sizes[v] not in self.scalar_params]
-        if scalars:
-            raise self.error(f"the sizes {', '.join(str(v) for v in scalars)} cannot be "
+        prim, scalars = self.kernel.build(handle_prefix="", scalar_sizes=self.sparse_sizes)
+        unbound = [v for v in scalars if v not in self.sparse_sizes and
+                   (v not in self.kernel.sizes or self.kernel.sizes[v] not in self.scalar_params)]
+        if unbound:
+            raise self.error(f"the sizes {', '.join(str(v) for v in unbound)} cannot be "
                              "bound from the arguments' shapes", func)
         if self.scalar_params:
             handles = [h for h in prim.params if h in prim.buffer_map]
-            prim = dataclasses.replace(prim, params=(*handles, *self.scalar_params))
-        attrs = {GLOBAL_SYMBOL: func.name, NOALIAS: True, GRAPH_FUNC: True}
+            forced = [self.kernel.sizes[v] for v in self.sparse_sizes]
+            prim = dataclasses.replace(prim, params=(*handles, *forced, *self.scalar_params))
+        attrs: dict[str, Any] = {GLOBAL_SYMBOL: func.name, NOALIAS: True, GRAPH_FUNC: True}
         if SHARDING in func.attrs:
             attrs[SHARDING] = func.attrs[SHARDING]
+        if self.sparse_info:
+            attrs[SPARSE_TENSORS] = tuple(self.sparse_info)
         return dataclasses.replace(prim, attrs=attrs)
 
     def _is_produced(self, tid: TensorId) -> bool:

@@ -60,7 +60,10 @@ class ApplySchedules(Pass):
         has_intrinsics = any(is_intrinsic(f) for f in mod.prim_funcs().values())
         if not mod.schedules and not has_intrinsics:
             return mod
-        from tirc.passes.schedule.runner import run_schedule  # only when there are schedules
+        # only when there are schedules
+        from tirc.passes.schedule.runner import run_schedule
+        from tirc.passes.schedule.state import ScheduleState
+        from tirc.passes.sparse.lower_sparse_iterations import sparse_array_checks
 
         kind = target_kind(ctx.target)
         seed = self.seed
@@ -79,7 +82,10 @@ class ApplySchedules(Pass):
                                                     f"\"{sched.func_name}\"", sched.span))
                 continue
             try:
-                funcs[sched.func_name] = run_schedule(func, sched, seed, intrinsics)
+                state = ScheduleState(func, seed, intrinsics)
+                state.check_sparse_arrays = sparse_array_checks(ctx)
+                funcs[sched.func_name] = run_schedule(func, sched, seed, intrinsics, state)
+                funcs.update(state.new_functions)
             except CompileError as e:
                 problems.extend(e.diagnostics)
         if problems:

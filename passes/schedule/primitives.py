@@ -15,6 +15,7 @@ from tirc.passes.schedule import (
     loops,
     reduction,
     sampling,
+    sparse,
     tensorize,
 )
 
@@ -46,4 +47,5 @@ PRIMITIVES: dict[str, Callable[..., Any]] = {
     "transform_layout": layout.transform_layout,
     "sample_perfect_tile": sampling.sample_perfect_tile,
     "sample_categorical": sampling.sample_categorical,
+    **sparse.PRIMITIVES,
 }

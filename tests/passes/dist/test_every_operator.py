@@ -68,11 +68,17 @@ def program(op: str, mesh: int, split: int) -> tuple[str, list[np.ndarray]]:
     return text, args
 
 
+# Operators whose operands cannot be distributed tensors keep the opaque rule (every operand
+# and result replicated): a sparse matrix (R.SparseTensor) has no placement of its own.
+OPAQUE = {"sparse.matmul"}
+
+
 def test_every_legalized_operator_has_a_rule_and_a_case() -> None:
     get_legalizer("add")
-    missing = [op for op in LEGALIZERS if not has_rule(op)]
+    missing = [op for op in LEGALIZERS if not has_rule(op) and op not in OPAQUE]
     assert missing == []
-    assert sorted(set(LEGALIZERS) - set(CASES)) == []
+    assert not any(has_rule(op) for op in OPAQUE)
+    assert sorted(set(LEGALIZERS) - set(CASES) - OPAQUE) == []
 
 
 @pytest.mark.parametrize("op", sorted(CASES))

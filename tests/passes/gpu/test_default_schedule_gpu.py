@@ -61,12 +61,12 @@ def test_graph_steps_come_before_the_loop_steps() -> None:
     o0 = _gpu_steps(0)
     assert o0[o0.index("inline-calls"):o0.index("lower-init")] == [
         "inline-calls", "normalize", "propagate-sharding", "lower-sharding", "legalize-ops",
-        "annotate-op-pattern", "dead-code-elim", "gpu-default-schedule", "memory-plan",
-        "lower-graph", "gpu-bind-graph-host"]
+        "lower-sparse-iterations", "annotate-op-pattern", "dead-code-elim",
+        "gpu-default-schedule", "memory-plan", "lower-graph", "gpu-bind-graph-host"]
     steps = _gpu_steps(2)
     start = steps.index("inline-calls")
     assert steps[start - 1] == "apply-schedules"
-    assert steps[start + 6:start + 9] == ["fold-constants", "fuse-ops", "fuse-tir"]
+    assert steps[start + 7:start + 10] == ["fold-constants", "fuse-ops", "fuse-tir"]
     assert "default-schedule" not in steps
 
 

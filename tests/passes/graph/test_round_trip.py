@@ -11,7 +11,8 @@ from tirc.passes.pipeline import default_pipeline
 from tirc.passes.registry import get_pass
 
 
-@pytest.mark.parametrize("sample", ["mlp.tir", "transformer_block.tir", "mlp_dps.tir"])
+@pytest.mark.parametrize("sample", ["mlp.tir", "transformer_block.tir", "mlp_dps.tir",
+                                    "sparse/gcn_layer.tir"])
 def test_every_graph_pass_output_round_trips(sample: str) -> None:
     mod = parse_file(SAMPLES / sample)
     steps = default_pipeline(parse_target("llvm"), 3)

@@ -4,6 +4,7 @@ Each access `A[i, j]` gives a point region (extent 1 per index) when its indices
 variables visible outside the block body (the block's iteration variables, enclosing loops,
 parameters); a dimension whose index uses a loop or let variable of the body is relaxed to the
 whole dimension. A nested block contributes its own regions, bound to its iteration values.
+Buffers the body allocates itself (`T.decl_buffer`) are not the block's.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import enum
 from typing import Any
 
 from tirc.ir.buffer import Buffer, BufferRegion, Range
-from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Ramp, Var
+from tirc.ir.expr import BufferLoad, IntImm, Let, PrimExpr, Ramp, Var
 from tirc.ir.node import IdentityNode, Node
-from tirc.ir.stmt import BlockRealize, BufferStore, For, LetStmt, Stmt
+from tirc.ir.stmt import Allocate, BlockRealize, BufferStore, For, LetStmt, Stmt
 from tirc.ir.visitor import Visitor, substitute
 
 
@@ -45,6 +46,11 @@ class _Accesses(Visitor):
         self.reads: list[tuple[Buffer, tuple[Range, ...] | tuple[PrimExpr, ...]]] = []
         self.writes: list[tuple[Buffer, tuple[Range, ...] | tuple[PrimExpr, ...]]] = []
         self.inner: set[int] = set()
+        self.allocated: set[Buffer] = set()  # buffers the body allocates: not the block's
+
+    def visit_Allocate(self, s: Allocate) -> None:
+        self.allocated.add(s.buffer)
+        self.generic_visit(s)
 
     def visit_BufferLoad(self, e: BufferLoad) -> None:
         self.generic_visit(e)
@@ -62,6 +68,10 @@ class _Accesses(Visitor):
     def visit_LetStmt(self, s: LetStmt) -> None:
         self.inner.add(id(s.var))
         self.generic_visit(s)
+
+    def visit_Let(self, e: Let) -> None:
+        self.inner.add(id(e.var))
+        self.generic_visit(e)
 
     def visit_BlockRealize(self, br: BlockRealize) -> None:
         self.visit(br.iter_values)
@@ -82,6 +92,7 @@ def infer_regions(body: Stmt, init: Stmt | None, local: set[Buffer]
     if init is not None:
         acc.visit(init)
     acc.visit(body)
+    local = set(local) | acc.allocated
     return (_regions(acc.reads, local, acc.inner), _regions(acc.writes, local, acc.inner))
 
 
