@@ -24,6 +24,7 @@ from tirc.passes.pipeline import (
     default_pipeline,
     split_spec,
 )
+from tirc.passes.schedule_rules.api import CONFIG_KEY
 
 
 @dataclass
@@ -55,6 +56,7 @@ class CompileOptions:
     megakernel: str | None = None
     megakernel_watchdog: str | None = None
     blas: bool = False
+    no_default_schedule: bool = False
     verbose: int = 0
     debug: bool = False
 
@@ -203,6 +205,7 @@ def compile_file(opts: CompileOptions) -> None:
     libs, lib_dirs, blas = blas_link(opts)
     ctx = PassContext(opt_level=opts.opt_level, target=target,
                       config={**pass_config(opts.pass_config), **blas,
+                              **({CONFIG_KEY: "none"} if opts.no_default_schedule else {}),
                               **megakernel_config(opts.megakernel, opts.megakernel_watchdog)},
                       instruments=instruments,
                       disabled=set(opts.disable_pass))
@@ -270,6 +273,9 @@ def compile_file(opts: CompileOptions) -> None:
 @click.option("-fblas", "blas", is_flag=True,
               help="Compute float32 matmuls with a CBLAS (scipy-openblas32: pip install "
                    "'tirc[blas]', or a system one), linked in; without one, the tiled loops.")
+@click.option("-fno-default-schedule", "no_default_schedule", is_flag=True,
+              help="Give loop functions without a schedule of their own none (no schedule "
+                   "rules; pass config schedule.default=none).")
 @click.option("-v", "--verbose", count=True,
               help="More detail: -v progress, -vv pass times, -vvv the IR after every pass.")
 @click.option("--debug", is_flag=True, help="Show a traceback for internal compiler errors.")

@@ -237,7 +237,8 @@ class MegakernelGPUTiles(PrimFuncPass):
 
         if PATTERN_ATTR not in func.attrs or not wants_default_schedule(func, ctx.config):
             return func
-        return schedule_function(func, None)[0]
+        # accumulators in global workspaces: a task of a GPU megakernel cannot allocate
+        return schedule_function(func, None, accumulators="global")[0]
 
 
 def megakernel_gpu_steps(opt_level: int) -> list[str]:

@@ -280,6 +280,21 @@ def _digits(atom: PrimExpr, v: Var) -> tuple[int, int | None] | None:
     return None
 
 
+def _through_casts(lin: Linear) -> Linear:
+    """`lin` with its integer-cast atoms (`T.Cast("int32", i * 32)`) opened into their linear
+    terms (a cast keeps the values an index takes)."""
+    if not any(isinstance(a, Cast) for a in lin.terms):
+        return lin
+    out = Linear(lin.dtype, {}, lin.const)
+    for atom, coef in lin.terms.items():
+        if isinstance(atom, Cast) and atom.dtype.is_int and atom.value.dtype.is_int and \
+                is_index_dtype(atom.value.dtype):
+            out.add(_through_casts(to_linear(atom.value)), coef)
+        else:
+            out.add_term(atom, coef)
+    return out
+
+
 def _separating_digits(b: Bounds | None, v: Var, an: Analyzer) -> tuple[int, int | None] | None:
     """The digits of `v` that tell apart iterations along one dimension: the region's start is
     `s * key(v) + (terms without v)` and its width is at most |s|; None when it does not."""
@@ -288,7 +303,7 @@ def _separating_digits(b: Bounds | None, v: Var, an: Analyzer) -> tuple[int, int
     width = bounds_width(b, an)
     if width is None:
         return None
-    lin = to_linear(b[0])
+    lin = _through_casts(to_linear(b[0]))
     with_v = [(atom, coef) for atom, coef in lin.terms.items() if uses_any(atom, {v})]
     if not with_v:
         return None
@@ -319,17 +334,18 @@ def iterations_disjoint(loop: For, region: list[Bounds | None], an: Analyzer) ->
     digits = [d for d in (_separating_digits(b, v, an) for b in region) if d is not None]
     if any(hi is None and lo == 1 for lo, hi in digits):
         return True          # some dimension's start moves with v itself
-    if not (isinstance(loop.min, IntImm) and loop.min.value == 0 and
-            isinstance(loop.extent, IntImm)):
+    if not (isinstance(loop.min, IntImm) and loop.min.value == 0):
         return False
     # Known: v mod `known`. A key reading digits [lo, hi) with lo | known and known | hi
-    # extends that to v mod hi (hi None: all of v).
-    known = 1
+    # extends that to v mod hi (hi None: all of v, whatever the loop's extent).
+    extent = loop.extent.value if isinstance(loop.extent, IntImm) else None
+    known: int | None = 1
     progress = True
-    while progress and known < loop.extent.value:
+    while progress and known is not None and (extent is None or known < extent):
         progress = False
         for lo, hi in digits:
-            if known % lo == 0 and (hi is None or (hi % known == 0 and hi > known)):
-                known = loop.extent.value if hi is None else hi
+            if known is not None and known % lo == 0 and \
+                    (hi is None or (hi % known == 0 and hi > known)):
+                known = None if hi is None else hi
                 progress = True
-    return known >= loop.extent.value
+    return known is None or (extent is not None and known >= extent)

@@ -65,9 +65,11 @@ def wants_default_schedule(func: PrimFunc, config: Mapping[str, str] | None = No
 
 
 def schedule_function(func: PrimFunc, target: Any = None,
-                      decisions: Mapping[str, Any] | None = None) -> tuple[PrimFunc, RuleTrace]:
-    """`func` with its default schedule (or the rules with `decisions`), and the trace."""
-    ctx = RuleContext.of(target)
+                      decisions: Mapping[str, Any] | None = None,
+                      accumulators: str = "local") -> tuple[PrimFunc, RuleTrace]:
+    """`func` with its default schedule (or the rules with `decisions`), and the trace;
+    `accumulators` is the storage scope of the CPU rules' accumulators."""
+    ctx = RuleContext.of(target, accumulators)
     new, trace = trace_function(func, rules_for(ctx), ctx, decisions)
     attrs = {**new.attrs, SCHEDULED_ATTR: True}
     return new.replace(attrs=attrs), trace  # type: ignore[return-value]
