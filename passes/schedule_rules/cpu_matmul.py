@@ -43,6 +43,16 @@ def is_matmul(roles: MatmulRoles | None) -> bool:
         extent_product(list(roles.i)) != 1 and extent_product(list(roles.j)) != 1
 
 
+def row_tile(rows: int | None, preferred: int = 8, least: int = 4) -> int:
+    """Rows of a register tile: `preferred`, or a divisor of a constant row count between
+    `least` and it (no guarded tail), or the row count itself when it is smaller."""
+    if rows is None or rows % preferred == 0:
+        return preferred
+    if rows < preferred:
+        return rows
+    return next((d for d in range(preferred, least - 1, -1) if rows % d == 0), preferred)
+
+
 def packable(roles: MatmulRoles) -> bool:
     """B is laid out (batch.., k, j): its last two dimensions a reduction then a column."""
     dims = roles.b.dims
@@ -84,7 +94,7 @@ class Matmul(ScheduleRule):
         n_k = const_extent(sch, k)
         tj = 2 * lanes if n_cols is None or n_cols % (2 * lanes) == 0 or n_cols > 4 * lanes \
             else lanes if n_cols % lanes == 0 else n_cols
-        ti = 8 if n_rows is None or n_rows >= 8 else n_rows
+        ti = row_tile(n_rows)
         tk = 4 if n_k is not None and n_k % 4 == 0 else 1
         pack = n_rows is not None and n_rows * (extent_product(list(roles.i[:-1])) or 0) \
             >= PACK_MIN_ROWS and n_cols is not None and n_k is not None and \

@@ -136,6 +136,7 @@ def take_consumers(sch: TracedSchedule, blk: BlockRV, loop: LoopRV, ctx: RuleCon
     read nothing the group wrote are left alone."""
     taken: list[str] = []
     path = sch.state.loop_path(loop, "rules")
+    lp = path[-1]
     written = {b for site in child_sites(path) for b in site.writes()}
     for later in later_blocks(sch, blk):
         reads, writes = later.regions()
@@ -143,6 +144,8 @@ def take_consumers(sch: TracedSchedule, blk: BlockRV, loop: LoopRV, ctx: RuleCon
             continue
         if later.is_reduction and not reductions:
             break
+        if any(x is lp for x in later.loops):
+            continue  # already inside (a write-back the rule placed)
         rv = sch.block(later.name)
         ok, _ = sch.attempt("reverse_compute_at", rv, loop)
         if not ok:
