@@ -27,6 +27,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from tirc.ir.analysis.regions import (
+    Bounds,
+    bounds_width,
+    iterations_disjoint,
+    like,
+    relax,
+    union_bounds,
+)
 from tirc.ir.arith import Analyzer
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop
@@ -47,14 +55,6 @@ from tirc.ir.stmt import (
 )
 from tirc.ir.visitor import Mutator, Visitor, field_names
 from tirc.passes.pass_base import PassContext, PrimFuncPass
-from tirc.passes.schedule.regions import (
-    Bounds,
-    bounds_width,
-    iterations_disjoint,
-    like,
-    relax,
-    union_bounds,
-)
 
 THREAD_ATTRS = ("thread_extent", "virtual_thread", "launch_thread")
 

@@ -22,7 +22,7 @@ def run_passes(mod: IRModule, passes: Sequence[Pass],
     """The module after each pass (the input first, `ctx` shared); each must verify."""
     out = [mod]
     for p in passes:
-        out.append(p(out[-1], ctx))
+        out.append(p(out[-1]) if ctx is None else p(out[-1], ctx))
         problems = verify_module(out[-1])
         assert not problems, f"after {p.name}: " + "\n".join(d.render() for d in problems)
     return out

@@ -17,14 +17,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tirc.ir.attrs import SCHEDULED
 from tirc.ir.function import PrimFunc
+from tirc.ir.gpu.threads import thread_loops
 from tirc.ir.module import IRModule
 from tirc.ir.printer import print_node
 from tirc.ir.target import parse_target
 from tirc.passes.gpu.device_launch import launch_rest, serial_loops
-from tirc.passes.gpu.thread_tags import thread_loops
 from tirc.passes.pass_base import PassContext, PrimFuncPass
-from tirc.passes.schedule_rules.api import SCHEDULED_ATTR, opted_out, schedule_function
+from tirc.passes.schedule_rules.api import opted_out, schedule_function
 
 
 def gpu_target(target: Any) -> Any:
@@ -51,7 +52,7 @@ class GPUDefaultSchedule(PrimFuncPass):
                    "tiled matmul")
 
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
-        if func.attrs.get(SCHEDULED_ATTR) or thread_loops(func.body) or \
+        if func.attrs.get(SCHEDULED) or thread_loops(func.body) or \
                 opted_out(func, ctx.config):
             return func
         return schedule_gpu(func, ctx)

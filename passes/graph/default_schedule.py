@@ -17,13 +17,9 @@ from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.printer import print_node
 from tirc.passes.pass_base import PassContext, PrimFuncPass
-from tirc.passes.schedule_rules.api import (
-    SCHEDULED_ATTR,
-    schedule_function,
-    wants_default_schedule,
-)
+from tirc.passes.schedule_rules.api import schedule_function, wants_default_schedule
 
-__all__ = ["SCHEDULED_ATTR", "DefaultSchedule", "schedule_note"]
+__all__ = ["DefaultSchedule", "schedule_note"]
 
 
 def schedule_note(func: PrimFunc, ctx: PassContext) -> PrimFunc:

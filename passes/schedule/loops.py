@@ -8,6 +8,7 @@ import dataclasses
 import math
 from typing import Any
 
+from tirc.ir.analysis.regions import uses_any
 from tirc.ir.arith import Analyzer, simplify
 from tirc.ir.dtype import INT32
 from tirc.ir.expr import IntImm, PrimExpr, Var, binop, cast, const, is_const_int
@@ -21,7 +22,6 @@ from tirc.passes.schedule.dependence import (
     check_not_carried,
     child_sites,
 )
-from tirc.passes.schedule.regions import uses_any
 from tirc.passes.schedule.state import LoopRV, ScheduleError, ScheduleState
 from tirc.passes.schedule.tree import Path, children, simplify_bindings, walk
 

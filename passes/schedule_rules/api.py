@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tirc.ir.attrs import SCHEDULE, SCHEDULED
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import For, ForKind
@@ -32,8 +33,6 @@ from tirc.passes.schedule_rules.rule import RuleContext, ScheduleRule
 CPU_RULES: tuple[ScheduleRule, ...] = (Matmul(), Conv(), MatVec(), Norm(), Reduction(),
                                        Injective(), Fallback())
 
-SCHEDULED_ATTR = "tirc.scheduled"  # a function that has its schedule (default or its own)
-SCHEDULE_ATTR = "tirc.schedule"    # T.func_attr({"tirc.schedule": "none"}): no default one
 CONFIG_KEY = "schedule.default"    # pass config "none" (-fno-default-schedule): none at all
 
 
@@ -53,13 +52,13 @@ def hand_scheduled(func: PrimFunc) -> bool:
 
 def opted_out(func: PrimFunc, config: Mapping[str, str] | None = None) -> bool:
     """`T.func_attr({"tirc.schedule": "none"})`, or pass config `schedule.default=none`."""
-    return (config or {}).get(CONFIG_KEY) == "none" or func.attrs.get(SCHEDULE_ATTR) == "none"
+    return (config or {}).get(CONFIG_KEY) == "none" or func.attrs.get(SCHEDULE) == "none"
 
 
 def wants_default_schedule(func: PrimFunc, config: Mapping[str, str] | None = None) -> bool:
     """Whether the default CPU rules schedule `func`: not opted out (attribute or pass
     config), not scheduled already (by its own @S.schedule or by hand)."""
-    if opted_out(func, config) or func.attrs.get(SCHEDULED_ATTR):
+    if opted_out(func, config) or func.attrs.get(SCHEDULED):
         return False
     return not hand_scheduled(func)
 
@@ -71,7 +70,7 @@ def schedule_function(func: PrimFunc, target: Any = None,
     `accumulators` is the storage scope of the CPU rules' accumulators."""
     ctx = RuleContext.of(target, accumulators)
     new, trace = trace_function(func, rules_for(ctx), ctx, decisions)
-    attrs = {**new.attrs, SCHEDULED_ATTR: True}
+    attrs = {**new.attrs, SCHEDULED: True}
     return new.replace(attrs=attrs), trace  # type: ignore[return-value]
 
 

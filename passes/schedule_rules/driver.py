@@ -16,12 +16,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tirc.ir.attrs import VARIANT
 from tirc.ir.expr import Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.schedule import Schedule
 from tirc.ir.stmt import BlockRealize
 from tirc.passes.schedule.dependence import child_sites
-from tirc.passes.schedule.dispatch import VARIANT_ATTR
 from tirc.passes.schedule.state import ScheduleError
 from tirc.passes.schedule.tree import Path, block_paths
 from tirc.passes.schedule_rules.block_info import BlockInfo, matmul_roles, scope_blocks
@@ -53,7 +53,7 @@ def scope_paths(sch: TracedSchedule) -> list[Path]:
         return [()]
     root: Path = (body,)
     sites = child_sites(root)
-    variants = [s.path for s in sites if VARIANT_ATTR in s.block.annotations]
+    variants = [s.path for s in sites if VARIANT in s.block.annotations]
     return variants or [root]
 
 

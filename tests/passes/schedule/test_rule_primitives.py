@@ -8,7 +8,7 @@ import textwrap
 
 import numpy as np
 from tirc.frontend import parse
-from tirc.ir.interpreter_gpu import check_races
+from tirc.ir.interpreter.gpu import check_races
 
 ROWS = '''
 @T.prim_func

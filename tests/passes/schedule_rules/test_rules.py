@@ -12,7 +12,7 @@ from rule_programs import CASES, PROGRAMS, Case
 from tirc.frontend import parse
 from tirc.ir.function import PrimFunc
 from tirc.ir.interpreter import Interpreter
-from tirc.ir.interpreter_gpu import check_races
+from tirc.ir.interpreter.gpu import check_races
 from tirc.ir.module import IRModule
 from tirc.ir.printer import print_node
 from tirc.ir.structural import first_difference, structural_equal
