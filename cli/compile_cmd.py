@@ -24,7 +24,6 @@ from tirc.passes.pipeline import (
     default_pipeline,
     split_spec,
 )
-from tirc.passes.schedule_rules.api import CONFIG_KEY
 
 
 @dataclass
@@ -193,11 +192,7 @@ def compile_file(opts: CompileOptions) -> None:
         raise fail(f"bad --target: {exc}") from None
     try:
         specs = split_spec(opts.passes) if opts.passes is not None else \
-            default_pipeline(target, opts.opt_level)
-        if opts.passes is None and target.is_gpu and opts.megakernel:
-            from tirc.passes.megakernel.gpu_runtime import megakernel_gpu_steps
-
-            specs = megakernel_gpu_steps(opts.opt_level)  # one persistent kernel per function
+            default_pipeline(target, opts.opt_level, opts.megakernel)
         passes = build_pipeline(specs, opts.disable_pass)
         instruments = make_instruments(opts)
     except PipelineError as exc:
@@ -205,7 +200,7 @@ def compile_file(opts: CompileOptions) -> None:
     libs, lib_dirs, blas = blas_link(opts)
     ctx = PassContext(opt_level=opts.opt_level, target=target,
                       config={**pass_config(opts.pass_config), **blas,
-                              **({CONFIG_KEY: "none"} if opts.no_default_schedule else {}),
+                              **({"schedule.default": "none"} if opts.no_default_schedule else {}),
                               **megakernel_config(opts.megakernel, opts.megakernel_watchdog)},
                       instruments=instruments,
                       disabled=set(opts.disable_pass))

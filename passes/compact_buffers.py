@@ -36,6 +36,7 @@ from tirc.ir.analysis.regions import (
     union_bounds,
 )
 from tirc.ir.arith import Analyzer
+from tirc.ir.attrs import LAUNCH_THREAD, THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop
 from tirc.ir.function import PrimFunc
@@ -56,7 +57,7 @@ from tirc.ir.stmt import (
 from tirc.ir.visitor import Mutator, Visitor, field_names
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 
-THREAD_ATTRS = ("thread_extent", "virtual_thread", "launch_thread")
+THREAD_ATTRS = (THREAD_EXTENT, VIRTUAL_THREAD, LAUNCH_THREAD)
 
 
 @dataclass

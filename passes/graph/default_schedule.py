@@ -12,12 +12,14 @@ schedules ready to paste into the source.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.printer import print_node
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 from tirc.passes.schedule_rules.api import schedule_function, wants_default_schedule
+from tirc.passes.schedule_rules.options import schedule_option
 
 __all__ = ["DefaultSchedule", "schedule_note"]
 
@@ -34,12 +36,14 @@ def schedule_note(func: PrimFunc, ctx: PassContext) -> PrimFunc:
 class DefaultSchedule(PrimFuncPass):
     """The rules' schedule for each CPU loop function that has none."""
 
-    name = "default-schedule"
-    description = "CPU schedule of unscheduled loop functions, by the schedule rules"
+    name: ClassVar[str] = "default-schedule"
+    description: ClassVar[str] = "CPU schedule of unscheduled loop functions, by the schedule rules"
+
+    schedule: str = schedule_option()
 
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
         if ctx.target is not None and getattr(ctx.target, "is_gpu", False):
             return func
-        if not wants_default_schedule(func, ctx.config):
+        if not wants_default_schedule(func, self.schedule):
             return func
         return schedule_note(func, ctx)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tirc.ir.dtype import DType
-from tirc.passes.lowering_config import target_vector_bits
+from tirc.ir.target import target_vector_bits
 from tirc.passes.schedule.dependence import scope_path
 from tirc.passes.schedule.state import BlockRV, LoopRV
 from tirc.passes.schedule_rules.block_info import BlockInfo, scope_blocks

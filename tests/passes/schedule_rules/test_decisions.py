@@ -74,5 +74,5 @@ def test_opted_out_and_hand_scheduled_functions_have_no_trace() -> None:
                             'b, (m,), "float32")\n    T.func_attr({"tirc.schedule": "none"})')
     mod = parse(text)
     assert "row_sum" not in rule_traces(mod, "llvm")
-    assert "row_sum" not in rule_traces(MOD, "llvm", {"schedule.default": "none"})
+    assert "row_sum" not in rule_traces(MOD, "llvm", "none")
     assert "batch_mm" in rule_traces(mod, "llvm")
