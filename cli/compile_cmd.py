@@ -58,6 +58,7 @@ class CompileOptions:
     mesh: str | None = None
     no_uneven_shards: bool = False
     report_collectives: bool = False
+    no_default_schedule: bool = False
     verbose: int = 0
     debug: bool = False
 
@@ -216,6 +217,7 @@ def compile_file(opts: CompileOptions) -> None:
     libs, lib_dirs, blas = blas_link(opts)
     ctx = PassContext(opt_level=opts.opt_level, target=target,
                       config={**pass_config(opts.pass_config), **blas,
+                              **({"schedule.default": "none"} if opts.no_default_schedule else {}),
                               **megakernel_config(opts.megakernel, opts.megakernel_watchdog),
                               **sharding_config(opts)},
                       instruments=instruments,
@@ -296,6 +298,9 @@ def compile_file(opts: CompileOptions) -> None:
 @click.option("--report-collectives", is_flag=True,
               help="List each collective the compiler inserted, with its line and bytes "
                    "(on stderr).")
+@click.option("-fno-default-schedule", "no_default_schedule", is_flag=True,
+              help="Give loop functions without a schedule of their own none (no schedule "
+                   "rules; pass config schedule.default=none).")
 @click.option("-v", "--verbose", count=True,
               help="More detail: -v progress, -vv pass times, -vvv the IR after every pass.")
 @click.option("--debug", is_flag=True, help="Show a traceback for internal compiler errors.")

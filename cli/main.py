@@ -1,4 +1,5 @@
-"""The `tirc` command: compiling is the default command; `fmt`, `passes`, `run` are subcommands.
+"""The `tirc` command: compiling is the default command; `fmt`, `passes`, `run`, `schedule` are
+subcommands.
 
 `tirc FILE ...` and `tirc compile FILE ...` are the same; `tirc --help` shows both the
 subcommands and the compile options.
@@ -18,6 +19,7 @@ COMMANDS = {
     "fmt": "tirc.cli.fmt_cmd:fmt_command",
     "passes": "tirc.cli.passes_cmd:passes_command",
     "run": "tirc.cli.run_cmd:run_command",
+    "schedule": "tirc.cli.schedule_cmd:schedule_command",
 }
 
 

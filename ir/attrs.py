@@ -31,6 +31,11 @@ PRIMITIVE = "Primitive"
 SHARDING = "tirc.sharding"
 # A kernel default-schedule has scheduled (it is not scheduled twice).
 SCHEDULED = "tirc.scheduled"
+# `T.func_attr({"tirc.schedule": "none"})`: a loop function the schedule rules leave alone.
+SCHEDULE = "tirc.schedule"
+# On each variant block of a dispatch (passes/schedule/dispatch.py): the condition it runs
+# under (the megakernel's tiling opens these blocks).
+VARIANT = "tirc.variant"
 # memory-plan's workspace sizes and storage tokens of a graph function (-> lower-graph).
 WORKSPACE_BYTES = "tirc.workspace_bytes"
 STORAGE = "tirc.storage"

@@ -72,11 +72,13 @@ def pipeline_steps(target: Target, opt_level: int, megakernel: str | None = None
         Step("megakernel-gpu", "task graphs -> one persistent kernel, a block per SM",
              when=mk_gpu),
         # loop level
+        Step("gpu-lower-cross-thread-reduction", "reductions bound to threads -> partial folds "
+             "and a tree over shared memory", when=gpu),
         Step("lower-init", "block `init` -> `if` on the first reduction iteration"),
         Step("lower-blocks", "blocks -> plain loop nests with their predicates (thread "
              "bindings kept)"),
-        Step("compact-buffers", "allocations moved to their uses and shrunk to what they touch",
-             when=cpu),
+        Step("compact-buffers", "allocations moved to their uses and shrunk to what they touch "
+             "(on the GPU: cached tiles to what a block or thread touches)"),
         Step("lower-layouts", "buffers with layouts -> flat storage and physical offsets"),
         Step("flatten-buffers", "n-d buffer accesses -> 1-d offsets"),
         Step("simplify", "fold and canonicalise index arithmetic", True, when=o1),

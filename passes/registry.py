@@ -67,6 +67,8 @@ PASSES: dict[str, str] = _table((
     # GPU
     ("gpu-default-schedule", "tirc.passes.gpu.default_schedule_gpu:GPUDefaultSchedule"),
     ("gpu-bind-graph-host", "tirc.passes.gpu.bind_graph_host:GPUBindGraphHost"),
+    ("gpu-lower-cross-thread-reduction",
+     "tirc.passes.gpu.lower_cross_thread:GPULowerCrossThreadReduction"),
     ("gpu-inject-vthread", "tirc.passes.gpu.vthread:GPUInjectVirtualThread"),
     ("gpu-thread-binding", "tirc.passes.gpu.thread_binding:GPUThreadBinding"),
     ("gpu-launch-dims", "tirc.passes.gpu.launch_dims:GPULaunchDims"),

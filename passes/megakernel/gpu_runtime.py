@@ -49,7 +49,6 @@ from tirc.ir.attrs import (
     MEGAKERNEL_MODES,
     MEGAKERNEL_RUNTIME,
     OP_PATTERN,
-    SCHEDULED,
     SM_COUNT,
 )
 from tirc.ir.buffer import Buffer
@@ -85,6 +84,7 @@ from tirc.passes.megakernel.gpu_events import EventLayout, event_layout
 from tirc.passes.megakernel.gpu_threads import block_threads, single, spread_task
 from tirc.passes.megakernel.task_graph import TaskGraph, read_task_graph
 from tirc.passes.pass_base import Pass, PassContext, PrimFuncPass, option
+from tirc.passes.schedule_rules.options import schedule_option
 
 # The launch-plan symbol for the number of SMs (the runtime binds it; see runtime/cuda.py).
 GPU_RUNTIME = "gpu"
@@ -247,13 +247,15 @@ class MegakernelGPUTiles(PrimFuncPass):
     description: ClassVar[str] = ("cut generated kernels into parallel tiles with vectorized "
                                   "inner loops (the tasks of a GPU megakernel), on any target")
 
-    def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
-        from tirc.passes.graph.default_schedule import schedule_function
+    schedule: str = schedule_option()
 
-        if OP_PATTERN not in func.attrs or func.attrs.get(SCHEDULED):
+    def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        from tirc.passes.schedule_rules.api import schedule_function, wants_default_schedule
+
+        if OP_PATTERN not in func.attrs or not wants_default_schedule(func, self.schedule):
             return func
-        new = schedule_function(func)
-        return func if new is None else new
+        # accumulators in global workspaces: a task of a GPU megakernel cannot allocate
+        return schedule_function(func, None, accumulators="global")[0]
 
 
 __all__ = ["MegakernelGPU", "MegakernelGPUTiles", "lower_task_graph", "persistent_kernel"]

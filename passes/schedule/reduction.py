@@ -10,6 +10,8 @@ accumulates partial states into `X_rf` for each state buffer X, with one more di
 merges the partial states over that dimension into X, in its own loop nest after the first. The
 reducers (reducers.py) are `X[s] = X[s] op v` with op one of +, *, max, min, and the online
 softmax merge (running maximum, sum and accumulator), whose split is split-KV attention.
+Outer loops that also hold other blocks (a row loop a norm's stages share) stay around both
+nests, provided they feed no reduction variable.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from tirc.ir.analysis.block_regions import infer_regions
 from tirc.ir.analysis.regions import and_all, conjuncts, uses_any
 from tirc.ir.buffer import Buffer, Range
 from tirc.ir.dtype import HANDLE
-from tirc.ir.expr import BufferLoad, PrimExpr, Var
+from tirc.ir.expr import BinOp, BufferLoad, PrimExpr, Var
 from tirc.ir.stmt import BlockRealize, BufferStore, For, IterKind, IterVar, Stmt
+from tirc.ir.structural import structural_equal
 from tirc.ir.visitor import Mutator, substitute
 from tirc.passes.schedule.dependence import child_sites, scope_path
 from tirc.passes.schedule.reducers import match_reduction
@@ -110,6 +113,25 @@ class _ToPartial(Mutator):
         return s
 
 
+def reduction_pattern(prim: str, blk: Any) -> tuple[Buffer, tuple[PrimExpr, ...], str,
+                                                      PrimExpr, PrimExpr]:
+    """(buffer, indices, combiner, rhs, init value) of `X[s] = X[s] op rhs` with an init."""
+    body, init = blk.body, blk.init
+    bad = ScheduleError(f"{prim}: block \"{blk.name}\" is not a reduction X[...] = "
+                        f"X[...] op value with op one of +, *, max, min and an init")
+    if not (isinstance(body, BufferStore) and isinstance(init, BufferStore)
+            and init.buffer is body.buffer and structural_equal(init.indices, body.indices)):
+        raise bad
+    v = body.value
+    if not (isinstance(v, BinOp) and v.op in ("add", "mul", "max", "min")):
+        raise bad
+    for mine, other in ((v.a, v.b), (v.b, v.a)):
+        if isinstance(mine, BufferLoad) and mine.buffer is body.buffer and \
+                structural_equal(mine.indices, body.indices):
+            return body.buffer, body.indices, v.op, other, init.value
+    raise bad
+
+
 def rfactor(s: ScheduleState, loop: Any, factor_axis: Any = 0) -> BlockRV:
     """Factor a reduction along `loop` into partial-state buffers; returns the rf block."""
     prim = "rfactor"
@@ -136,9 +158,18 @@ def rfactor(s: ScheduleState, loop: Any, factor_axis: Any = 0) -> BlockRV:
         raise ScheduleError(f"{prim}: loop {lv.name} is not a reduction loop of block "
                             f"\"{blk.name}\"")
     loops = loops_in_scope(site.path)
+    # The nest to factor: the loops from the outermost one that holds this block alone. Loops
+    # above it, shared with other blocks, stay around both the rf nest and the write-back.
+    lone = [k for k, x in enumerate(loops)
+            if len(child_sites(site.path[:site.path.index(x) + 1])) == 1]
+    if not lone or not any(x is lp for x in loops[lone[0]:]):
+        raise ScheduleError(f"{prim}: loop {lv.name} holds blocks other than \"{blk.name}\"")
+    shared, loops = loops[:lone[0]], loops[lone[0]:]
     top = loops[0]
-    if len(child_sites(site.path[:site.path.index(top) + 1])) != 1:
-        raise ScheduleError(f"{prim}: the loops of block \"{blk.name}\" hold other blocks")
+    for x in shared:
+        if uses_any([v for _, v in reduce], {x.loop_var}):
+            raise ScheduleError(f"{prim}: reduction loop {x.loop_var.name} of block "
+                                f"\"{blk.name}\" also holds other blocks")
     rank = min(b.ndim for b in red.states)
     if isinstance(factor_axis, bool) or not isinstance(factor_axis, int) or \
             not -(rank + 1) <= factor_axis <= rank:

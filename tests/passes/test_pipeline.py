@@ -111,7 +111,9 @@ def test_the_pipelines_in_order() -> None:
         "verify", "apply-schedules", "inline-calls", "normalize", "propagate-sharding",
         "lower-sharding", "legalize-ops", "lower-sparse-iterations", "annotate-op-pattern",
         "fold-constants", "fuse-ops", "fuse-tir", "dead-code-elim", "megakernel-gpu-tiles",
-        "memory-plan", "megakernel", "megakernel-gpu"]
+        "memory-plan", "megakernel", "megakernel-gpu", "gpu-lower-cross-thread-reduction"]
+    assert gpu_mk[gpu_mk.index("lower-init"):gpu_mk.index("lower-layouts")] == [
+        "lower-init", "lower-blocks", "compact-buffers"]
     assert gpu_mk[-2:] == default_pipeline(GPU, 0)[-2:] == ["gpu-split-host-device",
                                                             "verify-gpu"]
 
