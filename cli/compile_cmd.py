@@ -11,6 +11,7 @@ from tirc.cli.depfile import dependency_rule
 from tirc.cli.diagnostics_output import fail, reported_errors
 from tirc.cli.emit import EMIT_SUFFIXES, emit, kind_from_output
 from tirc.cli.output_file import STDOUT, write_output
+from tirc.cli.source_format import format_source
 from tirc.ir.diagnostics import CompileError, Diagnostic
 from tirc.ir.module import IRModule
 from tirc.ir.target import Target, TargetError, parse_target
@@ -120,7 +121,7 @@ def make_instruments(opts: CompileOptions) -> list[Instrument]:
     """The instruments the printing/timing/verifying options ask for, in a fixed order."""
     for name in (*opts.print_before, *opts.print_after):
         check_pass_name(name)
-    sink = inst.DumpSink(dump_dir=opts.dump_dir)
+    sink = inst.DumpSink(dump_dir=opts.dump_dir, layout=format_source)
     found: list[Instrument] = []
     if opts.verbose >= 1:
         found.append(inst.Progress())

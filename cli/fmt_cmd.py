@@ -1,65 +1,38 @@
-"""`tirc fmt FILE... [-i] [--check]`: print files in the canonical format (parse, then print)."""
+"""`tirc fmt FILE... [-i | --check | --diff] [--line-length N]`: format `.tir` source text.
+
+The source formatter (`tirc.cli.source_format`) lays out the file's own text: comments, blank
+lines, imports and spelling stay. `-` reads standard input and writes standard output.
+"""
 
 from __future__ import annotations
 
+import difflib
 import sys
 from pathlib import Path
 
 import click
-from tirc.cli.diagnostics_output import (
-    EXIT_USER_ERROR,
-    fail,
-    print_diagnostics,
-    reported_errors,
-)
-from tirc.cli.output_file import write_output
+from tirc.cli.diagnostics_output import EXIT_USER_ERROR, fail, print_diagnostics, reported_errors
+from tirc.cli.output_file import STDOUT, write_output
+from tirc.cli.source_format import DEFAULT_LINE_LENGTH, format_source
 from tirc.ir.diagnostics import CompileError
 
 
-def import_lines(text: str, path: str) -> list[str]:
-    """The file's imports of other `.tir` files, each as one canonical line."""
-    from tirc.frontend import syntax as S
-    from tirc.frontend.parser import parse_syntax
-
-    lines = []
-    for stmt in parse_syntax(text, path):
-        if isinstance(stmt, S.ImportFrom) and not (
-                stmt.level == 0 and (stmt.module == "tvm" or stmt.module.startswith("tvm."))):
-            names = ", ".join(n.name + (f" as {n.asname}" if n.asname else "")
-                              for n in stmt.names)
-            lines.append(f"from {'.' * stmt.level}{stmt.module} import {names}")
-    return lines
-
-
-def format_text(text: str, path: str) -> str:
-    """The canonical text of a file: its own definitions printed, its imports kept as imports."""
-    from tirc.frontend import parse
-
-    mod = parse(text, path)
-    imports = import_lines(text, path)
-    if not imports:
-        return mod.script()
-
-    def own(node: object) -> bool:
-        span = getattr(node, "span", None)
-        return span is None or span.file == path
-
-    mine = mod.replace(functions={k: f for k, f in mod.functions.items() if own(f)},
-                       schedules=tuple(s for s in mod.schedules if own(s)))
-    header, _, body = mine.script().partition("\n\n")
-    return f"{header}\n\n" + "\n".join(imports) + f"\n\n\n{body}"
-
-
-def formatted(path: str) -> tuple[str, str]:
-    """The file's text as it is, and as the printer writes it."""
+def read_source(path: str) -> str:
+    """The text of `path` (standard input for `-`); a missing file is a user error."""
+    if path == STDOUT:
+        return sys.stdin.read()
     if not Path(path).is_file():
         raise fail(f"no such file: {path}")
-    text = Path(path).read_text()
-    from tirc.frontend import PARSE_RECURSION_LIMIT
-    from tirc.ir.deep_call import deep_call_limited
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise fail(f"cannot read '{path}': not UTF-8 text") from None
 
-    # On a big-stack thread: its parse_syntax call is not the frontend's (deep) parse.
-    return text, deep_call_limited(PARSE_RECURSION_LIMIT, format_text, text, path)
+
+def unified_diff(old: str, new: str, path: str) -> str:
+    """`diff -u` of a file before and after formatting."""
+    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
+                                        f"{path}\t(original)", f"{path}\t(formatted)"))
 
 
 @click.command("fmt")
@@ -67,25 +40,33 @@ def formatted(path: str) -> tuple[str, str]:
 @click.option("-i", "in_place", is_flag=True, help="Rewrite each file in place.")
 @click.option("--check", is_flag=True,
               help="Write nothing; exit 1 naming each file that is not formatted.")
+@click.option("--diff", "show_diff", is_flag=True,
+              help="Print what formatting would change, as a unified diff.")
+@click.option("-l", "--line-length", type=click.IntRange(20, 400), default=DEFAULT_LINE_LENGTH,
+              show_default=True, help="Wrap lines longer than this.")
 @click.option("--debug", is_flag=True, help="Show a traceback for internal compiler errors.")
-def fmt_command(files: tuple[str, ...], in_place: bool, check: bool, debug: bool) -> None:
-    """Format .tir FILES (to stdout unless -i or --check)."""
-    if in_place and check:
-        raise click.UsageError("-i and --check cannot be combined")
+def fmt_command(files: tuple[str, ...], in_place: bool, check: bool, show_diff: bool,
+                line_length: int, debug: bool) -> None:
+    """Format .tir FILES (to stdout unless -i, --check or --diff; '-' is stdin)."""
+    if in_place and (check or show_diff):
+        raise click.UsageError("-i cannot be combined with --check or --diff")
     failed = False
     with reported_errors(debug):
         for path in files:
             try:
-                old, new = formatted(path)
+                old = read_source(path)
+                new = format_source(old, "<stdin>" if path == STDOUT else path, line_length)
             except CompileError as err:
                 print_diagnostics(err.diagnostics)
                 failed = True
                 continue
-            if check:
+            if show_diff:
+                sys.stdout.write(unified_diff(old, new, path))
+            if check or show_diff:
                 if old != new:
                     sys.stderr.write(f"tirc: {path} is not formatted\n")
                     failed = True
-            elif in_place:
+            elif in_place and path != STDOUT:
                 if old != new:
                     write_output(path, new)
             else:

@@ -8,7 +8,7 @@ a directory as numbered `.tir` files; either way every dump is itself a valid `.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -20,11 +20,17 @@ from tirc.passes.verify import verify_module
 
 
 class DumpSink:
-    """Where IR dumps go: a text stream (stderr by default) or numbered files in a folder."""
+    """Where IR dumps go: a text stream (stderr by default) or numbered files in a folder.
 
-    def __init__(self, stream: TextIO | None = None, dump_dir: str | Path | None = None) -> None:
+    `layout` lays out each dump's text (the CLI passes the source formatter, so that dumps are
+    what `tirc fmt` writes); by default the printer's text is written as it is.
+    """
+
+    def __init__(self, stream: TextIO | None = None, dump_dir: str | Path | None = None,
+                 layout: Callable[[str], str] | None = None) -> None:
         self.stream = stream
         self.dump_dir = Path(dump_dir) if dump_dir is not None else None
+        self.layout = layout
         self.count = 0
         self.written: list[Path] = []
 
@@ -34,6 +40,8 @@ class DumpSink:
         text = "\n".join(header) + "\n" + mod.script()
         if not text.endswith("\n"):
             text += "\n"
+        if self.layout is not None:
+            text = self.layout(text)
         self.count += 1
         if self.dump_dir is not None:
             self.dump_dir.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import tirc.backends
 from cli_inputs import ADD_ONE, REGION_OUT_OF_BOUNDS, SCHEDULE, SYNTAX_ERROR
+from tirc.cli.source_format import format_source
 from tirc.frontend import parse
 from tirc.passes.pass_base import PassContext
 from tirc.passes.registry import all_passes
@@ -44,7 +45,7 @@ def test_output_file_and_kind_from_suffix(invoke, src: str) -> None:
 def test_print_after_goes_to_stderr_headed_by_the_pass(invoke, src: str) -> None:
     r = invoke(src, "--passes=verify,lower-blocks", "--print-after", "verify", "-o", "out.tir")
     assert r.exit_code == 0, r.output
-    assert r.stderr == "# IR after verify\n" + ADD_ONE
+    assert r.stderr == format_source("# IR after verify\n" + ADD_ONE)
 
 
 def test_print_before_and_after_all(invoke, src: str) -> None:
@@ -55,7 +56,7 @@ def test_print_before_and_after_all(invoke, src: str) -> None:
     assert headers == ["# IR after verify", "# IR before lower-blocks",
                        "# IR after lower-blocks"]
     lowered = Path("out.tir").read_text()
-    assert r.stderr.endswith("# IR after lower-blocks\n" + lowered)
+    assert r.stderr.endswith(format_source("# IR after lower-blocks\n" + lowered))
     assert "T.block" not in lowered
 
 
@@ -68,7 +69,9 @@ def test_every_dump_is_a_valid_tir_file(invoke, src: str) -> None:
     assert names == ["001-after-verify.tir", "002-after-lower-blocks.tir"]
     for name in names:
         text = (Path("dumps") / name).read_text()
-        assert parse(text, name).script() == text.split("\n", 1)[1]
+        header = text.split("\n", 1)[0]
+        assert format_source(header + "\n" + parse(text, name).script()) == text
+        assert invoke("fmt", "--check", f"dumps/{name}").exit_code == 0
 
 
 def test_print_changed_skips_passes_that_change_nothing(invoke, src: str) -> None:
