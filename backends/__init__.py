@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tirc.backends.symbols import ExportNames, library_name_from_path
 from tirc.ir.deep_call import deep
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.function import PrimFunc
@@ -37,10 +38,11 @@ def with_entries(mod: IRModule) -> IRModule:
 @deep
 def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
          out_path: str | Path | None = None, libs: tuple[str, ...] = (),
-         lib_dirs: tuple[str, ...] = ()) -> bytes:
+         lib_dirs: tuple[str, ...] = (), names: ExportNames | None = None) -> bytes:
     """Compile `mod` to `kind` (one of EMIT_KINDS) and return the bytes; also write them to
     `out_path` atomically when given. A shared object is linked with the libraries `libs`
-    (`-l`) found in `lib_dirs` (`-L`), which define the module's external functions. Runs on a
+    (`-l`) found in `lib_dirs` (`-L`), which define the module's external functions. `names`
+    chooses the exported C names (default: the library named after `out_path`). Runs on a
     big-stack thread (`tirc.ir.deep_call`), as code generation recurses as deep as the IR nests."""
     from tirc.backends.metadata import metadata_json, module_metadata
 
@@ -57,15 +59,18 @@ def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
             write_atomic(out_path, data)
         return data
     mod = with_entries(mod)
+    names = names or ExportNames(library_name_from_path(out_path))
     if kind == "h":
         from tirc.backends.header import render_header
 
         name = Path(out_path).stem if out_path else mod.name
-        data = render_header(module_metadata(mod), name).encode()
+        data = render_header(module_metadata(mod, names), name).encode()
     else:
-        from tirc.backends.llvm import compile_llvm
+        from tirc.backends.llvm import compile_llvm, cpu_choice
 
-        result = compile_llvm(mod, metadata_json(mod), target, opt_level)
+        choice = cpu_choice(target)
+        result = compile_llvm(mod, metadata_json(mod, names, choice.metadata()), target,
+                              opt_level, names, choice)
         if kind == "so":
             from tirc.backends.link import link_shared
             from tirc.passes.graph.lower_extern import external_symbols
@@ -84,14 +89,14 @@ def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
 
 def build(mod: IRModule, out_path: str | Path, target: Any = None, opt_level: int = 2,
           kind: str | None = None, libs: tuple[str, ...] = (),
-          lib_dirs: tuple[str, ...] = ()) -> Path:
+          lib_dirs: tuple[str, ...] = (), names: ExportNames | None = None) -> Path:
     """Compile `mod` to the file `out_path`, its kind taken from the suffix unless given
-    (`libs`/`lib_dirs`: as for `emit`)."""
+    (`libs`/`lib_dirs`/`names`: as for `emit`)."""
     kind = kind or kind_for_path(out_path)
     if kind is None:
         raise CompileError(f"cannot tell the output kind from '{out_path}'; use a suffix "
                            f"({', '.join(SUFFIX_KINDS)}) or --emit")
-    emit(mod, kind, target, opt_level, out_path, libs, lib_dirs)
+    emit(mod, kind, target, opt_level, out_path, libs, lib_dirs, names)
     return Path(out_path)
 
 
@@ -103,5 +108,5 @@ def metadata(mod: IRModule) -> str:
     return json.dumps(module_metadata(with_entries(mod)), indent=2)
 
 
-__all__ = ["EMIT_KINDS", "SUFFIX_KINDS", "build", "emit", "kind_for_path", "metadata",
-           "with_entries"]
+__all__ = ["EMIT_KINDS", "SUFFIX_KINDS", "ExportNames", "build", "emit", "kind_for_path",
+           "metadata", "with_entries"]

@@ -5,20 +5,32 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tirc.backends.symbols import ExportNames
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 ENTRY_ATTR = "tirc.entry"
 
 
-def module_metadata(mod: IRModule) -> dict[str, Any]:
-    """The description of every exported function of a module after make-entry."""
-    functions = [f.attrs[ENTRY_ATTR] for f in mod.functions.values()
+def module_metadata(mod: IRModule, names: ExportNames | None = None,
+                    target: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The description of every exported function of a module after make-entry, with the C
+    name each is exported under (`symbol`), the library's helpers and the CPU it needs."""
+    names = names or ExportNames()
+    functions = [{**f.attrs[ENTRY_ATTR], "symbol": names.function(f.attrs[ENTRY_ATTR]["name"])}
+                 for f in mod.functions.values()
                  if isinstance(f, PrimFunc) and ENTRY_ATTR in f.attrs]
-    return {"tirc_abi": ABI_VERSION, "module": mod.name, "functions": functions}
+    out: dict[str, Any] = {"tirc_abi": ABI_VERSION, "module": mod.name,
+                           "library": names.library, "symbols": names.helpers(),
+                           "functions": functions}
+    if target is not None:
+        out["target"] = target
+    return out
 
 
-def metadata_json(mod: IRModule) -> str:
+def metadata_json(mod: IRModule, names: ExportNames | None = None,
+                  target: dict[str, Any] | None = None) -> str:
     """`module_metadata` as compact JSON text (what the library embeds)."""
-    return json.dumps(module_metadata(mod), separators=(",", ":"), sort_keys=False)
+    return json.dumps(module_metadata(mod, names, target), separators=(",", ":"),
+                      sort_keys=False)

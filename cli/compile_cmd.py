@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import click
+from tirc.backends.symbols import ExportNames, library_name_from_path
 from tirc.cli.depfile import dependency_rule
 from tirc.cli.diagnostics_output import fail, reported_errors
 from tirc.cli.emit import EMIT_SUFFIXES, emit, kind_from_output
@@ -56,6 +58,8 @@ class CompileOptions:
     megakernel: str | None = None
     megakernel_watchdog: str | None = None
     blas: bool = False
+    symbol_prefix: str | None = None
+    march: str | None = None
     verbose: int = 0
     debug: bool = False
 
@@ -183,6 +187,15 @@ def blas_link(opts: CompileOptions) -> tuple[tuple[str, ...], tuple[str, ...], d
     return opts.libs + (found.name,), opts.lib_dirs + (found.lib_dir,), {"blas": "1"}
 
 
+def with_march(target: Target, march: str | None) -> Target:
+    """`-march=CPU`: the CPU target with `-mcpu=CPU` (`native`: this machine's)."""
+    if march is None:
+        return target
+    if target.is_gpu:
+        raise fail(f"-march={march} names a CPU, but the target is '{target}'")
+    return dataclasses.replace(target, mcpu=march)
+
+
 def compile_file(opts: CompileOptions) -> None:
     """The whole compile: read, transform, emit, write (atomically, only if all went well)."""
     kind, output = output_plan(opts)
@@ -190,6 +203,11 @@ def compile_file(opts: CompileOptions) -> None:
         target: Target = parse_target(opts.target)
     except TargetError as exc:
         raise fail(f"bad --target: {exc}") from None
+    target = with_march(target, opts.march)
+    if not target.is_gpu and kind not in ("tir", "h"):
+        from tirc.backends.llvm import cpu_choice
+
+        cpu_choice(target)  # an unknown CPU or feature fails now, not after the passes
     try:
         specs = split_spec(opts.passes) if opts.passes is not None else \
             default_pipeline(target, opts.opt_level)
@@ -201,6 +219,7 @@ def compile_file(opts: CompileOptions) -> None:
         instruments = make_instruments(opts)
     except PipelineError as exc:
         raise fail(str(exc)) from None
+    names = ExportNames(library_name_from_path(opts.file), opts.symbol_prefix or "")
     libs, lib_dirs, blas = blas_link(opts)
     ctx = PassContext(opt_level=opts.opt_level, target=target,
                       config={**pass_config(opts.pass_config), **blas,
@@ -211,7 +230,7 @@ def compile_file(opts: CompileOptions) -> None:
     mod = add_schedules(mod, opts.schedules, opts.include_dirs)
     mod = run_pipeline(mod, passes, ctx)
     data = emit(mod, kind, target, opts.opt_level, None if output == STDOUT else output,
-                libs=libs, lib_dirs=lib_dirs)
+                libs=libs, lib_dirs=lib_dirs, names=names)
     write_output(output, data, executable=kind == "so")
     if opts.write_deps or opts.dep_file:
         write_depfile(opts, mod, output, kind)
@@ -254,7 +273,11 @@ def compile_file(opts: CompileOptions) -> None:
               show_default=True,
               help="Optimisation level, -O0 to -O3.")
 @click.option("--target", metavar="T",
-              help='Target: "llvm -mcpu=znver5", "cuda -arch=sm_90", or a JSON dict.')
+              help='Target: "llvm -mcpu=znver5", "llvm -mcpu=native", "cuda -arch=sm_90", or a '
+                   'JSON dict (default "llvm", for x86-64-v3).')
+@click.option("-march", "march", metavar="CPU",
+              help="Compile for CPU (an LLVM -mcpu name; 'native': this machine's CPU with all "
+                   "its features). The default, x86-64-v3, runs on any x86-64 with AVX2.")
 @click.option("--schedule", "schedules", multiple=True, metavar="FILE",
               help="Apply the schedules in FILE.")
 @click.option("-l", "libs", multiple=True, metavar="NAME",
@@ -271,6 +294,11 @@ def compile_file(opts: CompileOptions) -> None:
 @click.option("-fblas", "blas", is_flag=True,
               help="Compute float32 matmuls with a CBLAS (scipy-openblas32: pip install "
                    "'tirc[blas]', or a system one), linked in; without one, the tiled loops.")
+@click.option("--symbol-prefix", metavar="P",
+              help="Put P before every exported C name (functions and the library's "
+                   "last_error/metadata helpers); by default a function keeps its "
+                   "global_symbol, 'main' becomes <input name>_main and the helpers are "
+                   "<input name>_last_error/_metadata.")
 @click.option("-v", "--verbose", count=True,
               help="More detail: -v progress, -vv pass times, -vvv the IR after every pass.")
 @click.option("--debug", is_flag=True, help="Show a traceback for internal compiler errors.")

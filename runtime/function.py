@@ -35,7 +35,8 @@ class Function:
         self.params: list[dict[str, Any]] = meta["params"]
         self._specs = [ParamSpec.from_metadata(i, p) for i, p in enumerate(self.params)]
         self._names = [p["name"] for p in self.params]
-        self._fn = getattr(lib, self.name)
+        self.symbol: str = meta.get("symbol", self.name)  # its C name (ABI 2)
+        self._fn = getattr(lib, self.symbol)
         self._fn.argtypes = [ctypes.c_void_p, ctypes.c_int32]
         self._fn.restype = ctypes.c_int32
         self._last_error = last_error

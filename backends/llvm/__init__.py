@@ -7,12 +7,15 @@ from typing import Any
 
 import llvmlite.binding as llvm
 from tirc.backends.llvm.codegen import codegen_module
+from tirc.backends.llvm.cpu import CPUChoice
 from tirc.backends.llvm.target_machine import (
+    cpu_choice,
     create_target_machine,
     optimize,
     parse_and_verify,
     target_triple,
 )
+from tirc.backends.symbols import ExportNames
 from tirc.ir.module import IRModule
 
 
@@ -42,14 +45,16 @@ def fp_contract(target: Any) -> bool:
 
 
 def compile_llvm(mod: IRModule, metadata_json: str, target: Any = None,
-                 opt_level: int = 2) -> LLVMResult:
-    """Generate, verify and optimise LLVM IR for a module whose functions are entry points."""
-    tm = create_target_machine(target, opt_level)
+                 opt_level: int = 2, names: ExportNames | None = None,
+                 choice: CPUChoice | None = None) -> LLVMResult:
+    """Generate, verify and optimise LLVM IR for a module whose functions are entry points,
+    exported under `names`, for the CPU `choice` (default: resolved from `target`)."""
+    tm = create_target_machine(target, opt_level, choice)
     ctx = codegen_module(mod, metadata_json, target_triple(target), str(tm.target_data),
-                         fp_contract=fp_contract(target))
+                         fp_contract=fp_contract(target), names=names)
     module = parse_and_verify(str(ctx.module))
     optimize(module, tm, opt_level)
     return LLVMResult(module, tm, ctx.uses_openmp)
 
 
-__all__ = ["LLVMResult", "compile_llvm", "fp_contract"]
+__all__ = ["LLVMResult", "compile_llvm", "cpu_choice", "fp_contract"]

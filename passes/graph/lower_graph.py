@@ -236,7 +236,8 @@ class _HostBuilder:
         if scalars:
             raise self.error(f"the sizes {', '.join(str(v) for v in scalars)} cannot be "
                              "bound from the arguments' shapes", func)
-        return dataclasses.replace(prim, attrs={"global_symbol": func.name,
+        symbol = str(func.attrs.get("global_symbol", func.name))
+        return dataclasses.replace(prim, attrs={"global_symbol": symbol,
                                                 "tir.noalias": True, GRAPH_ATTR: True})
 
     def _is_produced(self, tid: TensorId) -> bool:
