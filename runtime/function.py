@@ -1,13 +1,17 @@
-"""One exported function of a loaded library, callable with numpy arrays.
+"""One exported function of a loaded library, callable with numpy arrays or torch tensors.
 
-`f(a, b, c)` passes every argument (destination-passing style) and returns None; leaving out
-outputs, `f(a, b)` or `f(a, b=..., s=2.0)`, allocates them (64-byte aligned, zero-filled,
-shapes from the metadata's expressions) and returns them (one array, or a tuple).
+`f(a, b, c)` passes every argument (destination-passing style) and returns the outputs passed
+(`c`, as torch's `out=` does); leaving out outputs, `f(a, b)` or `f(a, b=..., s=2.0)`, allocates
+them (64-byte aligned, zero-filled, shapes from the metadata's expressions) and returns every
+output (one, or a tuple in parameter order). When an input is a torch tensor, the outputs tirc
+allocates are torch tensors sharing the allocation (through DLPack, no copy). torch is never
+imported here: a torch tensor is recognised by its type's module, and torch is already loaded.
 """
 
 from __future__ import annotations
 
 import ctypes
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,11 +23,21 @@ from tirc.runtime.errors import TircError
 
 @dataclass
 class PreparedCall:
-    """Checked arguments packed as `DLTensor *args[]`, ready to be passed (again and again)."""
+    """Checked arguments packed as `DLTensor *args[]`, ready to be passed (again and again);
+    `results` are the outputs a call returns, as the caller's library's objects."""
 
     arrays: list[np.ndarray]
     allocated: list[np.ndarray]
     packed: Any = field(repr=False)
+    results: list[Any] = field(default_factory=list)
+
+
+def _torch_of(values: list[Any]) -> Any:
+    """The torch module when one of `values` is a torch tensor, else None."""
+    for v in values:
+        if type(v).__module__.split(".")[0] == "torch" and hasattr(v, "__dlpack__"):
+            return sys.modules.get("torch")
+    return None
 
 
 class Function:
@@ -93,7 +107,16 @@ class Function:
             arrays[i] = empty_aligned(shape, s.np_dtype or np.dtype(np.uint16))
             allocated.append(arrays[i])
         self._check_aliasing(arrays, set(absent))
-        return PreparedCall(arrays, allocated, self._packer.pack(arrays, binder.addresses))
+        torch = _torch_of([slots[s.index] for s in given])
+        results = []
+        for s in self._specs:
+            if s.output:
+                fresh = s.index in absent
+                value = arrays[s.index] if fresh else slots[s.index]
+                results.append(torch.from_dlpack(value) if fresh and torch is not None
+                               else value)
+        return PreparedCall(arrays, allocated, self._packer.pack(arrays, binder.addresses),
+                            results)
 
     def _check_aliasing(self, arrays: list[np.ndarray], fresh: set[int]) -> None:
         for p in self._specs:
@@ -109,9 +132,9 @@ class Function:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         call = self.prepare(args, kwargs)
         self.call_prepared(call)
-        if not call.allocated:
+        if not call.results:
             return None
-        return call.allocated[0] if len(call.allocated) == 1 else tuple(call.allocated)
+        return call.results[0] if len(call.results) == 1 else tuple(call.results)
 
     def call_prepared(self, call: PreparedCall) -> None:
         """Call the library with checked arguments; raise TircError on an error code."""
