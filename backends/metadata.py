@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tirc.backends.op_count import flops_text
 from tirc.backends.symbols import ExportNames
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
@@ -18,9 +19,14 @@ def module_metadata(mod: IRModule, names: ExportNames | None = None,
     """The description of every exported function of a module after make-entry, with the C
     name each is exported under (`symbol`), the library's helpers and the CPU it needs."""
     names = names or ExportNames()
-    functions = [{**f.attrs[ENTRY_ATTR], "symbol": names.function(f.attrs[ENTRY_ATTR]["name"])}
-                 for f in mod.functions.values()
-                 if isinstance(f, PrimFunc) and ENTRY_ATTR in f.attrs]
+    functions = []
+    for f in mod.functions.values():
+        if isinstance(f, PrimFunc) and ENTRY_ATTR in f.attrs:
+            entry = {**f.attrs[ENTRY_ATTR], "symbol": names.function(f.attrs[ENTRY_ATTR]["name"])}
+            flops = flops_text(f.body)
+            if flops:
+                entry["flops"] = flops
+            functions.append(entry)
     out: dict[str, Any] = {"tirc_abi": ABI_VERSION, "module": mod.name,
                            "library": names.library, "symbols": names.helpers(),
                            "functions": functions}

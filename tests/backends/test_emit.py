@@ -129,6 +129,6 @@ def test_metadata_json() -> None:
                  "shape": ["n"], "input": False, "output": True},
             ],
             "vars": {"n": {"dtype": "int64", "from": "X0.shape[0]"}},
-            "symbol": "axpy",
+            "symbol": "axpy", "flops": "n * 2",
         }],
     }
