@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tirc.backends.phases import NO_PHASES, Phases
 from tirc.backends.symbols import ExportNames, library_name_from_path
 from tirc.ir.deep_call import deep
 from tirc.ir.diagnostics import CompileError
@@ -38,9 +39,11 @@ def with_entries(mod: IRModule) -> IRModule:
 @deep
 def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
          out_path: str | Path | None = None, libs: tuple[str, ...] = (),
-         lib_dirs: tuple[str, ...] = (), names: ExportNames | None = None) -> bytes:
+         lib_dirs: tuple[str, ...] = (), names: ExportNames | None = None,
+         phases: Phases = NO_PHASES) -> bytes:
     """Compile `mod` to `kind` (one of EMIT_KINDS) and return the bytes; also write them to
-    `out_path` atomically when given. A shared object is linked with the libraries `libs`
+    `out_path` atomically when given; `phases` times each step (LLVM IR, optimisation, code
+    generation, link). A shared object is linked with the libraries `libs`
     (`-l`) found in `lib_dirs` (`-L`), which define the module's external functions. `names`
     chooses the exported C names (default: the library named after `out_path`). Runs on a
     big-stack thread (`tirc.ir.deep_call`), as code generation recurses as deep as the IR nests."""
@@ -52,7 +55,8 @@ def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
     if kind in GPU_KINDS or (kind in ("ll", "asm") and getattr(target, "is_gpu", False)):
         from tirc.backends.nvptx import emit_gpu
 
-        data = emit_gpu(mod, kind, target, opt_level, tuple(libs), tuple(lib_dirs))
+        with phases("nvptx"):
+            data = emit_gpu(mod, kind, target, opt_level, tuple(libs), tuple(lib_dirs))
         if out_path is not None:
             from tirc.backends.link import write_atomic
 
@@ -70,14 +74,16 @@ def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
 
         choice = cpu_choice(target)
         result = compile_llvm(mod, metadata_json(mod, names, choice.metadata()), target,
-                              opt_level, names, choice)
+                              opt_level, names, choice, phases)
         if kind == "so":
             from tirc.backends.link import link_shared
             from tirc.passes.graph.lower_extern import external_symbols
 
-            return link_shared(result.obj(), out_path, openmp=result.uses_openmp,
-                               libs=tuple(libs), lib_dirs=tuple(lib_dirs),
-                               externs=tuple(external_symbols(mod)))
+            obj = result.obj()
+            with phases("link"):
+                return link_shared(obj, out_path, openmp=result.uses_openmp,
+                                   libs=tuple(libs), lib_dirs=tuple(lib_dirs),
+                                   externs=tuple(external_symbols(mod)))
         data = {"ll": lambda: result.ll().encode(), "asm": lambda: result.asm().encode(),
                 "obj": result.obj}[kind]()
     if out_path is not None:

@@ -8,12 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import click
+from tirc.backends.phases import Phases
 from tirc.backends.symbols import ExportNames, library_name_from_path
 from tirc.cli.depfile import dependency_rule
 from tirc.cli.diagnostics_output import fail, reported_errors
 from tirc.cli.emit import EMIT_SUFFIXES, emit, kind_from_output
 from tirc.cli.output_file import STDOUT, write_output
 from tirc.cli.source_format import format_source
+from tirc.cli.status_line import StatusLine
 from tirc.ir.diagnostics import CompileError, Diagnostic
 from tirc.ir.module import IRModule
 from tirc.ir.target import Target, TargetError, parse_target
@@ -138,7 +140,7 @@ def make_instruments(opts: CompileOptions) -> list[Instrument]:
     if opts.print_changed:
         found.append(inst.PrintChanged(sink))
     if opts.time_passes or opts.verbose >= 2:
-        found.append(inst.TimePasses())
+        found.append(inst.TimePasses(at_exit=False))  # printed after the backend's steps
     if opts.verify_each:
         found.append(inst.VerifyEach())
     return found
@@ -228,9 +230,23 @@ def compile_file(opts: CompileOptions) -> None:
                       disabled=set(opts.disable_pass))
     mod = read_module(opts.file, opts.include_dirs)
     mod = add_schedules(mod, opts.schedules, opts.include_dirs)
-    mod = run_pipeline(mod, passes, ctx)
-    data = emit(mod, kind, target, opts.opt_level, None if output == STDOUT else output,
-                libs=libs, lib_dirs=lib_dirs, names=names)
+    # The status line only where nothing else writes to the terminal's standard error.
+    quiet = not any(isinstance(i, (inst.Progress, inst.PrintAfterAll, inst.PrintAfter,
+                                   inst.PrintBefore, inst.PrintChanged)) for i in instruments)
+    status = StatusLine(len(passes)) if quiet and StatusLine.wanted() else None
+    if status is not None:
+        ctx.instruments.append(status)
+    listeners = [i for i in ctx.instruments if hasattr(i, "phase_done")]
+    try:
+        mod = run_pipeline(mod, passes, ctx)
+        data = emit(mod, kind, target, opts.opt_level, None if output == STDOUT else output,
+                    libs=libs, lib_dirs=lib_dirs, names=names, phases=Phases(listeners))
+    finally:
+        if status is not None:
+            status.close()
+    for i in instruments:
+        if isinstance(i, inst.TimePasses):
+            i.print_table()
     write_output(output, data, executable=kind == "so")
     if opts.write_deps or opts.dep_file:
         write_depfile(opts, mod, output, kind)

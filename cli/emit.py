@@ -37,7 +37,7 @@ def kind_from_output(output: str | None) -> str | None:
 
 def emit(mod: IRModule, kind: str, target: Any, opt_level: int,
          output: str | None = None, libs: tuple[str, ...] = (),
-         lib_dirs: tuple[str, ...] = (), names: Any = None) -> str | bytes:
+         lib_dirs: tuple[str, ...] = (), names: Any = None, phases: Any = None) -> str | bytes:
     """The module as `kind`: printed `.tir` here, everything else from tirc.backends.emit.
 
     `output` (None for stdout) is passed on as `out_path` when the backend takes it: it names
@@ -57,8 +57,11 @@ def emit(mod: IRModule, kind: str, target: Any, opt_level: int,
         extra["out_path"] = output
     if libs or lib_dirs:
         extra.update(libs=tuple(libs), lib_dirs=tuple(lib_dirs))
-    if names is not None and "names" in inspect.signature(backend_emit).parameters:
+    taken = inspect.signature(backend_emit).parameters
+    if names is not None and "names" in taken:
         extra["names"] = names
+    if phases is not None and "phases" in taken:
+        extra["phases"] = phases
     try:
         return backend_emit(mod, kind, target, opt_level, **extra)
     except NotImplementedError as exc:

@@ -133,19 +133,42 @@ class Progress(Instrument):
         stream.write(f"tirc: {p.name} done in {run.seconds * 1e3:.2f} ms ({changed})\n")
         stream.flush()
 
+    def phase_started(self, name: str) -> None:
+        """A backend step (tirc.backends.phases) starts: LLVM, code generation, the link."""
+        stream = self.stream or sys.stderr
+        stream.write(f"tirc: running {name}\n")
+        stream.flush()
+
+    def phase_done(self, name: str, seconds: float) -> None:
+        stream = self.stream or sys.stderr
+        stream.write(f"tirc: {name} done in {seconds * 1e3:.2f} ms\n")
+        stream.flush()
+
 
 class TimePasses(Instrument):
-    """`--time-passes`: a table of the time spent in each pass, printed at the end."""
+    """`--time-passes`: a table of the time spent in each pass, printed at the end of the
+    pipeline, or (`at_exit=False`) by whoever also times the backend's steps into it."""
 
-    def __init__(self, stream: TextIO | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, at_exit: bool = True) -> None:
         self.stream = stream
+        self.at_exit = at_exit
         self.times: dict[str, list[float]] = {}
 
     def after_pass(self, p: Pass, before: IRModule, after: IRModule, ctx: PassContext,
                    run: PassRun) -> None:
         self.times.setdefault(p.name, []).append(run.seconds)
 
+    def phase_started(self, name: str) -> None:
+        """Backend steps are timed as rows of their own (tirc.backends.phases)."""
+
+    def phase_done(self, name: str, seconds: float) -> None:
+        self.times.setdefault(name, []).append(seconds)
+
     def exit_pipeline(self, mod: IRModule, ctx: PassContext) -> None:
+        if self.at_exit:
+            self.print_table()
+
+    def print_table(self) -> None:
         from rich.console import Console  # only --time-passes needs rich
 
         console = Console(file=self.stream or sys.stderr, highlight=False)
@@ -157,7 +180,7 @@ class TimePasses(Instrument):
 
         total = sum(sum(t) for t in self.times.values()) or 1e-12
         table = Table(title="pass timing")
-        table.add_column("pass")
+        table.add_column("pass or step")
         table.add_column("runs", justify="right")
         table.add_column("ms", justify="right")
         table.add_column("%", justify="right")

@@ -212,10 +212,10 @@ def test_backend_emit_is_called(invoke, src: str, monkeypatch) -> None:
     assert r.exit_code == 0, r.output
     assert Path("out.so").read_bytes() == b"\x7fELF fake"
     assert Path("out.so").stat().st_mode & 0o100
-    r = invoke(src, "--passes=verify", "--emit", "obj", "-o", "-", "--target", "llvm -mcpu=x")
+    r = invoke(src, "--passes=verify", "--emit", "obj", "-o", "-", "--target", "llvm -mcpu=znver4")
     assert r.exit_code == 0, r.output
     assert r.stdout_bytes == b"\x7fELF fake"
-    assert calls == [("so", "llvm", 1, "out.so"), ("obj", "llvm -mcpu=x", 2, None)]
+    assert calls == [("so", "llvm", 1, "out.so"), ("obj", "llvm -mcpu=znver4", 2, None)]
 
 
 def test_backend_without_out_path_parameter(invoke, src: str, monkeypatch) -> None:
