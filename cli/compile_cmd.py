@@ -11,7 +11,15 @@ import click
 from tirc.backends.phases import Phases
 from tirc.backends.symbols import ExportNames, library_name_from_path
 from tirc.cli.depfile import dependency_rule
-from tirc.cli.diagnostics_output import fail, reported_errors
+from tirc.cli.diagnostics_output import (
+    EXIT_USER_ERROR,
+    color_option,
+    fail,
+    reported_errors,
+    set_color,
+    set_werror,
+    warn,
+)
 from tirc.cli.emit import EMIT_SUFFIXES, emit, kind_from_output
 from tirc.cli.output_file import STDOUT, write_output
 from tirc.cli.source_format import format_source
@@ -67,12 +75,35 @@ class CompileOptions:
 
 
 def read_module(path: str, include_dirs: tuple[str, ...]) -> IRModule:
-    """Parse `path` with the frontend; a missing file is a user error, not a traceback."""
+    """Parse `path` (`-`: standard input) with the frontend; a missing file is a user error,
+    not a traceback."""
+    if path == STDIN:
+        from tirc.frontend import parse
+
+        return parse(sys.stdin.read(), "<stdin>", include_dirs=include_dirs)
     if not Path(path).is_file():
         raise fail(f"no such file: {path}")
     from tirc.frontend import parse_file
 
     return parse_file(path, include_dirs=include_dirs)
+
+
+STDIN = "-"
+
+
+def output_for(file: str, output: str | None, several: bool,
+               emit_kind: str | None) -> str | None:
+    """The `-o` of one input: as given for one input; for several, OUT is a folder (made when
+    it ends in '/') that takes each input's own name, or each output goes beside its input."""
+    if not several or output is None or output == STDOUT:
+        return output
+    if output.endswith("/"):
+        Path(output).mkdir(parents=True, exist_ok=True)
+    if not Path(output).is_dir():
+        raise fail(f"-o {output} names one file, but there are several inputs; give a "
+                   "folder (-o DIR/) or no -o (each output beside its input's name)")
+    suffix = EMIT_SUFFIXES[emit_kind or "tir"]
+    return str(Path(output) / Path(input_stem(file)).with_suffix(suffix).name)
 
 
 def add_schedules(mod: IRModule, paths: tuple[str, ...], include_dirs: tuple[str, ...]) -> IRModule:
@@ -146,6 +177,11 @@ def make_instruments(opts: CompileOptions) -> list[Instrument]:
     return found
 
 
+def input_stem(file: str) -> str:
+    """The name outputs are named after: the input's, or `stdin` for `-`."""
+    return "stdin.tir" if file == STDIN else file
+
+
 def output_plan(opts: CompileOptions) -> tuple[str, str]:
     """The emit kind and the output path (`-` for stdout) from `--emit`, `-o` and the input."""
     implied = kind_from_output(opts.output)
@@ -159,14 +195,15 @@ def output_plan(opts: CompileOptions) -> tuple[str, str]:
         kind = "tir"
     output = opts.output
     if output is None:
-        output = STDOUT if kind == "tir" else Path(opts.file).with_suffix(EMIT_SUFFIXES[kind]).name
+        output = STDOUT if kind == "tir" else Path(input_stem(opts.file)).with_suffix(
+            EMIT_SUFFIXES[kind]).name
     return kind, output
 
 
 def write_depfile(opts: CompileOptions, mod: IRModule, output: str, kind: str) -> None:
     """The `-MD`/`-MF` Make rule naming every `.tir` file read."""
     if output == STDOUT:
-        default_target = Path(opts.file).with_suffix(EMIT_SUFFIXES[kind]).name
+        default_target = Path(input_stem(opts.file)).with_suffix(EMIT_SUFFIXES[kind]).name
     else:
         default_target = output
     target = opts.dep_target or default_target
@@ -184,7 +221,7 @@ def blas_link(opts: CompileOptions) -> tuple[tuple[str, ...], tuple[str, ...], d
 
     found = blas_library()
     if found is None:
-        sys.stderr.write(f"tirc: warning: {NO_BLAS}\n")
+        warn(NO_BLAS)
         return opts.libs, opts.lib_dirs, {}
     return opts.libs + (found.name,), opts.lib_dirs + (found.lib_dir,), {"blas": "1"}
 
@@ -221,7 +258,7 @@ def compile_file(opts: CompileOptions) -> None:
         instruments = make_instruments(opts)
     except PipelineError as exc:
         raise fail(str(exc)) from None
-    names = ExportNames(library_name_from_path(opts.file), opts.symbol_prefix or "")
+    names = ExportNames(library_name_from_path(input_stem(opts.file)), opts.symbol_prefix or "")
     libs, lib_dirs, blas = blas_link(opts)
     ctx = PassContext(opt_level=opts.opt_level, target=target,
                       config={**pass_config(opts.pass_config), **blas,
@@ -255,8 +292,9 @@ def compile_file(opts: CompileOptions) -> None:
 
 
 @click.command("compile")
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.option("-o", "output", metavar="OUT", help="Output file; '-' is stdout.")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "output", metavar="OUT",
+              help="Output file; '-' is stdout; a folder (DIR/) for several inputs.")
 @click.option("--emit", "emit_kind", type=click.Choice(list(EMIT_SUFFIXES)),
               help="What to write (default: from the -o suffix, else tir).")
 @click.option("-I", "include_dirs", multiple=True, metavar="DIR",
@@ -317,9 +355,29 @@ def compile_file(opts: CompileOptions) -> None:
                    "<input name>_last_error/_metadata.")
 @click.option("-v", "--verbose", count=True,
               help="More detail: -v progress, -vv pass times, -vvv the IR after every pass.")
+@color_option
+@click.option("-Werror", "werror", is_flag=True, help="Make every warning an error.")
 @click.option("--debug", is_flag=True, help="Show a traceback for internal compiler errors.")
-def compile_command(file: str, **kwargs: object) -> None:
-    """Compile FILE: parse it, run the pass pipeline and write the result."""
-    opts = CompileOptions(file=file, **kwargs)  # type: ignore[arg-type]
-    with reported_errors(opts.debug):
-        compile_file(opts)
+def compile_command(files: tuple[str, ...], color: str, werror: bool,
+                    **kwargs: object) -> None:
+    """Compile FILES ('-' is standard input): parse, run the pass pipeline, write the result.
+
+    Several inputs compile one after the other into one output each (as `cc -c`); an error in
+    one is reported and the others still compile (exit status 1)."""
+    set_color(color)
+    set_werror(werror)
+    with reported_errors(bool(kwargs.get("debug"))):
+        outputs = [output_for(f, kwargs.get("output"), len(files) > 1,  # type: ignore[arg-type]
+                              kwargs.get("emit_kind")) for f in files]  # type: ignore[arg-type]
+    failed = False
+    for file, output in zip(files, outputs):
+        opts = CompileOptions(file=file, **{**kwargs, "output": output})  # type: ignore[arg-type]
+        try:
+            with reported_errors(opts.debug):
+                compile_file(opts)
+        except click.exceptions.Exit as done:
+            if len(files) == 1 or done.exit_code != EXIT_USER_ERROR:
+                raise
+            failed = True
+    if failed:
+        raise click.exceptions.Exit(EXIT_USER_ERROR)

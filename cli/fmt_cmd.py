@@ -11,7 +11,14 @@ import sys
 from pathlib import Path
 
 import click
-from tirc.cli.diagnostics_output import EXIT_USER_ERROR, fail, print_diagnostics, reported_errors
+from tirc.cli.diagnostics_output import (
+    EXIT_USER_ERROR,
+    color_option,
+    fail,
+    print_diagnostics,
+    reported_errors,
+    set_color,
+)
 from tirc.cli.output_file import STDOUT, write_output
 from tirc.cli.source_format import DEFAULT_LINE_LENGTH, format_source
 from tirc.ir.diagnostics import CompileError
@@ -44,10 +51,12 @@ def unified_diff(old: str, new: str, path: str) -> str:
               help="Print what formatting would change, as a unified diff.")
 @click.option("-l", "--line-length", type=click.IntRange(20, 400), default=DEFAULT_LINE_LENGTH,
               show_default=True, help="Wrap lines longer than this.")
+@color_option
 @click.option("--debug", is_flag=True, help="Show a traceback for internal compiler errors.")
 def fmt_command(files: tuple[str, ...], in_place: bool, check: bool, show_diff: bool,
-                line_length: int, debug: bool) -> None:
+                line_length: int, color: str, debug: bool) -> None:
     """Format .tir FILES (to stdout unless -i, --check or --diff; '-' is stdin)."""
+    set_color(color)
     if in_place and (check or show_diff):
         raise click.UsageError("-i cannot be combined with --check or --diff")
     failed = False

@@ -1,7 +1,7 @@
 """The `tirc` command: compiling is the default command; `fmt`, `passes`, `run` are subcommands.
 
 `tirc FILE ...` and `tirc compile FILE ...` are the same; `tirc --help` shows both the
-subcommands and the compile options.
+subcommands and the compile options. `@FILE` anywhere reads more arguments from FILE.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import click
 from tirc.cli.compile_cmd import compile_command
 from tirc.cli.fmt_cmd import fmt_command
 from tirc.cli.passes_cmd import passes_command
+from tirc.cli.response_files import ResponseFileError, expand_response_files
 from tirc.cli.run_cmd import run_command
 
 DEFAULT_COMMAND = "compile"
@@ -19,6 +20,10 @@ class DefaultCommandGroup(click.Group):
     """A group whose first argument, when it is not a subcommand, goes to `compile`."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            args = expand_response_files(list(args))
+        except ResponseFileError as exc:
+            raise click.UsageError(str(exc)) from None
         group_only = {"--help", "-h", "--version"}
         if args and args[0] not in self.commands and args[0] not in group_only:
             args = [DEFAULT_COMMAND, *args]

@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 import numpy as np
-from tirc.cli.diagnostics_output import fail, reported_errors
+from tirc.cli.diagnostics_output import color_option, fail, reported_errors, set_color
 
 
 def _pairs(items: tuple[str, ...], option: str) -> dict[str, str]:
@@ -131,11 +131,13 @@ def _fmt_time(seconds: float) -> str:
               help="How many timed calls to make.")
 @click.option("--warmup", default=1, show_default=True, type=click.IntRange(min=0),
               help="Untimed calls made first (caches, thread pool, page faults).")
+@color_option
 @click.option("--debug", is_flag=True, help="Show a traceback for internal errors.")
 def run_command(library: str, function: str, inputs: tuple[str, ...], random: bool,
                 dims: tuple[str, ...], seed: int, output_dir: str | None, repeat: int,
-                warmup: int, debug: bool) -> None:
+                warmup: int, color: str, debug: bool) -> None:
     """Call FUNCTION of the compiled LIBRARY (.so) and print its timing."""
+    set_color(color)
     with reported_errors(debug):
         _run(library, function, _pairs(inputs, "--input"), _pairs(dims, "--dim"), random, seed,
              output_dir, repeat, warmup)
