@@ -10,7 +10,6 @@ recorded in its metadata as Linux `/proc/cpuinfo` flags, which `tirc.runtime` ch
 
 from __future__ import annotations
 
-import difflib
 import os
 import tempfile
 import threading
@@ -19,7 +18,7 @@ from functools import cache
 from typing import Any
 
 import llvmlite.binding as llvm
-from tirc.ir.diagnostics import CompileError
+from tirc.ir.diagnostics import CompileError, did_you_mean
 
 DEFAULT_X86_CPU = "x86-64-v3"
 NATIVE = "native"
@@ -104,11 +103,6 @@ def llvm_choices(triple: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(cpus), tuple(features)
 
 
-def _suggest(word: str, known: tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(word, known, n=4, cutoff=0.6)
-    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-
-
 @dataclass(frozen=True)
 class CPUChoice:
     """The LLVM CPU and feature string a library is compiled with, and what it needs."""
@@ -141,7 +135,7 @@ def choose_cpu(triple: str, mcpu: str, mattr: tuple[str, ...], host: bool) -> CP
     elif not mcpu:
         mcpu = DEFAULT_X86_CPU if _is_x86(triple) else "generic"
     if cpus and mcpu not in cpus and mcpu != "generic":
-        raise CompileError(f"unknown CPU '{mcpu}' for {triple}{_suggest(mcpu, cpus)} "
+        raise CompileError(f"unknown CPU '{mcpu}' for {triple}{did_you_mean(mcpu, cpus)} "
                            "(or -mcpu=native for this machine's)")
     for flag in features:
         name = flag.lstrip("+-")
@@ -149,7 +143,7 @@ def choose_cpu(triple: str, mcpu: str, mattr: tuple[str, ...], host: bool) -> CP
             raise CompileError(f"-mattr wants +feature or -feature, got '{flag}'")
         if known_features and name not in known_features:
             raise CompileError(f"unknown CPU feature '{name}' for {triple}"
-                               f"{_suggest(name, known_features)}")
+                               f"{did_you_mean(name, known_features, 4)}")
     needs: tuple[str, ...] = ()
     if _is_x86(triple):
         wanted = set(_LEVELS.get(mcpu) or _LEVELS.get(_CPU_LEVEL.get(mcpu, ""), ()))
