@@ -77,7 +77,7 @@ def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
                               opt_level, names, choice, phases)
         if kind == "so":
             from tirc.backends.link import link_shared
-            from tirc.passes.graph.lower_extern import external_symbols
+            from tirc.ir.packed_call import external_symbols
 
             obj = result.obj()
             with phases("link"):

@@ -7,11 +7,11 @@ from typing import Any
 
 from tirc.backends.op_count import flops_text
 from tirc.backends.symbols import ExportNames
+from tirc.ir.attrs import ENTRY
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 
 ABI_VERSION = 2
-ENTRY_ATTR = "tirc.entry"
 
 
 def module_metadata(mod: IRModule, names: ExportNames | None = None,
@@ -21,8 +21,8 @@ def module_metadata(mod: IRModule, names: ExportNames | None = None,
     names = names or ExportNames()
     functions = []
     for f in mod.functions.values():
-        if isinstance(f, PrimFunc) and ENTRY_ATTR in f.attrs:
-            entry = {**f.attrs[ENTRY_ATTR], "symbol": names.function(f.attrs[ENTRY_ATTR]["name"])}
+        if isinstance(f, PrimFunc) and ENTRY in f.attrs:
+            entry = {**f.attrs[ENTRY], "symbol": names.function(f.attrs[ENTRY]["name"])}
             flops = flops_text(f.body)
             if flops:
                 entry["flops"] = flops

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tirc.ir.analysis.entry_signature import shape_text
+from tirc.ir.arith import simplify
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import BinOp, Call, IntImm, PrimExpr, binop
 from tirc.ir.stmt import BufferStore, For
@@ -67,9 +69,6 @@ def flop_count(body: Any) -> PrimExpr:
 
 def flops_text(body: Any) -> int | str | None:
     """`flop_count` as the metadata writes it (an int or an expression), or None."""
-    from tirc.ir.arith import simplify
-    from tirc.passes.entry_signature import shape_text
-
     try:
         return shape_text(simplify(flop_count(body)))
     except (CompileError, RecursionError):

@@ -22,13 +22,13 @@ from llvmlite import ir
 from tirc.backends.llvm.context import ERROR_BUFFER_SIZE, ModuleContext, as_ptr
 from tirc.backends.llvm.outline import captured_vars, pack, unpack
 from tirc.backends.llvm.types import I8, I32, I64, PTR, VOID
+from tirc.ir.attrs import PARALLEL_TEAM
 from tirc.ir.stmt import For
 
 if TYPE_CHECKING:
     from tirc.backends.llvm.function import FunctionCodegen
 
 ERROR, MESSAGE, BEGIN, EXTENT, FIRST_CAPTURED = range(5)
-TEAM_KEY = "parallel.team"
 
 
 def _worker_fail(slot: ir.Value, ty: ir.LiteralStructType):
@@ -111,7 +111,7 @@ def emit_parallel_for(cg: FunctionCodegen, s: For) -> None:
     stop = wb.add(start, chunk)
     less = wb.icmp_signed("<", stop, n) if signed else wb.icmp_unsigned("<", stop, n)
     stop = wb.select(less, stop, n)
-    team = bool(s.annotations.get(TEAM_KEY))
+    team = bool(s.annotations.get(PARALLEL_TEAM))
     if team:
         start, stop = tid, wb.add(tid, one)
     bounds = [("begin", wb.add(lo_begin, start)), ("end", wb.add(lo_begin, stop))]
