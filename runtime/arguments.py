@@ -96,6 +96,7 @@ class ParamSpec:
     np_dtype: np.dtype | None  # None: bfloat16 without ml_dtypes (passed as uint16 bits)
     shape: tuple[int | str, ...]
     output: bool
+    input: bool  # the function reads it (an output that is also read: in place or accumulated)
     binds: tuple[tuple[int, str], ...]  # (dimension, symbol) pairs that are whole symbols
     static_shape: tuple[int, ...] | None
 
@@ -106,7 +107,8 @@ class ParamSpec:
                       if isinstance(d, str) and d.isidentifier())
         static = shape if all(isinstance(d, int) for d in shape) else None
         return ParamSpec(index, p["name"], p["kind"], p["dtype"], numpy_dtype(p["dtype"]),
-                         shape, bool(p.get("output")), binds, static)  # type: ignore[arg-type]
+                         shape, bool(p.get("output")), bool(p.get("input", True)), binds,
+                         static)  # type: ignore[arg-type]
 
 
 class Binder:

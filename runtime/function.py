@@ -1,11 +1,15 @@
 """One exported function of a loaded library, callable with numpy arrays or torch tensors.
 
-`f(a, b, c)` passes every argument (destination-passing style) and returns the outputs passed
-(`c`, as torch's `out=` does); leaving out outputs, `f(a, b)` or `f(a, b=..., s=2.0)`, allocates
-them (64-byte aligned, zero-filled, shapes from the metadata's expressions) and returns every
-output (one, or a tuple in parameter order). When an input is a torch tensor, the outputs tirc
-allocates are torch tensors sharing the allocation (through DLPack, no copy). torch is never
-imported here: a torch tensor is recognised by its type's module, and torch is already loaded.
+Leaving out outputs, `f(a, b)` or `f(a, b=..., s=2.0)`, allocates them (64-byte aligned,
+zero-filled, shapes from the metadata's expressions) and returns them; `f(a, b, c)` passes every
+argument (destination-passing style) and returns the outputs passed (`c`, as torch's `out=`
+does). Precisely, a call returns (one array, or a tuple in parameter order) the outputs it
+allocated and the passed ones it only writes; an output the function also reads (updated in
+place) is the caller's own array and comes back only when every output is such an array
+(`add_one_(x)` returns `x`, as torch's in-place methods do). When an input is a torch tensor,
+the outputs tirc allocates are torch tensors sharing the allocation (through DLPack, no copy).
+torch is never imported here: a torch tensor is recognised by its type's module, and torch is
+already loaded.
 """
 
 from __future__ import annotations
@@ -109,14 +113,22 @@ class Function:
         self._check_aliasing(arrays, set(absent))
         torch = _torch_of([slots[s.index] for s in given])
         results = []
-        for s in self._specs:
-            if s.output:
-                fresh = s.index in absent
-                value = arrays[s.index] if fresh else slots[s.index]
-                results.append(torch.from_dlpack(value) if fresh and torch is not None
-                               else value)
+        for s in self._results(set(absent)):
+            if s.index not in absent:
+                results.append(slots[s.index])
+            else:
+                fresh = arrays[s.index]
+                results.append(torch.from_dlpack(fresh) if torch is not None else fresh)
         return PreparedCall(arrays, allocated, self._packer.pack(arrays, binder.addresses),
                             results)
+
+    def _results(self, absent: set[int]) -> list[ParamSpec]:
+        """The outputs a call returns: those it allocated and those passed that it only writes
+        (torch's out=); when every output was passed and each is also read (an in-place update,
+        an accumulation such as a matmul's C), all of them."""
+        outputs = [s for s in self._specs if s.output]
+        chosen = [s for s in outputs if s.index in absent or not s.input]
+        return chosen or outputs
 
     def _check_aliasing(self, arrays: list[np.ndarray], fresh: set[int]) -> None:
         for p in self._specs:
