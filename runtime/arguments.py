@@ -239,3 +239,19 @@ def place_arguments(func: str, names: list[str], is_output: list[bool], args: tu
     if not_outputs:
         raise _count_error(func, names, n - len(absent), not_outputs)
     return slots, absent
+
+
+def returned_outputs(specs: list[ParamSpec], absent: set[int]) -> list[ParamSpec]:
+    """The outputs a call returns: those it allocated (`absent`) and those passed that it only
+    writes (torch's out=); when every output was passed and each is also read (an in-place
+    update, an accumulation such as a matmul's C), all of them."""
+    outputs = [s for s in specs if s.output]
+    chosen = [s for s in outputs if s.index in absent or not s.input]
+    return chosen or outputs
+
+
+def call_result(results: list[Any]) -> Any:
+    """What a call returns: None, its one result, or a tuple of them in parameter order."""
+    if not results:
+        return None
+    return results[0] if len(results) == 1 else tuple(results)

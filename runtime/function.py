@@ -20,7 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from tirc.runtime.arguments import Binder, ParamSpec, empty_aligned, place_arguments
+from tirc.runtime.arguments import (
+    Binder,
+    ParamSpec,
+    call_result,
+    empty_aligned,
+    place_arguments,
+    returned_outputs,
+)
 from tirc.runtime.dlpack import ArgsPacker
 from tirc.runtime.errors import TircError
 
@@ -113,7 +120,7 @@ class Function:
         self._check_aliasing(arrays, set(absent))
         torch = _torch_of([slots[s.index] for s in given])
         results = []
-        for s in self._results(set(absent)):
+        for s in returned_outputs(self._specs, set(absent)):
             if s.index not in absent:
                 results.append(slots[s.index])
             else:
@@ -121,14 +128,6 @@ class Function:
                 results.append(torch.from_dlpack(fresh) if torch is not None else fresh)
         return PreparedCall(arrays, allocated, self._packer.pack(arrays, binder.addresses),
                             results)
-
-    def _results(self, absent: set[int]) -> list[ParamSpec]:
-        """The outputs a call returns: those it allocated and those passed that it only writes
-        (torch's out=); when every output was passed and each is also read (an in-place update,
-        an accumulation such as a matmul's C), all of them."""
-        outputs = [s for s in self._specs if s.output]
-        chosen = [s for s in outputs if s.index in absent or not s.input]
-        return chosen or outputs
 
     def _check_aliasing(self, arrays: list[np.ndarray], fresh: set[int]) -> None:
         for p in self._specs:
@@ -144,9 +143,7 @@ class Function:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         call = self.prepare(args, kwargs)
         self.call_prepared(call)
-        if not call.results:
-            return None
-        return call.results[0] if len(call.results) == 1 else tuple(call.results)
+        return call_result(call.results)
 
     def call_prepared(self, call: PreparedCall) -> None:
         """Call the library with checked arguments; raise TircError on an error code."""
