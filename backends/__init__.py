@@ -10,6 +10,7 @@ from typing import Any
 
 from tirc.backends.phases import NO_PHASES, Phases
 from tirc.backends.symbols import ExportNames, library_name_from_path
+from tirc.ir.attrs import ENTRY, GPU_HOST, KERNEL
 from tirc.ir.deep_call import deep
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.function import PrimFunc
@@ -34,6 +35,24 @@ def with_entries(mod: IRModule) -> IRModule:
     if all(is_entry(f) for f in mod.functions.values() if isinstance(f, PrimFunc)):
         return mod
     return MakeEntry()(mod)
+
+
+def unlowered(mod: IRModule, kind: str, target: Any = None) -> str | None:
+    """Why `mod` is not yet what the backend for `kind` compiles as it is, or None when it is.
+
+    `emit` lowers such a module itself (make-entry on the CPU, the GPU pipeline for PTX); the
+    command line asks first, so that a pipeline the user chose never has steps added silently.
+    """
+    gpu = kind in GPU_KINDS or (kind in ("ll", "asm") and getattr(target, "is_gpu", False))
+    graph = [name for name, f in mod.functions.items() if not isinstance(f, PrimFunc)]
+    if graph:
+        return f"'{graph[0]}' is still a graph function"
+    for name, f in mod.functions.items():
+        if gpu and not (f.attrs.get(KERNEL) or f.attrs.get(GPU_HOST)):
+            return f"'{name}' is neither a kernel nor a host launch plan"
+        if not gpu and ENTRY not in f.attrs:
+            return f"'{name}' is not an entry point"
+    return None
 
 
 @deep
@@ -115,4 +134,4 @@ def metadata(mod: IRModule) -> str:
 
 
 __all__ = ["EMIT_KINDS", "SUFFIX_KINDS", "ExportNames", "build", "emit", "kind_for_path",
-           "metadata", "with_entries"]
+           "metadata", "unlowered", "with_entries"]

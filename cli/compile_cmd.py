@@ -28,13 +28,14 @@ from tirc.ir.diagnostics import CompileError, Diagnostic
 from tirc.ir.module import IRModule
 from tirc.ir.target import Target, TargetError, parse_target
 from tirc.passes import instruments as inst
-from tirc.passes.manager import Instrument, run_pipeline
-from tirc.passes.pass_base import PassContext
+from tirc.passes.manager import Instrument, Sequential, run_pipeline
+from tirc.passes.pass_base import Pass, PassContext
 from tirc.passes.pipeline import (
     PipelineError,
     build_pipeline,
     check_pass_name,
     default_pipeline,
+    pass_spec,
     split_spec,
 )
 
@@ -51,7 +52,10 @@ class CompileOptions:
     print_before: tuple[str, ...] = ()
     print_after: tuple[str, ...] = ()
     print_after_all: bool = False
-    print_changed: bool = False
+    print_changed: str | None = None  # "full" or "diff"
+    stop_after: str | None = None
+    print_pipeline: bool = False
+    opt_bisect_limit: int | None = None
     time_passes: bool = False
     verify_each: bool = False
     dump_dir: str | None = None
@@ -155,11 +159,14 @@ def megakernel_config(mode: str | None, watchdog: str | None) -> dict[str, str]:
 
 
 def make_instruments(opts: CompileOptions) -> list[Instrument]:
-    """The instruments the printing/timing/verifying options ask for, in a fixed order."""
+    """The instruments the printing/timing/verifying/bisecting/stopping options ask for, in a
+    fixed order."""
     for name in (*opts.print_before, *opts.print_after):
         check_pass_name(name)
     sink = inst.DumpSink(dump_dir=opts.dump_dir, layout=format_source)
     found: list[Instrument] = []
+    if opts.opt_bisect_limit is not None:
+        found.append(inst.OptBisect(opts.opt_bisect_limit))
     if opts.verbose >= 1:
         found.append(inst.Progress())
     if opts.print_before:
@@ -169,12 +176,73 @@ def make_instruments(opts: CompileOptions) -> list[Instrument]:
     elif opts.print_after:
         found.append(inst.PrintAfter(opts.print_after, sink))
     if opts.print_changed:
-        found.append(inst.PrintChanged(sink))
+        found.append(inst.PrintChanged(sink, diff=opts.print_changed == "diff"))
     if opts.time_passes or opts.verbose >= 2:
         found.append(inst.TimePasses(at_exit=False))  # printed after the backend's steps
     if opts.verify_each:
         found.append(inst.VerifyEach())
+    if opts.stop_after is not None:
+        found.append(inst.StopAfter(opts.stop_after))
     return found
+
+
+def default_specs(opts: CompileOptions, target: Target) -> list[str]:
+    """The default pipeline for the target, -O level and -fmegakernel, as pass specs."""
+    if target.is_gpu and opts.megakernel:
+        from tirc.passes.megakernel.gpu_runtime import megakernel_gpu_steps
+
+        return megakernel_gpu_steps(opts.opt_level)  # one persistent kernel per function
+    return default_pipeline(target, opts.opt_level)
+
+
+def chosen_passes(opts: CompileOptions, target: Target) -> list[Pass]:
+    """The passes this compile runs, in order: `--passes` or the default pipeline, less
+    `--disable-pass` ones (PipelineError for unknown names and options)."""
+    specs = split_spec(opts.passes) if opts.passes is not None else default_specs(opts, target)
+    return build_pipeline(specs, opts.disable_pass)
+
+
+def flat_passes(passes: list[Pass]) -> list[Pass]:
+    """`passes` with Sequential ones replaced by the passes they run."""
+    return [q for p in passes for q in (flat_passes(list(p.passes)) if isinstance(p, Sequential)
+                                        else [p])]
+
+
+def check_stop_after(opts: CompileOptions, passes: list[Pass], kind: str) -> None:
+    """`--stop-after NAME` names a pass of this pipeline, and the output is `.tir` text (the
+    module stops short of what any backend compiles)."""
+    if opts.stop_after is None:
+        return
+    check_pass_name(opts.stop_after)
+    if opts.stop_after not in {p.name for p in flat_passes(passes)}:
+        raise fail(f"--stop-after={opts.stop_after}: the pipeline does not run that pass "
+                   "('tirc --print-pipeline' with the same options lists what it runs)")
+    if kind != "tir":
+        raise fail(f"--stop-after={opts.stop_after} ends the pipeline before code generation: "
+                   f"only .tir text can be written, not --emit {kind} (use --emit tir or "
+                   "-o FILE.tir)")
+
+
+def check_lowered(opts: CompileOptions, mod: IRModule, passes: list[Pass], target: Target,
+                  kind: str) -> None:
+    """The module the pipeline made is what the backend for `kind` compiles: a pipeline chosen
+    with --passes or --disable-pass never gets lowering steps added behind the user's back
+    (as LLVM's opt runs exactly its -passes); the error names the steps it lacks."""
+    from tirc.backends import unlowered
+
+    if kind == "tir":
+        return
+    reason = unlowered(mod, kind, target)
+    if reason is None:
+        return
+    ran = {p.name for p in flat_passes(passes)}
+    missing = [p.name for p in flat_passes(build_pipeline(default_specs(opts, target)))
+               if not p.optional and p.name not in ran]
+    chosen = "--passes" if opts.passes is not None else "--disable-pass"
+    steps = (f"; the default pipeline's lowering steps it leaves out: "
+             f"{', '.join(dict.fromkeys(missing))}") if missing else ""
+    raise fail(f"{chosen} leaves the module unlowered for --emit {kind} ({reason}){steps}. "
+               "Add them, or write the module as it is with --emit tir")
 
 
 def input_stem(file: str) -> str:
@@ -248,13 +316,8 @@ def compile_file(opts: CompileOptions) -> None:
 
         cpu_choice(target)  # an unknown CPU or feature fails now, not after the passes
     try:
-        specs = split_spec(opts.passes) if opts.passes is not None else \
-            default_pipeline(target, opts.opt_level)
-        if opts.passes is None and target.is_gpu and opts.megakernel:
-            from tirc.passes.megakernel.gpu_runtime import megakernel_gpu_steps
-
-            specs = megakernel_gpu_steps(opts.opt_level)  # one persistent kernel per function
-        passes = build_pipeline(specs, opts.disable_pass)
+        passes = chosen_passes(opts, target)
+        check_stop_after(opts, passes, kind)
         instruments = make_instruments(opts)
     except PipelineError as exc:
         raise fail(str(exc)) from None
@@ -276,6 +339,7 @@ def compile_file(opts: CompileOptions) -> None:
     listeners = [i for i in ctx.instruments if hasattr(i, "phase_done")]
     try:
         mod = run_pipeline(mod, passes, ctx)
+        check_lowered(opts, mod, passes, target, kind)
         data = emit(mod, kind, target, opts.opt_level, None if output == STDOUT else output,
                     libs=libs, lib_dirs=lib_dirs, names=names, phases=Phases(listeners))
     finally:
@@ -291,8 +355,32 @@ def compile_file(opts: CompileOptions) -> None:
         sys.stderr.write(f"tirc: wrote {'stdout' if output == STDOUT else output} ({kind})\n")
 
 
-@click.command("compile")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def print_pipeline(opts: CompileOptions) -> None:
+    """`--print-pipeline`: the passes this compile would run, in order, one `--passes` spec a
+    line (name and options), on standard output."""
+    try:
+        target = with_march(parse_target(opts.target), opts.march)
+    except TargetError as exc:
+        raise fail(f"bad --target: {exc}") from None
+    try:
+        passes = flat_passes(chosen_passes(opts, target))
+    except PipelineError as exc:
+        raise fail(str(exc)) from None
+    for p in passes:
+        click.echo(pass_spec(p))
+
+
+class CompileCommand(click.Command):
+    """The compile command; `--print-changed` alone means `--print-changed=full`, so that its
+    value is given only with '=' (as LLVM spells it) and never swallows the input file."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        args = ["--print-changed=full" if a == "--print-changed" else a for a in args]
+        return super().parse_args(ctx, args)
+
+
+@click.command("compile", cls=CompileCommand)
+@click.argument("files", nargs=-1, metavar="FILES...", type=click.Path(dir_okay=False))
 @click.option("-o", "output", metavar="OUT",
               help="Output file; '-' is stdout; a folder (DIR/) for several inputs.")
 @click.option("--emit", "emit_kind", type=click.Choice(list(EMIT_SUFFIXES)),
@@ -307,8 +395,19 @@ def compile_file(opts: CompileOptions) -> None:
 @click.option("--print-after", multiple=True, metavar="NAME",
               help="Dump the IR after each run of pass NAME.")
 @click.option("--print-after-all", is_flag=True, help="Dump the IR after every pass.")
-@click.option("--print-changed", is_flag=True,
-              help="Dump the IR after each pass that changed it, with the pass's notes.")
+@click.option("--print-changed", type=click.Choice(["full", "diff"]), metavar="[=diff]",
+              help="Dump the IR after each pass that changed it, with the pass's notes; "
+                   "=diff: a unified diff against the IR before the pass instead.")
+@click.option("--stop-after", metavar="NAME",
+              help="Stop the pipeline after the first run of pass NAME and write the IR as it "
+                   "is (.tir output only).")
+@click.option("--print-pipeline", is_flag=True,
+              help="Print the passes the target and -O level (and --passes, --disable-pass, "
+                   "-fmegakernel) would run, one --passes spec a line, and exit.")
+@click.option("--opt-bisect-limit", type=click.IntRange(min=-1), metavar="N",
+              help="Run only the first N optional passes (the optimisations; lowering always "
+                   "runs), reporting each as 'BISECT: running pass (K) NAME' or 'BISECT: NOT "
+                   "running pass (K) NAME' on stderr; -1: all.")
 @click.option("--time-passes", is_flag=True, help="Print a table of time spent per pass.")
 @click.option("--verify-each", is_flag=True,
               help="Check well-formedness of the input and after every pass.")
@@ -366,6 +465,13 @@ def compile_command(files: tuple[str, ...], color: str, werror: bool,
     one is reported and the others still compile (exit status 1)."""
     set_color(color)
     set_werror(werror)
+    if kwargs.get("print_pipeline"):
+        with reported_errors(bool(kwargs.get("debug"))):
+            print_pipeline(CompileOptions(file=files[0] if files else STDIN,
+                                          **kwargs))  # type: ignore[arg-type]
+        return
+    if not files:
+        raise click.UsageError("Missing argument 'FILES...'.")
     with reported_errors(bool(kwargs.get("debug"))):
         outputs = [output_for(f, kwargs.get("output"), len(files) > 1,  # type: ignore[arg-type]
                               kwargs.get("emit_kind")) for f in files]  # type: ignore[arg-type]

@@ -1,12 +1,15 @@
-"""The instruments behind `--print-*`, `--time-passes` and `--verify-each`.
+"""The instruments behind `--print-*`, `--time-passes`, `--verify-each`, `--stop-after` and
+`--opt-bisect-limit`.
 
 Each is an `Instrument` (tirc.passes.manager) that the pipeline runner calls around every
 pass. Dumps go through a `DumpSink`: to a stream, each headed by `# IR after <pass>`, or into
-a directory as numbered `.tir` files; either way every dump is itself a valid `.tir` file.
+a directory as numbered `.tir` files; either way every dump is itself a valid `.tir` file
+(`--print-changed=diff` writes unified diffs instead, `.diff` files in a directory).
 """
 
 from __future__ import annotations
 
+import difflib
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -46,6 +49,30 @@ class DumpSink:
         if self.dump_dir is not None:
             self.dump_dir.mkdir(parents=True, exist_ok=True)
             path = self.dump_dir / f"{self.count:03d}-{when}-{pass_name}.tir"
+            path.write_text(text)
+            self.written.append(path)
+        else:
+            stream = self.stream or sys.stderr
+            stream.write(text)
+            stream.flush()
+
+    def lay_out(self, text: str) -> str:
+        """`text` as this sink writes a module (through `layout` when there is one)."""
+        return self.layout(text) if self.layout is not None else text
+
+    def diff(self, pass_name: str, before: str, after: str, notes: Iterable[str] = ()) -> None:
+        """Write the unified diff from `before` to `after` (printed modules), headed by
+        `# IR after <pass_name> (diff)` and any notes as comments."""
+        header = [f"# IR after {pass_name} (diff)"] + [f"# note: {n}" for n in notes]
+        lines = difflib.unified_diff(before.splitlines(keepends=True),
+                                     after.splitlines(keepends=True),
+                                     f"before {pass_name}", f"after {pass_name}")
+        text = "\n".join(header) + "\n" + "".join(
+            line if line.endswith("\n") else line + "\n" for line in lines)
+        self.count += 1
+        if self.dump_dir is not None:
+            self.dump_dir.mkdir(parents=True, exist_ok=True)
+            path = self.dump_dir / f"{self.count:03d}-after-{pass_name}.diff"
             path.write_text(text)
             self.written.append(path)
         else:
@@ -98,21 +125,72 @@ class PrintAfterAll(Instrument):
 
 
 class PrintChanged(Instrument):
-    """`--print-changed`: the module after each pass whose printed text changed, with notes."""
+    """`--print-changed`: the module after each pass whose printed text changed, with notes;
+    `--print-changed=diff` (`diff=True`): a unified diff against the module before the pass
+    instead (both laid out as the sink lays out a dump)."""
 
-    def __init__(self, sink: DumpSink) -> None:
+    def __init__(self, sink: DumpSink, diff: bool = False) -> None:
         self.sink = sink
+        self.diff = diff
         self.text_before = ""
+        self._laid_out: tuple[str, str] = ("", "")  # (printed, laid out) of the last module
 
     def before_pass(self, p: Pass, mod: IRModule, ctx: PassContext) -> None:
         self.text_before = mod.script()
 
     def after_pass(self, p: Pass, before: IRModule, after: IRModule, ctx: PassContext,
                    run: PassRun) -> None:
-        if after is not before and after.script() != self.text_before:
+        text_after = after.script() if after is not before else self.text_before
+        if text_after == self.text_before:
+            if run.notes:
+                self.sink.note(p.name, run.notes)
+        elif self.diff:
+            self.sink.diff(p.name, self._lay_out(self.text_before), self._lay_out(text_after),
+                           run.notes)
+        else:
             self.sink.dump("after", p.name, after, run.notes)
-        elif run.notes:
-            self.sink.note(p.name, run.notes)
+
+    def _lay_out(self, text: str) -> str:
+        """The sink's layout of a printed module, remembered for the next pass's diff."""
+        if self._laid_out[0] != text:
+            self._laid_out = (text, self.sink.lay_out(text))
+        return self._laid_out[1]
+
+
+class StopAfter(Instrument):
+    """`--stop-after NAME`: end the pipeline after the first run of pass NAME (or where it
+    would have run, when bisection skipped it); `stopped` says whether it did."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.stopped = False
+
+    def should_stop(self, p: Pass, ctx: PassContext) -> bool:
+        self.stopped = self.stopped or p.name == self.name
+        return self.stopped
+
+
+class OptBisect(Instrument):
+    """`--opt-bisect-limit N`, as LLVM's: only the first N optional passes (`Pass.optional`,
+    the optimisations) run; every other pass always does. Each optional pass is numbered
+    and reported on the stream as `BISECT: running pass (K) NAME` or
+    `BISECT: NOT running pass (K) NAME`; a negative limit runs them all (and reports them)."""
+
+    def __init__(self, limit: int, stream: TextIO | None = None) -> None:
+        self.limit = limit
+        self.stream = stream
+        self.count = 0
+
+    def should_run(self, p: Pass, ctx: PassContext) -> bool:
+        if not p.optional:
+            return True
+        self.count += 1
+        run = self.limit < 0 or self.count <= self.limit
+        stream = self.stream or sys.stderr
+        stream.write(f"BISECT: {'running' if run else 'NOT running'} pass ({self.count}) "
+                     f"{p.name}\n")
+        stream.flush()
+        return run
 
 
 class Progress(Instrument):

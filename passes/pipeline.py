@@ -128,6 +128,20 @@ def parse_option_value(value: str, annotation: Any, pass_name: str, key: str) ->
     return value
 
 
+def pass_spec(p: Pass) -> str:
+    """`p` as `--passes` writes it: the name, and `{option=value,...}` for every option, so
+    that `make_pass(pass_spec(p)) == p`."""
+    options = [f"{f.name.replace('_', '-')}={_option_text(getattr(p, f.name))}"
+               for f in dataclasses.fields(p) if f.init and f.name != "span"]
+    return f"{p.name}{{{','.join(options)}}}" if options else p.name
+
+
+def _option_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "none" if value is None else str(value)
+
+
 def build_pipeline(specs: Iterable[str], disabled: Iterable[str] = ()) -> list[Pass]:
     """Pass objects for `specs` (names with optional options), leaving out `disabled` ones."""
     off = set(disabled)

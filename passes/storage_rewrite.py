@@ -161,6 +161,7 @@ class StorageRewrite(PrimFuncPass):
 
     name = "storage-rewrite"
     description = "hoist allocations to their outermost legal scope and choose stack or heap"
+    optional = True  # an optimisation (see Pass.optional)
 
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
         limit = lowering_config.config_int(ctx, lowering_config.STACK_LIMIT,

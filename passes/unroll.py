@@ -91,6 +91,7 @@ class Unroll(PrimFuncPass):
 
     name = "unroll"
     description = "replace unroll loops of constant extent by copies of their body"
+    optional = True  # an optimisation (see Pass.optional)
 
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
         max_extent = lowering_config.config_int(

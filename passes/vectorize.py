@@ -172,6 +172,7 @@ class Vectorize(PrimFuncPass):
 
     name = "vectorize"
     description = "turn vectorized loops into vector code (ramps, broadcasts, scalar tail)"
+    optional = True  # an optimisation (see Pass.optional)
 
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
         max_lanes = lowering_config.config_int(ctx, lowering_config.MAX_LANES, None, minimum=1)

@@ -26,6 +26,7 @@ class DeadCodeElim(Pass):
 
     name = "dead-code-elim"
     description = "remove unused graph bindings and functions nobody calls"
+    optional = True  # an optimisation (see Pass.optional)
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         out = mod

@@ -56,6 +56,7 @@ class DefaultSchedule(PrimFuncPass):
 
     name = "default-schedule"
     description = "CPU schedule for generated kernels: parallel, vectorized, tiled matmul"
+    optional = True  # an optimisation (see Pass.optional)
 
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
         if OP_PATTERN not in func.attrs or func.attrs.get(SCHEDULED):
