@@ -1,5 +1,9 @@
 """tirc.backends: turn a lowered IRModule into LLVM IR, assembly, objects, shared objects or a
 C header (`emit`), choosing the kind from the output file's suffix (`kind_for_path`).
+
+A backend only renders: it takes the IR the default pipeline ends with (tirc.passes.pipeline)
+and raises NotLoweredError, naming the missing step, for IR that is not lowered that far.
+tirc.driver lowers and renders in one call.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from typing import Any
 
 from tirc.backends.phases import NO_PHASES, Phases
 from tirc.backends.symbols import ExportNames, library_name_from_path
-from tirc.ir.attrs import ENTRY, GPU_HOST, KERNEL
+from tirc.ir.attrs import ENTRY
 from tirc.ir.deep_call import deep
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.function import PrimFunc
@@ -27,32 +31,40 @@ def kind_for_path(path: str | Path) -> str | None:
     return SUFFIX_KINDS.get(Path(path).suffix)
 
 
-@deep
-def with_entries(mod: IRModule) -> IRModule:
-    """`mod` with make-entry applied to loop functions that are not entry points yet."""
-    from tirc.passes.make_entry import MakeEntry, is_entry
+class NotLoweredError(CompileError):
+    """IR given to a backend before the pipeline step that backend needs has run; `what` says
+    where (the command line words its own message from it)."""
 
-    if all(is_entry(f) for f in mod.functions.values() if isinstance(f, PrimFunc)):
-        return mod
-    return MakeEntry()(mod)
+    def __init__(self, message: str, what: str = "") -> None:
+        super().__init__(message)
+        self.what = what
 
 
-def unlowered(mod: IRModule, kind: str, target: Any = None) -> str | None:
-    """Why `mod` is not yet what the backend for `kind` compiles as it is, or None when it is.
+def not_lowered(backend: str, what: str, step: str) -> NotLoweredError:
+    """The error for IR that lacks pipeline step `step` (`what` says where)."""
+    return NotLoweredError(f"the {backend} backend renders lowered IR only: {what} (missing "
+                           f"step: {step}); lower the module with the default pipeline first "
+                           f"(tirc.driver.lower, or tirc without --passes), or add '{step}' to "
+                           f"--passes", what)
 
-    `emit` lowers such a module itself (make-entry on the CPU, the GPU pipeline for PTX); the
-    command line asks first, so that a pipeline the user chose never has steps added silently.
-    """
-    gpu = kind in GPU_KINDS or (kind in ("ll", "asm") and getattr(target, "is_gpu", False))
-    graph = [name for name, f in mod.functions.items() if not isinstance(f, PrimFunc)]
-    if graph:
-        return f"'{graph[0]}' is still a graph function"
-    for name, f in mod.functions.items():
-        if gpu and not (f.attrs.get(KERNEL) or f.attrs.get(GPU_HOST)):
-            return f"'{name}' is neither a kernel nor a host launch plan"
-        if not gpu and ENTRY not in f.attrs:
-            return f"'{name}' is not an entry point"
-    return None
+
+def check_cpu_target(target: Any) -> None:
+    """Raise CompileError unless `target` is one the LLVM CPU backend compiles for (None is the
+    host)."""
+    if target is not None and getattr(target, "kind", "llvm") != "llvm":
+        raise CompileError(f"the LLVM CPU backend cannot compile for target '{target}'")
+
+
+def check_entries(mod: IRModule) -> None:
+    """Raise NotLoweredError unless every function of `mod` is an exported entry point (the
+    CPU backend's input: lower-graph and make-entry have run). A graph function is reported
+    first: it is the earlier missing step."""
+    for name, func in mod.functions.items():
+        if not isinstance(func, PrimFunc):
+            raise not_lowered("CPU", f"'{name}' is still a graph function", "lower-graph")
+    for name, func in mod.functions.items():
+        if ENTRY not in func.attrs:
+            raise not_lowered("CPU", f"function '{name}' is not an entry point", "make-entry")
 
 
 @deep
@@ -81,7 +93,9 @@ def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
 
             write_atomic(out_path, data)
         return data
-    mod = with_entries(mod)
+    if kind != "h":
+        check_cpu_target(target)
+    check_entries(mod)
     names = names or ExportNames(library_name_from_path(out_path))
     if kind == "h":
         from tirc.backends.header import render_header
@@ -130,8 +144,9 @@ def metadata(mod: IRModule) -> str:
     """The metadata JSON of `mod` (indented), as `tirc_metadata()` of its library returns."""
     from tirc.backends.metadata import module_metadata
 
-    return json.dumps(module_metadata(with_entries(mod)), indent=2)
+    check_entries(mod)
+    return json.dumps(module_metadata(mod), indent=2)
 
 
-__all__ = ["EMIT_KINDS", "SUFFIX_KINDS", "ExportNames", "build", "emit", "kind_for_path",
-           "metadata", "unlowered", "with_entries"]
+__all__ = ["EMIT_KINDS", "SUFFIX_KINDS", "ExportNames", "NotLoweredError", "build",
+           "check_entries", "emit", "kind_for_path", "metadata", "not_lowered"]

@@ -28,10 +28,6 @@ HOST_TARGET = "llvm -mcpu=native"
 KERNEL = '''
 from tvm.script import tir as T
 
-# Benchmarks compile for this machine's CPU (-mcpu=native, every feature it has), as a user
-# tuning for one machine would; tirc's default target is the portable x86-64-v3.
-HOST_TARGET = "llvm -mcpu=native"
-
 
 @T.prim_func
 def fast_exp(x: T.handle, y: T.handle):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import click
+from tirc.backends import NotLoweredError
 from tirc.backends.phases import Phases
 from tirc.backends.symbols import ExportNames, library_name_from_path
 from tirc.cli.depfile import dependency_rule
@@ -188,11 +189,7 @@ def make_instruments(opts: CompileOptions) -> list[Instrument]:
 
 def default_specs(opts: CompileOptions, target: Target) -> list[str]:
     """The default pipeline for the target, -O level and -fmegakernel, as pass specs."""
-    if target.is_gpu and opts.megakernel:
-        from tirc.passes.megakernel.gpu_runtime import megakernel_gpu_steps
-
-        return megakernel_gpu_steps(opts.opt_level)  # one persistent kernel per function
-    return default_pipeline(target, opts.opt_level)
+    return default_pipeline(target, opts.opt_level, opts.megakernel)
 
 
 def chosen_passes(opts: CompileOptions, target: Target) -> list[Pass]:
@@ -223,26 +220,20 @@ def check_stop_after(opts: CompileOptions, passes: list[Pass], kind: str) -> Non
                    "-o FILE.tir)")
 
 
-def check_lowered(opts: CompileOptions, mod: IRModule, passes: list[Pass], target: Target,
-                  kind: str) -> None:
-    """The module the pipeline made is what the backend for `kind` compiles: a pipeline chosen
-    with --passes or --disable-pass never gets lowering steps added behind the user's back
-    (as LLVM's opt runs exactly its -passes); the error names the steps it lacks."""
-    from tirc.backends import unlowered
-
-    if kind == "tir":
-        return
-    reason = unlowered(mod, kind, target)
-    if reason is None:
-        return
+def lowering_hint(opts: CompileOptions, passes: list[Pass], target: Target, kind: str,
+                  exc: NotLoweredError) -> str:
+    """What the backend's NotLoweredError means for a pipeline the user chose (--passes or
+    --disable-pass): such a pipeline runs exactly what it says (as LLVM's opt runs exactly its
+    -passes), so no step is added behind the user's back; the message names every lowering
+    step of the default pipeline that it leaves out."""
     ran = {p.name for p in flat_passes(passes)}
     missing = [p.name for p in flat_passes(build_pipeline(default_specs(opts, target)))
                if not p.optional and p.name not in ran]
     chosen = "--passes" if opts.passes is not None else "--disable-pass"
     steps = (f"; the default pipeline's lowering steps it leaves out: "
              f"{', '.join(dict.fromkeys(missing))}") if missing else ""
-    raise fail(f"{chosen} leaves the module unlowered for --emit {kind} ({reason}){steps}. "
-               "Add them, or write the module as it is with --emit tir")
+    return (f"{chosen} leaves the module unlowered for --emit {kind} ({exc.what}){steps}. "
+            "Add them, or write the module as it is with --emit tir")
 
 
 def input_stem(file: str) -> str:
@@ -339,9 +330,13 @@ def compile_file(opts: CompileOptions) -> None:
     listeners = [i for i in ctx.instruments if hasattr(i, "phase_done")]
     try:
         mod = run_pipeline(mod, passes, ctx)
-        check_lowered(opts, mod, passes, target, kind)
-        data = emit(mod, kind, target, opts.opt_level, None if output == STDOUT else output,
-                    libs=libs, lib_dirs=lib_dirs, names=names, phases=Phases(listeners))
+        try:
+            data = emit(mod, kind, target, opts.opt_level, None if output == STDOUT else output,
+                        libs=libs, lib_dirs=lib_dirs, names=names, phases=Phases(listeners))
+        except NotLoweredError as exc:
+            if opts.passes is None and not opts.disable_pass:
+                raise
+            raise fail(lowering_hint(opts, passes, target, kind, exc)) from None
     finally:
         if status is not None:
             status.close()

@@ -13,7 +13,7 @@ from tirc.backends.llvm.context import ModuleContext, as_ptr
 from tirc.backends.llvm.function import FunctionCodegen
 from tirc.backends.llvm.types import I8, I32, PTR
 from tirc.backends.symbols import UNPREFIXED_HELPERS, ExportNames
-from tirc.ir.attrs import ENTRY
+from tirc.ir.attrs import ENTRY, GLOBAL_SYMBOL
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import BufferLoad, Var
@@ -36,7 +36,7 @@ def _buffers_by_data(func: PrimFunc) -> dict[Var, Buffer]:
 
 def emit_entry(ctx: ModuleContext, func: PrimFunc, names: ExportNames) -> ir.Function:
     """`int32_t <symbol>(DLTensor **args, int32_t num_args)` from a make-entry function."""
-    symbol = names.function(str(func.attrs.get("global_symbol", func.name)))
+    symbol = names.function(str(func.attrs.get(GLOBAL_SYMBOL, func.name)))
     if symbol in ctx.module.globals:
         raise CompileError(f"codegen: two functions export the symbol '{symbol}'", func.span)
     fn = ir.Function(ctx.module, ir.FunctionType(I32, [PTR, I32]), name=symbol)

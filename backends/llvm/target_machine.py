@@ -10,6 +10,7 @@ from functools import cache
 from typing import Any
 
 import llvmlite.binding as llvm
+from tirc.backends import check_cpu_target
 from tirc.backends.llvm.cpu import CPUChoice, choose_cpu, initialise_llvm
 from tirc.ir.diagnostics import CompileError
 
@@ -35,8 +36,7 @@ def _machine(triple: str, cpu: str, features: str, opt: int) -> llvm.TargetMachi
 
 def cpu_choice(target: Any) -> CPUChoice:
     """The checked CPU, features and needs of `target` (a tirc Target, or None)."""
-    if target is not None and getattr(target, "kind", "llvm") != "llvm":
-        raise CompileError(f"the LLVM CPU backend cannot compile for target '{target}'")
+    check_cpu_target(target)
     triple = target_triple(target)
     cpu = getattr(target, "mcpu", "") if target is not None else ""
     mattr = getattr(target, "mattr", ()) if target is not None else ()

@@ -10,8 +10,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
-from backend_support import elementwise
-from tirc.backends import emit
+from backend_support import elementwise, emit
 from tirc.backends.llvm.cpu import DEFAULT_X86_CPU, choose_cpu, llvm_choices
 from tirc.ir import IRModule
 from tirc.ir.diagnostics import CompileError

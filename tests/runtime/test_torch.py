@@ -10,8 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from backend_support import elementwise
-from tirc.backends import emit
+from backend_support import elementwise, emit
 from tirc.ir import IRModule, Var
 from tirc.ir.dtype import dtype
 
