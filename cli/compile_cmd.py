@@ -34,6 +34,7 @@ from tirc.passes.pass_base import Pass, PassContext
 from tirc.passes.pipeline import (
     PipelineError,
     build_pipeline,
+    check_config_keys,
     check_pass_name,
     default_pipeline,
     pass_spec,
@@ -271,6 +272,18 @@ def write_depfile(opts: CompileOptions, mod: IRModule, output: str, kind: str) -
     write_output(dep_path, dependency_rule(target, deps))
 
 
+def pipeline_config(opts: CompileOptions, blas: dict[str, str]) -> dict[str, str]:
+    """The pass config of a compile: --pass-config, -fblas (`blas`, from blas_link) and
+    -fmegakernel entries."""
+    given = pass_config(opts.pass_config)
+    if given:
+        try:
+            check_config_keys(given)
+        except PipelineError as exc:
+            raise fail(str(exc)) from None
+    return {**given, **blas, **megakernel_config(opts.megakernel, opts.megakernel_watchdog)}
+
+
 def blas_link(opts: CompileOptions) -> tuple[tuple[str, ...], tuple[str, ...], dict[str, str]]:
     """`-fblas`: the libraries to link and the pass config for BLAS matmuls; without a CBLAS,
     a warning and the tiled loops."""
@@ -315,8 +328,7 @@ def compile_file(opts: CompileOptions) -> None:
     names = ExportNames(library_name_from_path(input_stem(opts.file)), opts.symbol_prefix or "")
     libs, lib_dirs, blas = blas_link(opts)
     ctx = PassContext(opt_level=opts.opt_level, target=target,
-                      config={**pass_config(opts.pass_config), **blas,
-                              **megakernel_config(opts.megakernel, opts.megakernel_watchdog)},
+                      config=pipeline_config(opts, blas),
                       instruments=instruments,
                       disabled=set(opts.disable_pass))
     mod = read_module(opts.file, opts.include_dirs)
@@ -352,7 +364,7 @@ def compile_file(opts: CompileOptions) -> None:
 
 def print_pipeline(opts: CompileOptions) -> None:
     """`--print-pipeline`: the passes this compile would run, in order, one `--passes` spec a
-    line (name and options), on standard output."""
+    line (name and options as they run), on standard output."""
     try:
         target = with_march(parse_target(opts.target), opts.march)
     except TargetError as exc:
@@ -361,8 +373,11 @@ def print_pipeline(opts: CompileOptions) -> None:
         passes = flat_passes(chosen_passes(opts, target))
     except PipelineError as exc:
         raise fail(str(exc)) from None
-    for p in passes:
-        click.echo(pass_spec(p))
+    # Options as the compile runs them: --pass-config, -fblas and -fmegakernel applied.
+    ctx = PassContext(opt_level=opts.opt_level, target=target,
+                      config=pipeline_config(opts, blas_link(opts)[2]))
+    specs = [pass_spec(p.configured(ctx)) for p in passes]  # every error before any output
+    click.echo("\n".join(specs))
 
 
 class CompileCommand(click.Command):

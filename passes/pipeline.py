@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from tirc.ir.diagnostics import did_you_mean
 from tirc.ir.target import Target
 from tirc.passes.pass_base import Pass, option_fields, option_type, parse_text
 from tirc.passes.registry import pass_class, pass_names
@@ -192,6 +193,24 @@ def _option_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return "none" if value is None else str(value)
+
+
+def config_keys() -> list[str]:
+    """Every `--pass-config` key: the `config` alias of some registered pass's option (imports
+    every pass module; asked only when a compile has config entries)."""
+    keys = {f.metadata.get("config") for name in pass_names()
+            for f in option_fields(pass_class(name))}
+    return sorted(k for k in keys if k)
+
+
+def check_config_keys(keys: Iterable[str]) -> None:
+    """Raise PipelineError for a `--pass-config` key no pass option reads (a misspelt key
+    would otherwise be ignored without a word), with the closest keys."""
+    known = config_keys()
+    for key in keys:
+        if key not in known:
+            raise PipelineError(f"unknown pass config key '{key}'{did_you_mean(key, known)} "
+                                f"('tirc passes -v' lists each option with its key)")
 
 
 def build_pipeline(specs: Iterable[str], disabled: Iterable[str] = ()) -> list[Pass]:

@@ -109,12 +109,21 @@ def test_pass_config_reaches_the_passes(invoke, src: str, monkeypatch) -> None:
     seen: list[PassContext] = []
     monkeypatch.setattr(Verify, "run", lambda self, mod, ctx: seen.append(ctx) or mod)
     r = invoke(src, "--passes=verify", "--pass-config", "unroll.max-extent=8",
-               "--pass-config", "a=b=c", "-O3", "--target", "llvm -mcpu=znver5", "-o", "-")
+               "--pass-config", "schedule.seed=b=c", "-O3", "--target", "llvm -mcpu=znver5",
+               "-o", "-")
     assert r.exit_code == 0, r.output
     ctx = seen[0]
-    assert ctx.config == {"unroll.max-extent": "8", "a": "b=c"}
+    assert ctx.config == {"unroll.max-extent": "8", "schedule.seed": "b=c"}
     assert ctx.opt_level == 3
     assert (ctx.target.kind, ctx.target.mcpu) == ("llvm", "znver5")
+
+
+def test_unknown_pass_config_key_is_an_error_with_a_suggestion(invoke, src: str) -> None:
+    r = invoke(src, "--pass-config", "unrol.max-extent=8", "-o", "-")
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert r.stderr == ("tirc: error: unknown pass config key 'unrol.max-extent'; did you mean "
+                        "'unroll.max-extent'? ('tirc passes -v' lists each option with its "
+                        "key)\n")
 
 
 def test_json_target(invoke, src: str, monkeypatch) -> None:

@@ -93,6 +93,17 @@ def test_print_pipeline_is_what_a_compile_runs(invoke: Any, src: Path,
     assert again.stdout == r.stdout
 
 
+def test_print_pipeline_shows_options_as_the_config_sets_them(invoke: Any) -> None:
+    """--pass-config keys and -fmegakernel set options of the passes they belong to; the
+    printed specs show the values the compile runs with, and a bad value prints nothing."""
+    lines = pipeline_lines(invoke, "-O2", "-fmegakernel=static", "--pass-config",
+                           "unroll.max-extent=8")
+    assert "megakernel{mode=static,tile=1}" in lines and "unroll{max-extent=8}" in lines
+    r = invoke("--print-pipeline", "--pass-config", "unroll.max-extent=x")
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert "pass config 'unroll.max-extent' wants an integer, got 'x'" in r.stderr
+
+
 def test_print_pipeline_needs_no_input_and_checks_names(invoke: Any) -> None:
     assert pipeline_lines(invoke, "--passes", "simplify") == ["simplify{remove-unit-loops=true}"]
     r = invoke("--print-pipeline", "--disable-pass", "unrol")
