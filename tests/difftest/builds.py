@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from difftest.harness import Build
 from tirc.ir import IRModule, PrimFunc
 from tirc.ir.interpreter import Interpreter
+
+from difftest.harness import Build
 
 
 def compile_module(mod: IRModule, build: Build, stem: Path) -> Any:
@@ -93,7 +94,11 @@ def _run_in_child(path: Path, calls: list[Call], results: Results
 
 def _child(path: Path, calls: list[Call], results: Results,
            send: Any) -> None:
+    import faulthandler
+
     from tirc.runtime import load
+
+    faulthandler.disable()  # a crash is reported by the parent; no traceback dump
 
     try:
         lib = load(path)

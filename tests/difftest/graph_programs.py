@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from difftest.harness import Program
-from difftest.values import Info, random_input
 from tirc.ir import Constant, IntImm, PrimExpr, ShapeExpr, Tuple, TupleGetItem, Var
 from tirc.ir.dtype import dtype
 from tirc.ir.graph import GVar
 from tirc.ir.ops.builder import GraphBuilder
+
+from difftest.harness import Program
+from difftest.values import Info, random_input
 
 I64 = dtype("int64")
 EXTENTS = (1, 2, 3, 4, 6, 8)
@@ -87,6 +88,7 @@ class _Gen:
             self.n = (self.gb.sym("n"), self.rng.choice(SYMBOLIC_VALUES))
         self.vals: list[Val] = []
         self.params: list[tuple[str, tuple[int, ...], str, int | None]] = []
+        self.params_dims: list[tuple[str, tuple, str, int | None]] = []
 
     # ---- parameters and constants ----------------------------------------------------
 
@@ -101,6 +103,7 @@ class _Gen:
         name = f"p{len(self.params)}"
         var = self.gb.param(name, tuple(d for d, _ in dims), dt)
         self.params.append((name, tuple(v for _, v in dims), dt, index_range))
+        self.params_dims.append((name, dims, dt, index_range))
         lo, hi = (-4.0, 4.0) if dt != "int32" else (-8.0, 8.0)
         if index_range is not None:
             lo, hi = 0.0, float(index_range - 1)
@@ -110,7 +113,8 @@ class _Gen:
         return val
 
     def pick(self, dt: str = "float32", rank: int | None = None) -> Val:
-        fit = [v for v in self.vals if v.dt == dt and (rank is None or len(v.dims) == rank)]
+        fit = [v for v in self.vals if v.dt == dt and
+               (len(v.dims) == rank if rank is not None else len(v.dims) >= 1)]
         if fit and self.rng.random() < 0.8:
             return self.rng.choice(fit[-3:])
         return self.param(self.shape(rank or self.rng.choice((1, 2, 2, 3))), dt)
@@ -135,6 +139,10 @@ class _Gen:
             return self.param(dims, a.dt)
         if r < 0.85:
             c = self.rng.choice((0.5, 1.0, 2.0, -1.5) if a.dt != "int32" else (1, 2, -3))
+            if self.rng.random() < 0.3:
+                op, c = ("ones", 1) if self.rng.random() < 0.5 else ("zeros", 0)
+                return self.emit(op, ShapeExpr(a.shape), dims=a.dims, dt=a.dt, lo=c, hi=c,
+                                 exact=True, dtype=dtype(a.dt))
             return self.emit("full", ShapeExpr(a.shape), Constant(c, dtype(a.dt)), dims=a.dims,
                              dt=a.dt, lo=c, hi=c, exact=True)
         return self.param(a.dims, a.dt)
@@ -143,7 +151,8 @@ class _Gen:
 
     def step(self) -> None:
         op = self.rng.choice((
-            "binary", "binary", "binary", "unary", "unary", "matmul", "nn", "reduce",
+            "binary", "binary", "binary", "unary", "unary", "matmul", "nn", "nn", "reduce",
+            "reduce",
             "reshape", "permute", "expand_squeeze", "concat", "split", "take", "broadcast",
             "cast", "compare", "divide", "power"))
         getattr(self, "op_" + op)()
@@ -164,22 +173,14 @@ class _Gen:
         choices = ["negative", "abs", "tanh", "sigmoid", "nn.relu", "nn.gelu", "nn.silu"]
         if a.hi <= 6:
             choices.append("exp")
-        if a.lo >= 0.05:
+        if a.lo >= 0.01:
             choices += ["log", "rsqrt"]
         if a.lo >= 0:
             choices.append("sqrt")
         op = self.rng.choice(choices)
-        lo, hi, exact = {
-            "negative": (-a.hi, -a.lo, a.exact), "abs": (0.0, a.mag, a.exact),
-            "tanh": (-1.0, 1.0, False), "sigmoid": (0.0, 1.0, False),
-            "nn.relu": (max(0.0, a.lo), max(0.0, a.hi), a.exact),
-            "nn.gelu": (-0.2, max(0.0, a.hi), False), "nn.silu": (-0.3, max(0.0, a.hi), False),
-            "exp": (math.exp(a.lo), math.exp(a.hi), False),
-            "log": (math.log(max(a.lo, 1e-9)), math.log(max(a.hi, 1e-9)), False),
-            "rsqrt": (1 / math.sqrt(a.hi) if a.hi > 0 else 0.0, 1 / math.sqrt(max(a.lo, 1e-9)),
-                      False),
-            "sqrt": (math.sqrt(max(a.lo, 0.0)), math.sqrt(max(a.hi, 0.0)), False),
-        }[op]
+        if a.lo >= 0.01 and self.rng.random() < 0.5:
+            op = self.rng.choice(("log", "rsqrt", "sqrt"))
+        lo, hi, exact = _unary_range(op, a)
         self.emit(op, a.var, dims=a.dims, dt="float32", lo=lo, hi=hi, exact=exact)
 
     def op_matmul(self) -> None:
@@ -241,7 +242,7 @@ class _Gen:
         a = self.pick(rank=self.rng.choice((2, 3)))
         head = 1 if a.dims[0] == self.n else 0
         rest = a.dims[head:]
-        if len(rest) < 2:
+        if len(rest) < 2 or not all(isinstance(d, IntImm) for d, _ in rest):
             return self.op_permute()
         size = math.prod(v for _, v in rest)
         dims = a.dims[:head] + (_dim(size),)
@@ -307,8 +308,8 @@ class _Gen:
 
     def op_broadcast(self) -> None:
         a = self.pick(rank=1)
-        rows = self.n if self.n is not None and self.rng.random() < 0.5 else \
-            _dim(self.rng.choice(EXTENTS))
+        bound = self.n is not None and any(self.n in dims for _, dims, _, _ in self.params_dims)
+        rows = self.n if bound and self.rng.random() < 0.5 else _dim(self.rng.choice(EXTENTS))
         dims = (rows,) + a.dims
         self.emit("broadcast_to", a.var, ShapeExpr(tuple(d for d, _ in dims)), dims=dims,
                   dt=a.dt, lo=a.lo, hi=a.hi, exact=a.exact)
@@ -383,6 +384,29 @@ class _Gen:
             outs.insert(0, results[-2])
         result = outs[0].var if len(outs) == 1 else Tuple(tuple(v.var for v in outs))
         return self.gb.function(self.name, result), outs
+
+
+def _unary_range(op: str, a: Val) -> tuple[float, float, bool]:
+    """The interval of a unary operator's results, and whether they are exact."""
+    if op == "negative":
+        return -a.hi, -a.lo, a.exact
+    if op == "abs":
+        return 0.0, a.mag, a.exact
+    if op == "nn.relu":
+        return max(0.0, a.lo), max(0.0, a.hi), a.exact
+    if op == "tanh":
+        return math.tanh(max(a.lo, -20.0)), math.tanh(min(a.hi, 20.0)), False
+    if op == "sigmoid":
+        return 1 / (1 + math.exp(-max(a.lo, -30.0))), 1 / (1 + math.exp(-min(a.hi, 30.0))), False
+    if op in ("nn.gelu", "nn.silu"):
+        return -0.3, max(0.0, a.hi), False
+    if op == "exp":
+        return math.exp(a.lo), math.exp(a.hi), False
+    if op == "log":
+        return math.log(a.lo), math.log(a.hi), False
+    if op == "rsqrt":
+        return 1 / math.sqrt(a.hi), 1 / math.sqrt(a.lo), False
+    return math.sqrt(a.lo), math.sqrt(a.hi), False
 
 
 def _broadcast(a: tuple, b: tuple) -> tuple | None:

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from difftest.values import Info, random_input, tolerance
 from tirc.frontend import parse
 from tirc.ir import IRModule, PrimFunc, structural_equal
 from tirc.ir.diagnostics import CompileError
+
+from difftest.values import Info, random_input, tolerance
 
 LEVELS = (0, 1, 2, 3)
 
@@ -72,7 +73,7 @@ class Report:
 
     def add(self, other: Report) -> None:
         self.programs += other.programs
-        self.builds = sorted(set(self.builds) | set(other.builds))
+        self.builds = list(dict.fromkeys(self.builds + other.builds))
         self.findings += other.findings
 
 
@@ -219,3 +220,11 @@ def format_report(report: Report, title: str) -> str:
 
 def describe_failure() -> str:
     return traceback.format_exc(limit=3)
+
+
+def text_programs(text: str, args: dict[str, Callable[[np.random.Generator], list[Any]]],
+                  seed: int = 0) -> list[Program]:
+    """Programs from `.tir` text (a regression test's minimal program): one per named function,
+    with its argument maker."""
+    mod = parse(text)
+    return [Program(seed, name, mod[name], make) for name, make in args.items()]

@@ -15,8 +15,6 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from difftest.harness import Program, loop_args
-from difftest.values import INPUT_INFO, Info, combine
 from tirc.frontend.regions import infer_regions
 from tirc.ir import (
     Block,
@@ -39,6 +37,9 @@ from tirc.ir import (
 from tirc.ir import expr as E
 from tirc.ir.dtype import BOOL, dtype
 from tirc.ir.stmt import Stmt, seq
+
+from difftest.harness import Program, loop_args
+from difftest.values import INPUT_INFO, Info, combine
 
 HANDLE = dtype("handle")
 STATIC_EXTENTS = (1, 2, 3, 4, 5, 7, 8, 12, 16, 1, 2, 3, 4, 8, 16, 24, 32, 64, 100)
