@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 from tirc.cli.depfile import dependency_rule
-from tirc.cli.diagnostics_output import fail, reported_errors
+from tirc.cli.diagnostics_output import fail, print_diagnostics, reported_errors
 from tirc.cli.emit import EMIT_SUFFIXES, emit, kind_from_output
 from tirc.cli.output_file import STDOUT, write_output
 from tirc.ir.diagnostics import CompileError, Diagnostic
@@ -208,7 +208,11 @@ def compile_file(opts: CompileOptions) -> None:
                       disabled=set(opts.disable_pass))
     mod = read_module(opts.file, opts.include_dirs)
     mod = add_schedules(mod, opts.schedules, opts.include_dirs)
-    mod = run_pipeline(mod, passes, ctx)
+    try:
+        mod = run_pipeline(mod, passes, ctx)
+    finally:
+        if ctx.warnings:
+            print_diagnostics(ctx.warnings)
     data = emit(mod, kind, target, opts.opt_level, None if output == STDOUT else output,
                 libs=libs, lib_dirs=lib_dirs)
     write_output(output, data, executable=kind == "so")

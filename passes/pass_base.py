@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tirc.ir.deep_call import deep_call
+from tirc.ir.diagnostics import Diagnostic
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 
@@ -15,7 +16,9 @@ class PassContext:
     """Everything a pass may consult: optimisation level, target, config, instruments.
 
     `config` holds `--pass-config KEY=VALUE` entries (strings; passes parse their own);
-    `notes` collects remarks a pass wants shown with `--print-changed` (e.g. a loop left scalar).
+    `notes` collects remarks a pass wants shown with `--print-changed` (e.g. a loop left scalar);
+    `warnings` collects warning diagnostics about the program, which the command line prints
+    (and `-Werror` turns into errors).
     """
 
     opt_level: int = 2
@@ -24,9 +27,13 @@ class PassContext:
     instruments: list[Any] = field(default_factory=list)
     disabled: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
+    warnings: list[Diagnostic] = field(default_factory=list)
 
     def note(self, message: str) -> None:
         self.notes.append(message)
+
+    def warn(self, diagnostic: Diagnostic) -> None:
+        self.warnings.append(diagnostic)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ def default_pipeline(target: Target, opt_level: int) -> list[str]:
         return gpu_pipeline(opt_level)      # the GPU table of contents, in passes/gpu
     steps = [
         "verify",            # the input is well-formed (definitions, ranks, regions)
+        "static-check",      # provable out-of-bounds accesses, racy parallel loops, no init
         "apply-schedules",   # the module's @S.schedule functions (and --schedule files)
     ]
     steps += graph_steps(opt_level)     # graph functions -> kernels and a host loop function

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from difftest import builds as B  # noqa: E402
 from difftest.graph_programs import graph_case  # noqa: E402
-from difftest.harness import Build, Checker, Report  # noqa: E402
+from difftest.harness import Build, Checker, Finding, Report  # noqa: E402
 from difftest.loop_programs import loop_case  # noqa: E402
 from tirc.ir import IRModule  # noqa: E402
 
@@ -46,7 +46,12 @@ def run_kind(kind: str, seeds: range, workdir: Path, log: bool) -> Report:
         chunk = range(lo, min(lo + batch, seeds.stop))
         with tempfile.TemporaryDirectory(dir=workdir) as batch_dir:
             checker = Checker(Path(batch_dir), B.compile_module, reference, run, labels)
-            report = checker.check([make(seed) for seed in chunk], builds)
+            try:
+                report = checker.check([make(seed) for seed in chunk], builds)
+            except Exception as exc:  # noqa: BLE001 (a bug of the harness: say so, go on)
+                report = Report(len(chunk), [], [Finding(chunk.start, "harness", "harness-error",
+                                                         f"seeds {chunk.start}..{chunk.stop - 1}: "
+                                                         f"{type(exc).__name__}: {exc}"[:300])])
         total.add(report)
         for f in report.findings:
             print(f"{kind} {f}", flush=True)

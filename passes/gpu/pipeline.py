@@ -29,6 +29,7 @@ def gpu_pipeline(opt_level: int) -> list[str]:
     """Pass names, in order, that turn a parsed module into one the NVPTX backend compiles."""
     steps = [
         "verify",                  # the input is well-formed
+        "static-check",            # provable out-of-bounds accesses, racy parallel loops
         "apply-schedules",         # @S.schedule functions (`sch.bind` makes thread bindings)
     ]
     steps += graph_steps_gpu(opt_level)

@@ -34,6 +34,8 @@ class Info:
     def exact(self) -> bool:
         if self.rounded:
             return False
+        if self.dtype == "bool":
+            return True
         if self.dtype == "int32":
             return self.mag < MAGNITUDE_LIMIT["int32"]
         bits = math.log2(max(self.mag, 1.0)) + self.frac
@@ -71,7 +73,7 @@ def random_input(shape: tuple[int, ...], dt: str, rng: np.random.Generator) -> n
 
 def tolerance(info: Info) -> tuple[float, float]:
     """(rtol, atol) for comparing an output with this Info: none for exact values."""
-    if info.exact or info.dtype == "int32":
+    if info.exact or info.dtype in ("int32", "bool"):
         return 0.0, 0.0
     if info.dtype == "float16":
         return 2e-3, 2e-3 * max(1.0, info.mag)

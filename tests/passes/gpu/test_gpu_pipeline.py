@@ -15,7 +15,7 @@ from tirc.passes.registry import all_passes
 
 def test_pipeline_lists_the_steps_in_order() -> None:
     o0 = gpu_pipeline(0)
-    assert o0[:2] == ["verify", "apply-schedules"]
+    assert o0[:3] == ["verify", "static-check", "apply-schedules"]
     assert o0[o0.index("lower-init"):] == [
         "lower-init", "lower-blocks", "lower-layouts", "flatten-buffers", "gpu-inject-vthread",
         "gpu-thread-binding", "gpu-launch-dims", "gpu-storage-scope", "gpu-storage-sync",
