@@ -55,6 +55,7 @@ class CompileOptions:
     megakernel: str | None = None
     megakernel_watchdog: str | None = None
     blas: bool = False
+    werror: bool = False
     verbose: int = 0
     debug: bool = False
 
@@ -182,6 +183,11 @@ def blas_link(opts: CompileOptions) -> tuple[tuple[str, ...], tuple[str, ...], d
     return opts.libs + (found.name,), opts.lib_dirs + (found.lib_dir,), {"blas": "1"}
 
 
+def as_error(d: Diagnostic) -> Diagnostic:
+    """A warning made an error by -Werror (the message says so, as C compilers do)."""
+    return Diagnostic("error", f"{d.message} [-Werror]", d.span, d.notes)
+
+
 def compile_file(opts: CompileOptions) -> None:
     """The whole compile: read, transform, emit, write (atomically, only if all went well)."""
     kind, output = output_plan(opts)
@@ -211,8 +217,10 @@ def compile_file(opts: CompileOptions) -> None:
     try:
         mod = run_pipeline(mod, passes, ctx)
     finally:
-        if ctx.warnings:
+        if ctx.warnings and not opts.werror:
             print_diagnostics(ctx.warnings)
+    if ctx.warnings and opts.werror:
+        raise CompileError([as_error(d) for d in ctx.warnings])
     data = emit(mod, kind, target, opts.opt_level, None if output == STDOUT else output,
                 libs=libs, lib_dirs=lib_dirs)
     write_output(output, data, executable=kind == "so")
@@ -274,6 +282,7 @@ def compile_file(opts: CompileOptions) -> None:
 @click.option("-fblas", "blas", is_flag=True,
               help="Compute float32 matmuls with a CBLAS (scipy-openblas32: pip install "
                    "'tirc[blas]', or a system one), linked in; without one, the tiled loops.")
+@click.option("-Werror", "werror", is_flag=True, help="Make every warning an error.")
 @click.option("-v", "--verbose", count=True,
               help="More detail: -v progress, -vv pass times, -vvv the IR after every pass.")
 @click.option("--debug", is_flag=True, help="Show a traceback for internal compiler errors.")
