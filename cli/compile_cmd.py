@@ -56,6 +56,7 @@ class CompileOptions:
     megakernel_watchdog: str | None = None
     blas: bool = False
     werror: bool = False
+    bounds_check: bool = False
     verbose: int = 0
     debug: bool = False
 
@@ -206,9 +207,12 @@ def compile_file(opts: CompileOptions) -> None:
         instruments = make_instruments(opts)
     except PipelineError as exc:
         raise fail(str(exc)) from None
+    if opts.bounds_check and target.is_gpu:
+        raise fail("-fbounds-check is not supported for GPU targets yet")
     libs, lib_dirs, blas = blas_link(opts)
     ctx = PassContext(opt_level=opts.opt_level, target=target,
                       config={**pass_config(opts.pass_config), **blas,
+                              **({"bounds-check": "1"} if opts.bounds_check else {}),
                               **megakernel_config(opts.megakernel, opts.megakernel_watchdog)},
                       instruments=instruments,
                       disabled=set(opts.disable_pass))
@@ -282,6 +286,9 @@ def compile_file(opts: CompileOptions) -> None:
 @click.option("-fblas", "blas", is_flag=True,
               help="Compute float32 matmuls with a CBLAS (scipy-openblas32: pip install "
                    "'tirc[blas]', or a system one), linked in; without one, the tiled loops.")
+@click.option("-fbounds-check", "bounds_check", is_flag=True,
+              help="Check at run time every access not proved in bounds: an out-of-bounds "
+                   "index makes the call fail (-5) naming the buffer, indices and line.")
 @click.option("-Werror", "werror", is_flag=True, help="Make every warning an error.")
 @click.option("-v", "--verbose", count=True,
               help="More detail: -v progress, -vv pass times, -vvv the IR after every pass.")

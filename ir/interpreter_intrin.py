@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from tirc.ir.expr import Call
+from tirc.ir.expr import Call, StringImm
 from tirc.ir.interpreter_values import (
     Env,
     Fn,
@@ -48,6 +48,8 @@ def compile_call(c: ExprCompiler, e: Call) -> Fn:
         return _event(c, e)
     if op in NO_OPS:
         return lambda env: 0
+    if op == "tirc.bounds_check":
+        return _bounds_check(c, e)
     if op == "likely":
         return c.compile(e.args[0])
     if op in ("max_value", "min_value"):
@@ -128,6 +130,22 @@ def _bitwise(e: Call, fns: list[Fn]) -> Fn:
     fn = _INT_BITWISE[e.op]
     fa, fb = fns
     return lambda env: wrap(fn(fa(env), fb(env)))
+
+
+def _bounds_check(c: ExprCompiler, e: Call) -> Fn:
+    """`tirc.bounds_check(cond, "format", values...)` (-fbounds-check): an InterpreterError
+    with the printf-formatted message when `cond` is false."""
+    cond = c.compile(e.args[0])
+    fmt = e.args[1].value if isinstance(e.args[1], StringImm) else "bounds check failed"
+    values = [c.compile(a) for a in e.args[2:]]
+
+    def check(env: Env) -> int:
+        if not cond(env):
+            raise InterpreterError(fmt.replace("%lld", "%d") % tuple(
+                int(v(env)) for v in values), e.span)
+        return 0
+
+    return check
 
 
 def _event(c: ExprCompiler, e: Call) -> Fn:

@@ -32,6 +32,7 @@ def default_pipeline(target: Target, opt_level: int) -> list[str]:
     ]
     steps += graph_steps(opt_level)     # graph functions -> kernels and a host loop function
     steps += [
+        "bounds-check",      # -fbounds-check: run-time checks of accesses not proved in bounds
         "lower-init",        # block `init` -> `if` on the first reduction iteration
         "lower-blocks",      # blocks -> plain loop nests with their predicates
         "compact-buffers",   # allocations moved to their uses and shrunk to what they touch

@@ -1,6 +1,6 @@
 """The long differential run: random loop and graph functions, interpreted and compiled at
--O0..-O3 (graph functions also as static and dynamic megakernels), and run through the GPU
-pipeline in the GPU interpreter; every disagreement is printed with its seed.
+-O0..-O3 (graph functions also as static and dynamic megakernels), with -fbounds-check, and run
+through the GPU pipeline in the GPU interpreter; every disagreement is printed with its seed.
 
     .venv/bin/python scripts/difftest.py --count 10000            # the figures in the note
     .venv/bin/python scripts/difftest.py --count 200 --kind graph --start 5000
@@ -28,9 +28,10 @@ from difftest.harness import Build, Checker, Finding, Report  # noqa: E402
 from difftest.loop_programs import loop_case  # noqa: E402
 from tirc.ir import IRModule  # noqa: E402
 
-LOOP_BUILDS = [Build(0), Build(1), Build(2), Build(3), Build(2, gpu=True)]
+LOOP_BUILDS = [Build(0), Build(1), Build(2), Build(3), Build(3, bounds_check=True),
+               Build(2, gpu=True)]
 GRAPH_BUILDS = [Build(0), Build(1), Build(2), Build(3), Build(2, "static"),
-                Build(2, "dynamic"), Build(2, gpu=True)]
+                Build(2, "dynamic"), Build(2, bounds_check=True), Build(2, gpu=True)]
 KINDS = {
     "loop": (loop_case, LOOP_BUILDS, B.interpret_loop, B.run_loop, B.loop_labels, 100),
     "graph": (graph_case, GRAPH_BUILDS, B.interpret_graph, B.run_graph, B.graph_labels, 40),

@@ -10,6 +10,8 @@ the team, with the loop variable the thread number (the body reads the team size
 `tirc.omp_num_threads()`; a team may be smaller than asked for), so a barrier inside the body
 meets every thread. A failing worker stores its error code and the
 address of its thread's message; the caller copies that message into its own thread's buffer.
+A team's workers find their region's error word through the thread-local `tirc.team_error`,
+so that a worker waiting on an event gives up when another one has failed (no hang).
 """
 
 from __future__ import annotations
@@ -35,13 +37,22 @@ def _store_relaxed(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, align: int) 
     b._insert(instructions.StoreAtomicInstr(b.block, value, ptr, "monotonic", align))
 
 
-def _worker_fail(slot: ir.Value, ty: ir.LiteralStructType):
+def _worker_fail(slot: ir.Value, ty: ir.LiteralStructType, team: bool):
+    """A failing worker stores its code and message. In a team (a megakernel, whose workers
+    wait on each other) the first failure wins, and the others, seeing the error word set while
+    they wait (events.py), stop without overwriting it."""
     def on_fail(cg: FunctionCodegen, code: ir.Value) -> None:
         b = cg.b
         err = b.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, ERROR)], source_etype=ty)
         msg = b.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, MESSAGE)], source_etype=ty)
-        _store_relaxed(b, code, err, 4)
-        _store_relaxed(b, cg.ctx.error_buffer, msg, 8)
+        if team:
+            first = b.cmpxchg(err, ir.Constant(I32, 0), code, "seq_cst", "seq_cst")
+            with b.if_then(b.extract_value(first, 1)):
+                _store_relaxed(b, cg.ctx.error_buffer, msg, 8)
+            b.store(ir.Constant(PTR, None), cg.ctx.team_error)
+        else:
+            _store_relaxed(b, code, err, 4)
+            _store_relaxed(b, cg.ctx.error_buffer, msg, 8)
         b.ret_void()
 
     return on_fail
@@ -93,7 +104,8 @@ def emit_parallel_for(cg: FunctionCodegen, s: For) -> None:
     worker.linkage = "internal"
     data = worker.args[0]
     data.name = "data"
-    inner = cg.child(worker, {}, _worker_fail(data, ty), cg.parallel_depth + 1)
+    team = bool(s.annotations.get(TEAM_KEY))
+    inner = cg.child(worker, {}, _worker_fail(data, ty, team), cg.parallel_depth + 1)
     wb = inner.b
     lo_begin, n, *loaded = unpack(wb, data, ty, BEGIN, 2 + len(values))
     inner.env.update(zip(captured, loaded))
@@ -109,9 +121,11 @@ def emit_parallel_for(cg: FunctionCodegen, s: For) -> None:
     stop = wb.add(start, chunk)
     less = wb.icmp_signed("<", stop, n) if signed else wb.icmp_unsigned("<", stop, n)
     stop = wb.select(less, stop, n)
-    team = bool(s.annotations.get(TEAM_KEY))
     if team:
         start, stop = tid, wb.add(tid, one)
+        error_word = wb.gep(data, [ir.Constant(I32, 0), ir.Constant(I32, ERROR)],
+                            source_etype=ty)
+        wb.store(error_word, ctx.team_error)
     bounds = [("begin", wb.add(lo_begin, start)), ("end", wb.add(lo_begin, stop))]
 
     def chunk(body_cg: FunctionCodegen, args: list[ir.Value]) -> None:
@@ -120,6 +134,8 @@ def emit_parallel_for(cg: FunctionCodegen, s: For) -> None:
     # The chunk runs in its own function so that its buffer pointers can be noalias; not a
     # team's (a megakernel's workers share event counters and hand data over through them).
     inner.outline(f"{cg.fn.name}.chunk", captured, bounds, chunk, noalias=not team)
+    if team:
+        wb.store(ir.Constant(PTR, None), ctx.team_error)
     inner.finish(None)
 
     gomp = ctx.declare("GOMP_parallel", ir.FunctionType(VOID, [PTR, PTR, I32, I32]))

@@ -94,7 +94,10 @@ def parallel_dependence(func: PrimFunc, sites: Sites) -> Iterator[Diagnostic]:
 
 
 def _conflict(lp: For, sites: Sites) -> str | None:
-    under = [a for a in sites.accesses if any(x.node is lp for x in a.loops)]
+    private = {data for data, loops in sites.allocated_in.items()
+               if any(x.node is lp for x in loops)}
+    under = [a for a in sites.accesses if any(x.node is lp for x in a.loops)
+             and a.buffer.data not in private]
     for w in under:
         if not w.is_write:
             continue

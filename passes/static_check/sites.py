@@ -18,6 +18,7 @@ from tirc.ir.expr import BufferLoad, Call, Let, Not, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.span import Span
 from tirc.ir.stmt import (
+    Allocate,
     Block,
     BlockRealize,
     BufferStore,
@@ -75,6 +76,9 @@ class Sites:
     bindings: list[Binding] = field(default_factory=list)
     blocks: list[tuple[BlockRealize, tuple[Loop, ...]]] = field(default_factory=list)
     opaque: set[Var] = field(default_factory=set)
+    # The loops around the allocation of each buffer allocated in the function (by its data
+    # variable): a buffer allocated inside a loop is private to each iteration.
+    allocated_in: dict[Var, tuple[Loop, ...]] = field(default_factory=dict)
 
 
 class _Walker(Visitor):
@@ -108,6 +112,10 @@ class _Walker(Visitor):
         self.loops.append(Loop(s.loop_var, self.here(s.min), self.here(s.extent), s))
         self.visit(s.body)
         self.loops.pop()
+
+    def visit_Allocate(self, s: Allocate) -> None:
+        self.sites.allocated_in[s.buffer.data] = tuple(self.loops)
+        self.generic_visit(s)
 
     def visit_While(self, s: While) -> None:
         self.visit(s.condition)
@@ -147,6 +155,8 @@ class _Walker(Visitor):
             del self.subst[iv.var]
 
     def visit_Block(self, b: Block) -> None:
+        for buf in b.alloc_buffers:
+            self.sites.allocated_in[buf.data] = tuple(self.loops)
         self.block.append(b.name)
         self.visit((b.init, b.body))
         self.block.pop()

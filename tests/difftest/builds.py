@@ -36,7 +36,7 @@ def compile_module(mod: IRModule, build: Build, stem: Path) -> Any:
     source.write_text(mod.script())
     out = stem.with_suffix(".so")
     compile_file(CompileOptions(file=str(source), output=str(out), opt_level=build.level,
-                                megakernel=build.megakernel))
+                                megakernel=build.megakernel, bounds_check=build.bounds_check))
     return out
 
 

@@ -27,15 +27,17 @@ LEVELS = (0, 1, 2, 3)
 
 @dataclass(frozen=True)
 class Build:
-    """One way of compiling: an -O level and optionally a megakernel mode (graph functions)
-    or the GPU pipeline run in the GPU interpreter."""
+    """One way of compiling: an -O level and optionally a megakernel mode (graph functions),
+    run-time bounds checks, or the GPU pipeline run in the GPU interpreter."""
 
     level: int
     megakernel: str | None = None
     gpu: bool = False
+    bounds_check: bool = False
 
     def __str__(self) -> str:
         extra = f" -fmegakernel={self.megakernel}" if self.megakernel else ""
+        extra += " -fbounds-check" if self.bounds_check else ""
         return ("gpu-interp " if self.gpu else "") + f"-O{self.level}{extra}"
 
 

@@ -1,7 +1,8 @@
 """Differential run over random loop functions (tests/difftest/loop_programs.py): every
 program's results from the reference interpreter equal those of the library built at -O0,
--O1, -O2 and -O3 (one shared object per level for the whole batch) and of the GPU pipeline's
-lowered IR run in the GPU interpreter. The long run is `scripts/difftest.py`.
+-O1, -O2 and -O3 (one shared object per level for the whole batch), at -O3 with
+-fbounds-check (no valid access may trap), and of the GPU pipeline's lowered IR run in the GPU
+interpreter. The long run is `scripts/difftest.py`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from tirc.ir.stmt import Block, BlockRealize
 from tirc.ir.visitor import post_order_visit
 
 SEEDS = range(0, 120)
-BUILDS = [Build(0), Build(1), Build(2), Build(3), Build(2, gpu=True)]
+BUILDS = [Build(0), Build(1), Build(2), Build(3), Build(3, bounds_check=True),
+          Build(2, gpu=True)]
 
 # Seeds the default schedule computes wrongly (or crashes on) at -O1 and above today: each is
 # a reduction of a product into a vector (see test_difftest_regressions.py for the minimal

@@ -178,6 +178,15 @@ for i in T.parallel(16):
                 B[vi] = T.float32(0)
             B[vi] = B[vi] + A[vi, vk]
 """),
+    ("private_buffer_per_iteration",
+     'A: T.Buffer((16, 4), "float32"), B: T.Buffer((16,), "float32")', """
+for i in T.parallel(16):
+    acc = T.decl_buffer((1,), "float32", scope="local")
+    acc[0] = T.float32(0)
+    for k in range(4):
+        acc[0] = acc[0] + A[i, k]
+    B[i] = acc[0]
+"""),
     ("parallel_in_place", F16, """
 for i in T.parallel(16):
     B[i] = B[i] * A[i]
