@@ -52,8 +52,8 @@ Results = Callable[[Any, str, list[Any], list[np.ndarray]], list[np.ndarray]]
 
 def run_calls(lib: Any, calls: list[Call], results: Results
               ) -> list[list[np.ndarray] | str]:
-    """Each call's results, or how it failed. A shared object runs in a forked child process
-    that reports after every call, so a crash (a segfault in compiled code) is a finding that
+    """Each call's results, or how it failed. A shared object runs in a child process that
+    reports after every call, so a crash (a segfault in compiled code) is a finding that
     names the call, and the calls after it still run, in a new child."""
     if not isinstance(lib, Path):
         out: list[list[np.ndarray] | str] = []
@@ -71,9 +71,11 @@ def run_calls(lib: Any, calls: list[Call], results: Results
 
 def _run_in_child(path: Path, calls: list[Call], results: Results
                   ) -> list[list[np.ndarray] | str]:
-    """Run `calls` in a forked child until they are done or the child dies; a death is the
-    result of the call in flight."""
-    ctx = multiprocessing.get_context("fork")
+    """Run `calls` in a child process until they are done or the child dies; a death is the
+    result of the call in flight. The child is spawned, not forked: a fork of a process with
+    threads (pytest-xdist's, the big-stack threads of tirc.ir.deep_call) may inherit a lock
+    some thread held and wait on it forever."""
+    ctx = multiprocessing.get_context("spawn")
     recv, send = ctx.Pipe(duplex=False)
     child = ctx.Process(target=_child, args=(path, calls, results, send), daemon=True)
     child.start()
