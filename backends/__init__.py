@@ -68,7 +68,7 @@ def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
         result = compile_llvm(mod, metadata_json(mod), target, opt_level)
         if kind == "so":
             from tirc.backends.link import link_shared
-            from tirc.passes.graph.lower_extern import external_symbols
+            from tirc.ir.packed_call import external_symbols
 
             return link_shared(result.obj(), out_path, openmp=result.uses_openmp,
                                libs=tuple(libs), lib_dirs=tuple(lib_dirs),

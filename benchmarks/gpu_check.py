@@ -248,7 +248,7 @@ def run(arch: str | None, repeats: int, compile_only: bool, small: bool = False,
             return 2
         arch = f"sm_{major}{minor}"
         print(f"device: {driver().name}, {arch}, {driver().sm_count()} SMs")
-        from tirc.passes.gpu.gpu_arch import ARCHS
+        from tirc.ir.gpu.arch import ARCHS
 
         if arch not in ARCHS:
             arch = "sm_90" if major >= 9 else "sm_80"
@@ -343,7 +343,7 @@ def _chain_ptx(text: str, arch: str, mode: str | None, out: Path) -> tuple[Path,
 
 def _device_arch() -> str:
     """The device's sm_XX when tirc knows it, else sm_90 (for --compile-only, no device)."""
-    from tirc.passes.gpu.gpu_arch import ARCHS
+    from tirc.ir.gpu.arch import ARCHS
     from tirc.runtime.cuda_driver import CudaDriverError, driver
 
     try:

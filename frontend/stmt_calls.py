@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from tirc.frontend import syntax as S
 from tirc.frontend.loop_heads import launch_thread
 from tirc.frontend.signature import Sig, check_call
+from tirc.ir import intrinsics as intrin
 from tirc.ir.dtype import DType
 from tirc.ir.expr import BufferLoad, Call, PrimExpr, StringImm
 from tirc.ir.stmt import Evaluate, Stmt
@@ -28,13 +29,13 @@ def _storage_sync(lb: LoopBuilder, call: S.Call) -> Stmt:
     a = check_call(lb.ctx, call, "T.tvm_storage_sync", Sig(1, 1))
     scope = lb.eb.str_literal(a.pos[0], "the storage scope")
     arg = StringImm(scope, span=a.pos[0].span)
-    return Evaluate(Call("tvm_storage_sync", (arg,), INT32, span=call.span), span=call.span)
+    return Evaluate(Call(intrin.STORAGE_SYNC, (arg,), INT32, span=call.span), span=call.span)
 
 
 def _event(lb: LoopBuilder, call: S.Call) -> Stmt:
     name = S.dotted(call.func) or ""
     op = name[2:]
-    sig = Sig(1, 1) if op == "event_wait" else Sig(1, 2, ("count",))
+    sig = Sig(1, 1) if op == intrin.EVENT_WAIT else Sig(1, 2, ("count",))
     a = check_call(lb.ctx, call, name, sig)
     elem = lb.eb.expr(a.pos[0])
     if not isinstance(elem, BufferLoad) or elem.buffer.scope != "event":
@@ -50,7 +51,7 @@ def _event(lb: LoopBuilder, call: S.Call) -> Stmt:
 def _assume(lb: LoopBuilder, call: S.Call) -> Stmt:
     a = check_call(lb.ctx, call, "T.assume", Sig(1, 1))
     cond = lb.eb.condition(a.pos[0], "the argument of T.assume")
-    return Evaluate(Call("assume", (cond,), INT32, span=call.span), span=call.span)
+    return Evaluate(Call(intrin.ASSUME, (cond,), INT32, span=call.span), span=call.span)
 
 
 def _launch(lb: LoopBuilder, call: S.Call) -> Wrapper:
@@ -59,9 +60,9 @@ def _launch(lb: LoopBuilder, call: S.Call) -> Wrapper:
 
 STMT_CALLS: dict[str, Callable[[LoopBuilder, S.Call], Any]] = {
     "T.evaluate": _evaluate,
-    "T.tvm_storage_sync": _storage_sync,
-    "T.event_wait": _event,
-    "T.event_notify": _event,
-    "T.assume": _assume,
+    f"T.{intrin.STORAGE_SYNC}": _storage_sync,
+    f"T.{intrin.EVENT_WAIT}": _event,
+    f"T.{intrin.EVENT_NOTIFY}": _event,
+    f"T.{intrin.ASSUME}": _assume,
     "T.launch_thread": _launch,
 }

@@ -15,7 +15,6 @@ from tirc.frontend.context import spanned
 from tirc.frontend.signature import Args, Sig, check_call
 from tirc.ir.dtype import DType, DTypeError
 from tirc.ir.expr import (
-    MATH_INTRINSICS,
     Broadcast,
     Call,
     FloatImm,
@@ -32,21 +31,22 @@ from tirc.ir.expr import (
     select,
     unify,
 )
+from tirc.ir.intrinsics import INTRINSICS, LIKELY, MATH_INTRINSICS, STATEMENT
 
 if TYPE_CHECKING:
     from tirc.frontend.builder_expr import ExprBuilder
 
 Handler = Callable[["ExprBuilder", S.Call, Args, str], PrimExpr]
 
-# T.* builtins that are statements or declarations, never values.
+# T.* builtins that are statements or declarations, never values (the intrinsics written as
+# statements among them).
 STATEMENT_BUILTINS = {
     "grid", "serial", "parallel", "vectorized", "unroll", "thread_binding", "block", "sblock",
     "init", "reads", "writes", "where", "block_attr", "sblock_attr", "alloc_buffer", "decl_buffer",
     "alloc_local", "alloc_shared", "match_buffer", "func_attr", "evaluate", "launch_thread",
-    "env_thread", "tvm_storage_sync", "event_wait", "event_notify", "event_tensor", "assume",
-    "attr", "Buffer", "handle", "prim_func", "axis.spatial", "axis.reduce", "axis.opaque",
-    "axis.remap", "axis.S", "axis.R",
-}
+    "env_thread", "event_tensor", "attr", "Buffer", "handle", "prim_func", "axis.spatial",
+    "axis.reduce", "axis.opaque", "axis.remap", "axis.S", "axis.R",
+} | {name for name, info in INTRINSICS.items() if info.printed == STATEMENT}
 UNSUPPORTED_HINTS = {
     "call_extern": "T.call_extern (C functions are called from graph level with "
                    "R.call_dps_packed)",
@@ -212,7 +212,7 @@ def _select(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
 
 def _likely(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
     cond = b.condition(a.pos[0], "the argument of T.likely")
-    return Call("likely", (cond,), cond.dtype)
+    return Call(LIKELY, (cond,), cond.dtype)
 
 
 # ---- vectors ------------------------------------------------------------------------------

@@ -30,7 +30,6 @@ from typing import Any
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.deep_call import deep
 from tirc.ir.expr import (
-    MATH_INTRINSICS,
     BinOp,
     Broadcast,
     BufferLoad,
@@ -71,6 +70,7 @@ from tirc.ir.graph import (
     TupleSInfo,
     VarBinding,
 )
+from tirc.ir.intrinsics import NAMED, STATEMENT, intrinsic
 from tirc.ir.module import IRModule
 from tirc.ir.schedule import SchedInstr, SchedLambda, SchedRef, Schedule
 from tirc.ir.stmt import (
@@ -93,9 +93,6 @@ from tirc.ir.visitor import Visitor, post_order_visit
 
 INDENT = "    "
 
-# Intrinsics printed as `T.name(args)`; anything else goes through `T.call_intrin`.
-STMT_INTRINSICS = ("event_wait", "event_notify", "tvm_storage_sync", "assume")
-NAMED_INTRINSICS = set(MATH_INTRINSICS) | {"if_then_else"} | set(STMT_INTRINSICS)
 
 # Python precedence levels (higher binds tighter).
 _PREC = {
@@ -236,7 +233,8 @@ class ExprPrinter:
 
     def call(self, e: Call) -> str:
         args = ", ".join(self(a) for a in e.args)
-        if e.op in NAMED_INTRINSICS:
+        info = intrinsic(e.op)
+        if info is not None and info.printed in (NAMED, STATEMENT):
             return f"T.{e.op}({args})"
         sep = ", " if args else ""
         return f'T.call_intrin("{e.dtype}", {_str(e.op)}{sep}{args})'
@@ -492,7 +490,8 @@ class FuncPrinter:
 
     def stmt_Evaluate(self, s: Evaluate, depth: int) -> None:
         v = s.value
-        if isinstance(v, Call) and v.op in STMT_INTRINSICS:
+        info = intrinsic(v.op) if isinstance(v, Call) else None
+        if info is not None and info.printed == STATEMENT:
             self.emit(depth, self.p(v))
         else:
             self.emit(depth, f"T.evaluate({self.p(v)})")

@@ -22,7 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from tirc.ir.arith import Analyzer
+from tirc.ir import intrinsics as intrin
+from tirc.ir.arith import Analyzer, simplify
 from tirc.ir.buffer import Buffer, Range
 from tirc.ir.dtype import dtype
 from tirc.ir.expr import (
@@ -55,7 +56,7 @@ from tirc.ir.visitor import Mutator
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 
 CONFIG_KEY = "bounds-check"
-INTRINSIC = "tirc.bounds_check"
+INTRINSIC = intrin.BOUNDS_CHECK
 INT32 = dtype("int32")
 BOOL = dtype("bool")
 
@@ -166,7 +167,7 @@ class _Checks(Mutator):
             check = self.access_check(e.buffer, e.indices, e.span, False, guards)
             if check is not None:
                 out.append(check)
-        elif isinstance(e, Call) and e.op == "if_then_else" and len(e.args) == 3:
+        elif isinstance(e, Call) and e.op == intrin.IF_THEN_ELSE and len(e.args) == 3:
             c, t, f = e.args
             out += self.expr_checks(c, guards)
             out += self.expr_checks(t, [*guards, c])
@@ -263,8 +264,8 @@ class _Checks(Mutator):
     def binding_check(self, blk: Block, name: str, dom: Range, value: PrimExpr,
                       guards: list[PrimExpr]) -> PrimExpr | None:
         lo = dom.min if dom.min.dtype == value.dtype else _cast(value.dtype, dom.min)
-        hi = binop("add", lo, dom.extent if dom.extent.dtype == value.dtype
-                   else _cast(value.dtype, dom.extent))
+        hi = simplify(binop("add", lo, dom.extent if dom.extent.dtype == value.dtype
+                            else _cast(value.dtype, dom.extent)))
         with self.knowing(*guards):
             conds = [c for c in (binop("ge", value, lo), binop("lt", value, hi))
                      if not self.an.can_prove(c)]

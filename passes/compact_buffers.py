@@ -23,6 +23,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from tirc.ir.analysis.regions import Bounds, relax, union_bounds
 from tirc.ir.arith import Analyzer
 from tirc.ir.arith.linear import to_linear
 from tirc.ir.buffer import Buffer
@@ -44,7 +45,6 @@ from tirc.ir.stmt import (
 )
 from tirc.ir.visitor import Mutator, Visitor, field_names
 from tirc.passes.pass_base import PassContext, PrimFuncPass
-from tirc.passes.schedule.regions import Bounds, relax, union_bounds
 
 THREAD_ATTRS = ("thread_extent", "virtual_thread", "launch_thread")
 

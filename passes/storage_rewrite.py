@@ -25,10 +25,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tirc.ir.analysis.storage import storage_size
+from tirc.ir.arith import construct
+from tirc.ir.attrs import OUTLINED, STORAGE_KIND
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import IntImm, StringImm, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
+from tirc.ir.rebind import used_vars
 from tirc.ir.stmt import (
     Allocate,
     AssertStmt,
@@ -44,20 +48,16 @@ from tirc.ir.stmt import (
     seq,
 )
 from tirc.ir.structural import structural_equal
-from tirc.passes import expr_fold, lowering_config
-from tirc.passes.flatten_buffers import storage_size
-from tirc.passes.megakernel.task_graph import OUTLINED
+from tirc.passes import lowering_config
 from tirc.passes.pass_base import PassContext, PrimFuncPass
-from tirc.passes.rebind import used_vars
 
-STORAGE_KIND = "storage_kind"
 THREAD_ATTRS = ("thread_extent", "virtual_thread", "launch_thread")
 _BARRIER_LOOPS = (ForKind.PARALLEL, ForKind.THREAD_BINDING)
 
 
 def allocation_bytes(b: Buffer) -> int | None:
     """The constant size of `b`'s storage in bytes, or None when it is symbolic."""
-    size = expr_fold.fold(storage_size(b))
+    size = construct.fold(storage_size(b))
     if not isinstance(size, IntImm):
         return None
     return max(size.value, 0) * b.dtype.bytes

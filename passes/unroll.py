@@ -19,17 +19,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tirc.ir.arith import Analyzer
+from tirc.ir.arith import Analyzer, construct
+from tirc.ir.arith.stmt import simplify_exprs
+from tirc.ir.attrs import PRAGMA_UNROLL
 from tirc.ir.expr import IntImm, cast, const
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
+from tirc.ir.rebind import fresh_copy
 from tirc.ir.stmt import Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt, seq
 from tirc.ir.visitor import Mutator
-from tirc.passes import expr_fold, lowering_config
+from tirc.passes import lowering_config
 from tirc.passes.pass_base import PassContext, PrimFuncPass
-from tirc.passes.rebind import fresh_copy
-
-PRAGMA_UNROLL = "pragma_unroll"
 
 
 def unrolled_copies(loop: For, analyzer: Analyzer | None = None) -> Stmt:
@@ -40,8 +40,8 @@ def unrolled_copies(loop: For, analyzer: Analyzer | None = None) -> Stmt:
     lo = cast(v.dtype, loop.min)
     copies = []
     for k in range(loop.extent.value):
-        value = expr_fold.add(lo, const(k, v.dtype))
-        copy = expr_fold.simplify_stmt(fresh_copy(loop.body, {v: value}), analyzer)
+        value = construct.add(lo, const(k, v.dtype))
+        copy = simplify_exprs(fresh_copy(loop.body, {v: value}), analyzer)
         copies.append(_ConstantIfPruner().visit(copy))
     if not copies:
         return Evaluate(IntImm(0), span=loop.span)
@@ -78,7 +78,7 @@ class _Unroller(Mutator):
         loop = self.generic_visit(s)
         if loop.kind != ForKind.UNROLLED:
             return loop
-        extent = expr_fold.fold(loop.extent)
+        extent = construct.fold(loop.extent)
         if isinstance(extent, IntImm) and extent.value <= self.max_extent:
             return unrolled_copies(loop.replace(extent=extent), self.analyzer)
         annotations = {**loop.annotations, PRAGMA_UNROLL: True}

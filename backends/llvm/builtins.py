@@ -12,12 +12,13 @@ import numpy as np
 from llvmlite import ir
 from tirc.backends.llvm.context import ModuleContext
 from tirc.backends.llvm.types import I32, const_like, from_memory, mem_type, reg_type, to_memory
+from tirc.ir import intrinsics as intrin
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import DType
 from tirc.ir.expr import Call, PrimExpr, Var
 
-NO_OPS = ("tvm_storage_sync", "assume", "nop")
+NO_OPS = (intrin.STORAGE_SYNC, intrin.ASSUME, intrin.NOP)
 
 
 def _limit(dt: DType, high: bool) -> int | float | bool:

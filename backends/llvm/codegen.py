@@ -10,6 +10,7 @@ from llvmlite import ir
 from tirc.backends.llvm.context import ModuleContext, as_ptr
 from tirc.backends.llvm.function import FunctionCodegen
 from tirc.backends.llvm.types import I8, I32, PTR
+from tirc.ir.attrs import ENTRY
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import BufferLoad, Var
@@ -17,8 +18,6 @@ from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import Allocate, BufferStore
 from tirc.ir.visitor import post_order_visit
-
-ENTRY_ATTR = "tirc.entry"
 
 
 def _buffers_by_data(func: PrimFunc) -> dict[Var, Buffer]:
@@ -70,7 +69,7 @@ def codegen_module(mod: IRModule, metadata_json: str, triple: str = "",
         if not isinstance(func, PrimFunc):
             raise CompileError(f"codegen: graph function '{name}' must be lowered to loop "
                                "functions before code generation", func.span)
-        if ENTRY_ATTR not in func.attrs:
+        if ENTRY not in func.attrs:
             raise CompileError(f"codegen: function '{name}' is not an entry point "
                                "(run make-entry)", func.span)
         emit_entry(ctx, func)

@@ -19,7 +19,7 @@ from tirc.backends.llvm.context import ModuleContext
 from tirc.backends.llvm.events import OPS as EVENT_OPS
 from tirc.backends.llvm.events import emit_event
 from tirc.backends.llvm.intrinsics import call_llvm, emit_math
-from tirc.backends.llvm.lanes import EXTRACT_LANE, lane_of
+from tirc.backends.llvm.lanes import lane_of
 from tirc.backends.llvm.memory import MemoryAccess, const_int
 from tirc.backends.llvm.types import (
     I32,
@@ -28,6 +28,7 @@ from tirc.backends.llvm.types import (
     reg_type,
     splat,
 )
+from tirc.ir import intrinsics as intrin
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import DType
 from tirc.ir.expr import (
@@ -270,9 +271,9 @@ class ExprCodegen(MemoryAccess):
     # ---- calls -----------------------------------------------------------------------
 
     def expr_Call(self, e: Call) -> ir.Value:
-        if e.op == "if_then_else":
+        if e.op == intrin.IF_THEN_ELSE:
             return self._if_then_else(e)
-        if e.op == EXTRACT_LANE:
+        if e.op == intrin.EXTRACT_LANE:
             vec = self.expr(e.args[0])
             return self.b.extract_element(vec, ir.Constant(I32, const_int(e.args[1])))
         if e.op in EVENT_OPS:

@@ -1,5 +1,5 @@
 """Calls of external C functions with the DLTensor ABI: the `tirc.call_packed` intrinsic that
-lower-graph writes for `R.call_dps_packed` (its form is in passes/graph/lower_extern.py).
+lower-graph writes for `R.call_dps_packed` (its form is in ir/packed_call.py).
 
 Each tensor argument becomes a DLTensor in the function's entry-block stack frame: the address
 of its first element as `data`, a CPU device, its rank, dtype and an int64 shape array computed
@@ -28,10 +28,10 @@ from tirc.backends.llvm.dltensor import (
 from tirc.backends.llvm.types import I8, I16, I32, I64, PTR
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
+from tirc.ir.dlpack import DEVICE_CPU, TYPE_CODES, dl_bits
 from tirc.ir.dtype import INT64, DType
 from tirc.ir.expr import Call, PrimExpr
-from tirc.passes.graph.lower_extern import TensorArg, packed_call
-from tirc.passes.make_entry import DEVICE_CPU, TYPE_CODES, dl_bits
+from tirc.ir.packed_call import TensorArg, packed_call
 
 # The helpers every library exports; an external function may not take their names.
 RESERVED_SYMBOLS = ("tirc_last_error", "tirc_metadata")

@@ -25,10 +25,10 @@ from tirc.backends.llvm.extern_call import ExternCalls
 from tirc.backends.llvm.outline import captured_vars
 from tirc.backends.llvm.stmt import StmtCodegen
 from tirc.backends.llvm.types import I32, PTR, elem_align
+from tirc.ir.attrs import TASK_COMPUTE
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Call, StringImm, Var
 from tirc.ir.stmt import AttrStmt, For
-from tirc.passes.megakernel.task_graph import TASK_COMPUTE
 
 FailHandler = Callable[["FunctionCodegen", ir.Value], None]
 

@@ -23,13 +23,13 @@ from llvmlite.ir import instructions
 from tirc.backends.llvm.context import ModuleContext, as_ptr
 from tirc.backends.llvm.outline import captured_vars, pack, unpack
 from tirc.backends.llvm.types import I32, PTR, VOID
+from tirc.ir.attrs import PARALLEL_TEAM
 from tirc.ir.stmt import For
 
 if TYPE_CHECKING:
     from tirc.backends.llvm.function import FunctionCodegen
 
 ERROR, MESSAGE, BEGIN, EXTENT, FIRST_CAPTURED = range(5)
-TEAM_KEY = "parallel.team"
 
 
 def _store_relaxed(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, align: int) -> None:
@@ -104,7 +104,7 @@ def emit_parallel_for(cg: FunctionCodegen, s: For) -> None:
     worker.linkage = "internal"
     data = worker.args[0]
     data.name = "data"
-    team = bool(s.annotations.get(TEAM_KEY))
+    team = bool(s.annotations.get(PARALLEL_TEAM))
     inner = cg.child(worker, {}, _worker_fail(data, ty, team), cg.parallel_depth + 1)
     wb = inner.b
     lo_begin, n, *loaded = unpack(wb, data, ty, BEGIN, 2 + len(values))

@@ -22,12 +22,12 @@ from tirc.backends.nvptx.launch_plan import host_plan
 from tirc.backends.nvptx.ptx_metadata import render_block
 from tirc.backends.nvptx.ptxas import KernelUsage, parse_usage, run_ptxas
 from tirc.backends.nvptx.target_machine import TRIPLE, nvptx_machine
+from tirc.ir.attrs import GPU_HOST, KERNEL
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.function import PrimFunc
+from tirc.ir.gpu.arch import DEFAULT_ARCH
 from tirc.ir.module import IRModule
 from tirc.ir.target import Target, parse_target
-from tirc.passes.gpu.gpu_arch import DEFAULT_ARCH
-from tirc.passes.gpu.thread_tags import HOST_ATTR, KERNEL_ATTR
 
 ABI_VERSION = 1
 GPU_EMIT_KINDS = ("ptx", "cubin", "ll", "asm")
@@ -63,7 +63,7 @@ def cuda_target(target: Any) -> Target:
 def lowered_for_gpu(mod: IRModule, target: Target, opt_level: int) -> IRModule:
     """`mod` with its graph functions lowered and its loop functions split into kernels and
     launch plans (GPU pipeline)."""
-    if all(isinstance(f, PrimFunc) and (f.attrs.get(KERNEL_ATTR) or f.attrs.get(HOST_ATTR))
+    if all(isinstance(f, PrimFunc) and (f.attrs.get(KERNEL) or f.attrs.get(GPU_HOST))
            for f in mod.functions.values()):
         return mod
     from tirc.passes.gpu.pipeline import gpu_pipeline
@@ -84,11 +84,11 @@ def compile_ptx(mod: IRModule, target: Any = None, opt_level: int = 2,
     tm, arch = nvptx_machine(t, opt_level)
     ctx = ModuleContext(mod.name, TRIPLE, str(tm.target_data))
     kernel_funcs = {str(f.attrs.get("global_symbol", f.name)): f
-                    for f in mod.prim_funcs().values() if f.attrs.get(KERNEL_ATTR)}
+                    for f in mod.prim_funcs().values() if f.attrs.get(KERNEL)}
     kernels = [emit_kernel(ctx, f) for f in kernel_funcs.values()]
     shared = {k.name: k.dynamic_shared for k in kernels}
     functions = [host_plan(f, shared, kernel_funcs) for f in mod.prim_funcs().values()
-                 if f.attrs.get(HOST_ATTR)]
+                 if f.attrs.get(GPU_HOST)]
     kernel_meta = [{"name": k.name, "static_shared": k.static_shared,
                     "dynamic_shared": k.dynamic_shared} for k in kernels]
     meta = {"tirc_abi": ABI_VERSION, "module": mod.name, "target": str(t), "arch": arch.name,

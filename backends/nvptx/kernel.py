@@ -38,16 +38,15 @@ from tirc.backends.nvptx.address_space import SHARED, sreg_intrinsic
 from tirc.backends.nvptx.events import OPS as EVENT_OPS
 from tirc.backends.nvptx.events import emit_gpu_event
 from tirc.backends.nvptx.math import FLOAT_MATH, emit_float_math
+from tirc.ir.analysis.storage import storage_size
+from tirc.ir.arith import construct
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import Call, IntImm, StringImm, Var
 from tirc.ir.function import PrimFunc
+from tirc.ir.gpu.arch import STATIC_SHARED_LIMIT
+from tirc.ir.gpu.launch import SHARED_ALIGN, launch_extents, shared_bytes
 from tirc.ir.stmt import Allocate, AttrStmt, For, ForKind
-from tirc.passes import expr_fold
-from tirc.passes.flatten_buffers import storage_size
-from tirc.passes.gpu.gpu_arch import STATIC_SHARED_LIMIT
-from tirc.passes.gpu.launch_dims import launch_extents
-from tirc.passes.gpu.verify_gpu import SHARED_ALIGN, shared_bytes
 
 DYNAMIC_SHARED = "tirc_dynamic_shared"
 KERNEL_CC = "ptx_kernel"
@@ -63,7 +62,7 @@ class KernelInfo:
 
 
 def _const_bytes(buf: Buffer) -> int:
-    size = expr_fold.fold(storage_size(buf))
+    size = construct.fold(storage_size(buf))
     if not isinstance(size, IntImm):
         raise CompileError(f"codegen: device buffer '{buf.name}' needs a constant size",
                            buf.span)

@@ -25,18 +25,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from tirc.ir.analysis.entry_signature import accessed_data, param_buffers, shape_text, signature
+from tirc.ir.analysis.storage import storage_size
+from tirc.ir.attrs import SM_COUNT
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import CMP_OPS, BinOp, Call, PrimExpr, StringImm, Var, binop, cast
 from tirc.ir.function import PrimFunc
+from tirc.ir.gpu.threads import is_launch, walk_stmts
+from tirc.ir.intrinsics import CALL_PACKED
+from tirc.ir.packed_call import packed_call
 from tirc.ir.stmt import Allocate, AssertStmt, Evaluate
-from tirc.passes.entry_signature import accessed_data, param_buffers, shape_text, signature
-from tirc.passes.flatten_buffers import storage_size
-from tirc.passes.gpu.thread_tags import is_launch, walk_stmts
-from tirc.passes.graph.lower_extern import CALL_PACKED, packed_call
 
 # Bound by the runtime, not by the parameters: the device's SM count (a megakernel's grid).
-SM_COUNT = "tirc_sm_count"
 
 
 def bound_symbols(func: PrimFunc) -> dict[Var, str]:
@@ -214,6 +215,6 @@ def _unique(name: str, taken: set[str]) -> str:
 
 
 def _vars(e: PrimExpr) -> list[Var]:
-    from tirc.passes.rebind import used_vars
+    from tirc.ir.rebind import used_vars
 
     return sorted(used_vars(e), key=lambda v: v.name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from tirc.ir import intrinsics as intrin
 from tirc.ir.arith.fold import fold_binop, fold_cast, is_false, is_true
 from tirc.ir.arith.linear import Linear, from_linear, is_index_dtype
 from tirc.ir.dtype import BOOL
@@ -180,7 +181,7 @@ class Rewriter:
 
     def visit_Call(self, e: Call) -> PrimExpr:
         args = tuple(self.visit(a) for a in e.args)
-        if e.op == "if_then_else" and len(args) == 3:
+        if e.op == intrin.IF_THEN_ELSE and len(args) == 3:
             if is_true(args[0]):
                 return args[1]
             if is_false(args[0]):

@@ -15,9 +15,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from tirc.ir.attrs import GRAPH_FUNC
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Call, IntImm, Var
 from tirc.ir.function import PrimFunc
+from tirc.ir.intrinsics import CALL_PACKED
 from tirc.ir.module import IRModule
 from tirc.ir.ops.sinfo_util import INT64
 from tirc.ir.stmt import (
@@ -37,8 +39,6 @@ from tirc.ir.stmt import (
 )
 from tirc.passes.gpu.default_schedule_gpu import schedule_block
 from tirc.passes.gpu.schedule_builders import bound
-from tirc.passes.graph.lower_extern import CALL_PACKED
-from tirc.passes.graph.lower_graph import GRAPH_ATTR
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 
 
@@ -51,7 +51,7 @@ class GPUBindGraphHost(PrimFuncPass):
                    "GPU kernels")
 
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
-        if not func.attrs.get(GRAPH_ATTR):
+        if not func.attrs.get(GRAPH_FUNC):
             return func
         body = bind_host(func.body)
         return func if body is func.body else dataclasses.replace(func, body=body)

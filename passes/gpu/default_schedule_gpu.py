@@ -40,9 +40,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from tirc.ir.attrs import SCHEDULED
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import PrimExpr, Var
 from tirc.ir.function import PrimFunc
+from tirc.ir.gpu.threads import thread_loops
 from tirc.ir.module import IRModule
 from tirc.ir.ops.sinfo_util import INT64, dim, product
 from tirc.ir.stmt import Block, BlockRealize, For, ForKind, IterKind, Stmt, seq
@@ -56,8 +58,7 @@ from tirc.passes.gpu.schedule_reduction import (
     row_group,
     row_kernel,
 )
-from tirc.passes.gpu.thread_tags import thread_loops
-from tirc.passes.graph.default_schedule import SCHEDULED_ATTR, _nests
+from tirc.passes.graph.default_schedule import _nests
 from tirc.passes.graph.kernel import TRUE
 from tirc.passes.graph.schedule_matmul import epilogue, realize, tile_local_buffers
 from tirc.passes.pass_base import PassContext, PrimFuncPass
@@ -73,7 +74,7 @@ class GPUDefaultSchedule(PrimFuncPass):
                    "thread, a block per reduced row, shared-memory tiled matmul")
 
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
-        if func.attrs.get(SCHEDULED_ATTR) or thread_loops(func.body):
+        if func.attrs.get(SCHEDULED) or thread_loops(func.body):
             return func
         new = schedule_gpu_function(func)
         return fallback_schedule(func) if new is None else new
@@ -109,7 +110,7 @@ def schedule_gpu_function(func: PrimFunc) -> PrimFunc | None:
     allocs = tuple(b for b in root.alloc_buffers if b not in private) + tuple(scratch)
     new_root = dataclasses.replace(root, body=seq(*out), alloc_buffers=allocs)
     body = dataclasses.replace(func.body, block=new_root)
-    return dataclasses.replace(func, body=body, attrs={**func.attrs, SCHEDULED_ATTR: True})
+    return dataclasses.replace(func, body=body, attrs={**func.attrs, SCHEDULED: True})
 
 
 def with_root(func: PrimFunc) -> PrimFunc:

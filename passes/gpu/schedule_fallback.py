@@ -27,6 +27,7 @@ from tirc.ir.arith.linear import to_linear
 from tirc.ir.expr import Cast, PrimExpr, Var, binop, cast
 from tirc.ir.function import PrimFunc
 from tirc.ir.ops.sinfo_util import INT64, const_dim, dim, product, simplify_dim
+from tirc.ir.rebind import used_vars
 from tirc.ir.stmt import (
     Allocate,
     BlockRealize,
@@ -41,7 +42,6 @@ from tirc.ir.stmt import (
 )
 from tirc.ir.visitor import Mutator, substitute
 from tirc.passes.gpu.schedule_builders import over_grid, typed, unflatten
-from tirc.passes.rebind import used_vars
 
 
 class _Serial(Mutator):

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BinOp, BufferLoad, PrimExpr, Var, binop, cast, const
+from tirc.ir.gpu.threads import barrier
 from tirc.ir.ops.sinfo_util import INT64, product, simplify_dim
+from tirc.ir.rebind import used_vars
 from tirc.ir.stmt import Block, BufferStore, For, ForKind, Stmt, seq
 from tirc.ir.visitor import Mutator, substitute
 from tirc.passes.gpu.schedule_builders import (
@@ -21,8 +23,6 @@ from tirc.passes.gpu.schedule_builders import (
     unflatten,
 )
 from tirc.passes.gpu.schedule_reduction import reduction_update
-from tirc.passes.gpu.thread_tags import barrier
-from tirc.passes.rebind import used_vars
 
 TILE = 16              # matmul tile edge (TILE x TILE threads per block)
 

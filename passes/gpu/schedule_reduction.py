@@ -7,6 +7,7 @@ from __future__ import annotations
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DType
 from tirc.ir.expr import BinOp, BufferLoad, PrimExpr, Var, binop, const
+from tirc.ir.gpu.threads import barrier
 from tirc.ir.ops.sinfo_util import INT64, const_dim, dim, dims_equal, product, simplify_dim
 from tirc.ir.stmt import Block, BufferStore, For, ForKind, IfThenElse, IterKind, Stmt, seq
 from tirc.ir.visitor import post_order_visit, substitute
@@ -21,7 +22,6 @@ from tirc.passes.gpu.schedule_builders import (
     typed,
     unflatten,
 )
-from tirc.passes.gpu.thread_tags import barrier
 from tirc.passes.graph.kernel import limit
 from tirc.passes.graph.schedule_matmul import realize
 

@@ -21,6 +21,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from tirc.ir.arith import Analyzer
+from tirc.ir.attrs import OP_PATTERN, SCHEDULED
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import IntImm, PrimExpr, Var, binop
 from tirc.ir.function import PrimFunc
@@ -37,7 +38,6 @@ from tirc.ir.stmt import (
     seq,
 )
 from tirc.ir.visitor import substitute
-from tirc.passes.graph.annotate_op_pattern import PATTERN_ATTR
 from tirc.passes.graph.kernel import ZERO
 from tirc.passes.graph.schedule_matmul import (
     epilogue,
@@ -49,8 +49,6 @@ from tirc.passes.graph.schedule_matmul import (
 )
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 
-SCHEDULED_ATTR = "tirc.scheduled"
-
 
 @dataclass(frozen=True)
 class DefaultSchedule(PrimFuncPass):
@@ -60,7 +58,7 @@ class DefaultSchedule(PrimFuncPass):
     description = "CPU schedule for generated kernels: parallel, vectorized, tiled matmul"
 
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
-        if PATTERN_ATTR not in func.attrs or func.attrs.get(SCHEDULED_ATTR):
+        if OP_PATTERN not in func.attrs or func.attrs.get(SCHEDULED):
             return func
         if ctx.target is not None and getattr(ctx.target, "is_gpu", False):
             return func
@@ -132,7 +130,7 @@ def schedule_function(func: PrimFunc) -> PrimFunc | None:
     allocs = tuple(b for b in root.alloc_buffers if b not in local)
     new_root = dataclasses.replace(root, body=seq(*out), alloc_buffers=allocs)
     body = dataclasses.replace(func.body, block=new_root)
-    return dataclasses.replace(func, body=body, attrs={**func.attrs, SCHEDULED_ATTR: True})
+    return dataclasses.replace(func, body=body, attrs={**func.attrs, SCHEDULED: True})
 
 
 # ---- loop construction --------------------------------------------------------------------

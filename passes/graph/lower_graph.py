@@ -7,8 +7,8 @@ sizes and checks the others at run time. Intermediate tensors are views into one
 allocated per call with memory-plan's layout. Each `R.call_tir` is inlined: the kernel's body
 is copied with its buffers bound to the actual tensors and its sizes to their values, so the
 host function runs the kernels in order with no call overhead. Each `R.call_dps_packed` becomes
-a `tirc.call_packed` intrinsic call of the C function (see lower_extern.py). Returned values that
-no call writes (a parameter, a tensor returned twice) are copied into their result.
+a `tirc.call_packed` intrinsic call of the C function (see tirc.ir.packed_call). Returned values
+that no call writes (a parameter, a tensor returned twice) are copied into their result.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from tirc.ir.attrs import GRAPH_FUNC, PRIMITIVE
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import HANDLE
@@ -39,11 +40,11 @@ from tirc.ir.graph import (
 from tirc.ir.module import IRModule
 from tirc.ir.ops.calls import bind_shape_vars
 from tirc.ir.ops.sinfo_util import dim, shape_text
+from tirc.ir.packed_call import call_packed
+from tirc.ir.rebind import fresh_copy
 from tirc.ir.stmt import Allocate, AssertStmt, BufferStore, Evaluate, LetStmt, Stmt, seq
-from tirc.passes.graph.fuse_ops import PRIMITIVE_ATTR
 from tirc.passes.graph.fuse_tir import BlockNames
 from tirc.passes.graph.kernel import Kernel
-from tirc.passes.graph.lower_extern import call_packed
 from tirc.passes.graph.memory_plan import (
     TensorId,
     aliases_of,
@@ -53,9 +54,6 @@ from tirc.passes.graph.memory_plan import (
     tensor_of,
 )
 from tirc.passes.pass_base import Pass, PassContext
-from tirc.passes.rebind import fresh_copy
-
-GRAPH_ATTR = "tirc.graph_func"
 
 
 @dataclass(frozen=True)
@@ -66,7 +64,7 @@ class LowerGraph(Pass):
     description = "lower graph functions to host functions that allocate and run the kernels"
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        graph = {n: f for n, f in mod.graph_funcs().items() if not f.attrs.get(PRIMITIVE_ATTR)}
+        graph = {n: f for n, f in mod.graph_funcs().items() if not f.attrs.get(PRIMITIVE)}
         if not graph:
             return mod
         out = mod
@@ -76,7 +74,7 @@ class LowerGraph(Pass):
             used |= callees
             out = out.without_function(name).with_function(name, host)
         for name, f in mod.functions.items():
-            if isinstance(f, Function) and f.attrs.get(PRIMITIVE_ATTR):
+            if isinstance(f, Function) and f.attrs.get(PRIMITIVE):
                 out = out.without_function(name)
             elif name in used and "global_symbol" not in f.attrs:
                 out = out.without_function(name)
@@ -237,7 +235,7 @@ class _HostBuilder:
             raise self.error(f"the sizes {', '.join(str(v) for v in scalars)} cannot be "
                              "bound from the arguments' shapes", func)
         return dataclasses.replace(prim, attrs={"global_symbol": func.name,
-                                                "tir.noalias": True, GRAPH_ATTR: True})
+                                                "tir.noalias": True, GRAPH_FUNC: True})
 
     def _is_produced(self, tid: TensorId) -> bool:
         for block in self.func.body.blocks:

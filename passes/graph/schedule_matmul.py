@@ -20,6 +20,7 @@ from typing import Any
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import BinOp, BufferLoad, Call, PrimExpr, Var, binop, cast
 from tirc.ir.ops.sinfo_util import INT64, const_dim, dim, dims_equal, product, simplify_dim
+from tirc.ir.rebind import fresh_copy, rebind
 from tirc.ir.stmt import (
     Block,
     BlockRealize,
@@ -35,7 +36,6 @@ from tirc.ir.stmt import (
 from tirc.ir.visitor import Mutator, post_order_visit
 from tirc.passes.graph.annotate_op_pattern import is_fma
 from tirc.passes.graph.kernel import TRUE, ZERO, point
-from tirc.passes.rebind import fresh_copy, rebind
 
 TILE = (32, 16, 8)  # columns of a register tile: the first that divides the output's width
 ROWS = 8  # rows of a register tile

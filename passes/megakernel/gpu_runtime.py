@@ -43,6 +43,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
+from tirc.ir import intrinsics as intrin
+from tirc.ir.attrs import MEGAKERNEL, MEGAKERNEL_RUNTIME, OP_PATTERN, SCHEDULED, SM_COUNT
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import HANDLE, INT32, INT64
@@ -58,6 +60,7 @@ from tirc.ir.expr import (
     select,
 )
 from tirc.ir.function import PrimFunc
+from tirc.ir.gpu.threads import barrier
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import (
     Allocate,
@@ -72,15 +75,12 @@ from tirc.ir.stmt import (
     seq,
 )
 from tirc.ir.target import Target
-from tirc.passes.gpu.thread_tags import barrier
 from tirc.passes.megakernel.gpu_events import EventLayout, event_layout
 from tirc.passes.megakernel.gpu_threads import block_threads, single, spread_task
-from tirc.passes.megakernel.task_graph import MEGAKERNEL_ATTR, MODES, TaskGraph, read_task_graph
+from tirc.passes.megakernel.task_graph import MODES, TaskGraph, read_task_graph
 from tirc.passes.pass_base import Pass, PassContext, PrimFuncPass
 
 # The launch-plan symbol for the number of SMs (the runtime binds it; see runtime/cuda.py).
-SM_COUNT = "tirc_sm_count"
-RUNTIME_ATTR = "megakernel.runtime"
 GPU_RUNTIME = "gpu"
 DEFAULT_MAX_THREADS = 256
 
@@ -144,7 +144,7 @@ def _dynamic(bodies: list[tuple[Var, Stmt]], firsts: list[PrimExpr], total: Prim
     nxt = Buffer(name="next_task", shape=(IntImm(1, INT64),), dtype=INT32,
                  data=Var("next_task", HANDLE), scope="shared")
     zero = IntImm(0, INT64)
-    taken: PrimExpr = Call("tirc.atomic_add", (head, IntImm(1, INT32)), INT32)
+    taken: PrimExpr = Call(intrin.ATOMIC_ADD, (head, IntImm(1, INT32)), INT32)
     pop_stmt: Stmt = BufferStore(nxt, taken, (zero,))
     if in_order is not None:
         idle = logical_and(in_order, binop("ne", cast(INT64, w), zero))
@@ -181,7 +181,7 @@ def persistent_kernel(graph: TaskGraph, layout: EventLayout, mode: str, threads:
 
 def lower_task_graph(func: PrimFunc, threads_cap: int) -> PrimFunc:
     """A task-graph function -> a GPU host function with an init kernel and the megakernel."""
-    mode = str(func.attrs[MEGAKERNEL_ATTR])
+    mode = str(func.attrs[MEGAKERNEL])
     graph = read_task_graph(func)
     layout = event_layout(graph.events, mode == "dynamic")
     threads = block_threads([t.body for t in graph.tasks], threads_cap)
@@ -197,7 +197,7 @@ def lower_task_graph(func: PrimFunc, threads_cap: int) -> PrimFunc:
         if not isinstance(scope, AssertStmt):
             body = wrap(body)
     return dataclasses.replace(func, body=body,
-                               attrs={**func.attrs, RUNTIME_ATTR: GPU_RUNTIME})
+                               attrs={**func.attrs, MEGAKERNEL_RUNTIME: GPU_RUNTIME})
 
 
 def _wrapping(graph: TaskGraph) -> list[Stmt]:
@@ -217,7 +217,7 @@ class MegakernelGPU(Pass):
         cap = _threads(ctx)
         out = mod
         for name, func in mod.prim_funcs().items():
-            if func.attrs.get(MEGAKERNEL_ATTR) not in MODES or func.attrs.get(RUNTIME_ATTR):
+            if func.attrs.get(MEGAKERNEL) not in MODES or func.attrs.get(MEGAKERNEL_RUNTIME):
                 continue
             out = out.with_function(name, lower_task_graph(func, cap))
         return out
@@ -232,10 +232,9 @@ class MegakernelGPUTiles(PrimFuncPass):
                                   "inner loops (the tasks of a GPU megakernel), on any target")
 
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
-        from tirc.passes.graph.annotate_op_pattern import PATTERN_ATTR
-        from tirc.passes.graph.default_schedule import SCHEDULED_ATTR, schedule_function
+        from tirc.passes.graph.default_schedule import schedule_function
 
-        if PATTERN_ATTR not in func.attrs or func.attrs.get(SCHEDULED_ATTR):
+        if OP_PATTERN not in func.attrs or func.attrs.get(SCHEDULED):
             return func
         new = schedule_function(func)
         return func if new is None else new
@@ -266,7 +265,7 @@ def lower_megakernel_gpu(mod: IRModule, target: Target, opt_level: int, mode: st
     from tirc.passes.pipeline import build_pipeline
 
     ctx = PassContext(opt_level=opt_level, target=target,
-                      config={**(config or {}), MEGAKERNEL_ATTR: mode})
+                      config={**(config or {}), MEGAKERNEL: mode})
     return run_pipeline(mod, build_pipeline(megakernel_gpu_steps(opt_level)), ctx)
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tirc.ir import intrinsics as intrin
+from tirc.ir.attrs import GRAPH_FUNC, MEGAKERNEL, MEGAKERNEL_RUNTIME, PRIMITIVE
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import INT32, INT64
 from tirc.ir.expr import BufferLoad, Call, IntImm, StringImm, cast
@@ -23,20 +25,16 @@ from tirc.ir.graph import Function, GCall, GlobalVar
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import Evaluate
 from tirc.ir.visitor import Mutator, post_order_visit
-from tirc.passes.graph.fuse_ops import PRIMITIVE_ATTR
-from tirc.passes.graph.lower_graph import GRAPH_ATTR, lower_function
+from tirc.passes.graph.lower_graph import lower_function
 from tirc.passes.megakernel.dynamic_schedule import dynamic_workers
 from tirc.passes.megakernel.static_schedule import static_workers
 from tirc.passes.megakernel.task_graph import (
-    MEGAKERNEL_ATTR,
     MODES,
     build_task_graph,
     read_task_graph,
     scope_compute,
 )
 from tirc.passes.pass_base import Pass, PassContext
-
-RUNTIME_ATTR = "megakernel.runtime"
 
 
 def _mode(value: object, where: str) -> str | None:
@@ -69,8 +67,8 @@ class Megakernel(Pass):
         used: set[str] = set()
         taken = False
         for name, func in mod.functions.items():
-            if isinstance(func, Function) and not func.attrs.get(PRIMITIVE_ATTR):
-                mode = _mode(func.attrs.get(MEGAKERNEL_ATTR), f"{name}'s megakernel attribute") \
+            if isinstance(func, Function) and not func.attrs.get(PRIMITIVE):
+                mode = _mode(func.attrs.get(MEGAKERNEL), f"{name}'s megakernel attribute") \
                     or default
                 if mode is None:
                     continue
@@ -78,14 +76,14 @@ class Megakernel(Pass):
                 used |= callees
                 taken = True
                 out = out.with_function(name, build_task_graph(host, mode, tile))
-            elif isinstance(func, PrimFunc) and func.attrs.get(GRAPH_ATTR) and default and \
-                    MEGAKERNEL_ATTR not in func.attrs:
+            elif isinstance(func, PrimFunc) and func.attrs.get(GRAPH_FUNC) and default and \
+                    MEGAKERNEL not in func.attrs:
                 out = out.with_function(name, build_task_graph(func, default, tile))
         if not taken:
             return out
-        rest = [f for f in out.graph_funcs().values() if not f.attrs.get(PRIMITIVE_ATTR)]
+        rest = [f for f in out.graph_funcs().values() if not f.attrs.get(PRIMITIVE)]
         for name, f in mod.functions.items():
-            if isinstance(f, Function) and f.attrs.get(PRIMITIVE_ATTR) and not rest:
+            if isinstance(f, Function) and f.attrs.get(PRIMITIVE) and not rest:
                 out = out.without_function(name)
             elif name in used and "global_symbol" not in f.attrs and \
                     not any(name in called_kernels(g) for g in rest):
@@ -120,8 +118,8 @@ class MegakernelRuntime(Pass):
                                f"seconds, got '{text}'")
         watchdog = int(text)
         for name, func in mod.prim_funcs().items():
-            mode = func.attrs.get(MEGAKERNEL_ATTR)
-            if mode not in MODES or func.attrs.get(RUNTIME_ATTR):
+            mode = func.attrs.get(MEGAKERNEL)
+            if mode not in MODES or func.attrs.get(MEGAKERNEL_RUNTIME):
                 continue
             graph = read_task_graph(func)
             for t in graph.tasks:
@@ -130,7 +128,7 @@ class MegakernelRuntime(Pass):
                     t.body = _Watchdog(watchdog, t.name).visit(t.body)
             body = static_workers(graph) if mode == "static" else dynamic_workers(graph)
             out = out.with_function(name, func.replace(
-                body=body, attrs={**func.attrs, RUNTIME_ATTR: True}))
+                body=body, attrs={**func.attrs, MEGAKERNEL_RUNTIME: True}))
         return out
 
 
@@ -143,7 +141,7 @@ class _Watchdog(Mutator):
 
     def visit_Evaluate(self, s: Evaluate) -> Evaluate:
         call = s.value
-        if not isinstance(call, Call) or call.op != "event_wait":
+        if not isinstance(call, Call) or call.op != intrin.EVENT_WAIT:
             return s
         elem = call.args[0]
         name = elem.buffer.name if isinstance(elem, BufferLoad) else "?"
@@ -153,4 +151,4 @@ class _Watchdog(Mutator):
         # workspace, and the message names the event tensor, not the workspace.
         args = (elem, IntImm(self.seconds, INT64), StringImm(self.task), StringImm(name),
                 cast(INT64, index))
-        return Evaluate(Call("tirc.event_wait_watchdog", args, INT32))
+        return Evaluate(Call(intrin.EVENT_WAIT_WATCHDOG, args, INT32))

@@ -7,6 +7,7 @@ import dataclasses
 import math
 from typing import Any
 
+from tirc.ir.analysis.regions import uses_any
 from tirc.ir.arith import Analyzer, simplify
 from tirc.ir.expr import IntImm, PrimExpr, Var, binop, const, is_const_int
 from tirc.ir.stmt import BlockRealize, For, ForKind, IfThenElse, SeqStmt, Stmt
@@ -17,7 +18,6 @@ from tirc.passes.schedule.dependence import (
     check_not_carried,
     child_sites,
 )
-from tirc.passes.schedule.regions import uses_any
 from tirc.passes.schedule.state import LoopRV, ScheduleError, ScheduleState
 from tirc.passes.schedule.tree import Path, children, simplify_bindings, walk
 

@@ -17,6 +17,7 @@ import dataclasses
 from typing import Any
 
 import numpy as np
+from tirc.ir.analysis.regions import and_all, conjuncts, uses_any
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import HANDLE, DType
 from tirc.ir.expr import BinOp, BufferLoad, FloatImm, IntImm, PrimExpr, Var, binop, const
@@ -24,7 +25,6 @@ from tirc.ir.stmt import BlockRealize, BufferStore, For, IterKind, IterVar, Stmt
 from tirc.ir.structural import structural_equal
 from tirc.ir.visitor import substitute
 from tirc.passes.schedule.dependence import child_sites, scope_path
-from tirc.passes.schedule.regions import and_all, conjuncts, uses_any
 from tirc.passes.schedule.scope import add_alloc, scope_block_name, unique_buffer_name
 from tirc.passes.schedule.state import BlockRV, ScheduleError, ScheduleState
 from tirc.passes.schedule.tree import insert_after, insert_before, loop_path, loops_in_scope

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from tirc.ir import intrinsics as intrin
 from tirc.ir.expr import BinOp, Call, Cast, IntImm, Not, PrimExpr, Select, Var
 from tirc.ir.visitor import post_order_visit
 from tirc.passes.static_check.sites import Loop
@@ -104,7 +105,7 @@ def evaluate(e: PrimExpr, env: dict[Var, np.ndarray], n: int) -> np.ndarray:
         return v.astype(bool) if e.dtype.is_bool else v.astype(np.int64)
     if isinstance(e, Not):
         return np.logical_not(evaluate(e.a, env, n))
-    if isinstance(e, Select) or (isinstance(e, Call) and e.op == "if_then_else"):
+    if isinstance(e, Select) or (isinstance(e, Call) and e.op == intrin.IF_THEN_ELSE):
         c, t, f = (e.condition, e.true_value, e.false_value) if isinstance(e, Select) \
             else e.args
         return np.where(evaluate(c, env, n), evaluate(t, env, n), evaluate(f, env, n))

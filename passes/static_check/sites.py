@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tirc.ir import intrinsics as intrin
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BufferLoad, Call, Let, Not, PrimExpr, Var
 from tirc.ir.function import PrimFunc
@@ -174,7 +175,7 @@ class _Walker(Visitor):
         del self.subst[e.var]
 
     def visit_Call(self, e: Call) -> None:
-        if e.op == "if_then_else" and len(e.args) == 3:
+        if e.op == intrin.IF_THEN_ELSE and len(e.args) == 3:
             self.visit(e.args[0])
             self.guarded(e.args[0], e.args[1])
             self.guarded(Not(e.args[0]), e.args[2])

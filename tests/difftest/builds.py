@@ -20,7 +20,7 @@ def compile_module(mod: IRModule, build: Build, stem: Path) -> Any:
     """The path of `mod`'s shared object built as `build` says (for the GPU, a GPU
     interpreter of the lowered module)."""
     if build.gpu:
-        from tirc.ir.interpreter_gpu import GPUInterpreter
+        from tirc.ir.interpreter.gpu import GPUInterpreter
         from tirc.ir.target import parse_target
         from tirc.passes.gpu.pipeline import gpu_pipeline
         from tirc.passes.manager import run_pipeline

@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 from gpu_support import ROOT, SAMPLE_REFS, lower
 from tirc.frontend import parse_file
+from tirc.ir.attrs import KERNEL
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import PrimExpr, Var, binop
-from tirc.ir.interpreter_gpu import check_races, run_gpu_func
+from tirc.ir.interpreter.gpu import check_races, run_gpu_func
 from tirc.ir.module import IRModule
 from tirc.ir.ops.sinfo_util import INT64
 from tirc.ir.printer import print_module
 from tirc.passes.gpu.schedule_builders import i64
 from tirc.passes.gpu.schedule_fallback import injective
-from tirc.passes.gpu.thread_tags import KERNEL_ATTR
 
 LOOP = SAMPLE_REFS.LOOP_SAMPLES
 # The interpreter runs every thread in Python: these run once, not twice for the race check.
@@ -28,7 +28,7 @@ CASES = [pytest.param(s, opt, id=f"{s.name}-O{opt}") for s in LOOP
 
 
 def kernels(mod: IRModule) -> list[str]:
-    return sorted(n for n, f in mod.functions.items() if f.attrs.get(KERNEL_ATTR))
+    return sorted(n for n, f in mod.functions.items() if f.attrs.get(KERNEL))
 
 
 @pytest.mark.parametrize("sample,opt_level", CASES)

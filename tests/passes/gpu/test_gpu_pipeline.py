@@ -5,10 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gpu_support import REFS, SAMPLE_IDS, SAMPLES, lower, sample_module
-from tirc.ir import interpreter_gpu
 from tirc.ir.interpreter import Interpreter
-from tirc.ir.interpreter_gpu import check_races
-from tirc.passes.gpu import thread_tags
+from tirc.ir.interpreter.gpu import check_races
 from tirc.passes.gpu.pipeline import gpu_pipeline
 from tirc.passes.registry import all_passes
 
@@ -32,12 +30,6 @@ def test_gpu_passes_are_registered_under_their_names() -> None:
     for name in ("gpu-inject-vthread", "gpu-thread-binding", "gpu-launch-dims",
                  "gpu-storage-scope", "gpu-storage-sync", "gpu-split-host-device", "verify-gpu"):
         assert registered[name].name == name
-
-
-def test_interpreter_and_passes_share_the_vocabulary() -> None:
-    assert interpreter_gpu.LAUNCH_KERNEL == thread_tags.LAUNCH_KERNEL
-    assert interpreter_gpu.BARRIER == thread_tags.BARRIER_OP
-    assert interpreter_gpu.BLOCK_TAGS + interpreter_gpu.THREAD_TAGS == thread_tags.ALL_TAGS
 
 
 @pytest.mark.parametrize("opt_level", [0, 2])

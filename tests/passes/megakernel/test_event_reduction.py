@@ -19,13 +19,14 @@ from megakernel_support import task_graph
 from tirc.backends import build
 from tirc.frontend import parse
 from tirc.ir import IRModule, PrimFunc
+from tirc.ir.attrs import MEGAKERNEL_IN_ORDER
 from tirc.ir.stmt import AttrStmt, Stmt
 from tirc.ir.target import parse_target
 from tirc.ir.visitor import Mutator
 from tirc.passes.graph.graph_pipeline import graph_steps
 from tirc.passes.manager import run_pipeline
 from tirc.passes.megakernel.interleave import check_interleavings
-from tirc.passes.megakernel.task_graph import IN_ORDER, read_task_graph
+from tirc.passes.megakernel.task_graph import read_task_graph
 from tirc.passes.pass_base import PassContext
 from tirc.passes.pipeline import build_pipeline, default_pipeline
 from tirc.runtime import load
@@ -77,7 +78,7 @@ def _expected(x: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 class _DropInOrder(Mutator):
     def visit_AttrStmt(self, s: AttrStmt) -> Stmt:
-        return self.visit(s.body) if s.key == IN_ORDER else self.generic_visit(s)
+        return self.visit(s.body) if s.key == MEGAKERNEL_IN_ORDER else self.generic_visit(s)
 
 
 def test_all_to_all_edges_share_the_producer_counter() -> None:

@@ -19,14 +19,15 @@ from script_modules import megakernel_benchmark
 from tirc.backends.nvptx import compile_ptx
 from tirc.frontend import parse, parse_file
 from tirc.ir import CompileError, IRModule, PrimFunc
+from tirc.ir.attrs import SM_COUNT
 from tirc.ir.dtype import INT32
 from tirc.ir.expr import IntImm, Var
-from tirc.ir.interpreter_gpu import InterpreterError, check_races, run_gpu_func
+from tirc.ir.interpreter.gpu import InterpreterError, check_races, run_gpu_func
 from tirc.ir.stmt import Evaluate, For
 from tirc.ir.target import parse_target
 from tirc.ir.visitor import Mutator, post_order_visit, substitute
 from tirc.passes.manager import run_pipeline
-from tirc.passes.megakernel.gpu_runtime import SM_COUNT, lower_megakernel_gpu, megakernel_gpu_steps
+from tirc.passes.megakernel.gpu_runtime import lower_megakernel_gpu, megakernel_gpu_steps
 from tirc.passes.megakernel.interleave import check_interleavings
 from tirc.passes.pass_base import PassContext
 from tirc.passes.pipeline import build_pipeline

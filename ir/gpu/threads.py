@@ -1,4 +1,4 @@
-"""The GPU vocabulary the GPU passes share: thread tags, launch regions, barriers, launch calls.
+"""The GPU vocabulary: thread tags, launch regions, barriers, launch calls.
 
 A *launch region* is an outermost thread-bound loop of a function: everything under it runs on
 the device as one kernel, in SPMD form (every thread of every block runs the whole region; a
@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from tirc.ir.expr import Call, IntImm, PrimExpr, StringImm
+from tirc.ir.intrinsics import LAUNCH_KERNEL, STORAGE_SYNC
 from tirc.ir.node import IdentityNode, Node
 from tirc.ir.stmt import (
     Allocate,
@@ -34,14 +35,6 @@ BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 ALL_TAGS = BLOCK_TAGS + THREAD_TAGS
 
-# The host's kernel launch (see the module docstring); the GPU interpreter reads the same name.
-LAUNCH_KERNEL = "tirc.launch_kernel"
-# Function attributes: a device kernel (made by split-host-device), and the host function that
-# launches kernels.
-KERNEL_ATTR = "tirc.kernel"
-HOST_ATTR = "tirc.gpu_host"
-# The barrier intrinsic: `T.tvm_storage_sync("shared")` is bar.sync over the block.
-BARRIER_OP = "tvm_storage_sync"
 # Storage scopes that live on the device only, one copy per block (shared) or thread (local).
 DEVICE_SCOPES = ("shared", "shared.dyn", "local", "warp")
 
@@ -57,14 +50,14 @@ def is_block_tag(tag: str | None) -> bool:
 
 def is_barrier(s: Any) -> bool:
     """`T.tvm_storage_sync("shared")` (or another scope) as a statement."""
-    return isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op == BARRIER_OP
+    return isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op == STORAGE_SYNC
 
 
 def barrier(span: Any = None) -> Stmt:
     """A block-wide barrier over shared memory."""
     from tirc.ir.dtype import INT32
 
-    return Evaluate(Call(BARRIER_OP, (StringImm("shared"),), INT32), span=span)
+    return Evaluate(Call(STORAGE_SYNC, (StringImm("shared"),), INT32), span=span)
 
 
 def is_launch(s: Any) -> bool:

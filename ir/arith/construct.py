@@ -1,36 +1,21 @@
-"""Integer folding for the index expressions that lowering passes build, and a bridge to arith.
+"""Folding constructors for the index expressions that lowering passes build.
 
 Passes build offsets such as `i * 256 + 0 + j * 1`; the constructors here (`add`, `sub`, `mul`)
 drop the trivial parts and fold constants as they build, and keep ramps affine
 (`Ramp(b, s, n) * c` is `Ramp(b * c, s * c, n)`), so printed IR stays readable even before the
-simplifier runs. `simplify` hands an expression to `tirc.ir.arith.simplify` when that module
-provides it, after folding it here.
+simplifier (tirc.ir.arith.Analyzer) runs. `fold` re-folds a whole expression bottom-up.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from tirc.ir.dtype import DType
-from tirc.ir.expr import BinOp, Broadcast, Call, IntImm, PrimExpr, Ramp, Var, binop, cast
-from tirc.ir.stmt import Stmt
+from tirc.ir.arith.fold import trunc_div, trunc_mod
+from tirc.ir.arith.linear import wrap_int
+from tirc.ir.expr import BinOp, Broadcast, Call, IntImm, PrimExpr, Ramp, binop, cast
 from tirc.ir.visitor import Mutator, any_node
 
-if TYPE_CHECKING:
-    from tirc.ir.arith import Analyzer
-
 _FOLDABLE = ("add", "sub", "mul", "floordiv", "floormod", "truncdiv", "truncmod", "min", "max")
-
-
-def _wrap(value: int, dt: DType) -> int:
-    """`value` reduced to the range of integer dtype `dt` (two's complement)."""
-    if dt.kind == "bool":
-        return int(bool(value))
-    mask = (1 << dt.bits) - 1
-    value &= mask
-    if dt.kind == "int" and value >= 1 << (dt.bits - 1):
-        value -= 1 << dt.bits
-    return value
 
 
 def _eval(op: str, a: int, b: int) -> int | None:
@@ -51,8 +36,7 @@ def _eval(op: str, a: int, b: int) -> int | None:
         return a // b
     if op == "floormod":
         return a % b
-    quotient = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
-    return quotient if op == "truncdiv" else a - quotient * b
+    return trunc_div(a, b) if op == "truncdiv" else trunc_mod(a, b)
 
 
 def is_int_const(e: Any, value: int | None = None) -> bool:
@@ -66,7 +50,7 @@ def _pure(e: PrimExpr) -> bool:
     return not any_node(e, lambda n: isinstance(n, Call))
 
 
-def fold_binop(op: str, a: PrimExpr, b: PrimExpr) -> PrimExpr:
+def build_binop(op: str, a: PrimExpr, b: PrimExpr) -> PrimExpr:
     """`binop(op, a, b)`, with integer constants folded and identities removed."""
     e = binop(op, a, b)
     if not isinstance(e, BinOp) or not e.dtype.is_int or e.dtype.lanes != 1:
@@ -75,7 +59,7 @@ def fold_binop(op: str, a: PrimExpr, b: PrimExpr) -> PrimExpr:
     if is_int_const(x) and is_int_const(y) and op in _FOLDABLE:
         value = _eval(op, x.value, y.value)
         if value is not None:
-            return IntImm(_wrap(value, e.dtype), e.dtype)
+            return IntImm(wrap_int(value, e.dtype), e.dtype)
     if op in ("add", "sub") and is_int_const(y, 0):
         return x
     if op == "add" and is_int_const(x, 0):
@@ -93,7 +77,7 @@ def fold_binop(op: str, a: PrimExpr, b: PrimExpr) -> PrimExpr:
         # (u + c1) + c2  ->  u + (c1 + c2)
         c = x.b.value if x.op == "add" else -x.b.value
         c += y.value if op == "add" else -y.value
-        return add(x.a, IntImm(_wrap(c, e.dtype), e.dtype))
+        return add(x.a, IntImm(wrap_int(c, e.dtype), e.dtype))
     return e
 
 
@@ -131,7 +115,7 @@ def add(a: PrimExpr, b: PrimExpr) -> PrimExpr:
         return make_ramp(add(ra[0], b), ra[1], ra[2])
     if rb and _scalar_int(a):
         return make_ramp(add(a, rb[0]), rb[1], rb[2])
-    return fold_binop("add", a, b)
+    return build_binop("add", a, b)
 
 
 def sub(a: PrimExpr, b: PrimExpr) -> PrimExpr:
@@ -145,7 +129,7 @@ def sub(a: PrimExpr, b: PrimExpr) -> PrimExpr:
         return make_ramp(sub(ra[0], b), ra[1], ra[2])
     if rb and _scalar_int(a):
         return make_ramp(sub(a, rb[0]), sub(IntImm(0, rb[1].dtype), rb[1]), rb[2])
-    return fold_binop("sub", a, b)
+    return build_binop("sub", a, b)
 
 
 def mul(a: PrimExpr, b: PrimExpr) -> PrimExpr:
@@ -157,7 +141,7 @@ def mul(a: PrimExpr, b: PrimExpr) -> PrimExpr:
         return make_ramp(mul(ra[0], b), mul(ra[1], b), ra[2])
     if rb and _scalar_int(a):
         return make_ramp(mul(a, rb[0]), mul(a, rb[1]), rb[2])
-    return fold_binop("mul", a, b)
+    return build_binop("mul", a, b)
 
 
 class _Folder(Mutator):
@@ -172,7 +156,7 @@ class _Folder(Mutator):
             return e if same else e.replace(a=a, b=b)
         builders = {"add": add, "sub": sub, "mul": mul}
         builder = builders.get(e.op)
-        new = builder(a, b) if builder else fold_binop(e.op, a, b)
+        new = builder(a, b) if builder else build_binop(e.op, a, b)
         if same and isinstance(new, BinOp) and new.op == e.op and new.a is a and new.b is b:
             return e
         return new
@@ -181,33 +165,3 @@ class _Folder(Mutator):
 def fold(e: Any) -> Any:
     """Integer constant folding over an expression (or any IR subtree)."""
     return _Folder().visit(e)
-
-
-def simplify(e: PrimExpr, analyzer: Analyzer | None = None) -> PrimExpr:
-    """Fold `e`, then simplify it with tirc.ir.arith when that simplifier exists; `analyzer`
-    (one with nothing bound, shared between calls so that it remembers what it simplified)
-    stands in for a fresh one."""
-    e = fold(e)
-    try:
-        from tirc.ir.arith import simplify as arith_simplify  # type: ignore[attr-defined]
-    except ImportError:
-        return e
-    return arith_simplify(e) if analyzer is None else analyzer.simplify(e)
-
-
-class _StmtSimplifier(Mutator):
-    """Simplifies each expression a statement holds (indices, values, conditions, extents)."""
-
-    def __init__(self, analyzer: Analyzer | None = None) -> None:
-        self.analyzer = analyzer
-
-    def visit(self, n: Any) -> Any:
-        if isinstance(n, PrimExpr) and not isinstance(n, (IntImm, Var)):
-            return simplify(n, self.analyzer)
-        return super().visit(n)
-
-
-def simplify_stmt(s: Stmt, analyzer: Analyzer | None = None) -> Stmt:
-    """`simplify` applied to every expression in `s` (with `analyzer`, which must know no
-    bounds, when given)."""
-    return _StmtSimplifier(analyzer).visit(s)

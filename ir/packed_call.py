@@ -25,11 +25,10 @@ from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import HANDLE, INT32, INT64
 from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, StringImm, cast
 from tirc.ir.function import PrimFunc
+from tirc.ir.intrinsics import CALL_PACKED, DLTENSOR
 from tirc.ir.module import IRModule
 from tirc.ir.visitor import post_order_visit
 
-CALL_PACKED = "tirc.call_packed"
-DLTENSOR = "tirc.dltensor"
 ROLES = ("in", "out")
 
 

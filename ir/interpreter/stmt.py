@@ -15,9 +15,9 @@ from collections.abc import Callable
 import numpy as np
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import IntImm, PrimExpr, Var
-from tirc.ir.interpreter_buffer import row_major_strides, storage_of
-from tirc.ir.interpreter_expr import ExprCompiler
-from tirc.ir.interpreter_values import Env, Fn, InterpreterError, np_dtype
+from tirc.ir.interpreter.buffer import row_major_strides, storage_of
+from tirc.ir.interpreter.expr import ExprCompiler
+from tirc.ir.interpreter.values import Env, Fn, InterpreterError, np_dtype
 from tirc.ir.stmt import (
     Allocate,
     AssertStmt,

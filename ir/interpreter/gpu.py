@@ -27,11 +27,13 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
+from tirc.ir import intrinsics as intrin
 from tirc.ir.expr import Call, StringImm
 from tirc.ir.function import PrimFunc
-from tirc.ir.interpreter import DEFAULT_MAX_WHILE, CompiledPrimFunc
-from tirc.ir.interpreter_stmt import Run, StmtCompiler
-from tirc.ir.interpreter_values import Env, InterpreterError, np_dtype
+from tirc.ir.gpu.threads import BLOCK_TAGS, THREAD_TAGS, is_barrier
+from tirc.ir.interpreter.prim_func import DEFAULT_MAX_WHILE, CompiledPrimFunc
+from tirc.ir.interpreter.stmt import Run, StmtCompiler
+from tirc.ir.interpreter.values import Env, InterpreterError, np_dtype
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import (
     Allocate,
@@ -48,23 +50,17 @@ from tirc.ir.stmt import (
 )
 from tirc.ir.visitor import post_order_visit
 
-# The vocabulary of tirc.passes.gpu (kept as literals: tirc.ir imports nothing of the passes).
-LAUNCH_KERNEL = "tirc.launch_kernel"
-BARRIER = "tvm_storage_sync"
-BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
-THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 SHARED_SCOPES = ("shared", "shared.dyn")
+# The intrinsic-table rules this interpreter runs itself (Intrinsic.interpreted): a kernel
+# launch runs the kernel's blocks, their threads in lockstep.
+GPU_RULES = ("launch",)
 
 Gen = Callable[[Env], Iterator[int]]
 
 
-def _is_barrier(s: Stmt) -> bool:
-    return isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op == BARRIER
-
-
 def _has_barrier(s: Stmt) -> bool:
     found = []
-    post_order_visit(s, lambda n: found.append(n) if isinstance(n, Evaluate) and _is_barrier(n)
+    post_order_visit(s, lambda n: found.append(n) if isinstance(n, Evaluate) and is_barrier(n)
                      else None)
     return bool(found)
 
@@ -329,7 +325,7 @@ class CompiledKernel:
 
 def _launch_call(s: Evaluate) -> Call | None:
     v = s.value
-    return v if isinstance(v, Call) and v.op == LAUNCH_KERNEL else None
+    return v if isinstance(v, Call) and v.op == intrin.LAUNCH_KERNEL else None
 
 
 class _HostCompiler(StmtCompiler):

@@ -8,7 +8,6 @@ truncate, floats compute in their own precision.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -31,41 +30,19 @@ from tirc.ir.expr import (
     StringImm,
     Var,
 )
-from tirc.ir.interpreter_buffer import BufferAccess
-from tirc.ir.interpreter_values import (
+from tirc.ir.interpreter.buffer import BufferAccess
+from tirc.ir.interpreter.intrin import compile_call
+from tirc.ir.interpreter.values import (
     Env,
     Fn,
     InterpreterError,
+    Slots,
     Unset,
     int_range,
     make_wrap,
     np_dtype,
     to_scalar,
 )
-
-
-class Slots:
-    """Environment slots: one per variable (by identity) and per named internal value."""
-
-    def __init__(self) -> None:
-        self.index: dict[int, int] = {}
-        self.names: list[str] = []
-        self.keep: list[Any] = []
-
-    def of(self, obj: Any, name: str | None = None) -> int:
-        k = self.index.get(id(obj))
-        if k is None:
-            k = len(self.names)
-            self.index[id(obj)] = k
-            self.names.append(name if name is not None else getattr(obj, "name", "?"))
-            self.keep.append(obj)
-        return k
-
-    def new(self, name: str) -> int:
-        return self.of(object(), name)
-
-    def fresh_env(self) -> Env:
-        return [Unset(n) for n in self.names]
 
 
 def _trunc_div(a: int, b: int) -> int:
@@ -222,8 +199,6 @@ class ExprCompiler:
     # ---- calls -----------------------------------------------------------------------
 
     def c_Call(self, e: Call) -> Fn:
-        from tirc.ir.interpreter_intrin import compile_call
-
         return compile_call(self, e)
 
 
@@ -408,22 +383,25 @@ def eval_expr(e: PrimExpr, bindings: dict[Var, Any] | None = None) -> Any:
         return fn(env)
 
 
-def float_math(name: str, ftype: Callable[[Any], Any]) -> Callable[[Any], Any] | None:
-    """The scalar-or-vector implementation of a float math intrinsic."""
-    one = ftype(1)
-    table: dict[str, Callable[[Any], Any]] = {
-        "exp": np.exp, "fast_exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2,
-        "sqrt": np.sqrt, "tanh": np.tanh, "abs": np.abs, "floor": np.floor, "ceil": np.ceil,
-        "round": np.rint, "trunc": np.trunc, "sin": np.sin, "cos": np.cos,
-        "rsqrt": lambda x: one / np.sqrt(x),
-        "sigmoid": lambda x: one / (one + np.exp(-x)),
-    }
-    if name == "erf":
+class ExprEvaluator:
+    """Evaluates expressions under variable bindings, compiling each expression node once
+    (for checkers that evaluate the same few expressions many times)."""
 
-        def erf(x: Any) -> Any:
-            if isinstance(x, np.ndarray):
-                return np.array([math.erf(float(v)) for v in x]).astype(x.dtype)
-            return ftype(math.erf(float(x)))
+    def __init__(self) -> None:
+        self.cache: dict[int, tuple[Slots, Fn, PrimExpr]] = {}
 
-        return erf
-    return table.get(name)
+    def __call__(self, e: PrimExpr, bindings: dict[Var, Any]) -> Any:
+        """The value of `e` with the variables of `bindings` set (others unset)."""
+        hit = self.cache.get(id(e))
+        if hit is None:
+            slots = Slots()
+            hit = (slots, ExprCompiler(slots).compile(e), e)
+            self.cache[id(e)] = hit
+        slots, fn, _ = hit
+        env = slots.fresh_env()
+        for var, value in bindings.items():
+            k = slots.index.get(id(var))
+            if k is not None:
+                env[k] = to_scalar(value, var.dtype)
+        with np.errstate(all="ignore"):
+            return fn(env)

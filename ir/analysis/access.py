@@ -12,6 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from tirc.ir.analysis.regions import (
+    Bounds,
+    clip,
+    full_bounds,
+    loop_bounds,
+    point_region,
+    region_of_bounds,
+    relax,
+    relax_region,
+    union_bounds,
+)
 from tirc.ir.arith import Analyzer
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import BufferLoad, PrimExpr
@@ -25,17 +36,6 @@ from tirc.ir.stmt import (
     Stmt,
 )
 from tirc.ir.visitor import post_order_visit, substitute
-from tirc.passes.schedule.regions import (
-    Bounds,
-    clip,
-    full_bounds,
-    loop_bounds,
-    point_region,
-    region_of_bounds,
-    relax,
-    relax_region,
-    union_bounds,
-)
 
 
 class _Collector:

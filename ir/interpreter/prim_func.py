@@ -1,11 +1,4 @@
-"""The reference interpreter: runs loop functions on numpy arrays, and graph functions.
-
-It is the oracle that shows each pass keeps meaning: interpret a module before and after a
-pass on the same random inputs and compare. Slow but exact: integer wrap-around, floor and
-truncating division, float32 arithmetic in float32.
-
-    run_prim_func(func, [a, b, c])            # runs in place on the arrays
-    Interpreter(mod).call("main", x, w)       # any function of a module; graph ones return
+"""Loop functions in the reference interpreter: compiled once to closures, run on numpy arrays.
 
 Buffer parameters take numpy arrays whose dtype and rank match; symbolic dimensions bind from
 the first array that has them and must agree afterwards. A buffer with explicit strides takes an
@@ -24,17 +17,13 @@ import numpy as np
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
-from tirc.ir.interpreter_expr import ExprCompiler, Slots, eval_expr
-from tirc.ir.interpreter_stmt import StmtCompiler
-from tirc.ir.interpreter_values import Env, InterpreterError, Unset, np_dtype, to_scalar
-from tirc.ir.module import IRModule
+from tirc.ir.interpreter.expr import ExprCompiler
+from tirc.ir.interpreter.stmt import StmtCompiler
+from tirc.ir.interpreter.values import Env, InterpreterError, Slots, Unset, np_dtype, to_scalar
 
 DEFAULT_MAX_WHILE = 10_000_000
 
-__all__ = [
-    "CompiledPrimFunc", "Interpreter", "InterpreterError", "eval_expr", "run_graph_func",
-    "run_prim_func",
-]
+__all__ = ["DEFAULT_MAX_WHILE", "CompiledPrimFunc", "run_prim_func"]
 
 
 class CompiledPrimFunc:
@@ -188,48 +177,3 @@ def run_prim_func(func: PrimFunc, args: Sequence[Any],
                   max_while_iterations: int = DEFAULT_MAX_WHILE) -> None:
     """Run `func` on `args` (numpy arrays for buffers, numbers for scalars), in place."""
     CompiledPrimFunc(func, max_while_iterations)(*args)
-
-
-class Interpreter:
-    """Runs the functions of a module; loop functions are compiled once and cached.
-
-    `externs` maps `R.call_dps_packed` symbols to Python callables taking the input and
-    output arrays (destination-passing style); host loop functions call them through
-    `tirc.call_packed` the same way.
-    """
-
-    def __init__(self, mod: IRModule, externs: dict[str, Callable[..., Any]] | None = None,
-                 max_while_iterations: int = DEFAULT_MAX_WHILE) -> None:
-        self.mod = mod
-        self.externs = dict(externs or {})
-        self.max_while = max_while_iterations
-        self._compiled: dict[str, CompiledPrimFunc] = {}
-
-    def prim_func(self, name: str) -> CompiledPrimFunc:
-        compiled = self._compiled.get(name)
-        if compiled is None:
-            func = self.mod.functions.get(name)
-            if not isinstance(func, PrimFunc):
-                raise InterpreterError(f"no loop function named '{name}' in the module")
-            compiled = CompiledPrimFunc(func, self.max_while, self.externs)
-            self._compiled[name] = compiled
-        return compiled
-
-    def call(self, name: str, *args: Any) -> Any:
-        """Run function `name`: a loop function in place (returns None), a graph function
-        returning its value (an array, or a tuple for tuple results)."""
-        func = self.mod.functions.get(name)
-        if func is None:
-            raise InterpreterError(f"no function named '{name}' in the module")
-        if isinstance(func, PrimFunc):
-            self.prim_func(name)(*args)
-            return None
-        from tirc.ir.interpreter_graph import GraphRunner
-
-        return GraphRunner(self).run(func, list(args))
-
-
-def run_graph_func(mod: IRModule, name: str, args: Sequence[Any],
-                   externs: dict[str, Callable[..., Any]] | None = None) -> Any:
-    """Run graph function `name` of `mod` on numpy arrays; returns its result."""
-    return Interpreter(mod, externs).call(name, *args)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 from tirc.ir.dtype import DType, dtype
-from tirc.ir.interpreter_values import np_dtype
+from tirc.ir.interpreter.values import np_dtype
 
 OPS: dict[str, Callable[..., Any]] = {}
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
+from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DType
+from tirc.ir.expr import PrimExpr
 from tirc.ir.span import Span
 
 Env = list[Any]
@@ -100,3 +102,41 @@ def format_index(idx: list[Any]) -> str:
 
 def format_shape(dims: list[int] | tuple[int, ...]) -> str:
     return str(tuple(int(d) for d in dims))
+
+
+class Slots:
+    """Environment slots: one per variable (by identity) and per named internal value."""
+
+    def __init__(self) -> None:
+        self.index: dict[int, int] = {}
+        self.names: list[str] = []
+        self.keep: list[Any] = []
+
+    def of(self, obj: Any, name: str | None = None) -> int:
+        k = self.index.get(id(obj))
+        if k is None:
+            k = len(self.names)
+            self.index[id(obj)] = k
+            self.names.append(name if name is not None else getattr(obj, "name", "?"))
+            self.keep.append(obj)
+        return k
+
+    def new(self, name: str) -> int:
+        return self.of(object(), name)
+
+    def fresh_env(self) -> Env:
+        return [Unset(n) for n in self.names]
+
+
+class Compiler(Protocol):
+    """What intrinsic and external-call rules need of the expression compiler
+    (tirc.ir.interpreter.expr.ExprCompiler)."""
+
+    slots: Slots
+    externs: dict[str, Callable[..., Any]]
+
+    def compile(self, e: PrimExpr) -> Fn:
+        """The closure computing `e` from an environment."""
+
+    def address(self, load: PrimExpr) -> tuple[Buffer, Fn]:
+        """The buffer of `E[i]` and the closure computing its offset."""

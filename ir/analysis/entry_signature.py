@@ -14,9 +14,9 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import BinOp, BufferLoad, Cast, IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
+from tirc.ir.packed_call import output_loads
 from tirc.ir.stmt import BufferStore
 from tirc.ir.visitor import post_order_visit
-from tirc.passes.graph.lower_extern import output_loads
 
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "floormod": "%"}
 _PRECEDENCE = {"add": 1, "sub": 1, "mul": 2, "floordiv": 2, "floormod": 2}

@@ -3,12 +3,13 @@
 Parameters bind symbolic shape variables from the argument shapes (and check them);
 `R.call_tir` allocates its outputs from `out_sinfo` shapes and runs the loop function in
 destination-passing style; `R.call_dps_packed` calls a Python callable registered as an
-extern; every other operator comes from the numpy table in `interpreter_ops`.
+extern; every other operator comes from the numpy table in `tirc.ir.interpreter.ops`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import numpy as np
 from tirc.ir.dtype import DType
@@ -36,13 +37,26 @@ from tirc.ir.graph import (
     TupleGetItem,
     TupleSInfo,
 )
-from tirc.ir.interpreter_expr import eval_expr
-from tirc.ir.interpreter_ops import OPS
-from tirc.ir.interpreter_values import InterpreterError, np_dtype
+from tirc.ir.interpreter.expr import eval_expr
+from tirc.ir.interpreter.ops import OPS
+from tirc.ir.interpreter.prim_func import CompiledPrimFunc
+from tirc.ir.interpreter.values import InterpreterError, np_dtype
+from tirc.ir.module import IRModule
 from tirc.ir.visitor import post_order_visit
 
-if TYPE_CHECKING:
-    from tirc.ir.interpreter import Interpreter
+
+class ModuleRunner(Protocol):
+    """What a graph function's run needs of the module interpreter
+    (tirc.ir.interpreter.module.Interpreter): its module, externs and the other functions."""
+
+    mod: IRModule
+    externs: dict[str, Callable[..., Any]]
+
+    def call(self, name: str, *args: Any) -> Any:
+        """Run function `name` of the module."""
+
+    def prim_func(self, name: str) -> CompiledPrimFunc:
+        """Loop function `name`, compiled."""
 
 _DPS_CALLS = ("call_tir", "call_dps_packed")
 
@@ -57,7 +71,7 @@ def _free_vars(e: Any) -> list[Var]:
 class GraphRunner:
     """One call of a graph function: the values of its variables and its symbolic sizes."""
 
-    def __init__(self, interp: Interpreter) -> None:
+    def __init__(self, interp: ModuleRunner) -> None:
         self.interp = interp
         self.values: dict[GVar, Any] = {}
         self.sym: dict[Var, int] = {}

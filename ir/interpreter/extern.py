@@ -1,6 +1,6 @@
 """External calls in the reference interpreter: `tirc.call_packed`, the host-function form of
 `R.call_dps_packed` (written by lower-graph; the form is described in
-tirc.passes.graph.lower_extern).
+tirc.ir.packed_call).
 
 Each `tirc.dltensor` argument becomes a numpy view of its buffer's storage (from the element
 it names, with its extents), and the Python callable registered for the symbol in the
@@ -12,17 +12,13 @@ a failure, as the C function would.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+from tirc.ir import intrinsics as intrin
 from tirc.ir.expr import BufferLoad, Call, StringImm
-from tirc.ir.interpreter_buffer import storage_of
-from tirc.ir.interpreter_values import Env, Fn, InterpreterError, format_shape
-
-if TYPE_CHECKING:
-    from tirc.ir.interpreter_expr import ExprCompiler
-
-DLTENSOR = "tirc.dltensor"
+from tirc.ir.interpreter.buffer import storage_of
+from tirc.ir.interpreter.values import Compiler, Env, Fn, InterpreterError, format_shape
 
 
 def _strings(e: Call) -> tuple[str, str]:
@@ -32,9 +28,9 @@ def _strings(e: Call) -> tuple[str, str]:
     return e.args[0].value, e.args[1].value  # type: ignore[attr-defined]
 
 
-def _tensor(c: ExprCompiler, e: Any) -> Fn:
+def _tensor(c: Compiler, e: Any) -> Fn:
     """A closure giving the numpy view one `tirc.dltensor` argument denotes."""
-    if not isinstance(e, Call) or e.op != DLTENSOR or len(e.args) < 2 \
+    if not isinstance(e, Call) or e.op != intrin.DLTENSOR or len(e.args) < 2 \
             or not isinstance(e.args[1], BufferLoad):
         raise InterpreterError("the tensors of tirc.call_packed must be tirc.dltensor calls "
                                "on a buffer element")
@@ -57,7 +53,7 @@ def _tensor(c: ExprCompiler, e: Any) -> Fn:
     return view
 
 
-def compile_packed_call(c: ExprCompiler, e: Call) -> Fn:
+def compile_packed_call(c: Compiler, e: Call) -> Fn:
     """The closure for one `tirc.call_packed`: build the views, call the extern, check it."""
     symbol, caller = _strings(e)
     views = [_tensor(c, a) for a in e.args[2:]]

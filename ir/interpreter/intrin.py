@@ -10,11 +10,16 @@ dependence (compiled parallel code would block there, or race).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+from tirc.ir import intrinsics as ir_intrinsics
 from tirc.ir.expr import Call, StringImm
-from tirc.ir.interpreter_values import (
+from tirc.ir.interpreter.extern import compile_packed_call
+from tirc.ir.interpreter.values import (
+    Compiler,
     Env,
     Fn,
     InterpreterError,
@@ -24,46 +29,41 @@ from tirc.ir.interpreter_values import (
     np_dtype,
 )
 
-if TYPE_CHECKING:
-    from tirc.ir.interpreter_expr import ExprCompiler
-
-NO_OPS = ("tvm_storage_sync", "assume", "tvm_thread_fence", "nop")
 _INT_BITWISE = {
-    "shift_left": lambda a, b: a << b, "shift_right": lambda a, b: a >> b,
-    "bitwise_and": lambda a, b: a & b, "bitwise_or": lambda a, b: a | b,
-    "bitwise_xor": lambda a, b: a ^ b,
+    ir_intrinsics.SHIFT_LEFT: lambda a, b: a << b, ir_intrinsics.SHIFT_RIGHT: lambda a, b: a >> b,
+    ir_intrinsics.BITWISE_AND: lambda a, b: a & b, ir_intrinsics.BITWISE_OR: lambda a, b: a | b,
+    ir_intrinsics.BITWISE_XOR: lambda a, b: a ^ b,
 }
 
 
-def compile_call(c: ExprCompiler, e: Call) -> Fn:
-    """The closure for one intrinsic call."""
-    op = e.op
-    if op == "tirc.call_packed":
-        from tirc.ir.interpreter_extern import compile_packed_call
+def compile_call(c: Compiler, e: Call) -> Fn:
+    """The closure for one intrinsic call, by the rule the intrinsic table names for it."""
+    info = ir_intrinsics.intrinsic(e.op)
+    rule = RULES.get(info.interpreted or "") if info is not None else None
+    if rule is None:
+        return _unsupported(e.op)
+    return rule(c, e)
 
-        return compile_packed_call(c, e)
-    if op == "if_then_else":
-        return _if_then_else(c, e)
-    if op in ("event_wait", "event_notify", "tirc.atomic_add"):
-        return _event(c, e)
-    if op in NO_OPS:
-        return lambda env: 0
-    if op == "tirc.bounds_check":
-        return _bounds_check(c, e)
-    if op == "likely":
-        return c.compile(e.args[0])
-    if op in ("max_value", "min_value"):
-        return _limit(e)
+
+def _noop(c: Compiler, e: Call) -> Fn:
+    return lambda env: 0
+
+
+def _identity(c: Compiler, e: Call) -> Fn:
+    return c.compile(e.args[0])
+
+
+def _reinterpret(c: Compiler, e: Call) -> Fn:
+    src = np_dtype(e.args[0].dtype)
+    dst = np_dtype(e.dtype)
+    f0 = c.compile(e.args[0])
+    return lambda env: np.array(f0(env), dtype=src).view(dst)[()]
+
+
+def _math(c: Compiler, e: Call) -> Fn:
     fns = [c.compile(a) for a in e.args]
-    if op in _INT_BITWISE or op == "bitwise_not":
-        return _bitwise(e, fns)
-    if op == "reinterpret":
-        src = np_dtype(e.args[0].dtype)
-        dst = np_dtype(e.dtype)
-        f0 = fns[0]
-        return lambda env: np.array(f0(env), dtype=src).view(dst)[()]
     dt = e.dtype
-    if op == "abs" and dt.is_int:
+    if e.op == "abs" and dt.is_int:
         lo, hi = int_range(dt)
         wrap = make_wrap(dt)
         f0 = fns[0]
@@ -74,8 +74,8 @@ def compile_call(c: ExprCompiler, e: Call) -> Fn:
 
         return int_abs
     if dt.is_float:
-        return _float_call(op, fns, np_dtype(dt).type)
-    return _unsupported(op)
+        return _float_call(e.op, fns, np_dtype(dt).type)
+    return _unsupported(e.op)
 
 
 def _unsupported(op: str) -> Fn:
@@ -86,8 +86,6 @@ def _unsupported(op: str) -> Fn:
 
 
 def _float_call(op: str, fns: list[Fn], ftype: Any) -> Fn:
-    from tirc.ir.interpreter_expr import float_math
-
     if op == "pow" and len(fns) == 2:
         fa, fb = fns
         return lambda env: ftype(np.power(fa(env), fb(env)))
@@ -101,30 +99,31 @@ def _float_call(op: str, fns: list[Fn], ftype: Any) -> Fn:
     return lambda env: fn(f0(env))
 
 
-def _if_then_else(c: ExprCompiler, e: Call) -> Fn:
+def _select(c: Compiler, e: Call) -> Fn:
     fc, ft, ff = (c.compile(a) for a in e.args)
     if e.dtype.lanes > 1:
         return lambda env: np.where(fc(env), ft(env), ff(env))
     return lambda env: ft(env) if fc(env) else ff(env)
 
 
-def _limit(e: Call) -> Fn:
+def _limit(c: Compiler, e: Call) -> Fn:
     target = np_dtype(e.dtype)
     if e.dtype.is_float:
         info = np.finfo(target)
-        value = info.max if e.op == "max_value" else info.min
+        value = info.max if e.op == ir_intrinsics.MAX_VALUE else info.min
         value = target.type(value)
     elif e.dtype.is_bool:
-        value = e.op == "max_value"
+        value = e.op == ir_intrinsics.MAX_VALUE
     else:
         lo, hi = int_range(e.dtype)
-        value = hi if e.op == "max_value" else lo
+        value = hi if e.op == ir_intrinsics.MAX_VALUE else lo
     return lambda env: value
 
 
-def _bitwise(e: Call, fns: list[Fn]) -> Fn:
+def _bitwise(c: Compiler, e: Call) -> Fn:
+    fns = [c.compile(a) for a in e.args]
     wrap = make_wrap(e.dtype) if e.dtype.is_int else (lambda v: v)
-    if e.op == "bitwise_not":
+    if e.op == ir_intrinsics.BITWISE_NOT:
         f0 = fns[0]
         return lambda env: wrap(~f0(env))
     fn = _INT_BITWISE[e.op]
@@ -132,7 +131,7 @@ def _bitwise(e: Call, fns: list[Fn]) -> Fn:
     return lambda env: wrap(fn(fa(env), fb(env)))
 
 
-def _bounds_check(c: ExprCompiler, e: Call) -> Fn:
+def _bounds_check(c: Compiler, e: Call) -> Fn:
     """`tirc.bounds_check(cond, "format", values...)` (-fbounds-check): an InterpreterError
     with the printf-formatted message when `cond` is false."""
     cond = c.compile(e.args[0])
@@ -148,13 +147,13 @@ def _bounds_check(c: ExprCompiler, e: Call) -> Fn:
     return check
 
 
-def _event(c: ExprCompiler, e: Call) -> Fn:
+def _event(c: Compiler, e: Call) -> Fn:
     if not e.args:
         raise InterpreterError(f"T.{e.op} needs an event element like E[i]")
     buf, off = c.address(e.args[0])
     dslot = c.slots.of(buf.data)
     index_fns = [c.compile(i) for i in e.args[0].indices]  # type: ignore[attr-defined]
-    if e.op == "tirc.atomic_add":
+    if e.op == ir_intrinsics.ATOMIC_ADD:
         add = c.compile(e.args[1])
 
         def fetch_add(env: Env) -> int:
@@ -165,7 +164,7 @@ def _event(c: ExprCompiler, e: Call) -> Fn:
             return old
 
         return fetch_add
-    if e.op == "event_notify":
+    if e.op == ir_intrinsics.EVENT_NOTIFY:
         count = c.compile(e.args[1]) if len(e.args) > 1 else (lambda env: 1)
 
         def notify(env: Env) -> int:
@@ -186,3 +185,37 @@ def _event(c: ExprCompiler, e: Call) -> Fn:
         return 0
 
     return wait
+
+
+def float_math(name: str, ftype: Callable[[Any], Any]) -> Callable[[Any], Any] | None:
+    """The scalar-or-vector implementation of a float math intrinsic."""
+    one = ftype(1)
+    table: dict[str, Callable[[Any], Any]] = {
+        "exp": np.exp, "fast_exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2,
+        "sqrt": np.sqrt, "tanh": np.tanh, "abs": np.abs, "floor": np.floor, "ceil": np.ceil,
+        "round": np.rint, "trunc": np.trunc, "sin": np.sin, "cos": np.cos,
+        "rsqrt": lambda x: one / np.sqrt(x),
+        "sigmoid": lambda x: one / (one + np.exp(-x)),
+    }
+    if name == "erf":
+
+        def erf(x: Any) -> Any:
+            if isinstance(x, np.ndarray):
+                return np.array([math.erf(float(v)) for v in x]).astype(x.dtype)
+            return ftype(math.erf(float(x)))
+
+        return erf
+    return table.get(name)
+
+
+def _packed(c: Compiler, e: Call) -> Fn:
+    return compile_packed_call(c, e)
+
+
+# The interpreter's rules by the name the intrinsic table gives (Intrinsic.interpreted); the
+# GPU interpreter adds its own (tirc.ir.interpreter.gpu.GPU_RULES).
+RULES: dict[str, Callable[[Compiler, Call], Fn]] = {
+    "math": _math, "select": _select, "identity": _identity, "limit": _limit,
+    "reinterpret": _reinterpret, "bitwise": _bitwise, "noop": _noop, "event": _event,
+    "packed": _packed, "bounds_check": _bounds_check,
+}

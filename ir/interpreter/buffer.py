@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import IntImm, PrimExpr, Var
-from tirc.ir.interpreter_values import (
+from tirc.ir.interpreter.values import (
     Env,
     Fn,
     InterpreterError,
