@@ -198,11 +198,7 @@ def compile_file(opts: CompileOptions) -> None:
         raise fail(f"bad --target: {exc}") from None
     try:
         specs = split_spec(opts.passes) if opts.passes is not None else \
-            default_pipeline(target, opts.opt_level)
-        if opts.passes is None and target.is_gpu and opts.megakernel:
-            from tirc.passes.megakernel.gpu_runtime import megakernel_gpu_steps
-
-            specs = megakernel_gpu_steps(opts.opt_level)  # one persistent kernel per function
+            default_pipeline(target, opts.opt_level, opts.megakernel)
         passes = build_pipeline(specs, opts.disable_pass)
         instruments = make_instruments(opts)
     except PipelineError as exc:

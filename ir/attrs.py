@@ -31,8 +31,9 @@ SCHEDULED = "tirc.scheduled"
 # memory-plan's workspace sizes and storage tokens of a graph function (-> lower-graph).
 WORKSPACE_BYTES = "tirc.workspace_bytes"
 STORAGE = "tirc.storage"
-# A graph function run as a megakernel, "static" or "dynamic" (-fmegakernel, megakernel pass).
+# A graph function run as a megakernel, with its schedule (-fmegakernel, megakernel pass).
 MEGAKERNEL = "megakernel"
+MEGAKERNEL_MODES = ("static", "dynamic")
 # Which megakernel runtime lowered a task graph ("gpu" for megakernel-gpu).
 MEGAKERNEL_RUNTIME = "megakernel.runtime"
 # GPU: a device kernel (split-host-device -> NVPTX backend), its launch tags, and the host

@@ -11,8 +11,8 @@ a message naming the place, the buffer, the index values and the shape:
 
 Block bindings that may leave their domain are checked the same way. A load in a branch of
 `T.if_then_else` is checked only when that branch is taken. Nothing is added unless the pass
-config `bounds-check` is set (the command's `-fbounds-check`), so the default pipeline lists the
-pass without paying for it.
+option `enabled` is set (`bounds-check{enabled=true}`, or the pass config `bounds-check` that the
+command's `-fbounds-check` sets), so the default pipeline lists the pass without paying for it.
 """
 
 from __future__ import annotations
@@ -53,16 +53,12 @@ from tirc.ir.stmt import (
     seq,
 )
 from tirc.ir.visitor import Mutator
-from tirc.passes.pass_base import PassContext, PrimFuncPass
+from tirc.passes.pass_base import PassContext, PrimFuncPass, option
 
 CONFIG_KEY = "bounds-check"
 INTRINSIC = intrin.BOUNDS_CHECK
 INT32 = dtype("int32")
 BOOL = dtype("bool")
-
-
-def enabled(ctx: PassContext) -> bool:
-    return str(ctx.config.get(CONFIG_KEY, "")).lower() in ("1", "true", "on")
 
 
 @dataclass(frozen=True)
@@ -73,8 +69,11 @@ class BoundsCheck(PrimFuncPass):
     description = ("-fbounds-check: a run-time check before every access (and block binding) "
                    "not provably in bounds, naming buffer, indices and source line")
 
+    enabled: bool = option(False, config=CONFIG_KEY,
+                           doc="add the checks (the command's -fbounds-check sets it)")
+
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        return super().run(mod, ctx) if enabled(ctx) else mod
+        return super().run(mod, ctx) if self.enabled else mod
 
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
         body = _Checks(func).visit(func.body)

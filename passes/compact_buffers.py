@@ -26,6 +26,7 @@ from typing import Any
 from tirc.ir.analysis.regions import Bounds, relax, union_bounds
 from tirc.ir.arith import Analyzer
 from tirc.ir.arith.linear import to_linear
+from tirc.ir.attrs import LAUNCH_THREAD, THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BinOp, BufferLoad, IntImm, PrimExpr, Var, binop, cast
 from tirc.ir.function import PrimFunc
@@ -46,7 +47,7 @@ from tirc.ir.stmt import (
 from tirc.ir.visitor import Mutator, Visitor, field_names
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 
-THREAD_ATTRS = ("thread_extent", "virtual_thread", "launch_thread")
+THREAD_ATTRS = (THREAD_EXTENT, VIRTUAL_THREAD, LAUNCH_THREAD)
 
 
 @dataclass

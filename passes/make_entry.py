@@ -18,7 +18,7 @@ from typing import ClassVar
 
 from tirc.ir import intrinsics as intrin
 from tirc.ir.analysis.entry_signature import param_buffers, signature
-from tirc.ir.attrs import COMPUTE_SCOPE, ENTRY
+from tirc.ir.attrs import COMPUTE_SCOPE, ENTRY, GLOBAL_SYMBOL
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dlpack import DEVICE_CPU, TYPE_CODES, dl_bits
@@ -114,7 +114,7 @@ class _Builder:
 
 def make_entry(func: PrimFunc) -> PrimFunc:
     """The entry-point form of `func` (see the module docstring)."""
-    symbol = str(func.attrs.get("global_symbol", func.name))
+    symbol = str(func.attrs.get(GLOBAL_SYMBOL, func.name))
     buffers = param_buffers(func)
     args = Var("args", HANDLE)
     num_args = Var("num_args", INT32)
@@ -160,7 +160,7 @@ def make_entry(func: PrimFunc) -> PrimFunc:
     _check_overlap(out, symbol, buffers, datas, info)
     body = out.build(AttrStmt(None, COMPUTE_SCOPE, IntImm(0), func.body))
     attrs = dict(func.attrs)
-    attrs["global_symbol"] = symbol
+    attrs[GLOBAL_SYMBOL] = symbol
     attrs[ENTRY] = info
     return PrimFunc(func.name, (args, num_args), {}, body, attrs, span=func.span)
 

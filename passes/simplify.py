@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from tirc.ir.arith.stmt import StmtSimplifier, analyzer_for
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
-from tirc.passes.pass_base import PassContext, PrimFuncPass
+from tirc.passes.pass_base import PassContext, PrimFuncPass, option
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Simplify(PrimFuncPass):
     name = "simplify"
     description = "fold constants, canonicalise index arithmetic with loop ranges, drop dead code"
 
-    remove_unit_loops: bool = True
+    remove_unit_loops: bool = option(True, doc="replace loops of extent 1 by their body")
 
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
         simplifier = StmtSimplifier(analyzer_for(func), self.remove_unit_loops)

@@ -8,7 +8,8 @@ defined inside the body are renewed in every copy, so no definition appears twic
 Inner loops are unrolled before outer ones.
 
 Left as loops, marked for LLVM: an unroll loop whose extent is symbolic, or a constant larger
-than `--pass-config unroll.max-extent=N` (default 64), becomes a serial loop with the
+than the option `max-extent` (`unroll{max-extent=N}`, or `--pass-config unroll.max-extent=N`;
+default 64), becomes a serial loop with the
 annotation `"pragma_unroll": True`, which the LLVM backend turns into `llvm.loop.unroll.enable`
 metadata (LLVM then unrolls as far as its cost model allows). An unroll loop of extent 0 or
 less disappears.
@@ -28,8 +29,7 @@ from tirc.ir.module import IRModule
 from tirc.ir.rebind import fresh_copy
 from tirc.ir.stmt import Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt, seq
 from tirc.ir.visitor import Mutator
-from tirc.passes import lowering_config
-from tirc.passes.pass_base import PassContext, PrimFuncPass
+from tirc.passes.pass_base import PassContext, PrimFuncPass, at_least, option
 
 
 def unrolled_copies(loop: For, analyzer: Analyzer | None = None) -> Stmt:
@@ -92,9 +92,9 @@ class Unroll(PrimFuncPass):
     name = "unroll"
     description = "replace unroll loops of constant extent by copies of their body"
 
+    max_extent: int = option(64, config="unroll.max-extent", check=at_least(0),
+                             doc="largest constant extent unrolled into copies")
+
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
-        max_extent = lowering_config.config_int(
-            ctx, lowering_config.UNROLL_MAX_EXTENT, lowering_config.DEFAULT_UNROLL_MAX_EXTENT)
-        assert max_extent is not None
-        body = _Unroller(max_extent).visit(func.body)
+        body = _Unroller(self.max_extent).visit(func.body)
         return func if body is func.body else func.replace(body=body)  # type: ignore[return-value]

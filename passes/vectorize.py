@@ -8,7 +8,8 @@ and are broadcast where they meet vector values. Lets bound to vector values get
 variables.
 
 Lanes: the extent when it is a constant no bigger than the maximum lanes, else the maximum.
-The maximum is `--pass-config vectorize.max-lanes=N`, else the target's vector register bits
+The maximum is the option `max-lanes` (`vectorize{max-lanes=N}`, or `--pass-config
+vectorize.max-lanes=N`), else the target's vector register bits
 over the widest element accessed in the loop (512-bit znver5 and float32: 16), else 16.
 A larger or symbolic extent is split into a serial loop over whole vectors (`i_o`) and a scalar
 tail loop (`i_t`) for the remaining `extent % lanes` iterations; the tail is omitted when a
@@ -45,10 +46,13 @@ from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.rebind import fresh_copy, rebind, used_vars
 from tirc.ir.stmt import BufferStore, For, ForKind, IfThenElse, Stmt, seq
+from tirc.ir.target import target_vector_bits
 from tirc.ir.visitor import Mutator, post_order_visit
-from tirc.passes import lowering_config
-from tirc.passes.pass_base import PassContext, PrimFuncPass
+from tirc.passes.pass_base import PassContext, PrimFuncPass, at_least, option
 from tirc.passes.vector_body import BodyVectorizer, NotVectorizable, interval_condition
+
+# Lanes of one vector when neither the option nor the target says.
+DEFAULT_MAX_LANES = 16
 
 
 def _widest_element_bits(s: Stmt) -> int:
@@ -93,7 +97,7 @@ class _LoopVectorizer(Mutator):
             return self.max_lanes
         if self.target_bits is not None:
             return max(1, self.target_bits // _widest_element_bits(body))
-        return lowering_config.DEFAULT_MAX_LANES
+        return DEFAULT_MAX_LANES
 
     def visit_For(self, s: For) -> Any:
         loop = self.generic_visit(s)
@@ -173,10 +177,13 @@ class Vectorize(PrimFuncPass):
     name = "vectorize"
     description = "turn vectorized loops into vector code (ramps, broadcasts, scalar tail)"
 
+    max_lanes: int | None = option(None, config="vectorize.max-lanes", check=at_least(1),
+                                   doc="most lanes of one vector (default: from the target, "
+                                       "else 16)")
+
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
-        max_lanes = lowering_config.config_int(ctx, lowering_config.MAX_LANES, None, minimum=1)
         size_vars = {v for b in func.buffer_map.values() for v in used_vars(b.shape)}
-        vectorizer = _LoopVectorizer(ctx, func.name, max_lanes,
-                                     lowering_config.target_vector_bits(ctx.target), size_vars)
+        vectorizer = _LoopVectorizer(ctx, func.name, self.max_lanes,
+                                     target_vector_bits(ctx.target), size_vars)
         body = vectorizer.visit(func.body)
         return func if body is func.body else func.replace(body=body)  # type: ignore[return-value]

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Buffer, BufferRegion
 from tirc.ir.diagnostics import MAX_ERRORS, CompileError, Diagnostic
 from tirc.ir.expr import BufferLoad, IntImm, Let, Var
@@ -35,7 +36,7 @@ from tirc.ir.stmt import Allocate, AttrStmt, Block, BlockRealize, BufferStore, F
 from tirc.ir.visitor import Visitor
 from tirc.passes.pass_base import Pass, PassContext
 
-THREAD_ATTRS = ("thread_extent", "virtual_thread")
+THREAD_ATTRS = (THREAD_EXTENT, VIRTUAL_THREAD)
 
 
 # ---- the rules -------------------------------------------------------------------------

@@ -18,10 +18,9 @@ from tirc.ir.interpreter import np_dtype
 from tirc.ir.interpreter.gpu import GPUInterpreter
 from tirc.ir.module import IRModule
 from tirc.ir.target import parse_target
-from tirc.passes.gpu.pipeline import gpu_pipeline
 from tirc.passes.manager import run_pipeline
 from tirc.passes.pass_base import PassContext
-from tirc.passes.pipeline import build_pipeline
+from tirc.passes.pipeline import build_pipeline, default_pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU_SAMPLES_DIR = ROOT / "samples" / "gpu"
@@ -61,8 +60,9 @@ def lower(mod: IRModule | str, opt_level: int = 2, arch: str = "sm_80",
     if isinstance(mod, str):
         mod = parse(mod)
     left_out = set(skip)
-    names = [n for n in gpu_pipeline(opt_level) if n not in left_out]
-    ctx = PassContext(opt_level=opt_level, target=parse_target(f"cuda -arch={arch}"))
+    target = parse_target(f"cuda -arch={arch}")
+    names = [n for n in default_pipeline(target, opt_level) if n not in left_out]
+    ctx = PassContext(opt_level=opt_level, target=target)
     return run_pipeline(mod, build_pipeline(names), ctx)
 
 

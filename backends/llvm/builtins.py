@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
 from llvmlite import ir
 from tirc.backends.llvm.context import ModuleContext
 from tirc.backends.llvm.types import I32, const_like, from_memory, mem_type, reg_type, to_memory
@@ -22,6 +21,8 @@ NO_OPS = (intrin.STORAGE_SYNC, intrin.ASSUME, intrin.NOP)
 
 
 def _limit(dt: DType, high: bool) -> int | float | bool:
+    import numpy as np  # only for T.max_value / T.min_value
+
     if dt.is_bool:
         return high
     if dt.is_float:

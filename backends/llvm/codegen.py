@@ -10,7 +10,7 @@ from llvmlite import ir
 from tirc.backends.llvm.context import ModuleContext, as_ptr
 from tirc.backends.llvm.function import FunctionCodegen
 from tirc.backends.llvm.types import I8, I32, PTR
-from tirc.ir.attrs import ENTRY
+from tirc.ir.attrs import ENTRY, GLOBAL_SYMBOL
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import BufferLoad, Var
@@ -33,7 +33,7 @@ def _buffers_by_data(func: PrimFunc) -> dict[Var, Buffer]:
 
 def emit_entry(ctx: ModuleContext, func: PrimFunc) -> ir.Function:
     """`int32_t <symbol>(DLTensor **args, int32_t num_args)` from a make-entry function."""
-    symbol = str(func.attrs.get("global_symbol", func.name))
+    symbol = str(func.attrs.get(GLOBAL_SYMBOL, func.name))
     if symbol in ctx.module.globals:
         raise CompileError(f"codegen: two functions export the symbol '{symbol}'", func.span)
     fn = ir.Function(ctx.module, ir.FunctionType(I32, [PTR, I32]), name=symbol)

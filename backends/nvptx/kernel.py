@@ -40,6 +40,7 @@ from tirc.backends.nvptx.events import emit_gpu_event
 from tirc.backends.nvptx.math import FLOAT_MATH, emit_float_math
 from tirc.ir.analysis.storage import storage_size
 from tirc.ir.arith import construct
+from tirc.ir.attrs import GLOBAL_SYMBOL, NOALIAS
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import Call, IntImm, StringImm, Var
@@ -224,14 +225,14 @@ def _param_type(v: Var) -> ir.Type:
 
 def emit_kernel(ctx: ModuleContext, func: PrimFunc) -> KernelInfo:
     """Add `func` (a kernel made by gpu-split-host-device) to the module as a PTX entry."""
-    name = str(func.attrs.get("global_symbol", func.name))
+    name = str(func.attrs.get(GLOBAL_SYMBOL, func.name))
     if name in ctx.module.globals:
         raise CompileError(f"codegen: two kernels are named '{name}'", func.span)
     fn = ir.Function(ctx.module, ir.FunctionType(VOID, [_param_type(p) for p in func.params]),
                      name=name)
     fn.calling_convention = KERNEL_CC
     env: dict[Var, ir.Value] = {}
-    noalias = bool(func.attrs.get("tir.noalias", False))
+    noalias = bool(func.attrs.get(NOALIAS, False))
     converts: list[tuple[Var, ir.Argument]] = []
     for p, arg in zip(func.params, fn.args):
         arg.name = p.name

@@ -27,7 +27,7 @@ from typing import Any
 
 from tirc.ir.analysis.entry_signature import accessed_data, param_buffers, shape_text, signature
 from tirc.ir.analysis.storage import storage_size
-from tirc.ir.attrs import SM_COUNT
+from tirc.ir.attrs import GLOBAL_SYMBOL, SM_COUNT
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import CMP_OPS, BinOp, Call, PrimExpr, StringImm, Var, binop, cast
@@ -84,7 +84,7 @@ def _mark_accesses(info: dict[str, Any], launches: list[dict[str, Any]],
 def host_plan(func: PrimFunc, shared: dict[str, int],
               kernels: dict[str, PrimFunc]) -> dict[str, Any]:
     """The metadata entry of one host function (see the module docstring)."""
-    symbol = str(func.attrs.get("global_symbol", func.name))
+    symbol = str(func.attrs.get(GLOBAL_SYMBOL, func.name))
     bound = bound_symbols(func)
     info = signature(func, symbol, bound)
     info["kind"] = "gpu_func"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tirc.ir.attrs import PARAM_BUFFERS
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import BinOp, BufferLoad, Cast, IntImm, PrimExpr, Var
@@ -48,7 +49,7 @@ def _text(e: PrimExpr, outer: int) -> str:
 
 def param_buffers(func: PrimFunc) -> dict[Var, Buffer]:
     """The logical buffer behind each handle parameter (kept by flatten-buffers in attrs)."""
-    kept = func.attrs.get("param_buffers")
+    kept = func.attrs.get(PARAM_BUFFERS)
     if isinstance(kept, dict):
         return {p: kept[p] for p in func.params if p in kept}
     if isinstance(kept, (list, tuple)):

@@ -12,6 +12,7 @@ from typing import Any
 
 from tirc.ir.arith.analyzer import Analyzer
 from tirc.ir.arith.construct import fold
+from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Range
 from tirc.ir.expr import IntImm, Not, PrimExpr, Var, cast
 from tirc.ir.function import PrimFunc
@@ -33,7 +34,7 @@ from tirc.ir.stmt import (
 )
 from tirc.ir.visitor import Mutator
 
-THREAD_ATTRS = ("thread_extent", "virtual_thread")
+THREAD_ATTRS = (THREAD_EXTENT, VIRTUAL_THREAD)
 _UNIT_LOOP_KINDS = (ForKind.SERIAL, ForKind.UNROLLED, ForKind.VECTORIZED, ForKind.PARALLEL)
 
 

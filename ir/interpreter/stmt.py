@@ -15,6 +15,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.interpreter.buffer import row_major_strides, storage_of
@@ -42,7 +43,7 @@ from tirc.ir.stmt import (
 
 Run = Callable[[Env], None]
 
-THREAD_ATTRS = ("thread_extent", "virtual_thread")
+THREAD_ATTRS = (THREAD_EXTENT, VIRTUAL_THREAD)
 
 
 def _noop(env: Env) -> None:

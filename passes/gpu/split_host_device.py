@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tirc.ir.attrs import GPU_HOST, KERNEL, KERNEL_LAUNCH_PARAMS
+from tirc.ir.attrs import GLOBAL_SYMBOL, GPU_HOST, KERNEL, KERNEL_LAUNCH_PARAMS, NOALIAS
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import HANDLE, INT32
@@ -195,8 +195,8 @@ class _Splitter:
         params.extend(scalars)
         extents = launch_extents(region)
         tags = [t for t in ALL_TAGS if t in extents]
-        attrs = {"global_symbol": name, KERNEL: True, KERNEL_LAUNCH_PARAMS: tags,
-                 "tir.noalias": True}
+        attrs = {GLOBAL_SYMBOL: name, KERNEL: True, KERNEL_LAUNCH_PARAMS: tags,
+                 NOALIAS: True}
         self.kernels.append(PrimFunc(name, tuple(params), buffer_map, body, attrs,
                                      span=region.span))
         dims: list[PrimExpr] = [extents.get(t, IntImm(1, INT32)) for t in (*BLOCK_TAGS,

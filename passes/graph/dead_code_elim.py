@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from tirc.ir.attrs import PRIMITIVE
+from tirc.ir.attrs import GLOBAL_SYMBOL, PRIMITIVE
 from tirc.ir.graph import BindingBlock, Function, GCall, GlobalVar, GVar, MatchCast
 from tirc.ir.module import IRModule
 from tirc.ir.visitor import post_order_visit
@@ -94,7 +94,7 @@ def remove_unused_functions(mod: IRModule) -> IRModule:
     out = mod
     for name, f in mod.functions.items():
         public = (isinstance(f, Function) and not f.attrs.get(PRIMITIVE)) or \
-            "global_symbol" in f.attrs
+            GLOBAL_SYMBOL in f.attrs
         if name not in reached and not public:
             out = out.without_function(name)
     return out

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from tirc.ir.attrs import NOALIAS
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import BOOL, HANDLE, DType
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, cast, const
@@ -150,7 +151,7 @@ class Kernel:
         handles = [Var(f"{handle_prefix}{b.name}", HANDLE) for b in buffers]
         root = Block("root", (), (), (), seq(*self.stages), alloc_buffers=tuple(self.temps))
         func = PrimFunc(self.name, (*handles, *scalars), dict(zip(handles, buffers)),
-                        BlockRealize((), TRUE, root), {"tir.noalias": True})
+                        BlockRealize((), TRUE, root), {NOALIAS: True})
         return func, [inverse[v] for v in scalars]
 
 

@@ -17,7 +17,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from tirc.ir.attrs import GRAPH_FUNC, PRIMITIVE
+from tirc.ir.attrs import GLOBAL_SYMBOL, GRAPH_FUNC, NOALIAS, PRIMITIVE
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import HANDLE
@@ -76,7 +76,7 @@ class LowerGraph(Pass):
         for name, f in mod.functions.items():
             if isinstance(f, Function) and f.attrs.get(PRIMITIVE):
                 out = out.without_function(name)
-            elif name in used and "global_symbol" not in f.attrs:
+            elif name in used and GLOBAL_SYMBOL not in f.attrs:
                 out = out.without_function(name)
         return out
 
@@ -234,8 +234,8 @@ class _HostBuilder:
         if scalars:
             raise self.error(f"the sizes {', '.join(str(v) for v in scalars)} cannot be "
                              "bound from the arguments' shapes", func)
-        return dataclasses.replace(prim, attrs={"global_symbol": func.name,
-                                                "tir.noalias": True, GRAPH_FUNC: True})
+        return dataclasses.replace(prim, attrs={GLOBAL_SYMBOL: func.name,
+                                                NOALIAS: True, GRAPH_FUNC: True})
 
     def _is_produced(self, tid: TensorId) -> bool:
         for block in self.func.body.blocks:

@@ -16,7 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tirc.ir import intrinsics as intrin
-from tirc.ir.attrs import GRAPH_FUNC, MEGAKERNEL, MEGAKERNEL_RUNTIME, PRIMITIVE
+from tirc.ir.attrs import (
+    GLOBAL_SYMBOL,
+    GRAPH_FUNC,
+    MEGAKERNEL,
+    MEGAKERNEL_MODES,
+    MEGAKERNEL_RUNTIME,
+    PRIMITIVE,
+)
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import INT32, INT64
 from tirc.ir.expr import BufferLoad, Call, IntImm, StringImm, cast
@@ -25,32 +32,37 @@ from tirc.ir.graph import Function, GCall, GlobalVar
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import Evaluate
 from tirc.ir.visitor import Mutator, post_order_visit
-from tirc.passes.graph.lower_graph import lower_function
-from tirc.passes.megakernel.dynamic_schedule import dynamic_workers
-from tirc.passes.megakernel.static_schedule import static_workers
-from tirc.passes.megakernel.task_graph import (
-    MODES,
-    build_task_graph,
-    read_task_graph,
-    scope_compute,
-)
-from tirc.passes.pass_base import Pass, PassContext
+from tirc.passes.pass_base import Pass, PassContext, at_least, option
 
 
 def _mode(value: object, where: str) -> str | None:
     if value in (None, "", "none", "off"):
         return None
-    if value not in MODES:
+    if value not in MEGAKERNEL_MODES:
         raise CompileError(f"megakernel: {where} must be 'static' or 'dynamic', got '{value}'")
     return str(value)
 
 
-def _tile(ctx: PassContext) -> int:
-    text = ctx.config.get("megakernel.tile", "1")
+def _config_mode(text: str) -> str:
+    return _mode(text, "the megakernel pass config") or ""
+
+
+def _tile(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise CompileError(f"megakernel: megakernel.tile must be a positive integer, got "
                            f"'{text}'")
     return int(text)
+
+
+def _watchdog(text: str) -> int:
+    if not text.isdigit():
+        raise CompileError(f"megakernel: megakernel.watchdog must be a whole number of "
+                           f"seconds, got '{text}'")
+    return int(text)
+
+
+def _positive(value: int) -> str | None:
+    return None if value >= 1 else f"must be a positive integer, got {value}"
 
 
 @dataclass(frozen=True)
@@ -60,9 +72,22 @@ class Megakernel(Pass):
     name = "megakernel"
     description = "turn a graph function's kernels into one task graph with event tensors"
 
+    mode: str = option("", config="megakernel", parse=_config_mode,
+                       check=lambda m: None if m in ("", *MEGAKERNEL_MODES) else
+                       f"must be 'static' or 'dynamic', got '{m}'",
+                       doc="static or dynamic: every graph function becomes a megakernel "
+                           "(-fmegakernel); by default only those marked")
+    tile: int = option(1, config="megakernel.tile", parse=_tile, check=_positive,
+                       doc="rows of a kernel's outer loop per task")
+
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        default = _mode(ctx.config.get("megakernel"), "the megakernel pass config")
-        tile = _tile(ctx)
+        default = self.mode or None
+        if default is None and not any(f.attrs.get(MEGAKERNEL) for f in mod.graph_funcs().values()):
+            return mod  # nothing marked: no task graph machinery to load
+        from tirc.passes.graph.lower_graph import lower_function
+        from tirc.passes.megakernel.task_graph import build_task_graph
+
+        tile = self.tile
         out = mod
         used: set[str] = set()
         taken = False
@@ -85,7 +110,7 @@ class Megakernel(Pass):
         for name, f in mod.functions.items():
             if isinstance(f, Function) and f.attrs.get(PRIMITIVE) and not rest:
                 out = out.without_function(name)
-            elif name in used and "global_symbol" not in f.attrs and \
+            elif name in used and GLOBAL_SYMBOL not in f.attrs and \
                     not any(name in called_kernels(g) for g in rest):
                 out = out.without_function(name)
         return out
@@ -110,17 +135,21 @@ class MegakernelRuntime(Pass):
     name = "megakernel-runtime"
     description = "run a task graph's tasks on the workers of one OpenMP parallel region"
 
+    watchdog: int = option(0, config="megakernel.watchdog", parse=_watchdog, check=at_least(0),
+                           doc="seconds a task may wait on an event before the call fails "
+                               "(0: wait forever; -fmegakernel-watchdog)")
+
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         out = mod
-        text = ctx.config.get("megakernel.watchdog", "0")
-        if not text.isdigit():
-            raise CompileError(f"megakernel: megakernel.watchdog must be a whole number of "
-                               f"seconds, got '{text}'")
-        watchdog = int(text)
+        watchdog = self.watchdog
         for name, func in mod.prim_funcs().items():
             mode = func.attrs.get(MEGAKERNEL)
-            if mode not in MODES or func.attrs.get(MEGAKERNEL_RUNTIME):
+            if mode not in MEGAKERNEL_MODES or func.attrs.get(MEGAKERNEL_RUNTIME):
                 continue
+            from tirc.passes.megakernel.dynamic_schedule import dynamic_workers
+            from tirc.passes.megakernel.static_schedule import static_workers
+            from tirc.passes.megakernel.task_graph import read_task_graph, scope_compute
+
             graph = read_task_graph(func)
             for t in graph.tasks:
                 t.body = scope_compute(t.body, t.name)

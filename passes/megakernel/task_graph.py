@@ -56,7 +56,6 @@ from tirc.passes.megakernel.tiling import make_kinds, split_host
 # it, the compute, whose buffer pointers may be `noalias` (no other thread touches its data
 # while it runs, which is not so across the waits and notifications).
 EVENT_OPS = (intrin.EVENT_WAIT, intrin.EVENT_NOTIFY)
-MODES = ("static", "dynamic")
 
 Wrap = Callable[[Stmt], Stmt]
 

@@ -17,8 +17,7 @@ from tirc.ir.diagnostics import CompileError, Diagnostic
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.schedule import Schedule
-from tirc.passes.pass_base import Pass, PassContext
-from tirc.passes.schedule.runner import run_schedule
+from tirc.passes.pass_base import Pass, PassContext, option
 from tirc.passes.schedule.tensor_intrin import collect_intrinsics, is_intrinsic
 
 
@@ -37,8 +36,8 @@ def matches(sched: Schedule, kind: str | None) -> bool:
     return sched.target is None or kind is None or target_kind(sched.target) == kind
 
 
-def schedule_seed(ctx: PassContext) -> int:
-    text = ctx.config.get("schedule.seed", "0")
+def schedule_seed(text: str) -> int:
+    """The `schedule.seed` config text as an integer (a user error when it is not one)."""
     try:
         return int(text)
     except ValueError:
@@ -53,13 +52,18 @@ class ApplySchedules(Pass):
     name = "apply-schedules"
     description = "apply the module's schedules (@S.schedule) whose target matches"
 
+    seed: int = option(0, config="schedule.seed", parse=schedule_seed,
+                       doc="seed of the sample_* decisions a schedule leaves open")
+
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         intrinsics = collect_intrinsics(mod)
         has_intrinsics = any(is_intrinsic(f) for f in mod.prim_funcs().values())
         if not mod.schedules and not has_intrinsics:
             return mod
+        from tirc.passes.schedule.runner import run_schedule  # only when there are schedules
+
         kind = target_kind(ctx.target)
-        seed = schedule_seed(ctx)
+        seed = self.seed
         funcs = {k: f for k, f in mod.functions.items()
                  if not (isinstance(f, PrimFunc) and is_intrinsic(f))}
         kept: list[Schedule] = []

@@ -22,13 +22,13 @@ def compile_module(mod: IRModule, build: Build, stem: Path) -> Any:
     if build.gpu:
         from tirc.ir.interpreter.gpu import GPUInterpreter
         from tirc.ir.target import parse_target
-        from tirc.passes.gpu.pipeline import gpu_pipeline
         from tirc.passes.manager import run_pipeline
         from tirc.passes.pass_base import PassContext
-        from tirc.passes.pipeline import build_pipeline
+        from tirc.passes.pipeline import build_pipeline, default_pipeline
 
-        ctx = PassContext(opt_level=build.level, target=parse_target("cuda -arch=sm_80"))
-        lowered = run_pipeline(mod, build_pipeline(gpu_pipeline(build.level)), ctx)
+        target = parse_target("cuda -arch=sm_80")
+        ctx = PassContext(opt_level=build.level, target=target)
+        lowered = run_pipeline(mod, build_pipeline(default_pipeline(target, build.level)), ctx)
         return GPUInterpreter(lowered)
     from tirc.cli.compile_cmd import CompileOptions, compile_file
 

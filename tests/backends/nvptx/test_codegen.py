@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from gpu_support import require_ptxas, sample_module
-from tirc.backends.nvptx import compile_ptx
 from tirc.backends.nvptx.math import FLOAT_MATH
+from tirc.driver import compile_ptx
 from tirc.frontend import parse
 from tirc.ir.diagnostics import CompileError
 

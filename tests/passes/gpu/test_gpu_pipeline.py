@@ -7,18 +7,24 @@ import pytest
 from gpu_support import REFS, SAMPLE_IDS, SAMPLES, lower, sample_module
 from tirc.ir.interpreter import Interpreter
 from tirc.ir.interpreter.gpu import check_races
-from tirc.passes.gpu.pipeline import gpu_pipeline
+from tirc.ir.target import parse_target
+from tirc.passes.pipeline import default_pipeline
 from tirc.passes.registry import all_passes
 
 
+def _gpu_steps(opt_level: int) -> list[str]:
+    """The default pipeline of a cuda target."""
+    return default_pipeline(parse_target("cuda"), opt_level)
+
+
 def test_pipeline_lists_the_steps_in_order() -> None:
-    o0 = gpu_pipeline(0)
+    o0 = _gpu_steps(0)
     assert o0[:3] == ["verify", "static-check", "apply-schedules"]
     assert o0[o0.index("lower-init"):] == [
         "lower-init", "lower-blocks", "lower-layouts", "flatten-buffers", "gpu-inject-vthread",
         "gpu-thread-binding", "gpu-launch-dims", "gpu-storage-scope", "gpu-storage-sync",
         "gpu-split-host-device", "verify-gpu"]
-    o2 = gpu_pipeline(2)
+    o2 = _gpu_steps(2)
     assert o2[o2.index("flatten-buffers") + 1:] == [
         "simplify", "gpu-inject-vthread", "gpu-thread-binding", "gpu-launch-dims",
         "gpu-storage-scope", "gpu-storage-sync", "vectorize", "unroll", "simplify",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gpu_support import lower, require_ptxas
-from tirc.backends.nvptx import compile_ptx
+from tirc.driver import compile_ptx
 from tirc.frontend import parse
 from tirc.ir.arith import construct
 from tirc.ir.diagnostics import CompileError
@@ -15,8 +15,14 @@ from tirc.ir.module import IRModule
 from tirc.ir.printer import print_function, print_module
 from tirc.ir.stmt import For, ForKind
 from tirc.ir.structural import first_difference, structural_equal
-from tirc.passes.gpu.pipeline import gpu_pipeline
+from tirc.ir.target import parse_target
 from tirc.passes.gpu.vthread import is_vthread_loop
+from tirc.passes.pipeline import default_pipeline
+
+
+def _gpu_steps(opt_level: int) -> list[str]:
+    """The default pipeline of a cuda target."""
+    return default_pipeline(parse_target("cuda"), opt_level)
 
 # Each of 2 x 64 (virtual x real) threads keeps a value in a local register across a barrier
 # and reads, after it, what the mirrored thread wrote to shared memory: right only if every
@@ -186,7 +192,7 @@ def f(a: T.handle):
 
 
 def test_the_interpreter_names_an_unserialized_virtual_thread() -> None:
-    flat = lower(SHIFT, opt_level=0, skip=[n for n in gpu_pipeline(0) if n.startswith("gpu-")])
+    flat = lower(SHIFT, opt_level=0, skip=[n for n in _gpu_steps(0) if n.startswith("gpu-")])
     a = np.zeros((4, 128), np.float32)
     with pytest.raises(InterpreterError, match="loop 'vt' is bound to 'vthread.x', which is "
                        "not a hardware thread axis"):

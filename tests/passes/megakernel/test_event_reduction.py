@@ -23,7 +23,6 @@ from tirc.ir.attrs import MEGAKERNEL_IN_ORDER
 from tirc.ir.stmt import AttrStmt, Stmt
 from tirc.ir.target import parse_target
 from tirc.ir.visitor import Mutator
-from tirc.passes.graph.graph_pipeline import graph_steps
 from tirc.passes.manager import run_pipeline
 from tirc.passes.megakernel.interleave import check_interleavings
 from tirc.passes.megakernel.task_graph import read_task_graph
@@ -53,7 +52,7 @@ class Module:
 
 
 def _relay_module(mode: str = "static") -> IRModule:
-    steps = graph_steps(2)
+    steps = default_pipeline(parse_target("llvm"), 2)
     steps = steps[: steps.index("megakernel") + 1]
     return run_pipeline(parse(RELAY), build_pipeline(steps),
                         PassContext(config={"megakernel": mode}))

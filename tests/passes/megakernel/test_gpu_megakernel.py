@@ -17,6 +17,7 @@ from graph_support import interpret, random_inputs
 from megakernel_support import SAMPLES, task_graph
 from script_modules import megakernel_benchmark
 from tirc.backends.nvptx import compile_ptx
+from tirc.driver import lower
 from tirc.frontend import parse, parse_file
 from tirc.ir import CompileError, IRModule, PrimFunc
 from tirc.ir.attrs import SM_COUNT
@@ -27,10 +28,9 @@ from tirc.ir.stmt import Evaluate, For
 from tirc.ir.target import parse_target
 from tirc.ir.visitor import Mutator, post_order_visit, substitute
 from tirc.passes.manager import run_pipeline
-from tirc.passes.megakernel.gpu_runtime import lower_megakernel_gpu, megakernel_gpu_steps
 from tirc.passes.megakernel.interleave import check_interleavings
 from tirc.passes.pass_base import PassContext
-from tirc.passes.pipeline import build_pipeline
+from tirc.passes.pipeline import build_pipeline, default_pipeline
 from tirc.runtime.cuda import load_ptx
 
 DIM = 64
@@ -51,7 +51,7 @@ def _source(name: str) -> IRModule:
 
 def _gpu(name: str, mode: str, arch: str = "sm_80") -> IRModule:
     """The source compiled by the GPU megakernel pipeline (loop level, before codegen)."""
-    return lower_megakernel_gpu(_source(name), parse_target(f"cuda -arch={arch}"), 2, mode)
+    return lower(_source(name), f"cuda -arch={arch}", 2, megakernel=mode)
 
 
 def _with_sm_count(mod: IRModule, count: int) -> IRModule:
@@ -224,7 +224,7 @@ def test_gpu_program_waits_on_its_events() -> None:
     main = mod["main"]
     assert isinstance(main, PrimFunc)
     mod = mod.with_function("main", main.replace(body=_DropNotifies().visit(main.body)))
-    steps = megakernel_gpu_steps(2)
+    steps = default_pipeline(parse_target("cuda"), 2, "static")
     ctx = PassContext(opt_level=2, target=parse_target("cuda -arch=sm_80"),
                       config={"megakernel": "static"})
     mod = _with_sm_count(run_pipeline(mod, build_pipeline(steps[steps.index("megakernel-gpu"):]),
@@ -251,5 +251,5 @@ def test_cli_builds_a_gpu_megakernel(invoke: Any, tmp_path: Path) -> None:
 def test_bad_thread_count_is_a_diagnostic() -> None:
     """A malformed thread cap is a CompileError naming the config key."""
     with pytest.raises(CompileError, match="megakernel.gpu-threads must be a multiple of 32"):
-        lower_megakernel_gpu(_source("mlp.tir"), parse_target("cuda"), 2, "static",
-                             {"megakernel.gpu-threads": "100"})
+        lower(_source("mlp.tir"), "cuda", 2, megakernel="static",
+              config={"megakernel.gpu-threads": "100"})
