@@ -94,10 +94,10 @@ def test_every_step_of_every_pipeline_is_a_registered_pass() -> None:
 
 def test_the_pipelines_in_order() -> None:
     assert default_pipeline(CPU, 0) == [
-        "verify", "apply-schedules", "normalize", "legalize-ops", "annotate-op-pattern",
-        "dead-code-elim", "memory-plan", "megakernel", "lower-graph", "megakernel-runtime",
-        "lower-init", "lower-blocks", "compact-buffers", "lower-layouts", "flatten-buffers",
-        "storage-rewrite", "make-entry"]
+        "verify", "static-check", "apply-schedules", "normalize", "legalize-ops",
+        "annotate-op-pattern", "dead-code-elim", "memory-plan", "megakernel", "lower-graph",
+        "megakernel-runtime", "bounds-check", "lower-init", "lower-blocks", "compact-buffers",
+        "lower-layouts", "flatten-buffers", "storage-rewrite", "make-entry"]
     o2 = default_pipeline(CPU, 2)
     assert o2[o2.index("annotate-op-pattern") + 1:o2.index("memory-plan")] == [
         "fold-constants", "fuse-ops", "fuse-tir", "dead-code-elim", "default-schedule"]
@@ -107,9 +107,9 @@ def test_the_pipelines_in_order() -> None:
     assert default_pipeline(CPU, 2, "dynamic") == o2  # the CPU megakernel reads the config
     gpu_mk = default_pipeline(GPU, 0, "static")
     assert gpu_mk[:gpu_mk.index("lower-init")] == [
-        "verify", "apply-schedules", "normalize", "legalize-ops", "annotate-op-pattern",
-        "fold-constants", "fuse-ops", "fuse-tir", "dead-code-elim", "megakernel-gpu-tiles",
-        "memory-plan", "megakernel", "megakernel-gpu"]
+        "verify", "static-check", "apply-schedules", "normalize", "legalize-ops",
+        "annotate-op-pattern", "fold-constants", "fuse-ops", "fuse-tir", "dead-code-elim",
+        "megakernel-gpu-tiles", "memory-plan", "megakernel", "megakernel-gpu"]
     assert gpu_mk[-2:] == default_pipeline(GPU, 0)[-2:] == ["gpu-split-host-device",
                                                             "verify-gpu"]
 
