@@ -82,6 +82,7 @@ class CompileOptions:
     no_default_schedule: bool = False
     symbol_prefix: str | None = None
     march: str | None = None
+    bounds_check: bool = False
     verbose: int = 0
     debug: bool = False
 
@@ -294,7 +295,8 @@ def write_depfile(opts: CompileOptions, mod: IRModule, output: str, kind: str) -
 
 def pipeline_config(opts: CompileOptions, blas: dict[str, str]) -> dict[str, str]:
     """The pass config of a compile: --pass-config, -fblas (`blas`, from blas_link),
-    -fmegakernel, -fno-default-schedule, --mesh and -fno-uneven-shards entries."""
+    -fmegakernel, -fno-default-schedule, -fbounds-check, --mesh and -fno-uneven-shards
+    entries."""
     given = pass_config(opts.pass_config)
     if given:
         try:
@@ -303,6 +305,7 @@ def pipeline_config(opts: CompileOptions, blas: dict[str, str]) -> dict[str, str
             raise fail(str(exc)) from None
     return {**given, **blas, **megakernel_config(opts.megakernel, opts.megakernel_watchdog),
             **({"schedule.default": "none"} if opts.no_default_schedule else {}),
+            **({"bounds-check": "1"} if opts.bounds_check else {}),
             **sharding_config(opts)}
 
 
@@ -347,6 +350,8 @@ def compile_file(opts: CompileOptions) -> None:
         instruments = make_instruments(opts)
     except PipelineError as exc:
         raise fail(str(exc)) from None
+    if opts.bounds_check and target.is_gpu:
+        raise fail("-fbounds-check is not supported for GPU targets yet")
     names = ExportNames(library_name_from_path(input_stem(opts.file)), opts.symbol_prefix or "")
     libs, lib_dirs, blas = blas_link(opts)
     ctx = PassContext(opt_level=opts.opt_level, target=target,
@@ -500,6 +505,9 @@ class CompileCommand(click.Command):
                    "last_error/metadata helpers); by default a function keeps its "
                    "global_symbol, 'main' becomes <input name>_main and the helpers are "
                    "<input name>_last_error/_metadata.")
+@click.option("-fbounds-check", "bounds_check", is_flag=True,
+              help="Check at run time every access not proved in bounds: an out-of-bounds "
+                   "index makes the call fail (-5) naming the buffer, indices and line.")
 @click.option("-v", "--verbose", count=True,
               help="More detail: -v progress, -vv pass times, -vvv the IR after every pass.")
 @color_option

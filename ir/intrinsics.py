@@ -320,6 +320,8 @@ DL_STRIDE = _declare("tirc.dl_stride", ("handle", "int"), "given", INTRIN, None,
                      "stride k of a DLTensor (elements)")
 DL_STRIDES_NULL = _declare("tirc.dl_strides_null", ("handle",), "bool", INTRIN, None,
                            "whether a DLTensor's strides pointer is NULL")
+DL_SHAPE_NULL = _declare("tirc.dl_shape_null", ("handle",), "bool", INTRIN, None,
+                         "whether a DLTensor's shape pointer is NULL")
 DL_DATA = _declare("tirc.dl_data", ("handle",), "handle", INTRIN, None,
                    "a DLTensor's data pointer plus its byte offset")
 DL_SCALAR = _declare("tirc.dl_scalar", ("handle",), "given", INTRIN, None,
@@ -331,6 +333,10 @@ ADDRESS = _declare("tirc.address", ("handle",), "uint64", INTRIN, None,
 CHECK = _declare("tirc.check", ("bool", "str", "any", "..."), "int32", INTRIN, None,
                  "when the condition fails, set the error message (printf format and "
                  "values) and return -1 from the entry point")
+BOUNDS_CHECK = _declare("tirc.bounds_check", ("bool", "str", "any", "..."), "int32", INTRIN,
+                        "bounds_check", "-fbounds-check: when the condition (an access or "
+                        "binding in bounds) fails, set the error message (printf format and "
+                        "values) and return -5")
 
 # ---- code generation only ---------------------------------------------------------------
 

@@ -45,6 +45,7 @@ INT32 = dtype("int32")
 INT64 = dtype("int64")
 UINT64 = dtype("uint64")
 BOOL = dtype("bool")
+INT64_MAX = (1 << 63) - 1
 
 def elem_bytes(dt: DType) -> int:
     return dl_bits(dt) // 8 * dt.lanes
@@ -144,6 +145,7 @@ def make_entry(func: PrimFunc) -> PrimFunc:
             shapes[p] = [out.let(Var(f"{p.name}_shape{k}", INT64),
                                  _call(intrin.DL_SHAPE, h, IntImm(k), dt=INT64))
                          for k in range(buf.ndim)]
+            _check_extents(out, shapes[p], elem_bytes(buf.dtype.element()), prefix)
     for p, buf in buffers.items():
         _bind_symbols(out, buf, handles[p], shapes[p], p.name, bound)
     _check_unbound(func, buffers, bound)
@@ -195,6 +197,30 @@ def _check_header(out: _Builder, h: Var, prefix: str, dt: DType, ndim: int) -> N
                    "got device_type %lld", device))
     out.add(_check(Not(_call(intrin.IS_NULL, _call(intrin.DL_DATA, h, dt=HANDLE), dt=BOOL)),
                    prefix + "data pointer is NULL"))
+    if ndim:
+        out.add(_check(Not(_call(intrin.DL_SHAPE_NULL, h, dt=BOOL)),
+                       prefix + "shape pointer is NULL"))
+
+
+def _check_extents(out: _Builder, shape: list[Var], elem: int, prefix: str) -> None:
+    """No extent is negative, and the size in bytes fits in int64 (an empty tensor always
+    does), before any extent is used as a size or bound to a symbolic variable."""
+    if not shape:
+        return
+    zero = IntImm(0, INT64)
+    out.add(_check(_all([binop("ge", d, zero) for d in shape]),
+                   prefix + f"negative extent in shape {_tuple_format(len(shape))}", *shape))
+    fits: list[PrimExpr] = []
+    size: PrimExpr = IntImm(elem, INT64)
+    for d in shape:
+        nonzero = binop("max", d, IntImm(1, INT64))
+        ok = binop("le", size, binop("floordiv", IntImm(INT64_MAX, INT64), nonzero))
+        fits.append(ok)
+        size = if_then_else(ok, binop("mul", size, nonzero), IntImm(1, INT64))
+    empty = _any([binop("eq", d, zero) for d in shape])
+    out.add(_check(binop("or", empty, _all(fits)),
+                   prefix + f"shape {_tuple_format(len(shape))} has more than 2^63 - 1 bytes "
+                   f"({elem} per element)", *shape))
 
 
 def _mul(a: PrimExpr, b: PrimExpr) -> PrimExpr:

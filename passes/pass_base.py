@@ -26,8 +26,8 @@ class PassContext:
 
     `config` holds `--pass-config KEY=VALUE` entries (strings; each is an alias of a pass
     option, see `option`); `notes` collects remarks a pass wants shown with `--print-changed`
-    (e.g. a loop left scalar); `warnings` the warnings a pass gives about the program (shown
-    at the end of a compile).
+    (e.g. a loop left scalar); `warnings` collects warning diagnostics about the program, which
+    the command line prints (and `-Werror` turns into errors).
     """
 
     opt_level: int = 2
@@ -41,9 +41,11 @@ class PassContext:
     def note(self, message: str) -> None:
         self.notes.append(message)
 
-    def warn(self, message: str, span: Span | None = None) -> None:
-        """A warning about the user's program at `span` (printed by the command line)."""
-        self.warnings.append(Diagnostic("warning", message, span))
+    def warn(self, message: str | Diagnostic, span: Span | None = None) -> None:
+        """A warning about the user's program at `span` (a message, or a whole diagnostic);
+        the command line prints it, or stops on it under -Werror."""
+        self.warnings.append(message if isinstance(message, Diagnostic)
+                             else Diagnostic("warning", message, span))
 
 
 Check = Callable[[Any], "str | None"]

@@ -46,6 +46,8 @@ def pipeline_steps(target: Target, opt_level: int, megakernel: str | None = None
     o1, o2 = opt_level >= 1, opt_level >= 2
     steps = [
         Step("verify", "the input is well-formed (definitions, ranks, regions)"),
+        Step("static-check", "provable out-of-bounds accesses and bindings, racy parallel "
+             "loops, reductions without an init"),
         Step("apply-schedules", "the module's @S.schedule functions (and --schedule files)"),
         # graph level: graph functions -> kernels and a host loop function
         Step("inline-calls", "direct calls between graph functions -> the callee's bindings"),
@@ -79,6 +81,8 @@ def pipeline_steps(target: Target, opt_level: int, megakernel: str | None = None
         # loop level
         Step("gpu-lower-cross-thread-reduction", "reductions bound to threads -> partial folds "
              "and a tree over shared memory", when=gpu),
+        Step("bounds-check", "-fbounds-check: a run-time check of every access not proved in "
+             "bounds (nothing without the flag)", when=cpu),
         Step("lower-init", "block `init` -> `if` on the first reduction iteration"),
         Step("lower-blocks", "blocks -> plain loop nests with their predicates (thread "
              "bindings kept)"),

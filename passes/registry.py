@@ -32,6 +32,7 @@ def _table(entries: tuple[tuple[str, str], ...]) -> dict[str, str]:
 PASSES: dict[str, str] = _table((
     # whole module
     ("verify", "tirc.passes.verify:Verify"),
+    ("static-check", "tirc.passes.static_check.static_check_pass:StaticCheck"),
     ("apply-schedules", "tirc.passes.schedule.apply:ApplySchedules"),
     # graph level
     ("inline-calls", "tirc.passes.graph.inline_calls:InlineCalls"),
@@ -54,6 +55,7 @@ PASSES: dict[str, str] = _table((
     ("megakernel-gpu-tiles", "tirc.passes.megakernel.gpu_runtime:MegakernelGPUTiles"),
     ("megakernel-gpu", "tirc.passes.megakernel.gpu_runtime:MegakernelGPU"),
     # loop level
+    ("bounds-check", "tirc.passes.bounds_check:BoundsCheck"),
     ("lower-init", "tirc.passes.lower_init:LowerInit"),
     ("lower-blocks", "tirc.passes.lower_blocks:LowerBlocks"),
     ("compact-buffers", "tirc.passes.compact_buffers:CompactBuffers"),

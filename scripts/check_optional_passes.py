@@ -90,17 +90,17 @@ def check_gpu(report: Callable[..., None]) -> None:
     from gpu_support import GRAPH_SAMPLES, SAMPLE_REFS, SAMPLES, FakeDriver, sample_module
     from tirc.backends.nvptx import compile_ptx, cuda_target
     from tirc.frontend import parse_file
-    from tirc.passes.gpu.pipeline import gpu_pipeline
+    from tirc.passes.pipeline import default_pipeline
     from tirc.runtime.cuda import load_ptx
 
     target = cuda_target("cuda -arch=sm_90")
     cases = [("loop", s) for s in SAMPLES] + [("graph", s) for s in GRAPH_SAMPLES]
     for kind, sample in cases:
         mod = sample_module(sample.name) if kind == "loop" else parse_file(str(sample.path))
-        _, count = _bisected(mod, gpu_pipeline(2), PassContext(2, target), -1)
+        _, count = _bisected(mod, default_pipeline(target, 2), PassContext(2, target), -1)
         for limit in range(count):
             try:
-                low, _ = _bisected(mod, gpu_pipeline(2), PassContext(2, target), limit)
+                low, _ = _bisected(mod, default_pipeline(target, 2), PassContext(2, target), limit)
                 path = OUT / f"{sample.name}{limit}.ptx"
                 path.write_text(compile_ptx(low, target, 2).ptx)
                 fn = load_ptx(path, FakeDriver(low))[sample.func]

@@ -29,6 +29,7 @@ class ModuleContext:
         self._strings: dict[str, ir.Constant] = {}
         self._names: dict[str, int] = {}
         self._error_buffer: ir.Constant | None = None
+        self._team_error: ir.Constant | None = None
         # Set when a parallel loop calls into the OpenMP runtime (the link needs -fopenmp).
         self.uses_openmp = False
         # Float multiply and add may fuse into FMA (`-fp-contract=off` in the target turns it off).
@@ -72,6 +73,18 @@ class ModuleContext:
             g.initializer = ir.Constant(ty, None)
             self._error_buffer = as_ptr(g)
         return self._error_buffer
+
+    @property
+    def team_error(self) -> ir.Constant:
+        """A thread-local pointer to the error word of the megakernel team the thread works
+        in (NULL outside one): a waiting worker gives up once another worker has failed."""
+        if self._team_error is None:
+            g = ir.GlobalVariable(self.module, PTR, name="tirc.team_error")
+            g.linkage = "internal"
+            g.storage_class = "thread_local"
+            g.initializer = ir.Constant(PTR, None)
+            self._team_error = as_ptr(g)
+        return self._team_error
 
     def snprintf(self) -> ir.Function:
         return self.declare("snprintf", ir.FunctionType(I32, [PTR, I64, PTR], var_arg=True))

@@ -81,6 +81,10 @@ class DLTensorIntrinsics:
         """`tirc.dl_stride(h, k)`: the k-th stride in elements; only when strides is not NULL."""
         return self._array_entry(e, STRIDES)
 
+    def call_dl_shape_null(self, e: Call) -> ir.Value:
+        shape = self.b.load(_field(self.b, self._arg(e), SHAPE), typ=PTR, align=8)
+        return self.b.icmp_unsigned("==", shape, ir.Constant(PTR, None))
+
     def call_dl_strides_null(self, e: Call) -> ir.Value:
         strides = self.b.load(_field(self.b, self._arg(e), STRIDES), typ=PTR, align=8)
         return self.b.icmp_unsigned("==", strides, ir.Constant(PTR, None))

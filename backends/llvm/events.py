@@ -15,6 +15,9 @@ S s on E[i] (counter C)" instead of hanging. `tirc.atomic_add(E[i], v)` returns 
 (the dynamic scheduler's queue), `tirc.omp_max_threads()` the OpenMP default team size, and
 `tirc.omp_barrier()` waits for the other threads of the team (`GOMP_barrier`: the megakernel
 runtime fills its counters inside the region and meets there before any task runs).
+A worker waiting inside a megakernel team also checks the team's error word on every reload:
+once another worker has failed (an assert, a bounds check), it stops instead of waiting for an
+event that never comes.
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ MAX_BACKOFF = 8
 YIELD_AFTER = 512
 # Error code of a watchdog timeout (the entry point returns it).
 ERR_WATCHDOG = -4
+# A waiting worker's code when another worker of its team failed (never returned: the first
+# failure's code and message are the call's).
+ERR_TEAM_FAILED = -6
 
 
 def _address(cg: Any, e: Call) -> ir.Value:
@@ -81,6 +87,20 @@ def emit_event(cg: Any, e: Call) -> ir.Value:
     return ir.Constant(I32, 0)
 
 
+def _give_up_if_the_team_failed(cg: Any) -> None:
+    """Inside a megakernel team, stop waiting once a worker has failed (its error word is set):
+    the event it would have notified never comes. The call returns that worker's error."""
+    b = cg.b
+    word = b.load(cg.ctx.team_error, typ=PTR, align=8)
+    in_team = b.icmp_unsigned("!=", word, ir.Constant(PTR, None))
+    with b.if_then(in_team, likely=False):
+        failed = instructions.LoadAtomicInstr(b.block, word, "monotonic", 4, "", typ=I32)
+        b._insert(failed)
+        with b.if_then(b.icmp_signed("!=", failed, ir.Constant(I32, 0)), likely=False):
+            cg.fail(ERR_TEAM_FAILED)
+            b.position_at_end(b.append_basic_block("event.unreachable"))
+
+
 def _wait(cg: Any, e: Call, addr: ir.Value, ty: ir.IntType) -> None:
     b = cg.b
     zero = ir.Constant(ty, 0)
@@ -116,6 +136,7 @@ def _wait(cg: Any, e: Call, addr: ir.Value, ty: ir.IntType) -> None:
     more = b.append_basic_block("event.more")
     b.cbranch(b.icmp_signed("<=", value, zero), ready, more)
     b.position_at_end(more)
+    _give_up_if_the_team_failed(cg)
     # After a long wait, give the core away: with more threads than cores the worker we wait
     # for may be descheduled.
     long_wait = b.icmp_signed(">=", loads, ir.Constant(I32, YIELD_AFTER))

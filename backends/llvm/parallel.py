@@ -15,6 +15,8 @@ meets every thread. The caller passes a message buffer of its own (on its stack)
 the first worker to fail claims the error slot with a compare-and-swap and copies its thread's
 message into that buffer, so no other thread writes it and no thread's buffer is read after the
 region; after the region the caller moves the message into its own thread's error buffer.
+A team's workers find their region's error word through the thread-local `tirc.team_error`,
+so that a worker waiting on an event gives up when another one has failed (no hang).
 """
 
 from __future__ import annotations
@@ -35,9 +37,11 @@ if TYPE_CHECKING:
 ERROR, MESSAGE, BEGIN, EXTENT, FIRST_CAPTURED = range(5)
 
 
-def _worker_fail(slot: ir.Value, ty: ir.LiteralStructType):
+def _worker_fail(slot: ir.Value, ty: ir.LiteralStructType, team: bool):
     """A worker's failure: the first to fail records its code and copies its message into
-    the caller's buffer; later failures only return."""
+    the caller's buffer; later failures only return. In a team (a megakernel, whose workers
+    wait on each other) the others see the error word set while they wait (events.py) and
+    stop; the failing worker clears its `tirc.team_error`."""
 
     def on_fail(cg: FunctionCodegen, code: ir.Value) -> None:
         b = cg.b
@@ -48,6 +52,8 @@ def _worker_fail(slot: ir.Value, ty: ir.LiteralStructType):
             dest = b.load(msg, typ=PTR)
             b.call(cg.ctx.snprintf(), [dest, ir.Constant(I64, ERROR_BUFFER_SIZE),
                                        cg.ctx.string("%s"), cg.ctx.error_buffer])
+        if team:
+            b.store(ir.Constant(PTR, None), cg.ctx.team_error)
         b.ret_void()
 
     return on_fail
@@ -125,7 +131,8 @@ def emit_parallel_for(cg: FunctionCodegen, s: For) -> None:
     worker.linkage = "internal"
     data = worker.args[0]
     data.name = "data"
-    inner = cg.child(worker, {}, _worker_fail(data, ty), cg.parallel_depth + 1)
+    team = bool(s.annotations.get(PARALLEL_TEAM))
+    inner = cg.child(worker, {}, _worker_fail(data, ty, team), cg.parallel_depth + 1)
     wb = inner.b
     lo_begin, n, *loaded = unpack(wb, data, ty, BEGIN, 2 + len(values))
     inner.env.update(zip(captured, loaded))
@@ -141,9 +148,11 @@ def emit_parallel_for(cg: FunctionCodegen, s: For) -> None:
     stop = wb.add(start, chunk)
     less = wb.icmp_signed("<", stop, n) if signed else wb.icmp_unsigned("<", stop, n)
     stop = wb.select(less, stop, n)
-    team = bool(s.annotations.get(PARALLEL_TEAM))
     if team:
         start, stop = tid, wb.add(tid, one)
+        error_word = wb.gep(data, [ir.Constant(I32, 0), ir.Constant(I32, ERROR)],
+                            source_etype=ty)
+        wb.store(error_word, ctx.team_error)
 
     def chunk(body_cg: FunctionCodegen, args: list[ir.Value]) -> None:
         body_cg.serial_loop(s.loop_var, args[0], args[1], lambda: body_cg.stmt(s.body))
@@ -158,6 +167,8 @@ def emit_parallel_for(cg: FunctionCodegen, s: For) -> None:
     else:
         bounds = [("begin", wb.add(lo_begin, start)), ("end", wb.add(lo_begin, stop))]
         inner.outline(f"{cg.fn.name}.chunk", captured, bounds, chunk, noalias=not team)
+    if team:
+        wb.store(ir.Constant(PTR, None), ctx.team_error)
     inner.finish(None)
 
     gomp = ctx.declare("GOMP_parallel", ir.FunctionType(VOID, [PTR, PTR, I32, I32]))

@@ -43,6 +43,7 @@ HEAP_ALIGN = 64
 ERR_ARGUMENT = -1
 ERR_OUT_OF_MEMORY = -2
 ERR_ASSERT = -3
+ERR_BOUNDS = -5   # -4 is the megakernel watchdog (events.py)
 
 # The unroll pass marks loops it leaves to LLVM with this annotation (True, or a count).
 # storage-rewrite's `T.attr(buffer, "storage_kind", "stack" | "heap")` just inside an Allocate.
@@ -100,8 +101,9 @@ class StmtCodegen(ExprCodegen):
             self.stmt(s.body)
 
     def stmt_Evaluate(self, s: Evaluate) -> None:
-        if isinstance(s.value, Call) and s.value.op == intrin.CHECK:
-            self.emit_check(s.value)
+        if isinstance(s.value, Call) and s.value.op in (intrin.CHECK, intrin.BOUNDS_CHECK):
+            self.emit_check(s.value, ERR_BOUNDS if s.value.op == intrin.BOUNDS_CHECK
+                            else ERR_ARGUMENT)
         elif isinstance(s.value, Call):
             self.expr(s.value)
 
@@ -129,13 +131,14 @@ class StmtCodegen(ExprCodegen):
         self.fail(code)
         b.position_at_end(ok_bb)
 
-    def emit_check(self, call: Call) -> None:
-        """`tirc.check(cond, "format", values...)`: an entry point's argument check."""
+    def emit_check(self, call: Call, code: int = ERR_ARGUMENT) -> None:
+        """`tirc.check(cond, "format", values...)`: an entry point's argument check (and
+        `tirc.bounds_check`, the same with its own error code)."""
         cond, fmt = call.args[0], call.args[1]
         if not isinstance(fmt, StringImm):
             raise CompileError("codegen: tirc.check needs a format string", call.span)
         self.guard(self.expr(cond), fmt.value,
-                   lambda: [self._printf_value(v) for v in call.args[2:]], ERR_ARGUMENT)
+                   lambda: [self._printf_value(v) for v in call.args[2:]], code)
 
     def _printf_value(self, e: PrimExpr) -> ir.Value:
         v = self.expr(e)

@@ -9,9 +9,10 @@ truncating division, float32 arithmetic in float32.
     ExprEvaluator()(e, {n: 8})                # one expression, compiled once per node
 
 The package, bottom up: `values` (dtype semantics, the environment), `buffer` (storage and
-accesses), `extern` and `intrin` (calls: external functions, intrinsics), `expr`, `stmt`,
-`prim_func` (a loop function with its argument checks), `ops` and `graph` (graph functions),
-`module` (a whole module); `gpu` runs GPU-lowered IR with the threads of a block in lockstep.
+accesses), `races` (data races in parallel, vectorized and thread-bound loops), `extern` and
+`intrin` (calls: external functions, intrinsics), `expr`, `stmt`, `prim_func` (a loop
+function with its argument checks), `ops` and `graph` (graph functions), `module` (a whole
+module); `gpu` runs GPU-lowered IR with the threads of a block in lockstep.
 """
 
 from tirc.ir.interpreter.expr import ExprEvaluator, eval_expr

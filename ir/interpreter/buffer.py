@@ -67,6 +67,31 @@ class BufferAccess:
         self.compile_expr = compile_expr
         self.name_slot = name_slot
         self.dynamic: dict[int, int] = {}  # id(buffer) -> slot holding its Geometry
+        # How many parallel loops around the code being compiled record their accesses
+        # (tirc.ir.interpreter.races); the slot of the call's tracker.
+        self.tracking = 0
+        self.race_slot: int | None = None
+
+    def races_slot(self) -> int:
+        """The slot of the call's race tracker (tirc.ir.interpreter.races)."""
+        if self.race_slot is None:
+            self.race_slot = self.name_slot("races")
+        return self.race_slot
+
+    def _recorder(self, buf: Buffer, index_fns: list[Fn], dslot: int, write: bool
+                  ) -> Callable[[Env, Any], None] | None:
+        """What a load or store compiled inside a tracked parallel loop calls with its offset
+        (None elsewhere: untracked code pays nothing)."""
+        if not self.tracking or buf.scope == "event":
+            return None
+        rslot = self.races_slot()
+
+        def record(env: Env, offset: Any) -> None:
+            races = env[rslot]
+            if not isinstance(races, Unset) and races.active:
+                races.touch(buf, env[dslot], offset, write, lambda: [f(env) for f in index_fns])
+
+        return record
 
     def make_dynamic(self, buf: Buffer) -> int:
         """Give `buf` a geometry decided at run time (match_buffer views); returns its slot."""
@@ -213,6 +238,15 @@ class BufferAccess:
         off = self.offset_fn(buf, index_fns, vector, span)
         dslot = self.slot_of(buf.data)
         elem = buf.dtype
+        record = self._recorder(buf, index_fns, dslot, False)
+        if record is not None:
+            untracked = off
+
+            def off(env: Env) -> Any:
+                o = untracked(env)
+                record(env, o)
+                return o
+
         if not vector and (elem.is_int or elem.is_bool):
 
             def load_item(env: Env) -> Any:
@@ -245,6 +279,14 @@ class BufferAccess:
             return sparse.store_fn(self, buf, index_fns, value_fn, span)
         off = self.offset_fn(buf, index_fns, vector, span, copies=True)
         dslot = self.slot_of(buf.data)
+        record = self._recorder(buf, index_fns, dslot, True)
+        if record is not None:
+            untracked = off
+
+            def off(env: Env) -> Any:
+                o = untracked(env)
+                record(env, o)
+                return o
 
         def store(env: Env) -> None:
             value = value_fn(env)

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 from tirc.ir import intrinsics as ir_intrinsics
-from tirc.ir.expr import Call, Var
+from tirc.ir.expr import Call, StringImm, Var
 from tirc.ir.interpreter.extern import compile_c_call, compile_packed_call
 from tirc.ir.interpreter.values import (
     Compiler,
@@ -212,6 +212,22 @@ def _bitwise(c: Compiler, e: Call) -> Fn:
     return lambda env: wrap(fn(fa(env), fb(env)))
 
 
+def _bounds_check(c: Compiler, e: Call) -> Fn:
+    """`tirc.bounds_check(cond, "format", values...)` (-fbounds-check): an InterpreterError
+    with the printf-formatted message when `cond` is false."""
+    cond = c.compile(e.args[0])
+    fmt = e.args[1].value if isinstance(e.args[1], StringImm) else "bounds check failed"
+    values = [c.compile(a) for a in e.args[2:]]
+
+    def check(env: Env) -> int:
+        if not cond(env):
+            raise InterpreterError(fmt.replace("%lld", "%d") % tuple(
+                int(v(env)) for v in values), e.span)
+        return 0
+
+    return check
+
+
 def _event(c: Compiler, e: Call) -> Fn:
     if not e.args:
         raise InterpreterError(f"T.{e.op} needs an event element like E[i]")
@@ -292,4 +308,5 @@ RULES: dict[str, Callable[[Compiler, Call], Fn]] = {
     "reinterpret": _reinterpret, "bitwise": _bitwise, "noop": _noop, "event": _event,
     "packed": _packed, "bitcount": _bitcount, "fixed_point": _fixed_point,
     "float_class": _float_class, "halves": _halves, "extern": _extern, "search": _search,
+    "bounds_check": _bounds_check,
 }

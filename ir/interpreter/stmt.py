@@ -3,8 +3,10 @@
 Semantics follow TensorIR: a block binds its iteration variables to their values (checked
 against their domains), is skipped when its predicate is false, and runs its `init` when every
 reduction variable is at the minimum of its domain. Every loop kind runs serially, thread
-bindings (loops and `thread_extent` attributes) included. Allocations are zero-filled, event
-tensors start at their `init` value.
+bindings (loops and `thread_extent` attributes) included; a parallel, vectorized or
+thread-bound loop whose iterations touch the same element, one of them writing, is a data race
+(tirc.ir.interpreter.races). Allocations are zero-filled, event tensors start at their `init`
+value.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.interpreter import sparse
 from tirc.ir.interpreter.buffer import row_major_strides, storage_of
 from tirc.ir.interpreter.expr import ExprCompiler
+from tirc.ir.interpreter.races import Tracking, races_of, tracking_of
 from tirc.ir.interpreter.values import Env, Fn, InterpreterError, np_dtype
+from tirc.ir.span import Span
 from tirc.ir.sparse.buffer import SparseBuffer
 from tirc.ir.sparse.iteration import SparseIteration
 from tirc.ir.stmt import (
@@ -144,8 +148,40 @@ class StmtCompiler:
         return loop
 
     def s_For(self, s: For) -> Run:
-        return self._loop(s.loop_var, self.ex.compile(s.min), self.ex.compile(s.extent),
-                          self.compile(s.body))
+        fmin, fext = self.ex.compile(s.min), self.ex.compile(s.extent)
+        tracking = tracking_of(s)
+        if tracking is None:
+            return self._loop(s.loop_var, fmin, fext, self.compile(s.body))
+        return self._tracked_loop(s.loop_var, fmin, fext, s.body, tracking, s.span)
+
+    def _tracked_loop(self, var: Var, fmin: Fn, fext: Fn, body_stmt: Stmt, tracking: Tracking,
+                      span: Span | None) -> Run:
+        """A loop whose iterations must be independent: while it runs, the accesses of its
+        body are recorded, and two iterations touching one element (one writing) are a
+        data race (tirc.ir.interpreter.races)."""
+        buffers = self.ex.buffers
+        buffers.tracking += 1
+        try:
+            body = self.compile(body_stmt)
+        finally:
+            buffers.tracking -= 1
+        k = self.slots.of(var)
+        rslot = buffers.races_slot()
+        name = var.name
+
+        def loop(env: Env) -> None:
+            lo = fmin(env)
+            races = races_of(env, rslot)
+            run = races.enter(name, tracking, span)
+            try:
+                for v in range(lo, lo + fext(env)):
+                    env[k] = v
+                    run.iteration = v
+                    body(env)
+            finally:
+                races.leave(run)
+
+        return loop
 
     def _loop(self, var: Var, fmin: Fn, fext: Fn, body: Run) -> Run:
         k = self.slots.of(var)
@@ -159,11 +195,14 @@ class StmtCompiler:
         return loop
 
     def s_AttrStmt(self, s: AttrStmt) -> Run:
-        body = self.compile(s.body)
         if s.key in THREAD_ATTRS and isinstance(s.node, Var):
-            zero = IntImm(0, s.node.dtype)
-            return self._loop(s.node, self.ex.compile(zero), self.ex.compile(s.value), body)
-        return body
+            zero = self.ex.compile(IntImm(0, s.node.dtype))
+            tracking = tracking_of(s)
+            if tracking is not None:
+                return self._tracked_loop(s.node, zero, self.ex.compile(s.value), s.body,
+                                          tracking, s.span)
+            return self._loop(s.node, zero, self.ex.compile(s.value), self.compile(s.body))
+        return self.compile(s.body)
 
     def s_Allocate(self, s: Allocate) -> Run:
         alloc = self._allocator(s.buffer, s.init)
@@ -195,7 +234,16 @@ class StmtCompiler:
                 return np.zeros(size, dtype=dtype)
             return np.full(size, init_fn(env), dtype=dtype)
 
-        return alloc
+        if not self.ex.buffers.tracking:
+            return alloc
+        rslot = self.ex.buffers.races_slot()
+
+        def private_alloc(env: Env) -> np.ndarray:
+            storage = alloc(env)
+            races_of(env, rslot).allocated(storage)
+            return storage
+
+        return private_alloc
 
     def s_SparseIteration(self, s: SparseIteration) -> Run:
         return sparse.compile_iteration(self, s)

@@ -419,10 +419,19 @@ class Module:
 """
 
 
+def formatted(text: str, path: Path) -> str:
+    """`text` as `tirc fmt` lays it out (the samples pass `tirc fmt --check`)."""
+    from tirc.cli.source_format import format_source
+
+    return format_source(text, str(path))
+
+
 def main() -> None:
     for v in VARIANTS:
-        (HERE / f"{v.name}.tir").write_text(render(v))
-    (HERE / "decoder_layer.tir").write_text(render_decoder_layer())
+        path = HERE / f"{v.name}.tir"
+        path.write_text(formatted(render(v), path))
+    path = HERE / "decoder_layer.tir"
+    path.write_text(formatted(render_decoder_layer(), path))
 
 
 if __name__ == "__main__":

@@ -341,3 +341,37 @@ def test_depfile_lists_schedule_files_and_their_imports(invoke, src: str) -> Non
     assert r.exit_code == 0, r.output
     assert Path("out.d").read_text() == (
         "out.tir: \\\n  add_one.tir \\\n  sched.tir\n\nsched.tir:\n")
+
+
+NO_INIT = '''@T.prim_func
+def row_sum(A: T.Buffer((8, 16), "float32"), B: T.Buffer((8,), "float32")):
+    for i, k in T.grid(8, 16):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            B[vi] = B[vi] + A[vi, vk]
+'''
+NO_INIT_WARNING = ("no_init.tir:4:9: warning: reduction block 'B' has no T.init and nothing "
+                   "writes 'B' before it")
+
+
+def test_warnings_are_printed_and_the_output_written(invoke, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("no_init.tir").write_text(NO_INIT)
+    r = invoke("no_init.tir", "--passes=static-check", "-o", "out.tir")
+    assert r.exit_code == 0, r.output
+    assert r.stderr.startswith(NO_INIT_WARNING)
+    assert Path("out.tir").exists()
+
+
+def test_werror_makes_warnings_errors(invoke, tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("no_init.tir").write_text(NO_INIT)
+    r = invoke("no_init.tir", "--passes=static-check", "-Werror", "-o", "out.tir")
+    assert r.exit_code == 1
+    first = r.stderr.splitlines()[0]
+    assert first.startswith(NO_INIT_WARNING.replace("warning:", "error:"))
+    assert first.endswith("[-Werror]")
+    assert "warning:" not in r.stderr
+    assert not Path("out.tir").exists()

@@ -93,7 +93,8 @@ def test_paged_attention_matches_numpy(lib, name: str, kw: dict) -> None:
 
 def test_samples_are_the_template_output() -> None:
     for v in TEMPLATE.VARIANTS:
-        assert (HERE / f"{v.name}.tir").read_text() == TEMPLATE.render(v), v.name
+        path = HERE / f"{v.name}.tir"
+        assert path.read_text() == TEMPLATE.formatted(TEMPLATE.render(v), path), v.name
 
 
 def test_full_size_decode_sample(tmp_path: Path) -> None:
@@ -130,4 +131,5 @@ def test_decoder_layer_over_a_paged_cache(tmp_path: Path) -> None:
     for result in (got, compiled):
         for g, w in zip(result, want):
             np.testing.assert_allclose(np.asarray(g, np.float64), w, rtol=1e-4, atol=1e-4)
-    assert (HERE / "decoder_layer.tir").read_text() == TEMPLATE.render_decoder_layer()
+    path = HERE / "decoder_layer.tir"
+    assert path.read_text() == TEMPLATE.formatted(TEMPLATE.render_decoder_layer(), path)

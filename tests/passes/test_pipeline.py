@@ -94,11 +94,11 @@ def test_every_step_of_every_pipeline_is_a_registered_pass() -> None:
 
 def test_the_pipelines_in_order() -> None:
     assert default_pipeline(CPU, 0) == [
-        "verify", "apply-schedules", "inline-calls", "normalize", "propagate-sharding",
-        "lower-sharding", "legalize-ops", "lower-sparse-iterations", "annotate-op-pattern",
-        "dead-code-elim", "memory-plan", "megakernel", "lower-graph", "megakernel-runtime",
-        "lower-init", "lower-blocks", "compact-buffers", "lower-layouts", "flatten-buffers",
-        "storage-rewrite", "make-entry"]
+        "verify", "static-check", "apply-schedules", "inline-calls", "normalize",
+        "propagate-sharding", "lower-sharding", "legalize-ops", "lower-sparse-iterations",
+        "annotate-op-pattern", "dead-code-elim", "memory-plan", "megakernel", "lower-graph",
+        "megakernel-runtime", "bounds-check", "lower-init", "lower-blocks", "compact-buffers",
+        "lower-layouts", "flatten-buffers", "storage-rewrite", "make-entry"]
     o2 = default_pipeline(CPU, 2)
     assert o2[o2.index("annotate-op-pattern") + 1:o2.index("memory-plan")] == [
         "fold-constants", "fuse-ops", "fuse-tir", "dead-code-elim", "default-schedule"]
@@ -108,8 +108,9 @@ def test_the_pipelines_in_order() -> None:
     assert default_pipeline(CPU, 2, "dynamic") == o2  # the CPU megakernel reads the config
     gpu_mk = default_pipeline(GPU, 0, "static")
     assert gpu_mk[:gpu_mk.index("lower-init")] == [
-        "verify", "apply-schedules", "inline-calls", "normalize", "propagate-sharding",
-        "lower-sharding", "legalize-ops", "lower-sparse-iterations", "annotate-op-pattern",
+        "verify", "static-check", "apply-schedules", "inline-calls", "normalize",
+        "propagate-sharding", "lower-sharding", "legalize-ops", "lower-sparse-iterations",
+        "annotate-op-pattern",
         "fold-constants", "fuse-ops", "fuse-tir", "dead-code-elim", "megakernel-gpu-tiles",
         "memory-plan", "megakernel", "megakernel-gpu", "gpu-lower-cross-thread-reduction"]
     assert gpu_mk[gpu_mk.index("lower-init"):gpu_mk.index("lower-layouts")] == [
@@ -135,7 +136,7 @@ def test_optional_steps_are_the_optimisations_o0_leaves_out() -> None:
                     assert step.optional == (step.name != "fuse-tir"), step.name
     kept = {s.name for s in pipeline_steps(CPU, 0) if s.optional}
     assert kept == {"compact-buffers", "memory-plan", "storage-rewrite"}
-    assert {s.name for s in pipeline_steps(GPU, 0) if s.optional} == {"memory-plan"}
+    assert {s.name for s in pipeline_steps(GPU, 0) if s.optional} == {"compact-buffers", "memory-plan"}
 
 
 def test_options_from_the_pass_config_apply_where_the_spec_leaves_the_default() -> None:

@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 from backend_support import build_library, flat_view, func, i64
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tirc.ir import For, ForKind, Var, make_buffer
 from tirc.ir.dtype import dtype
 from tirc.ir.stmt import BufferStore
@@ -46,14 +48,15 @@ class Call:
     def tensor(self, arr: np.ndarray | None, code: int = 2, bits: int = 32, lanes: int = 1,
                device: int = 1, shape: tuple[int, ...] | None = None,
                strides: tuple[int, ...] | None = None, byte_offset: int = 0,
-               data: int | None = None) -> DLTensor:
+               data: int | None = None, null_shape: bool = False) -> DLTensor:
         shape = tuple(arr.shape) if shape is None else shape
         c_shape = (ctypes.c_int64 * max(1, len(shape)))(*shape)
         c_strides = (ctypes.c_int64 * len(strides))(*strides) if strides is not None else None
         self.keep += [arr, c_shape, c_strides]
         ptr = data if data is not None else (arr.ctypes.data if arr is not None else None)
         return DLTensor(ptr, DLDevice(device, 0), len(shape), DLDataType(code, bits, lanes),
-                        ctypes.cast(c_shape, ctypes.POINTER(ctypes.c_int64)),
+                        None if null_shape else ctypes.cast(c_shape,
+                                                            ctypes.POINTER(ctypes.c_int64)),
                         ctypes.cast(c_strides, ctypes.POINTER(ctypes.c_int64))
                         if c_strides is not None else None, byte_offset)
 
@@ -127,6 +130,19 @@ BAD = [
      "inc: argument X: expected a compact row-major (C-contiguous) tensor, got strides (1, 3)"),
     ("overlap", lambda c: (lambda a: c(c.tensor(a), c.tensor(a)))(out()),
      "inc: argument Out (an output) overlaps argument X in memory"),
+    ("null_shape", lambda c: c(c.tensor(X, null_shape=True), c.tensor(out())),
+     "inc: argument X: shape pointer is NULL"),
+    ("negative_extent", lambda c: c(c.tensor(X, shape=(-3, 4)), c.tensor(out(), shape=(-3, 4))),
+     "inc: argument X: negative extent in shape (-3, 4)"),
+    ("negative_static_extent", lambda c: c(c.tensor(X), c.tensor(out(), shape=(3, -4))),
+     "inc: argument Out: negative extent in shape (3, -4)"),
+    ("size_overflow", lambda c: c(c.tensor(X, shape=(1 << 61, 4)), c.tensor(out())),
+     "inc: argument X: shape (2305843009213693952, 4) has more than 2^63 - 1 bytes "
+     "(4 per element)"),
+    ("size_overflow_wrapping_to_small", lambda c: c(c.tensor(X, shape=(1 << 62, 1 << 2)),
+                                                    c.tensor(out())),
+     "inc: argument X: shape (4611686018427387904, 4) has more than 2^63 - 1 bytes "
+     "(4 per element)"),
 ]
 
 
@@ -172,3 +188,76 @@ def test_packed_arguments_match_the_dltensor_struct() -> None:
     assert (t0.dtype.code, t0.dtype.bits, t0.dtype.lanes) == (2, 16, 1)
     assert [t0.shape[0], t0.shape[1]] == [3, 5] and not t0.strides and t0.byte_offset == 0
     assert (t1.data, t1.ndim, t1.dtype.code, t1.dtype.bits) == (s.ctypes.data, 0, 0, 64)
+
+
+# ---- a fuzz of wrong C calls: every field of every DLTensor may be wrong ---------------------
+
+# Per field, values a careless caller might pass; the first of each is the valid one.
+FUZZ_NDIM = [2, 0, 1, 3, -1, 127]
+FUZZ_DTYPE = [(2, 32, 1), (2, 64, 1), (0, 32, 1), (2, 32, 4), (7, 32, 1), (2, 0, 1), (2, 32, 0)]
+FUZZ_DEVICE = [1, 2, 0, -1]
+FUZZ_DATA = ["ok", "null", "misaligned"]
+FUZZ_SHAPE = ["ok", "null", "negative", "huge", "other_n", "zero"]
+FUZZ_STRIDES = ["null", "row_major", "column_major", "garbage", "size_one_any"]
+
+
+def _fuzz_tensor(c: Call, n: int, picks: dict[str, Any]) -> tuple[DLTensor, bool]:
+    """A DLTensor for an (n, 4) float32 argument with the picked fields; whether it is valid
+    (the storage behind it always holds n * 4 floats plus slack, so a valid call is safe)."""
+    store = np.zeros(n * 4 + 16, np.float32)
+    ndim, (code, bits, lanes), device = picks["ndim"], picks["dtype"], picks["device"]
+    shape = {"ok": (n, 4), "null": (n, 4), "negative": (-n - 1, 4), "huge": (1 << 62, 4),
+             "other_n": (n + 1, 4), "zero": (0, 4)}[picks["shape"]]
+    shape = (tuple(shape) + (1,) * 8)[:max(ndim, 0)]
+    strides = {"null": None, "row_major": (4, 1), "column_major": (1, n),
+               "garbage": (-7, 1 << 40), "size_one_any": (99, 1) if n == 1 else (4, 1)}
+    stride = strides[picks["strides"]]
+    stride = None if stride is None else (tuple(stride) + (1,) * 8)[:max(ndim, 0)]
+    data = {"ok": store.ctypes.data, "null": 0, "misaligned": store.ctypes.data + 2}
+    t = c.tensor(store, code=code, bits=bits, lanes=lanes, device=device, shape=shape,
+                 strides=stride, data=data[picks["data"]], null_shape=picks["shape"] == "null")
+    t.ndim = ndim
+    compact = stride is None or all(d == 1 or s == want for d, s, want in
+                                    zip(shape, stride, (shape[1:2] or (1,)) + (1,)))
+    valid = (ndim == 2 and (code, bits, lanes) == (2, 32, 1) and device == 1
+             and picks["data"] == "ok" and picks["shape"] in ("ok", "zero", "other_n")
+             and compact)
+    return t, valid
+
+
+FUZZ_FIELDS = {"ndim": FUZZ_NDIM, "dtype": FUZZ_DTYPE, "device": FUZZ_DEVICE,
+               "data": FUZZ_DATA, "shape": FUZZ_SHAPE, "strides": FUZZ_STRIDES}
+
+
+@st.composite
+def _fuzz_picks(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Fields of two valid tensors, up to three of them replaced by another value."""
+    picks = [{k: v[0] for k, v in FUZZ_FIELDS.items()} for _ in range(2)]
+    for _ in range(draw(st.integers(0, 3))):
+        which, field = draw(st.integers(0, 1)), draw(st.sampled_from(sorted(FUZZ_FIELDS)))
+        picks[which][field] = draw(st.sampled_from(FUZZ_FIELDS[field]))
+    return picks
+
+
+@given(n=st.integers(1, 3), num_args=st.sampled_from([2] * 6 + [0, 1, 3, -1]),
+       null_array=st.sampled_from([False] * 9 + [True]),
+       null_tensor=st.sampled_from([None] * 8 + [0, 1]), picks=_fuzz_picks())
+@settings(max_examples=500, deadline=None, derandomize=True)
+def test_fuzz_of_wrong_c_calls(lib: Any, n: int, num_args: int, null_array: bool,
+                               null_tensor: int | None, picks: list[dict[str, Any]]) -> None:
+    """Random wrong calls never crash: each returns -1 with a message naming the function,
+    and a call the ABI allows returns 0."""
+    c = Call(lib, "inc")
+    (tx, ok_x), (to, ok_o) = (_fuzz_tensor(c, n, p) for p in picks)
+    shapes = [picks[0]["shape"], picks[1]["shape"]]
+    same_n = shapes[0] == shapes[1] or "other_n" not in shapes and "zero" not in shapes
+    tensors: list[DLTensor | None] = [tx, to]
+    if null_tensor is not None:
+        tensors[null_tensor] = None
+    valid = (ok_x and ok_o and same_n and num_args == 2 and not null_array
+             and null_tensor is None)
+    code, text = c(*tensors, num_args=num_args, null_array=null_array)
+    if valid:
+        assert code == 0, text
+    else:
+        assert code == -1 and text.startswith("inc: "), (code, text)

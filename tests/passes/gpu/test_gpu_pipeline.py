@@ -19,7 +19,7 @@ def _gpu_steps(opt_level: int) -> list[str]:
 
 def test_pipeline_lists_the_steps_in_order() -> None:
     o0 = _gpu_steps(0)
-    assert o0[:2] == ["verify", "apply-schedules"]
+    assert o0[:3] == ["verify", "static-check", "apply-schedules"]
     assert o0[o0.index("lower-init") - 1:] == [
         "gpu-lower-cross-thread-reduction", "lower-init", "lower-blocks", "compact-buffers",
         "lower-layouts", "flatten-buffers", "gpu-inject-vthread",

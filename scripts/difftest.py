@@ -1,0 +1,115 @@
+"""The long differential run: random loop and graph functions, interpreted and compiled at
+-O0..-O3 (graph functions also as static and dynamic megakernels), with -fbounds-check, and run
+through the GPU pipeline in the GPU interpreter; every disagreement is printed with its seed.
+
+    .venv/bin/python scripts/difftest.py --count 10000            # the figures in the note
+    .venv/bin/python scripts/difftest.py --count 200 --kind graph --start 5000
+    .venv/bin/python scripts/difftest.py --show loop 28           # print the program of a seed
+
+The suite runs a small fixed batch of the same generators (tests/e2e/test_differential_*.py);
+this script runs many more, in batches of one module per build, and ends with a table of
+programs and findings per build. Exit status 1 when anything disagreed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from difftest import builds as B  # noqa: E402
+from difftest.graph_programs import graph_case  # noqa: E402
+from difftest.harness import Build, Checker, Finding, Report  # noqa: E402
+from difftest.loop_programs import loop_case  # noqa: E402
+from tirc.ir import IRModule  # noqa: E402
+
+LOOP_BUILDS = [Build(0), Build(1), Build(2), Build(3), Build(3, bounds_check=True),
+               Build(2, gpu=True)]
+GRAPH_BUILDS = [Build(0), Build(1), Build(2), Build(3), Build(2, "static"),
+                Build(2, "dynamic"), Build(2, bounds_check=True), Build(2, gpu=True)]
+KINDS = {
+    "loop": (loop_case, LOOP_BUILDS, B.interpret_loop, B.run_loop, B.loop_labels, 100),
+    "graph": (graph_case, GRAPH_BUILDS, B.interpret_graph, B.run_graph, B.graph_labels, 40),
+}
+
+
+def run_kind(kind: str, seeds: range, workdir: Path, log: bool) -> Report:
+    """Every seed of `seeds` checked in batches; findings printed as they come."""
+    make, builds, reference, run, labels, batch = KINDS[kind]
+    total = Report()
+    start = time.time()
+    for lo in range(seeds.start, seeds.stop, batch):
+        chunk = range(lo, min(lo + batch, seeds.stop))
+        with tempfile.TemporaryDirectory(dir=workdir) as batch_dir:
+            checker = Checker(Path(batch_dir), B.compile_module, reference, run, labels)
+            try:
+                report = checker.check([make(seed) for seed in chunk], builds)
+            except Exception as exc:  # noqa: BLE001 (a bug of the harness: say so, go on)
+                report = Report(len(chunk), [], [Finding(chunk.start, "harness", "harness-error",
+                                                         f"seeds {chunk.start}..{chunk.stop - 1}: "
+                                                         f"{type(exc).__name__}: {exc}"[:300])])
+        total.add(report)
+        for f in report.findings:
+            print(f"{kind} {f}", flush=True)
+        if log:
+            print(f"# {kind}: {total.programs} programs, {len(total.findings)} findings, "
+                  f"{time.time() - start:.0f} s", file=sys.stderr, flush=True)
+    return total
+
+
+def table(reports: dict[str, Report]) -> str:
+    """Programs, and programs with a finding, per kind and build."""
+    lines = [f"{'kind':6} {'build':28} {'programs':>9} {'wrong':>6} {'errors':>7}"]
+    for kind, report in reports.items():
+        per_build: dict[str, Counter[str]] = {b: Counter() for b in report.builds}
+        for f in report.findings:
+            per_build.setdefault(f.build, Counter())[
+                "wrong" if f.kind == "wrong" else "errors"] += 1
+        for build, counts in per_build.items():
+            lines.append(f"{kind:6} {build:28} {report.programs:>9} {counts['wrong']:>6} "
+                         f"{counts['errors']:>7}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--count", type=int, default=1000, help="programs in all (default 1000)")
+    ap.add_argument("--kind", choices=("both", "loop", "graph"), default="both")
+    ap.add_argument("--graph-share", type=float, default=0.3,
+                    help="share of graph functions when --kind both (default 0.3)")
+    ap.add_argument("--start", type=int, default=100_000,
+                    help="first seed (default 100000, past the suite's seeds)")
+    ap.add_argument("--show", nargs=2, metavar=("KIND", "SEED"),
+                    help="print the program of one seed and exit")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    args = ap.parse_args(argv)
+    if args.show:
+        kind, seed = args.show[0], int(args.show[1])
+        program = KINDS[kind][0](seed)
+        print(IRModule({program.name: program.func}).script())
+        return 0
+    counts = {"loop": args.count, "graph": 0} if args.kind == "loop" else \
+        {"loop": 0, "graph": args.count} if args.kind == "graph" else \
+        {"graph": round(args.count * args.graph_share),
+         "loop": args.count - round(args.count * args.graph_share)}
+    reports: dict[str, Report] = {}
+    start = time.time()
+    with tempfile.TemporaryDirectory(prefix="difftest") as tmp:
+        for kind, count in counts.items():
+            if count:
+                reports[kind] = run_kind(kind, range(args.start, args.start + count),
+                                         Path(tmp), not args.quiet)
+    print(table(reports))
+    found = sum(len(r.findings) for r in reports.values())
+    print(f"{sum(r.programs for r in reports.values())} programs, seeds from {args.start}, "
+          f"{found} findings, {time.time() - start:.0f} s")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,443 @@
+"""A seeded generator of random valid graph functions (Relax-like), built with GraphBuilder.
+
+A program is a chain of two to six bindings over the operators tirc legalizes: elementwise
+arithmetic with broadcasting, unary math, comparisons and casts, matmul, the nn operators
+(relu, gelu, silu, softmax, log_softmax, layer_norm, rms_norm), reductions with and without
+keepdims, and the shape operators (reshape, permute_dims, expand_dims, squeeze, concat, split,
+take, broadcast_to) with creation operators (zeros, ones, full) as operands. The first
+dimension may be symbolic (`"n"`). Each value carries an interval of what it can hold, so that
+log, sqrt, rsqrt, divide and power get only arguments in their domain, exp no overflow, and only
+exact values reach casts to int and comparisons.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from tirc.ir import Constant, IntImm, PrimExpr, ShapeExpr, Tuple, TupleGetItem, Var
+from tirc.ir.dtype import dtype
+from tirc.ir.graph import GVar
+from tirc.ir.ops.builder import GraphBuilder
+
+from difftest.harness import Program
+from difftest.values import Info, random_input
+
+I64 = dtype("int64")
+EXTENTS = (1, 2, 3, 4, 6, 8)
+SYMBOLIC_VALUES = (1, 2, 5, 9)
+
+
+@dataclass(frozen=True)
+class Val:
+    """A graph value: its variable, its dims (expression and run-time value), dtype, the
+    interval [lo, hi] holding its elements, and whether it is exact (see difftest.values)."""
+
+    var: GVar
+    dims: tuple[tuple[PrimExpr, int], ...]
+    dt: str
+    lo: float
+    hi: float
+    exact: bool
+
+    @property
+    def shape(self) -> tuple[PrimExpr, ...]:
+        return tuple(d for d, _ in self.dims)
+
+    @property
+    def values(self) -> tuple[int, ...]:
+        return tuple(v for _, v in self.dims)
+
+    @property
+    def mag(self) -> float:
+        return max(abs(self.lo), abs(self.hi))
+
+    def info(self) -> Info:
+        return Info(self.dt, self.mag, 3 if self.exact else 0, not self.exact)
+
+
+def _dim(value: int) -> tuple[PrimExpr, int]:
+    return IntImm(value, I64), value
+
+
+def _interval(op: str, a: Val, b: Val) -> tuple[float, float]:
+    if op == "add":
+        return a.lo + b.lo, a.hi + b.hi
+    if op == "subtract":
+        return a.lo - b.hi, a.hi - b.lo
+    if op == "multiply":
+        corners = [x * y for x in (a.lo, a.hi) for y in (b.lo, b.hi)]
+        return min(corners), max(corners)
+    if op == "maximum":
+        return max(a.lo, b.lo), max(a.hi, b.hi)
+    return min(a.lo, b.lo), min(a.hi, b.hi)
+
+
+class _Gen:
+    """The state of one graph program being generated."""
+
+    def __init__(self, seed: int, name: str) -> None:
+        self.rng = random.Random(seed)
+        self.name = name
+        self.gb = GraphBuilder()
+        self.n: tuple[PrimExpr, int] | None = None
+        if self.rng.random() < 0.5:
+            self.n = (self.gb.sym("n"), self.rng.choice(SYMBOLIC_VALUES))
+        self.vals: list[Val] = []
+        self.params: list[tuple[str, tuple[int, ...], str, int | None]] = []
+        self.params_dims: list[tuple[str, tuple, str, int | None]] = []
+
+    # ---- parameters and constants ----------------------------------------------------
+
+    def shape(self, rank: int) -> tuple[tuple[PrimExpr, int], ...]:
+        dims = [_dim(self.rng.choice(EXTENTS)) for _ in range(rank)]
+        if self.n is not None and self.rng.random() < 0.7:
+            dims[0] = self.n
+        return tuple(dims)
+
+    def param(self, dims: tuple[tuple[PrimExpr, int], ...], dt: str = "float32",
+              index_range: int | None = None) -> Val:
+        name = f"p{len(self.params)}"
+        var = self.gb.param(name, tuple(d for d, _ in dims), dt)
+        self.params.append((name, tuple(v for _, v in dims), dt, index_range))
+        self.params_dims.append((name, dims, dt, index_range))
+        lo, hi = (-4.0, 4.0) if dt != "int32" else (-8.0, 8.0)
+        if index_range is not None:
+            lo, hi = 0.0, float(index_range - 1)
+        val = Val(var, dims, dt, lo, hi, True)
+        if index_range is None:
+            self.vals.append(val)
+        return val
+
+    def pick(self, dt: str = "float32", rank: int | None = None) -> Val:
+        fit = [v for v in self.vals if v.dt == dt and
+               (len(v.dims) == rank if rank is not None else len(v.dims) >= 1)]
+        if fit and self.rng.random() < 0.8:
+            return self.rng.choice(fit[-3:])
+        return self.param(self.shape(rank or self.rng.choice((1, 2, 2, 3))), dt)
+
+    def emit(self, op: Any, *args: Any, dims: tuple[tuple[PrimExpr, int], ...], dt: str,
+             lo: float, hi: float, exact: bool, **attrs: Any) -> Val:
+        var = self.gb.emit(op, *args, **attrs)
+        val = Val(var, dims, dt, lo, hi, exact and max(abs(lo), abs(hi)) < 1e4)
+        self.vals.append(val)
+        return val
+
+    def partner(self, a: Val) -> Val:
+        """A value that broadcasts against `a`: same shape, a suffix, or ones in places."""
+        same = [v for v in self.vals if v.dt == a.dt and v.dims == a.dims and v is not a]
+        r = self.rng.random()
+        if same and r < 0.4:
+            return self.rng.choice(same)
+        if r < 0.6 and len(a.dims) > 1:
+            return self.param(a.dims[1:], a.dt)
+        if r < 0.75:
+            dims = tuple(_dim(1) if self.rng.random() < 0.5 else d for d in a.dims)
+            return self.param(dims, a.dt)
+        if r < 0.85:
+            c = self.rng.choice((0.5, 1.0, 2.0, -1.5) if a.dt != "int32" else (1, 2, -3))
+            if self.rng.random() < 0.3:
+                op, c = ("ones", 1) if self.rng.random() < 0.5 else ("zeros", 0)
+                return self.emit(op, ShapeExpr(a.shape), dims=a.dims, dt=a.dt, lo=c, hi=c,
+                                 exact=True, dtype=dtype(a.dt))
+            return self.emit("full", ShapeExpr(a.shape), Constant(c, dtype(a.dt)), dims=a.dims,
+                             dt=a.dt, lo=c, hi=c, exact=True)
+        return self.param(a.dims, a.dt)
+
+    # ---- operators -------------------------------------------------------------------
+
+    def step(self) -> None:
+        op = self.rng.choice((
+            "binary", "binary", "binary", "unary", "unary", "matmul", "nn", "nn", "reduce",
+            "reduce",
+            "reshape", "permute", "expand_squeeze", "concat", "split", "take", "broadcast",
+            "cast", "compare", "divide", "power"))
+        getattr(self, "op_" + op)()
+
+    def op_binary(self) -> None:
+        a = self.pick(self.rng.choice(("float32",) * 4 + ("int32",)))
+        b = self.partner(a)
+        op = self.rng.choice(("add", "subtract", "multiply", "maximum", "minimum"))
+        lo, hi = _interval(op, a, b)
+        if max(abs(lo), abs(hi)) > 1e4:
+            op = "maximum"
+            lo, hi = _interval(op, a, b)
+        self.emit(op, a.var, b.var, dims=_broadcast(a.dims, b.dims), dt=a.dt, lo=lo, hi=hi,
+                  exact=a.exact and b.exact)
+
+    def op_unary(self) -> None:
+        a = self.pick()
+        choices = ["negative", "abs", "tanh", "sigmoid", "nn.relu", "nn.gelu", "nn.silu"]
+        if a.hi <= 6:
+            choices.append("exp")
+        if a.lo >= 0.01:
+            choices += ["log", "rsqrt"]
+        if a.lo >= 0:
+            choices.append("sqrt")
+        op = self.rng.choice(choices)
+        if a.lo >= 0.01 and self.rng.random() < 0.5:
+            op = self.rng.choice(("log", "rsqrt", "sqrt"))
+        lo, hi, exact = _unary_range(op, a)
+        self.emit(op, a.var, dims=a.dims, dt="float32", lo=lo, hi=hi, exact=exact)
+
+    def op_matmul(self) -> None:
+        a = self.pick(self.rng.choice(("float32", "float32", "int32")),
+                      rank=self.rng.choice((2, 2, 3)))
+        k = a.dims[-1]
+        n = _dim(self.rng.choice(EXTENTS))
+        b = self.param((k, n), a.dt)
+        bound = a.mag * b.mag * k[1]
+        if bound > 1e4:
+            return self.op_binary()
+        self.emit("matmul", a.var, b.var, dims=a.dims[:-1] + (n,), dt=a.dt, lo=-bound,
+                  hi=bound, exact=a.exact and b.exact)
+
+    def op_nn(self) -> None:
+        a = self.pick()
+        last = a.dims[-1]
+        kind = self.rng.choice(("nn.softmax", "nn.log_softmax", "nn.layer_norm", "nn.rms_norm"))
+        if kind == "nn.softmax":
+            self.emit(kind, a.var, dims=a.dims, dt="float32", lo=0.0, hi=1.0, exact=False,
+                      axis=-1)
+        elif kind == "nn.log_softmax":
+            span = a.hi - a.lo + math.log(max(last[1], 1))
+            self.emit(kind, a.var, dims=a.dims, dt="float32", lo=-span - 1, hi=0.0, exact=False,
+                      axis=-1)
+        elif kind == "nn.layer_norm":
+            gamma, beta = self.param((last,)), self.param((last,))
+            bound = 4 * math.sqrt(max(last[1], 1)) + 4
+            self.emit(kind, a.var, gamma.var, beta.var, dims=a.dims, dt="float32", lo=-bound,
+                      hi=bound, exact=False, axes=[-1])
+        else:
+            weight = self.param((last,))
+            bound = 4 * math.sqrt(max(last[1], 1))
+            self.emit(kind, a.var, weight.var, dims=a.dims, dt="float32", lo=-bound, hi=bound,
+                      exact=False, axes=[-1])
+
+    def op_reduce(self) -> None:
+        a = self.pick(self.rng.choice(("float32",) * 3 + ("int32",)))
+        if not a.dims:
+            return self.op_unary()
+        op = self.rng.choice(("sum", "mean", "max", "min", "prod"))
+        axis = self.rng.randrange(len(a.dims))
+        keep = self.rng.random() < 0.4
+        count = a.dims[axis][1]
+        if op == "prod" and (a.mag > 2 or count > 4 or a.dt == "int32"):
+            op = "sum"
+        if op == "mean" and a.dt == "int32":
+            op = "max"
+        lo, hi = {"sum": (a.lo * count, a.hi * count), "mean": (a.lo, a.hi),
+                  "max": (a.lo, a.hi), "min": (a.lo, a.hi),
+                  "prod": (-(a.mag ** count), a.mag ** count)}[op]
+        lo, hi = min(lo, a.lo), max(hi, a.hi)
+        dims = tuple(d if k != axis else _dim(1) for k, d in enumerate(a.dims) if keep or
+                     k != axis)
+        self.emit(op, a.var, dims=dims, dt=a.dt, lo=lo, hi=hi,
+                  exact=a.exact and op in ("sum", "max", "min"), axis=[axis], keepdims=keep)
+
+    def op_reshape(self) -> None:
+        a = self.pick(rank=self.rng.choice((2, 3)))
+        head = 1 if a.dims[0] == self.n else 0
+        rest = a.dims[head:]
+        if len(rest) < 2 or not all(isinstance(d, IntImm) for d, _ in rest):
+            return self.op_permute()
+        size = math.prod(v for _, v in rest)
+        dims = a.dims[:head] + (_dim(size),)
+        self.emit("reshape", a.var, ShapeExpr(tuple(d for d, _ in dims)), dims=dims, dt=a.dt,
+                  lo=a.lo, hi=a.hi, exact=a.exact)
+
+    def op_permute(self) -> None:
+        a = self.pick(rank=self.rng.choice((2, 3)))
+        axes = list(range(len(a.dims)))
+        self.rng.shuffle(axes)
+        self.emit("permute_dims", a.var, dims=tuple(a.dims[k] for k in axes), dt=a.dt, lo=a.lo,
+                  hi=a.hi, exact=a.exact, axes=axes)
+
+    def op_expand_squeeze(self) -> None:
+        a = self.pick()
+        ones = [k for k, (_, v) in enumerate(a.dims) if v == 1 and a.dims[k] != self.n]
+        if ones and self.rng.random() < 0.5:
+            k = self.rng.choice(ones)
+            dims = a.dims[:k] + a.dims[k + 1:]
+            self.emit("squeeze", a.var, dims=dims, dt=a.dt, lo=a.lo, hi=a.hi, exact=a.exact,
+                      axis=[k])
+            return
+        k = self.rng.randint(0, len(a.dims))
+        dims = a.dims[:k] + (_dim(1),) + a.dims[k:]
+        self.emit("expand_dims", a.var, dims=dims, dt=a.dt, lo=a.lo, hi=a.hi, exact=a.exact,
+                  axis=[k])
+
+    def op_concat(self) -> None:
+        a = self.pick(rank=self.rng.choice((1, 2)))
+        axis = self.rng.randrange(len(a.dims))
+        extra = _dim(self.rng.choice(EXTENTS))
+        other = self.param(tuple(extra if k == axis else d for k, d in enumerate(a.dims)), a.dt)
+        if a.dims[axis] == self.n:
+            size = (a.dims[axis][0] + extra[0], a.dims[axis][1] + extra[1])
+        else:
+            size = _dim(a.dims[axis][1] + extra[1])
+        dims = tuple(size if k == axis else d for k, d in enumerate(a.dims))
+        self.emit("concat", Tuple((a.var, other.var)), dims=dims, dt=a.dt,
+                  lo=min(a.lo, other.lo), hi=max(a.hi, other.hi), exact=a.exact, axis=axis)
+
+    def op_split(self) -> None:
+        a = self.pick(rank=2)
+        even = [k for k, (d, v) in enumerate(a.dims) if isinstance(d, IntImm) and v % 2 == 0]
+        if not even:
+            return self.op_binary()
+        axis = self.rng.choice(even)
+        parts = self.gb.emit("split", a.var, indices_or_sections=2, axis=axis)
+        part = self.rng.randint(0, 1)
+        dims = tuple(_dim(v // 2) if k == axis else (d, v) for k, (d, v) in enumerate(a.dims))
+        self.emit(TupleGetItem(parts, part), dims=dims, dt=a.dt, lo=a.lo, hi=a.hi,
+                  exact=a.exact)
+
+    def op_take(self) -> None:
+        a = self.pick(rank=2)
+        axis = self.rng.randint(0, 1)
+        count = _dim(self.rng.choice(EXTENTS))
+        if a.dims[axis][1] < 1:
+            return self.op_binary()
+        idx = self.param((count,), "int32", index_range=a.dims[axis][1])
+        dims = tuple(count if k == axis else d for k, d in enumerate(a.dims))
+        self.emit("take", a.var, idx.var, dims=dims, dt=a.dt, lo=a.lo, hi=a.hi, exact=a.exact,
+                  axis=axis)
+
+    def op_broadcast(self) -> None:
+        a = self.pick(rank=1)
+        bound = self.n is not None and any(self.n in dims for _, dims, _, _ in self.params_dims)
+        rows = self.n if bound and self.rng.random() < 0.5 else _dim(self.rng.choice(EXTENTS))
+        dims = (rows,) + a.dims
+        self.emit("broadcast_to", a.var, ShapeExpr(tuple(d for d, _ in dims)), dims=dims,
+                  dt=a.dt, lo=a.lo, hi=a.hi, exact=a.exact)
+
+    def op_cast(self) -> None:
+        a = self.pick(self.rng.choice(("float32", "float32", "int32")))
+        if a.dt == "int32":
+            self.emit("astype", a.var, dims=a.dims, dt="float32", lo=a.lo, hi=a.hi,
+                      exact=a.exact, dtype=dtype("float32"))
+        elif a.exact and a.mag < 1000:
+            target = self.rng.choice(("int32", "float16"))
+            lo, hi = (math.trunc(a.lo), math.trunc(a.hi)) if target == "int32" else (a.lo, a.hi)
+            half = self.emit("astype", a.var, dims=a.dims, dt=target, lo=lo, hi=hi, exact=True,
+                             dtype=dtype(target))
+            if target == "float16":
+                self.emit("astype", half.var, dims=a.dims, dt="float32", lo=lo, hi=hi,
+                          exact=True, dtype=dtype("float32"))
+        else:
+            self.op_unary()
+
+    def op_compare(self) -> None:
+        a = self.pick()
+        if not a.exact:
+            return self.op_binary()
+        b = self.partner(a)
+        if not b.exact:
+            return self.op_binary()
+        op = self.rng.choice(("greater", "less", "equal", "not_equal", "greater_equal",
+                              "less_equal"))
+        dims = _broadcast(a.dims, b.dims)
+        flag = self.emit(op, a.var, b.var, dims=dims, dt="bool", lo=0, hi=1, exact=True)
+        self.emit("astype", flag.var, dims=dims, dt="float32", lo=0.0, hi=1.0, exact=True,
+                  dtype=dtype("float32"))
+
+    def op_divide(self) -> None:
+        a = self.pick()
+        b = self.pick()
+        if b.lo < 0.25 or _broadcast(a.dims, b.dims) is None:
+            denom = self.emit("full", ShapeExpr(a.shape), Constant(2.0, dtype("float32")),
+                              dims=a.dims, dt="float32", lo=2.0, hi=2.0, exact=True)
+            b = denom
+        if self.rng.random() < 0.3 and a.exact and b.lo == b.hi:
+            self.emit("floor_divide", a.var, b.var, dims=_broadcast(a.dims, b.dims),
+                      dt="float32", lo=math.floor(a.lo / b.hi) - 1, hi=math.floor(a.hi / b.lo),
+                      exact=True)
+            return
+        bound = a.mag / b.lo
+        self.emit("divide", a.var, b.var, dims=_broadcast(a.dims, b.dims), dt="float32",
+                  lo=-bound, hi=bound, exact=False)
+
+    def op_power(self) -> None:
+        a = self.pick()
+        if a.lo < 0.25 or a.hi > 8:
+            return self.op_unary()
+        e = self.rng.choice((0.5, 2.0, 3.0))
+        exp = self.emit("full", ShapeExpr(a.shape), Constant(e, dtype("float32")), dims=a.dims,
+                        dt="float32", lo=e, hi=e, exact=True)
+        self.emit("power", a.var, exp.var, dims=a.dims, dt="float32", lo=a.lo ** e,
+                  hi=a.hi ** e, exact=False)
+
+    # ---- the function ----------------------------------------------------------------
+
+    def build(self) -> tuple[Any, list[Val]]:
+        for _ in range(self.rng.randint(2, 6)):
+            self.step()
+        results = [v for v in self.vals if v.var not in self.gb.params]
+        if not results:
+            self.op_binary()
+            results = [v for v in self.vals if v.var not in self.gb.params]
+        outs = [results[-1]]
+        if len(results) > 1 and self.rng.random() < 0.25:
+            outs.insert(0, results[-2])
+        result = outs[0].var if len(outs) == 1 else Tuple(tuple(v.var for v in outs))
+        return self.gb.function(self.name, result), outs
+
+
+def _unary_range(op: str, a: Val) -> tuple[float, float, bool]:
+    """The interval of a unary operator's results, and whether they are exact."""
+    if op == "negative":
+        return -a.hi, -a.lo, a.exact
+    if op == "abs":
+        return 0.0, a.mag, a.exact
+    if op == "nn.relu":
+        return max(0.0, a.lo), max(0.0, a.hi), a.exact
+    if op == "tanh":
+        return math.tanh(max(a.lo, -20.0)), math.tanh(min(a.hi, 20.0)), False
+    if op == "sigmoid":
+        return 1 / (1 + math.exp(-max(a.lo, -30.0))), 1 / (1 + math.exp(-min(a.hi, 30.0))), False
+    if op in ("nn.gelu", "nn.silu"):
+        return -0.3, max(0.0, a.hi), False
+    if op == "exp":
+        return math.exp(a.lo), math.exp(a.hi), False
+    if op == "log":
+        return math.log(a.lo), math.log(a.hi), False
+    if op == "rsqrt":
+        return 1 / math.sqrt(a.hi), 1 / math.sqrt(a.lo), False
+    return math.sqrt(a.lo), math.sqrt(a.hi), False
+
+
+def _broadcast(a: tuple, b: tuple) -> tuple | None:
+    """NumPy's broadcast of two dims tuples (None when they do not broadcast)."""
+    out = []
+    for k in range(1, max(len(a), len(b)) + 1):
+        da = a[-k] if k <= len(a) else None
+        db = b[-k] if k <= len(b) else None
+        if da is None or (db is not None and da[1] == 1 and not isinstance(da[0], Var)):
+            out.append(db)
+        elif db is None or (db[1] == 1 and not isinstance(db[0], Var)) or db == da:
+            out.append(da)
+        else:
+            return None
+    return tuple(reversed(out))
+
+
+def graph_case(seed: int) -> Program:
+    """The graph program of `seed` as the harness takes it."""
+    gen = _Gen(seed, f"g{seed}")
+    func, outs = gen.build()
+    specs = [(shape, dt, index_range) for _, shape, dt, index_range in gen.params]
+
+    def make(rng: np.random.Generator) -> list[Any]:
+        out = []
+        for shape, dt, index_range in specs:
+            if index_range is not None:
+                out.append(rng.integers(0, index_range, size=shape).astype(np.int32))
+            else:
+                out.append(random_input(shape, dt, rng))
+        return out
+
+    infos = {f"out{k}": v.info() for k, v in enumerate(outs)}
+    return Program(seed, func.name, func, make, infos)

@@ -1,0 +1,103 @@
+"""Minimal programs reduced from what the differential run (tests/difftest) found, each
+compiled at -O0..-O3 and compared with the reference interpreter.
+
+The default schedule (issue 15) computes reductions of a product into a vector (a
+matrix-vector product, a row norm) wrongly at -O1 and above, or crashes: those programs are
+expected failures until the schedule rules replace it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from difftest.builds import compile_module, interpret_loop, loop_labels, run_loop
+from difftest.harness import Build, Checker, format_report, loop_args, text_programs
+from tirc.frontend import parse
+
+DEFAULT_SCHEDULE = pytest.mark.xfail(strict=True, reason="default schedule, issue 15")
+
+MATVEC = """
+@T.prim_func
+def matvec(A: T.Buffer((8, 4), "float32"), x: T.Buffer((4,), "float32"),
+           y: T.Buffer((8,), "float32")):
+    with T.block("root"):
+        for i, k in T.grid(8, 4):
+            with T.block("y"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    y[vi] = T.float32(0)
+                y[vi] = y[vi] + A[vi, vk] * x[vk]
+"""
+
+ROW_DOT = """
+@T.prim_func
+def row_dot(A: T.Buffer((8, 4), "float32"), B: T.Buffer((8, 4), "float32"),
+            y: T.Buffer((8,), "float32")):
+    with T.block("root"):
+        for i, k in T.grid(8, 4):
+            with T.block("y"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    y[vi] = T.float32(0)
+                y[vi] = y[vi] + A[vi, vk] * B[vi, vk]
+"""
+
+ROW_NORM = """
+@T.prim_func
+def row_norm(X: T.Buffer((16, 100), "float32"), Y: T.Buffer((16, 100), "float32")):
+    S = T.alloc_buffer((16,), "float32")
+    for i, k in T.grid(16, 100):
+        with T.block("S"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                S[vi] = T.float32(1e-6)
+            S[vi] = S[vi] + X[vi, vk] * X[vi, vk]
+    for i, j in T.grid(16, 100):
+        with T.block("Y"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            Y[vi, vj] = X[vi, vj] / T.sqrt(S[vi])
+"""
+
+HALF_DOT = """
+@T.prim_func
+def half_dot(A: T.Buffer((8, 256), "float16"), B: T.Buffer((256,), "float16"),
+             C: T.Buffer((8,), "float16")):
+    acc = T.alloc_buffer((8,), "float32")
+    for i, k in T.grid(8, 256):
+        with T.block("acc"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                acc[vi] = T.float32(0)
+            acc[vi] = acc[vi] + T.cast(A[vi, vk], "float32") * T.cast(B[vk], "float32")
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = T.cast(acc[vi], "float16")
+"""
+
+PROGRAMS = {
+    "matvec": pytest.param(MATVEC, marks=DEFAULT_SCHEDULE, id="matvec"),
+    "row_dot": pytest.param(ROW_DOT, marks=DEFAULT_SCHEDULE, id="row_dot"),
+    "row_norm": pytest.param(ROW_NORM, marks=DEFAULT_SCHEDULE, id="row_norm"),
+    "half_dot": pytest.param(HALF_DOT, marks=DEFAULT_SCHEDULE, id="half_dot"),
+}
+
+
+@pytest.mark.parametrize("text", list(PROGRAMS.values()))
+def test_minimal_program_agrees_at_every_level(text: str, tmp_path: Path) -> None:
+    mod = parse(text)
+    programs = text_programs(text, {n: loop_args(mod[n], {}) for n in mod.functions})
+    checker = Checker(tmp_path, compile_module, interpret_loop, run_loop, loop_labels)
+    report = checker.check(programs, [Build(level) for level in (0, 1, 2, 3)])
+    assert not report.findings, format_report(report, "minimal program")
+
+
+def test_minimal_programs_are_right_at_o0(tmp_path: Path) -> None:
+    """The reference itself is right: each program at -O0 equals numpy."""
+    rng = np.random.default_rng(0)
+    x = (rng.integers(-32, 33, (16, 100)) / 8).astype(np.float32)
+    y = np.zeros_like(x)
+    interpret_loop(parse(ROW_NORM), "row_norm", [x, y])
+    np.testing.assert_allclose(y, x / np.sqrt((x * x).sum(1, keepdims=True) + 1e-6), rtol=1e-5)

@@ -1,0 +1,233 @@
+"""static-check: what it proves wrong (each message exact, at its place), and that it leaves
+valid programs alone: guarded, split, padded, triangular and symbolic accesses, parallel loops
+over independent iterations, and every program of the differential generator."""
+
+from __future__ import annotations
+
+import pytest
+from difftest.loop_programs import random_loop_program
+from tirc.frontend import parse
+from tirc.ir.diagnostics import CompileError
+from tirc.passes.pass_base import PassContext
+from tirc.passes.registry import all_passes
+from tirc.passes.static_check.static_check_pass import StaticCheck, check_function
+
+
+def messages(text: str) -> list[str]:
+    """Each diagnostic of the module as `severity: message`."""
+    mod = parse(text)
+    return [f"{d.severity}: {d.message}" for f in mod.functions.values()
+            for d in check_function(f)]
+
+
+def test_registered_under_its_name() -> None:
+    assert all_passes()["static-check"] is StaticCheck
+
+
+def loop_func(params: str, body: str) -> str:
+    lines = "\n".join("    " + line for line in body.strip("\n").splitlines())
+    return f"@T.prim_func\ndef f({params}):\n{lines}\n"
+
+
+F16 = 'A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")'
+SYM = 'a: T.handle, b: T.handle'
+SYM_BUFFERS = '''n = T.int64()
+A = T.match_buffer(a, (n,), "float32")
+B = T.match_buffer(b, (n,), "float32")
+'''
+
+ERRORS = [
+    ("modulo", 'A: T.Buffer((16,), "float32"), B: T.Buffer((32,), "float32")', """
+for i in range(32):
+    with T.block("B"):
+        vi = T.axis.spatial(32, i)
+        B[vi] = A[(vi * 7) % 32]
+""", "error: out-of-bounds read of A[vi * 7 % 32]: the index in dimension 0 reaches 31 at "
+     "i = 9, past the end of 'A' of shape (16,)"),
+    ("far", 'A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32")', """
+for i, j in T.grid(16, 16):
+    with T.block("B"):
+        vi, vj = T.axis.remap("SS", [i, j])
+        B[vi + 4000, vj] = A[vi, vj]
+""", "error: out-of-bounds write to B[vi + 4000, vj]: the index in dimension 0 reaches 4015 "
+     "at i = 15, past the end of 'B' of shape (16, 16)"),
+    ("negative", F16, """
+for i in range(16):
+    with T.block("B"):
+        vi = T.axis.spatial(16, i)
+        B[vi] = A[vi - 100000000]
+""", "error: out-of-bounds read of A[vi - 100000000]: the index in dimension 0 reaches "
+     "-100000000 at i = 0, before the start of 'A' of shape (16,)"),
+    ("symbolic", SYM, SYM_BUFFERS + """
+for i in range(n):
+    B[i] = A[i + 1]
+""", "error: out-of-bounds read of A[i + T.int64(1)]: the index in dimension 0 reaches n at "
+     "i = n - T.int64(1), past the end of 'A' of shape (n,)"),
+    ("symbolic_too_big_to_enumerate", 'A: T.Buffer((1024, 1024), "float32")', """
+for i, j in T.grid(1024, 1024):
+    A[i, j + 1] = T.float32(0)
+""", "error: out-of-bounds write to A[i, j + 1]: the index in dimension 1 reaches 1024 at "
+     "j = 1023, past the end of 'A' of shape (1024, 1024)"),
+    ("guard_too_weak", F16, """
+for i in range(16):
+    if i < 15:
+        B[i] = A[i + 2]
+""", "error: out-of-bounds read of A[i + 2]: the index in dimension 0 reaches 16 at i = 14, "
+     "past the end of 'A' of shape (16,)"),
+    ("select_evaluates_both_sides", F16, """
+for i in range(16):
+    B[i] = T.Select(i < 15, A[i + 1], T.float32(0))
+""", "error: out-of-bounds read of A[i + 1]: the index in dimension 0 reaches 16 at i = 15, "
+     "past the end of 'A' of shape (16,)"),
+    ("binding", F16, """
+for i, j in T.grid(5, 4):
+    with T.block("B"):
+        v = T.axis.spatial(16, i * 4 + j * 2)
+        B[v % 16] = A[v % 16]
+""", "error: block 'B': iteration variable 'v' is bound to i * 4 + j * 2, which reaches 22 at "
+     "i = 4, j = 3, outside its domain [0, 16)"),
+    ("vectorized_reduction", 'A: T.Buffer((16,), "float32"), B: T.Buffer((1,), "float32")', """
+for k in T.vectorized(16):
+    with T.block("B"):
+        vk = T.axis.reduce(16, k)
+        with T.init():
+            B[0] = T.float32(0)
+        B[0] = B[0] + A[vk]
+""", 'error: T.vectorized: loop k carries a dependence (it is bound to reduction variable vk '
+     'of block "B")'),
+    ("shifted_parallel", F16, """
+for i in T.parallel(15):
+    B[i] = B[i + 1] + A[i]
+""", "error: T.parallel: loop i carries a dependence: iteration i = 1 writes B[1], which "
+     "iteration i = 0 reads"),
+    ("halved_parallel", F16, """
+for i in T.parallel(16):
+    B[i // 2] = A[i]
+""", "error: T.parallel: loop i carries a dependence: iterations i = 0 and i = 1 both write "
+     "B[0]"),
+    ("between_blocks", 'A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32"), '
+     'C: T.Buffer((16,), "float32")', """
+for i in T.parallel(15):
+    with T.block("B"):
+        vi = T.axis.spatial(15, i)
+        B[vi] = A[vi]
+    with T.block("C"):
+        vi = T.axis.spatial(15, i)
+        C[vi] = B[vi + 1]
+""", 'error: T.parallel: block "C" depends on block "B" (buffer B) across iterations of '
+     'loop i'),
+    ("missing_init_of_an_intermediate", F16, """
+S = T.alloc_buffer((1,), "float32")
+for k in range(16):
+    with T.block("S"):
+        vk = T.axis.reduce(16, k)
+        S[0] = S[0] + A[vk]
+for i in range(16):
+    with T.block("B"):
+        vi = T.axis.spatial(16, i)
+        B[vi] = S[0]
+""", "warning: reduction block 'S' has no T.init and nothing writes 'S' before it: it "
+     "accumulates into whatever 'S' holds (the caller's values for an output); add "
+     "`with T.init():` to start from a value"),
+]
+
+
+@pytest.mark.parametrize("case", ERRORS, ids=[c[0] for c in ERRORS])
+def test_diagnosed(case: tuple[str, str, str, str]) -> None:
+    _, params, body, message = case
+    assert messages(loop_func(params, body)) == [message]
+
+
+VALID = [
+    ("guarded_shift", F16, """
+for i in range(16):
+    if i + 1 < 16:
+        B[i] = A[i + 1]
+"""),
+    ("padded_read", 'A: T.Buffer((16,), "float32"), B: T.Buffer((18,), "float32")', """
+for i in range(18):
+    B[i] = T.if_then_else(i >= 1 and i <= 16, A[i - 1], T.float32(0))
+"""),
+    ("split_with_where", 'A: T.Buffer((14,), "float32"), B: T.Buffer((14,), "float32")', """
+for io, ii in T.grid(4, 4):
+    with T.block("B"):
+        vi = T.axis.spatial(14, io * 4 + ii)
+        T.where(io * 4 + ii < 14)
+        B[vi] = A[vi]
+"""),
+    ("triangular", 'A: T.Buffer((16, 16), "float32")', """
+for i in range(16):
+    for j in range(i):
+        A[i, j] = A[j, i]
+"""),
+    ("symbolic_in_bounds", SYM, SYM_BUFFERS + """
+for i in range(n - 1):
+    B[i] = A[i + 1]
+"""),
+    ("data_dependent_guard", 'A: T.Buffer((16,), "int32"), B: T.Buffer((16,), "float32")', """
+for i in range(16):
+    if A[i] < 16 and A[i] >= 0:
+        B[A[i]] = T.float32(1)
+"""),
+    ("parallel_rows", 'A: T.Buffer((16, 8), "float32"), B: T.Buffer((16,), "float32")', """
+for i in T.parallel(16):
+    for k in range(8):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+"""),
+    ("private_buffer_per_iteration",
+     'A: T.Buffer((16, 4), "float32"), B: T.Buffer((16,), "float32")', """
+for i in T.parallel(16):
+    acc = T.decl_buffer((1,), "float32", scope="local")
+    acc[0] = T.float32(0)
+    for k in range(4):
+        acc[0] = acc[0] + A[i, k]
+    B[i] = acc[0]
+"""),
+    ("parallel_in_place", F16, """
+for i in T.parallel(16):
+    B[i] = B[i] * A[i]
+"""),
+    ("init_written_before", 'A: T.Buffer((8, 16), "float32"), B: T.Buffer((8,), "float32")', """
+for i in range(8):
+    with T.block("B_init"):
+        vi = T.axis.spatial(8, i)
+        B[vi] = T.float32(0)
+for i, k in T.grid(8, 16):
+    with T.block("B"):
+        vi, vk = T.axis.remap("SR", [i, k])
+        B[vi] = B[vi] + A[vi, vk]
+"""),
+]
+
+
+@pytest.mark.parametrize("case", VALID, ids=[c[0] for c in VALID])
+def test_valid_program_is_left_alone(case: tuple[str, str, str]) -> None:
+    _, params, body = case
+    assert messages(loop_func(params, body)) == []
+
+
+def test_random_valid_programs_get_no_diagnostic() -> None:
+    """Every program of the differential generator is valid: none may be rejected."""
+    for seed in range(300):
+        func = random_loop_program(seed).func
+        found = [d.render() for d in check_function(func)]
+        assert not found, f"seed {seed}: {found}"
+
+
+def test_errors_stop_the_compile_and_warnings_go_to_the_context() -> None:
+    bad = parse(loop_func(F16, "for i in range(16):\n    B[i] = A[i + 1]\n"))
+    with pytest.raises(CompileError, match="out-of-bounds read of A"):
+        StaticCheck()(bad)
+    warn = parse(loop_func('A: T.Buffer((8, 16), "float32"), B: T.Buffer((8,), "float32")', """
+for i, k in T.grid(8, 16):
+    with T.block("B"):
+        vi, vk = T.axis.remap("SR", [i, k])
+        B[vi] = B[vi] + A[vi, vk]
+"""))
+    ctx = PassContext()
+    assert StaticCheck()(warn, ctx) is warn
+    assert [d.severity for d in ctx.warnings] == ["warning"]
