@@ -5,7 +5,8 @@ target's, or when either is unspecified; applied schedules leave the module, the
 Tensor intrinsics (prim_funcs with `T.func_attr({"tensor_intrin": name, "role": "desc" |
 "impl"})`, see tensorize.py) are collected for `tensorize` and removed from the module, since
 they are declarations, not kernels. The seed of the sampling primitives is the pass config
-entry `schedule.seed` (default 0).
+entry `schedule.seed` (default 0); a function with tuned decisions (`schedule.decisions`, from
+`tirc --tuned`) has its schedule's sampling instructions take them (decisions.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.schedule import Schedule
 from tirc.passes.pass_base import Pass, PassContext
+from tirc.passes.schedule.decisions import tuned_decisions
 from tirc.passes.schedule.runner import run_schedule
+from tirc.passes.schedule.tuned import apply_tuned
 from tirc.passes.schedule.tensor_intrin import collect_intrinsics, is_intrinsic
 
 
@@ -60,6 +63,7 @@ class ApplySchedules(Pass):
             return mod
         kind = target_kind(ctx.target)
         seed = schedule_seed(ctx)
+        tuned = tuned_decisions(ctx.config)
         funcs = {k: f for k, f in mod.functions.items()
                  if not (isinstance(f, PrimFunc) and is_intrinsic(f))}
         kept: list[Schedule] = []
@@ -75,7 +79,8 @@ class ApplySchedules(Pass):
                                                     f"\"{sched.func_name}\"", sched.span))
                 continue
             try:
-                funcs[sched.func_name] = run_schedule(func, sched, seed, intrinsics)
+                funcs[sched.func_name] = apply_tuned(func, sched, tuned, seed, intrinsics) \
+                    if tuned else run_schedule(func, sched, seed, intrinsics)
             except CompileError as e:
                 problems.extend(e.diagnostics)
         if problems:
