@@ -55,6 +55,8 @@ class CompileOptions:
     megakernel: str | None = None
     megakernel_watchdog: str | None = None
     blas: bool = False
+    tuned: str | None = None
+    tuned_any_cpu: bool = False
     verbose: int = 0
     debug: bool = False
 
@@ -165,6 +167,8 @@ def write_depfile(opts: CompileOptions, mod: IRModule, output: str, kind: str) -
     target = opts.dep_target or default_target
     dep_path = opts.dep_file or str(Path(default_target).with_suffix(".d"))
     deps = list(mod.sources) or [opts.file]
+    if opts.tuned is not None:
+        deps.append(opts.tuned)
     write_output(dep_path, dependency_rule(target, deps))
 
 
@@ -180,6 +184,27 @@ def blas_link(opts: CompileOptions) -> tuple[tuple[str, ...], tuple[str, ...], d
         sys.stderr.write(f"tirc: warning: {NO_BLAS}\n")
         return opts.libs, opts.lib_dirs, {}
     return opts.libs + (found.name,), opts.lib_dirs + (found.lib_dir,), {"blas": "1"}
+
+
+def tuned_config(opts: CompileOptions, target: Target) -> dict[str, str]:
+    """`--tuned FILE`: the best recorded decisions for this machine as the pass config entry
+    `schedule.decisions`; a warning names the records left out for another CPU."""
+    if opts.tuned is None:
+        return {}
+    if not Path(opts.tuned).is_file():
+        raise fail(f"no such file: {opts.tuned}")
+    import json
+
+    from tirc.passes.schedule.decisions import DECISIONS_CONFIG
+    from tirc.tune.machine import this_machine
+    from tirc.tune.records import tuned_config as best_decisions
+
+    kind = "cuda" if target.is_gpu else "llvm"
+    chosen, other = best_decisions(opts.tuned, this_machine(), opts.tuned_any_cpu, kind)
+    if other and not opts.tuned_any_cpu:
+        sys.stderr.write(f"tirc: warning: {opts.tuned}: {other} run(s) measured on another CPU "
+                         "left out (--tuned-any-cpu uses them)\n")
+    return {DECISIONS_CONFIG: json.dumps(chosen, sort_keys=True)} if chosen else {}
 
 
 def compile_file(opts: CompileOptions) -> None:
@@ -203,6 +228,7 @@ def compile_file(opts: CompileOptions) -> None:
     libs, lib_dirs, blas = blas_link(opts)
     ctx = PassContext(opt_level=opts.opt_level, target=target,
                       config={**pass_config(opts.pass_config), **blas,
+                              **tuned_config(opts, target),
                               **megakernel_config(opts.megakernel, opts.megakernel_watchdog)},
                       instruments=instruments,
                       disabled=set(opts.disable_pass))
@@ -270,6 +296,11 @@ def compile_file(opts: CompileOptions) -> None:
 @click.option("-fblas", "blas", is_flag=True,
               help="Compute float32 matmuls with a CBLAS (scipy-openblas32: pip install "
                    "'tirc[blas]', or a system one), linked in; without one, the tiled loops.")
+@click.option("--tuned", metavar="FILE",
+              help="Build with the best schedule decisions recorded in FILE by `tirc tune` "
+                   "(records measured on this CPU).")
+@click.option("--tuned-any-cpu", is_flag=True,
+              help="With --tuned: use records measured on another CPU too.")
 @click.option("-v", "--verbose", count=True,
               help="More detail: -v progress, -vv pass times, -vvv the IR after every pass.")
 @click.option("--debug", is_flag=True, help="Show a traceback for internal compiler errors.")

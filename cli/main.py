@@ -1,4 +1,5 @@
-"""The `tirc` command: compiling is the default command; `fmt`, `passes`, `run` are subcommands.
+"""The `tirc` command: compiling is the default command; `fmt`, `passes`, `run`, `tune` are
+subcommands.
 
 `tirc FILE ...` and `tirc compile FILE ...` are the same; `tirc --help` shows both the
 subcommands and the compile options.
@@ -11,6 +12,7 @@ from tirc.cli.compile_cmd import compile_command
 from tirc.cli.fmt_cmd import fmt_command
 from tirc.cli.passes_cmd import passes_command
 from tirc.cli.run_cmd import run_command
+from tirc.cli.tune_cmd import tune_command
 
 DEFAULT_COMMAND = "compile"
 
@@ -45,6 +47,7 @@ cli.add_command(compile_command)
 cli.add_command(fmt_command)
 cli.add_command(passes_command)
 cli.add_command(run_command)
+cli.add_command(tune_command)
 
 
 def main() -> None:
