@@ -21,8 +21,8 @@ from tirc.ir.schedule import Schedule
 from tirc.passes.pass_base import Pass, PassContext
 from tirc.passes.schedule.decisions import tuned_decisions
 from tirc.passes.schedule.runner import run_schedule
-from tirc.passes.schedule.tuned import apply_tuned
 from tirc.passes.schedule.tensor_intrin import collect_intrinsics, is_intrinsic
+from tirc.passes.schedule.tuned import apply_tuned
 
 
 def target_kind(target: Any) -> str | None:
