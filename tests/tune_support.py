@@ -77,5 +77,13 @@ class FakeMeasurer:
                 listener(task, t)
         return out
 
+    def remeasure(self, task: Task, trials: list[Trial], repeats: int) -> list[Trial]:
+        out = []
+        for t in trials:
+            self.final.append(t.decisions)
+            out.append(Trial(task.workload, task.name, task.target, task.dims, t.decisions,
+                             "ok", [synthetic_seconds(t.decisions)] * repeats, phase="final"))
+        return out
+
     def close(self) -> None:
         """Nothing to release."""

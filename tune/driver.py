@@ -175,9 +175,7 @@ def _run(pending: list[Task], earlier: dict[str, list[records.Trial]], opts: Tun
         top = s.ranked()[:FINAL]
         if len(top) > 1 and (deadline is None or time.monotonic() < deadline):
             progress.state(s.task, "re-measuring the best")
-            jobs = [(dict(t.decisions), 0) for t in top]
-            prepared = [p for p in measurer.prepare(s.task, jobs) if p.status == "ok"]
-            s.trials.extend(measurer.measure(s.task, prepared, "final", FINAL_REPEATS))
+            s.trials.extend(measurer.remeasure(s.task, top, FINAL_REPEATS))
         progress.state(s.task, s.finished or "budget spent")
     return searches
 

@@ -1,9 +1,11 @@
 """Measuring candidates on this machine: build in the pool, then time in the runner.
 
 Builds of a batch run in parallel while the runner is idle; then each library is timed alone.
-A task's first measured candidate is its default schedule, whose library stays on disk as the
-runner's reference (inputs and expected outputs) for the task; every other candidate is checked
-against it once, when it is first timed. Every outcome, failures included, becomes a `Trial`.
+A task's first measured candidate is its default schedule, whose library is the runner's
+reference (inputs and expected outputs) for the task; every other candidate is checked against
+it once, when it is first timed. Libraries stay in the work directory until the tune ends, so
+the best few are re-measured without being built again. Every outcome, failures included,
+becomes a `Trial`.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from tirc.tune.builder import BuilderPool, Prepared
 from tirc.tune.machine import Machine
-from tirc.tune.records import OK, Trial
+from tirc.tune.records import OK, Trial, decisions_key
 from tirc.tune.runner import Runner, Timing
 from tirc.tune.tasks import Task
 
@@ -35,6 +37,7 @@ class LocalMeasurer:
         self.started = started if started is not None else time.monotonic()
         self.spent_before = spent_before
         self.reference: dict[str, tuple[str, float]] = {}  # task id -> (library, first call)
+        self.libraries: dict[tuple[str, str], str] = {}   # (task id, decisions) -> library
         self.current = ""
         self.count = 0
         self.listeners: list[Any] = []
@@ -76,9 +79,8 @@ class LocalMeasurer:
                 self._use_task(task)
                 timing = self.runner.time(b.path, task.name, self._timeout(task),
                                           repeats=repeats)
-            if b.path and (task.id not in self.reference or
-                           self.reference[task.id][0] != b.path):
-                Path(b.path).unlink(missing_ok=True)
+            if b.path:
+                self.libraries[(task.id, decisions_key(p.decisions))] = b.path
             trial = Trial(task.workload, task.name, task.target, task.dims, p.decisions,
                           timing.status, timing.times, self.seed, self.elapsed(),
                           timing.error, phase)
@@ -86,6 +88,24 @@ class LocalMeasurer:
             for listener in self.listeners:
                 listener(task, trial)
         return trials
+
+    def remeasure(self, task: Task, trials: list[Trial], repeats: int) -> list[Trial]:
+        """Time again, with more repeats, candidates whose libraries are still on disk."""
+        out = []
+        for t in trials:
+            path = self.libraries.get((task.id, decisions_key(t.decisions)))
+            if path is None or not os.path.exists(path):
+                continue
+            self._use_task(task)
+            timing = self.runner.time(path, task.name, self._timeout(task), check=False,
+                                      repeats=repeats)
+            trial = Trial(task.workload, task.name, task.target, task.dims, t.decisions,
+                          timing.status, timing.times, self.seed, self.elapsed(),
+                          timing.error, "final")
+            out.append(trial)
+            for listener in self.listeners:
+                listener(task, trial)
+        return out
 
     def _first(self, task: Task, path: str) -> Timing:
         """Time the task's default library and keep it as the reference."""
@@ -99,6 +119,4 @@ class LocalMeasurer:
         return self.runner.time(path, task.name, self._timeout(task))
 
     def close(self) -> None:
-        for path, _ in self.reference.values():
-            if os.path.exists(path):
-                os.unlink(path)
+        """Libraries live in `workdir`, which the caller removes."""

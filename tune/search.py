@@ -38,6 +38,10 @@ class Measurer(Protocol):
                 repeats: int | None = None) -> list[Trial]:
         ...
 
+    def remeasure(self, task: Task, trials: list[Trial], repeats: int) -> list[Trial]:
+        """Time measured candidates again (phase "final"); those it cannot are left out."""
+        ...
+
 
 @dataclass
 class SearchOptions:

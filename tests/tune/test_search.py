@@ -14,7 +14,8 @@ from tune_support import MACHINE, FakeMeasurer, matmul_module, synthetic_seconds
 def search(seed: int = 0, model: str = "analytic") -> tuple[TaskSearch, FakeMeasurer]:
     task = extract_tasks(matmul_module(), "llvm", {})[0]
     fake = FakeMeasurer()
-    return TaskSearch(task, make_model(model, seed), fake, seed), fake
+    return TaskSearch(task, make_model(model, seed), fake, seed,
+                      SearchOptions(batch=4, population=8)), fake
 
 
 def test_the_default_decisions_are_candidate_0():
@@ -29,13 +30,13 @@ def test_same_seed_same_decisions():
     for _ in range(2):
         s, fake = search(seed=7, model="auto")
         s.start()
-        for _ in range(3):
+        for _ in range(2):
             s.step()
         runs.append([decisions_key(d) for d in fake.measured])
     assert runs[0] == runs[1]
     other, fake = search(seed=8, model="auto")
     other.start()
-    for _ in range(3):
+    for _ in range(2):
         other.step()
     assert [decisions_key(d) for d in fake.measured] != runs[0]
 
