@@ -301,8 +301,8 @@ def build(w: Workload, src: Path, out: Path, tuned: Path | None = None) -> None:
 def tirc_tune(w: Workload, src: Path, records: Path, budget: float) -> tuple[float, str]:
     """Run `tirc tune`; its wall seconds and its last line."""
     start = time.perf_counter()
-    done = subprocess.run([tirc_exe(), "tune", str(src), "-o", str(records), "--budget",
-                           f"{budget}s", "--progress", "plain"], capture_output=True,
+    done = subprocess.run([tirc_exe(), "tune", str(src), "-O3", "-o", str(records),
+                           "--budget", f"{budget}s", "--progress", "plain"], capture_output=True,
                           text=True)
     wall = time.perf_counter() - start
     last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]

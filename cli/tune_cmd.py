@@ -57,8 +57,9 @@ def default_output(file: str) -> str:
               help="Tune a symbolic size at these values (n=1,16,256); repeatable.")
 @click.option("--target", default="llvm", show_default=True, metavar="T",
               help="Target to tune for (CPU targets).")
-@click.option("-O", "opt_level", type=click.IntRange(0, 3), default=3, show_default=True,
-              metavar="0-3", help="Optimisation level the candidates are built at.")
+@click.option("-O", "opt_level", type=click.IntRange(0, 3), default=2, show_default=True,
+              metavar="0-3", help="Optimisation level the candidates are built at (build "
+                                  "with the same -O).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the search.")
 @click.option("--progress", type=click.Choice(["rich", "plain", "json", "none"]),
               help="Progress display (default: rich on a terminal, else plain).")

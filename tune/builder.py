@@ -12,7 +12,8 @@ from __future__ import annotations
 import multiprocessing
 import time
 from collections.abc import Mapping
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,24 +110,31 @@ class BuilderPool:
 
     def prepare(self, space: Space, jobs: list[tuple[dict[str, Any], int]],
                 machine: Machine) -> list[Prepared]:
-        futures = [self._get().submit(prepare, space, given, seed, machine)
-                   for given, seed in jobs]
-        return [_result(f, lambda e: Prepared("invalid", {}, error=e)) for f in futures]
+        return self._run([(prepare, (space, given, seed, machine)) for given, seed in jobs],
+                         lambda e: Prepared("invalid", {}, error=e))
 
     def build(self, jobs: list[tuple[PrimFunc, str]], target: str,
               opt_level: int) -> list[Built]:
-        futures = [self._get().submit(build, func, path, target, opt_level)
-                   for func, path in jobs]
-        return [_result(f, lambda e: Built("build_error", error=e)) for f in futures]
+        return self._run([(build, (func, path, target, opt_level)) for func, path in jobs],
+                         lambda e: Built("build_error", error=e))
+
+    def _run(self, calls: list[tuple[Any, tuple[Any, ...]]], failed: Any) -> list[Any]:
+        """Results in order; a worker that dies (a crash in LLVM, say) fails only the jobs
+        it took, and the pool is started again for the next batch."""
+        pool = self._get()
+        futures = [pool.submit(fn, *args) for fn, args in calls]
+        out = []
+        for f in futures:
+            try:
+                out.append(f.result())
+            except Exception as e:
+                out.append(failed(f"{type(e).__name__}: {e}"))
+        if any(isinstance(f.exception(), BrokenProcessPool) for f in futures):
+            self.close()
+        return out
 
     def close(self) -> None:
         if self.pool is not None:
             self.pool.shutdown(cancel_futures=True)
             self.pool = None
 
-
-def _result(future: Future[Any], failed: Any) -> Any:
-    try:
-        return future.result()
-    except Exception as e:  # a worker that died (BrokenProcessPool) fails only its jobs
-        return failed(f"{type(e).__name__}: {e}")

@@ -41,7 +41,7 @@ class TuneOptions:
     dims: dict[str, list[int]] = field(default_factory=dict)
     target: str = "llvm"
     seed: int = 0
-    opt_level: int = 3
+    opt_level: int = 2
     progress: str = "plain"
     model: str = "auto"
     workers: int = 0
