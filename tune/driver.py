@@ -151,10 +151,11 @@ def _run(pending: list[Task], earlier: dict[str, list[records.Trial]], opts: Tun
             s.finished = s.finished or "no valid default"
             progress.state(s.task, s.finished)
     def reserve() -> float:
-        """Time kept for the final re-measurement: FINAL candidates per task at the cost
-        that candidates have had so far."""
-        per = max((s.seconds_per_trial() for s in searches), default=0.0) or 2.0
-        return FINAL * per * len(searches) + 1.0
+        """Time kept for the final re-measurement: FINAL_REPEATS runs of at least `min_ms`
+        of FINAL candidates per task (at about the best time so far), with a margin."""
+        per_task = [FINAL * FINAL_REPEATS * max(opts.min_ms / 1e3, min(s.best_seconds(), 1.0))
+                    for s in searches if s.best is not None]
+        return 1.5 * sum(per_task) + 0.5
 
     def time_left() -> bool:
         return deadline is None or time.monotonic() < deadline - reserve()
