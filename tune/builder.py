@@ -108,6 +108,12 @@ class BuilderPool:
             self.pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_warm)
         return self.pool
 
+    def start(self) -> None:
+        """Start the workers now (they import tirc while the tuner does other work)."""
+        pool = self._get()
+        for _ in range(self.workers):
+            pool.submit(int)
+
     def prepare(self, space: Space, jobs: list[tuple[dict[str, Any], int]],
                 machine: Machine) -> list[Prepared]:
         return self._run([(prepare, (space, given, seed, machine)) for given, seed in jobs],

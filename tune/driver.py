@@ -109,6 +109,8 @@ def tune(mod: IRModule, opts: TuneOptions, machine: Machine | None = None,
         pool = BuilderPool(opts.workers or machine.cores)
         runner = Runner(opts.min_ms, opts.repeats)
         if measurer is None:
+            pool.start()
+            runner.start()
             measurer = LocalMeasurer(pool, runner, workdir, machine, opts.opt_level, opts.seed,
                                      start, spent)
         listeners = getattr(measurer, "listeners", None)

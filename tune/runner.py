@@ -153,6 +153,11 @@ class Runner:
         self.buffer = ""
         self.failure = ""   # why the last request got no answer: "crash" or "timeout"
 
+    def start(self) -> None:
+        """Start the process now, so that its imports overlap the first builds."""
+        if self.proc is None:
+            self._start()
+
     def _start(self) -> None:
         env = dict(os.environ)
         self.proc = subprocess.Popen([sys.executable, "-m", "tirc.tune.runner"],
