@@ -65,6 +65,9 @@ def default_output(file: str) -> str:
               help="Progress display (default: rich on a terminal, else plain).")
 @click.option("--model", type=click.Choice(["auto", "xgboost", "analytic"]), default="auto",
               show_default=True, help="Cost model (auto: xgboost when installed).")
+@click.option("--patience", type=click.IntRange(min=1), default=2, show_default=True,
+              metavar="N", help="Stop a function's search after N rounds in a row that each "
+                                "gained under 1%.")
 @click.option("--workers", type=click.IntRange(min=1), metavar="N",
               help="Build processes (default: one per core).")
 @click.option("--replay", is_flag=True,
@@ -78,7 +81,8 @@ def default_output(file: str) -> str:
 @click.option("--debug", is_flag=True, help="Show a traceback for internal errors.")
 def tune_command(file: str, output: str | None, budget: str, trials: int | None,
                  dims: tuple[str, ...], target: str, opt_level: int, seed: int,
-                 progress: str | None, model: str, workers: int | None, replay: bool,
+                 progress: str | None, model: str, patience: int, workers: int | None,
+                 replay: bool,
                  any_cpu: bool, include_dirs: tuple[str, ...], schedules: tuple[str, ...],
                  debug: bool) -> None:
     """Tune the schedules of FILE's functions on this machine."""
@@ -93,12 +97,13 @@ def tune_command(file: str, output: str | None, budget: str, trials: int | None,
             sys.stdout.write(replay_text(mod, out, target, parse_dims(dims), any_cpu))
             return
         from tirc.tune.driver import TuneOptions, summary, tune
+        from tirc.tune.search import SearchOptions
 
         mode = progress or ("rich" if sys.stderr.isatty() else "plain")
         opts = TuneOptions(output=out, budget=parse_budget(budget), trials=trials,
                            dims=parse_dims(dims), target=target, seed=seed,
                            opt_level=opt_level, progress=mode, model=model,
-                           workers=workers or 0)
+                           workers=workers or 0, search=SearchOptions(patience=patience))
         try:
             outcome = tune(mod, opts)
         except KeyboardInterrupt:

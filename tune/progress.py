@@ -41,7 +41,7 @@ class Progress:
     """Reports events of a tune in one of MODES."""
 
     def __init__(self, mode: str, machine: Machine, deadline: float | None,
-                 tasks: list[Task]) -> None:
+                 tasks: list[Task], console: Any = None) -> None:
         self.mode = mode
         self.machine = machine
         self.deadline = deadline
@@ -53,7 +53,7 @@ class Progress:
             from rich.console import Console
             from rich.live import Live
 
-            self.live = Live(self._table(), console=Console(stderr=True),
+            self.live = Live(self._table(), console=console or Console(stderr=True),
                              refresh_per_second=4, transient=False)
             self.live.start()
 
