@@ -4,11 +4,12 @@ Runs on lowered loops (after lower-blocks). For each `Allocate` (no `init`, no l
 strides or offset, its data handle used only through loads and stores):
 - Placement: the allocation moves down to the innermost statement that holds every access
   (through sequences, lets, ifs, attributes, other allocations and loops). It enters a loop
-  only when each iteration touches a region of constant size (no heap allocation per
-  iteration) and the iterations touch disjoint elements (each iteration's region, relaxed over
+  only when the iterations touch disjoint elements (each iteration's region, relaxed over
   the loops inside, is separated from every other iteration's along some dimensions), so a
-  private copy per iteration keeps the meaning; never a thread-bound loop, a thread attribute
-  or a `while`.
+  private copy per iteration keeps the meaning, and it stays only where its size is a constant
+  (no heap allocation per iteration): it may pass a loop whose iterations each touch a
+  symbolic amount on the way to one inside where the amount is constant; never a
+  thread-bound loop, a thread attribute or a `while`.
 - Compaction: each dimension shrinks to the bounding box of the accesses under the new place,
   when its width is a constant smaller than the old extent; indices are shifted by the box's
   start.
@@ -305,23 +306,29 @@ def _can_enter(s: Stmt) -> bool:
 
 
 def _placement(accesses: list[_Access], ndim: int, an: Analyzer) -> int:
-    """How deep (an index into every access's path) the allocation can go."""
+    """How deep (an index into every access's path) the allocation can go. It passes a loop
+    whose iterations touch disjoint elements even when each touches a symbolic amount (the
+    rows of a tile loop nested in a loop over column panels), but settles only where it has a
+    constant size (no allocation on the heap in every iteration of a parallel loop)."""
     depth = 0
+    settled = 0
+    constant = True  # the size at the current depth is a constant (or it is the start)
     while True:
         node = accesses[0].path[depth]
         if any(len(a.path) <= depth + 1 for a in accesses):
-            return depth  # an access in this statement's own expressions
+            return settled  # an access in this statement's own expressions
         child = accesses[0].path[depth + 1]
         if any(a.path[depth + 1] is not child for a in accesses) or not _can_enter(node):
-            return depth
+            return settled
         if isinstance(node, For):
             per_iteration = _region(accesses, depth + 1, ndim, an)
-            # A private copy per iteration only when it has a constant size (no allocation on
-            # the heap in every iteration of a parallel loop), and only when that is safe.
-            if any(b is None or _width(b, an) is None for b in per_iteration) or \
+            if any(b is None for b in per_iteration) or \
                     not _iterations_disjoint(node, per_iteration, an):
-                return depth
+                return settled  # a private copy per iteration would not be safe
+            constant = all(_width(b, an) is not None for b in per_iteration)
         depth += 1
+        if constant:
+            settled = depth
 
 
 class _Rewrite(Mutator):

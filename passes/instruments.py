@@ -19,6 +19,13 @@ from tirc.passes.pass_base import Pass, PassContext
 from tirc.passes.verify import verify_module
 
 
+def note_lines(note: str, label: str = "note") -> list[str]:
+    """A note as comment lines (`# note: ...`, its further lines indented), so that a dump
+    with notes is still a valid .tir file."""
+    first, *rest = note.splitlines() or [""]
+    return [f"# {label}: {first}"] + [f"#   {line}".rstrip() for line in rest]
+
+
 class DumpSink:
     """Where IR dumps go: a text stream (stderr by default) or numbered files in a folder."""
 
@@ -30,7 +37,7 @@ class DumpSink:
 
     def dump(self, when: str, pass_name: str, mod: IRModule, notes: Iterable[str] = ()) -> None:
         """Write `mod` headed by `# IR <when> <pass_name>` and any notes as comments."""
-        header = [f"# IR {when} {pass_name}"] + [f"# note: {n}" for n in notes]
+        header = [f"# IR {when} {pass_name}"] + [line for n in notes for line in note_lines(n)]
         text = "\n".join(header) + "\n" + mod.script()
         if not text.endswith("\n"):
             text += "\n"
@@ -49,7 +56,7 @@ class DumpSink:
         """Notes of a pass that left the module unchanged (no dump to attach them to)."""
         stream = self.stream or sys.stderr
         for n in notes:
-            stream.write(f"# note ({pass_name}): {n}\n")
+            stream.write("\n".join(note_lines(n, f"note ({pass_name})")) + "\n")
         stream.flush()
 
 

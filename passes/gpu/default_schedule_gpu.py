@@ -57,10 +57,55 @@ from tirc.passes.gpu.schedule_reduction import (
     row_kernel,
 )
 from tirc.passes.gpu.thread_tags import thread_loops
-from tirc.passes.graph.default_schedule import SCHEDULED_ATTR, _nests
+from tirc.passes.graph.default_schedule import SCHEDULED_ATTR
+from tirc.ir.stmt import BufferStore, ForKind, SeqStmt
+from tirc.ir.expr import IntImm
 from tirc.passes.graph.kernel import TRUE
 from tirc.passes.graph.schedule_matmul import epilogue, realize, tile_local_buffers
 from tirc.passes.pass_base import PassContext, PrimFuncPass
+
+
+def _nests(func: PrimFunc) -> tuple[Block, list[BlockRealize]] | None:
+    """The root block and its nests' block realizes, when every nest is perfect."""
+    root = func.body
+    if not (isinstance(root, BlockRealize) and root.block.name == "root"):
+        return None
+    body = root.block.body
+    stmts = list(body.seq) if isinstance(body, SeqStmt) else [body]
+    realizes = []
+    for s in stmts:
+        loops: list[For] = []
+        while isinstance(s, For) and s.kind == ForKind.SERIAL and not s.annotations:
+            loops.append(s)
+            s = s.body
+        if not isinstance(s, BlockRealize) or not _is_true(s.predicate):
+            return None
+        if [lp.loop_var for lp in loops] != list(s.iter_values) or \
+                len(loops) != len(s.block.iter_vars) or s.block.alloc_buffers or \
+                s.block.match_buffers or not isinstance(s.block.body, BufferStore) or \
+                any(not _is_zero(lp.min) for lp in loops):
+            return None
+        for lp, iv in zip(loops, s.block.iter_vars):
+            if not _is_zero(iv.dom.min) or iv.dom.extent != lp.extent:
+                return None
+        realizes.append(s)
+    return root.block, realizes
+
+
+def _is_true(e: PrimExpr) -> bool:
+    return isinstance(e, IntImm) and e.value == 1
+
+
+def _is_zero(e: PrimExpr) -> bool:
+    return isinstance(e, IntImm) and e.value == 0
+
+
+def _is_true(e):
+    return isinstance(e, IntImm) and e.value == 1
+
+
+def _is_zero(e):
+    return isinstance(e, IntImm) and e.value == 0
 
 
 @dataclass(frozen=True)

@@ -233,12 +233,11 @@ class MegakernelGPUTiles(PrimFuncPass):
 
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
         from tirc.passes.graph.annotate_op_pattern import PATTERN_ATTR
-        from tirc.passes.graph.default_schedule import SCHEDULED_ATTR, schedule_function
+        from tirc.passes.schedule_rules.api import schedule_function, wants_default_schedule
 
-        if PATTERN_ATTR not in func.attrs or func.attrs.get(SCHEDULED_ATTR):
+        if PATTERN_ATTR not in func.attrs or not wants_default_schedule(func, ctx.config):
             return func
-        new = schedule_function(func)
-        return func if new is None else new
+        return schedule_function(func, None)[0]
 
 
 def megakernel_gpu_steps(opt_level: int) -> list[str]:

@@ -13,6 +13,8 @@
     blockize.py      blockize; tensorize.py tensorize; tensor_intrin.py how intrinsics are declared
     layout.py        transform_layout (index maps and Axe layout strings)
     sampling.py      sample_perfect_tile, sample_categorical
+    dispatch.py      dispatch (a run-time choice between a variant for one size value and
+                     the general body)
     dependence.py    block scopes, producers/consumers, loop-carried dependence checks
     access.py, regions.py, scope.py, tree.py   regions of blocks, relaxation, tree surgery
 

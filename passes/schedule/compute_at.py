@@ -31,7 +31,7 @@ from typing import Any
 from tirc.ir.arith import Analyzer
 from tirc.ir.arith.linear import Linear, from_linear, is_index_dtype, to_linear
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var, binop, const, is_const_int
+from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var, binop, cast, const, is_const_int
 from tirc.ir.printer import print_node
 from tirc.ir.stmt import BlockRealize, For, ForKind, IterKind, IterVar, SeqStmt, Stmt, seq
 from tirc.ir.structural import structural_equal
@@ -371,12 +371,13 @@ def _new_nest(prim: str, br: BlockRealize, need: dict[Buffer, list[Bounds | None
         extent = an.simplify(binop("add", binop("sub", hi, lo), 1))
         unit = is_const_int(extent, 1) and not preserve_unit_loops
         ax = Var(f"ax{len(loops)}", dt)
+        lo_v = lo if lo.dtype == dt else cast(dt, lo)  # the binding in the variable's dtype
         if unit:
-            value = lo
+            value = an.simplify(lo_v)
         elif is_const_int(lo, 0):
             value = ax
         else:
-            value = an.simplify(binop("add", lo, ax))
+            value = an.simplify(binop("add", lo_v, ax))
         if not isinstance(extent, IntImm):
             bound = min_bound(extent_upper_bound(lo, hi, an),
                               div_extent_bound(without_clamps(lo, "max", lvars),
@@ -386,6 +387,8 @@ def _new_nest(prim: str, br: BlockRealize, need: dict[Buffer, list[Bounds | None
                                     f"\"{blk.name}\" has no constant bound")
             guards.append(binop("lt", ax, extent))
             extent = const(bound, dt)
+        elif extent.dtype != dt:
+            extent = const(extent.value, dt)  # the loop's extent in its variable's dtype
         with an.scope():
             an.bind(ax, (const(0, dt), const(extent.value - 1, dt)))
             for c in [binop("ge", value, x) for x in lowers] + \

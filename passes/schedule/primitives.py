@@ -9,6 +9,7 @@ from tirc.passes.schedule import (
     blockize,
     caching,
     compute_at,
+    dispatch,
     inline,
     layout,
     lookup,
@@ -44,6 +45,7 @@ PRIMITIVES: dict[str, Callable[..., Any]] = {
     "blockize": blockize.blockize,
     "tensorize": tensorize.tensorize,
     "transform_layout": layout.transform_layout,
+    "dispatch": dispatch.dispatch,
     "sample_perfect_tile": sampling.sample_perfect_tile,
     "sample_categorical": sampling.sample_categorical,
 }

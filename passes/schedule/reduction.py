@@ -7,7 +7,9 @@ before `loop`; the reduction block becomes `<name>_update`, as in TVM.
 rfactor(loop, factor_axis) splits a reduction `X[s] = X[s] op f(...)` along reduction loop
 `loop`: a block `<name>_rf` accumulates partial results into `X_rf`, which has one more
 dimension (at `factor_axis`) indexed by the loop, and the original block then reduces X_rf
-over that dimension into X, in its own loop nest after the first. The combiner `op` must be
+over that dimension into X, in its own loop nest after the first. Outer loops that also hold
+other blocks (a row loop a norm's stages share) stay around both nests, provided they feed no
+reduction variable. The combiner `op` must be
 one of +, *, max, min (whose identities seed X_rf).
 """
 
@@ -139,9 +141,18 @@ def rfactor(s: ScheduleState, loop: Any, factor_axis: Any = 0) -> BlockRV:
         raise ScheduleError(f"{prim}: loop {lv.name} is not a reduction loop of block "
                             f"\"{blk.name}\"")
     loops = loops_in_scope(site.path)
+    # The nest to factor: the loops from the outermost one that holds this block alone. Loops
+    # above it, shared with other blocks, stay around both the rf nest and the write-back.
+    lone = [k for k, x in enumerate(loops)
+            if len(child_sites(site.path[:site.path.index(x) + 1])) == 1]
+    if not lone or not any(x is lp for x in loops[lone[0]:]):
+        raise ScheduleError(f"{prim}: loop {lv.name} holds blocks other than \"{blk.name}\"")
+    shared, loops = loops[:lone[0]], loops[lone[0]:]
     top = loops[0]
-    if len(child_sites(site.path[:site.path.index(top) + 1])) != 1:
-        raise ScheduleError(f"{prim}: the loops of block \"{blk.name}\" hold other blocks")
+    for x in shared:
+        if uses_any([v for _, v in reduce], {x.loop_var}):
+            raise ScheduleError(f"{prim}: reduction loop {x.loop_var.name} of block "
+                                f"\"{blk.name}\" also holds other blocks")
     if isinstance(factor_axis, bool) or not isinstance(factor_axis, int) or \
             not -(buf.ndim + 1) <= factor_axis <= buf.ndim:
         raise ScheduleError(f"{prim}: factor_axis {factor_axis!r} is out of range for the "

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from tirc.ir.arith import Analyzer
 from tirc.ir.arith.linear import Linear, from_linear, is_index_dtype, to_linear
 from tirc.ir.buffer import Buffer, BufferRegion, Range
-from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var, binop, cast
+from tirc.ir.expr import BinOp, Cast, IntImm, PrimExpr, Var, binop, cast
 from tirc.ir.visitor import any_node, post_order_visit
 
 Bounds = tuple[PrimExpr, PrimExpr]
@@ -85,6 +85,13 @@ def relax(e: PrimExpr, dom: Dom) -> Bounds | None:
 
 
 def _relax_atom(e: PrimExpr, dom: Dom) -> Bounds | None:
+    if isinstance(e, Cast) and e.dtype.is_int and e.value.dtype.is_int and \
+            e.dtype.bits >= e.value.dtype.bits and \
+            (e.dtype.kind == e.value.dtype.kind or
+             (e.value.dtype.kind == "uint" and e.dtype.bits > e.value.dtype.bits)):
+        # a widening integer cast keeps the order of values
+        r = relax(e.value, dom)
+        return None if r is None else (cast(e.dtype, r[0]), cast(e.dtype, r[1]))
     if not isinstance(e, BinOp):
         return None
     if e.op in ("floordiv", "floormod") and isinstance(e.b, IntImm) and e.b.value > 0:

@@ -1,0 +1,107 @@
+"""The rules from outside: which functions get a default schedule, each function's trace with
+its named decisions, and the rules applied with decisions a caller chose (a tuner searching
+them, a tuning record replaying them).
+
+    traces = rule_traces(mod, target)              # {func: RuleTrace}, decisions at defaults
+    traces["mm"].decisions["C_tile_i"].value       # [8, 8]
+    new = apply_rules(mod, target, {"mm": {"C_tile_i": [4, 16]}})   # DecisionError: rejected
+
+`mod` is the module as the default-schedule step sees it (`prepare` runs the pipeline up to
+there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tirc.ir.function import PrimFunc
+from tirc.ir.module import IRModule
+from tirc.ir.stmt import For, ForKind
+from tirc.ir.visitor import any_node
+from tirc.passes.schedule_rules.cpu_conv import Conv
+from tirc.passes.schedule_rules.cpu_fallback import Fallback
+from tirc.passes.schedule_rules.cpu_injective import Injective
+from tirc.passes.schedule_rules.cpu_matmul import Matmul
+from tirc.passes.schedule_rules.cpu_matvec import MatVec
+from tirc.passes.schedule_rules.cpu_norm import Norm
+from tirc.passes.schedule_rules.cpu_reduction import Reduction
+from tirc.passes.schedule_rules.driver import RuleTrace, trace_function
+from tirc.passes.schedule_rules.rule import RuleContext, ScheduleRule
+
+CPU_RULES: tuple[ScheduleRule, ...] = (Matmul(), Conv(), MatVec(), Norm(), Reduction(),
+                                       Injective(), Fallback())
+
+SCHEDULED_ATTR = "tirc.scheduled"  # a function that has its schedule (default or its own)
+SCHEDULE_ATTR = "tirc.schedule"    # T.func_attr({"tirc.schedule": "none"}): no default one
+CONFIG_KEY = "schedule.default"    # pass config "none" (-fno-default-schedule): none at all
+
+
+def rules_for(ctx: RuleContext) -> tuple[ScheduleRule, ...]:
+    if ctx.is_gpu:
+        from tirc.passes.schedule_rules.gpu_rules import GPU_RULES
+
+        return GPU_RULES
+    return CPU_RULES
+
+
+def hand_scheduled(func: PrimFunc) -> bool:
+    """Loops that are not plain serial ones: the author scheduled the function."""
+    return any_node(func.body, lambda n: isinstance(n, For) and
+                    (n.kind != ForKind.SERIAL or bool(n.annotations)))
+
+
+def wants_default_schedule(func: PrimFunc, config: Mapping[str, str] | None = None) -> bool:
+    """Whether the default rules schedule `func`: not opted out (attribute or pass config),
+    not scheduled already (by its own @S.schedule or by hand)."""
+    if (config or {}).get(CONFIG_KEY) == "none":
+        return False
+    if func.attrs.get(SCHEDULE_ATTR) == "none" or func.attrs.get(SCHEDULED_ATTR):
+        return False
+    return not hand_scheduled(func)
+
+
+def schedule_function(func: PrimFunc, target: Any = None,
+                      decisions: Mapping[str, Any] | None = None) -> tuple[PrimFunc, RuleTrace]:
+    """`func` with its default schedule (or the rules with `decisions`), and the trace."""
+    ctx = RuleContext.of(target)
+    new, trace = trace_function(func, rules_for(ctx), ctx, decisions)
+    attrs = {**new.attrs, SCHEDULED_ATTR: True}
+    return new.replace(attrs=attrs), trace  # type: ignore[return-value]
+
+
+def rule_traces(mod: IRModule, target: Any = None,
+                config: Mapping[str, str] | None = None) -> dict[str, RuleTrace]:
+    """The trace of every function the default rules schedule, at the default decisions."""
+    return {name: schedule_function(f, target)[1] for name, f in mod.prim_funcs().items()
+            if wants_default_schedule(f, config)}
+
+
+def apply_rules(mod: IRModule, target: Any = None,
+                decisions: Mapping[str, Mapping[str, Any]] | None = None,
+                config: Mapping[str, str] | None = None) -> IRModule:
+    """`mod` with every function the rules schedule scheduled, with `decisions` (by function,
+    then by decision name) in place of the defaults; DecisionError when a candidate does not
+    fit or a primitive refuses it."""
+    decisions = decisions or {}
+    funcs = dict(mod.functions)
+    for name, f in mod.prim_funcs().items():
+        if wants_default_schedule(f, config):
+            funcs[name] = schedule_function(f, target, decisions.get(name))[0]
+    return mod.replace(functions=funcs)  # type: ignore[return-value]
+
+
+def prepare(mod: IRModule, target: Any = None, opt_level: int = 2,
+            config: Mapping[str, str] | None = None) -> IRModule:
+    """`mod` through the default pipeline up to the default-schedule step (not included)."""
+    from tirc.ir.target import parse_target
+    from tirc.passes.manager import run_pipeline
+    from tirc.passes.pass_base import PassContext
+    from tirc.passes.pipeline import build_pipeline, default_pipeline
+
+    tgt = parse_target(target)
+    steps = default_pipeline(tgt, max(1, opt_level))
+    name = "gpu-default-schedule" if tgt.is_gpu else "default-schedule"
+    steps = steps[:steps.index(name)]
+    ctx = PassContext(opt_level=max(1, opt_level), target=tgt, config=dict(config or {}))
+    return run_pipeline(mod, build_pipeline(steps), ctx)
