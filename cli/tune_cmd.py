@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -86,6 +87,7 @@ def tune_command(file: str, output: str | None, budget: str, trials: int | None,
                  any_cpu: bool, include_dirs: tuple[str, ...], schedules: tuple[str, ...],
                  debug: bool) -> None:
     """Tune the schedules of FILE's functions on this machine."""
+    started = time.monotonic()
     with reported_errors(debug):
         from tirc.cli.compile_cmd import add_schedules, read_module
 
@@ -103,7 +105,8 @@ def tune_command(file: str, output: str | None, budget: str, trials: int | None,
         opts = TuneOptions(output=out, budget=parse_budget(budget), trials=trials,
                            dims=parse_dims(dims), target=target, seed=seed,
                            opt_level=opt_level, progress=mode, model=model,
-                           workers=workers or 0, search=SearchOptions(patience=patience))
+                           workers=workers or 0, search=SearchOptions(patience=patience),
+                           started=started)
         try:
             outcome = tune(mod, opts)
         except KeyboardInterrupt:

@@ -29,6 +29,7 @@ from tirc.tune.tasks import Task, extract_tasks
 
 FINAL = 3          # best candidates re-measured at the end
 FINAL_REPEATS = 7
+EXIT_SECONDS = 1.5  # kept for stopping the builders and runner and writing the summary
 
 
 @dataclass
@@ -48,6 +49,7 @@ class TuneOptions:
     min_ms: float = 50.0
     repeats: int = 3
     search: SearchOptions = field(default_factory=SearchOptions)
+    started: float | None = None   # time.monotonic() when the command started (default: now)
 
 
 @dataclass
@@ -82,12 +84,12 @@ def _finished_tasks(sections: list[records.Section], opts: TuneOptions) -> set[s
 def tune(mod: IRModule, opts: TuneOptions, machine: Machine | None = None,
          measurer: Measurer | None = None) -> Outcome:
     """Tune every task of `mod`, appending to `opts.output`."""
-    start = time.monotonic()
+    start = opts.started if opts.started is not None else time.monotonic()
     machine = machine or this_machine()
-    tasks = extract_tasks(mod, opts.target, opts.dims)
+    tasks = extract_tasks(mod, opts.target, opts.dims, opts.opt_level)
     if not tasks:
-        raise CompileError("nothing to tune: no function has a schedule with sample_* "
-                           "decisions for this target")
+        raise CompileError("nothing to tune: no function has schedule decisions for this "
+                           "target (neither its own sample_* nor the default rules')")
     sections = list(records.matching(records.read(opts.output), machine, False))
     finished = _finished_tasks(sections, opts)
     earlier: dict[str, list[records.Trial]] = {}
@@ -100,7 +102,8 @@ def tune(mod: IRModule, opts: TuneOptions, machine: Machine | None = None,
         best = records.best_trials(sections)
         return Outcome(tasks, {t.id: best.get(t.id) for t in tasks}, skipped, 0.0, 0)
     spent = max((t.elapsed for task in pending for t in earlier.get(task.id, [])), default=0.0)
-    deadline = None if opts.budget is None else start + max(opts.budget - spent, 0.0)
+    deadline = None if opts.budget is None else \
+        start + max(opts.budget - spent - EXIT_SECONDS, 0.0)
     writer = records.Writer(opts.output)
     writer.write(records.header(machine))
     progress = Progress(opts.progress, machine, deadline, pending)

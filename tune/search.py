@@ -67,6 +67,11 @@ class TaskSearch:
     finished: str = ""        # why the search ended ("" while it goes on)
     spent: float = 0.0        # wall seconds of this run's batches
     spent_trials: int = 0
+    prepare_seconds: float = 0.0
+    prepared: int = 0
+    measure_seconds: float = 0.0
+    measured_count: int = 0
+    cache: dict[str, Prepared] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.rng = random.Random(f"{self.seed}|{self.task.id}")
@@ -97,7 +102,7 @@ class TaskSearch:
             return
         self.trials.extend(earlier)
         jobs = [(dict(t.decisions), 0) for t in earlier]
-        prepared = self.measurer.prepare(self.task, jobs)
+        prepared = self._prepare(jobs)
         self._learn([p for p in prepared if p.status == OK], list(earlier))
 
     def _learn(self, prepared: list[Prepared], trials: list[Trial]) -> None:
@@ -114,8 +119,7 @@ class TaskSearch:
 
     def start(self) -> list[Trial]:
         """Measure the default decisions (candidate 0) unless measured already."""
-        prepared = self.measurer.prepare(self.task, [({}, 0)])
-        default = prepared[0]
+        default = self._prepare([({}, 0)])[0]
         if default.status != OK:
             self.finished = "the default schedule is invalid: " + default.error
             return []
@@ -168,7 +172,10 @@ class TaskSearch:
     def _measure(self, chosen: list[Prepared]) -> list[Trial]:
         if not chosen:
             return []
+        started = time.monotonic()
         trials = self.measurer.measure(self.task, chosen)
+        self.measure_seconds += time.monotonic() - started
+        self.measured_count += len(trials)
         for p in chosen:
             self.traces[decisions_key(p.decisions)] = p.taken
         self.trials.extend(trials)
@@ -188,7 +195,7 @@ class TaskSearch:
     def _evolve(self) -> list[Prepared]:
         parents = self._parents()
         jobs: list[tuple[dict[str, Any], int]] = []
-        for _ in range(self.options.population):
+        for _ in range(self._population()):
             r = self.rng.random()
             if parents and r < 0.6:
                 parent = parents[min(int(self.rng.expovariate(1.0)), len(parents) - 1)]
@@ -200,7 +207,7 @@ class TaskSearch:
                                        else d.value) for d in a}, 0))
             else:
                 jobs.append(({}, self.rng.randrange(1, 2 ** 31)))
-        return self.measurer.prepare(self.task, jobs)
+        return self._prepare(jobs)
 
     def _descend(self) -> list[Prepared]:
         best = self.best
@@ -209,7 +216,34 @@ class TaskSearch:
             return []
         values = {d.name: d.value for d in trace}
         jobs = [({**values, d.name: v}, 0) for d in trace for v in neighbours(d)]
-        return self.measurer.prepare(self.task, jobs)
+        jobs = [j for j in jobs if decisions_key(j[0]) not in self.measured]
+        size = self._population()
+        if len(jobs) > size:
+            jobs = self.rng.sample(jobs, size)
+        return self._prepare(jobs)
+
+    def _prepare(self, jobs: list[tuple[dict[str, Any], int]]) -> list[Prepared]:
+        """Prepared candidates for `jobs`, each distinct job prepared once per search."""
+        keys = [f"{decisions_key(given)}|{seed}" for given, seed in jobs]
+        todo = {k: j for k, j in zip(keys, jobs) if k not in self.cache}
+        if todo:
+            started = time.monotonic()
+            done = self.measurer.prepare(self.task, list(todo.values()))
+            self.prepare_seconds += time.monotonic() - started
+            self.prepared += len(todo)
+            self.cache.update(zip(todo, done))
+        return [self.cache[k] for k in keys]
+
+    def _population(self) -> int:
+        """Proposals per batch: as many as take about the time measuring a batch does (the
+        model ranks them for free), between twice the batch and `population`."""
+        low, high = 2 * self.options.batch, self.options.population
+        if not self.prepared or not self.measured_count:
+            return high
+        per_prepare = self.prepare_seconds / self.prepared
+        per_trial = self.measure_seconds / self.measured_count
+        return max(low, min(high, int(self.options.batch * per_trial / max(per_prepare,
+                                                                            1e-6))))
 
     def _choose(self, proposals: list[Prepared], limit: int) -> list[Prepared]:
         """The model's best `limit - 1` new valid proposals and one other at random."""

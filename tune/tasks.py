@@ -2,15 +2,18 @@
 
 A task is one function at one set of sizes: its workload key (of the function as a build's
 scheduling finds it, so `--tuned` finds the record again), its space, and its work (floating-
-point operations and bytes of its parameters, for GFLOP/s and GB/s). Today's sources of spaces:
-every `@S.schedule` for the target with a `sample_*` instruction in it; a function with a
-symbolic size is a task per size given with `--dim` (the function specialised to that size).
+point operations and bytes of its parameters, for GFLOP/s and GB/s). The spaces: every
+`@S.schedule` for the target with a `sample_*` instruction in it (the user's own), and every
+function the default schedule rules schedule, as the default-schedule step finds it (after the
+graph functions are legalized and fused; tune/rules_space.py). A function with a symbolic size
+is a task per size given with `--dim` (the function specialised to that size).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,26 +97,45 @@ def _size_sets(func: PrimFunc, dims: dict[str, list[int]]) -> list[dict[str, int
     return [dict(zip(names, combo)) for combo in itertools.product(*(dims[k] for k in names))]
 
 
-def extract_tasks(mod: IRModule, target: str, dims: dict[str, list[int]]) -> list[Task]:
-    """The tasks of `mod` for `target`: functions whose schedules sample decisions."""
+def extract_tasks(mod: IRModule, target: str, dims: dict[str, list[int]],
+                  opt_level: int = 2, rules: bool = True) -> list[Task]:
+    """The tasks of `mod` for `target`: functions whose own schedules sample decisions, then
+    (with `rules`) those the default schedule rules schedule."""
     kind = target_kind(target)
     intrinsics = collect_intrinsics(mod)
     tasks: list[Task] = []
+    own: set[str] = set()
     for sched in mod.schedules:
-        if not matches(sched, kind) or not any(i.prim in SAMPLERS for i in sched.instrs):
+        if not matches(sched, kind):
             continue
+        own.add(sched.func_name)
         func = mod.functions.get(sched.func_name)
-        if not isinstance(func, PrimFunc):
+        if not isinstance(func, PrimFunc) or not any(i.prim in SAMPLERS for i in sched.instrs):
             continue
-        key = workload_key(func)
-        for sizes in _size_sets(func, dims):
-            concrete = specialize(func, sizes)
-            missing = list(size_vars(concrete))
-            if missing:
-                raise CompileError(f"function \"{func.name}\" has the symbolic size "
-                                   f"'{missing[0]}': give the sizes to tune at with "
-                                   f"--dim {missing[0]}=N[,N...]")
-            flops, nbytes = workload_cost(concrete)
-            tasks.append(Task(func.name, key, sizes, ScheduleSpace(concrete, sched, intrinsics),
-                              target, flops, nbytes))
+        tasks += _sized(func, target, dims,
+                        lambda f, s=sched: ScheduleSpace(f, s, intrinsics))  # type: ignore
+    if rules and kind == "llvm":
+        from tirc.passes.schedule_rules.api import prepare, wants_default_schedule
+        from tirc.tune.rules_space import RulesSpace
+
+        for func in prepare(mod, target, max(opt_level, 1)).prim_funcs().values():
+            if func.name not in own and wants_default_schedule(func):
+                tasks += _sized(func, target, dims, lambda f: RulesSpace(f, target))
     return tasks
+
+
+def _sized(func: PrimFunc, target: str, dims: dict[str, list[int]],
+           space: Callable[[PrimFunc], Space]) -> list[Task]:
+    """One task per set of sizes of `func`'s symbolic extents."""
+    key = workload_key(func)
+    out = []
+    for sizes in _size_sets(func, dims):
+        concrete = specialize(func, sizes)
+        missing = list(size_vars(concrete))
+        if missing:
+            raise CompileError(f"function \"{func.name}\" has the symbolic size "
+                               f"'{missing[0]}': give the sizes to tune at with "
+                               f"--dim {missing[0]}=N[,N...]")
+        flops, nbytes = workload_cost(concrete)
+        out.append(Task(func.name, key, sizes, space(concrete), target, flops, nbytes))
+    return out

@@ -41,11 +41,21 @@ import dataclasses
 from dataclasses import dataclass
 
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import PrimExpr, Var
+from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.ops.sinfo_util import INT64, dim, product
-from tirc.ir.stmt import Block, BlockRealize, For, ForKind, IterKind, Stmt, seq
+from tirc.ir.stmt import (
+    Block,
+    BlockRealize,
+    BufferStore,
+    For,
+    ForKind,
+    IterKind,
+    SeqStmt,
+    Stmt,
+    seq,
+)
 from tirc.passes.gpu.inline_producers import inline_producers
 from tirc.passes.gpu.schedule_builders import i64, over_grid, spatial_and_reduce, unflatten
 from tirc.passes.gpu.schedule_fallback import fallback_schedule
@@ -58,8 +68,6 @@ from tirc.passes.gpu.schedule_reduction import (
 )
 from tirc.passes.gpu.thread_tags import thread_loops
 from tirc.passes.graph.default_schedule import SCHEDULED_ATTR
-from tirc.ir.stmt import BufferStore, ForKind, SeqStmt
-from tirc.ir.expr import IntImm
 from tirc.passes.graph.kernel import TRUE
 from tirc.passes.graph.schedule_matmul import epilogue, realize, tile_local_buffers
 from tirc.passes.pass_base import PassContext, PrimFuncPass

@@ -6,7 +6,8 @@ author made parallel or vectorized), when it opts out with `T.func_attr({"tirc.s
 "none"})`, or when `-fno-default-schedule` (pass config `schedule.default=none`) is given.
 The schedule applied to each function is reported as a note (shown with the IR by
 `--print-after=default-schedule` and `--print-changed`); `tirc schedule FILE` prints the
-schedules ready to paste into the source.
+schedules ready to paste into the source. A function with tuned decisions (`tirc --tuned`,
+the pass config `schedule.decisions`) gets the rules with those decisions.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.printer import print_node
 from tirc.passes.pass_base import PassContext, PrimFuncPass
+from tirc.passes.schedule.decisions import tuned_decisions, workload_key
 from tirc.passes.schedule_rules.api import (
     SCHEDULED_ATTR,
     schedule_function,
@@ -46,4 +48,14 @@ class DefaultSchedule(PrimFuncPass):
             return func
         if not wants_default_schedule(func, ctx.config):
             return func
+        tuned = tuned_decisions(ctx.config)
+        variants = tuned.get(workload_key(func)) if tuned else None
+        if variants:
+            from tirc.passes.schedule_rules.tuned import tuned_schedule
+
+            new = tuned_schedule(func, ctx.target, variants)
+            if new is not None:
+                ctx.note(f"tuned schedule of {func.name}")
+                return new
+            ctx.note(f"the tuned decisions of {func.name} no longer fit: default schedule")
         return schedule_note(func, ctx)
