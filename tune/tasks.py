@@ -118,7 +118,9 @@ def extract_tasks(mod: IRModule, target: str, dims: dict[str, list[int]],
         from tirc.passes.schedule_rules.api import prepare, wants_default_schedule
         from tirc.tune.rules_space import RulesSpace
 
-        for func in prepare(mod, target, max(opt_level, 1)).prim_funcs().values():
+        rest = mod.replace(schedules=tuple(s for s in mod.schedules  # type: ignore[arg-type]
+                                           if not matches(s, kind)))
+        for func in prepare(rest, target, max(opt_level, 1)).prim_funcs().values():
             if func.name not in own and wants_default_schedule(func):
                 tasks += _sized(func, target, dims, lambda f: RulesSpace(f, target))
     return tasks
