@@ -25,7 +25,10 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.environ.get("TVM_FFI_PATH", "/work/scratch/tune/tvm-ffi-0.1.14"))
+FFI = os.environ.get("TVM_FFI_PATH", "/work/scratch/tune/tvm-ffi-0.1.14")
+sys.path.insert(0, FFI)
+# MetaSchedule's builders and runners are child processes: they need the same tvm-ffi first
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (FFI, os.environ.get("PYTHONPATH")) if p)
 os.environ.setdefault("TVM_NUM_THREADS", str(os.cpu_count() or 1))
 
 import numpy as np  # noqa: E402

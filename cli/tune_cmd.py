@@ -91,6 +91,9 @@ def tune_command(file: str, output: str | None, budget: str, trials: int | None,
     with reported_errors(debug):
         from tirc.cli.compile_cmd import add_schedules, read_module
 
+        if target.split()[0] != "llvm" and not target.lstrip().startswith("{"):
+            raise fail(f"tirc tune measures on this machine's CPU: --target must be an llvm "
+                       f"target, got '{target}'")
         out = output or default_output(file)
         mod = add_schedules(read_module(file, include_dirs), schedules, include_dirs)
         if replay:

@@ -169,6 +169,7 @@ def test_nothing_valid_exits_1(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (("--budget", "soon"), "--budget wants a positive time such as 60s, 5m or 1h, got 'soon'"),
     (("--dim", "n=x"), "--dim wants NAME=SIZE[,SIZE...] with positive sizes, got 'n=x'"),
+    (("--target", "cuda -arch=sm_90"), "--target must be an llvm target, got 'cuda -arch=sm_90'"),
 ])
 def test_bad_options(tmp_path, args, message):
     (tmp_path / "mm.tir").write_text(MATMUL)
