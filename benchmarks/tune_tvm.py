@@ -104,12 +104,13 @@ def mlp(m: int, d: int, h: int):
     return [x, w1, b1, w2, b2, out]
 
 
-def workload(name: str, spec: dict) -> tvm.IRModule:
+def workload(name: str, spec: dict) -> tuple[tvm.IRModule, list[tuple[int, ...]]]:
+    """The workload as a module with one PrimFunc "main", and its parameters' shapes."""
     builders = {"matmul": matmul, "conv2d": conv2d, "softmax": softmax,
                 "layer_norm": layer_norm, "mlp": mlp}
     tensors = builders[spec["kind"]](**spec["args"])
     func = te.create_prim_func(tensors).with_attr("global_symbol", "main")
-    return tvm.IRModule({"main": func})
+    return tvm.IRModule({"main": func}), [tuple(int(d) for d in t.shape) for t in tensors]
 
 
 def target() -> tvm.target.Target:
@@ -117,28 +118,33 @@ def target() -> tvm.target.Target:
                               "num-cores": os.cpu_count() or 1})
 
 
+def _import_intrinsics() -> None:
+    """Each builder process imports TVM's tensor intrinsics once, when it starts: the default
+    build function imports them on its first job, which takes longer than the build timeout
+    on a loaded 2-core machine (the worker is killed and starts over, and no build finishes)."""
+    import tvm.s_tir.tensor_intrin  # noqa: F401
+
+
 def tune(spec: dict, workdir: str) -> None:
-    mod = workload(spec["name"], spec)
+    mod, _ = workload(spec["name"], spec)
+    builder = ms.builder.LocalBuilder(timeout_sec=120.0, initializer=_import_intrinsics)
     ms.tune_tir(mod, target(), workdir, max_trials_global=100000, num_trials_per_iter=16,
-                cost_model="xgb")
+                builder=builder, cost_model="xgb")
 
 
 def best(spec: dict, workdir: str) -> None:
-    mod = workload(spec["name"], spec)
+    mod, shapes = workload(spec["name"], spec)
     database = ms.database.JSONDatabase(work_dir=workdir)
     sch = ms.tir_integration.compile_tir(database, mod, target())
     if sch is None:
         print(json.dumps({"status": "no record"}))
         return
-    lib = tvm.compile(sch.mod, target=target())
+    lib = tvm.compile(sch.mod, target=target()).jit()
     dev = tvm.cpu()
     rng = np.random.default_rng(0)
-    args = []
-    for p in sch.mod["main"].params:
-        buf = sch.mod["main"].buffer_map[p]
-        shape = [int(x) for x in buf.shape]
-        args.append(tvm.runtime.tensor(rng.uniform(-1, 1, shape).astype(buf.dtype), dev))
-    timer = lib.time_evaluator(lib.entry_name, dev, number=1, repeat=1, min_repeat_ms=50)
+    args = [tvm.runtime.tensor(rng.uniform(-1, 1, shape).astype("float32"), dev)
+            for shape in shapes]
+    timer = lib.time_evaluator("main", dev, number=1, repeat=1, min_repeat_ms=50)
     times = [timer(*args).mean for _ in range(7)]
     print(json.dumps({"status": "ok", "seconds": float(np.median(times)),
                       "trials": len(database)}))
