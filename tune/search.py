@@ -71,6 +71,7 @@ class TaskSearch:
     prepared: int = 0
     measure_seconds: float = 0.0
     measured_count: int = 0
+    deadline: float | None = None   # of the current step
     cache: dict[str, Prepared] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -134,8 +135,9 @@ class TaskSearch:
         """One round: an evolutionary batch, then a coordinate-descent batch."""
         before = self.best_seconds()
         out: list[Trial] = []
+        self.deadline = deadline
         for propose in (self._evolve, self._descend):
-            if self._room(deadline, trial_limit, len(out)) <= 0:
+            if self._room(deadline, trial_limit, len(out), self._population()) <= 0:
                 break
             started = time.monotonic()
             proposals = propose()
@@ -154,14 +156,24 @@ class TaskSearch:
             self.finished = f"converged (under 1% gain in {self.quiet_rounds} rounds)"
         return out
 
-    def _room(self, deadline: float | None, trial_limit: int | None, done: int) -> int:
+    def _costs(self) -> tuple[float, float]:
+        """Wall seconds per prepared proposal and per measured candidate so far (the default
+        candidate's, before any batch)."""
+        prep = self.prepare_seconds / self.prepared if self.prepared else 0.0
+        meas = self.measure_seconds / self.measured_count if self.measured_count else 0.0
+        return prep, meas
+
+    def _room(self, deadline: float | None, trial_limit: int | None, done: int,
+              proposals: int = 0) -> int:
+        """How many candidates the next batch may measure: the batch size, within the trial
+        limit, and as many as fit before `deadline` after preparing `proposals`."""
         n = self.options.batch
         if trial_limit is not None:
             n = min(n, trial_limit - done)
         if deadline is not None:
-            per = self.seconds_per_trial()
-            left = deadline - time.monotonic()
-            n = min(n, int(left / per)) if per > 0 else (n if left > 0 else 0)
+            prep, meas = self._costs()
+            left = deadline - time.monotonic() - proposals * prep
+            n = min(n, int(left / meas)) if meas > 0 else (n if left > 0 else 0)
         return n
 
     def seconds_per_trial(self) -> float:
@@ -238,12 +250,14 @@ class TaskSearch:
         """Proposals per batch: as many as take about the time measuring a batch does (the
         model ranks them for free), between twice the batch and `population`."""
         low, high = 2 * self.options.batch, self.options.population
-        if not self.prepared or not self.measured_count:
+        prep, meas = self._costs()
+        if not prep or not meas:
             return high
-        per_prepare = self.prepare_seconds / self.prepared
-        per_trial = self.measure_seconds / self.measured_count
-        return max(low, min(high, int(self.options.batch * per_trial / max(per_prepare,
-                                                                            1e-6))))
+        size = max(low, min(high, int(self.options.batch * meas / prep)))
+        if self.deadline is not None:  # leave time to measure at least one of them
+            fit = int((self.deadline - time.monotonic() - meas) / prep)
+            size = max(min(size, fit), 0)
+        return size
 
     def _choose(self, proposals: list[Prepared], limit: int) -> list[Prepared]:
         """The model's best `limit - 1` new valid proposals and one other at random."""
