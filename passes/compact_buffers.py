@@ -8,8 +8,11 @@ strides or offset, its data handle used only through loads and stores):
   the loops inside, is separated from every other iteration's along some dimensions), so a
   private copy per iteration keeps the meaning, and it stays only where its size is a constant
   (no heap allocation per iteration): it may pass a loop whose iterations each touch a
-  symbolic amount on the way to one inside where the amount is constant; never a
-  thread-bound loop, a thread attribute or a `while`.
+  symbolic amount on the way to one inside where the amount is constant. It enters a
+  thread-bound loop only where the GPU keeps a copy per iteration anyway: shared and local
+  storage a blockIdx loop, local storage a threadIdx loop (so a shared-memory tile or a
+  register accumulator a GPU schedule caches shrinks to what one block or thread touches);
+  never a thread attribute or a `while`.
 - Compaction: each dimension shrinks to the bounding box of the accesses under the new place,
   when its width is a constant smaller than the old extent; indices are shifted by the box's
   start.
@@ -25,9 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.arith import Analyzer
-from tirc.ir.arith.linear import to_linear
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import BinOp, BufferLoad, IntImm, PrimExpr, Var, binop, cast
+from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.node import Node
@@ -45,7 +47,14 @@ from tirc.ir.stmt import (
 )
 from tirc.ir.visitor import Mutator, Visitor, field_names
 from tirc.passes.pass_base import PassContext, PrimFuncPass
-from tirc.passes.schedule.regions import Bounds, relax, union_bounds
+from tirc.passes.schedule.regions import (
+    Bounds,
+    bounds_width,
+    iterations_disjoint,
+    like,
+    relax,
+    union_bounds,
+)
 
 THREAD_ATTRS = ("thread_extent", "virtual_thread", "launch_thread")
 
@@ -227,85 +236,29 @@ def _mentions(e: PrimExpr, vs: set[Var]) -> bool:
     return finder.found
 
 
-def _width(b: Bounds, an: Analyzer) -> int | None:
-    w = an.simplify(binop("add", binop("sub", b[1], _like(b[0], b[1])), 1))
-    return w.value if isinstance(w, IntImm) else None
+BLOCK_SCOPED = ("shared", "shared.dyn", "local")  # one copy per GPU block or thread
+THREAD_SCOPED = ("local",)                       # one copy per GPU thread
 
 
-def _like(e: PrimExpr, other: PrimExpr) -> PrimExpr:
-    return e if e.dtype == other.dtype else cast(other.dtype, e)
+def _per_copy(s: For, buf: Buffer) -> bool:
+    """A thread-bound loop that gives every iteration its own copy of `buf` anyway: a
+    blockIdx loop for shared and local storage, a threadIdx loop for local storage."""
+    tag = s.thread_tag or ""
+    if tag.startswith("blockIdx"):
+        return buf.scope in BLOCK_SCOPED
+    return tag.startswith("threadIdx") and buf.scope in THREAD_SCOPED
 
 
-def _digits(atom: PrimExpr, v: Var) -> tuple[int, int | None] | None:
-    """The digits of `v` an expression reads, as (lo, hi): `v` -> (1, None), `v % m` -> (1, m),
-    `v // m` -> (m, None), `v // m % n` -> (m, m * n); None for other forms."""
-    if atom is v:
-        return 1, None
-    if not isinstance(atom, BinOp) or not isinstance(atom.b, IntImm) or atom.b.value <= 0:
-        return None
-    c = atom.b.value
-    if atom.op == "floordiv" and atom.a is v:
-        return c, None
-    if atom.op == "floormod":
-        if atom.a is v:
-            return 1, c
-        inner = atom.a
-        if isinstance(inner, BinOp) and inner.op == "floordiv" and inner.a is v \
-                and isinstance(inner.b, IntImm) and inner.b.value > 0:
-            return inner.b.value, inner.b.value * c
-    return None
-
-
-def _separating_digits(b: Bounds | None, v: Var, an: Analyzer) -> tuple[int, int | None] | None:
-    """The digits of `v` that tell apart iterations along one dimension: the region's start is
-    `s * key(v) + (terms without v)` and its width is at most |s|; None when it does not."""
-    if b is None:
-        return None
-    width = _width(b, an)
-    if width is None:
-        return None
-    lin = to_linear(b[0])
-    with_v = [(atom, coef) for atom, coef in lin.terms.items() if _mentions(atom, {v})]
-    if len(with_v) != 1:
-        return None
-    atom, coef = with_v[0]
-    if width > abs(coef):
-        return None
-    return _digits(atom, v)
-
-
-def _iterations_disjoint(loop: For, region: list[Bounds | None], an: Analyzer) -> bool:
-    """True when two different iterations of `loop` never touch the same element."""
-    v = loop.loop_var
-    digits = [d for d in (_separating_digits(b, v, an) for b in region) if d is not None]
-    if any(hi is None and lo == 1 for lo, hi in digits):
-        return True          # some dimension's start moves with v itself
-    if not (isinstance(loop.min, IntImm) and loop.min.value == 0 and
-            isinstance(loop.extent, IntImm)):
-        return False
-    # Known: v mod `known`. A key reading digits [lo, hi) with lo | known and known | hi
-    # extends that to v mod hi (hi None: all of v).
-    known = 1
-    progress = True
-    while progress and known < loop.extent.value:
-        progress = False
-        for lo, hi in digits:
-            if known % lo == 0 and (hi is None or (hi % known == 0 and hi > known)):
-                known = loop.extent.value if hi is None else hi
-                progress = True
-    return known >= loop.extent.value
-
-
-def _can_enter(s: Stmt) -> bool:
+def _can_enter(s: Stmt, buf: Buffer) -> bool:
     """Statements an allocation may move into (loops only after the disjointness check)."""
     if isinstance(s, For):
-        return s.kind != ForKind.THREAD_BINDING
+        return s.kind != ForKind.THREAD_BINDING or _per_copy(s, buf)
     if isinstance(s, AttrStmt):
         return s.key not in THREAD_ATTRS
     return isinstance(s, (SeqStmt, LetStmt, IfThenElse, Allocate, AssertStmt))
 
 
-def _placement(accesses: list[_Access], ndim: int, an: Analyzer) -> int:
+def _placement(accesses: list[_Access], buf: Buffer, an: Analyzer) -> int:
     """How deep (an index into every access's path) the allocation can go. It passes a loop
     whose iterations touch disjoint elements even when each touches a symbolic amount (the
     rows of a tile loop nested in a loop over column panels), but settles only where it has a
@@ -318,14 +271,15 @@ def _placement(accesses: list[_Access], ndim: int, an: Analyzer) -> int:
         if any(len(a.path) <= depth + 1 for a in accesses):
             return settled  # an access in this statement's own expressions
         child = accesses[0].path[depth + 1]
-        if any(a.path[depth + 1] is not child for a in accesses) or not _can_enter(node):
+        if any(a.path[depth + 1] is not child for a in accesses) or not _can_enter(node, buf):
             return settled
         if isinstance(node, For):
-            per_iteration = _region(accesses, depth + 1, ndim, an)
-            if any(b is None for b in per_iteration) or \
-                    not _iterations_disjoint(node, per_iteration, an):
+            per_iteration = _region(accesses, depth + 1, buf.ndim, an)
+            if any(b is None for b in per_iteration) or not (
+                    (node.kind == ForKind.THREAD_BINDING and _per_copy(node, buf))
+                    or iterations_disjoint(node, per_iteration, an)):
                 return settled  # a private copy per iteration would not be safe
-            constant = all(_width(b, an) is not None for b in per_iteration)
+            constant = all(bounds_width(b, an) is not None for b in per_iteration)
         depth += 1
         if constant:
             settled = depth
@@ -353,7 +307,7 @@ class _Rewrite(Mutator):
         out = []
         for idx, start in zip(indices, self.starts):
             out.append(idx if start is None else
-                       self.an.simplify(binop("sub", idx, _like(start, idx))))
+                       self.an.simplify(binop("sub", idx, like(start, idx))))
         return tuple(out)
 
     def visit_BufferLoad(self, e: BufferLoad) -> Any:
@@ -391,13 +345,13 @@ def compact(alloc: Allocate, mentions: _Mentions | None = None) -> Stmt:
     if not accesses:
         return alloc
     an = Analyzer()
-    depth = _placement(accesses, b.ndim, an)
+    depth = _placement(accesses, b, an)
     place = accesses[0].path[depth]
     region = _region(accesses, depth, b.ndim, an)
     shape: list[PrimExpr] = []
     starts: list[PrimExpr | None] = []
     for dim, bounds in zip(b.shape, region):
-        width = None if bounds is None else _width(bounds, an)
+        width = None if bounds is None else bounds_width(bounds, an)
         full = dim.value if isinstance(dim, IntImm) else None
         if width is None or width <= 0 or (full is not None and width >= full):
             shape.append(dim)

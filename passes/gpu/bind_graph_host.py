@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
-from tirc.ir.buffer import Buffer
-from tirc.ir.expr import Call, IntImm, Var
+from tirc.ir.expr import Call, IntImm
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
-from tirc.ir.ops.sinfo_util import INT64
 from tirc.ir.stmt import (
     Allocate,
     AssertStmt,
@@ -35,11 +34,12 @@ from tirc.ir.stmt import (
     Stmt,
     seq,
 )
-from tirc.passes.gpu.default_schedule_gpu import schedule_block
-from tirc.passes.gpu.schedule_builders import bound
+from tirc.passes.gpu.default_schedule_gpu import gpu_target
+from tirc.passes.gpu.device_launch import launch_rest, one_thread
 from tirc.passes.graph.lower_extern import CALL_PACKED
 from tirc.passes.graph.lower_graph import GRAPH_ATTR
 from tirc.passes.pass_base import PassContext, PrimFuncPass
+from tirc.passes.schedule_rules.api import schedule_function
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class GPUBindGraphHost(PrimFuncPass):
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
         if not func.attrs.get(GRAPH_ATTR):
             return func
-        body = bind_host(func.body)
+        body = bind_host(func.body, ctx.target)
         return func if body is func.body else dataclasses.replace(func, body=body)
 
 
@@ -74,34 +74,23 @@ def nest_block(s: Stmt) -> Block | None:
     return s.block
 
 
-def one_thread(s: Stmt) -> Stmt:
-    """`s` in a kernel of one block of one thread."""
-    one = IntImm(1, INT64)
-    return bound(Var("const_bx", INT64), one, "blockIdx.x",
-                 bound(Var("const_tx", INT64), one, "threadIdx.x", s))
-
-
-def bind_host(s: Stmt) -> Stmt:
+def bind_host(s: Stmt, target: Any = None) -> Stmt:
     """Host statements with every block nest and store moved into a kernel."""
     if isinstance(s, SeqStmt):
-        parts = [bind_host(x) for x in s.seq]
+        parts = [bind_host(x, target) for x in s.seq]
         return s if all(a is b for a, b in zip(parts, s.seq)) else seq(*parts)
     if isinstance(s, Allocate | LetStmt | AssertStmt | AttrStmt):
-        body = bind_host(s.body)
+        body = bind_host(s.body, target)
         return s if body is s.body else dataclasses.replace(s, body=body)
     if isinstance(s, BufferStore):
-        return one_thread(s)
+        return one_thread(s, "const")
     if isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op == CALL_PACKED:
         return s  # a host step of the launch plan (backends/nvptx/launch_plan.py)
     if isinstance(s, BlockRealize) and not s.iter_values:
-        body = bind_host(s.block.body)
+        body = bind_host(s.block.body, target)
         return s if body is s.block.body else \
             dataclasses.replace(s, block=dataclasses.replace(s.block, body=body))
-    blk = nest_block(s)
-    if blk is None:
+    if nest_block(s) is None:
         return s
-    scratch: list[Buffer] = []
-    out = schedule_block(blk, scratch)
-    for buf in reversed(scratch):
-        out = Allocate(buf, out)
-    return out
+    nest = PrimFunc("host_copy", (), {}, s)
+    return launch_rest(schedule_function(nest, gpu_target(target))[0]).body

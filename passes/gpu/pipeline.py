@@ -33,8 +33,10 @@ def gpu_pipeline(opt_level: int) -> list[str]:
     ]
     steps += graph_steps_gpu(opt_level)
     steps += [
+        "gpu-lower-cross-thread-reduction",  # reductions bound to threads -> shared trees
         "lower-init",              # block `init` -> `if` on the first reduction iteration
         "lower-blocks",            # blocks -> loop nests (thread bindings kept)
+        "compact-buffers",         # cached tiles shrunk to what a block or thread touches
         "lower-layouts",           # buffers with layouts -> flat storage, physical offsets
         "flatten-buffers",         # n-d accesses -> 1-d offsets
     ]

@@ -1,9 +1,11 @@
 """gpu-storage-sync: insert the block barriers that shared memory needs, where they are missing.
 
 In a kernel, the statements between the blockIdx loops and the threadIdx loops run for the
-whole block in step: sibling threadIdx loops are phases. When one phase writes a shared buffer
-that a later phase reads or writes (or reads one that a later phase overwrites), the threads
-must meet at a barrier in between, `T.tvm_storage_sync("shared")` (bar.sync 0). This pass
+whole block in step: sibling threadIdx loops are phases. When one phase writes a shared (or
+global) buffer that a later phase reads or writes (or reads one that a later phase
+overwrites), the threads must meet at a barrier in between, `T.tvm_storage_sync("shared")`
+(bar.sync 0, which also orders the block's global memory accesses): a row's maximum that one
+thread stores in a global workspace and every thread then reads, for instance. This pass
 walks each kernel's block-level statements in order, tracks the shared accesses made since the
 last barrier, and puts a barrier before the first statement that conflicts with them. A serial
 loop at block level is walked twice, so that a conflict between the end of one iteration and
@@ -56,7 +58,7 @@ from tirc.passes.gpu.thread_tags import (
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 from tirc.passes.rebind import used_vars
 
-SHARED_SCOPES = ("shared", "shared.dyn")
+PRIVATE_SCOPES = ("local", "warp")  # one copy per thread: never shared between phases
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,7 @@ class _Region:
         out: list[Access] = []
 
         def record(buf: Buffer, indices: tuple[PrimExpr, ...], write: bool) -> None:
-            if buf.scope not in SHARED_SCOPES:
+            if buf.scope in PRIVATE_SCOPES:
                 return
             index: tuple[PrimExpr, ...] | None = tuple(substitute(i, rename) for i in indices)
             names = used_vars(*index)

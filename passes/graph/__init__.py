@@ -2,6 +2,6 @@
 
 normalize (struct info), legalize-ops (operators -> call_tir of generated kernels, built with
 kernel.Kernel and the legalize_* tables), annotate-op-pattern, fold-constants, fuse-ops,
-fuse-tir, dead-code-elim, default-schedule (schedule_matmul for matmuls), memory-plan and
+fuse-tir, dead-code-elim, default-schedule (the schedule rules), memory-plan and
 lower-graph (the exported host function).
 """

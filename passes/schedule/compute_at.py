@@ -217,7 +217,8 @@ def _check_producers_complete(prim: str, partners: list[BlockSite], lp: For,
                 continue
             r = relax(value, dom)
             lo, hi = loop_bounds(iv.dom.min, iv.dom.extent)
-            if r is None or const_diff(r[0], lo, an) != 0 or const_diff(r[1], hi, an) != 0:
+            # the loops inside cover the whole range (a guarded split may reach past it)
+            if r is None or not prove_le(r[0], lo, an) or not prove_le(hi, r[1], an):
                 raise ScheduleError(
                     f"{prim}: producer block \"{p.name}\" is a reduction that does not complete "
                     f"its elements within one iteration of loop {lp.loop_var.name} (its "
@@ -378,7 +379,11 @@ def _new_nest(prim: str, br: BlockRealize, need: dict[Buffer, list[Bounds | None
             value = ax
         else:
             value = an.simplify(binop("add", lo_v, ax))
-        if not isinstance(extent, IntImm):
+        if not isinstance(extent, IntImm) and not uses_any(extent, lvars) and \
+                not lowers and not uppers:
+            # a symbolic extent the same in every iteration (a whole row of n)
+            extent = extent if extent.dtype == dt else cast(dt, extent)
+        elif not isinstance(extent, IntImm):
             bound = min_bound(extent_upper_bound(lo, hi, an),
                               div_extent_bound(without_clamps(lo, "max", lvars),
                                                without_clamps(hi, "min", lvars), an))
@@ -390,7 +395,7 @@ def _new_nest(prim: str, br: BlockRealize, need: dict[Buffer, list[Bounds | None
         elif extent.dtype != dt:
             extent = const(extent.value, dt)  # the loop's extent in its variable's dtype
         with an.scope():
-            an.bind(ax, (const(0, dt), const(extent.value - 1, dt)))
+            an.bind(ax, (const(0, dt), binop("sub", extent, const(1, dt))))
             for c in [binop("ge", value, x) for x in lowers] + \
                     [binop("lt", value, an.simplify(binop("add", x, 1))) for x in uppers]:
                 if not an.can_prove(c) and not any(structural_equal(c, g) for g in guards):

@@ -15,13 +15,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tirc.ir.arith import Analyzer
-from tirc.ir.arith.linear import is_index_dtype, to_linear
-from tirc.ir.buffer import Buffer, BufferRegion
-from tirc.ir.expr import PrimExpr, Var, binop
+from tirc.ir.arith.linear import Linear, is_index_dtype, to_linear
+from tirc.ir.buffer import Buffer, BufferRegion, Range
+from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var, binop
 from tirc.ir.stmt import Block, BlockRealize, For, IterKind, Stmt
 from tirc.ir.visitor import substitute
 from tirc.passes.schedule.access import binding_map, effective_regions
-from tirc.passes.schedule.regions import Bounds, loop_bounds, relax_region, uses_any
+from tirc.passes.schedule.regions import (
+    Bounds,
+    iterations_disjoint,
+    loop_bounds,
+    relax_region,
+    uses_any,
+)
 from tirc.passes.schedule.state import ScheduleError
 from tirc.passes.schedule.tree import Path, children, scope_index
 
@@ -222,3 +228,145 @@ def bind_outer_loops(an: Analyzer, path: Path) -> None:
     for s in path:
         if isinstance(s, For):
             an.bind(s.loop_var, loop_bounds(s.min, s.extent))
+
+
+def check_distinct_instances(prim: str, sites: list[BlockSite], loop: For,
+                             an: Analyzer) -> None:
+    """Different iterations of `loop` run different instances of every block under it: the
+    values of the spatial variables it feeds, over the loops inside it, must be apart for
+    each iteration (`vi = i + k` with `k` inside `i` reaches one element from two values of
+    `i`, so two threads would write it)."""
+    v = loop.loop_var
+    for site in sites:
+        inner: list[For] = []
+        seen = False
+        for s in site.path[:-1]:
+            if s is loop:
+                seen = True
+            elif seen and isinstance(s, For):
+                inner.append(s)
+        dom = {x.loop_var: loop_bounds(x.min, x.extent) for x in inner}
+        region: list[Bounds | None] = []
+        for iv, value in zip(site.block.iter_vars, site.realize.iter_values):
+            if iv.kind == IterKind.SPATIAL and uses_any(value, {v}):
+                r = relax_region((Range(value, IntImm(1, value.dtype)),), dom, an)[0]
+                region.append(r)
+        if not region:
+            continue
+        with an.scope():
+            an.bind(v, loop_bounds(loop.min, loop.extent))
+            values = [value for iv, value in zip(site.block.iter_vars, site.realize.iter_values)
+                      if iv.kind == IterKind.SPATIAL and uses_any(value, {v})]
+            if not iterations_disjoint(loop, region, an) and \
+                    not _recoverable(v, values, inner):
+                raise ScheduleError(
+                    f"{prim}: different iterations of loop {v.name} may run the same instance "
+                    f"of block \"{site.name}\" (its bindings do not tell the iterations apart)")
+
+
+def _linear_in_loops(e: PrimExpr) -> Linear | None:
+    """`e` as a linear form whose atoms are variables, else None."""
+    if not is_index_dtype(e.dtype):
+        return None
+    lin = to_linear(e)
+    return lin if all(isinstance(a, Var) for a in lin.terms) else None
+
+
+def _recovered(v: Var, values: list[PrimExpr], inner: list[For]) -> list[Linear]:
+    """Linear forms of the loops that the values determine when the loops outside `v`'s are
+    fixed: a linear value itself, or `X` from atoms `X // c` and `Y % c` (each a value's only
+    part that varies with `v` or the loops inside it) where `X - Y` is a multiple of c (the
+    split of a fused index, which the simplifier may have rewritten modulo c)."""
+    varying = {v} | {x.loop_var for x in inner}
+    out: list[Linear] = []
+    atoms: list[PrimExpr] = []
+    for e in values:
+        lin = _linear_in_loops(e)
+        if lin is not None:
+            out.append(lin)
+            continue
+        if not is_index_dtype(e.dtype):
+            continue
+        full = to_linear(e)
+        moving = [(a, k) for a, k in full.terms.items() if uses_any(a, varying)]
+        if len(moving) == 1 and abs(moving[0][1]) == 1 and not isinstance(moving[0][0], Var):
+            atoms.append(moving[0][0])
+    divs = [(e.a, e.b.value) for e in atoms if isinstance(e, BinOp) and e.op == "floordiv"
+            and isinstance(e.b, IntImm) and e.b.value > 0]
+    mods = [(e.a, e.b.value) for e in atoms if isinstance(e, BinOp) and e.op == "floormod"
+            and isinstance(e.b, IntImm) and e.b.value > 0]
+    out += _digit_chains(atoms)
+    for x, c in divs:
+        lx = _linear_in_loops(x)
+        if lx is None:
+            continue
+        for y, c2 in mods:
+            ly = _linear_in_loops(y)
+            if c2 != c or ly is None:
+                continue
+            diff = lx.copy()
+            diff.add(ly, -1)
+            if diff.const % c == 0 and all(k % c == 0 for k in diff.terms.values()):
+                out.append(lx)
+    return out
+
+
+def _digit(atom: PrimExpr) -> tuple[PrimExpr, PrimExpr | None, PrimExpr | None] | None:
+    """(X, P, M) of a digit `(X // P) % M` (P None: no division; M None: no modulo)."""
+    mod = None
+    if isinstance(atom, BinOp) and atom.op == "floormod":
+        atom, mod = atom.a, atom.b
+    if isinstance(atom, BinOp) and atom.op == "floordiv":
+        return atom.a, atom.b, mod
+    return (atom, None, mod) if mod is not None else None
+
+
+def _digit_chains(atoms: list[PrimExpr]) -> list[Linear]:
+    """Linear forms `X` that a complete set of digits recovers, symbolic radices included:
+    `X % M1`, `(X // M1) % M2`, ..., `X // (M1 * M2 * ...)`, as a fuse of loops with
+    symbolic extents writes them."""
+    from tirc.ir.arith import Analyzer
+    from tirc.ir.structural import structural_equal
+
+    an = Analyzer()
+    digits = [d for d in (_digit(a) for a in atoms) if d is not None]
+    out: list[Linear] = []
+    for x, _, _ in digits:
+        lx = _linear_in_loops(x)
+        if lx is None or any(lin.terms == lx.terms and lin.const == lx.const for lin in out):
+            continue
+        mine = [(p, m) for y, p, m in digits if structural_equal(x, y)]
+        place: PrimExpr | None = None  # the weight of the next digit (None: 1)
+        while True:
+            step = next(((p, m) for p, m in mine if (p is None and place is None) or (
+                p is not None and place is not None and an.can_prove(binop("eq", p, place)))),
+                None)
+            if step is None:
+                break
+            if step[1] is None:
+                out.append(lx)
+                break
+            place = step[1] if place is None else binop("mul", place, step[1])
+    return out
+
+
+def _recoverable(v: Var, values: list[PrimExpr], inner: list[For]) -> bool:
+    """Whether some value the bindings determine fixes `v` while the loops `inner` (inside
+    its loop) range freely: `v`'s coefficient is larger than all they can add."""
+    for lin in _recovered(v, values, inner):
+        coef = lin.terms.get(v, 0)
+        if coef == 0:
+            continue
+        reach = 0
+        ok = True
+        for x in inner:
+            c = lin.terms.get(x.loop_var, 0)
+            if c == 0:
+                continue
+            if not isinstance(x.extent, IntImm):
+                ok = False
+                break
+            reach += abs(c) * (x.extent.value - 1)
+        if ok and reach < abs(coef):
+            return True
+    return False

@@ -1,5 +1,6 @@
 """Loop primitives: split, fuse, reorder, and the loop kinds (parallel, vectorize, unroll,
-bind), plus annotate. Each checks its preconditions and says precisely why it cannot apply."""
+bind), plus annotate and add_unit_loop. Each checks its preconditions and says precisely why
+it cannot apply."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ import math
 from typing import Any
 
 from tirc.ir.arith import Analyzer, simplify
+from tirc.ir.dtype import INT32
 from tirc.ir.expr import IntImm, PrimExpr, Var, binop, const, is_const_int
 from tirc.ir.stmt import BlockRealize, For, ForKind, IfThenElse, SeqStmt, Stmt
 from tirc.ir.visitor import Mutator, substitute
+from tirc.passes.schedule.cross_thread import check_cross_thread, feeds_reduction
 from tirc.passes.schedule.dependence import (
     bind_outer_loops,
+    check_distinct_instances,
     check_iter_kinds,
     check_not_carried,
     child_sites,
@@ -242,7 +246,9 @@ def reorder(s: ScheduleState, *loops: Any) -> None:
 def _check_independent(s: ScheduleState, path: Path, lp: For, prim: str) -> None:
     sites = child_sites(path)
     check_iter_kinds(prim, sites, lp, allow_reduce=False)
-    check_not_carried(prim, sites, lp, [lp], outer_analyzer(path))
+    an = outer_analyzer(path)
+    check_distinct_instances(prim, sites, lp, an)
+    check_not_carried(prim, sites, lp, [lp], an)
 
 
 def _set_kind(s: ScheduleState, loop: Any, kind: ForKind, prim: str,
@@ -268,10 +274,17 @@ def unroll(s: ScheduleState, loop: Any) -> None:
 
 
 def bind(s: ScheduleState, loop: Any, thread_axis: Any) -> None:
-    """Bind the loop to a GPU thread axis (checked like parallel)."""
+    """Bind the loop to a GPU thread axis (checked like parallel). A loop that feeds a
+    reduction may be bound to threadIdx: a cross-thread reduction (cross_thread.py)."""
     if thread_axis not in THREAD_TAGS:
         raise ScheduleError(f"bind: unknown thread axis {thread_axis!r} (expected one of "
                             f"{', '.join(THREAD_TAGS)})")
+    path, lp = s.loop(loop, "bind")
+    if feeds_reduction(path, lp):
+        check_cross_thread("bind", path, lp, thread_axis)
+        s.replace(path, dataclasses.replace(lp, kind=ForKind.THREAD_BINDING,
+                                            thread_tag=thread_axis), "bind")
+        return
     _set_kind(s, loop, ForKind.THREAD_BINDING, "bind", thread_axis)
 
 
@@ -320,3 +333,18 @@ def unannotate(s: ScheduleState, block_or_loop: Any, ann_key: Any) -> None:
     s.replace(path, dataclasses.replace(br, block=dataclasses.replace(blk, annotations=anns)),
               "unannotate")
 
+
+
+def add_unit_loop(s: ScheduleState, block_or_loop: Any) -> LoopRV:
+    """A loop of one iteration around a block or loop (TVM's add_unit_loop): something to
+    bind to a GPU axis when a block has no loop of its own."""
+    prim = "add_unit_loop"
+    if isinstance(block_or_loop, LoopRV):
+        path, node = s.loop(block_or_loop, prim)
+    else:
+        path, node, _ = s.block(block_or_loop, prim)
+    dt = node.loop_var.dtype if isinstance(node, For) else INT32
+    v = Var("u", dt)
+    s.replace(path, For(v, const(0, dt), const(1, dt), ForKind.SERIAL, node, span=node.span),
+              prim)
+    return LoopRV(v)

@@ -31,6 +31,7 @@ PRIMITIVES: dict[str, Callable[..., Any]] = {
     "unroll": loops.unroll,
     "bind": loops.bind,
     "annotate": loops.annotate,
+    "add_unit_loop": loops.add_unit_loop,
     "unannotate": loops.unannotate,
     "compute_at": compute_at.compute_at,
     "reverse_compute_at": compute_at.reverse_compute_at,

@@ -87,7 +87,7 @@ def decompose_reduction(s: ScheduleState, block: Any, loop: Any) -> BlockRV:
 # ---- rfactor ---------------------------------------------------------------------------
 
 
-def _identity(op: str, dt: DType) -> PrimExpr:
+def identity(op: str, dt: DType) -> PrimExpr:
     if op == "add":
         return const(0, dt)
     if op == "mul":
@@ -100,7 +100,7 @@ def _identity(op: str, dt: DType) -> PrimExpr:
     return IntImm(int(info.max if hi else info.min), dt)
 
 
-def _reduction_pattern(prim: str, blk: Any) -> tuple[Buffer, tuple[PrimExpr, ...], str,
+def reduction_pattern(prim: str, blk: Any) -> tuple[Buffer, tuple[PrimExpr, ...], str,
                                                       PrimExpr, PrimExpr]:
     """(buffer, indices, combiner, rhs, init value) of `X[s] = X[s] op rhs`."""
     body, init = blk.body, blk.init
@@ -129,7 +129,7 @@ def rfactor(s: ScheduleState, loop: Any, factor_axis: Any = 0) -> BlockRV:
                             f"under it, it has {len(sites)}")
     site = sites[0]
     br, blk = site.realize, site.block
-    buf, idx, op, rhs, init_value = _reduction_pattern(prim, blk)
+    buf, idx, op, rhs, init_value = reduction_pattern(prim, blk)
     lv = lp.loop_var
     spatial = [(iv, v) for iv, v in zip(blk.iter_vars, br.iter_values)
                if iv.kind == IterKind.SPATIAL]
@@ -185,7 +185,7 @@ def rfactor(s: ScheduleState, loop: Any, factor_axis: Any = 0) -> BlockRV:
     rf_load = BufferLoad(rf_buf, rf_idx, buf.dtype)
     new_rhs = substitute(rhs, full_map)
     rf_body = BufferStore(rf_buf, binop(op, rf_load, new_rhs), rf_idx)
-    rf_init = BufferStore(rf_buf, _identity(op, buf.dtype), rf_idx)
+    rf_init = BufferStore(rf_buf, identity(op, buf.dtype), rf_idx)
     point = tuple(Range(i, IntImm(1, i.dtype)) for i in rf_idx)
     rf_reads = [BufferRegion(rf_buf, point)] + [
         substitute(r, full_map) for r in blk.reads if r.buffer is not buf]

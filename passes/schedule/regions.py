@@ -15,6 +15,7 @@ from tirc.ir.arith import Analyzer
 from tirc.ir.arith.linear import Linear, from_linear, is_index_dtype, to_linear
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import BinOp, Cast, IntImm, PrimExpr, Var, binop, cast
+from tirc.ir.stmt import For
 from tirc.ir.visitor import any_node, post_order_visit
 
 Bounds = tuple[PrimExpr, PrimExpr]
@@ -85,11 +86,9 @@ def relax(e: PrimExpr, dom: Dom) -> Bounds | None:
 
 
 def _relax_atom(e: PrimExpr, dom: Dom) -> Bounds | None:
-    if isinstance(e, Cast) and e.dtype.is_int and e.value.dtype.is_int and \
-            e.dtype.bits >= e.value.dtype.bits and \
-            (e.dtype.kind == e.value.dtype.kind or
-             (e.value.dtype.kind == "uint" and e.dtype.bits > e.value.dtype.bits)):
-        # a widening integer cast keeps the order of values
+    if isinstance(e, Cast) and e.dtype.is_int and e.value.dtype.is_int:
+        # an integer cast keeps the order of the values an index takes (a narrowing one
+        # would only reorder values that no buffer dimension reaches)
         r = relax(e.value, dom)
         return None if r is None else (cast(e.dtype, r[0]), cast(e.dtype, r[1]))
     if not isinstance(e, BinOp):
@@ -166,7 +165,10 @@ def prove_le(a: PrimExpr, b: PrimExpr, an: Analyzer) -> bool:
         return True
     if a.dtype != b.dtype:
         b = cast(a.dtype, b)
-    return an.can_prove(binop("le", a, b))
+    if an.can_prove(binop("le", a, b)):
+        return True
+    lo = an.bound_of(an.simplify(binop("sub", b, a)))[0]  # `127 - (k + 127) % 128 >= 0`
+    return lo is not None and lo >= 0
 
 
 def _pick(a: PrimExpr, b: PrimExpr, op: str, an: Analyzer) -> PrimExpr:
@@ -244,3 +246,90 @@ def clip(b: Bounds, buf: Buffer, dim: int, an: Analyzer) -> Bounds:
         return b  # one element: an access the program makes, so in bounds
     lo, hi = full_bounds(buf, dim)
     return intersect_bounds([b, (lo, an.simplify(hi))], an)
+
+
+# ---- iterations that touch disjoint elements -------------------------------------------
+
+
+def bounds_width(b: Bounds, an: Analyzer) -> int | None:
+    w = an.simplify(binop("add", binop("sub", b[1], like(b[0], b[1])), 1))
+    return w.value if isinstance(w, IntImm) else None
+
+
+def like(e: PrimExpr, other: PrimExpr) -> PrimExpr:
+    return e if e.dtype == other.dtype else cast(other.dtype, e)
+
+
+def _digits(atom: PrimExpr, v: Var) -> tuple[int, int | None] | None:
+    """The digits of `v` an expression reads, as (lo, hi): `v` -> (1, None), `v % m` -> (1, m),
+    `v // m` -> (m, None), `v // m % n` -> (m, m * n); None for other forms."""
+    if atom is v:
+        return 1, None
+    if not isinstance(atom, BinOp) or not isinstance(atom.b, IntImm) or atom.b.value <= 0:
+        return None
+    c = atom.b.value
+    if atom.op == "floordiv" and atom.a is v:
+        return c, None
+    if atom.op == "floormod":
+        if atom.a is v:
+            return 1, c
+        inner = atom.a
+        if isinstance(inner, BinOp) and inner.op == "floordiv" and inner.a is v \
+                and isinstance(inner.b, IntImm) and inner.b.value > 0:
+            return inner.b.value, inner.b.value * c
+    return None
+
+
+def _separating_digits(b: Bounds | None, v: Var, an: Analyzer) -> tuple[int, int | None] | None:
+    """The digits of `v` that tell apart iterations along one dimension: the region's start is
+    `s * key(v) + (terms without v)` and its width is at most |s|; None when it does not."""
+    if b is None:
+        return None
+    width = bounds_width(b, an)
+    if width is None:
+        return None
+    lin = to_linear(b[0])
+    with_v = [(atom, coef) for atom, coef in lin.terms.items() if uses_any(atom, {v})]
+    if not with_v:
+        return None
+    if len(with_v) == 1:
+        atom, coef = with_v[0]
+        return None if width > abs(coef) else _digits(atom, v)
+    # Several digits of `v` in one dimension (`v // 32 * 8 + v // 4 % 8`): they tell the
+    # iterations apart as one number when each weighs more than all below it can add.
+    parts = []
+    for atom, coef in with_v:
+        d = _digits(atom, v)
+        if d is None or coef <= 0:
+            return None
+        parts.append((d, coef))
+    parts.sort(key=lambda p: p[0][0])
+    reach = width - 1
+    for k, ((lo, hi), coef) in enumerate(parts):
+        if coef <= reach or (k + 1 < len(parts) and (hi is None or hi != parts[k + 1][0][0])):
+            return None
+        if hi is not None:
+            reach += coef * (hi // lo - 1)
+    return parts[0][0][0], parts[-1][0][1]
+
+
+def iterations_disjoint(loop: For, region: list[Bounds | None], an: Analyzer) -> bool:
+    """True when two different iterations of `loop` never touch the same element."""
+    v = loop.loop_var
+    digits = [d for d in (_separating_digits(b, v, an) for b in region) if d is not None]
+    if any(hi is None and lo == 1 for lo, hi in digits):
+        return True          # some dimension's start moves with v itself
+    if not (isinstance(loop.min, IntImm) and loop.min.value == 0 and
+            isinstance(loop.extent, IntImm)):
+        return False
+    # Known: v mod `known`. A key reading digits [lo, hi) with lo | known and known | hi
+    # extends that to v mod hi (hi None: all of v).
+    known = 1
+    progress = True
+    while progress and known < loop.extent.value:
+        progress = False
+        for lo, hi in digits:
+            if known % lo == 0 and (hi is None or (hi % known == 0 and hi > known)):
+                known = loop.extent.value if hi is None else hi
+                progress = True
+    return known >= loop.extent.value

@@ -33,8 +33,9 @@ def check_exactly_once(prim: str, br: BlockRealize, ranges: dict[Var, Bounds],
     owner: dict[Var, Var] = {}
     for iv in blk.iter_vars:
         if not uses_any(ranges[iv.var], loops):
-            if const_diff(ranges[iv.var][0], origs[iv.var][0], an) == 0 and \
-                    const_diff(ranges[iv.var][1], origs[iv.var][1], an) == 0:
+            # the whole range in every iteration (a guarded split may reach past its end)
+            if prove_le(ranges[iv.var][0], origs[iv.var][0], an) and \
+                    prove_le(origs[iv.var][1], ranges[iv.var][1], an):
                 continue
         if iv.kind != IterKind.SPATIAL or not _tiles(iv.var, ranges[iv.var], origs[iv.var],
                                                       loops, owner, an):

@@ -51,12 +51,15 @@ def hand_scheduled(func: PrimFunc) -> bool:
                     (n.kind != ForKind.SERIAL or bool(n.annotations)))
 
 
+def opted_out(func: PrimFunc, config: Mapping[str, str] | None = None) -> bool:
+    """`T.func_attr({"tirc.schedule": "none"})`, or pass config `schedule.default=none`."""
+    return (config or {}).get(CONFIG_KEY) == "none" or func.attrs.get(SCHEDULE_ATTR) == "none"
+
+
 def wants_default_schedule(func: PrimFunc, config: Mapping[str, str] | None = None) -> bool:
-    """Whether the default rules schedule `func`: not opted out (attribute or pass config),
-    not scheduled already (by its own @S.schedule or by hand)."""
-    if (config or {}).get(CONFIG_KEY) == "none":
-        return False
-    if func.attrs.get(SCHEDULE_ATTR) == "none" or func.attrs.get(SCHEDULED_ATTR):
+    """Whether the default CPU rules schedule `func`: not opted out (attribute or pass
+    config), not scheduled already (by its own @S.schedule or by hand)."""
+    if opted_out(func, config) or func.attrs.get(SCHEDULED_ATTR):
         return False
     return not hand_scheduled(func)
 

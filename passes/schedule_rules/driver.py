@@ -137,7 +137,7 @@ def trace_function(func: PrimFunc, rules: Sequence[ScheduleRule], ctx: RuleConte
     """`func` scheduled by `rules`, and its trace; DecisionError when `overrides` name a
     decision the rules do not make, or make a primitive refuse."""
     sch = TracedSchedule(func, dict(overrides or {}))
-    applied = apply_rules(sch, rules, ctx)
+    applied = apply_rules(sch, rules, ctx, dispatch=not ctx.is_gpu)
     unused = sorted(set(sch.overrides) - set(sch.decisions))
     if unused:
         raise DecisionError(f"function \"{func.name}\" has no decision {unused[0]!r} "

@@ -101,8 +101,7 @@ def spatial_nest(sch: TracedSchedule, block: BlockRV, loops: list[LoopRV], lanes
             inner0, inner = sch.split(inner, [None, chunk])
             outer = outer + [inner0]
     sch.vectorize(inner)
-    if outer:
-        sch.parallel(sch.fuse(*outer))
+    parallel_outer(sch, outer)
 
 
 def reduce_inner(sch: TracedSchedule, block: BlockRV) -> bool:
@@ -190,9 +189,11 @@ def split_tile(sch: TracedSchedule, decision: str, loop: LoopRV, default: int,
     return sch.split(loop, [None, factor])
 
 
-def place_epilogue(sch: TracedSchedule, acc: BlockRV, loop: LoopRV) -> list[str]:
+def place_epilogue(sch: TracedSchedule, acc: BlockRV, loop: LoopRV,
+                   vectorize: bool = True) -> list[str]:
     """Place the write-back `acc` of a cache_write (accumulators) and the blocks consuming
-    what it writes under `loop`, each vectorized inside; the names of the consumers moved.
+    what it writes under `loop`, each vectorized inside (when `vectorize`); the names of the
+    consumers moved.
     When the result is an intermediate that one spatial block consumes, it is never stored:
     the write-back is inlined into that block, which reads the accumulators."""
     out = info_of(sch, acc).regions()[1][0].buffer
@@ -203,15 +204,18 @@ def place_epilogue(sch: TracedSchedule, acc: BlockRV, loop: LoopRV) -> list[str]
             sch.attempt("compute_inline", acc)[0]:
         epi = sch.block(consumers[0].name)
         sch.reverse_compute_at(epi, loop)
-        vectorize_inner(sch, epi)
+        if vectorize:
+            vectorize_inner(sch, epi)
         return [consumers[0].name]
     sch.reverse_compute_at(acc, loop)
-    vectorize_inner(sch, acc)
+    if vectorize:
+        vectorize_inner(sch, acc)
     for c in consumers:
         rv = sch.block(c.name)
         ok, _ = sch.attempt("reverse_compute_at", rv, loop)
         if not ok:
             break
-        vectorize_inner(sch, rv)
+        if vectorize:
+            vectorize_inner(sch, rv)
         taken.append(c.name)
     return taken

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import keyword
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -307,12 +307,14 @@ class TracedSchedule:
         self._blocks = snap.blocks
         self.decisions = snap.decisions
 
-    def attempt(self, method: str, *args: Any, **kwargs: Any) -> tuple[bool, Any]:
-        """(True, `getattr(self, method)(...)`), or (False, None) with nothing changed when
-        the primitive refuses."""
+    def attempt(self, method: str | Callable[..., Any], *args: Any,
+                **kwargs: Any) -> tuple[bool, Any]:
+        """(True, `getattr(self, method)(...)`, or `method(...)` for a function of several
+        steps), or (False, None) with nothing changed when a primitive refuses."""
         snap = self.snapshot()
+        fn = getattr(self, method) if isinstance(method, str) else method
         try:
-            return True, getattr(self, method)(*args, **kwargs)
+            return True, fn(*args, **kwargs)
         except DecisionError:
             raise
         except ScheduleError:

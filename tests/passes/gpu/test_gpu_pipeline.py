@@ -16,8 +16,9 @@ from tirc.passes.registry import all_passes
 def test_pipeline_lists_the_steps_in_order() -> None:
     o0 = gpu_pipeline(0)
     assert o0[:2] == ["verify", "apply-schedules"]
-    assert o0[o0.index("lower-init"):] == [
-        "lower-init", "lower-blocks", "lower-layouts", "flatten-buffers", "gpu-inject-vthread",
+    assert o0[o0.index("lower-init") - 1:] == [
+        "gpu-lower-cross-thread-reduction", "lower-init", "lower-blocks", "compact-buffers",
+        "lower-layouts", "flatten-buffers", "gpu-inject-vthread",
         "gpu-thread-binding", "gpu-launch-dims", "gpu-storage-scope", "gpu-storage-sync",
         "gpu-split-host-device", "verify-gpu"]
     o2 = gpu_pipeline(2)
@@ -29,7 +30,8 @@ def test_pipeline_lists_the_steps_in_order() -> None:
 
 def test_gpu_passes_are_registered_under_their_names() -> None:
     registered = all_passes()
-    for name in ("gpu-inject-vthread", "gpu-thread-binding", "gpu-launch-dims",
+    for name in ("gpu-lower-cross-thread-reduction", "gpu-inject-vthread",
+                 "gpu-thread-binding", "gpu-launch-dims",
                  "gpu-storage-scope", "gpu-storage-sync", "gpu-split-host-device", "verify-gpu"):
         assert registered[name].name == name
 

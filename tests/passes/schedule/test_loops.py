@@ -273,14 +273,20 @@ def test_parallel_reduction_loop(sched_error):
 
 
 def test_vectorize_and_bind_check_too(sched_error):
-    for prim in ('sch.vectorize(k)', 'sch.bind(k, "threadIdx.x")'):
-        msg = sched_error(schedule(MATMUL, "matmul", f'''
-            b = sch.get_block("C")
-            i, j, k = sch.get_loops(b)
-            {prim}
-        '''))
-        name = prim.split("(")[0].split(".")[1]
-        assert f"error: {name}: loop k carries a dependence" in msg
+    msg = sched_error(schedule(MATMUL, "matmul", '''
+        b = sch.get_block("C")
+        i, j, k = sch.get_loops(b)
+        sch.vectorize(k)
+    '''))
+    assert "error: vectorize: loop k carries a dependence" in msg
+    # a reduction loop goes to threads only as a cross-thread reduction (threadIdx)
+    msg = sched_error(schedule(MATMUL, "matmul", '''
+        b = sch.get_block("C")
+        i, j, k = sch.get_loops(b)
+        sch.bind(k, "blockIdx.x")
+    '''))
+    assert "error: bind: loop k feeds a reduction; it can be bound to threadIdx.x/y/z (a " \
+        "cross-thread reduction), not blockIdx.x" in msg
 
 
 def test_parallel_between_blocks(sched, sched_error):

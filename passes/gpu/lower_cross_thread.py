@@ -1,0 +1,179 @@
+"""gpu-lower-cross-thread-reduction: a reduction whose loop is bound to threads, as phases.
+
+A schedule binds a reduction loop to threadIdx (`sch.bind(k1, "threadIdx.x")`, checked by
+passes/schedule/cross_thread.py) so that the T threads of a block share the reduction of each
+output element `X = X op value`. This pass (TVM's LowerCrossThreadReduction, with the
+allreduce lowered the way gpu-storage-sync expects) turns the bound loop into phases of the
+block, each a loop over the same threads:
+
+    red = shared (T,), acc = local (1,)
+    for t in threadIdx (T):  acc = identity; <the loops inside t>: acc = acc op value
+                             red[t] = acc
+    for half in P/2, P/4, ..., 1 (P the power of two >= T):
+        barrier;  for t in threadIdx (T): if t < half and t + half < T: red[t] op= red[t+half]
+    barrier;  for t in threadIdx (T): if t == 0: X = init op red[0]
+
+The block's predicate guards the fold (its terms over the reduction loops) and the store (its
+other terms). The loop must sit at block level of its kernel (inside blockIdx and serial loops,
+not inside another threadIdx loop); the result is the same sum in a different order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tirc.ir.buffer import Buffer
+from tirc.ir.diagnostics import CompileError
+from tirc.ir.dtype import HANDLE
+from tirc.ir.expr import BufferLoad, IntImm, Var, binop, const
+from tirc.ir.function import PrimFunc
+from tirc.ir.module import IRModule
+from tirc.ir.node import Node
+from tirc.ir.stmt import (
+    Allocate,
+    BlockRealize,
+    BufferStore,
+    For,
+    ForKind,
+    IfThenElse,
+    IterKind,
+    Stmt,
+    seq,
+)
+from tirc.ir.visitor import Mutator, substitute
+from tirc.passes.gpu.thread_tags import barrier, is_block_tag, is_thread_loop
+from tirc.passes.pass_base import PassContext, PrimFuncPass
+from tirc.passes.schedule.cross_thread import feeds_reduction
+from tirc.passes.schedule.reduction import identity, reduction_pattern
+from tirc.passes.schedule.regions import and_all, conjuncts, uses_any
+from tirc.passes.schedule.state import ScheduleError
+
+PASS = "gpu-lower-cross-thread-reduction"
+
+
+def _fail(msg: str, node: Any) -> CompileError:
+    return CompileError(f"{PASS}: {msg}", getattr(node, "span", None))
+
+
+def _nest(loop: For) -> tuple[list[For], BlockRealize]:
+    """The loops from `loop` down to its one block."""
+    loops = [loop]
+    s: Stmt = loop.body
+    while isinstance(s, For):
+        loops.append(s)
+        s = s.body
+    if not isinstance(s, BlockRealize):
+        raise _fail(f"loop {loop.loop_var.name} is bound to {loop.thread_tag} across a "
+                    f"reduction but holds more than a nest of loops around one block", loop)
+    return loops, s
+
+
+def lower_loop(loop: For, count: int) -> Stmt:
+    """The phases replacing the thread-bound reduction loop `loop`."""
+    loops, br = _nest(loop)
+    blk = br.block
+    try:
+        buf, idx, op, rhs, init_value = reduction_pattern(PASS, blk)
+    except ScheduleError as e:
+        raise _fail(str(e), loop) from None
+    lvars = {x.loop_var for x in loops}
+    bind = {iv.var: v for iv, v in zip(blk.iter_vars, br.iter_values)}
+    for iv, v in zip(blk.iter_vars, br.iter_values):
+        if iv.kind != IterKind.REDUCE and uses_any(v, lvars):
+            raise _fail(f"block \"{blk.name}\" has spatial variable {iv.var.name} bound to "
+                        f"a loop inside the cross-thread reduction loop "
+                        f"{loop.loop_var.name}", loop)
+    if any(is_thread_loop(x) for x in loops[1:]):
+        raise _fail(f"a cross-thread reduction over more than one thread axis (block "
+                    f"\"{blk.name}\") is not supported", loop)
+    if not isinstance(loop.extent, IntImm):
+        raise _fail(f"loop {loop.loop_var.name} has a symbolic extent", loop)
+    threads = loop.extent.value
+    dt = buf.dtype
+    tag = loop.thread_tag or "threadIdx.x"
+    red = Buffer(name=f"{blk.name}_red{count}", shape=(IntImm(threads, loop.extent.dtype),),
+                 dtype=dt, data=Var(f"{blk.name}_red{count}", HANDLE), scope="shared")
+    acc = Buffer(name=f"{blk.name}_acc{count}", shape=(IntImm(1, loop.extent.dtype),),
+                 dtype=dt, data=Var(f"{blk.name}_acc{count}", HANDLE), scope="local")
+    zero = const(0, loop.extent.dtype)
+    fold_terms, store_terms = [], []
+    for c in conjuncts(br.predicate):
+        (fold_terms if uses_any(c, lvars) else store_terms).append(c)
+    value = substitute(rhs, bind)
+    fold: Stmt = BufferStore(acc, binop(op, BufferLoad(acc, (zero,), dt), value), (zero,))
+    if fold_terms or store_terms:
+        fold = IfThenElse(and_all(fold_terms + store_terms, br.predicate), fold)
+    for x in reversed(loops[1:]):
+        fold = For(x.loop_var, x.min, x.extent, ForKind.SERIAL if x.kind != ForKind.UNROLLED
+                   else x.kind, fold)
+    t = loop.loop_var
+    slot = binop("sub", t, loop.min) if not (isinstance(loop.min, IntImm)
+                                            and loop.min.value == 0) else t
+
+    def phase(body: Stmt) -> Stmt:
+        return For(t, loop.min, loop.extent, ForKind.THREAD_BINDING, body, thread_tag=tag,
+                   span=loop.span)
+
+    phases: list[Stmt] = [phase(seq(
+        BufferStore(acc, identity(op, dt), (zero,)), fold,
+        BufferStore(red, BufferLoad(acc, (zero,), dt), (slot,))))]
+    half = 1
+    while half * 2 < threads:
+        half *= 2
+    while half >= 1:
+        other = binop("add", slot, half)
+        cond = binop("lt", slot, half)
+        if half * 2 > threads:
+            cond = binop("and", cond, binop("lt", other, threads))
+        phases.append(barrier(loop.span))
+        phases.append(phase(IfThenElse(cond, BufferStore(red, binop(
+            op, BufferLoad(red, (slot,), dt), BufferLoad(red, (other,), dt)), (slot,)))))
+        half //= 2
+    out_idx = tuple(substitute(i, bind) for i in idx)
+    result = binop(op, substitute(init_value, bind), BufferLoad(red, (zero,), dt))
+    write: Stmt = BufferStore(buf, result, out_idx)
+    if store_terms:
+        write = IfThenElse(and_all(store_terms, br.predicate), write)
+    phases.append(barrier(loop.span))
+    phases.append(phase(IfThenElse(binop("eq", slot, 0), write)))
+    return Allocate(red, Allocate(acc, seq(*phases)))
+
+
+class _Lower(Mutator):
+    """Lowers every cross-thread reduction loop, checking it sits at block level."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.thread_depth = 0
+
+    def generic_visit(self, n: Node) -> Any:
+        return super().generic_visit(n) if isinstance(n, Stmt) else n
+
+    def visit_For(self, s: For) -> Any:
+        if is_thread_loop(s) and not is_block_tag(s.thread_tag) and \
+                feeds_reduction((s,), s):
+            if self.thread_depth:
+                raise _fail(f"loop {s.loop_var.name} is bound to {s.thread_tag} across a "
+                            f"reduction inside another threadIdx loop (unsupported)", s)
+            self.count += 1
+            return lower_loop(s, self.count)
+        inner = is_thread_loop(s) and not is_block_tag(s.thread_tag)
+        self.thread_depth += inner
+        try:
+            return self.generic_visit(s)
+        finally:
+            self.thread_depth -= inner
+
+
+@dataclass(frozen=True)
+class GPULowerCrossThreadReduction(PrimFuncPass):
+    """Reductions bound to threads become phases with a tree over shared memory."""
+
+    name: ClassVar[str] = PASS
+    description: ClassVar[str] = ("reductions whose loop is bound to threadIdx become per-"
+                                  "thread partial folds and a tree over shared memory")
+
+    def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        body = _Lower().visit(func.body)
+        return func if body is func.body else func.replace(body=body)  # type: ignore[return-value]
