@@ -27,7 +27,7 @@ from tirc.tune.runner import Runner
 from tirc.tune.search import Measurer, SearchOptions, TaskSearch
 from tirc.tune.tasks import Task, extract_tasks
 
-FINAL = 3          # best candidates re-measured at the end
+FINAL = 3          # best candidates re-measured at the end (with the default's)
 FINAL_REPEATS = 7
 EXIT_SECONDS = 1.5  # kept for stopping the builders and runner and writing the summary
 
@@ -179,6 +179,9 @@ def _run(pending: list[Task], earlier: dict[str, list[records.Trial]], opts: Tun
             progress.state(s.task, s.finished)
     for s in searches:
         top = s.ranked()[:FINAL]
+        default = s.default_trial()
+        if default is not None and all(t is not default for t in top):
+            top.append(default)  # judged beside the finalists, so tuning never ends worse
         if len(top) > 1 and (deadline is None or time.monotonic() < deadline):
             progress.state(s.task, "re-measuring the best")
             s.trials.extend(measurer.remeasure(s.task, top, FINAL_REPEATS))

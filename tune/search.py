@@ -72,6 +72,7 @@ class TaskSearch:
     measure_seconds: float = 0.0
     measured_count: int = 0
     deadline: float | None = None   # of the current step
+    default_key: str = ""
     cache: dict[str, Prepared] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -91,6 +92,12 @@ class TaskSearch:
     def best_seconds(self) -> float:
         b = self.best
         return b.seconds if b else float("inf")
+
+    def default_trial(self) -> Trial | None:
+        """The valid measurement of the default decisions (candidate 0), if any."""
+        key = self.default_key
+        return next((t for t in reversed(self.trials)
+                     if t.status == OK and decisions_key(t.decisions) == key), None)
 
     def ranked(self) -> list[Trial]:
         """Valid trials, fastest first, one per candidate."""
@@ -125,6 +132,7 @@ class TaskSearch:
             self.finished = "the default schedule is invalid: " + default.error
             return []
         key = decisions_key(default.decisions)
+        self.default_key = key
         self.traces[key] = default.taken
         if key in self.measured:
             return []

@@ -69,6 +69,8 @@ def test_tune_records_resumes_and_is_a_no_op_when_finished(tmp_path):
     first = FakeMeasurer()
     outcome = tune(matmul_module(), opts, MACHINE, first)
     assert outcome.status == 0 and outcome.trials >= 8
+    default = extract_tasks(matmul_module(), "llvm", {})[0].space.apply({}).values
+    assert first.final[-1] == default  # the default is judged beside the finalists
     sections = read(out)
     assert len(sections) == 1 and sections[0].header["machine"]["cpu"] == "Test CPU"
     assert len(sections[0].done) == 1
