@@ -105,3 +105,40 @@ def test_fused_kernels_are_tasks_and_builds_replay_their_decisions():
 
     assert scheduled({DECISIONS_CONFIG: json.dumps(tuned)}) == text(chosen.func)
     assert scheduled({}) == text(default.func)
+
+
+SYMBOLIC = textwrap.dedent('''
+    @T.prim_func
+    def dmm(a: T.handle, b: T.Buffer((16, 32), "float32"), c: T.handle):
+        T.func_attr({"global_symbol": "dmm", "tir.noalias": True})
+        n = T.int64()
+        A = T.match_buffer(a, (n, 16), "float32")
+        C = T.match_buffer(c, (n, 32), "float32")
+        for i, j, k in T.grid(n, 32, 16):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * b[vk, vj]
+    ''')
+
+
+def test_sizes_tuned_with_the_rules_dispatch_at_run_time():
+    mod = parse(SYMBOLIC, "dmm.tir")
+    tasks = extract_tasks(mod, "llvm", {"n": [2, 32]})
+    assert sorted(t.dims["n"] for t in tasks) == [2, 32]
+    tuned = {tasks[0].workload: [{"dims": t.dims, "decisions": {
+        k: list(v) if isinstance(v, tuple) else v
+        for k, v in t.space.apply({}, seed=3).values.items()}} for t in tasks]}
+    target = parse_target("llvm")
+    steps = default_pipeline(target, 2)
+    steps = steps[:steps.index("default-schedule") + 1]
+    ctx = PassContext(2, target, {DECISIONS_CONFIG: json.dumps(tuned)})
+    func = run_pipeline(mod, build_pipeline(steps), ctx).functions["dmm"]
+    assert "if n <= T.int64(8):" in text(func)
+    for n in (1, 5, 8, 9, 40):
+        a = np.random.default_rng(n).standard_normal((n, 16)).astype("float32")
+        b = np.random.default_rng(0).standard_normal((16, 32)).astype("float32")
+        c = np.zeros((n, 32), "float32")
+        run_prim_func(func, [a, b, c])
+        np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
