@@ -175,6 +175,8 @@ def _run(pending: list[Task], earlier: dict[str, list[records.Trial]], opts: Tun
         s.step(None if deadline is None else deadline - reserve(),
                None if opts.trials is None else opts.trials - used)
         used += len(s.trials) - before
+        if len(s.trials) == before and not s.finished:
+            s.finished = "no time left for another batch"
         if s.finished:
             progress.state(s.task, s.finished)
     for s in searches:

@@ -144,13 +144,16 @@ class TaskSearch:
         before = self.best_seconds()
         out: list[Trial] = []
         self.deadline = deadline
+        cut = False   # a batch left out for want of time or trials
         for propose in (self._evolve, self._descend):
             if self._room(deadline, trial_limit, len(out), self._population()) <= 0:
+                cut = True
                 break
             started = time.monotonic()
             proposals = propose()
             limit = self._room(deadline, trial_limit, len(out))
             if limit <= 0:
+                cut = True
                 break
             batch = self._measure(self._choose(proposals, limit))
             self.spent += time.monotonic() - started
@@ -158,8 +161,10 @@ class TaskSearch:
             out += batch
         self.rounds += 1
         after = self.best_seconds()
-        gained = before != float("inf") and after > before * (1 - MIN_GAIN)
-        self.quiet_rounds = self.quiet_rounds + 1 if gained or not out else 0
+        quiet = before != float("inf") and after > before * (1 - MIN_GAIN)
+        if cut and not out:
+            return out  # the budget ended the round, not the search
+        self.quiet_rounds = self.quiet_rounds + 1 if quiet or not out else 0
         if self.quiet_rounds >= self.options.patience:
             self.finished = f"converged (under 1% gain in {self.quiet_rounds} rounds)"
         return out
