@@ -79,13 +79,13 @@ def layer_norm(m: int, n: int):
     x = te.placeholder((m, n), name="X")
     g = te.placeholder((n,), name="gamma")
     b = te.placeholder((n,), name="beta")
-    k1 = te.reduce_axis((0, n), name="k1")
-    mean = te.compute((m,), lambda i: te.sum(x[i, k1], axis=k1) / n, name="mean")
+    k1 = te.reduce_axis((0, n), name="k1")  # a reduction must be a compute's whole value
+    total = te.compute((m,), lambda i: te.sum(x[i, k1], axis=k1), name="total")
     k2 = te.reduce_axis((0, n), name="k2")
-    var = te.compute((m,), lambda i: te.sum((x[i, k2] - mean[i]) * (x[i, k2] - mean[i]),
-                                            axis=k2) / n, name="var")
-    out = te.compute((m, n), lambda i, j: (x[i, j] - mean[i]) / te.sqrt(var[i] + 1e-5) * g[j]
-                     + b[j], name="out")
+    sq = te.compute((m,), lambda i: te.sum((x[i, k2] - total[i] / n) * (x[i, k2] - total[i] / n),
+                                           axis=k2), name="sq")
+    out = te.compute((m, n), lambda i, j: (x[i, j] - total[i] / n) / te.sqrt(sq[i] / n + 1e-5)
+                     * g[j] + b[j], name="out")
     return [x, g, b, out]
 
 
