@@ -1,5 +1,9 @@
 """tirc.backends: turn a lowered IRModule into LLVM IR, assembly, objects, shared objects or a
 C header (`emit`), choosing the kind from the output file's suffix (`kind_for_path`).
+
+A backend only renders: it takes the IR the default pipeline ends with (tirc.passes.pipeline)
+and raises NotLoweredError, naming the missing step, for IR that is not lowered that far.
+tirc.driver lowers and renders in one call.
 """
 
 from __future__ import annotations
@@ -8,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tirc.ir.attrs import ENTRY
 from tirc.ir.deep_call import deep
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.function import PrimFunc
@@ -24,14 +29,33 @@ def kind_for_path(path: str | Path) -> str | None:
     return SUFFIX_KINDS.get(Path(path).suffix)
 
 
-@deep
-def with_entries(mod: IRModule) -> IRModule:
-    """`mod` with make-entry applied to loop functions that are not entry points yet."""
-    from tirc.passes.make_entry import MakeEntry, is_entry
+class NotLoweredError(CompileError):
+    """IR given to a backend before the pipeline step that backend needs has run."""
 
-    if all(is_entry(f) for f in mod.functions.values() if isinstance(f, PrimFunc)):
-        return mod
-    return MakeEntry()(mod)
+
+def not_lowered(backend: str, what: str, step: str) -> NotLoweredError:
+    """The error for IR that lacks pipeline step `step` (`what` says where)."""
+    return NotLoweredError(f"the {backend} backend renders lowered IR only: {what} (missing "
+                           f"step: {step}); lower the module with the default pipeline first "
+                           f"(tirc.driver.lower, or tirc without --passes), or add '{step}' to "
+                           f"--passes")
+
+
+def check_cpu_target(target: Any) -> None:
+    """Raise CompileError unless `target` is one the LLVM CPU backend compiles for (None is the
+    host)."""
+    if target is not None and getattr(target, "kind", "llvm") != "llvm":
+        raise CompileError(f"the LLVM CPU backend cannot compile for target '{target}'")
+
+
+def check_entries(mod: IRModule) -> None:
+    """Raise NotLoweredError unless every function of `mod` is an exported entry point (the
+    CPU backend's input: lower-graph and make-entry have run)."""
+    for name, func in mod.functions.items():
+        if not isinstance(func, PrimFunc):
+            raise not_lowered("CPU", f"'{name}' is still a graph function", "lower-graph")
+        if ENTRY not in func.attrs:
+            raise not_lowered("CPU", f"function '{name}' is not an entry point", "make-entry")
 
 
 @deep
@@ -56,7 +80,9 @@ def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
 
             write_atomic(out_path, data)
         return data
-    mod = with_entries(mod)
+    if kind != "h":
+        check_cpu_target(target)
+    check_entries(mod)
     if kind == "h":
         from tirc.backends.header import render_header
 
@@ -68,11 +94,15 @@ def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
         result = compile_llvm(mod, metadata_json(mod), target, opt_level)
         if kind == "so":
             from tirc.backends.link import link_shared
-            from tirc.passes.graph.lower_extern import external_symbols
+            from tirc.ir.dist.collective import is_ccl_symbol
+            from tirc.ir.packed_call import external_symbols
 
+            # The collectives (tirc_ccl_*) resolve when the runtime loads the library, from
+            # the MPI or NCCL shim it loaded first.
             return link_shared(result.obj(), out_path, openmp=result.uses_openmp,
                                libs=tuple(libs), lib_dirs=tuple(lib_dirs),
-                               externs=tuple(external_symbols(mod)))
+                               externs=tuple(s for s in external_symbols(mod)
+                                             if not is_ccl_symbol(s)))
         data = {"ll": lambda: result.ll().encode(), "asm": lambda: result.asm().encode(),
                 "obj": result.obj}[kind]()
     if out_path is not None:
@@ -100,8 +130,9 @@ def metadata(mod: IRModule) -> str:
     """The metadata JSON of `mod` (indented), as `tirc_metadata()` of its library returns."""
     from tirc.backends.metadata import module_metadata
 
-    return json.dumps(module_metadata(with_entries(mod)), indent=2)
+    check_entries(mod)
+    return json.dumps(module_metadata(mod), indent=2)
 
 
-__all__ = ["EMIT_KINDS", "SUFFIX_KINDS", "build", "emit", "kind_for_path", "metadata",
-           "with_entries"]
+__all__ = ["EMIT_KINDS", "SUFFIX_KINDS", "NotLoweredError", "build", "check_entries", "emit",
+           "kind_for_path", "metadata", "not_lowered"]

@@ -5,17 +5,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tirc.ir.attrs import ENTRY
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 
 ABI_VERSION = 1
-ENTRY_ATTR = "tirc.entry"
 
 
 def module_metadata(mod: IRModule) -> dict[str, Any]:
     """The description of every exported function of a module after make-entry."""
-    functions = [f.attrs[ENTRY_ATTR] for f in mod.functions.values()
-                 if isinstance(f, PrimFunc) and ENTRY_ATTR in f.attrs]
+    functions = [f.attrs[ENTRY] for f in mod.functions.values()
+                 if isinstance(f, PrimFunc) and ENTRY in f.attrs]
     return {"tirc_abi": ABI_VERSION, "module": mod.name, "functions": functions}
 
 

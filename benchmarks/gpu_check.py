@@ -62,7 +62,7 @@ def _odd_sizes(sizes: dict[str, int]) -> dict[str, int]:
 
 
 def compile_sample(sample: Any, arch: str, out_dir: Path) -> tuple[Path, list[Any]]:
-    from tirc.backends.nvptx import compile_ptx
+    from tirc.driver import compile_ptx
     from tirc.frontend import parse_file
 
     result = compile_ptx(parse_file(str(sample.path)), f"cuda -arch={arch}", opt_level=3)
@@ -248,7 +248,7 @@ def run(arch: str | None, repeats: int, compile_only: bool, small: bool = False,
             return 2
         arch = f"sm_{major}{minor}"
         print(f"device: {driver().name}, {arch}, {driver().sm_count()} SMs")
-        from tirc.passes.gpu.gpu_arch import ARCHS
+        from tirc.ir.gpu.arch import ARCHS
 
         if arch not in ARCHS:
             arch = "sm_90" if major >= 9 else "sm_80"
@@ -324,17 +324,11 @@ def _chain_reference(x: np.ndarray, weights: list[np.ndarray]) -> np.ndarray:
 
 def _chain_ptx(text: str, arch: str, mode: str | None, out: Path) -> tuple[Path, str]:
     """The chain as a GPU megakernel (`mode`) or kernel by kernel; its PTX path and regs."""
-    from tirc.backends.nvptx import compile_ptx
     from tirc.backends.nvptx.ptxas import find_ptxas
+    from tirc.driver import compile_ptx
     from tirc.frontend import parse
-    from tirc.ir.target import parse_target
-    from tirc.passes.megakernel.gpu_runtime import lower_megakernel_gpu
 
-    target = parse_target(f"cuda -arch={arch}")
-    mod = parse(text)
-    if mode is not None:
-        mod = lower_megakernel_gpu(mod, target, 3, mode)
-    result = compile_ptx(mod, target, opt_level=3)
+    result = compile_ptx(parse(text), f"cuda -arch={arch}", 3, megakernel=mode)
     path = out / f"chain_{mode or 'kernels'}.ptx"
     path.write_text(result.ptx)
     usage = result.usage() if find_ptxas() is not None else []
@@ -343,7 +337,7 @@ def _chain_ptx(text: str, arch: str, mode: str | None, out: Path) -> tuple[Path,
 
 def _device_arch() -> str:
     """The device's sm_XX when tirc knows it, else sm_90 (for --compile-only, no device)."""
-    from tirc.passes.gpu.gpu_arch import ARCHS
+    from tirc.ir.gpu.arch import ARCHS
     from tirc.runtime.cuda_driver import CudaDriverError, driver
 
     try:

@@ -49,18 +49,11 @@ def source(layers: int, dim: int) -> str:
 
 def build(text: str, out: Path, mode: str | None) -> object:
     """The graph compiled by the default CPU pipeline at -O3 (as a megakernel if `mode`)."""
-    from tirc.backends import build as build_so
+    from tirc.driver import build as build_so
     from tirc.frontend import parse
-    from tirc.ir.target import parse_target
-    from tirc.passes.manager import run_pipeline
-    from tirc.passes.pass_base import PassContext
-    from tirc.passes.pipeline import build_pipeline, default_pipeline
     from tirc.runtime import load
 
-    target = parse_target("llvm")
-    ctx = PassContext(opt_level=3, config={"megakernel": mode} if mode else {})
-    mod = run_pipeline(parse(text), build_pipeline(default_pipeline(target, 3)), ctx)
-    build_so(mod, out, target, 3)
+    build_so(parse(text), out, "llvm", 3, megakernel=mode)
     return load(out)
 
 

@@ -36,13 +36,9 @@ def main(x: R.Tensor(("n", 256), "float32"), w1: R.Tensor((256, 512), "float32")
 def compile_mlp(out: Path, opt_level: int, blas: bool = False) -> bool:
     """The MLP through the default pipeline to a .so, as `tirc -O{opt_level} [-fblas]` does;
     False when -fblas was asked for and no CBLAS is installed."""
-    from tirc.backends import build
+    from tirc.driver import build
     from tirc.frontend import parse
-    from tirc.ir.target import parse_target
     from tirc.passes.graph.blas_library import blas_library
-    from tirc.passes.manager import run_pipeline
-    from tirc.passes.pass_base import PassContext
-    from tirc.passes.pipeline import build_pipeline, default_pipeline
 
     libs: tuple[str, ...] = ()
     lib_dirs: tuple[str, ...] = ()
@@ -52,10 +48,7 @@ def compile_mlp(out: Path, opt_level: int, blas: bool = False) -> bool:
         if found is None:
             return False
         libs, lib_dirs, config = (found.name,), (found.lib_dir,), {"blas": "1"}
-    target = parse_target("llvm")
-    ctx = PassContext(opt_level=opt_level, target=target, config=config)
-    mod = run_pipeline(parse(SOURCE), build_pipeline(default_pipeline(target, opt_level)), ctx)
-    build(mod, out, target, opt_level, libs=libs, lib_dirs=lib_dirs)
+    build(parse(SOURCE), out, "llvm", opt_level, libs=libs, lib_dirs=lib_dirs, config=config)
     return True
 
 

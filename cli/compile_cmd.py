@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 from tirc.cli.depfile import dependency_rule
-from tirc.cli.diagnostics_output import fail, reported_errors
+from tirc.cli.diagnostics_output import fail, print_diagnostics, reported_errors
 from tirc.cli.emit import EMIT_SUFFIXES, emit, kind_from_output
 from tirc.cli.output_file import STDOUT, write_output
 from tirc.ir.diagnostics import CompileError, Diagnostic
@@ -55,6 +55,10 @@ class CompileOptions:
     megakernel: str | None = None
     megakernel_watchdog: str | None = None
     blas: bool = False
+    mesh: str | None = None
+    no_uneven_shards: bool = False
+    report_collectives: bool = False
+    no_default_schedule: bool = False
     tuned: str | None = None
     tuned_any_cpu: bool = False
     verbose: int = 0
@@ -138,7 +142,21 @@ def make_instruments(opts: CompileOptions) -> list[Instrument]:
         found.append(inst.TimePasses())
     if opts.verify_each:
         found.append(inst.VerifyEach())
+    if opts.report_collectives:
+        from tirc.passes.dist.report import ReportCollectives
+
+        found.append(ReportCollectives())
     return found
+
+
+def sharding_config(opts: CompileOptions) -> dict[str, str]:
+    """`--mesh SHAPE` and `-fno-uneven-shards` as the pass-config keys of propagate-sharding."""
+    config: dict[str, str] = {}
+    if opts.mesh:
+        config["sharding.mesh"] = opts.mesh
+    if opts.no_uneven_shards:
+        config["sharding.uneven"] = "0"
+    return config
 
 
 def output_plan(opts: CompileOptions) -> tuple[str, str]:
@@ -195,7 +213,7 @@ def tuned_config(opts: CompileOptions, target: Target) -> dict[str, str]:
         raise fail(f"no such file: {opts.tuned}")
     import json
 
-    from tirc.passes.schedule.decisions import DECISIONS_CONFIG
+    from tirc.passes.schedule.tuned_option import DECISIONS_CONFIG
     from tirc.tune.machine import this_machine
     from tirc.tune.records import tuned_config as best_decisions
 
@@ -216,11 +234,7 @@ def compile_file(opts: CompileOptions) -> None:
         raise fail(f"bad --target: {exc}") from None
     try:
         specs = split_spec(opts.passes) if opts.passes is not None else \
-            default_pipeline(target, opts.opt_level)
-        if opts.passes is None and target.is_gpu and opts.megakernel:
-            from tirc.passes.megakernel.gpu_runtime import megakernel_gpu_steps
-
-            specs = megakernel_gpu_steps(opts.opt_level)  # one persistent kernel per function
+            default_pipeline(target, opts.opt_level, opts.megakernel)
         passes = build_pipeline(specs, opts.disable_pass)
         instruments = make_instruments(opts)
     except PipelineError as exc:
@@ -228,13 +242,19 @@ def compile_file(opts: CompileOptions) -> None:
     libs, lib_dirs, blas = blas_link(opts)
     ctx = PassContext(opt_level=opts.opt_level, target=target,
                       config={**pass_config(opts.pass_config), **blas,
+                              **({"schedule.default": "none"} if opts.no_default_schedule else {}),
                               **tuned_config(opts, target),
-                              **megakernel_config(opts.megakernel, opts.megakernel_watchdog)},
+                              **megakernel_config(opts.megakernel, opts.megakernel_watchdog),
+                              **sharding_config(opts)},
                       instruments=instruments,
                       disabled=set(opts.disable_pass))
     mod = read_module(opts.file, opts.include_dirs)
     mod = add_schedules(mod, opts.schedules, opts.include_dirs)
-    mod = run_pipeline(mod, passes, ctx)
+    try:
+        mod = run_pipeline(mod, passes, ctx)
+    finally:
+        if ctx.warnings:
+            print_diagnostics(ctx.warnings)
     data = emit(mod, kind, target, opts.opt_level, None if output == STDOUT else output,
                 libs=libs, lib_dirs=lib_dirs)
     write_output(output, data, executable=kind == "so")
@@ -296,6 +316,17 @@ def compile_file(opts: CompileOptions) -> None:
 @click.option("-fblas", "blas", is_flag=True,
               help="Compute float32 matmuls with a CBLAS (scipy-openblas32: pip install "
                    "'tirc[blas]', or a system one), linked in; without one, the tiled loops.")
+@click.option("--mesh", metavar="SHAPE",
+              help="Run distributed functions on a mesh of this shape instead of the declared "
+                   "one: 4, 2x2, or mesh[0]=2x2 for one of several meshes.")
+@click.option("-fno-uneven-shards", "no_uneven_shards", is_flag=True,
+              help="Make a split that does not divide a dimension evenly an error.")
+@click.option("--report-collectives", is_flag=True,
+              help="List each collective the compiler inserted, with its line and bytes "
+                   "(on stderr).")
+@click.option("-fno-default-schedule", "no_default_schedule", is_flag=True,
+              help="Give loop functions without a schedule of their own none (no schedule "
+                   "rules; pass config schedule.default=none).")
 @click.option("--tuned", metavar="FILE",
               help="Build with the best schedule decisions recorded in FILE by `tirc tune` "
                    "(records measured on this CPU).")

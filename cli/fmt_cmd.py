@@ -31,14 +31,15 @@ def import_lines(text: str, path: str) -> list[str]:
     return lines
 
 
-def format_text(text: str, path: str) -> str:
-    """The canonical text of a file: its own definitions printed, its imports kept as imports."""
+def format_text(text: str, path: str, syntax: str | None = None) -> str:
+    """The canonical text of a file: its own definitions printed, its imports kept as imports;
+    in `syntax` ("classic" or "tirx"), by default the one the file is written in."""
     from tirc.frontend import parse
 
     mod = parse(text, path)
     imports = import_lines(text, path)
     if not imports:
-        return mod.script()
+        return mod.script(syntax)
 
     def own(node: object) -> bool:
         span = getattr(node, "span", None)
@@ -46,12 +47,12 @@ def format_text(text: str, path: str) -> str:
 
     mine = mod.replace(functions={k: f for k, f in mod.functions.items() if own(f)},
                        schedules=tuple(s for s in mod.schedules if own(s)))
-    header, _, body = mine.script().partition("\n\n")
+    header, _, body = mine.script(syntax).partition("\n\n")
     return f"{header}\n\n" + "\n".join(imports) + f"\n\n\n{body}"
 
 
-def formatted(path: str) -> tuple[str, str]:
-    """The file's text as it is, and as the printer writes it."""
+def formatted(path: str, syntax: str | None = None) -> tuple[str, str]:
+    """The file's text as it is, and as the printer writes it (in `syntax`, if given)."""
     if not Path(path).is_file():
         raise fail(f"no such file: {path}")
     text = Path(path).read_text()
@@ -59,7 +60,7 @@ def formatted(path: str) -> tuple[str, str]:
     from tirc.ir.deep_call import deep_call_limited
 
     # On a big-stack thread: its parse_syntax call is not the frontend's (deep) parse.
-    return text, deep_call_limited(PARSE_RECURSION_LIMIT, format_text, text, path)
+    return text, deep_call_limited(PARSE_RECURSION_LIMIT, format_text, text, path, syntax)
 
 
 @click.command("fmt")
@@ -67,8 +68,12 @@ def formatted(path: str) -> tuple[str, str]:
 @click.option("-i", "in_place", is_flag=True, help="Rewrite each file in place.")
 @click.option("--check", is_flag=True,
               help="Write nothing; exit 1 naming each file that is not formatted.")
+@click.option("--syntax", type=click.Choice(["tirx", "classic"]), default=None,
+              help="Print in TVM 0.27's spelling (tirx: T.sblock) or the classic one (tir: "
+                   "T.block); by default the one each file is written in.")
 @click.option("--debug", is_flag=True, help="Show a traceback for internal compiler errors.")
-def fmt_command(files: tuple[str, ...], in_place: bool, check: bool, debug: bool) -> None:
+def fmt_command(files: tuple[str, ...], in_place: bool, check: bool, syntax: str | None,
+                debug: bool) -> None:
     """Format .tir FILES (to stdout unless -i or --check)."""
     if in_place and check:
         raise click.UsageError("-i and --check cannot be combined")
@@ -76,7 +81,7 @@ def fmt_command(files: tuple[str, ...], in_place: bool, check: bool, debug: bool
     with reported_errors(debug):
         for path in files:
             try:
-                old, new = formatted(path)
+                old, new = formatted(path, syntax)
             except CompileError as err:
                 print_diagnostics(err.diagnostics)
                 failed = True

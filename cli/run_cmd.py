@@ -4,7 +4,8 @@ Inputs come from `.npy` files (`--input A=a.npy`; a scalar parameter takes a num
 `--input n=128`) or, with `--random`, are made up (symbolic sizes from `--dim n=128`).
 Outputs are allocated from the metadata's shapes; `--output DIR` saves each as `NAME.npy`.
 The call is repeated `--repeat N` times and the timings (of the library call alone, after
-the arguments are checked once) are printed.
+the arguments are checked once) are printed. `--ranks N` runs a library compiled for a device
+mesh as N processes with the installed MPI (cli/run_ranks.py).
 """
 
 from __future__ import annotations
@@ -127,12 +128,19 @@ def _fmt_time(seconds: float) -> str:
               help="Save each output as DIR/NAME.npy.")
 @click.option("--repeat", "-n", default=1, show_default=True, type=click.IntRange(min=1),
               help="How many timed calls to make.")
+@click.option("--ranks", type=click.IntRange(min=1), metavar="N",
+              help="Run as N processes (one per device of the mesh) with mpiexec.")
 @click.option("--debug", is_flag=True, help="Show a traceback for internal errors.")
 def run_command(library: str, function: str, inputs: tuple[str, ...], random: bool,
                 dims: tuple[str, ...], seed: int, output_dir: str | None, repeat: int,
-                debug: bool) -> None:
+                ranks: int | None, debug: bool) -> None:
     """Call FUNCTION of the compiled LIBRARY (.so) and print its timing."""
     with reported_errors(debug):
+        if ranks is not None:
+            from tirc.cli.run_ranks import launch_ranks
+
+            launch_ranks(ranks)
+            return
         _run(library, function, _pairs(inputs, "--input"), _pairs(dims, "--dim"), random, seed,
              output_dir, repeat)
 
@@ -140,12 +148,13 @@ def run_command(library: str, function: str, inputs: tuple[str, ...], random: bo
 def _run(library: str, function: str, inputs: dict[str, str], dims: dict[str, str],
          random: bool, seed: int, output_dir: str | None, repeat: int) -> None:
     import tirc.runtime as rt
+    from tirc.cli.run_ranks import load_function, report_rank
 
     try:
-        module = rt.load(library)
-        fn = module[function]
+        fn = load_function(library, function)
     except (rt.TircError, FileNotFoundError, KeyError) as exc:
         raise fail(str(exc).strip("'\"")) from None
+    dims = {**{k: str(v) for k, v in getattr(fn, "coords", {}).items()}, **dims}
     args = _arguments(fn, inputs, dims, random, seed)
     try:
         call = fn.prepare((), args)
@@ -156,6 +165,8 @@ def _run(library: str, function: str, inputs: dict[str, str], dims: dict[str, st
             times.append(time.perf_counter() - start)
     except (TypeError, ValueError, rt.TircError) as exc:
         raise fail(str(exc)) from None
+    if not report_rank(fn):
+        return
     click.echo(f"{fn.signature()}")
     calls = f"{repeat} call{'s' if repeat != 1 else ''}"
     click.echo(f"{calls}: median {_fmt_time(statistics.median(times))}, "

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from tirc.frontend.aliases import canonical_names
 from tirc.frontend.builder_module import ModuleBuilder
 from tirc.frontend.context import Context
 from tirc.frontend.imports import ImportSession
@@ -66,7 +67,7 @@ def _parse_text(text: str, filename: str, session: ImportSession) -> IRModule:
     if "\x00" in text:
         line = text[: text.index("\x00")].count("\n") + 1
         raise CompileError("the file contains a NUL character", Span(filename, line, 1, line, 2))
-    stmts = parse_syntax(text, filename)
+    stmts = canonical_names(parse_syntax(text, filename))
     ctx = Context(filename, text)
     module = ModuleBuilder(ctx, session, _load).build(stmts)
     ctx.diag.check()

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 from tirc.frontend import syntax as S
 from tirc.frontend.builder_buffer import declare_buffer, range_between, region
 from tirc.frontend.context import BuildError
-from tirc.frontend.regions import infer_regions
 from tirc.frontend.signature import Sig, check_call
+from tirc.ir.analysis.block_regions import infer_regions
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import IntImm, PrimExpr, Var, cast, const, index_dtype
 from tirc.ir.stmt import Block, BlockRealize, IterKind, IterVar, MatchBufferRegion, Stmt
@@ -17,10 +17,12 @@ from tirc.ir.stmt import Block, BlockRealize, IterKind, IterVar, MatchBufferRegi
 if TYPE_CHECKING:
     from tirc.frontend.builder_stmt import LoopBuilder
 
+# `T.axis.scan` (an ordered iteration) is kept opaque: nothing may reorder or split it.
 AXIS_KINDS = {"spatial": IterKind.SPATIAL, "S": IterKind.SPATIAL, "reduce": IterKind.REDUCE,
-              "R": IterKind.REDUCE, "opaque": IterKind.OPAQUE}
+              "R": IterKind.REDUCE, "opaque": IterKind.OPAQUE, "scan": IterKind.OPAQUE}
 REMAP_KINDS = {"S": IterKind.SPATIAL, "R": IterKind.REDUCE, "O": IterKind.OPAQUE}
-ALLOCS = {"T.alloc_buffer": None, "T.alloc_local": "local", "T.alloc_shared": "shared"}
+ALLOCS = {"T.alloc_buffer": None, "T.sblock_alloc_buffer": None, "T.alloc_local": "local",
+          "T.alloc_shared": "shared"}
 
 
 class BlockParts:

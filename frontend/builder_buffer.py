@@ -8,14 +8,17 @@ from typing import Any
 from tirc.frontend import syntax as S
 from tirc.frontend.builder_expr import ExprBuilder, literal_value
 from tirc.frontend.context import Context
-from tirc.frontend.regions import same
 from tirc.frontend.signature import Args, Sig, check_call
+from tirc.ir.analysis.block_regions import same
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import HANDLE, DType
 from tirc.ir.expr import BinOp, IntImm, IRTypeError, PrimExpr, Var, cast, const
 
 BUFFER_KWARGS = ("shape", "dtype", "data", "strides", "elem_offset", "scope", "align",
-                 "offset_factor", "buffer_type", "axis_separators", "layout")
+                 "offset_factor", "buffer_type", "axis_separators", "layout", "annotations")
+# Allocation annotations TVM 0.27 prints on every T.alloc_buffer: the alignment (kept as the
+# buffer's `align`) and the address an allocator may have fixed (none: an empty list).
+ALLOC_ANNOTATIONS = ("buffer_data_alignment", "buffer_allocated_addr")
 SCOPE_ROOTS = ("global", "shared", "local", "warp", "wmma", "event")
 FLOAT32 = DType("float", 32)
 
@@ -58,12 +61,22 @@ def buffer_from_args(eb: ExprBuilder, name: str, call: S.Call | S.Subscript, fna
         if not alias:
             ctx.unsupported(f"{fname} with data= (buffer aliasing)", kw["data"].span)
         data = alias_data(eb, kw["data"])
+    separators: tuple[int, ...] = ()
     if "axis_separators" in kw and not _empty(kw["axis_separators"]):
-        ctx.unsupported(f"{fname} with axis_separators", kw["axis_separators"].span)
+        node = kw["axis_separators"]
+        items = node.elts if isinstance(node, (S.Tuple, S.List)) else [node]
+        separators = tuple(eb.int_literal(x, "an axis separator") for x in items)
+        if any(not 0 < x < len(shape) for x in separators) or list(separators) != sorted(
+                set(separators)):
+            ctx.error("axis_separators are increasing axes between 1 and the rank - 1",
+                      node.span)
     if "buffer_type" in kw:
+        # "auto" lets TVM give extent-1 dimensions a zero stride; tirc's buffers are dense,
+        # where that stride is never used, so both types mean the same here.
         btype = eb.str_literal(kw["buffer_type"], "buffer_type")
-        if btype not in ("", "default"):
-            ctx.unsupported(f"buffer_type=\"{btype}\"", kw["buffer_type"].span)
+        if btype not in ("", "default", "auto"):
+            ctx.error(f"unknown buffer_type \"{btype}\" (expected \"default\" or \"auto\")",
+                      kw["buffer_type"].span)
     strides: tuple[PrimExpr, ...] = ()
     if "strides" in kw and not _empty(kw["strides"]):
         strides = shape_dims(eb, kw["strides"], "stride")
@@ -81,11 +94,27 @@ def buffer_from_args(eb: ExprBuilder, name: str, call: S.Call | S.Subscript, fna
         if buf_scope.split(".")[0] not in SCOPE_ROOTS or buf_scope == "event":
             ctx.error(f"unknown storage scope '{buf_scope}'", kw["scope"].span)
     align = _positive_or_default(eb, kw.get("align"), 64, "align")
+    if "annotations" in kw and not _is_none(kw["annotations"]):
+        align = _alloc_annotations(eb, kw["annotations"], align)
     offset_factor = _positive_or_default(eb, kw.get("offset_factor"), 1, "offset_factor")
     layout = layout_arg(ctx, eb, kw["layout"]) if "layout" in kw else None
     return Buffer(name=name, shape=shape, dtype=dt, data=data,
                   strides=strides, elem_offset=elem_offset, scope=buf_scope, layout=layout,
-                  align=align, offset_factor=offset_factor, span=call.span)
+                  align=align, offset_factor=offset_factor, axis_separators=separators,
+                  span=call.span)
+
+
+def _alloc_annotations(eb: ExprBuilder, node: S.Expr, align: int) -> int:
+    """The alignment from an allocation's `annotations={...}` (the other key TVM prints,
+    `buffer_allocated_addr`, must be empty: tirc places buffers itself)."""
+    for key, value in eb.attr_dict(node).items():
+        if key == "buffer_data_alignment" and isinstance(value, int) and value > 0:
+            align = value
+        elif key == "buffer_allocated_addr" and value in ((), None):
+            continue
+        else:
+            eb.ctx.unsupported(f"the allocation annotation \"{key}\" = {value!r}", node.span)
+    return align
 
 
 def _empty(node: S.Expr) -> bool:
@@ -110,6 +139,9 @@ def shape_dims(eb: ExprBuilder, node: S.Expr, what: str = "buffer dimension"
     dims = []
     for item in items:
         value = literal_value(item)
+        if isinstance(value, str) and value.isidentifier():
+            dims.append(symbolic_dim(eb, value, item))
+            continue
         if isinstance(value, int) and not isinstance(value, bool):
             if value < 0:
                 eb.ctx.error(f"negative {what}", item.span)
@@ -117,6 +149,18 @@ def shape_dims(eb: ExprBuilder, node: S.Expr, what: str = "buffer dimension"
         else:
             dims.append(eb.index(item, what))
     return tuple(dims)
+
+
+def symbolic_dim(eb: ExprBuilder, name: str, node: S.Expr) -> PrimExpr:
+    """A dimension written as a string (`T.Buffer(("n",), ...)`, as TVM prints symbolic
+    sizes in a signature): the variable of that name, declared as an int32 if new."""
+    value = eb.scope.lookup(name)
+    if value is None:
+        value = Var(name, DType("int", 32), span=node.span)
+        eb.scope.define(name, value, node.span)
+    if not isinstance(value, PrimExpr) or not value.dtype.is_int:
+        eb.ctx.error(f"'{name}' is not an integer variable", node.span)
+    return value
 
 
 def layout_arg(ctx: Context, eb: ExprBuilder, node: S.Expr) -> Any:

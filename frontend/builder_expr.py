@@ -7,22 +7,49 @@ from typing import Any
 from tirc.frontend import syntax as S
 from tirc.frontend.context import Context, spanned
 from tirc.frontend.scope import EnvThread, Scope
+from tirc.frontend.signature import Sig, check_call
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DType, DTypeError
 from tirc.ir.expr import (
     BufferLoad,
+    Call,
     FloatImm,
     IntImm,
     IRTypeError,
     Not,
     PrimExpr,
+    Ramp,
     binop,
+    cast,
     const,
+    unify,
 )
+from tirc.ir.target import TargetAttr
 
 BIN_OPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "floormod"}
+# Bitwise operators are intrinsic calls in the IR (TVM's tirx.shift_left, ...); on bool
+# operands `&` and `|` are the logical operators, as in TVM.
+BIT_OPS = {"<<": "shift_left", ">>": "shift_right", "&": "bitwise_and", "|": "bitwise_or",
+           "^": "bitwise_xor"}
 CMP_OPS = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+INT32 = DType("int", 32)
+
+
+def access_dtype(buf: Buffer, idx: tuple[PrimExpr, ...]) -> DType:
+    """The dtype of `buf[idx]`: the element type, times the lanes of a vector index."""
+    lanes = max((i.dtype.lanes for i in idx), default=1)
+    return buf.dtype.with_lanes(lanes * buf.dtype.lanes)
+
+
+def dense_strides(shape: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
+    """The row-major strides of a dense buffer of `shape`."""
+    out: list[PrimExpr] = []
+    acc: PrimExpr = IntImm(1, shape[-1].dtype) if shape else IntImm(1, INT32)
+    for d in reversed(shape):
+        out.append(acc)
+        acc = binop("mul", acc, d)
+    return tuple(reversed(out))
 
 
 def literal_value(node: S.Expr) -> Any:
@@ -47,6 +74,7 @@ class ExprBuilder:
     def __init__(self, ctx: Context, scope: Scope) -> None:
         self.ctx = ctx
         self.scope = scope
+        self.module: Any = None  # the module's function names (ModuleNames), when known
 
     # ---- entry points -------------------------------------------------------------------
 
@@ -68,6 +96,19 @@ class ExprBuilder:
         if not e.dtype.is_bool:
             self.ctx.error(f"{what} must be bool, got {e.dtype}", node.span)
         return e
+
+    def bitwise(self, op: str, a: PrimExpr, b: PrimExpr, span: Any) -> PrimExpr:
+        """`a << b`, `a & b`, ...: integer operands brought to one dtype; `&`/`|` of bools
+        are `and`/`or`."""
+        if a.dtype.is_bool and b.dtype.is_bool and op in ("bitwise_and", "bitwise_or"):
+            return self.binop("and" if op == "bitwise_and" else "or", a, b, span)
+        try:
+            a, b = unify(a, b)
+        except IRTypeError as err:
+            self.ctx.error(str(err), span)
+        if not a.dtype.is_int:
+            self.ctx.error(f"bitwise operator on {a.dtype} operands", span)
+        return Call(op, (a, b), a.dtype, span=span)
 
     def binop(self, op: str, a: Any, b: Any, span: Any) -> PrimExpr:
         try:
@@ -104,14 +145,32 @@ class ExprBuilder:
         self.ctx.error(f"'{node.id}' is not a loop-level value", node.span)
 
     def expr_Attribute(self, node: S.Attribute) -> PrimExpr:
-        if node.attr == "data" and isinstance(node.value, S.Name):
+        if node.attr in ("data", "elem_offset") and isinstance(node.value, S.Name):
             target = self.scope.require(node.value.id, node.value.span)
             if isinstance(target, Buffer):  # `A.data`: the buffer's storage as a handle value
-                return target.data
+                if node.attr == "data":
+                    return target.data
+                offset = target.elem_offset
+                return offset if offset is not None else IntImm(0, INT32, span=node.span)
         name = S.dotted(node)
         if name is not None and name.split(".")[0] in ("T", "R", "I", "S"):
             self.ctx.error(f"'{name}' is not a value", node.span)
         self.ctx.unsupported(f"attribute '.{node.attr}'", node.attr_span)
+
+    def expr_Starred(self, node: S.Starred) -> PrimExpr:
+        self.ctx.unsupported("'*' here (only in T.grid(*A.shape) and buffer shapes)",
+                             node.span)
+
+    def starred_dims(self, node: S.Starred) -> list[PrimExpr]:
+        """`*A.shape` (a buffer's dimensions) or `*(a, b)`: the values it spreads."""
+        v = node.value
+        if isinstance(v, S.Attribute) and v.attr in ("shape", "strides"):
+            buf = self.buffer(v.value)
+            return list(buf.shape if v.attr == "shape" else buf.strides or
+                        dense_strides(buf.shape))
+        if isinstance(v, (S.Tuple, S.List)):
+            return [self.expr(x) for x in v.elts]
+        self.ctx.error("'*' spreads a buffer's shape (*A.shape) or a tuple", node.span)
 
     def expr_Unsupported(self, node: S.Unsupported) -> PrimExpr:
         self.ctx.unsupported(node.what, node.span)
@@ -122,6 +181,9 @@ class ExprBuilder:
     # ---- operators ----------------------------------------------------------------------
 
     def expr_BinOp(self, node: S.BinOp) -> PrimExpr:
+        if node.op in BIT_OPS:
+            return self.bitwise(BIT_OPS[node.op], self.expr(node.left), self.expr(node.right),
+                                node.span)
         op = BIN_OPS.get(node.op)
         if op is None:
             hint = " (use T.pow)" if node.op == "**" else ""
@@ -135,7 +197,10 @@ class ExprBuilder:
                 self.ctx.error(f"'not' needs a bool operand, got {a.dtype}", node.span)
             return Not(a, a.dtype, span=node.span)
         if node.op == "~":
-            self.ctx.unsupported("operator '~'", node.span)
+            a = self.expr(node.operand)
+            if not a.dtype.is_int:
+                self.ctx.error(f"'~' needs an integer operand, got {a.dtype}", node.span)
+            return Call("bitwise_not", (a,), a.dtype, span=node.span)
         value = literal_value(node)
         if isinstance(value, bool) or value is None:
             a = self.expr(node.operand)
@@ -181,11 +246,34 @@ class ExprBuilder:
         self.check_rank(buf, node)
         out = []
         for item in node.items:
-            if isinstance(item, S.Slice):
-                self.ctx.unsupported("slices in a buffer access outside T.reads/T.writes",
-                                     item.span)
-            out.append(self.index(item, "buffer index"))
+            out.append(self.ramp_slice(item) if isinstance(item, S.Slice)
+                       else self.index(item, "buffer index"))
         return tuple(out)
+
+    def ramp_slice(self, item: S.Slice) -> PrimExpr:
+        """`A[lo:hi]` / `A[lo:hi:step]` in a load or store: the vector of those indices."""
+        if item.lower is None or item.upper is None:
+            self.ctx.error("a vector access needs both bounds, as in A[0:8]", item.span)
+        lo = self.index(item.lower, "a slice start")
+        hi = self.index(item.upper, "a slice stop")
+        step = self.index(item.step, "a slice step") if item.step is not None else None
+        try:
+            lo, hi = unify(lo, hi)
+        except IRTypeError as err:
+            self.ctx.error(str(err), item.span)
+        from tirc.ir.arith import simplify
+
+        extent = simplify(hi - lo)
+        stride = step if step is not None else IntImm(1, lo.dtype)
+        if not isinstance(extent, IntImm) or not isinstance(stride, IntImm) \
+                or stride.value < 1 or extent.value < 1:
+            self.ctx.error("a vector access needs a constant length, as in A[i:i + 8]",
+                           item.span)
+        lanes = -(-extent.value // stride.value)
+        if lanes == 1:
+            return lo
+        return Ramp(lo, cast(lo.dtype, stride), lanes, lo.dtype.with_lanes(lanes),
+                    span=item.span)
 
     def check_rank(self, buf: Buffer, node: S.Subscript) -> None:
         if len(node.items) != buf.ndim:
@@ -194,17 +282,59 @@ class ExprBuilder:
                            f"{len(node.items)}", node.span)
 
     def expr_Subscript(self, node: S.Subscript) -> PrimExpr:
+        if isinstance(node.value, S.Attribute) and node.value.attr in ("shape", "strides"):
+            return self.buffer_dim(node.value, node)
         buf = self.buffer(node.value)
         idx = self.indices(buf, node)
-        lanes = max((i.dtype.lanes for i in idx), default=1)
-        return BufferLoad(buf, idx, buf.dtype.with_lanes(lanes), span=node.span)
+        return BufferLoad(buf, idx, access_dtype(buf, idx), span=node.span)
+
+    def buffer_dim(self, attr: S.Attribute, node: S.Subscript) -> PrimExpr:
+        """`A.shape[i]` / `A.strides[i]`: a dimension of a buffer in scope."""
+        buf = self.buffer(attr.value)
+        if len(node.items) != 1:
+            self.ctx.error(f"index {attr.attr} with one integer", node.span)
+        i = self.int_literal(node.items[0], f"an index into {attr.attr}")
+        dims = buf.shape if attr.attr == "shape" else buf.strides
+        if attr.attr == "strides" and not dims:
+            dims = dense_strides(buf.shape)
+        if not -len(dims) <= i < len(dims):
+            self.ctx.error(f"buffer '{buf.name}' has {len(dims)} dimensions", node.span)
+        return dims[i]
 
     # ---- calls --------------------------------------------------------------------------
 
     def expr_Call(self, node: S.Call) -> PrimExpr:
         from tirc.frontend.tir_calls import call_tir
 
+        if isinstance(node.func, S.Attribute) and node.func.attr == "vload":
+            buf, idx = self.vector_access(node, "vload")
+            return BufferLoad(buf, idx, access_dtype(buf, idx), span=node.span)
         return call_tir(self, node)
+
+    def vector_access(self, node: S.Call, method: str) -> tuple[Buffer, tuple[PrimExpr, ...]]:
+        """`A.vload([i, j], "float32x4")` / `A.vstore([i, j], value)`: the buffer and the
+        indices, the last one widened to the lanes the dtype (or stored value) has."""
+        assert isinstance(node.func, S.Attribute)
+        buf = self.buffer(node.func.value)
+        a = check_call(self.ctx, node, f"{buf.name}.{method}", Sig(1, 2, ("dtype", "predicate")))
+        if "predicate" in a.kw:
+            self.ctx.unsupported(f"{method} with a predicate", a.kw["predicate"].span)
+        items = a.pos[0].elts if isinstance(a.pos[0], (S.List, S.Tuple)) else [a.pos[0]]
+        if len(items) != buf.ndim:
+            self.ctx.error(f"buffer '{buf.name}' has {buf.ndim} dimensions, indexed with "
+                           f"{len(items)}", a.pos[0].span)
+        idx = [self.index(x, "buffer index") for x in items]
+        lanes = 1
+        if method == "vload":
+            dt_node = a.get(1, "dtype")
+            dt = self.dtype_arg(dt_node) if dt_node is not None else buf.dtype
+            lanes = dt.lanes // buf.dtype.lanes
+        elif len(a.pos) > 1:
+            lanes = self.expr(a.pos[1]).dtype.lanes // buf.dtype.lanes
+        if lanes > 1 and idx:
+            last = idx[-1]
+            idx[-1] = Ramp(last, IntImm(1, last.dtype), lanes, last.dtype.with_lanes(lanes))
+        return buf, tuple(idx)
 
     # ---- helpers for builtins -----------------------------------------------------------
 
@@ -212,6 +342,7 @@ class ExprBuilder:
         """A dtype written as a string ("float32") or as `T.float32`."""
         name = node.value if isinstance(node, S.Constant) and node.kind == "str" else None
         if name is None:
+            self.unknown_name(node)
             dotted = S.dotted(node)
             if dotted is not None and dotted.startswith("T."):
                 name = dotted[2:]
@@ -220,18 +351,28 @@ class ExprBuilder:
         return self.parse_dtype(name, node)
 
     def parse_dtype(self, name: str, node: S.Expr) -> DType:
+        if name == "":  # TVM writes `dtype=""` for calls that return nothing
+            return DType("void", 0)
         try:
             return DType.parse(name)
         except DTypeError:
             self.ctx.error(f"unknown dtype '{name}'", node.span)
 
     def int_literal(self, node: S.Expr, what: str) -> int:
+        self.unknown_name(node)
         value = literal_value(node)
         if not isinstance(value, int) or isinstance(value, bool):
             self.ctx.error(f"{what} must be an integer literal", node.span)
         return value
 
+    def unknown_name(self, node: S.Expr) -> None:
+        """A literal was expected: an unknown name there is most likely a Python variable
+        of the code around the function (reported as such)."""
+        if isinstance(node, S.Name) and self.scope.lookup(node.id) is None:
+            self.scope.require(node.id, node.span)
+
     def str_literal(self, node: S.Expr, what: str) -> str:
+        self.unknown_name(node)
         if not (isinstance(node, S.Constant) and node.kind == "str"):
             self.ctx.error(f"{what} must be a string", node.span)
         return str(node.value)
@@ -248,6 +389,17 @@ class ExprBuilder:
             return tuple(self.attr_value(e) for e in node.elts)
         if isinstance(node, S.Dict):
             return self.attr_dict(node)
+        if S.call_name(node) == "T.target":
+            assert isinstance(node, S.Call)
+            a = check_call(self.ctx, node, "T.target", Sig(1, 2, ("host",)))
+            spec = self.attr_value(a.pos[0])
+            if not isinstance(spec, (str, dict)):
+                self.ctx.error("T.target takes a target string or dictionary", a.pos[0].span)
+            if len(a.pos) > 1 or "host" in a.kw:
+                host = self.attr_value(a.get(1, "host"))  # type: ignore[arg-type]
+                spec = {**({"kind": spec} if isinstance(spec, str) else spec),
+                        "host": host.spec if isinstance(host, TargetAttr) else host}
+            return TargetAttr(spec)
         value = self.expr(node)
         if isinstance(value, IntImm) and value.dtype.is_bool:
             return bool(value.value)  # TVM prints attribute bools as T.bool(True)

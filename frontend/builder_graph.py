@@ -3,6 +3,7 @@ dataflow blocks, operator calls, cross-level calls)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,12 @@ from tirc.ir.graph import (
     TupleGetItem,
     VarBinding,
 )
+from tirc.ir.ops.registry import get_op
+
+GRAPH_OPERATORS = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide",
+                   "//": "floor_divide", "**": "power"}
+GRAPH_COMPARE = {"==": "equal", "!=": "not_equal", "<": "less", "<=": "less_equal",
+                 ">": "greater", ">=": "greater_equal"}
 
 
 @dataclass
@@ -42,6 +49,7 @@ class ModuleNames:
 
     class_name: str
     functions: set[str]
+    graph: set[str] = dataclasses.field(default_factory=set)  # the graph functions among them
 
 
 class GraphBuilder:
@@ -115,7 +123,9 @@ class GraphBuilder:
                     blocks.append(block)
                 else:
                     binding = self.stmt(s, dataflow=None)
-                    if binding is not None:
+                    if isinstance(binding, list):
+                        current.extend(binding)
+                    elif binding is not None:
                         current.append(binding)
             except BuildError:
                 self.poison(s)
@@ -136,7 +146,7 @@ class GraphBuilder:
         if isinstance(target, S.Name):
             self.scope.poison(target.id)
 
-    def stmt(self, s: S.Stmt, dataflow: set[str] | None) -> Binding | None:
+    def stmt(self, s: S.Stmt, dataflow: set[str] | None) -> Binding | list[Binding] | None:
         """One statement; `dataflow` holds the output names when inside `R.dataflow()`."""
         if isinstance(s, S.Pass):
             return None
@@ -163,12 +173,13 @@ class GraphBuilder:
             type(s), f"{type(s).__name__} statements")
         self.ctx.unsupported(f"{what} in a graph function", s.span)
 
-    def binding(self, s: S.Assign | S.AnnAssign, dataflow: set[str] | None) -> Binding | None:
+    def binding(self, s: S.Assign | S.AnnAssign, dataflow: set[str] | None
+                ) -> Binding | list[Binding] | None:
         if isinstance(s, S.Assign) and s.more_targets:
             self.ctx.unsupported("chained assignment", s.span)
         t = s.target
-        if isinstance(t, S.Tuple):
-            self.ctx.unsupported("tuple unpacking in a graph function", t.span)
+        if isinstance(t, S.Tuple) and isinstance(s, S.Assign):
+            return self.unpack(t, s, dataflow)
         if not isinstance(t, S.Name):
             self.ctx.error("a binding assigns to a name", t.span)
         if s.value is None:
@@ -197,6 +208,24 @@ class GraphBuilder:
         var = GVar(t.id, annotation, is_df, span=t.span)
         self.scope.define(t.id, var, t.span)
         return VarBinding(var, value, span=s.span)
+
+    def unpack(self, t: S.Tuple, s: S.Assign, dataflow: set[str] | None) -> list[Binding]:
+        """`a, b = value`: the tuple bound to a name, then each field (as TVM binds it)."""
+        names = []
+        for e in t.elts:
+            if not isinstance(e, S.Name):
+                self.ctx.error("tuple unpacking assigns to names", e.span)
+            names.append(e.id)
+        value = self.gexpr(s.value)
+        in_df = dataflow is not None
+        tmp = GVar("_".join(names) + "_tuple", None, in_df, span=t.span)
+        out: list[Binding] = [VarBinding(tmp, value, span=s.span)]
+        for i, e in enumerate(t.elts):
+            assert isinstance(e, S.Name)
+            var = GVar(e.id, None, in_df and e.id not in dataflow, span=e.span)  # type: ignore
+            self.scope.define(e.id, var, e.span)
+            out.append(VarBinding(var, TupleGetItem(tmp, i, span=e.span), span=s.span))
+        return out
 
     def symbolic(self, t: S.Name, call: S.Call, name: str) -> None:
         """`n = T.int64()`: a symbolic size (the same variable as a `"n"` in a signature)."""
@@ -233,7 +262,9 @@ class GraphBuilder:
             for st in stmts:
                 try:
                     b = self.stmt(st, dataflow=set(names))
-                    if b is not None:
+                    if isinstance(b, list):
+                        bindings.extend(b)
+                    elif b is not None:
                         bindings.append(b)
                 except BuildError:
                     self.poison(st)
@@ -273,6 +304,15 @@ class GraphBuilder:
             return TupleGetItem(value, idx, span=node.span)
         if isinstance(node, S.Call):
             return self.call(node)
+        if isinstance(node, S.BinOp) and node.op in GRAPH_OPERATORS:
+            # Relax overloads Python's operators on tensors: `A + B` is R.add(A, B).
+            args = (self.operand(node.left), self.operand(node.right))
+            return GCall(GRAPH_OPERATORS[node.op], args, span=node.span)
+        if isinstance(node, S.UnaryOp) and node.op == "-" and literal_value(node) is None:
+            return GCall("negative", (self.operand(node.operand),), span=node.span)
+        if isinstance(node, S.Compare) and len(node.ops) == 1 and node.ops[0] in GRAPH_COMPARE:
+            args = (self.operand(node.left), self.operand(node.comparators[0]))
+            return GCall(GRAPH_COMPARE[node.ops[0]], args, span=node.span)
         if isinstance(node, S.Unsupported):
             self.ctx.unsupported(node.what, node.span)
         if isinstance(node, S.Constant) and node.kind in ("int", "float", "bool"):
@@ -317,9 +357,17 @@ class GraphBuilder:
             if name is not None and name.startswith("T."):
                 self.ctx.error(f"loop-level {name} in a graph function", call.func.span)
             if isinstance(call.func, S.Attribute) or isinstance(call.func, S.Name):
-                self.global_var(call.func)
-                self.ctx.unsupported("calling a function directly (use R.call_tir)",
-                                     call.span)
+                gv = self.global_var(call.func)
+                if gv.name not in self.module.graph:
+                    self.ctx.error(f"'{gv.name}' is a loop function; call it with "
+                                   "R.call_tir(...)", call.span)
+                if get_op(gv.name) is not None:
+                    self.ctx.unsupported(f"calling graph function '{gv.name}', which has the "
+                                         f"name of the operator R.{gv.name} (rename it)",
+                                         call.func.span)
+                check_call(self.ctx, call, gv.name, Sig(0, None))
+                args = tuple(self.operand(a) for a in call.args)
+                return GCall(gv.name, args, span=call.span)
             self.ctx.error("this is not a function that can be called here", call.func.span)
         op = name[2:]
         handler = SPECIAL_CALLS.get(op)

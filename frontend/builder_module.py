@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tirc.frontend import syntax as S
+from tirc.frontend.builder_dist import global_infos
 from tirc.frontend.builder_expr import ExprBuilder
 from tirc.frontend.builder_graph import ModuleNames, build_graph_func
 from tirc.frontend.builder_prim_func import build_prim_func
@@ -15,17 +16,19 @@ from tirc.frontend.builder_schedule import build_schedule
 from tirc.frontend.context import TOO_DEEP, BuildError, Context, walk
 from tirc.frontend.imports import ImportSession
 from tirc.frontend.scope import Scope
-from tirc.frontend.signature import Sig, check_call
+from tirc.frontend.signature import Args, Sig, check_call
+from tirc.frontend.spelling import detect_syntax, header_lines
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.graph import GlobalVar
+from tirc.ir.graph import Function, GlobalVar
 from tirc.ir.module import BaseFunc, IRModule
 from tirc.ir.schedule import Schedule
 from tirc.ir.span import Span
 
 DECORATORS = {"T.prim_func": "prim_func", "R.function": "function", "S.schedule": "schedule"}
 MODULE_DECORATORS = ("I.ir_module", "tvm.script.ir_module", "tvm.script.ir.ir_module")
-DECORATOR_KWARGS = {"prim_func": ("private", "check_well_formed"),
+DECORATOR_KWARGS = {"prim_func": ("private", "check_well_formed", "s_tir", "persistent"),
                     "function": ("pure", "private", "check_well_formed")}
+MODULE_KWARGS = ("check_well_formed", "s_tir")
 Loader = Callable[[Path, ImportSession], IRModule]
 
 
@@ -34,15 +37,19 @@ class ModuleBuilder:
 
     def __init__(self, ctx: Context, session: ImportSession, load: Loader) -> None:
         self.ctx = ctx
+        self.header = header_lines(ctx.text)
+        self.syntax = detect_syntax(ctx.text, self.header)
         self.session = session
         self.load = load
         self.functions: dict[str, BaseFunc] = {}
         self.schedules: list[Schedule] = []
         self.attrs: dict[str, Any] = {}
+        self.global_infos: dict[str, tuple[Any, ...]] = {}
         self.class_name: str | None = None
         self.defs: list[tuple[S.FunctionDef, str, S.Expr]] = []
         self.def_names: set[str] = set()
         self.schedule_spans: list[tuple[Schedule, Span]] = []  # to check their functions
+        self.flags: dict[int, dict[str, bool]] = {}  # decorator flags by id of the def
 
     def build(self, stmts: list[S.Stmt]) -> IRModule:
         for s in stmts:
@@ -50,7 +57,10 @@ class ModuleBuilder:
                 self.top(s)
             except BuildError:
                 pass
-        names = ModuleNames(self.class_name or "Module", set(self.functions) | self.def_names)
+        graph = {fn.name for fn, kind, _ in self.defs if kind == "function"} | {
+            n for n, f in self.functions.items() if isinstance(f, Function)}
+        names = ModuleNames(self.class_name or "Module", set(self.functions) | self.def_names,
+                            graph)
         for fn, kind, deco in self.defs:
             try:
                 self.build_def(fn, kind, deco, names)
@@ -62,7 +72,9 @@ class ModuleBuilder:
             if sch.func_name not in names.functions:
                 self.ctx.report(f"schedule for unknown function '{sch.func_name}'", where)
         return IRModule(dict(self.functions), tuple(self.schedules), self.attrs,
-                        self.class_name or "Module", sources=tuple(self.session.sources))
+                        self.class_name or "Module", sources=tuple(self.session.sources),
+                        global_infos=dict(self.global_infos),
+                        syntax=self.syntax, header=self.header)
 
     # ---- top level ----------------------------------------------------------------------
 
@@ -88,9 +100,13 @@ class ModuleBuilder:
                                  "@I.ir_module classes and decorated functions)", s.span)
 
     def module_class(self, c: S.ClassDef) -> None:
-        names = [S.dotted(d) for d in c.decorators]
+        names = [S.dotted(d.func if isinstance(d, S.Call) else d) for d in c.decorators]
         if not names or any(n not in MODULE_DECORATORS for n in names):
             self.ctx.error(f"class '{c.name}' needs the decorator @I.ir_module", c.name_span)
+        for d in c.decorators:
+            if isinstance(d, S.Call):
+                flags = check_call(self.ctx, d, "@I.ir_module", Sig(0, 0, MODULE_KWARGS))
+                self.decorator_flags(flags, "@I.ir_module")
         if self.class_name is not None:
             self.ctx.error("only one @I.ir_module class per file", c.name_span)
         if c.bases:
@@ -100,6 +116,9 @@ class ModuleBuilder:
             try:
                 if isinstance(s, S.FunctionDef):
                     self.collect(s)
+                elif S.call_name(getattr(s, "value", None)) == "I.module_global_infos":
+                    self.global_infos.update(global_infos(self.ctx, s.value))  # type: ignore[attr-defined]
+                    self.ctx.global_infos = self.global_infos  # type: ignore[attr-defined]
                 elif S.call_name(getattr(s, "value", None)) == "I.module_attrs":
                     call = s.value  # type: ignore[attr-defined]
                     a = check_call(self.ctx, call, "I.module_attrs", Sig(1, 1))
@@ -126,15 +145,28 @@ class ModuleBuilder:
                            "@R.function or @S.schedule)", deco.span)
         if kind != "schedule":
             if isinstance(deco, S.Call):
-                check_call(self.ctx, deco, f"@{name}", Sig(0, 0, DECORATOR_KWARGS[kind]))
+                args = check_call(self.ctx, deco, f"@{name}", Sig(0, 0, DECORATOR_KWARGS[kind]))
+                self.flags[id(fn)] = self.decorator_flags(args, f"@{name}")
             if fn.name in self.def_names or fn.name in self.functions:
                 self.ctx.error(f"redefinition of function '{fn.name}'", fn.name_span)
             self.def_names.add(fn.name)
         self.defs.append((fn, kind, deco))
 
+    def decorator_flags(self, args: Args, what: str) -> dict[str, bool]:
+        """The keyword flags of a decorator, each a literal True or False."""
+        flags = {}
+        for key, node in args.kw.items():
+            if not (isinstance(node, S.Constant) and node.kind == "bool"):
+                self.ctx.error(f"{what}({key}=...) takes True or False", node.span)
+            flags[key] = bool(node.value)
+        return flags
+
     def build_def(self, fn: S.FunctionDef, kind: str, deco: S.Expr, names: ModuleNames) -> None:
         if kind == "prim_func":
-            self.functions[fn.name] = build_prim_func(self.ctx, fn)
+            flags = self.flags.get(id(fn), {})
+            func = build_prim_func(self.ctx, fn, names)
+            self.functions[fn.name] = func.replace(  # type: ignore[assignment]
+                private=flags.get("private", False), s_tir=flags.get("s_tir", False))
         elif kind == "function":
             self.functions[fn.name] = build_graph_func(self.ctx, fn, names)
         else:

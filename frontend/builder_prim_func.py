@@ -6,6 +6,8 @@ from typing import Any
 
 from tirc.frontend import syntax as S
 from tirc.frontend.builder_buffer import buffer_from_args, declare_buffer
+from tirc.frontend.builder_sparse import SPARSE_DECLARATIONS
+from tirc.frontend.builder_sparse import declare as declare_sparse
 from tirc.frontend.builder_stmt import ALLOC_SCOPES, LoopBuilder
 from tirc.frontend.context import BuildError, Context
 from tirc.frontend.scope import Scope
@@ -21,11 +23,12 @@ class PrimFuncBuilder:
     """Builds one loop function; errors are reported and the function is still returned
     when its header could be built, so later functions see its name."""
 
-    def __init__(self, ctx: Context, fn: S.FunctionDef) -> None:
+    def __init__(self, ctx: Context, fn: S.FunctionDef, module: Any = None) -> None:
         self.ctx = ctx
         self.fn = fn
         self.scope = Scope(ctx, S.assigned_names(fn.body))
         self.lb = LoopBuilder(ctx, self.scope)
+        self.lb.eb.module = module
         self.params: list[Var] = []
         self.buffer_map: dict[Var, Buffer] = {}
         self.handles: dict[str, Var] = {}  # T.handle parameters by name
@@ -35,6 +38,7 @@ class PrimFuncBuilder:
 
     def build(self) -> PrimFunc:
         fn = self.fn
+        self.declare_scalars()
         for p in fn.params:
             try:
                 self.param(p)
@@ -51,6 +55,22 @@ class PrimFuncBuilder:
                         span=fn.span)
 
     # ---- parameters -----------------------------------------------------------------------
+
+    def declare_scalars(self) -> None:
+        """Scalar parameters are in scope from the start: TVM prints a buffer parameter
+        whose shape names one (`A: T.Buffer(("m",), ...)`) before it (`m: T.int32`)."""
+        self.scalars: dict[str, Var] = {}
+        for p in self.fn.params:
+            name = S.dotted(p.annotation) if p.annotation is not None else None
+            if p.star or name is None or not name.startswith("T.") or name == "T.handle":
+                continue
+            try:
+                dt = DType.parse(name[2:])
+            except DTypeError:
+                continue
+            var = Var(p.name, dt, span=p.span)
+            self.scalars[p.name] = var
+            self.scope.define(p.name, var, p.span)
 
     def param(self, p: S.Param) -> None:
         ctx = self.ctx
@@ -79,14 +99,20 @@ class PrimFuncBuilder:
             self.scope.define(p.name, buf, p.span)
             return
         if name == "T.handle":
-            if isinstance(ann, S.Call):
-                check_call(ctx, ann, "T.handle", Sig(0, 0))
+            if isinstance(ann, S.Call):  # `T.handle("float32", "global")`: a typed pointer
+                a = check_call(ctx, ann, "T.handle", Sig(0, 0, ("dtype", "storage_scope"),
+                                                         positional_kw=True))
+                if "dtype" in a.kw:
+                    self.lb.eb.dtype_arg(a.kw["dtype"])
             var = Var(p.name, HANDLE, span=p.span)
             self.handles[p.name] = var
         else:
             if name is None or not name.startswith("T.") or isinstance(ann, S.Subscript):
                 ctx.error("a parameter type is T.Buffer(...), T.handle or a dtype such as "
                           "T.int32", ann.span)
+            if p.name in self.scalars:
+                self.params.append(self.scalars[p.name])
+                return
             try:
                 dt = DType.parse(name[2:])
             except DTypeError:
@@ -113,6 +139,9 @@ class PrimFuncBuilder:
         name = S.dotted(s.value.func)
         if name == "T.match_buffer":
             self.match_buffer(s.target, s.value)
+            return True
+        if name in SPARSE_DECLARATIONS:
+            declare_sparse(self, s.target, s.value, name)
             return True
         if name in ALLOC_SCOPES and name != "T.decl_buffer":
             buf = declare_buffer(self.lb.eb, s.target.id, s.value, name,
@@ -155,6 +184,7 @@ class PrimFuncBuilder:
                             span=self.fn.span)
 
 
-def build_prim_func(ctx: Context, fn: S.FunctionDef) -> PrimFunc:
-    """The PrimFunc of `@T.prim_func def ...` (errors are reported into `ctx`)."""
-    return PrimFuncBuilder(ctx, fn).build()
+def build_prim_func(ctx: Context, fn: S.FunctionDef, module: Any = None) -> PrimFunc:
+    """The PrimFunc of `@T.prim_func def ...` (errors are reported into `ctx`); `module`
+    names the module's functions (for direct calls between loop functions)."""
+    return PrimFuncBuilder(ctx, fn, module).build()

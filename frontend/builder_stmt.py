@@ -11,15 +11,17 @@ from collections.abc import Callable
 from typing import Any
 
 from tirc.frontend import syntax as S
-from tirc.frontend.builder_buffer import declare_buffer, event_tensor
-from tirc.frontend.builder_expr import BIN_OPS, ExprBuilder, literal_value
+from tirc.frontend.builder_buffer import declare_buffer, event_tensor, region
+from tirc.frontend.builder_expr import BIN_OPS, ExprBuilder, access_dtype, literal_value
+from tirc.frontend.builder_sparse import ITERATION_CALLS, build_iteration
 from tirc.frontend.context import TOO_DEEP, BuildError, Context, spanned
 from tirc.frontend.loop_heads import launch_thread, loop_header
 from tirc.frontend.scope import EnvThread, Scope
 from tirc.frontend.signature import Sig, check_call
 from tirc.frontend.stmt_calls import STMT_CALLS
+from tirc.frontend.storage import allocate, buffer_view
 from tirc.ir.buffer import Buffer
-from tirc.ir.dtype import DType, DTypeError
+from tirc.ir.dtype import HANDLE, DType, DTypeError
 from tirc.ir.expr import (
     Broadcast,
     IntImm,
@@ -47,9 +49,11 @@ Wrapper = Callable[[Stmt], Stmt]
 Hook = Callable[[S.Stmt], bool]
 INT32 = DType("int", 32)
 
-ALLOC_SCOPES = {"T.alloc_buffer": None, "T.alloc_local": "local", "T.alloc_shared": "shared"}
+ALLOC_SCOPES = {"T.alloc_buffer": None, "T.sblock_alloc_buffer": None, "T.alloc_local": "local",
+                "T.alloc_shared": "shared"}
 BLOCK_ONLY = ("T.reads", "T.writes", "T.where", "T.block_attr", "T.sblock_attr", "T.axis.remap",
-              "T.axis.spatial", "T.axis.reduce", "T.axis.opaque", "T.axis.S", "T.axis.R")
+              "T.axis.spatial", "T.axis.reduce", "T.axis.opaque", "T.axis.scan", "T.axis.S",
+              "T.axis.R")
 
 
 # Declarations that can also scope over an indented body with `with ... as name:`.
@@ -120,6 +124,13 @@ class LoopBuilder:
         v = s.value
         if isinstance(v, S.Constant) and v.kind == "str":
             return None  # a docstring
+        if isinstance(v, S.Call) and isinstance(v.func, S.Attribute) and v.func.attr == "vstore":
+            buf, idx = self.eb.vector_access(v, "vstore")
+            if len(v.args) != 2:
+                self.ctx.error(f"{buf.name}.vstore takes the indices and the value", v.span)
+            value = self.typed_value(v.args[1], access_dtype(buf, idx), "store",
+                                     f"into buffer '{buf.name}' of dtype {buf.dtype}")
+            return BufferStore(buf, value, idx, span=s.span)
         name = S.call_name(v)
         if name is not None:
             assert isinstance(v, S.Call)
@@ -157,10 +168,21 @@ class LoopBuilder:
         """`x = T.<declaration>(...)`: symbolic vars, buffers, thread vars. None if `call`
         is an ordinary value; a declaration that binds without a statement defines `t` and
         returns None after marking it in scope."""
+        if name == "T.decl_buffer" and _has_data(call):
+            # A declaration over existing storage (TVM's DeclBuffer): an alias, no allocation.
+            buf = declare_buffer(self.eb, t.id, call, name, alias=True)
+            self.scope.define(t.id, buf, t.span)
+            return _NOTHING
         if name in ALLOC_SCOPES or name == "T.decl_buffer":
             buf = declare_buffer(self.eb, t.id, call, name, scope=ALLOC_SCOPES.get(name))
             self.scope.define(t.id, buf, t.span)
             return lambda body: Allocate(buf, body, span=call.span)
+        if name in ("T.allocate", "T.allocate_const"):
+            return allocate(self, t, call, name)
+        if isinstance(call.func, S.Attribute) and call.func.attr == "view":
+            buf = buffer_view(self.eb, t.id, call)
+            self.scope.define(t.id, buf, t.span)
+            return _NOTHING
         if name == "T.event_tensor":
             buf, init = event_tensor(self.eb, t.id, call)
             self.scope.define(t.id, buf, t.span)
@@ -177,6 +199,12 @@ class LoopBuilder:
             return _NOTHING
         if name == "T.launch_thread":
             return launch_thread(self, call, t)
+        if name == "T.meta_var":
+            # A name for a value written once and used several times (TVMScript evaluates
+            # it in Python): each use is that value.
+            a = check_call(self.ctx, call, name, Sig(1, 1))
+            self.scope.define(t.id, self.eb.expr(a.pos[0]), t.span)
+            return _NOTHING
         if name == "T.Buffer":
             buf = declare_buffer(self.eb, t.id, call, name, alias=True)
             self.scope.define(t.id, buf, t.span)
@@ -206,15 +234,34 @@ class LoopBuilder:
         t = s.target
         if not isinstance(t, S.Name):
             self.ctx.unsupported("an annotated assignment to this target", t.span)
-        ann = S.dotted(s.annotation)
-        if ann is None or not ann.startswith("T."):
-            self.ctx.error("a variable annotation is a dtype such as T.float32",
-                           s.annotation.span)
-        dt = self.eb.parse_dtype(ann[2:], s.annotation)
+        dt = self.annotation_dtype(s.annotation)
         if s.value is None:
             self.ctx.unsupported("a declaration without a value", s.span)
-        value = self.typed_value(s.value, dt, "assign", f"to '{t.id}' of dtype {dt}")
+        if dt is None:
+            value = self.eb.expr(s.value)
+            dt = value.dtype
+        else:
+            value = self.typed_value(s.value, dt, "assign", f"to '{t.id}' of dtype {dt}")
         return self.let(t, Var(t.id, dt, span=t.span), value, s.span)
+
+    def annotation_dtype(self, ann: S.Expr) -> DType | None:
+        """The dtype of a variable annotation: `T.float32`, `T.let[T.int32]`,
+        `T.handle("float32")` (a pointer: the handle dtype); None for a bare `T.let`, whose
+        dtype is the value's."""
+        if isinstance(ann, S.Subscript) and S.dotted(ann.value) == "T.let":
+            if len(ann.items) != 1:
+                self.ctx.error("write T.let[<dtype>]", ann.span)
+            ann = ann.items[0]
+        elif S.dotted(ann) == "T.let":
+            return None
+        if isinstance(ann, S.Call) and S.dotted(ann.func) == "T.handle":
+            check_call(self.ctx, ann, "T.handle", Sig(0, 2, ("dtype", "storage_scope"),
+                                                         positional_kw=False))
+            return HANDLE
+        name = S.dotted(ann)
+        if name is None or not name.startswith("T."):
+            self.ctx.error("a variable annotation is a dtype such as T.float32", ann.span)
+        return self.eb.parse_dtype(name[2:], ann)
 
     def typed_value(self, node: S.Expr, dt: DType, verb: str, target: str) -> PrimExpr:
         """`node` as a value of dtype `dt`: literals adapt, anything else must match.
@@ -234,8 +281,7 @@ class LoopBuilder:
     def store(self, t: S.Subscript, value_node: S.Expr, span: Span) -> Stmt:
         buf = self.eb.buffer(t.value)
         idx = self.eb.indices(buf, t)
-        lanes = max((i.dtype.lanes for i in idx), default=1)
-        want = buf.dtype.with_lanes(lanes)
+        want = access_dtype(buf, idx)
         value = self.typed_value(value_node, want, "store",
                                  f"into buffer '{buf.name}' of dtype {buf.dtype}")
         return BufferStore(buf, value, idx, span=span)
@@ -334,11 +380,22 @@ class LoopBuilder:
             return build_block(self, s, call, name)
         if name == "T.init":
             self.ctx.error("T.init is only allowed directly inside a block", call.span)
+        if name in ITERATION_CALLS:
+            assert isinstance(call, S.Call)
+            return build_iteration(self, s, call, name, item.target)
         if name == "T.attr":
             assert isinstance(call, S.Call)
             return self.attr(s, call)
+        if name == "T.realize":
+            assert isinstance(call, S.Call)
+            return self.realize(s, call)
         if name == "T.launch_thread":
             assert isinstance(call, S.Call)
+            if item.target is None and call.args and isinstance(call.args[0], S.Name):
+                with self.scope.frame():  # `with T.launch_thread(tx, n):` (tx from env_thread)
+                    wrap = launch_thread(self, call, None)
+                    body = self.body(s.body, frame=False)
+                return wrap(body)
             if not isinstance(item.target, S.Name):
                 self.ctx.error("write `with T.launch_thread(\"threadIdx.x\", n) as tx:`",
                                call.span)
@@ -373,7 +430,31 @@ class LoopBuilder:
             body = self.body(s.body, frame=False)
         return wrap(body)
 
+    def realize(self, s: S.With, call: S.Call) -> Stmt:
+        """`with T.realize(B[0:n], "scope"):` (TVM's form before storage flattening): the
+        storage of B, declared with T.Buffer and no data, over the body."""
+        a = check_call(self.ctx, call, "T.realize", Sig(1, 3, ("condition",)))
+        reg = region(self.eb, a.pos[0])
+        buf = reg.buffer
+        if not all(isinstance(r.min, IntImm) and r.min.value == 0 for r in reg.region):
+            self.ctx.unsupported("T.realize of a region that does not start at 0",
+                                 a.pos[0].span)
+        if len(a.pos) > 1:
+            scope = self.eb.str_literal(a.pos[1], "the storage scope")
+            if scope not in ("", buf.scope):
+                self.ctx.unsupported("T.realize in another scope than its buffer's",
+                                     a.pos[1].span)
+        cond = a.get(2, "condition")
+        if cond is not None and literal_value(cond) is not True:
+            self.ctx.unsupported("T.realize with a condition", cond.span)
+        return Allocate(buf, self.body(s.body), span=s.span)
+
     def attr(self, s: S.With, call: S.Call) -> Stmt:
+        node, key, value = self.attr_parts(call)
+        return AttrStmt(node, key, value, self.body(s.body), span=s.span)
+
+    def attr_parts(self, call: S.Call) -> tuple[Any, str, PrimExpr]:
+        """(node, key, value) of `T.attr(node, key, value)`."""
         a = check_call(self.ctx, call, "T.attr", Sig(3, 3))
         node_arg = a.pos[0]
         node: Any
@@ -389,7 +470,12 @@ class LoopBuilder:
         v = a.pos[2]
         value = StringImm(str(v.value), span=v.span) if isinstance(v, S.Constant) and \
             v.kind == "str" else self.eb.expr(v)
-        return AttrStmt(node, key, value, self.body(s.body), span=s.span)
+        return node, key, value
+
+
+def _has_data(call: S.Call) -> bool:
+    return any(k.name == "data" and not (isinstance(k.value, S.Constant)
+                                         and k.value.kind == "none") for k in call.keywords)
 
 
 def _nothing(body: Stmt) -> Stmt:

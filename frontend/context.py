@@ -15,6 +15,11 @@ from tirc.ir.node import IdentityNode, Node
 from tirc.ir.span import Span
 
 TOO_DEEP = "this statement is nested too deeply"
+# What an unknown name most often is in TVM's own programs: a Python variable of the code
+# around the function, which TVMScript reads by running Python and tirc never does.
+NO_PYTHON = ("tirc reads TVMScript without running Python: a value from the Python code "
+             "around the function must be written out where it is used (or bound inside the "
+             "function, e.g. `n = T.meta_var(16)`)")
 
 
 class BuildError(Exception):
@@ -30,8 +35,8 @@ class Context:
         self.diag = diag if diag is not None else DiagnosticContext()
         self._line_starts: list[int] | None = None
 
-    def error(self, message: str, span: Span | None) -> NoReturn:
-        self.diag.error(message, span)
+    def error(self, message: str, span: Span | None, note: str | None = None) -> NoReturn:
+        self.diag.error(message, span, note)
         raise BuildError(message)
 
     def report(self, message: str, span: Span | None) -> None:

@@ -28,7 +28,11 @@ if TYPE_CHECKING:
 def _call_tir(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
     """`R.call_tir(f, (args,), out_sinfo, tir_vars)`; a third positional `R.shape([...])` is
     taken as tir_vars (the form tirc's printer writes)."""
-    a = check_call(g.ctx, call, name, Sig(2, 4, ("out_sinfo", "tir_vars")))
+    a = check_call(g.ctx, call, name, Sig(2, 4, ("out_sinfo", "tir_vars", "out_ty")))
+    if "out_ty" in a.kw:  # TVM 0.27's name for out_sinfo
+        if "out_sinfo" in a.kw:
+            g.ctx.error(f"{name} got out_sinfo and out_ty", a.kw["out_ty"].span)
+        a.kw["out_sinfo"] = a.kw.pop("out_ty")
     extra = list(a.pos[2:])
     if extra and S.call_name(extra[0]) == "R.shape" and "tir_vars" not in a.kw:
         a.kw["tir_vars"] = extra.pop(0)
@@ -45,8 +49,28 @@ def _call_tir(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
     return GCall(name[2:], tuple(args), {}, g.out_sinfo(a.kw["out_sinfo"]), span=call.span)
 
 
+def _call_packed(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
+    """Refused: R.call_packed calls a function of TVM's runtime registry by name, and returns
+    what it allocates; a tirc library has no such registry."""
+    g.ctx.unsupported("R.call_packed (a function of TVM's runtime registry): write the C "
+                      "function in destination-passing style and call it with "
+                      "R.call_dps_packed(\"symbol\", (args,), out_sinfo=...)", call.func.span)
+
+
+def _emit_te(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
+    """Refused: R.emit_te runs a Python function (a TOPI compute) to build a loop function."""
+    g.ctx.unsupported("R.emit_te (it runs a Python function to build the kernel): write the "
+                      "kernel as a @T.prim_func and call it with R.call_tir(Module.kernel, "
+                      "(args,), out_sinfo=...), or use the graph operator (R.add, R.matmul, ...)",
+                      call.func.span)
+
+
 def _call_dps_packed(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
-    a = check_call(g.ctx, call, name, Sig(2, 2, ("out_sinfo",), positional_kw=True))
+    a = check_call(g.ctx, call, name, Sig(2, 2, ("out_sinfo", "out_ty"), positional_kw=True))
+    if "out_ty" in a.kw:  # TVM 0.27's name for out_sinfo
+        if "out_sinfo" in a.kw:
+            g.ctx.error(f"{name} got out_sinfo and out_ty", a.kw["out_ty"].span)
+        a.kw["out_sinfo"] = a.kw.pop("out_ty")
     symbol = g.eb.str_literal(a.pos[0], "the packed function name")
     if "out_sinfo" not in a.kw:
         g.ctx.error(f"{name} needs out_sinfo=R.Tensor(...)", call.span)
@@ -92,6 +116,8 @@ def _str(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
 
 SPECIAL_CALLS: dict[str, Callable[[GraphBuilder, S.Call, str], GraphExpr]] = {
     "call_tir": _call_tir,
+    "call_packed": _call_packed,
+    "emit_te": _emit_te,
     "call_dps_packed": _call_dps_packed,
     "const": _const,
     "shape": _shape,

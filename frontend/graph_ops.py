@@ -30,6 +30,7 @@ OP_SIGNATURES: dict[str, OpSig] = {
     **{op: OpSig(2) for op in _BINARY},
     **{op: OpSig(1, ("axis", "keepdims")) for op in _REDUCE},
     "matmul": OpSig(2, ("out_dtype",)),
+    "sparse.matmul": OpSig(2, ("out_dtype",)),
     "nn.softmax": OpSig(1, ("axis",)),
     "nn.log_softmax": OpSig(1, ("axis",)),
     "nn.layer_norm": OpSig(3, ("axes", "epsilon", "center", "scale")),

@@ -43,10 +43,15 @@ def loop_header(lb: LoopBuilder, s: S.For) -> list[LoopHead]:
     names = loop_targets(lb, s.target)
     if name == "T.grid":
         a = check_call(lb.ctx, it, name, Sig(1, None))
-        if len(names) != len(a.pos):
-            lb.ctx.error(f"T.grid has {len(a.pos)} extents but the loop binds {len(names)} "
+        extents = []
+        for x in a.pos:
+            if isinstance(x, S.Starred):
+                extents.extend(lb.eb.starred_dims(x))
+            else:
+                extents.append(lb.eb.index(x, "a loop extent"))
+        if len(names) != len(extents):
+            lb.ctx.error(f"T.grid has {len(extents)} extents but the loop binds {len(names)} "
                          "variables", s.target.span)
-        extents = [lb.eb.index(x, "a loop extent") for x in a.pos]
         return [loop_var(n, IntImm(0, e.dtype, span=e.span), e, ForKind.SERIAL, {})
                 for n, e in zip(names, extents)]
     if len(names) != 1:
@@ -58,15 +63,21 @@ def loop_header(lb: LoopBuilder, s: S.For) -> list[LoopHead]:
         pos = list(a.pos)
         extra["thread_tag"] = _thread_tag(lb, it, pos, a.kw.get("thread"))
     elif name == "range":
-        a = check_call(lb.ctx, it, name, Sig(1, 3))
+        a = check_call(lb.ctx, it, name, Sig(1, 3, ("annotations",)))
         pos = list(a.pos)
         if len(pos) == 3:
             if literal_value(pos[2]) != 1:
                 lb.ctx.unsupported("range with a step", pos[2].span)
             pos.pop()
     else:
-        a = check_call(lb.ctx, it, name, Sig(1, 2, ("annotations",)))
+        a = check_call(lb.ctx, it, name, Sig(1, 3, ("annotations", "step", "thread")))
         pos = list(a.pos)
+        if len(pos) == 3 or "step" in a.kw:
+            step = pos.pop() if len(pos) == 3 else a.kw["step"]
+            if literal_value(step) != 1:
+                lb.ctx.unsupported(f"{name} with a step", step.span)
+        if "thread" in a.kw:
+            lb.ctx.error(f"thread= belongs to T.thread_binding, not {name}", a.kw["thread"].span)
     if not 1 <= len(pos) <= 2:
         lb.ctx.error(f"{name} takes a start and a stop, or an extent", it.span)
     if "annotations" in a.kw:

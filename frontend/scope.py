@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from tirc.frontend.context import BuildError, Context
+from tirc.frontend.context import NO_PYTHON, BuildError, Context
 from tirc.ir.span import Span
 
 
@@ -68,5 +68,5 @@ class Scope:
         if value is None:
             if name in self.later:
                 self.ctx.error(f"'{name}' is used before its definition", span)
-            self.ctx.error(f"unknown name '{name}'", span)
+            self.ctx.error(f"unknown name '{name}'", span, NO_PYTHON)
         return value

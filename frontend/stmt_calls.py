@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 from tirc.frontend import syntax as S
 from tirc.frontend.loop_heads import launch_thread
 from tirc.frontend.signature import Sig, check_call
-from tirc.ir.dtype import DType
-from tirc.ir.expr import BufferLoad, Call, PrimExpr, StringImm
-from tirc.ir.stmt import Evaluate, Stmt
+from tirc.ir import intrinsics as intrin
+from tirc.ir.dtype import BOOL, DType
+from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, StringImm
+from tirc.ir.stmt import DEVICE_ENTRY, AttrStmt, Evaluate, Stmt
 
 if TYPE_CHECKING:
     from tirc.frontend.builder_stmt import LoopBuilder, Wrapper
@@ -28,13 +29,13 @@ def _storage_sync(lb: LoopBuilder, call: S.Call) -> Stmt:
     a = check_call(lb.ctx, call, "T.tvm_storage_sync", Sig(1, 1))
     scope = lb.eb.str_literal(a.pos[0], "the storage scope")
     arg = StringImm(scope, span=a.pos[0].span)
-    return Evaluate(Call("tvm_storage_sync", (arg,), INT32, span=call.span), span=call.span)
+    return Evaluate(Call(intrin.STORAGE_SYNC, (arg,), INT32, span=call.span), span=call.span)
 
 
 def _event(lb: LoopBuilder, call: S.Call) -> Stmt:
     name = S.dotted(call.func) or ""
     op = name[2:]
-    sig = Sig(1, 1) if op == "event_wait" else Sig(1, 2, ("count",))
+    sig = Sig(1, 1) if op == intrin.EVENT_WAIT else Sig(1, 2, ("count",))
     a = check_call(lb.ctx, call, name, sig)
     elem = lb.eb.expr(a.pos[0])
     if not isinstance(elem, BufferLoad) or elem.buffer.scope != "event":
@@ -50,18 +51,34 @@ def _event(lb: LoopBuilder, call: S.Call) -> Stmt:
 def _assume(lb: LoopBuilder, call: S.Call) -> Stmt:
     a = check_call(lb.ctx, call, "T.assume", Sig(1, 1))
     cond = lb.eb.condition(a.pos[0], "the argument of T.assume")
-    return Evaluate(Call("assume", (cond,), INT32, span=call.span), span=call.span)
+    return Evaluate(Call(intrin.ASSUME, (cond,), INT32, span=call.span), span=call.span)
 
 
 def _launch(lb: LoopBuilder, call: S.Call) -> Wrapper:
     return launch_thread(lb, call, None)
 
 
+def _device_entry(lb: LoopBuilder, call: S.Call) -> Wrapper:
+    """`T.device_entry()`: the statements after it are the device part of the function
+    (TVM 0.27's marker between host and device code; on the CPU both run in one place)."""
+    check_call(lb.ctx, call, "T.device_entry", Sig(0, 0))
+    flag = IntImm(1, BOOL, span=call.span)
+    return lambda body: AttrStmt(None, DEVICE_ENTRY, flag, body, span=call.span)
+
+
+def _attr(lb: LoopBuilder, call: S.Call) -> Wrapper:
+    """`T.attr(node, key, value)` without `with`: an attribute over the statements after it."""
+    node, key, value = lb.attr_parts(call)
+    return lambda body: AttrStmt(node, key, value, body, span=call.span)
+
+
 STMT_CALLS: dict[str, Callable[[LoopBuilder, S.Call], Any]] = {
     "T.evaluate": _evaluate,
-    "T.tvm_storage_sync": _storage_sync,
-    "T.event_wait": _event,
-    "T.event_notify": _event,
-    "T.assume": _assume,
+    f"T.{intrin.STORAGE_SYNC}": _storage_sync,
+    f"T.{intrin.EVENT_WAIT}": _event,
+    f"T.{intrin.EVENT_NOTIFY}": _event,
+    f"T.{intrin.ASSUME}": _assume,
     "T.launch_thread": _launch,
+    "T.device_entry": _device_entry,
+    "T.attr": _attr,
 }

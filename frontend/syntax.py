@@ -125,6 +125,13 @@ class Lambda(Expr):
 
 
 @dataclass(eq=False)
+class Starred(Expr):
+    """`*value` as a call argument (`T.grid(*A.shape)`)."""
+
+    value: Expr
+
+
+@dataclass(eq=False)
 class Unsupported(Expr):
     """Python syntax tirc does not support; `what` names it for the diagnostic."""
 

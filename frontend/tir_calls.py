@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from tirc.frontend import syntax as S
 from tirc.frontend.context import spanned
 from tirc.frontend.signature import Args, Sig, check_call
+from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DType, DTypeError
 from tirc.ir.expr import (
-    MATH_INTRINSICS,
     Broadcast,
     Call,
     FloatImm,
@@ -32,28 +32,38 @@ from tirc.ir.expr import (
     select,
     unify,
 )
+from tirc.ir.intrinsics import (
+    INTRINSICS,
+    LIKELY,
+    MATH_INTRINSICS,
+    NAMED,
+    OPERATOR,
+    STATEMENT,
+    TYPED,
+    Intrinsic,
+    intrinsic,
+)
 
 if TYPE_CHECKING:
     from tirc.frontend.builder_expr import ExprBuilder
 
 Handler = Callable[["ExprBuilder", S.Call, Args, str], PrimExpr]
 
-# T.* builtins that are statements or declarations, never values.
+# T.* builtins that are statements or declarations, never values (the intrinsics written as
+# statements among them).
 STATEMENT_BUILTINS = {
     "grid", "serial", "parallel", "vectorized", "unroll", "thread_binding", "block", "sblock",
     "init", "reads", "writes", "where", "block_attr", "sblock_attr", "alloc_buffer", "decl_buffer",
     "alloc_local", "alloc_shared", "match_buffer", "func_attr", "evaluate", "launch_thread",
-    "env_thread", "tvm_storage_sync", "event_wait", "event_notify", "event_tensor", "assume",
-    "attr", "Buffer", "handle", "prim_func", "axis.spatial", "axis.reduce", "axis.opaque",
-    "axis.remap", "axis.S", "axis.R",
-}
+    "env_thread", "event_tensor", "attr", "Buffer", "handle", "prim_func", "axis.spatial",
+    "axis.reduce", "axis.opaque", "axis.remap", "axis.S", "axis.R",
+} | {name for name, info in INTRINSICS.items() if info.printed == STATEMENT}
 UNSUPPORTED_HINTS = {
-    "call_extern": "T.call_extern (C functions are called from graph level with "
-                   "R.call_dps_packed)",
-    "call_pure_extern": "T.call_pure_extern",
-    "call_packed": "T.call_packed",
-    "allocate": "T.allocate (write T.decl_buffer)",
+    "call_packed": "T.call_packed (a packed function of TVM's runtime; call a C function "
+                   "with T.call_extern)",
 }
+FLOAT32 = DType("float", 32)
+VOID = DType("void", 0)
 _FLOAT_MAX = {16: 65504.0, 32: 3.4028234663852886e38, 64: 1.7976931348623157e308}
 _BFLOAT16_MAX = 3.3895313892515355e38
 
@@ -72,6 +82,9 @@ def call_tir(b: ExprBuilder, call: S.Call) -> PrimExpr:
         b.ctx.error(f"{name}(...) cannot be used in an expression", call.span)
     if short in MATH_INTRINSICS:
         return spanned(_math(b, call, name, short), call.span)
+    info = intrinsic(short)
+    if info is not None and info.printed in (NAMED, TYPED, OPERATOR):
+        return spanned(_intrinsic(b, call, name, info), call.span)
     if short in UNSUPPORTED_HINTS:
         b.ctx.unsupported(UNSUPPORTED_HINTS[short], call.func.span)
     try:
@@ -130,11 +143,14 @@ def _int_fits(v: int, dt: DType) -> bool:
 
 
 def _cast(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
+    dt_node = a.kw.get("dtype")
+    if len(a.pos) + (dt_node is not None) != 2:
+        b.ctx.error(f"{name} takes a value and a dtype", call.span)
     if name == "T.Cast":
-        dt, value = b.dtype_arg(a.pos[0]), a.pos[1]
+        dt_node, value = (a.pos[0], a.pos[1]) if dt_node is None else (dt_node, a.pos[0])
     else:
-        value, dt = a.pos[0], b.dtype_arg(a.pos[1])
-    return cast(dt, b.expr(value))
+        value, dt_node = a.pos[0], dt_node if dt_node is not None else a.pos[1]
+    return cast(b.dtype_arg(dt_node), b.expr(value))
 
 
 def _limit(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
@@ -161,7 +177,10 @@ def _limit(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
 
 _BINARY = {"max": "max", "min": "min", "floordiv": "floordiv", "floormod": "floormod",
            "truncdiv": "truncdiv", "truncmod": "truncmod", "Div": "div", "FloorDiv": "floordiv",
-           "FloorMod": "floormod", "Max": "max", "Min": "min"}
+           "FloorMod": "floormod", "Max": "max", "Min": "min",
+           # TVM's node constructors, as its tests write them
+           "Add": "add", "Sub": "sub", "Mul": "mul", "Mod": "truncmod", "EQ": "eq", "NE": "ne",
+           "LT": "lt", "LE": "le", "GT": "gt", "GE": "ge", "And": "and", "Or": "or"}
 
 
 def _binary(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
@@ -178,7 +197,10 @@ def _ceildiv(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
 
 def _math(b: ExprBuilder, call: S.Call, name: str, op: str) -> PrimExpr:
     n = MATH_INTRINSICS[op]
-    a = check_call(b.ctx, call, name, Sig(n, n))
+    a = check_call(b.ctx, call, name, Sig(n, n, ("dtype",)))
+    if "dtype" in a.kw:  # TVM's printers wrote `T.exp(x, dtype="float32")`: the result's dtype
+        out = _math(b, S.Call(call.span, call.func, call.args, []), name, op)
+        return cast(b.dtype_arg(a.kw["dtype"]), out)
     args = [b.expr(x) for x in a.pos]
     args = [_float_arg(b, e, node, name, op) for e, node in zip(args, a.pos)]
     try:
@@ -204,15 +226,23 @@ def _float_arg(b: ExprBuilder, e: PrimExpr, node: S.Expr, name: str, op: str) ->
 def _select(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
     cond = b.condition(a.pos[0], f"the condition of {name}")
     t, f = b.expr(a.pos[1]), b.expr(a.pos[2])
+    if "dtype" in a.kw:
+        dt = b.dtype_arg(a.kw["dtype"])
+        t, f = cast(dt, t), cast(dt, f)
     try:
         return if_then_else(cond, t, f) if name == "T.if_then_else" else select(cond, t, f)
     except IRTypeError as err:
         b.ctx.error(str(err), call.span)
 
 
+def _assume(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
+    cond = b.condition(a.pos[0], "the argument of T.assume")
+    return Call("assume", (cond,), DType("int", 32))
+
+
 def _likely(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
     cond = b.condition(a.pos[0], "the argument of T.likely")
-    return Call("likely", (cond,), cond.dtype)
+    return Call(LIKELY, (cond,), cond.dtype)
 
 
 # ---- vectors ------------------------------------------------------------------------------
@@ -269,18 +299,73 @@ def _let(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
     return Let(var, value, body, body.dtype)
 
 
+def _intrinsic(b: ExprBuilder, call: S.Call, name: str, info: Intrinsic) -> PrimExpr:
+    """A call of an intrinsic of the table (tirc.ir.intrinsics) that is written by name:
+    operands as the table declares them, the dtype first where it is `typed`, or `dtype=`."""
+    a = check_call(b.ctx, call, name, Sig(0, None, ("dtype",)))
+    pos = list(a.pos)
+    dt: DType | None = b.dtype_arg(a.kw["dtype"]) if "dtype" in a.kw else None
+    if info.printed == TYPED and dt is None:
+        if not pos:
+            b.ctx.error(f"{name} needs the result dtype as its first argument", call.span)
+        dt = b.dtype_arg(pos.pop(0))
+    if len(pos) < info.arity or (info.max_arity is not None and len(pos) > info.max_arity):
+        want = Sig(info.arity, info.max_arity).describe()
+        b.ctx.error(f"{name} takes {want}, got {len(pos)}", call.span)
+    args = [_intrinsic_operand(b, x, info, k, name) for k, x in enumerate(pos)]
+    kind = info.numeric
+    if kind is not None and args:
+        if kind == "float":
+            args = [FloatImm(float(x.value), FLOAT32) if isinstance(x, IntImm)
+                    and not x.dtype.is_bool else x for x in args]
+        try:
+            for i in range(1, len(args)):
+                args[0], args[i] = unify(args[0], args[i])
+        except IRTypeError as err:
+            b.ctx.error(str(err), call.span)
+        args = [cast(args[0].dtype, x) for x in args]
+        common = args[0].dtype
+        if (kind == "int" and not common.is_int) or (kind == "float" and not common.is_float):
+            b.ctx.error(f"{name} needs {kind} operands, got {common}", call.span)
+    if info.result == "operand":
+        out = Call(info.name, tuple(args), args[0].dtype)
+        return cast(dt, out) if dt is not None and dt != out.dtype else out
+    declared = info.declared_dtype([x.dtype for x in args])
+    return Call(info.name, tuple(args), dt if dt is not None else declared or VOID)
+
+
+def _intrinsic_operand(b: ExprBuilder, node: S.Expr, info: Intrinsic, k: int,
+                       name: str) -> PrimExpr:
+    """Operand `k`: a value, a string literal where the table allows one (symbol names, for
+    calls out of the kernel), or a buffer (passed as its storage, as TVM's device
+    intrinsics take it)."""
+    kind = info.operand_kind(k)
+    if isinstance(node, S.Constant) and node.kind == "str":
+        if "str" not in kind:
+            b.ctx.error(f"{name} takes no string operand here", node.span)
+        return StringImm(str(node.value), span=node.span)
+    if kind == "str":
+        b.ctx.error(f"{name} takes a string literal here (a name)", node.span)
+    if isinstance(node, S.Name) and isinstance(b.scope.lookup(node.id), Buffer):
+        return b.scope.lookup(node.id).data
+    return b.expr(node)
+
+
 BUILTINS: dict[str, tuple[Sig, Handler]] = {
-    "cast": (Sig(2, 2), _cast),
-    "Cast": (Sig(2, 2), _cast),
+    "cast": (Sig(1, 2, ("dtype",)), _cast),
+    "Cast": (Sig(1, 2, ("dtype",)), _cast),
     "max_value": (Sig(1, 1), _limit),
     "min_value": (Sig(1, 1), _limit),
     "infinity": (Sig(1, 1), _limit),
     "ceildiv": (Sig(2, 2), _ceildiv),
     "Select": (Sig(3, 3), _select),
-    "if_then_else": (Sig(3, 3), _select),
+    "if_then_else": (Sig(3, 3, ("dtype",)), _select),
     "likely": (Sig(1, 1), _likely),
+    "assume": (Sig(1, 1), _assume),
     "Ramp": (Sig(3, 3), _ramp),
+    "ramp": (Sig(3, 3), _ramp),
     "Broadcast": (Sig(2, 2), _broadcast),
+    "broadcast": (Sig(2, 2), _broadcast),
     "call_intrin": (Sig(2, None), _call_intrin),
     "Let": (Sig(1, 1, ("where",)), _let),
     **{k: (Sig(2, 2), _binary) for k in _BINARY},

@@ -245,7 +245,7 @@ class ToSyntax(Transformer):
             left = S.BinOp(left.span.merge(right.span), str(ch[i]), left, right)
         return left
 
-    expr = arith_expr = term = _chain
+    expr = xor_expr = and_expr = shift_expr = arith_expr = term = _chain
 
     def power(self, meta: Any, ch: list) -> S.Expr:
         return S.BinOp(self.span(meta), "**", ch[0], ch[2])
@@ -280,7 +280,10 @@ class ToSyntax(Transformer):
         return S.Keyword(value.id, default, self.span(meta))
 
     def star_arg(self, meta: Any, ch: list) -> S.Expr:
-        return S.Unsupported(self.span(meta), "'*' and '**' arguments")
+        star, value = ch
+        if str(star) == "*":
+            return S.Starred(self.span(meta), value)
+        return S.Unsupported(self.span(meta), "'**' arguments")
 
     def subscript(self, meta: Any, ch: list) -> S.Expr:
         value, items = ch

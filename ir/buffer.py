@@ -26,6 +26,7 @@ class Buffer(IdentityNode):
     layout: Any = None  # a tirc.ir.layout layout, or None for row-major
     align: int = 64
     offset_factor: int = 1
+    axis_separators: tuple[int, ...] = ()  # TVM's physical axes; logical indexing unchanged
 
     def __repr__(self) -> str:
         return f"Buffer({self.name}: {self.dtype}{list(self.shape)})"

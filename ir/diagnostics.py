@@ -27,7 +27,8 @@ class Diagnostic:
         lines = [self.header()]
         lines.extend(_excerpt(self.span))
         for note in self.notes:
-            lines.append(note.render())
+            lines.append(note.render() if note.span is not None else
+                         f"{note.severity}: {note.message}")
         return "\n".join(lines)
 
 
@@ -63,8 +64,9 @@ class DiagnosticContext:
     def __init__(self) -> None:
         self.diagnostics: list[Diagnostic] = []
 
-    def error(self, message: str, span: Span | None = None) -> None:
-        self.diagnostics.append(Diagnostic("error", message, span))
+    def error(self, message: str, span: Span | None = None, note: str | None = None) -> None:
+        notes = (Diagnostic("note", note),) if note else ()
+        self.diagnostics.append(Diagnostic("error", message, span, notes))
         if len(self.errors()) >= MAX_ERRORS:
             note = f"too many errors, stopping after {MAX_ERRORS}"
             self.diagnostics.append(Diagnostic("note", note))

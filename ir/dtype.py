@@ -7,6 +7,14 @@ from dataclasses import dataclass
 
 _KINDS = ("int", "uint", "float", "bfloat", "bool", "handle", "void")
 _NAME = re.compile(r"^(int|uint|float|bfloat|bool|handle|void)(\d*)(?:x(\d+))?$")
+_NARROW = re.compile(r"^float(\d+)_(e\d+m\d+\w*?)(?:x(\d+))?$")
+# TVM's (and ml_dtypes') narrow floats by width: exponent/mantissa bits and the variant's
+# special values (fn: finite, no infinity; fnuz: also no negative zero; fnu: unsigned).
+NARROW_FLOATS: dict[int, tuple[str, ...]] = {
+    8: ("e4m3fn", "e5m2", "e4m3fnuz", "e5m2fnuz", "e4m3", "e4m3b11fnuz", "e3m4", "e8m0fnu"),
+    6: ("e2m3fn", "e3m2fn"),
+    4: ("e2m1fn",),
+}
 
 
 class DTypeError(ValueError):
@@ -15,16 +23,25 @@ class DTypeError(ValueError):
 
 @dataclass(frozen=True)
 class DType:
-    """A type code, a bit width and a vector lane count."""
+    """A type code, a bit width and a vector lane count; `variant` names the format of a
+    narrow float (`float8_e4m3fn`: kind float, 8 bits, variant e4m3fn), empty otherwise."""
 
     kind: str
     bits: int
     lanes: int = 1
+    variant: str = ""
 
     @staticmethod
     def parse(name: str | DType) -> DType:
         if isinstance(name, DType):
             return name
+        narrow = _NARROW.match(name)
+        if narrow:
+            bits_s, variant, lanes_s = narrow.groups()
+            if variant not in NARROW_FLOATS.get(int(bits_s), ()) or lanes_s == "0" \
+                    or (lanes_s or "1").startswith("0"):
+                raise DTypeError(f"unknown dtype '{name}'")
+            return DType("float", int(bits_s), int(lanes_s or 1), variant)
         m = _NAME.match(name)
         if not m:
             raise DTypeError(f"unknown dtype '{name}'")
@@ -50,6 +67,8 @@ class DType:
 
     def __str__(self) -> str:
         base = self.kind if self.kind in ("bool", "handle", "void") else f"{self.kind}{self.bits}"
+        if self.variant:
+            base += f"_{self.variant}"
         return base if self.lanes == 1 else f"{base}x{self.lanes}"
 
     @property
@@ -59,6 +78,12 @@ class DType:
     @property
     def is_float(self) -> bool:
         return self.kind in ("float", "bfloat")
+
+    @property
+    def is_narrow_float(self) -> bool:
+        """float8/float6/float4 (`float8_e4m3fn`, ...): stored and computed through ml_dtypes
+        by the interpreter; no backend has code for them yet."""
+        return bool(self.variant)
 
     @property
     def is_bool(self) -> bool:
@@ -78,15 +103,18 @@ class DType:
         return max(1, self.bits // 8) * self.lanes
 
     def with_lanes(self, lanes: int) -> DType:
-        return DType(self.kind, self.bits, lanes)
+        return DType(self.kind, self.bits, lanes, self.variant)
 
     def element(self) -> DType:
         return self.with_lanes(1)
 
     def numpy_name(self) -> str:
-        """The numpy dtype name of one element (bfloat16 needs ml_dtypes)."""
+        """The numpy dtype name of one element (bfloat16 and the narrow floats need
+        ml_dtypes)."""
         if self.kind == "bool":
             return "bool"
+        if self.variant:
+            return f"{self.kind}{self.bits}_{self.variant}"
         if self.kind == "bfloat":
             return "bfloat16"
         if self.kind in ("handle", "void"):

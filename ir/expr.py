@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tirc.ir import intrinsics as intrin
 from tirc.ir.dtype import BOOL, INT32, INT64, DType, dtype
 from tirc.ir.node import IdentityNode, Node
 
@@ -15,13 +16,6 @@ LOGIC_OPS = ("and", "or")
 BINARY_OPS = ARITH_OPS + CMP_OPS + LOGIC_OPS
 
 # Math intrinsics callable as T.<name>(...): name -> number of arguments.
-MATH_INTRINSICS = {
-    "exp": 1, "exp2": 1, "log": 1, "log2": 1, "sqrt": 1, "rsqrt": 1, "tanh": 1, "sigmoid": 1,
-    "erf": 1, "abs": 1, "floor": 1, "ceil": 1, "round": 1, "trunc": 1, "sin": 1, "cos": 1,
-    "pow": 2, "fma": 3, "fast_exp": 1,
-}
-
-
 class IRTypeError(TypeError):
     """Operands whose dtypes cannot be combined; the frontend turns it into a diagnostic."""
 
@@ -322,7 +316,7 @@ def if_then_else(cond: PrimExpr, t: ExprLike, f: ExprLike) -> PrimExpr:
     """`T.if_then_else`: only the chosen side is evaluated (guards out-of-range loads)."""
     s = select(cond, t, f)
     assert isinstance(s, Select)
-    return Call("if_then_else", (cond, s.true_value, s.false_value), s.dtype)
+    return Call(intrin.IF_THEN_ELSE, (cond, s.true_value, s.false_value), s.dtype)
 
 
 def logical_and(a: PrimExpr, b: PrimExpr) -> PrimExpr:

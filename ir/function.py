@@ -16,7 +16,10 @@ class PrimFunc(Node):
     """A loop function: parameters (handles or scalars), the buffers behind handles, a body.
 
     `buffer_map` maps a handle parameter to the buffer it is matched to; `attrs` holds
-    `T.func_attr` entries (e.g. "global_symbol", "tir.noalias").
+    `T.func_attr` entries (e.g. "global_symbol", "tir.noalias"). `private` is
+    `@T.prim_func(private=True)`: a helper that other functions call, not exported.
+    `s_tir` remembers `@T.prim_func(s_tir=True)` as written (TVM 0.27's mark of a function
+    with blocks); it only affects printing.
     """
 
     name: str
@@ -24,6 +27,8 @@ class PrimFunc(Node):
     buffer_map: dict[Var, Buffer] = field(hash=False)
     body: Stmt = field(hash=False)
     attrs: dict[str, Any] = field(default_factory=dict, hash=False)
+    private: bool = False
+    s_tir: bool = field(default=False, compare=False)
 
     def buffer_of(self, param: Var) -> Buffer | None:
         return self.buffer_map.get(param)

@@ -27,6 +27,36 @@ class TensorSInfo(StructInfo):
 
 
 @dataclass(frozen=True)
+class SparseTensorSInfo(StructInfo):
+    """`R.SparseTensor((m, n), "float32", nnz=nnz, format="csr")`: a sparse matrix.
+
+    `shape` is its logical (dense) shape; `nnz` the number of stored elements (of stored
+    blocks for "bsr"), usually a symbolic size. "csr": `data (nnz,)`, `indptr (m + 1,)`,
+    `indices (nnz,)`; "bsr" with `block=(bm, bn)`: `data (nnz, bm, bn)`, `indptr (m/bm + 1,)`,
+    `indices (nnz,)` (block columns), `m` and `n` multiples of the block. Index arrays have
+    `index_dtype` (int32 by default).
+    """
+
+    shape: tuple[PrimExpr, ...]
+    dtype: DType
+    nnz: PrimExpr
+    format: str = "csr"
+    block: tuple[int, ...] = ()
+    index_dtype: DType = DType("int", 32)
+
+    @property
+    def block_rows(self) -> int:
+        return self.block[0] if self.block else 1
+
+    @property
+    def block_cols(self) -> int:
+        return self.block[1] if self.block else 1
+
+
+SPARSE_FORMATS = ("csr", "bsr")
+
+
+@dataclass(frozen=True)
 class TupleSInfo(StructInfo):
     """`R.Tuple(...)`."""
 
@@ -43,9 +73,10 @@ class ShapeSInfo(StructInfo):
 
 @dataclass(frozen=True)
 class PrimSInfo(StructInfo):
-    """`R.Prim("int64")`: a scalar."""
+    """`R.Prim("int64")`: a scalar; `R.Prim(value=n)` also says which value it holds."""
 
     dtype: DType
+    value: Any = None  # a PrimExpr, or None when unknown
 
 
 @dataclass(frozen=True)

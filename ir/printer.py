@@ -29,8 +29,9 @@ from typing import Any
 
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.deep_call import deep
+from tirc.ir.dist.dtensor import DTensorSInfo
+from tirc.ir.dist.text import dtensor_text, global_infos_text
 from tirc.ir.expr import (
-    MATH_INTRINSICS,
     BinOp,
     Broadcast,
     BufferLoad,
@@ -63,6 +64,7 @@ from tirc.ir.graph import (
     SeqExpr,
     ShapeExpr,
     ShapeSInfo,
+    SparseTensorSInfo,
     StringValue,
     StructInfo,
     TensorSInfo,
@@ -71,9 +73,14 @@ from tirc.ir.graph import (
     TupleSInfo,
     VarBinding,
 )
+from tirc.ir.intrinsics import NAMED, OPERATOR, STATEMENT, TYPED, intrinsic
 from tirc.ir.module import IRModule
+from tirc.ir.ops.registry import get_op
 from tirc.ir.schedule import SchedInstr, SchedLambda, SchedRef, Schedule
+from tirc.ir.sparse.iteration import SparseIteration
+from tirc.ir.sparse.printing import declare_sparse, iteration_head, sparse_params
 from tirc.ir.stmt import (
+    DEVICE_ENTRY,
     Allocate,
     AssertStmt,
     AttrStmt,
@@ -89,20 +96,23 @@ from tirc.ir.stmt import (
     Stmt,
     While,
 )
-from tirc.ir.visitor import Visitor, post_order_visit
+from tirc.ir.target import TargetAttr
+from tirc.ir.visitor import Visitor, any_node, post_order_visit
 
 INDENT = "    "
+SYNTAXES = ("classic", "tirx")
 
-# Intrinsics printed as `T.name(args)`; anything else goes through `T.call_intrin`.
-STMT_INTRINSICS = ("event_wait", "event_notify", "tvm_storage_sync", "assume")
-NAMED_INTRINSICS = set(MATH_INTRINSICS) | {"if_then_else"} | set(STMT_INTRINSICS)
 
 # Python precedence levels (higher binds tighter).
 _PREC = {
-    "or": 1, "and": 2, "not": 3,
-    "eq": 4, "ne": 4, "lt": 4, "le": 4, "gt": 4, "ge": 4,
-    "add": 6, "sub": 6, "mul": 7, "div": 7, "floordiv": 7, "floormod": 7, "neg": 8,
+    "or": 10, "and": 20, "not": 30,
+    "eq": 40, "ne": 40, "lt": 40, "le": 40, "gt": 40, "ge": 40,
+    "bitwise_or": 45, "bitwise_xor": 46, "bitwise_and": 47, "shift_left": 48, "shift_right": 48,
+    "add": 60, "sub": 60, "mul": 70, "div": 70, "floordiv": 70, "floormod": 70, "neg": 80,
 }
+# Bitwise intrinsics print as Python's operators, as TVM prints them.
+_BIT_INFIX = {"shift_left": "<<", "shift_right": ">>", "bitwise_and": "&", "bitwise_or": "|",
+              "bitwise_xor": "^"}
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "floormod": "%",
           "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
           "and": "and", "or": "or"}
@@ -196,6 +206,12 @@ class ExprPrinter:
             return f"T.Select({args})", _ATOM
         if isinstance(e, Cast):
             return f'T.Cast("{e.dtype}", {self(e.value)})', _ATOM
+        if isinstance(e, Call) and e.op in _BIT_INFIX and len(e.args) == 2:
+            prec = _PREC[e.op]
+            left, right = self.wrap(e.args[0], prec), self.wrap(e.args[1], prec + 1)
+            return f"{left} {_BIT_INFIX[e.op]} {right}", prec
+        if isinstance(e, Call) and e.op == "bitwise_not" and len(e.args) == 1:
+            return "~" + self.wrap(e.args[0], _PREC["neg"]), _PREC["neg"]
         if isinstance(e, Call):
             return self.call(e), _ATOM
         if isinstance(e, BufferLoad):
@@ -235,10 +251,20 @@ class ExprPrinter:
         return f"({text})" if prec < min_prec else text
 
     def call(self, e: Call) -> str:
+        """A call as the intrinsic table says it is written (`T.name(args)`, with the dtype
+        first or as `dtype=` where it is not the declared one), else `T.call_intrin`."""
         args = ", ".join(self(a) for a in e.args)
-        if e.op in NAMED_INTRINSICS:
-            return f"T.{e.op}({args})"
         sep = ", " if args else ""
+        info = intrinsic(e.op)
+        if info is not None and info.printed == TYPED:
+            return f'T.{e.op}("{e.dtype}"{sep}{args})'
+        if info is not None and info.printed in (NAMED, OPERATOR):
+            declared = info.declared_dtype([a.dtype for a in e.args])
+            if declared is not None and e.dtype != declared:
+                return f'T.{e.op}({args}{sep}dtype="{e.dtype}")'
+            return f"T.{e.op}({args})"
+        if info is not None and info.printed == STATEMENT:
+            return f"T.{e.op}({args})"
         return f'T.call_intrin("{e.dtype}", {_str(e.op)}{sep}{args})'
 
     def load(self, buffer: Buffer, indices: tuple[Any, ...]) -> str:
@@ -277,6 +303,27 @@ class _FreeVars(Visitor):
             self.found.append(v)
 
 
+def undefined_vars(f: PrimFunc, defined: set[int]) -> list[Var]:
+    """Integer variables the body of `f` uses but nothing defines (a symbolic size TVM
+    declares in the body, `n = T.int32()`): they print as such declarations first."""
+    bound: set[int] = set(defined)
+    for buf in f.buffer_map.values():
+        bound |= {id(v) for v in free_vars(buf.shape, buf.strides, buf.elem_offset)}
+
+    def visit(node: Any) -> None:
+        for name in ("loop_var", "var"):
+            v = getattr(node, name, None)
+            if isinstance(v, Var):
+                bound.add(id(v))
+        if isinstance(node, AttrStmt) and isinstance(node.node, Var) and \
+                node.key in ("thread_extent", "virtual_thread"):
+            bound.add(id(node.node))  # a thread attribute binds its variable
+
+    post_order_visit(f.body, visit)
+    return [v for v in free_vars(f.body) if id(v) not in bound and v.dtype.is_int
+            and v.dtype.lanes == 1]
+
+
 def free_vars(*exprs: Any) -> list[Var]:
     fv = _FreeVars()
     for e in exprs:
@@ -287,7 +334,14 @@ def free_vars(*exprs: Any) -> list[Var]:
 class FuncPrinter:
     """Prints one prim_func or graph function at a given indentation."""
 
-    def __init__(self, module_name: str = "Module") -> None:
+    def __init__(self, module_name: str = "Module", syntax: str = "classic",
+                 functions: frozenset[str] = frozenset()) -> None:
+        self.syntax = check_syntax(syntax)
+        self.functions = functions  # the module's functions: a call of one prints as such
+        self.block_kw = "sblock" if syntax == "tirx" else "block"
+        # TVM 0.27 spells a block's own allocation T.sblock_alloc_buffer (its T.alloc_buffer
+        # is a statement allocating over the statements after it).
+        self.block_alloc = "sblock_alloc_buffer" if syntax == "tirx" else "alloc_buffer"
         self.names = _Names()
         self.p = ExprPrinter(self.names)
         self.lines: list[str] = []
@@ -318,6 +372,8 @@ class FuncPrinter:
             parts.append(f"offset_factor={b.offset_factor}")
         if b.layout is not None:
             parts.append(f"layout={_str(str(b.layout))}")
+        if b.axis_separators:
+            parts.append(f"axis_separators={list(b.axis_separators)}")
         return ", ".join(parts)
 
     def shape_tuple(self, dims: tuple[Any, ...]) -> str:
@@ -358,12 +414,20 @@ class FuncPrinter:
 
     def prim_func(self, f: PrimFunc, depth: int) -> list[str]:
         self.collect_views(f.body)
-        self.emit(depth, "@T.prim_func")
+        flags = []
+        if f.private:
+            flags.append("private=True")
+        if self.syntax == "tirx" and (f.s_tir or has_blocks(f.body)):
+            flags.append("s_tir=True")
+        self.emit(depth, "@T.prim_func" + (f"({', '.join(flags)})" if flags else ""))
         params: list[str] = []
         matches: list[tuple[str, Buffer, Var]] = []
+        sparse = sparse_params(f)
         for v in f.params:
             buf = f.buffer_map.get(v)
-            if buf is not None and all(isinstance(d, IntImm) for d in buf.shape + buf.strides) \
+            if v in sparse:
+                params.append(f"{self.names.define(v, v.name)}: T.handle")
+            elif buf is not None and all(isinstance(d, IntImm) for d in buf.shape + buf.strides) \
                     and buf.elem_offset is None:
                 name = self.names.define(buf, buf.name)
                 self.names.alias(v, name)
@@ -381,7 +445,8 @@ class FuncPrinter:
         if f.attrs:
             self.emit(body_depth, f"T.func_attr({self.attr_dict(f.attrs)})")
         defined = {id(v) for v in f.params}
-        for _, buf, _ in matches:
+        sized = [buf for _, buf, _ in matches] + [f.buffer_map[v] for v in sparse]
+        for buf in sized:
             for sv in free_vars(buf.shape, buf.strides, buf.elem_offset):
                 if id(sv) not in defined:
                     defined.add(id(sv))
@@ -389,8 +454,13 @@ class FuncPrinter:
         for hname, buf, _ in matches:
             bname = self.names.define(buf, buf.name)
             self.emit(body_depth, f"{bname} = T.match_buffer({hname}, {self.buffer_args(buf)})")
+        if sparse:
+            declare_sparse(f, self.names.define, lambda x: self.names.get(x, x.name), self.p,
+                           lambda line: self.emit(body_depth, line))
         for buf in f.buffer_map.values():
             self.buffer_defined(buf, body_depth)
+        for sv in undefined_vars(f, defined):
+            self.emit(body_depth, f"{self.names.define(sv, sv.name)} = T.{sv.dtype}()")
         self.root_or_stmt(f.body, body_depth)
         return self.lines
 
@@ -399,7 +469,7 @@ class FuncPrinter:
             blk = body.block
             for b in blk.alloc_buffers:
                 self.emit(depth, f"{self.names.define(b, b.name)} = "
-                                 f"T.alloc_buffer({self.buffer_args(b)})")
+                                 f"T.{self.block_alloc}({self.buffer_args(b)})")
                 self.buffer_defined(b, depth)
             self.stmt(blk.body, depth)
         else:
@@ -430,6 +500,8 @@ class FuncPrinter:
             return self.p(v)
         if isinstance(v, StructInfo):
             return self.sinfo(v)
+        if isinstance(v, TargetAttr):
+            return f"T.target({self.attr_value(v.spec)})"
         return _str(str(v))
 
     def attr_dict(self, d: dict[str, Any]) -> str:
@@ -492,7 +564,8 @@ class FuncPrinter:
 
     def stmt_Evaluate(self, s: Evaluate, depth: int) -> None:
         v = s.value
-        if isinstance(v, Call) and v.op in STMT_INTRINSICS:
+        info = intrinsic(v.op) if isinstance(v, Call) else None
+        if info is not None and info.printed == STATEMENT:
             self.emit(depth, self.p(v))
         else:
             self.emit(depth, f"T.evaluate({self.p(v)})")
@@ -521,6 +594,10 @@ class FuncPrinter:
         self.body(s.body, depth + 1)
 
     def stmt_AttrStmt(self, s: AttrStmt, depth: int) -> None:
+        if s.key == DEVICE_ENTRY and s.node is None:
+            self.emit(depth, "T.device_entry()")
+            self.stmt(s.body, depth)
+            return
         node = s.node
         if isinstance(node, (PrimExpr, Var)):
             node_text = self.p(node)
@@ -597,7 +674,7 @@ class FuncPrinter:
 
     def stmt_BlockRealize(self, br: BlockRealize, depth: int) -> None:
         b = br.block
-        self.emit(depth, f"with T.block({_str(b.name)}):")
+        self.emit(depth, f"with T.{self.block_kw}({_str(b.name)}):")
         d = depth + 1
         defined: list[Any] = []
         remap = len(b.iter_vars) > 0 and all(
@@ -625,10 +702,10 @@ class FuncPrinter:
         self.emit(d, f"T.reads({', '.join(self.p.region(r) for r in b.reads)})")
         self.emit(d, f"T.writes({', '.join(self.p.region(r) for r in b.writes)})")
         if b.annotations:
-            self.emit(d, f"T.block_attr({self.attr_dict(b.annotations)})")
+            self.emit(d, f"T.{self.block_kw}_attr({self.attr_dict(b.annotations)})")
         for buf in b.alloc_buffers:
             self.emit(d, f"{self.names.define(buf, buf.name)} = "
-                         f"T.alloc_buffer({self.buffer_args(buf)})")
+                         f"T.{self.block_alloc}({self.buffer_args(buf)})")
             defined.append(buf)
             defined.extend(self.buffer_defined(buf, d))
         for mb in b.match_buffers:
@@ -644,6 +721,16 @@ class FuncPrinter:
         for x in defined:
             self.names.undefine(x)
 
+    def stmt_SparseIteration(self, it: SparseIteration, depth: int) -> None:
+        names = [self.names.define(iv.var, iv.var.name) for iv in it.sp_iter_vars]
+        self.emit(depth, iteration_head(it, lambda x: self.names.get(x, x.name), names))
+        if it.init is not None:
+            self.emit(depth + 1, "with T.init():")
+            self.body(it.init, depth + 2)
+        self.body(it.body, depth + 1)
+        for iv in it.sp_iter_vars:
+            self.names.undefine(iv.var)
+
     def remappable(self, iv: Any, value: PrimExpr) -> bool:
         if iv.kind == IterKind.OPAQUE or not isinstance(value, Var):
             return False
@@ -657,6 +744,8 @@ class FuncPrinter:
     # ---- graph functions -------------------------------------------------------------
 
     def sinfo(self, s: StructInfo, in_params: bool = False) -> str:
+        if isinstance(s, DTensorSInfo):
+            return dtensor_text(s, [self.sym_dim(d, in_params) for d in s.shape or ()])
         if isinstance(s, TensorSInfo):
             parts = []
             if s.shape is not None:
@@ -667,6 +756,16 @@ class FuncPrinter:
             if s.dtype is not None:
                 parts.append(f"dtype={_str(str(s.dtype))}")
             return f"R.Tensor({', '.join(parts)})"
+        if isinstance(s, SparseTensorSInfo):
+            dims = ", ".join(self.sym_dim(d, in_params) for d in s.shape)
+            parts = [f"({dims})", _str(str(s.dtype)), f"nnz={self.sym_dim(s.nnz, in_params)}"]
+            if s.format != "csr":
+                parts.append(f"format={_str(s.format)}")
+            if s.block:
+                parts.append(f"block=({', '.join(str(b) for b in s.block)})")
+            if str(s.index_dtype) != "int32":
+                parts.append(f"index_dtype={_str(str(s.index_dtype))}")
+            return f"R.SparseTensor({', '.join(parts)})"
         if isinstance(s, TupleSInfo):
             return f"R.Tuple({', '.join(self.sinfo(f, in_params) for f in s.fields)})"
         if isinstance(s, ShapeSInfo):
@@ -674,6 +773,8 @@ class FuncPrinter:
                 return f"R.Shape([{', '.join(self.sym_dim(v, in_params) for v in s.values)}])"
             return f"R.Shape(ndim={s.ndim})"
         if isinstance(s, PrimSInfo):
+            if s.value is not None:
+                return f"R.Prim(value={self.sym_dim(s.value, in_params)})"
             return f"R.Prim({_str(str(s.dtype))})"
         if isinstance(s, ObjectSInfo):
             return "R.Object"
@@ -748,6 +849,8 @@ class FuncPrinter:
             return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
         if isinstance(e, TupleGetItem):
             return f"{self.gexpr(e.tuple_value)}[{e.index}]"
+        if isinstance(e, GCall) and e.op in self.functions and get_op(e.op) is None:
+            return f"{self.module_name}.{e.op}({', '.join(self.gexpr(a) for a in e.args)})"
         if isinstance(e, GCall):
             args = [self.gexpr(a) for a in e.args]
             if e.op == "call_tir" and len(args) == 3:
@@ -814,20 +917,41 @@ class SchedulePrinter:
         return f"{lhs} = {call}"
 
 
-def _module_lines(mod: IRModule) -> Iterator[str]:
-    yield "# from tvm.script import ir as I"
-    yield "# from tvm.script import tir as T"
+def check_syntax(syntax: str) -> str:
+    """`syntax` if it is one of SYNTAXES, else ValueError."""
+    if syntax not in SYNTAXES:
+        raise ValueError(f"unknown TVMScript syntax {syntax!r} (expected one of {SYNTAXES})")
+    return syntax
+
+
+def has_blocks(body: Stmt) -> bool:
+    """Whether a loop function body holds a block (TVM 0.27 then wants `s_tir=True`)."""
+    return any_node(body, lambda n: isinstance(n, BlockRealize))
+
+
+def header_lines(mod: IRModule, syntax: str) -> list[str]:
+    """The canonical `# from tvm.script import ...` lines for `mod` in `syntax`."""
+    lines = ["# from tvm.script import ir as I",
+             f"# from tvm.script import {'tirx' if syntax == 'tirx' else 'tir'} as T"]
     if mod.graph_funcs():
-        yield "# from tvm.script import relax as R"
+        lines.append("# from tvm.script import relax as R")
+    return lines
+
+
+def _module_lines(mod: IRModule, syntax: str) -> Iterator[str]:
+    yield from header_lines(mod, syntax)
     yield ""
     yield "@I.ir_module"
     yield f"class {mod.name}:"
     first = True
+    if mod.global_infos:
+        yield INDENT + global_infos_text(mod.global_infos)
+        first = False
     for func in mod.functions.values():
         if not first:
             yield ""
         first = False
-        yield from print_function(func, 1, mod.name)
+        yield from print_function(func, 1, mod.name, syntax, frozenset(mod.functions))
     if not mod.functions:
         yield INDENT + "pass"
     for s in mod.schedules:
@@ -838,18 +962,21 @@ def _module_lines(mod: IRModule) -> Iterator[str]:
 
 @deep
 def print_function(func: PrimFunc | Function, depth: int = 0,
-                   module_name: str = "Module") -> list[str]:
-    """The lines of one function at the given indentation depth."""
-    fp = FuncPrinter(module_name)
+                   module_name: str = "Module", syntax: str = "classic",
+                   functions: frozenset[str] = frozenset()) -> list[str]:
+    """The lines of one function at the given indentation depth, in `syntax`."""
+    fp = FuncPrinter(module_name, syntax, functions)
     if isinstance(func, PrimFunc):
         return fp.prim_func(func, depth)
     return fp.graph_func(func, depth)
 
 
 @deep
-def print_module(mod: IRModule) -> str:
-    """The whole module as `.tir` text, ending with a newline."""
-    return "\n".join(_module_lines(mod)) + "\n"
+def print_module(mod: IRModule, syntax: str | None = None) -> str:
+    """The whole module as `.tir` text, ending with a newline, in `syntax`: "classic"
+    (`tir`, `T.block`) or "tirx" (`tirx`, `T.sblock`, `@T.prim_func(s_tir=True)`); by
+    default the spelling the module was read in (`mod.syntax`)."""
+    return "\n".join(_module_lines(mod, check_syntax(syntax or mod.syntax))) + "\n"
 
 
 @deep

@@ -101,6 +101,10 @@ class Evaluate(Stmt):
     value: PrimExpr
 
 
+# AttrStmt key of `T.device_entry()`: the rest of the function body is device code.
+DEVICE_ENTRY = "tirx.device_entry"
+
+
 @dataclass(frozen=True)
 class AttrStmt(Stmt):
     """An attribute over `body`: `T.attr(node, key, value)`, `T.launch_thread(...)`."""

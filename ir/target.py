@@ -18,6 +18,14 @@ KINDS = ("llvm", "cuda")
 _FIELDS = {"mcpu", "mattr", "mtriple", "arch", "host"}
 
 
+@dataclass(frozen=True)
+class TargetAttr:
+    """`T.target("llvm")` / `T.target({"kind": "cuda", ...})` as an attribute value, kept as
+    written (a string or a dictionary); `parse_target(attr.spec)` reads it."""
+
+    spec: Any
+
+
 class TargetError(ValueError):
     """A target string or dict that does not describe a target tirc knows."""
 
@@ -146,3 +154,30 @@ def _from_dict(data: dict[str, Any]) -> Target:
         host=parse_target(host) if host is not None else None,
         options={k: v for k, v in data.items() if k not in _FIELDS and k != "kind"},
     )
+
+
+# Vector register width in bits of CPUs named by -mcpu (the widest they run at full speed).
+_CPU_VECTOR_BITS = {
+    "znver4": 512, "znver5": 512, "skylake-avx512": 512, "cascadelake": 512,
+    "icelake-server": 512, "icelake-client": 512, "sapphirerapids": 512, "graniterapids": 512,
+    "znver1": 256, "znver2": 256, "znver3": 256, "haswell": 256, "broadwell": 256,
+    "skylake": 256, "alderlake": 256, "x86-64-v3": 256, "x86-64-v4": 512,
+}
+
+
+def target_vector_bits(target: object) -> int | None:
+    """Vector register bits of a target, from its `-mcpu` or `-mattr=+avx512f`/`+avx2`."""
+    if target is None:
+        return None
+    bits = getattr(target, "vector_bits", None)
+    if isinstance(bits, int):
+        return bits
+    mattr = tuple(getattr(target, "mattr", ()) or ())
+    if "+avx512f" in mattr:
+        return 512
+    mcpu = getattr(target, "mcpu", "") or ""
+    if mcpu in _CPU_VECTOR_BITS:
+        return _CPU_VECTOR_BITS[mcpu]
+    if "+avx2" in mattr:
+        return 256
+    return None

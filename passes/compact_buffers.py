@@ -27,7 +27,16 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from tirc.ir.analysis.regions import (
+    Bounds,
+    bounds_width,
+    iterations_disjoint,
+    like,
+    relax,
+    union_bounds,
+)
 from tirc.ir.arith import Analyzer
+from tirc.ir.attrs import LAUNCH_THREAD, THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop
 from tirc.ir.function import PrimFunc
@@ -47,16 +56,8 @@ from tirc.ir.stmt import (
 )
 from tirc.ir.visitor import Mutator, Visitor, field_names
 from tirc.passes.pass_base import PassContext, PrimFuncPass
-from tirc.passes.schedule.regions import (
-    Bounds,
-    bounds_width,
-    iterations_disjoint,
-    like,
-    relax,
-    union_bounds,
-)
 
-THREAD_ATTRS = ("thread_extent", "virtual_thread", "launch_thread")
+THREAD_ATTRS = (THREAD_EXTENT, VIRTUAL_THREAD, LAUNCH_THREAD)
 
 
 @dataclass

@@ -27,19 +27,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tirc.ir.analysis.storage import storage_size
+from tirc.ir.arith import construct
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BufferLoad, PrimExpr, const, index_dtype
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import Allocate, AttrStmt, BufferStore, Stmt
 from tirc.ir.visitor import Mutator
-from tirc.passes import expr_fold
 from tirc.passes.lower_blocks import has_blocks, lower_blocks, row_major_strides
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 
 
 def _is_flat(b: Buffer) -> bool:
-    offset_free = b.elem_offset is None or expr_fold.is_int_const(b.elem_offset, 0)
+    offset_free = b.elem_offset is None or construct.is_int_const(b.elem_offset, 0)
     return b.ndim == 1 and not b.strides and offset_free
 
 
@@ -47,36 +48,20 @@ def _strides(b: Buffer) -> list[PrimExpr]:
     return list(b.strides) if b.strides else row_major_strides(b.shape)
 
 
-def storage_size(b: Buffer) -> PrimExpr:
-    """Elements the storage of `b` spans from its data pointer (offset included)."""
-    dt = index_dtype(*b.shape, *b.strides)
-    if b.strides:
-        size: PrimExpr = const(1, dt)
-        for dim, stride in zip(b.shape, b.strides):
-            size = expr_fold.add(size, expr_fold.mul(expr_fold.sub(dim, const(1, dt)), stride))
-    else:
-        size = const(1, dt)
-        for dim in b.shape:
-            size = expr_fold.mul(size, dim)
-    if b.elem_offset is not None:
-        size = expr_fold.add(b.elem_offset, size)
-    return size
-
-
 def flat_offset(b: Buffer, indices: tuple[PrimExpr, ...]) -> PrimExpr:
     """The 1-D element offset of `b[indices]` from the buffer's data pointer."""
     terms: list[PrimExpr] = []
-    if b.elem_offset is not None and not expr_fold.is_int_const(b.elem_offset, 0):
+    if b.elem_offset is not None and not construct.is_int_const(b.elem_offset, 0):
         terms.append(b.elem_offset)
     for idx, stride in zip(indices, _strides(b)):
-        if not expr_fold.is_int_const(idx, 0):
-            terms.append(expr_fold.mul(idx, stride))
+        if not construct.is_int_const(idx, 0):
+            terms.append(construct.mul(idx, stride))
     if not terms:
         dt = index_dtype(*indices, *b.shape) if indices or b.shape else index_dtype()
         return const(0, dt)
     out = terms[0]
     for t in terms[1:]:
-        out = expr_fold.add(out, t)
+        out = construct.add(out, t)
     return out
 
 

@@ -21,11 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tirc.ir.arith import construct
 from tirc.ir.buffer import Buffer, Range
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, cast, const
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
+from tirc.ir.rebind import rebind
 from tirc.ir.stmt import (
     Allocate,
     Block,
@@ -38,9 +40,7 @@ from tirc.ir.stmt import (
     seq,
 )
 from tirc.ir.visitor import Mutator, any_node
-from tirc.passes import expr_fold
 from tirc.passes.pass_base import PassContext, PrimFuncPass
-from tirc.passes.rebind import rebind
 
 
 def is_true(e: PrimExpr) -> bool:
@@ -61,7 +61,7 @@ def row_major_strides(shape: tuple[PrimExpr, ...]) -> list[PrimExpr]:
     for k in range(len(shape)):
         stride: PrimExpr = const(1, shape[k].dtype)
         for dim in shape[k + 1:]:
-            stride = expr_fold.mul(stride, dim)
+            stride = construct.mul(stride, dim)
         strides.append(stride)
     return strides
 
@@ -79,7 +79,7 @@ def _match_dims(m: MatchBufferRegion) -> list[int]:
     """The source dimension of each matched dimension: non-unit ones, then unit ones."""
     region = m.source.region
     ndim = m.buffer.ndim
-    chosen = [k for k, r in enumerate(region) if not expr_fold.is_int_const(r.extent, 1)]
+    chosen = [k for k, r in enumerate(region) if not construct.is_int_const(r.extent, 1)]
     if len(chosen) > ndim or ndim > len(region):
         raise CompileError(
             f"match_buffer '{m.buffer.name}' has {ndim} dimension(s), but its source region of "
@@ -107,7 +107,7 @@ def _bind_match_vars(m: MatchBufferRegion, dims: list[int], vmap: dict[Any, Any]
     if isinstance(buf.elem_offset, Var) and buf.elem_offset not in vmap:
         offset: PrimExpr = src.elem_offset if src.elem_offset is not None else const(0)
         for r, stride in zip(region, src_strides):
-            offset = expr_fold.add(offset, expr_fold.mul(r.min, stride))
+            offset = construct.add(offset, construct.mul(r.min, stride))
         vmap[buf.elem_offset] = cast(buf.elem_offset.dtype, offset)
 
 
@@ -120,7 +120,7 @@ class _MatchResolver(Mutator):
     def _indices(self, m: _Match, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
         out = list(m.mins)
         for idx, sk in zip(indices, m.dims):
-            out[sk] = expr_fold.add(m.mins[sk], idx)
+            out[sk] = construct.add(m.mins[sk], idx)
         return tuple(out)
 
     def visit_BufferLoad(self, e: BufferLoad) -> Any:

@@ -16,8 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from tirc.ir import intrinsics as intrin
+from tirc.ir.analysis.entry_signature import param_buffers, signature
+from tirc.ir.attrs import COMPUTE_SCOPE, ENTRY, GLOBAL_SYMBOL, SPARSE_PLAN, SPARSE_TENSORS
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
+from tirc.ir.dlpack import DEVICE_CPU, TYPE_CODES, dl_bits
 from tirc.ir.dtype import DType, dtype
 from tirc.ir.expr import (
     Call,
@@ -34,27 +38,13 @@ from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import AttrStmt, Evaluate, LetStmt, Stmt, seq
 from tirc.ir.visitor import post_order_visit
-from tirc.passes.entry_signature import param_buffers, signature
 from tirc.passes.pass_base import PassContext, PrimFuncPass
-
-ENTRY_ATTR = "tirc.entry"
-COMPUTE_SCOPE = "tirc.compute_scope"
-DEVICE_CPU = 1
 
 HANDLE = dtype("handle")
 INT32 = dtype("int32")
 INT64 = dtype("int64")
 UINT64 = dtype("uint64")
 BOOL = dtype("bool")
-
-# DLPack type codes.
-TYPE_CODES = {"int": 0, "uint": 1, "float": 2, "bfloat": 4, "bool": 6}
-
-
-def dl_bits(dt: DType) -> int:
-    """The bit width DLPack gives a dtype (bool takes 8 bits)."""
-    return 8 if dt.is_bool else dt.bits
-
 
 def elem_bytes(dt: DType) -> int:
     return dl_bits(dt) // 8 * dt.lanes
@@ -65,7 +55,7 @@ def _call(op: str, *args: PrimExpr, dt: DType = INT32) -> Call:
 
 
 def _check(cond: PrimExpr, fmt: str, *values: PrimExpr) -> Stmt:
-    return Evaluate(_call("tirc.check", cond, StringImm(fmt), *values))
+    return Evaluate(_call(intrin.CHECK, cond, StringImm(fmt), *values))
 
 
 def _all(conds: list[PrimExpr]) -> PrimExpr:
@@ -83,7 +73,7 @@ def _any(conds: list[PrimExpr]) -> PrimExpr:
 
 
 def is_entry(func: PrimFunc) -> bool:
-    return ENTRY_ATTR in func.attrs
+    return ENTRY in func.attrs
 
 
 @dataclass(frozen=True)
@@ -123,7 +113,7 @@ class _Builder:
 
 def make_entry(func: PrimFunc) -> PrimFunc:
     """The entry-point form of `func` (see the module docstring)."""
-    symbol = str(func.attrs.get("global_symbol", func.name))
+    symbol = str(func.attrs.get(GLOBAL_SYMBOL, func.name))
     buffers = param_buffers(func)
     args = Var("args", HANDLE)
     num_args = Var("num_args", INT32)
@@ -134,13 +124,13 @@ def make_entry(func: PrimFunc) -> PrimFunc:
                    f"{symbol}: expected {n} argument{'s' if n != 1 else ''} ({names}), got %lld",
                    num_args))
     if n:
-        out.add(_check(Not(_call("tirc.is_null", args, dt=BOOL)),
+        out.add(_check(Not(_call(intrin.IS_NULL, args, dt=BOOL)),
                        f"{symbol}: the argument array is NULL"))
     handles: dict[Var, Var] = {}
     shapes: dict[Var, list[Var]] = {}
     bound: dict[Var, str] = {}
     for i, p in enumerate(func.params):
-        h = out.let(Var(f"{p.name}_handle", HANDLE), _call("tirc.arg", args, IntImm(i),
+        h = out.let(Var(f"{p.name}_handle", HANDLE), _call(intrin.ARG, args, IntImm(i),
                                                            dt=HANDLE))
         handles[p] = h
         prefix = f"{symbol}: argument {p.name}: "
@@ -148,11 +138,11 @@ def make_entry(func: PrimFunc) -> PrimFunc:
         _check_header(out, h, prefix, buf.dtype if buf is not None else p.dtype,
                       buf.ndim if buf is not None else 0)
         if buf is None:
-            out.let(p, _call("tirc.dl_scalar", h, dt=p.dtype))
+            out.let(p, _call(intrin.DL_SCALAR, h, dt=p.dtype))
             bound[p] = f"argument {p.name}"
         else:
             shapes[p] = [out.let(Var(f"{p.name}_shape{k}", INT64),
-                                 _call("tirc.dl_shape", h, IntImm(k), dt=INT64))
+                                 _call(intrin.DL_SHAPE, h, IntImm(k), dt=INT64))
                          for k in range(buf.ndim)]
     for p, buf in buffers.items():
         _bind_symbols(out, buf, handles[p], shapes[p], p.name, bound)
@@ -168,16 +158,20 @@ def make_entry(func: PrimFunc) -> PrimFunc:
     _check_overlap(out, symbol, buffers, datas, info)
     body = out.build(AttrStmt(None, COMPUTE_SCOPE, IntImm(0), func.body))
     attrs = dict(func.attrs)
-    attrs["global_symbol"] = symbol
-    attrs[ENTRY_ATTR] = info
+    attrs[GLOBAL_SYMBOL] = symbol
+    if SPARSE_TENSORS in func.attrs:
+        info["sparse_tensors"] = func.attrs[SPARSE_TENSORS]
+    if SPARSE_PLAN in func.attrs:
+        info["sparse_plan"] = func.attrs[SPARSE_PLAN]
+    attrs[ENTRY] = info
     return PrimFunc(func.name, (args, num_args), {}, body, attrs, span=func.span)
 
 
 def _check_header(out: _Builder, h: Var, prefix: str, dt: DType, ndim: int) -> None:
     """NULL, rank, dtype and device of one argument."""
-    out.add(_check(Not(_call("tirc.is_null", h, dt=BOOL)), prefix + "DLTensor pointer is NULL"))
+    out.add(_check(Not(_call(intrin.IS_NULL, h, dt=BOOL)), prefix + "DLTensor pointer is NULL"))
     got_ndim = out.let(Var(f"{h.name.removesuffix('_handle')}_ndim", INT32),
-                       _call("tirc.dl_ndim", h))
+                       _call(intrin.DL_NDIM, h))
     if ndim == 0:
         out.add(_check(binop("eq", got_ndim, IntImm(0)),
                        prefix + "expected a scalar (a 0-d tensor), got %lld dimension(s)",
@@ -186,20 +180,20 @@ def _check_header(out: _Builder, h: Var, prefix: str, dt: DType, ndim: int) -> N
         out.add(_check(binop("eq", got_ndim, IntImm(ndim)),
                        prefix + f"expected {ndim} dimension{'s' if ndim != 1 else ''}, "
                        f"got %lld", got_ndim))
-    code, bits = _call("tirc.dl_dtype_code", h), _call("tirc.dl_dtype_bits", h)
-    lanes = _call("tirc.dl_dtype_lanes", h)
+    code, bits = _call(intrin.DL_DTYPE_CODE, h), _call(intrin.DL_DTYPE_BITS, h)
+    lanes = _call(intrin.DL_DTYPE_LANES, h)
     elem = dt.element()
     out.add(_check(_all([binop("eq", code, IntImm(TYPE_CODES[elem.kind])),
                          binop("eq", bits, IntImm(dl_bits(elem)))]),
                    prefix + f"expected dtype {dt}, got %s%lld",
-                   _call("tirc.dtype_kind", code, dt=HANDLE), bits))
+                   _call(intrin.DTYPE_KIND, code, dt=HANDLE), bits))
     out.add(_check(binop("eq", lanes, IntImm(dt.lanes)),
                    prefix + f"expected dtype {dt}, got %lld lanes per element", lanes))
-    device = _call("tirc.dl_device_type", h)
+    device = _call(intrin.DL_DEVICE_TYPE, h)
     out.add(_check(binop("eq", device, IntImm(DEVICE_CPU)),
                    prefix + f"expected a CPU tensor (device_type {DEVICE_CPU}), "
                    "got device_type %lld", device))
-    out.add(_check(Not(_call("tirc.is_null", _call("tirc.dl_data", h, dt=HANDLE), dt=BOOL)),
+    out.add(_check(Not(_call(intrin.IS_NULL, _call(intrin.DL_DATA, h, dt=HANDLE), dt=BOOL)),
                    prefix + "data pointer is NULL"))
 
 
@@ -219,8 +213,8 @@ def _actual_stride(h: Var, shape: list[Var], k: int) -> PrimExpr:
     compact: PrimExpr = IntImm(1, INT64)
     for dim in shape[k + 1:]:
         compact = _mul(compact, dim)
-    return if_then_else(_call("tirc.dl_strides_null", h, dt=BOOL), compact,
-                        _call("tirc.dl_stride", h, IntImm(k), dt=INT64))
+    return if_then_else(_call(intrin.DL_STRIDES_NULL, h, dt=BOOL), compact,
+                        _call(intrin.DL_STRIDE, h, IntImm(k), dt=INT64))
 
 
 def _bind_symbols(out: _Builder, buf: Buffer, h: Var, shape: list[Var], pname: str,
@@ -273,27 +267,27 @@ def _check_layout(out: _Builder, buf: Buffer, h: Var, shape: list[Var], prefix: 
         conds = []
         for k in range(nd):
             want = strides[k] if strides is not None else _compact(buf, k)
-            same = binop("eq", _call("tirc.dl_stride", h, IntImm(k), dt=INT64), want)
+            same = binop("eq", _call(intrin.DL_STRIDE, h, IntImm(k), dt=INT64), want)
             conds.append(same if strides is not None else
                          binop("or", binop("eq", shape[k], IntImm(1, INT64)), same))
         if strides is not None:
-            ok: PrimExpr = if_then_else(_call("tirc.dl_strides_null", h, dt=BOOL),
+            ok: PrimExpr = if_then_else(_call(intrin.DL_STRIDES_NULL, h, dt=BOOL),
                                         _all([binop("eq", _compact(buf, k), strides[k])
                                               for k in range(nd)]), _all(conds))
             what = f"expected strides {_tuple_format(nd)}"
             values = [*strides]
         else:
-            ok = if_then_else(_call("tirc.dl_strides_null", h, dt=BOOL), IntImm(1, BOOL),
+            ok = if_then_else(_call(intrin.DL_STRIDES_NULL, h, dt=BOOL), IntImm(1, BOOL),
                               _all(conds))
             what = "expected a compact row-major (C-contiguous) tensor"
             values = []
         actual = [_actual_stride(h, shape, k) for k in range(nd)]
         out.add(_check(ok, prefix + what + f", got strides {_tuple_format(nd)}", *values,
                        *actual))
-    data = out.let(buf.data, _call("tirc.dl_data", h, dt=HANDLE))
+    data = out.let(buf.data, _call(intrin.DL_DATA, h, dt=HANDLE))
     align = elem_bytes(buf.dtype.element())
     if align > 1:
-        address = _call("tirc.address", data, dt=UINT64)
+        address = _call(intrin.ADDRESS, data, dt=UINT64)
         out.add(_check(binop("eq", binop("floormod", address, IntImm(align, UINT64)),
                              IntImm(0, UINT64)),
                        prefix + f"data address 0x%llx is not aligned to {align} bytes "
@@ -329,7 +323,7 @@ def _check_overlap(out: _Builder, symbol: str, buffers: dict[Var, Buffer],
 
 
 def _extent(buf: Buffer, data: Var) -> tuple[PrimExpr, PrimExpr]:
-    start = _call("tirc.address", data, dt=UINT64)
+    start = _call(intrin.ADDRESS, data, dt=UINT64)
     size: PrimExpr = IntImm(elem_bytes(buf.dtype), UINT64)
     for d in buf.shape:
         size = _mul(size, cast(UINT64, d))

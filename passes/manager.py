@@ -68,7 +68,7 @@ def _run_passes(mod: IRModule, passes: Sequence[Pass], ctx: PassContext) -> IRMo
             inst.before_pass(p, mod, ctx)
         first_note = len(ctx.notes)
         start = time.perf_counter()
-        new = p.run(mod, ctx)
+        new = p.configured(ctx).run(mod, ctx)
         run = PassRun(time.perf_counter() - start, tuple(ctx.notes[first_note:]))
         if not isinstance(new, IRModule):
             raise TypeError(f"pass '{p.name}' returned {type(new).__name__}, not an IRModule")

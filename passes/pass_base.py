@@ -1,21 +1,33 @@
-"""What a pass is: a small named object that turns one IRModule into another."""
+"""What a pass is: a small named object that turns one IRModule into another.
+
+A pass's options are the fields of its dataclass, as xDSL declares them: `--passes
+'unroll{max-extent=8}'` sets `Unroll.max_extent`. An option declared with `option(...,
+config="unroll.max-extent")` also reads that `--pass-config` key, which applies where the pass
+spec leaves the option at its default (the pass manager calls `configured` before each run).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tirc.ir.deep_call import deep_call
+from tirc.ir.diagnostics import CompileError, Diagnostic
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
+from tirc.ir.span import Span
 
 
 @dataclass
 class PassContext:
     """Everything a pass may consult: optimisation level, target, config, instruments.
 
-    `config` holds `--pass-config KEY=VALUE` entries (strings; passes parse their own);
-    `notes` collects remarks a pass wants shown with `--print-changed` (e.g. a loop left scalar).
+    `config` holds `--pass-config KEY=VALUE` entries (strings; each is an alias of a pass
+    option, see `option`); `notes` collects remarks a pass wants shown with `--print-changed`
+    (e.g. a loop left scalar); `warnings` the warnings a pass gives about the program (shown
+    at the end of a compile).
     """
 
     opt_level: int = 2
@@ -24,16 +36,77 @@ class PassContext:
     instruments: list[Any] = field(default_factory=list)
     disabled: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
+    warnings: list[Diagnostic] = field(default_factory=list)
 
     def note(self, message: str) -> None:
         self.notes.append(message)
+
+    def warn(self, message: str, span: Span | None = None) -> None:
+        """A warning about the user's program at `span` (printed by the command line)."""
+        self.warnings.append(Diagnostic("warning", message, span))
+
+
+Check = Callable[[Any], "str | None"]
+
+
+def option(default: Any, *, config: str | None = None, check: Check | None = None,
+           parse: Callable[[str], Any] | None = None, doc: str = "") -> Any:
+    """A pass option: a dataclass field with its default, the `--pass-config` key that sets it
+    (`config`), a `check` of a value (returns what is wrong, or None), a `parse` of the config
+    text when the field's type is not enough (raising its own CompileError), and a `doc` line
+    for `tirc passes -v`."""
+    return field(default=default, metadata={"config": config, "check": check, "parse": parse,
+                                            "doc": doc})
+
+
+def at_least(minimum: int) -> Check:
+    """A check that an integer option is at least `minimum` (None means 'not set')."""
+    def check(value: Any) -> str | None:
+        if value is not None and value < minimum:
+            return f"must be at least {minimum}, got {value}"
+        return None
+
+    return check
+
+
+def option_fields(cls: type) -> list[dataclasses.Field[Any]]:
+    """The options of a pass class (its init fields, in order)."""
+    return [f for f in dataclasses.fields(cls) if f.init]
+
+
+def option_type(f: dataclasses.Field[Any]) -> str:
+    """An option's type as written (`int`, `bool`, `int | None`, ...)."""
+    t = f.type
+    return t if isinstance(t, str) else getattr(t, "__name__", str(t))
+
+
+def parse_text(text: str, kind: str) -> Any:
+    """`text` as a value of the option type `kind` (ValueError when it is not one)."""
+    kind = kind.replace(" ", "")
+    if kind.endswith("|None"):
+        if text.lower() in ("", "none"):
+            return None
+        kind = kind[:-len("|None")]
+    if kind == "bool":
+        if text.lower() not in ("true", "false", "1", "0"):
+            raise ValueError(text)
+        return text.lower() in ("true", "1")
+    if kind == "int":
+        text = text.strip()
+        return int(text) if text.lstrip("+-").isdigit() else int(text, 0)
+    if kind == "float":
+        return float(text)
+    return text
+
+
+_ARTICLES = {"int": "an integer", "bool": "a boolean", "float": "a number"}
 
 
 @dataclass(frozen=True)
 class Pass:
     """A module-to-module transformation with a kebab-case `name` and a one-line description.
 
-    Dataclass fields of a subclass are its options.
+    Dataclass fields of a subclass are its options (see the module docstring).
     """
 
     name: ClassVar[str] = ""
@@ -42,9 +115,37 @@ class Pass:
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         raise NotImplementedError
 
+    def configured(self, ctx: PassContext) -> Pass:
+        """This pass with the `--pass-config` keys of its options applied (to options left at
+        their default); a bad value is a CompileError naming the key."""
+        changes: dict[str, Any] = {}
+        for f in option_fields(type(self)):
+            key = f.metadata.get("config")
+            if key is None or key not in ctx.config or getattr(self, f.name) != f.default:
+                continue
+            text = str(ctx.config[key])
+            parse = f.metadata.get("parse")
+            if parse is not None:
+                value = parse(text)
+            else:
+                kind = option_type(f)
+                try:
+                    value = parse_text(text, kind)
+                except ValueError:
+                    wants = _ARTICLES.get(kind.replace(" ", "").removesuffix("|None"), kind)
+                    raise CompileError(f"pass config '{key}' wants {wants}, got '{text}'") \
+                        from None
+            check = f.metadata.get("check")
+            problem = check(value) if check is not None else None
+            if problem is not None:
+                raise CompileError(f"pass config '{key}' {problem}")
+            changes[f.name] = value
+        return dataclasses.replace(self, **changes) if changes else self
+
     def __call__(self, mod: IRModule, ctx: PassContext | None = None) -> IRModule:
         """Run the pass on its own, on a big-stack thread (`tirc.ir.deep_call`)."""
-        return deep_call(self.run, mod, ctx or PassContext())
+        ctx = ctx or PassContext()
+        return deep_call(self.configured(ctx).run, mod, ctx)
 
 
 @dataclass(frozen=True)

@@ -1,55 +1,110 @@
-"""The default pass pipelines, by target and -O level: the table of contents of the compiler.
+"""The default pipeline for every target and -O level: the table of contents of the compiler.
 
-`default_pipeline` lists the steps in order, one line each (the graph-level steps are listed in
-passes/graph/graph_pipeline.py). Names of passes that are not written yet are skipped, so the
-pipeline grows as passes land. `build_pipeline` turns names
-(with options, `unroll{max-extent=8}`) into pass objects; `--passes a,b,c` goes through it too.
+`pipeline_steps` lists every step in order, one line each with what it does and when it runs;
+a step may be `optional`: an optimisation the IR reaches its backend without (what bisection
+may skip). `default_pipeline` is the names alone. `build_pipeline` turns names (with options,
+`unroll{max-extent=8}`) into pass objects; `--passes a,b,c` goes through it too, and a name that
+no pass has is an error everywhere.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.target import Target
-from tirc.passes.graph.graph_pipeline import graph_steps
-from tirc.passes.pass_base import Pass
-from tirc.passes.registry import all_passes
+from tirc.passes.pass_base import Pass, option_fields, option_type, parse_text
+from tirc.passes.registry import pass_class, pass_names
 
 
-def default_pipeline(target: Target, opt_level: int) -> list[str]:
-    """Pass names, in order, that turn a parsed module into one ready for `target`."""
-    if target.is_gpu:
-        from tirc.passes.gpu.pipeline import gpu_pipeline
+@dataclass(frozen=True)
+class Step:
+    """One step of the default pipeline: the pass, why it runs, and whether it may be skipped
+    (an optimisation, not a lowering the backend needs)."""
 
-        return gpu_pipeline(opt_level)      # the GPU table of contents, in passes/gpu
+    name: str
+    why: str
+    optional: bool = False
+    when: bool = True
+
+
+def pipeline_steps(target: Target, opt_level: int, megakernel: str | None = None) -> list[Step]:
+    """The steps that turn a parsed module into one ready for `target`'s backend, in order.
+
+    `megakernel` is `-fmegakernel` (static or dynamic): on the GPU its graph functions become
+    persistent kernels (megakernel-gpu) instead of launch plans of one kernel per operator; on
+    the CPU the megakernel passes read it from the pass config.
+    """
+    cpu, gpu = not target.is_gpu, target.is_gpu
+    mk_gpu = gpu and megakernel is not None      # GPU megakernel: graph steps fuse at any -O
+    o1, o2 = opt_level >= 1, opt_level >= 2
     steps = [
-        "verify",            # the input is well-formed (definitions, ranks, regions)
-        "apply-schedules",   # the module's @S.schedule functions (and --schedule files)
+        Step("verify", "the input is well-formed (definitions, ranks, regions)"),
+        Step("apply-schedules", "the module's @S.schedule functions (and --schedule files)"),
+        # graph level: graph functions -> kernels and a host loop function
+        Step("inline-calls", "direct calls between graph functions -> the callee's bindings"),
+        Step("normalize", "struct info of every binding, shape errors at their source"),
+        Step("propagate-sharding", "distributed functions: a placement for every value"),
+        Step("lower-sharding", "... and the per-device program with its collectives"),
+        Step("legalize-ops", "operators -> call_tir of generated loop functions"),
+        Step("lower-sparse-iterations", "sparse kernels (written or legalized) -> loops with "
+             "data-dependent extents, flat storage"),
+        Step("annotate-op-pattern", "elementwise / broadcast / injective / reduction / fusable"),
+        Step("fold-constants", "scalar computations on constants at compile time", True,
+             when=o1 or mk_gpu),
+        Step("fuse-ops", "group producers, consumers and epilogues", True, when=o1 or mk_gpu),
+        Step("fuse-tir", "one loop function per group", True, when=o1 or mk_gpu),
+        Step("dead-code-elim", "unused bindings and functions"),
+        Step("default-schedule", "parallel outer, vectorized inner loops, tiled matmul", True,
+             when=cpu and o1),
+        Step("gpu-default-schedule", "kernels bound to blocks and threads (unbound code cannot "
+             "run on a GPU)", when=gpu and not mk_gpu),
+        Step("megakernel-gpu-tiles", "kernels cut into the tiles of a GPU megakernel's tasks",
+             when=mk_gpu),
+        Step("memory-plan", "intermediate storage: tokens reused after last use"),
+        Step("megakernel", "marked graph functions -> tasks and event tensors", when=cpu or mk_gpu),
+        Step("lower-graph", "graph function -> host loop function running the kernels",
+             when=not mk_gpu),
+        Step("gpu-bind-graph-host", "the copies and constants lower-graph adds -> kernels",
+             when=gpu and not mk_gpu),
+        Step("megakernel-runtime", "task graphs -> one parallel region with a schedule", when=cpu),
+        Step("megakernel-gpu", "task graphs -> one persistent kernel, a block per SM",
+             when=mk_gpu),
+        # loop level
+        Step("gpu-lower-cross-thread-reduction", "reductions bound to threads -> partial folds "
+             "and a tree over shared memory", when=gpu),
+        Step("lower-init", "block `init` -> `if` on the first reduction iteration"),
+        Step("lower-blocks", "blocks -> plain loop nests with their predicates (thread "
+             "bindings kept)"),
+        Step("compact-buffers", "allocations moved to their uses and shrunk to what they touch "
+             "(on the GPU: cached tiles to what a block or thread touches)"),
+        Step("lower-layouts", "buffers with layouts -> flat storage and physical offsets"),
+        Step("flatten-buffers", "n-d buffer accesses -> 1-d offsets"),
+        Step("simplify", "fold and canonicalise index arithmetic", True, when=o1),
+        Step("gpu-inject-vthread", "vthread loops -> unrolled loops, cut at barriers", when=gpu),
+        Step("gpu-thread-binding", "check thread-bound loops; start each at 0", when=gpu),
+        Step("gpu-launch-dims", "one extent per thread axis and kernel (guards)", when=gpu),
+        Step("gpu-storage-scope", "shared/local buffers into the kernels that use them",
+             when=gpu),
+        Step("gpu-storage-sync", "barriers between shared-memory phases, where missing",
+             when=gpu),
+        Step("vectorize", "vectorized loops -> ramps and broadcasts", True, when=o2),
+        Step("unroll", "unrolled (and small constant) loops -> straight-line code", True,
+             when=o2),
+        Step("simplify", "clean up what vectorize and unroll left", True, when=o2),
+        Step("storage-rewrite", "allocations hoisted out of loops, stack or heap", when=cpu),
+        Step("gpu-split-host-device", "each launch region -> a kernel; host -> launch plan",
+             when=gpu),
+        Step("verify-gpu", "no parallel loops, launch and shared-memory limits", when=gpu),
+        Step("make-entry", "exported entry points that check their arguments", when=cpu),
     ]
-    steps += graph_steps(opt_level)     # graph functions -> kernels and a host loop function
-    steps += [
-        "lower-init",        # block `init` -> `if` on the first reduction iteration
-        "lower-blocks",      # blocks -> plain loop nests with their predicates
-        "compact-buffers",   # allocations moved to their uses and shrunk to what they touch
-        "lower-layouts",     # buffers with layouts -> flat storage and physical offsets
-        "flatten-buffers",   # n-d buffer accesses -> 1-d offsets
-    ]
-    if opt_level >= 1:
-        steps += ["simplify"]           # fold and canonicalise index arithmetic
-    if opt_level >= 2:
-        steps += [
-            "vectorize",     # vectorized loops -> ramps and broadcasts
-            "unroll",        # unrolled (and small constant) loops -> straight-line code
-            "simplify",      # clean up what vectorize and unroll left
-        ]
-    steps += ["storage-rewrite"]        # allocations hoisted out of loops, stack or heap
-    if not target.is_gpu:
-        steps += ["make-entry"]         # exported entry points that check their arguments
-    registered = all_passes()
-    return [name for name in steps if name in registered]
+    return [s for s in steps if s.when]
+
+
+def default_pipeline(target: Target, opt_level: int, megakernel: str | None = None) -> list[str]:
+    """The pass names of `pipeline_steps`, in order."""
+    return [s.name for s in pipeline_steps(target, opt_level, megakernel)]
 
 
 class PipelineError(ValueError):
@@ -75,9 +130,11 @@ def split_spec(text: str) -> list[str]:
 
 def check_pass_name(name: str) -> None:
     """Raise PipelineError for a name no pass has, listing the closest ones."""
-    names = list(all_passes())
+    names = pass_names()
     if name in names:
         return
+    import difflib
+
     scored = sorted(((difflib.SequenceMatcher(None, name, n).ratio(), n) for n in names),
                     reverse=True)
     best = scored[0][0] if scored else 0.0
@@ -87,17 +144,17 @@ def check_pass_name(name: str) -> None:
 
 
 def make_pass(spec: str) -> Pass:
-    """One pass from `name` or `name{option=value,...}`; option values are typed by field."""
+    """One pass from `name` or `name{option=value,...}`; option values are typed by field and
+    checked as the option says."""
     name, _, rest = spec.partition("{")
     name = name.strip()
     check_pass_name(name)
-    cls = all_passes()[name]
+    cls = pass_class(name)
     options: dict[str, Any] = {}
     if rest:
         if not rest.endswith("}"):
             raise PipelineError(f"missing '}}' in pass options of '{spec}'")
-        fields = {f.name.replace("_", "-"): f for f in dataclasses.fields(cls)
-                  if f.init and f.name != "span"}
+        fields = {f.name.replace("_", "-"): f for f in option_fields(cls)}
         for item in split_spec(rest[:-1]):
             key, eq, value = item.partition("=")
             key = key.strip()
@@ -105,27 +162,25 @@ def make_pass(spec: str) -> Pass:
                 known = ", ".join(fields) or "none"
                 raise PipelineError(f"pass '{name}' has no option '{key}' (options: {known})")
             f = fields[key]
-            options[f.name] = parse_option_value(value.strip(), f.type, name, key)
+            options[f.name] = parse_option_value(value.strip(), option_type(f), name, key)
+            check = f.metadata.get("check")
+            problem = check(options[f.name]) if check is not None else None
+            if problem is not None:
+                raise PipelineError(f"option '{key}' of pass '{name}' {problem}")
     return cls(**options)
 
 
 def parse_option_value(value: str, annotation: Any, pass_name: str, key: str) -> Any:
-    """A pass option's text as the field's type (bool, int, float; anything else stays str)."""
+    """A pass option's text as the field's type (bool, int, float, optionally `| None`;
+    anything else stays str)."""
     kind = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
     try:
-        if kind == "bool":
-            if value.lower() not in ("true", "false", "1", "0"):
-                raise ValueError(value)
-            return value.lower() in ("true", "1")
-        if kind == "int":
-            return int(value)
-        if kind == "float":
-            return float(value)
+        return parse_text(value, kind)
     except ValueError:
-        article = "an" if kind == "int" else "a"
-        raise PipelineError(f"option '{key}' of pass '{pass_name}' wants {article} {kind}, "
+        base = kind.replace(" ", "").removesuffix("|None")
+        article = "an" if base == "int" else "a"
+        raise PipelineError(f"option '{key}' of pass '{pass_name}' wants {article} {base}, "
                             f"got '{value}'") from None
-    return value
 
 
 def build_pipeline(specs: Iterable[str], disabled: Iterable[str] = ()) -> list[Pass]:
@@ -135,3 +190,4 @@ def build_pipeline(specs: Iterable[str], disabled: Iterable[str] = ()) -> list[P
         check_pass_name(name)
     passes = [make_pass(s) for s in specs]
     return [p for p in passes if p.name not in off]
+

@@ -14,8 +14,8 @@ Classification: each allocation's body is wrapped in
 `T.attr(buffer, "storage_kind", "stack" | "heap")`, placed just inside the `Allocate` (so the
 buffer is defined where the attribute names it):
 - "stack" when the size in bytes (elements from the shape, or from the strides, times the
-  element size) is a constant no larger than `--pass-config storage.stack-limit=N` bytes
-  (default 65536);
+  element size) is a constant no larger than the option `stack-limit` (`--pass-config
+  storage.stack-limit=N`; default 65536 bytes);
 - "heap" otherwise (symbolic or larger sizes).
 The CPU backend reads this attribute: stack buffers become entry-block `alloca`s, heap
 buffers `malloc`/`free` around the body.
@@ -25,10 +25,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tirc.ir.analysis.storage import storage_size
+from tirc.ir.arith import construct
+from tirc.ir.attrs import LAUNCH_THREAD, OUTLINED, STORAGE_KIND, THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import IntImm, StringImm, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
+from tirc.ir.rebind import used_vars
 from tirc.ir.stmt import (
     Allocate,
     AssertStmt,
@@ -44,20 +48,15 @@ from tirc.ir.stmt import (
     seq,
 )
 from tirc.ir.structural import structural_equal
-from tirc.passes import expr_fold, lowering_config
-from tirc.passes.flatten_buffers import storage_size
-from tirc.passes.megakernel.task_graph import OUTLINED
-from tirc.passes.pass_base import PassContext, PrimFuncPass
-from tirc.passes.rebind import used_vars
+from tirc.passes.pass_base import PassContext, PrimFuncPass, at_least, option
 
-STORAGE_KIND = "storage_kind"
-THREAD_ATTRS = ("thread_extent", "virtual_thread", "launch_thread")
+THREAD_ATTRS = (THREAD_EXTENT, VIRTUAL_THREAD, LAUNCH_THREAD)
 _BARRIER_LOOPS = (ForKind.PARALLEL, ForKind.THREAD_BINDING)
 
 
 def allocation_bytes(b: Buffer) -> int | None:
     """The constant size of `b`'s storage in bytes, or None when it is symbolic."""
-    size = expr_fold.fold(storage_size(b))
+    size = construct.fold(storage_size(b))
     if not isinstance(size, IntImm):
         return None
     return max(size.value, 0) * b.dtype.bytes
@@ -162,11 +161,11 @@ class StorageRewrite(PrimFuncPass):
     name = "storage-rewrite"
     description = "hoist allocations to their outermost legal scope and choose stack or heap"
 
+    stack_limit: int = option(64 * 1024, config="storage.stack-limit", check=at_least(0),
+                              doc="largest allocation, in bytes, placed on the stack")
+
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
-        limit = lowering_config.config_int(ctx, lowering_config.STACK_LIMIT,
-                                           lowering_config.DEFAULT_STACK_LIMIT)
-        assert limit is not None
-        body = _Placer(limit).function_body(func.body)
+        body = _Placer(self.stack_limit).function_body(func.body)
         if structural_equal(body, func.body):
             return func
         return func.replace(body=body)  # type: ignore[return-value]

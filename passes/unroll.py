@@ -8,7 +8,8 @@ defined inside the body are renewed in every copy, so no definition appears twic
 Inner loops are unrolled before outer ones.
 
 Left as loops, marked for LLVM: an unroll loop whose extent is symbolic, or a constant larger
-than `--pass-config unroll.max-extent=N` (default 64), becomes a serial loop with the
+than the option `max-extent` (`unroll{max-extent=N}`, or `--pass-config unroll.max-extent=N`;
+default 64), becomes a serial loop with the
 annotation `"pragma_unroll": True`, which the LLVM backend turns into `llvm.loop.unroll.enable`
 metadata (LLVM then unrolls as far as its cost model allows). An unroll loop of extent 0 or
 less disappears.
@@ -19,17 +20,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tirc.ir.arith import Analyzer
+from tirc.ir.arith import Analyzer, construct
+from tirc.ir.arith.stmt import simplify_exprs
+from tirc.ir.attrs import PRAGMA_UNROLL
 from tirc.ir.expr import IntImm, cast, const
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
+from tirc.ir.rebind import fresh_copy
 from tirc.ir.stmt import Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt, seq
 from tirc.ir.visitor import Mutator
-from tirc.passes import expr_fold, lowering_config
-from tirc.passes.pass_base import PassContext, PrimFuncPass
-from tirc.passes.rebind import fresh_copy
-
-PRAGMA_UNROLL = "pragma_unroll"
+from tirc.passes.pass_base import PassContext, PrimFuncPass, at_least, option
 
 
 def unrolled_copies(loop: For, analyzer: Analyzer | None = None) -> Stmt:
@@ -40,8 +40,8 @@ def unrolled_copies(loop: For, analyzer: Analyzer | None = None) -> Stmt:
     lo = cast(v.dtype, loop.min)
     copies = []
     for k in range(loop.extent.value):
-        value = expr_fold.add(lo, const(k, v.dtype))
-        copy = expr_fold.simplify_stmt(fresh_copy(loop.body, {v: value}), analyzer)
+        value = construct.add(lo, const(k, v.dtype))
+        copy = simplify_exprs(fresh_copy(loop.body, {v: value}), analyzer)
         copies.append(_ConstantIfPruner().visit(copy))
     if not copies:
         return Evaluate(IntImm(0), span=loop.span)
@@ -78,7 +78,7 @@ class _Unroller(Mutator):
         loop = self.generic_visit(s)
         if loop.kind != ForKind.UNROLLED:
             return loop
-        extent = expr_fold.fold(loop.extent)
+        extent = construct.fold(loop.extent)
         if isinstance(extent, IntImm) and extent.value <= self.max_extent:
             return unrolled_copies(loop.replace(extent=extent), self.analyzer)
         annotations = {**loop.annotations, PRAGMA_UNROLL: True}
@@ -92,9 +92,9 @@ class Unroll(PrimFuncPass):
     name = "unroll"
     description = "replace unroll loops of constant extent by copies of their body"
 
+    max_extent: int = option(64, config="unroll.max-extent", check=at_least(0),
+                             doc="largest constant extent unrolled into copies")
+
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
-        max_extent = lowering_config.config_int(
-            ctx, lowering_config.UNROLL_MAX_EXTENT, lowering_config.DEFAULT_UNROLL_MAX_EXTENT)
-        assert max_extent is not None
-        body = _Unroller(max_extent).visit(func.body)
+        body = _Unroller(self.max_extent).visit(func.body)
         return func if body is func.body else func.replace(body=body)  # type: ignore[return-value]

@@ -8,10 +8,11 @@ Anything it cannot express raises NotVectorizable with the reason the pass repor
 
 from __future__ import annotations
 
+from tirc.ir import intrinsics as intrin
+from tirc.ir.arith import construct
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DType
 from tirc.ir.expr import (
-    MATH_INTRINSICS,
     BinOp,
     Broadcast,
     BufferLoad,
@@ -26,6 +27,7 @@ from tirc.ir.expr import (
     cast,
     const,
 )
+from tirc.ir.intrinsics import MATH_INTRINSICS
 from tirc.ir.stmt import (
     AssertStmt,
     BufferStore,
@@ -39,7 +41,6 @@ from tirc.ir.stmt import (
     seq,
 )
 from tirc.ir.visitor import any_node
-from tirc.passes import expr_fold
 
 
 class NotVectorizable(Exception):
@@ -52,7 +53,7 @@ class BodyVectorizer:
     def __init__(self, loop_var: Var, base: PrimExpr, lanes: int) -> None:
         self.loop_var = loop_var
         self.lanes = lanes
-        ramp = expr_fold.make_ramp(cast(loop_var.dtype, base), const(1, loop_var.dtype), lanes)
+        ramp = construct.make_ramp(cast(loop_var.dtype, base), const(1, loop_var.dtype), lanes)
         self.map: dict[Var, PrimExpr] = {loop_var: ramp}
 
     # ---- helpers
@@ -92,7 +93,7 @@ class BodyVectorizer:
         if not self.is_vector(a) and not self.is_vector(b):
             return e if a is e.a and b is e.b else e.replace(a=a, b=b)
         if e.op in ("add", "sub", "mul") and e.dtype.is_int:
-            build = {"add": expr_fold.add, "sub": expr_fold.sub, "mul": expr_fold.mul}[e.op]
+            build = {"add": construct.add, "sub": construct.sub, "mul": construct.mul}[e.op]
             return build(a, b)
         return BinOp(e.op, self.bcast(a), self.bcast(b), self.vec(e.dtype), span=e.span)
 
@@ -114,7 +115,7 @@ class BodyVectorizer:
         if not self.is_vector(v):
             return e if v is e.value else e.replace(value=v)
         if isinstance(v, Ramp) and e.dtype.is_int:
-            return expr_fold.make_ramp(cast(e.dtype, v.base), cast(e.dtype, v.stride), v.lanes)
+            return construct.make_ramp(cast(e.dtype, v.base), cast(e.dtype, v.stride), v.lanes)
         return Cast(v, self.vec(e.dtype), span=e.span)
 
     def expr_Call(self, e: Call) -> PrimExpr:
@@ -123,7 +124,7 @@ class BodyVectorizer:
             return e if all(a is b for a, b in zip(args, e.args)) else e.replace(args=tuple(args))
         if e.op in MATH_INTRINSICS:
             return Call(e.op, tuple(self.bcast(a) for a in args), self.vec(e.dtype), span=e.span)
-        if e.op == "if_then_else" and len(args) == 3:
+        if e.op == intrin.IF_THEN_ELSE and len(args) == 3:
             cond, t, f = args
             if not _has_load(e.args[1]) and not _has_load(e.args[2]):
                 return Select(self.bcast(cond), self.bcast(t), self.bcast(f), self.vec(e.dtype),
@@ -230,7 +231,7 @@ class BodyVectorizer:
         return s.replace(min=lo, extent=extent, kind=kind, body=self.stmt(s.body))
 
     def stmt_Evaluate(self, s: Evaluate) -> Stmt:
-        if expr_fold.is_int_const(s.value):
+        if construct.is_int_const(s.value):
             return s
         raise NotVectorizable("the body evaluates a call for its effect")
 

@@ -8,7 +8,8 @@ and are broadcast where they meet vector values. Lets bound to vector values get
 variables.
 
 Lanes: the extent when it is a constant no bigger than the maximum lanes, else the maximum.
-The maximum is `--pass-config vectorize.max-lanes=N`, else the target's vector register bits
+The maximum is the option `max-lanes` (`vectorize{max-lanes=N}`, or `--pass-config
+vectorize.max-lanes=N`), else the target's vector register bits
 over the widest element accessed in the loop (512-bit znver5 and float32: 16), else 16.
 A larger or symbolic extent is split into a serial loop over whole vectors (`i_o`) and a scalar
 tail loop (`i_t`) for the remaining `extent % lanes` iterations; the tail is omitted when a
@@ -39,15 +40,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tirc.ir.arith import construct
 from tirc.ir.expr import BinOp, BufferLoad, Cast, IRTypeError, PrimExpr, Var, binop, cast, const
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
+from tirc.ir.rebind import fresh_copy, rebind, used_vars
 from tirc.ir.stmt import BufferStore, For, ForKind, IfThenElse, Stmt, seq
+from tirc.ir.target import target_vector_bits
 from tirc.ir.visitor import Mutator, post_order_visit
-from tirc.passes import expr_fold, lowering_config
-from tirc.passes.pass_base import PassContext, PrimFuncPass
-from tirc.passes.rebind import fresh_copy, rebind, used_vars
+from tirc.passes.pass_base import PassContext, PrimFuncPass, at_least, option
 from tirc.passes.vector_body import BodyVectorizer, NotVectorizable, interval_condition
+
+# Lanes of one vector when neither the option nor the target says.
+DEFAULT_MAX_LANES = 16
 
 
 def _widest_element_bits(s: Stmt) -> int:
@@ -63,7 +68,7 @@ def _widest_element_bits(s: Stmt) -> int:
 
 def _nonneg(e: PrimExpr, size_vars: set[Var]) -> bool:
     """True when `e` is provably >= 0: constants, shape variables, and sums/products of them."""
-    if expr_fold.is_int_const(e):
+    if construct.is_int_const(e):
         return e.value >= 0
     if isinstance(e, Var):
         return e in size_vars
@@ -73,7 +78,7 @@ def _nonneg(e: PrimExpr, size_vars: set[Var]) -> bool:
     if isinstance(e, BinOp) and e.op in ("add", "mul", "min", "max"):
         return _nonneg(e.a, size_vars) and _nonneg(e.b, size_vars)
     if isinstance(e, BinOp) and e.op in ("floordiv", "floormod"):
-        return _nonneg(e.a, size_vars) and expr_fold.is_int_const(e.b) and e.b.value > 0
+        return _nonneg(e.a, size_vars) and construct.is_int_const(e.b) and e.b.value > 0
     return False
 
 
@@ -92,7 +97,7 @@ class _LoopVectorizer(Mutator):
             return self.max_lanes
         if self.target_bits is not None:
             return max(1, self.target_bits // _widest_element_bits(body))
-        return lowering_config.DEFAULT_MAX_LANES
+        return DEFAULT_MAX_LANES
 
     def visit_For(self, s: For) -> Any:
         loop = self.generic_visit(s)
@@ -117,13 +122,13 @@ class _LoopVectorizer(Mutator):
         if isinstance(body, IfThenElse) and body.else_case is None:
             probe = BodyVectorizer(v, base, lanes)
             if interval_condition(probe.expr(body.condition)):
-                last = expr_fold.add(base, const(lanes - 1, v.dtype))
+                last = construct.add(base, const(lanes - 1, v.dtype))
                 all_lanes = binop("and", rebind(body.condition, {v: base}),
                                   rebind(body.condition, {v: last}))
                 vs = Var(f"{v.name}_s", v.dtype)
                 scalar = For(vs, const(0, v.dtype), const(lanes, v.dtype), ForKind.SERIAL,
-                             fresh_copy(body, {v: expr_fold.add(base, vs)}), span=loop.span)
-                return IfThenElse(expr_fold.fold(all_lanes), probe.stmt(body.then_case), scalar,
+                             fresh_copy(body, {v: construct.add(base, vs)}), span=loop.span)
+                return IfThenElse(construct.fold(all_lanes), probe.stmt(body.then_case), scalar,
                                   span=body.span)
         return BodyVectorizer(v, base, lanes).stmt(body)
 
@@ -132,12 +137,12 @@ class _LoopVectorizer(Mutator):
         dt = v.dtype
         limit = self.lanes_limit(loop.body)
         lo, extent = cast(dt, loop.min), cast(dt, loop.extent)
-        if expr_fold.is_int_const(extent):
+        if construct.is_int_const(extent):
             n = extent.value
             if n <= 0:
                 return loop.replace(kind=ForKind.SERIAL)
             if n == 1:
-                return expr_fold.fold(rebind(loop.body, {v: lo}))
+                return construct.fold(rebind(loop.body, {v: lo}))
             if n <= limit:
                 return self.chunk(loop, lo, n)
             chunks: PrimExpr = const(n // limit, dt)
@@ -145,21 +150,21 @@ class _LoopVectorizer(Mutator):
         else:
             if not _nonneg(extent, self.size_vars):
                 extent = binop("max", extent, const(0, dt))
-            chunks = expr_fold.fold_binop("floordiv", extent, const(limit, dt))
-            rest = expr_fold.fold_binop("floormod", extent, const(limit, dt))
-        if expr_fold.is_int_const(chunks, 1):
+            chunks = construct.build_binop("floordiv", extent, const(limit, dt))
+            rest = construct.build_binop("floormod", extent, const(limit, dt))
+        if construct.is_int_const(chunks, 1):
             vector_part: Stmt = self.chunk(loop, lo, limit)
         else:
             vo = Var(f"{v.name}_o", dt)
-            base = expr_fold.add(lo, expr_fold.mul(vo, const(limit, dt)))
+            base = construct.add(lo, construct.mul(vo, const(limit, dt)))
             vector_part = For(vo, const(0, dt), chunks, ForKind.SERIAL,
                               self.chunk(loop, base, limit),
                               annotations=loop.annotations, span=loop.span)
-        if expr_fold.is_int_const(rest, 0):
+        if construct.is_int_const(rest, 0):
             return vector_part
         vt = Var(f"{v.name}_t", dt)
-        start = expr_fold.add(lo, expr_fold.mul(chunks, const(limit, dt)))
-        tail_body = fresh_copy(loop.body, {v: expr_fold.add(start, vt)})
+        start = construct.add(lo, construct.mul(chunks, const(limit, dt)))
+        tail_body = fresh_copy(loop.body, {v: construct.add(start, vt)})
         tail = For(vt, const(0, dt), rest, ForKind.SERIAL, tail_body,
                    annotations=loop.annotations, span=loop.span)
         return seq(vector_part, tail)
@@ -172,10 +177,13 @@ class Vectorize(PrimFuncPass):
     name = "vectorize"
     description = "turn vectorized loops into vector code (ramps, broadcasts, scalar tail)"
 
+    max_lanes: int | None = option(None, config="vectorize.max-lanes", check=at_least(1),
+                                   doc="most lanes of one vector (default: from the target, "
+                                       "else 16)")
+
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
-        max_lanes = lowering_config.config_int(ctx, lowering_config.MAX_LANES, None, minimum=1)
         size_vars = {v for b in func.buffer_map.values() for v in used_vars(b.shape)}
-        vectorizer = _LoopVectorizer(ctx, func.name, max_lanes,
-                                     lowering_config.target_vector_bits(ctx.target), size_vars)
+        vectorizer = _LoopVectorizer(ctx, func.name, self.max_lanes,
+                                     target_vector_bits(ctx.target), size_vars)
         body = vectorizer.visit(func.body)
         return func if body is func.body else func.replace(body=body)  # type: ignore[return-value]

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Buffer, BufferRegion
 from tirc.ir.diagnostics import MAX_ERRORS, CompileError, Diagnostic
 from tirc.ir.expr import BufferLoad, IntImm, Let, Var
@@ -31,11 +32,12 @@ from tirc.ir.graph import (
 from tirc.ir.module import IRModule
 from tirc.ir.node import Node
 from tirc.ir.span import Span
+from tirc.ir.sparse.iteration import SparseIteration
 from tirc.ir.stmt import Allocate, AttrStmt, Block, BlockRealize, BufferStore, For, LetStmt
 from tirc.ir.visitor import Visitor
 from tirc.passes.pass_base import Pass, PassContext
 
-THREAD_ATTRS = ("thread_extent", "virtual_thread")
+THREAD_ATTRS = (THREAD_EXTENT, VIRTUAL_THREAD)
 
 
 # ---- the rules -------------------------------------------------------------------------
@@ -303,6 +305,12 @@ class _Walker(Visitor):
         self.visit((b.reads, b.writes, b.init, b.body))
         self.undefine(*(iv.var for iv in b.iter_vars), *b.alloc_buffers,
                       *(mb.buffer for mb in b.match_buffers))
+
+    def visit_SparseIteration(self, it: SparseIteration) -> None:
+        for iv in it.sp_iter_vars:
+            self.define(iv.var, iv)
+        self.visit((it.init, it.body))
+        self.undefine(*(iv.var for iv in it.sp_iter_vars))
 
     # graph level: GVars are scoped; loop-level expressions inside (shapes) are not checked
 

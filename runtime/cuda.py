@@ -298,7 +298,13 @@ class CudaFunction:
                 return call.pointers["workspace " + a["name"]]
             return call.by_index[a["index"]]
 
-        run_host_call(self.host_calls[k], self._host_fns[k], self.module.driver, env, pointer)
+        step = self.host_calls[k]
+        if step.get("ccl"):
+            from tirc.runtime.cuda_ccl import run_ccl_call
+
+            run_ccl_call(step, self._host_fns[k], self.module.driver, env, pointer)
+            return
+        run_host_call(step, self._host_fns[k], self.module.driver, env, pointer)
 
     def _launch(self, launch: dict[str, Any], env: dict[str, int], call: _Call) -> None:
         grid = [shape_expr.evaluate(d, env) for d in launch["grid"]]
@@ -391,6 +397,10 @@ class CudaModule(FunctionTable):
 
     def host_function(self, symbol: str) -> Any:
         """The C function `symbol` of the host libraries (a TircError when none defines it)."""
+        if symbol.startswith("tirc_ccl_"):
+            from tirc.runtime.cuda_ccl import ccl_function
+
+            return ccl_function(symbol)
         return find_symbol(self._libraries, symbol, self.path)
 
     def kernel(self, name: str, dynamic_shared: int = 0) -> Any:

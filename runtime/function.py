@@ -15,6 +15,7 @@ import numpy as np
 from tirc.runtime.arguments import Binder, ParamSpec, empty_aligned, place_arguments
 from tirc.runtime.dlpack import ArgsPacker
 from tirc.runtime.errors import TircError
+from tirc.runtime.sparse_arguments import SparseSignature
 
 
 @dataclass
@@ -42,6 +43,14 @@ class Function:
         self._lib = lib  # keeps the library loaded while the function lives
         self._packer = ArgsPacker([len(s.shape) for s in self._specs],
                                   [s.dtype_name for s in self._specs])
+        tensors = meta.get("sparse_tensors")
+        self._sparse = SparseSignature(self.name, self.params, tensors,
+                                       meta.get("sparse_plan")) if tensors else None
+
+    def bind_library(self, functions: dict[str, Function]) -> None:
+        """The other functions of the library (a sparse plan calls its conversion ones)."""
+        if self._sparse is not None:
+            self._sparse.functions = functions
 
     @property
     def outputs(self) -> list[str]:
@@ -66,8 +75,12 @@ class Function:
         return place_arguments(self.name, self._names, [s.output for s in self._specs], args,
                                kwargs)
 
-    def prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> PreparedCall:
-        """Check every argument (raising TypeError/ValueError) and allocate absent outputs."""
+    def prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                raw: bool = False) -> PreparedCall:
+        """Check every argument (raising TypeError/ValueError) and allocate absent outputs;
+        `raw`: the arrays of sparse tensors are passed one by one, as the parameters are."""
+        if self._sparse is not None and not raw:
+            args, kwargs = (), self._sparse.expand(args, kwargs)
         slots, absent = self._slots(args, kwargs)
         binder = Binder(self.name)
         arrays: list[Any] = [None] * len(slots)
@@ -107,6 +120,15 @@ class Function:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         call = self.prepare(args, kwargs)
+        self.call_prepared(call)
+        if not call.allocated:
+            return None
+        return call.allocated[0] if len(call.allocated) == 1 else tuple(call.allocated)
+
+    def raw(self, *args: Any, **kwargs: Any) -> Any:
+        """Call with every parameter as compiled (a sparse tensor's data, `indptr`, `indices`
+        and sizes one by one), for formats no SciPy matrix holds."""
+        call = self.prepare(args, kwargs, raw=True)
         self.call_prepared(call)
         if not call.allocated:
             return None

@@ -39,6 +39,8 @@ class Module(FunctionTable):
                             f"version {SUPPORTED_ABI}")
         self._functions = {f["name"]: Function(self._lib, f, last_error)
                            for f in self.metadata["functions"]}
+        for fn in self._functions.values():
+            fn.bind_library(self._functions)
 
     @property
     def functions(self) -> dict[str, Function]:

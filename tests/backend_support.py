@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tirc.backends import emit
+from tirc import driver
 from tirc.ir import Buffer, For, ForKind, IntImm, IRModule, PrimExpr, PrimFunc, Var, make_buffer
 from tirc.ir.dtype import dtype
 from tirc.ir.expr import BufferLoad, Ramp
@@ -67,6 +67,13 @@ def vector_elementwise(name: str, dt: str, lanes: int, blocks: int,
     loads = [BufferLoad(b, (idx,), vdt) for b in ins]
     body = For(v, i64(0), i64(blocks), ForKind.SERIAL, BufferStore(out, fn(*loads), (idx,)))
     return func(name, [*ins, out], body)
+
+
+def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
+         out_path: Path | None = None, **kwargs: Any) -> bytes:
+    """`mod` (loop functions over flat buffers, as lowering leaves them) with its entry points
+    made (make-entry, the default pipeline's last CPU step), rendered as `kind`."""
+    return driver.emit(mod, kind, target, opt_level, out_path, passes=["make-entry"], **kwargs)
 
 
 # A host target without FMA contraction, for tests that compare bit-exactly with numpy.

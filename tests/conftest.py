@@ -14,6 +14,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import settings
+
+# The suite is reproducible: hypothesis draws the same examples on every run, so a CI result
+# never depends on luck. `--hypothesis-profile=explore` draws fresh examples (and more of
+# them) to look for new failures; each one found becomes an @example of its test.
+settings.register_profile("default", derandomize=True, database=None)
+settings.register_profile("explore", max_examples=1000)
+settings.load_profile("default")
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"

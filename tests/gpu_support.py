@@ -14,14 +14,13 @@ import numpy as np
 import pytest
 from script_modules import gpu_sample_references, sample_references
 from tirc.frontend import parse, parse_file
-from tirc.ir.interpreter_gpu import GPUInterpreter
-from tirc.ir.interpreter_values import np_dtype
+from tirc.ir.interpreter import np_dtype
+from tirc.ir.interpreter.gpu import GPUInterpreter
 from tirc.ir.module import IRModule
 from tirc.ir.target import parse_target
-from tirc.passes.gpu.pipeline import gpu_pipeline
 from tirc.passes.manager import run_pipeline
 from tirc.passes.pass_base import PassContext
-from tirc.passes.pipeline import build_pipeline
+from tirc.passes.pipeline import build_pipeline, default_pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU_SAMPLES_DIR = ROOT / "samples" / "gpu"
@@ -61,8 +60,9 @@ def lower(mod: IRModule | str, opt_level: int = 2, arch: str = "sm_80",
     if isinstance(mod, str):
         mod = parse(mod)
     left_out = set(skip)
-    names = [n for n in gpu_pipeline(opt_level) if n not in left_out]
-    ctx = PassContext(opt_level=opt_level, target=parse_target(f"cuda -arch={arch}"))
+    target = parse_target(f"cuda -arch={arch}")
+    names = [n for n in default_pipeline(target, opt_level) if n not in left_out]
+    ctx = PassContext(opt_level=opt_level, target=target)
     return run_pipeline(mod, build_pipeline(names), ctx)
 
 
@@ -87,12 +87,12 @@ class FakeDriver:
         """The lowered module with exactly the PTX's kernels (several samples may all have a
         `main_kernel0`), or None to look kernels up by name."""
         assert image.startswith(b"// tirc module")
-        from tirc.passes.gpu.thread_tags import KERNEL_ATTR
+        from tirc.ir.attrs import KERNEL
         from tirc.runtime.cuda import read_metadata
 
         kernels = {k["name"] for k in read_metadata(image.decode(), "fake")["kernels"]}
         return next((m for m in self.modules if kernels == {
-            n for n, f in m.functions.items() if f.attrs.get(KERNEL_ATTR)}), None)
+            n for n, f in m.functions.items() if f.attrs.get(KERNEL)}), None)
 
     def add(self, lowered: IRModule) -> None:
         self.modules.append(lowered)
@@ -136,7 +136,7 @@ class FakeDriver:
     def _view(self, ptr: int, buf: Any, sizes: dict[str, int]) -> np.ndarray:
         """The buffer at device address `ptr` (an allocation's start, or a workspace inside
         one), as an array of its dtype and size."""
-        from tirc.passes.entry_signature import shape_text
+        from tirc.ir.analysis.entry_signature import shape_text
         from tirc.runtime.shape_expr import evaluate
 
         base = max(b for b in self.memory if b <= ptr)

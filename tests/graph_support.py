@@ -11,17 +11,18 @@ from tirc.ir import IRModule
 from tirc.ir.graph import GCall, TensorSInfo
 from tirc.ir.interpreter import Interpreter
 from tirc.ir.ops.sinfo_util import const_dim
-from tirc.passes.pass_base import Pass
+from tirc.passes.pass_base import Pass, PassContext
 from tirc.passes.verify import verify_module
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
 
-def run_passes(mod: IRModule, passes: Sequence[Pass]) -> list[IRModule]:
-    """The module after each pass (the input first); each must verify."""
+def run_passes(mod: IRModule, passes: Sequence[Pass],
+               ctx: PassContext | None = None) -> list[IRModule]:
+    """The module after each pass (the input first, `ctx` shared); each must verify."""
     out = [mod]
     for p in passes:
-        out.append(p(out[-1]))
+        out.append(p(out[-1]) if ctx is None else p(out[-1], ctx))
         problems = verify_module(out[-1])
         assert not problems, f"after {p.name}: " + "\n".join(d.render() for d in problems)
     return out

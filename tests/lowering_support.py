@@ -27,15 +27,15 @@ from tirc.ir import (
     make_buffer,
     structural_equal,
 )
+from tirc.ir.arith.construct import fold
 from tirc.ir.dtype import BOOL, dtype
 from tirc.ir.interpreter import Interpreter
 from tirc.ir.node import Node
 from tirc.ir.printer import print_function
+from tirc.ir.rebind import rebind, used_vars
 from tirc.ir.stmt import BufferStore, Stmt
 from tirc.ir.visitor import post_order_visit
-from tirc.passes.expr_fold import fold
 from tirc.passes.pass_base import Pass, PassContext
-from tirc.passes.rebind import rebind, used_vars
 from tirc.passes.verify import verify_module
 
 HANDLE = dtype("handle")

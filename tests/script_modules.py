@@ -36,3 +36,9 @@ def gpu_sample_references() -> ModuleType:
 def megakernel_benchmark() -> ModuleType:
     """benchmarks/megakernel.py (its `source` generates the decode-like chain)."""
     return load_script("tirc_megakernel_benchmark", ROOT / "benchmarks" / "megakernel.py")
+
+
+def distributed_sample_references() -> ModuleType:
+    """samples/distributed/references.py: the multi-device samples and their references."""
+    return load_script("tirc_distributed_references",
+                       ROOT / "samples" / "distributed" / "references.py")

@@ -64,20 +64,14 @@ def prepare(space: Space, given: Mapping[str, Any], seed: int, machine: Machine)
 
 
 def build(func: PrimFunc, path: str, target: str, opt_level: int) -> Built:
-    """Lower `func` (scheduled) through the default pipeline and write a library to `path`."""
+    """Lower `func` (scheduled) through the default pipeline (but the scheduling steps) and
+    write a library to `path`."""
     start = time.perf_counter()
     try:
-        import tirc.backends as backends
-        from tirc.ir.target import parse_target
-        from tirc.passes.manager import run_pipeline
-        from tirc.passes.pass_base import PassContext
-        from tirc.passes.pipeline import build_pipeline, default_pipeline
+        from tirc.driver import emit
 
-        tgt = parse_target(target)
-        steps = [s for s in default_pipeline(tgt, opt_level) if s not in SKIPPED_PASSES]
-        mod = run_pipeline(IRModule(functions={func.name: func}), build_pipeline(steps),
-                           PassContext(opt_level=opt_level, target=tgt))
-        backends.emit(mod, "so", tgt, opt_level, out_path=path)
+        emit(IRModule(functions={func.name: func}), "so", target, opt_level, out_path=path,
+             disabled=SKIPPED_PASSES)
     except CompileError as e:
         return Built("build_error", error=str(e).strip().splitlines()[0],
                      seconds=time.perf_counter() - start)
@@ -90,6 +84,7 @@ def build(func: PrimFunc, path: str, target: str, opt_level: int) -> Built:
 def _warm() -> None:
     """Import what the jobs need once per worker, before the first job arrives."""
     import tirc.backends  # noqa: F401
+    import tirc.driver  # noqa: F401
     from tirc.passes.registry import all_passes
 
     all_passes()

@@ -1,26 +1,41 @@
-"""Non-math intrinsic calls: bit operations, reinterpret, type limits, hints that are no-ops on
-the CPU, and event-tensor synchronisation (`T.event_notify`/`T.event_wait`) with atomics.
+"""Non-math intrinsic calls: bit operations and counts, TVM's fixed-point multiply, float
+classes (isnan/isinf/isfinite as comparisons), vector halves, reinterpret, type limits, and
+hints that are no-ops on the CPU.
 
 Each `builtin_<op>` method emits the call `op`; ExprCodegen dispatches to them by name.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
-import numpy as np
 from llvmlite import ir
 from tirc.backends.llvm.context import ModuleContext
-from tirc.backends.llvm.types import I32, const_like, from_memory, mem_type, reg_type, to_memory
+from tirc.backends.llvm.intrinsics import call_llvm
+from tirc.backends.llvm.types import (
+    I1,
+    I32,
+    I64,
+    const_like,
+    from_memory,
+    intrinsic_suffix,
+    mem_type,
+    reg_type,
+    to_memory,
+)
+from tirc.ir import intrinsics as intrin
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import DType
 from tirc.ir.expr import Call, PrimExpr, Var
 
-NO_OPS = ("tvm_storage_sync", "assume", "nop")
+NO_OPS = (intrin.STORAGE_SYNC, intrin.ASSUME, intrin.NOP)
 
 
 def _limit(dt: DType, high: bool) -> int | float | bool:
+    import numpy as np  # only for T.max_value / T.min_value
+
     if dt.is_bool:
         return high
     if dt.is_float:
@@ -80,6 +95,64 @@ class BuiltinCalls:
     def builtin_bitwise_not(self, e: Call) -> ir.Value:
         (a,) = self._int_operands(e)
         return self.b.not_(a)
+
+    def builtin_popcount(self, e: Call) -> ir.Value:
+        (a,) = self._int_operands(e)
+        return call_llvm(self.ctx, self.b, "llvm.ctpop", [a])
+
+    def builtin_clz(self, e: Call) -> ir.Value:
+        (a,) = self._int_operands(e)
+        fn = self.ctx.declare(f"llvm.ctlz.{intrinsic_suffix(a.type)}",
+                              ir.FunctionType(a.type, [a.type, I1]))
+        return self.b.call(fn, [a, ir.Constant(I1, 0)])
+
+    def builtin_q_multiply_shift(self, e: Call) -> ir.Value:
+        """round(x * y * 2^-(q - s)), ties up: ((x << max(s,0)) * y + 2^(t-1)) >> t in int64,
+        t = q + max(-s, 0)."""
+        b = self.b
+        x, y, q, s = self._int_operands(e)
+        zero = const_like(x.type, 0)
+        left = b.select(b.icmp_signed(">", s, zero), s, zero)
+        right = b.select(b.icmp_signed("<", s, zero), b.neg(s), zero)
+        wide = ir.VectorType(I64, x.type.count) if isinstance(x.type, ir.VectorType) else I64
+        total = b.sext(b.add(q, right), wide)
+        one = const_like(wide, 1)
+        product = b.mul(b.sext(b.shl(x, left), wide), b.sext(y, wide))
+        rounded = b.add(product, b.shl(one, b.sub(total, one)))
+        return b.trunc(b.ashr(rounded, total), x.type)
+
+    def _float_class(self, e: Call, predicate: str) -> ir.Value:
+        x = self.expr(e.args[0])
+        if predicate == "isnan":
+            return self.b.fcmp_unordered("uno", x, x)
+        mag = call_llvm(self.ctx, self.b, "llvm.fabs", [x])
+        inf = const_like(x.type, math.inf)
+        return self.b.fcmp_ordered("==" if predicate == "isinf" else "<", mag, inf)
+
+    def builtin_isnan(self, e: Call) -> ir.Value:
+        return self._float_class(e, "isnan")
+
+    def builtin_isinf(self, e: Call) -> ir.Value:
+        return self._float_class(e, "isinf")
+
+    def builtin_isfinite(self, e: Call) -> ir.Value:
+        return self._float_class(e, "isfinite")
+
+    def _shuffle(self, a: ir.Value, c: ir.Value, lanes: list[int]) -> ir.Value:
+        mask = ir.Constant(ir.VectorType(I32, len(lanes)), [ir.Constant(I32, i) for i in lanes])
+        return self.b.shuffle_vector(a, c, mask)
+
+    def builtin_vectorlow(self, e: Call) -> ir.Value:
+        x = self.expr(e.args[0])
+        return self._shuffle(x, x, list(range(e.args[0].dtype.lanes // 2)))
+
+    def builtin_vectorhigh(self, e: Call) -> ir.Value:
+        x, n = self.expr(e.args[0]), e.args[0].dtype.lanes
+        return self._shuffle(x, x, list(range(n // 2, n)))
+
+    def builtin_vectorcombine(self, e: Call) -> ir.Value:
+        a, c = (self.expr(x) for x in e.args)
+        return self._shuffle(a, c, list(range(e.args[0].dtype.lanes * 2)))
 
     def builtin_reinterpret(self, e: Call) -> ir.Value:
         """The bits of a value as another dtype of the same width."""

@@ -10,6 +10,8 @@ from llvmlite import ir
 from tirc.backends.llvm.context import ModuleContext, as_ptr
 from tirc.backends.llvm.function import FunctionCodegen
 from tirc.backends.llvm.types import I8, I32, PTR
+from tirc.ir.analysis.narrow_floats import refuse_narrow_floats
+from tirc.ir.attrs import ENTRY, GLOBAL_SYMBOL
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import BufferLoad, Var
@@ -17,8 +19,6 @@ from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import Allocate, BufferStore
 from tirc.ir.visitor import post_order_visit
-
-ENTRY_ATTR = "tirc.entry"
 
 
 def _buffers_by_data(func: PrimFunc) -> dict[Var, Buffer]:
@@ -34,7 +34,7 @@ def _buffers_by_data(func: PrimFunc) -> dict[Var, Buffer]:
 
 def emit_entry(ctx: ModuleContext, func: PrimFunc) -> ir.Function:
     """`int32_t <symbol>(DLTensor **args, int32_t num_args)` from a make-entry function."""
-    symbol = str(func.attrs.get("global_symbol", func.name))
+    symbol = str(func.attrs.get(GLOBAL_SYMBOL, func.name))
     if symbol in ctx.module.globals:
         raise CompileError(f"codegen: two functions export the symbol '{symbol}'", func.span)
     fn = ir.Function(ctx.module, ir.FunctionType(I32, [PTR, I32]), name=symbol)
@@ -70,9 +70,10 @@ def codegen_module(mod: IRModule, metadata_json: str, triple: str = "",
         if not isinstance(func, PrimFunc):
             raise CompileError(f"codegen: graph function '{name}' must be lowered to loop "
                                "functions before code generation", func.span)
-        if ENTRY_ATTR not in func.attrs:
+        if ENTRY not in func.attrs:
             raise CompileError(f"codegen: function '{name}' is not an entry point "
                                "(run make-entry)", func.span)
+        refuse_narrow_floats(func, "CPU (LLVM)")
         emit_entry(ctx, func)
     emit_abi_helpers(ctx, metadata_json)
     return ctx

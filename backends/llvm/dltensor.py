@@ -12,6 +12,7 @@ from llvmlite import ir
 from tirc.backends.llvm.context import ModuleContext
 from tirc.backends.llvm.memory import const_int
 from tirc.backends.llvm.types import I8, I16, I32, I64, PTR, from_memory, mem_type
+from tirc.ir.dlpack import TYPE_CODE_NAMES
 from tirc.ir.expr import Call, PrimExpr, Var
 
 DLDEVICE = ir.LiteralStructType([I32, I32])
@@ -21,8 +22,6 @@ DLTENSOR = ir.LiteralStructType([PTR, DLDEVICE, I32, DLDATATYPE, PTR, PTR, I64])
 # Field numbers in DLTENSOR.
 DATA, DEVICE, NDIM, DTYPE, SHAPE, STRIDES, BYTE_OFFSET = range(7)
 
-# DLPack type codes and their names in messages (tirc.dtype_kind).
-TYPE_CODE_NAMES = {0: "int", 1: "uint", 2: "float", 4: "bfloat", 6: "bool"}
 
 
 def _field(b: ir.IRBuilder, h: ir.Value, *path: int) -> ir.Value:

@@ -24,11 +24,12 @@ from typing import Any
 from llvmlite import ir
 from llvmlite.ir import instructions
 from tirc.backends.llvm.types import I32, I64, PTR, mem_type
+from tirc.ir import intrinsics as intrin
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import BufferLoad, Call, StringImm
 
-OPS = ("event_wait", "event_notify", "tirc.event_wait_watchdog", "tirc.atomic_add",
-       "tirc.omp_max_threads", "tirc.omp_barrier")
+OPS = (intrin.EVENT_WAIT, intrin.EVENT_NOTIFY, intrin.EVENT_WAIT_WATCHDOG, intrin.ATOMIC_ADD,
+       intrin.OMP_MAX_THREADS, intrin.OMP_BARRIER)
 MAX_BACKOFF = 8
 YIELD_AFTER = 512
 # Error code of a watchdog timeout (the entry point returns it).
@@ -59,20 +60,20 @@ def _load_acquire(b: ir.IRBuilder, addr: ir.Value, ty: ir.IntType) -> ir.Value:
 
 def emit_event(cg: Any, e: Call) -> ir.Value:
     """Code for one of OPS; `cg` is the function code generator."""
-    if e.op == "tirc.omp_barrier":
+    if e.op == intrin.OMP_BARRIER:
         cg.ctx.uses_openmp = True
         cg.b.call(cg.ctx.declare("GOMP_barrier", ir.FunctionType(ir.VoidType(), [])), [])
         return ir.Constant(I32, 0)
-    if e.op == "tirc.omp_max_threads":
+    if e.op == intrin.OMP_MAX_THREADS:
         cg.ctx.uses_openmp = True
         return cg.b.call(cg.ctx.declare("omp_get_max_threads", ir.FunctionType(I32, [])), [])
     addr = _address(cg, e)
     ty = mem_type(e.args[0].dtype)
     b = cg.b
-    if e.op in ("event_notify", "tirc.atomic_add"):
+    if e.op in (intrin.EVENT_NOTIFY, intrin.ATOMIC_ADD):
         count = cg.expr_as(e.args[1], e.args[0].dtype) if len(e.args) > 1 else \
             ir.Constant(ty, 1)
-        if e.op == "tirc.atomic_add":
+        if e.op == intrin.ATOMIC_ADD:
             return b.atomic_rmw("add", addr, count, "acq_rel")
         b.atomic_rmw("sub", addr, count, "release")
         return ir.Constant(I32, 0)
@@ -89,7 +90,7 @@ def _wait(cg: Any, e: Call, addr: ir.Value, ty: ir.IntType) -> None:
     b.cbranch(b.icmp_signed("<=", first, zero), ready, slow)
     # Slow path: back-off loop. `delay` pauses, then reload; double delay up to MAX_BACKOFF.
     b.position_at_end(slow)
-    watchdog = e.op == "tirc.event_wait_watchdog"
+    watchdog = e.op == intrin.EVENT_WAIT_WATCHDOG
     time_fn = cg.ctx.declare("time", ir.FunctionType(I64, [PTR])) if watchdog else None
     start = b.call(time_fn, [ir.Constant(PTR, None)]) if time_fn is not None else None
     head = b.append_basic_block("event.wait")

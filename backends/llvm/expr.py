@@ -11,7 +11,9 @@ Comparisons are ordered except `!=` (NaN != NaN is true).
 
 from __future__ import annotations
 
-import numpy as np
+import math
+import struct
+
 from llvmlite import ir
 from tirc.backends.llvm.builtins import NO_OPS
 from tirc.backends.llvm.casts import convert
@@ -19,7 +21,7 @@ from tirc.backends.llvm.context import ModuleContext
 from tirc.backends.llvm.events import OPS as EVENT_OPS
 from tirc.backends.llvm.events import emit_event
 from tirc.backends.llvm.intrinsics import call_llvm, emit_math
-from tirc.backends.llvm.lanes import EXTRACT_LANE, lane_of
+from tirc.backends.llvm.lanes import lane_of
 from tirc.backends.llvm.memory import MemoryAccess, const_int
 from tirc.backends.llvm.types import (
     I32,
@@ -28,6 +30,7 @@ from tirc.backends.llvm.types import (
     reg_type,
     splat,
 )
+from tirc.ir import intrinsics as intrin
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import DType
 from tirc.ir.expr import (
@@ -59,19 +62,28 @@ def _wrap_int(value: int, dt: DType) -> int:
     return value - (1 << bits) if bits > 1 and value >= 1 << (bits - 1) else value
 
 
+def _narrow(value: float, fmt: str) -> float:
+    """`value` rounded to the IEEE format `fmt` ("f" float32, "e" float16), to nearest even;
+    too large a magnitude is an infinity, as numpy's conversion gives."""
+    try:
+        return float(struct.unpack(fmt, struct.pack(fmt, value))[0])
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
 def _round_float(value: float, dt: DType) -> float:
-    """A float constant rounded to the precision of its dtype."""
-    with np.errstate(over="ignore"):
-        if dt.kind == "bfloat":
-            bits = int(np.array(value, np.float32).view(np.uint32))
-            if np.isnan(value):
-                return value
-            bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
-            return float(np.array(bits & 0xFFFFFFFF, np.uint32).view(np.float32))
-        if dt.bits == 16:
-            return float(np.float16(value))
-        if dt.bits == 32:
-            return float(np.float32(value))
+    """A float constant rounded to the precision of its dtype (plain `struct`, so that code
+    generation needs no numpy)."""
+    if dt.kind == "bfloat":
+        if math.isnan(value):
+            return value
+        bits = struct.unpack("<I", struct.pack("<f", _narrow(value, "f")))[0]
+        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+        return float(struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0])
+    if dt.bits == 16:
+        return _narrow(value, "e")
+    if dt.bits == 32:
+        return _narrow(value, "f")
     return float(value)
 
 
@@ -270,9 +282,9 @@ class ExprCodegen(MemoryAccess):
     # ---- calls -----------------------------------------------------------------------
 
     def expr_Call(self, e: Call) -> ir.Value:
-        if e.op == "if_then_else":
+        if e.op == intrin.IF_THEN_ELSE:
             return self._if_then_else(e)
-        if e.op == EXTRACT_LANE:
+        if e.op == intrin.EXTRACT_LANE:
             vec = self.expr(e.args[0])
             return self.b.extract_element(vec, ir.Constant(I32, const_int(e.args[1])))
         if e.op in EVENT_OPS:

@@ -1,5 +1,5 @@
 """Calls of external C functions with the DLTensor ABI: the `tirc.call_packed` intrinsic that
-lower-graph writes for `R.call_dps_packed` (its form is in passes/graph/lower_extern.py).
+lower-graph writes for `R.call_dps_packed` (its form is in ir/packed_call.py).
 
 Each tensor argument becomes a DLTensor in the function's entry-block stack frame: the address
 of its first element as `data`, a CPU device, its rank, dtype and an int64 shape array computed
@@ -7,6 +7,12 @@ from the symbolic extents, NULL strides (row-major) and byte_offset 0. An array 
 them is passed to `int32_t <symbol>(DLTensor **args, int32_t num_args)`, declared external (the
 library is linked with `-l NAME -L DIR`). A nonzero result sets the error message
 `<caller>: external function '<symbol>' returned <code>` and fails the function with that code.
+
+TVM's calls out of a kernel are plain calls: `T.call_extern(dtype, "name", args...)` calls a C
+function declared external (resolved when the library is linked or loaded),
+`T.call_llvm_pure_intrin(dtype, "llvm.name", args...)` the named LLVM intrinsic (overloaded
+ones named without their type suffix, as TVM writes them), and `T.address_of(A[i])` is the
+address such calls take.
 """
 
 from __future__ import annotations
@@ -25,16 +31,23 @@ from tirc.backends.llvm.dltensor import (
     SHAPE,
     STRIDES,
 )
-from tirc.backends.llvm.types import I8, I16, I32, I64, PTR
+from tirc.backends.llvm.types import I8, I16, I32, I64, PTR, intrinsic_suffix, reg_type
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
+from tirc.ir.dlpack import DEVICE_CPU, TYPE_CODES, dl_bits
 from tirc.ir.dtype import INT64, DType
-from tirc.ir.expr import Call, PrimExpr
-from tirc.passes.graph.lower_extern import TensorArg, packed_call
-from tirc.passes.make_entry import DEVICE_CPU, TYPE_CODES, dl_bits
+from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, StringImm
+from tirc.ir.packed_call import TensorArg, packed_call
 
 # The helpers every library exports; an external function may not take their names.
 RESERVED_SYMBOLS = ("tirc_last_error", "tirc_metadata")
+# LLVM intrinsics overloaded on their operand type, named without the type suffix in TVM.
+OVERLOADED = ("llvm.fabs", "llvm.sqrt", "llvm.fma", "llvm.fmuladd", "llvm.exp", "llvm.exp2",
+              "llvm.log", "llvm.log2", "llvm.log10", "llvm.floor", "llvm.ceil", "llvm.trunc",
+              "llvm.round", "llvm.roundeven", "llvm.nearbyint", "llvm.rint", "llvm.sin",
+              "llvm.cos", "llvm.pow", "llvm.copysign", "llvm.minnum", "llvm.maxnum",
+              "llvm.minimum", "llvm.maximum", "llvm.ctpop", "llvm.ctlz", "llvm.cttz",
+              "llvm.abs", "llvm.smax", "llvm.smin", "llvm.umax", "llvm.umin")
 
 
 def external_function(ctx: ModuleContext, symbol: str) -> ir.Function:
@@ -52,7 +65,8 @@ def external_function(ctx: ModuleContext, symbol: str) -> ir.Function:
 
 
 class ExternCalls:
-    """Mixed into the function code generator: `call_call_packed` for `tirc.call_packed`."""
+    """Mixed into the CPU function code generator: `call_call_packed` for `tirc.call_packed`,
+    `builtin_<name>` for TVM's calls out of the kernel."""
 
     ctx: ModuleContext
     b: ir.IRBuilder
@@ -79,6 +93,46 @@ class ExternCalls:
                                   "returned %d", [code])
             self.fail(code)
         return ir.Constant(I32, 0)
+
+    def _callee_operands(self, e: Call) -> tuple[str, list[ir.Value]]:
+        first = e.args[0] if e.args else None
+        if isinstance(first, Call) and first.op == "llvm_lookup_intrinsic_id":
+            first = first.args[0]
+        if not isinstance(first, StringImm):
+            raise CompileError(f"T.{e.op} needs the function's name first", e.span)
+        values = [self.ctx.string(a.value) if isinstance(a, StringImm) else self.expr(a)
+                  for a in e.args[1:]]
+        return first.value, values
+
+    def builtin_call_extern(self, e: Call) -> ir.Value:
+        name, values = self._callee_operands(e)
+        ret = ir.VoidType() if e.dtype.kind == "void" else reg_type(e.dtype)
+        fn = self.ctx.declare(name, ir.FunctionType(ret, [v.type for v in values]))
+        out = self.b.call(fn, values)
+        return ir.Constant(I32, 0) if e.dtype.kind == "void" else out
+
+    builtin_call_pure_extern = builtin_call_extern
+
+    def builtin_call_llvm_pure_intrin(self, e: Call) -> ir.Value:
+        name, values = self._callee_operands(e)
+        count = e.args[1] if len(e.args) > 1 else None
+        if isinstance(count, IntImm) and count.dtype.kind == "uint" and \
+                count.value == len(e.args) - 2:
+            values = values[1:]  # TVM's older form passes the operand count first
+        if name in OVERLOADED and values:
+            name = f"{name}.{intrinsic_suffix(values[0].type)}"
+        fn = self.ctx.declare(name, ir.FunctionType(reg_type(e.dtype), [v.type for v in values]))
+        return self.b.call(fn, values)
+
+    builtin_call_llvm_intrin = builtin_call_llvm_pure_intrin
+
+    def builtin_address_of(self, e: Call) -> ir.Value:
+        load = e.args[0]
+        if not isinstance(load, BufferLoad):
+            raise CompileError("T.address_of takes a buffer element such as A[i]", e.span)
+        index = self.flat_index(load.buffer, load.indices)
+        addr = self.element_address(load.buffer, self.expr(index), index.dtype)
+        return addr if addr.type == PTR else self.b.bitcast(addr, PTR)
 
     def call_dltensor(self, e: Call) -> ir.Value:
         """A `tirc.dltensor` outside a `tirc.call_packed` has no meaning: an error."""

@@ -23,12 +23,15 @@ from tirc.backends.llvm.context import ModuleContext
 from tirc.backends.llvm.dltensor import DLTensorIntrinsics
 from tirc.backends.llvm.extern_call import ExternCalls
 from tirc.backends.llvm.outline import captured_vars
+from tirc.backends.llvm.search import SearchCalls
 from tirc.backends.llvm.stmt import StmtCodegen
 from tirc.backends.llvm.types import I32, PTR, elem_align
+from tirc.ir.attrs import TASK_COMPUTE
 from tirc.ir.buffer import Buffer
+from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import Call, StringImm, Var
+from tirc.ir.intrinsics import GPU, SCALABLE, intrinsic
 from tirc.ir.stmt import AttrStmt, For
-from tirc.passes.megakernel.task_graph import TASK_COMPUTE
 
 FailHandler = Callable[["FunctionCodegen", ir.Value], None]
 
@@ -38,7 +41,7 @@ def return_code(cg: FunctionCodegen, code: ir.Value) -> None:
     cg.b.ret(code)
 
 
-class FunctionCodegen(DLTensorIntrinsics, ExternCalls, BuiltinCalls, StmtCodegen):
+class FunctionCodegen(DLTensorIntrinsics, ExternCalls, BuiltinCalls, SearchCalls, StmtCodegen):
     """Emits statements into one LLVM function."""
 
     def __init__(self, ctx: ModuleContext, fn: ir.Function, env: dict[Var, ir.Value],
@@ -57,6 +60,17 @@ class FunctionCodegen(DLTensorIntrinsics, ExternCalls, BuiltinCalls, StmtCodegen
     def fail(self, code: int | ir.Value) -> None:
         value = ir.Constant(I32, code) if isinstance(code, int) else code
         self.on_fail(self, value)
+
+    def expr_Call(self, e: Call) -> ir.Value:
+        """A call; one of a GPU-only or scalable-vector intrinsic is an error at its place."""
+        info = intrinsic(e.op)
+        if info is not None and info.device == GPU:
+            raise CompileError(f"T.{e.op} is a GPU intrinsic: it has no meaning in a CPU build "
+                               "(compile for a CUDA target)", e.span)
+        if info is not None and info.device == SCALABLE:
+            raise CompileError(f"T.{e.op} needs a scalable-vector (SVE) target; "
+                               "this CPU target has fixed-width vectors", e.span)
+        return super().expr_Call(e)
 
     def alloca(self, ty: ir.Type, align: int) -> ir.Value:
         with self.b.goto_block(self.entry_block):

@@ -1,8 +1,9 @@
-"""Math intrinsics: the table from tirc's `T.<name>` calls to LLVM intrinsics or libm.
+"""Math intrinsics: the table from the math intrinsics' `T.<name>` calls to LLVM intrinsics or
+libm.
 
 LLVM intrinsics are overloaded by type (`llvm.exp.v16f32`) and work on vectors; libm functions
-(`erff`) are scalar, so vectors call them lane by lane. `rsqrt` and `sigmoid` are expanded, and
-`fast_exp` is inline float32 arithmetic (fast_math.py).
+(`erff`) are scalar, so vectors call them lane by lane. `rsqrt`, `sigmoid`, `fmod` (frem) and
+`ldexp` are expanded, and `fast_exp` is inline float32 arithmetic (fast_math.py).
 """
 
 from __future__ import annotations
@@ -22,11 +23,19 @@ LLVM_FLOAT_INTRINSICS = {
     "log2": "llvm.log2", "sqrt": "llvm.sqrt", "floor": "llvm.floor", "ceil": "llvm.ceil",
     "round": "llvm.roundeven", "trunc": "llvm.trunc", "sin": "llvm.sin", "cos": "llvm.cos",
     "tanh": "llvm.tanh", "abs": "llvm.fabs", "pow": "llvm.pow", "fma": "llvm.fma",
-    "min": "llvm.minimum", "max": "llvm.maximum",
+    "min": "llvm.minimum", "max": "llvm.maximum", "fabs": "llvm.fabs",
+    "nearbyint": "llvm.nearbyint", "log10": "llvm.log10", "copysign": "llvm.copysign",
 }
 
 # T.<name> -> (libm function for float, for double); float16 goes through the float version.
-LIBM_FUNCTIONS = {"erf": ("erff", "erf")}
+LIBM_FUNCTIONS = {
+    "erf": ("erff", "erf"), "log1p": ("log1pf", "log1p"), "exp10": ("exp10f", "exp10"),
+    "tan": ("tanf", "tan"), "sinh": ("sinhf", "sinh"), "cosh": ("coshf", "cosh"),
+    "asin": ("asinf", "asin"), "acos": ("acosf", "acos"), "atan": ("atanf", "atan"),
+    "asinh": ("asinhf", "asinh"), "acosh": ("acoshf", "acosh"), "atanh": ("atanhf", "atanh"),
+    "atan2": ("atan2f", "atan2"), "hypot": ("hypotf", "hypot"),
+    "nextafter": ("nextafterf", "nextafter"),
+}
 
 
 def call_llvm(ctx: ModuleContext, b: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
@@ -67,8 +76,14 @@ def _sigmoid(ctx: ModuleContext, b: ir.IRBuilder, args: list[ir.Value]) -> ir.Va
     return b.fdiv(const_like(x.type, 1.0), b.fadd(const_like(x.type, 1.0), e))
 
 
+def _ldexp(ctx: ModuleContext, b: ir.IRBuilder, args: list[ir.Value]) -> ir.Value:
+    x, exponent = args
+    return b.fmul(x, _call_libm(ctx, b, ("exp2f", "exp2"), [exponent]))
+
+
 EXPANDED: dict[str, Callable[[ModuleContext, ir.IRBuilder, list[ir.Value]], ir.Value]] = {
     "rsqrt": _rsqrt, "sigmoid": _sigmoid, "fast_exp": fast_exp,
+    "fmod": lambda ctx, b, args: b.frem(*args), "ldexp": _ldexp,
 }
 
 

@@ -6,6 +6,7 @@ non-contiguous indices, and `if_then_else` on vectors (whose untaken side must n
 
 from __future__ import annotations
 
+from tirc.ir import intrinsics as intrin
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import (
     BinOp,
@@ -24,8 +25,6 @@ from tirc.ir.expr import (
 )
 from tirc.ir.visitor import substitute
 
-EXTRACT_LANE = "tirc.extract_lane"
-
 
 def lane_of(e: PrimExpr, i: int) -> PrimExpr:
     """The scalar expression computing lane `i` of `e` (scalars are returned unchanged)."""
@@ -37,7 +36,7 @@ def lane_of(e: PrimExpr, i: int) -> PrimExpr:
     if isinstance(e, Broadcast):
         return e.value
     if isinstance(e, Var):
-        return Call(EXTRACT_LANE, (e, IntImm(i)), elem)
+        return Call(intrin.EXTRACT_LANE, (e, IntImm(i)), elem)
     if isinstance(e, BinOp):
         return BinOp(e.op, lane_of(e.a, i), lane_of(e.b, i), elem)
     if isinstance(e, Not):

@@ -3,7 +3,10 @@
 The caller packs every value the loop body uses into a struct `{i32 error, ptr message,
 begin, extent, captured...}` and calls `GOMP_parallel(worker, &struct, 0, 0)` (0 threads: the
 OpenMP default). Each worker takes a static chunk `[tid * chunk, min(extent, (tid + 1) * chunk))`
-with `chunk = ceil(extent / num_threads)` from `omp_get_thread_num`/`omp_get_num_threads`.
+with `chunk = ceil(extent / num_threads)` from `omp_get_thread_num`/`omp_get_num_threads`; a loop
+annotated `"parallel.chunk": c` instead hands out chunks of c iterations to whichever worker
+asks next (an atomic counter at the end of the struct), so iterations of uneven cost (sparse
+rows) balance, and a worker that the OS deschedules holds up only its current chunk.
 Parallel loops nested inside run serially. A loop annotated `"parallel.team"` (the megakernel
 runtime's region) asks for `extent` threads and runs its body exactly once on every thread of
 the team, with the loop variable the thread number (the body reads the team size with
@@ -14,6 +17,7 @@ address of its thread's message; the caller copies that message into its own thr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from llvmlite import ir
@@ -21,13 +25,13 @@ from llvmlite.ir import instructions
 from tirc.backends.llvm.context import ModuleContext, as_ptr
 from tirc.backends.llvm.outline import captured_vars, pack, unpack
 from tirc.backends.llvm.types import I32, PTR, VOID
+from tirc.ir.attrs import PARALLEL_CHUNK, PARALLEL_TEAM
 from tirc.ir.stmt import For
 
 if TYPE_CHECKING:
     from tirc.backends.llvm.function import FunctionCodegen
 
 ERROR, MESSAGE, BEGIN, EXTENT, FIRST_CAPTURED = range(5)
-TEAM_KEY = "parallel.team"
 
 
 def _store_relaxed(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, align: int) -> None:
@@ -74,6 +78,30 @@ def team_size(ctx: ModuleContext, b: ir.IRBuilder, extent: ir.Value,
     return b.select(small, b.trunc(n, I32), ir.Constant(I32, 0))
 
 
+def _dynamic_chunks(inner: FunctionCodegen, data: ir.Value, ty: ir.LiteralStructType,
+                    counter: int, begin: ir.Value, n: ir.Value, size: int,
+                    run: Callable[[list[tuple[str, ir.Value]]], None]) -> None:
+    """The worker's loop: take the next `size` iterations from the shared counter until none
+    are left, running each chunk with `run(bounds)`."""
+    b = inner.b
+    ity = n.type
+    addr = b.gep(data, [ir.Constant(I32, 0), ir.Constant(I32, counter)], inbounds=True,
+                 source_etype=ty)
+    head = b.append_basic_block("chunk.next")
+    body = b.append_basic_block("chunk.run")
+    done = b.append_basic_block("chunk.done")
+    b.branch(head)
+    b.position_at_end(head)
+    start = b.atomic_rmw("add", addr, ir.Constant(ity, size), "monotonic")
+    b.cbranch(b.icmp_signed("<", start, n), body, done)
+    b.position_at_end(body)
+    stop = b.add(start, ir.Constant(ity, size))
+    stop = b.select(b.icmp_signed("<", stop, n), stop, n)
+    run([("begin", b.add(begin, start)), ("end", b.add(begin, stop))])
+    b.branch(head)
+    b.position_at_end(done)
+
+
 def emit_parallel_for(cg: FunctionCodegen, s: For) -> None:
     """Emit `s` (a parallel loop, outside any other parallel loop) as an OpenMP region."""
     ctx, b = cg.ctx, cg.b
@@ -83,10 +111,11 @@ def emit_parallel_for(cg: FunctionCodegen, s: For) -> None:
     captured = captured_vars(s.body, cg.env)
     values = [cg.env[v] for v in captured]
     ity = begin.type
-    ty = ir.LiteralStructType([I32, PTR, ity, ity, *[v.type for v in values]])
+    ty = ir.LiteralStructType([I32, PTR, ity, ity, *[v.type for v in values], ity])
+    counter = FIRST_CAPTURED + len(values)
     slot = cg.alloca(ty, 8)
     pack(b, slot, ty, ERROR, [ir.Constant(I32, 0), ir.Constant(PTR, None), begin, extent,
-                              *values])
+                              *values, ir.Constant(ity, 0)])
 
     worker = ir.Function(ctx.module, ir.FunctionType(VOID, [PTR]),
                          name=ctx.unique_name(f"{cg.fn.name}.parallel"))
@@ -109,17 +138,23 @@ def emit_parallel_for(cg: FunctionCodegen, s: For) -> None:
     stop = wb.add(start, chunk)
     less = wb.icmp_signed("<", stop, n) if signed else wb.icmp_unsigned("<", stop, n)
     stop = wb.select(less, stop, n)
-    team = bool(s.annotations.get(TEAM_KEY))
+    team = bool(s.annotations.get(PARALLEL_TEAM))
     if team:
         start, stop = tid, wb.add(tid, one)
-    bounds = [("begin", wb.add(lo_begin, start)), ("end", wb.add(lo_begin, stop))]
 
     def chunk(body_cg: FunctionCodegen, args: list[ir.Value]) -> None:
         body_cg.serial_loop(s.loop_var, args[0], args[1], lambda: body_cg.stmt(s.body))
 
     # The chunk runs in its own function so that its buffer pointers can be noalias; not a
     # team's (a megakernel's workers share event counters and hand data over through them).
-    inner.outline(f"{cg.fn.name}.chunk", captured, bounds, chunk, noalias=not team)
+    dynamic = s.annotations.get(PARALLEL_CHUNK)
+    if isinstance(dynamic, int) and dynamic > 0 and not team:
+        _dynamic_chunks(inner, data, ty, counter, lo_begin, n, dynamic,
+                        lambda bounds: inner.outline(f"{cg.fn.name}.chunk", captured, bounds,
+                                                     chunk))
+    else:
+        bounds = [("begin", wb.add(lo_begin, start)), ("end", wb.add(lo_begin, stop))]
+        inner.outline(f"{cg.fn.name}.chunk", captured, bounds, chunk, noalias=not team)
     inner.finish(None)
 
     gomp = ctx.declare("GOMP_parallel", ir.FunctionType(VOID, [PTR, PTR, I32, I32]))

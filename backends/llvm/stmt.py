@@ -14,6 +14,8 @@ from tirc.backends.llvm import loop_metadata
 from tirc.backends.llvm.expr import ExprCodegen
 from tirc.backends.llvm.memory import const_int
 from tirc.backends.llvm.types import I64, PTR, const_like, elem_align, mem_type, to_memory
+from tirc.ir import intrinsics as intrin
+from tirc.ir.attrs import COMPUTE_SCOPE, OUTLINED, PRAGMA_UNROLL, STORAGE_KIND
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import DType
@@ -31,7 +33,6 @@ from tirc.ir.stmt import (
     Stmt,
     While,
 )
-from tirc.passes.megakernel.task_graph import OUTLINED
 
 # Without storage-rewrite's classification, allocations of at most this many bytes with a
 # constant size live on the stack.
@@ -43,11 +44,8 @@ ERR_ARGUMENT = -1
 ERR_OUT_OF_MEMORY = -2
 ERR_ASSERT = -3
 
-COMPUTE_SCOPE = "tirc.compute_scope"
 # The unroll pass marks loops it leaves to LLVM with this annotation (True, or a count).
-PRAGMA_UNROLL = "pragma_unroll"
 # storage-rewrite's `T.attr(buffer, "storage_kind", "stack" | "heap")` just inside an Allocate.
-STORAGE_KIND = "storage_kind"
 
 
 def c_format_escape(text: str) -> str:
@@ -102,7 +100,7 @@ class StmtCodegen(ExprCodegen):
             self.stmt(s.body)
 
     def stmt_Evaluate(self, s: Evaluate) -> None:
-        if isinstance(s.value, Call) and s.value.op == "tirc.check":
+        if isinstance(s.value, Call) and s.value.op == intrin.CHECK:
             self.emit_check(s.value)
         elif isinstance(s.value, Call):
             self.expr(s.value)

@@ -10,6 +10,7 @@ from functools import cache
 from typing import Any
 
 import llvmlite.binding as llvm
+from tirc.backends import check_cpu_target
 from tirc.ir.diagnostics import CompileError
 
 
@@ -41,8 +42,7 @@ def _machine(triple: str, cpu: str, features: str, opt: int) -> llvm.TargetMachi
 
 def create_target_machine(target: Any, opt_level: int) -> llvm.TargetMachine:
     """A target machine for `target` (a tirc Target, or None for the host) at `opt_level`."""
-    if target is not None and getattr(target, "kind", "llvm") != "llvm":
-        raise CompileError(f"the LLVM CPU backend cannot compile for target '{target}'")
+    check_cpu_target(target)
     triple = target_triple(target)
     cpu = getattr(target, "mcpu", "") if target is not None else ""
     mattr = getattr(target, "mattr", ()) if target is not None else ()

@@ -4,9 +4,9 @@
     result.ptx          # PTX text, starting with the metadata comment block
     result.cubin()      # ptxas's output (a CompileError when ptxas is not installed)
 
-A module that still has unsplit loop functions is first lowered with the GPU pipeline
-(tirc.passes.gpu.pipeline); each kernel becomes a `ptx_kernel` function, each host function
-a launch plan in the metadata (tirc.backends.nvptx.launch_plan).
+The module must be lowered by the GPU pipeline (tirc.driver.lower with a cuda target): each
+kernel becomes a `ptx_kernel` function, each host function a launch plan in the metadata
+(tirc.backends.nvptx.launch_plan); a function that is neither is a NotLoweredError.
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ from tirc.backends.nvptx.launch_plan import host_plan
 from tirc.backends.nvptx.ptx_metadata import render_block
 from tirc.backends.nvptx.ptxas import KernelUsage, parse_usage, run_ptxas
 from tirc.backends.nvptx.target_machine import TRIPLE, nvptx_machine
+from tirc.ir.analysis.narrow_floats import refuse_narrow_floats
+from tirc.ir.attrs import GLOBAL_SYMBOL, GPU_HOST, KERNEL
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.function import PrimFunc
+from tirc.ir.gpu.arch import DEFAULT_ARCH
 from tirc.ir.module import IRModule
 from tirc.ir.target import Target, parse_target
-from tirc.passes.gpu.gpu_arch import DEFAULT_ARCH
-from tirc.passes.gpu.thread_tags import HOST_ATTR, KERNEL_ATTR
 
 ABI_VERSION = 1
 GPU_EMIT_KINDS = ("ptx", "cubin", "ll", "asm")
@@ -60,19 +61,16 @@ def cuda_target(target: Any) -> Target:
     return t
 
 
-def lowered_for_gpu(mod: IRModule, target: Target, opt_level: int) -> IRModule:
-    """`mod` with its graph functions lowered and its loop functions split into kernels and
-    launch plans (GPU pipeline)."""
-    if all(isinstance(f, PrimFunc) and (f.attrs.get(KERNEL_ATTR) or f.attrs.get(HOST_ATTR))
-           for f in mod.functions.values()):
-        return mod
-    from tirc.passes.gpu.pipeline import gpu_pipeline
-    from tirc.passes.manager import run_pipeline
-    from tirc.passes.pass_base import PassContext
-    from tirc.passes.pipeline import build_pipeline
+def check_split(mod: IRModule) -> None:
+    """Raise NotLoweredError unless every function of `mod` is a kernel or a host launch plan
+    (the GPU pipeline has run through gpu-split-host-device)."""
+    from tirc.backends import not_lowered
 
-    passes = build_pipeline(gpu_pipeline(opt_level))
-    return run_pipeline(mod, passes, PassContext(opt_level=opt_level, target=target))
+    for name, func in mod.functions.items():
+        split = isinstance(func, PrimFunc) and (func.attrs.get(KERNEL) or func.attrs.get(GPU_HOST))
+        if not split:
+            raise not_lowered("NVPTX", f"function '{name}' is neither a kernel nor a host "
+                              "function", "gpu-split-host-device")
 
 
 def compile_ptx(mod: IRModule, target: Any = None, opt_level: int = 2,
@@ -80,20 +78,23 @@ def compile_ptx(mod: IRModule, target: Any = None, opt_level: int = 2,
     """PTX for every kernel of `mod`, with the launch plans of its host functions; `libs`
     and `lib_dirs` (`-l`/`-L`) define the C functions the plans call on the host."""
     t = cuda_target(target)
-    mod = lowered_for_gpu(mod, t, opt_level)
+    check_split(mod)
+    for f in mod.prim_funcs().values():
+        refuse_narrow_floats(f, "NVPTX")
     tm, arch = nvptx_machine(t, opt_level)
     ctx = ModuleContext(mod.name, TRIPLE, str(tm.target_data))
-    kernel_funcs = {str(f.attrs.get("global_symbol", f.name)): f
-                    for f in mod.prim_funcs().values() if f.attrs.get(KERNEL_ATTR)}
+    kernel_funcs = {str(f.attrs.get(GLOBAL_SYMBOL, f.name)): f
+                    for f in mod.prim_funcs().values() if f.attrs.get(KERNEL)}
     kernels = [emit_kernel(ctx, f) for f in kernel_funcs.values()]
     shared = {k.name: k.dynamic_shared for k in kernels}
     functions = [host_plan(f, shared, kernel_funcs) for f in mod.prim_funcs().values()
-                 if f.attrs.get(HOST_ATTR)]
+                 if f.attrs.get(GPU_HOST)]
     kernel_meta = [{"name": k.name, "static_shared": k.static_shared,
                     "dynamic_shared": k.dynamic_shared} for k in kernels]
     meta = {"tirc_abi": ABI_VERSION, "module": mod.name, "target": str(t), "arch": arch.name,
             "functions": functions, "kernels": kernel_meta}
-    symbols = list(dict.fromkeys(c["symbol"] for f in functions for c in f["host_calls"]))
+    symbols = list(dict.fromkeys(c["symbol"] for f in functions for c in f["host_calls"]
+                                 if not c.get("ccl")))  # collectives: the runtime's shim
     if symbols or libs:
         meta["libraries"] = library_metadata(symbols, tuple(libs), tuple(lib_dirs))
     module = parse_and_verify(str(ctx.module))
@@ -114,4 +115,4 @@ def emit_gpu(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
     return (result.ll if kind == "ll" else result.ptx).encode()
 
 
-__all__ = ["PTXResult", "compile_ptx", "cuda_target", "emit_gpu", "lowered_for_gpu"]
+__all__ = ["PTXResult", "check_split", "compile_ptx", "cuda_target", "emit_gpu"]

@@ -27,10 +27,11 @@ from typing import Any
 from llvmlite import ir
 from tirc.backends.llvm.events import _address
 from tirc.backends.llvm.types import I32, VOID
+from tirc.ir import intrinsics as intrin
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import Call
 
-OPS = ("event_wait", "event_notify", "tirc.event_wait_watchdog", "tirc.atomic_add")
+OPS = (intrin.EVENT_WAIT, intrin.EVENT_NOTIFY, intrin.EVENT_WAIT_WATCHDOG, intrin.ATOMIC_ADD)
 FIRST_SLEEP_NS = 32
 MAX_SLEEP_NS = 1024
 
@@ -56,12 +57,12 @@ def emit_gpu_event(cg: Any, e: Call) -> ir.Value:
     if not e.args or e.args[0].dtype.bits != 32 or not e.args[0].dtype.is_int:
         raise CompileError(f"codegen: {e.op} on the GPU needs an int32 event counter", e.span)
     addr = _address(cg, e)
-    if e.op == "event_notify":
+    if e.op == intrin.EVENT_NOTIFY:
         count = cg.expr_as(e.args[1], e.args[0].dtype) if len(e.args) > 1 else \
             ir.Constant(I32, 1)
         _asm(cg, VOID, NOTIFY, "l,r,~{memory}", [addr, cg.b.neg(count)])
         return ir.Constant(I32, 0)
-    if e.op == "tirc.atomic_add":
+    if e.op == intrin.ATOMIC_ADD:
         value = cg.expr_as(e.args[1], e.args[0].dtype)
         return _asm(cg, I32, ATOMIC_ADD, "=r,l,r,~{memory}", [addr, value])
     _wait(cg, addr)

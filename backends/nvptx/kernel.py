@@ -38,16 +38,17 @@ from tirc.backends.nvptx.address_space import SHARED, sreg_intrinsic
 from tirc.backends.nvptx.events import OPS as EVENT_OPS
 from tirc.backends.nvptx.events import emit_gpu_event
 from tirc.backends.nvptx.math import FLOAT_MATH, emit_float_math
+from tirc.ir.analysis.storage import storage_size
+from tirc.ir.arith import construct
+from tirc.ir.attrs import GLOBAL_SYMBOL, NOALIAS
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import Call, IntImm, StringImm, Var
 from tirc.ir.function import PrimFunc
+from tirc.ir.gpu.arch import STATIC_SHARED_LIMIT
+from tirc.ir.gpu.launch import SHARED_ALIGN, launch_extents, shared_bytes
+from tirc.ir.intrinsics import MATH_INTRINSICS
 from tirc.ir.stmt import Allocate, AttrStmt, For, ForKind
-from tirc.passes import expr_fold
-from tirc.passes.flatten_buffers import storage_size
-from tirc.passes.gpu.gpu_arch import STATIC_SHARED_LIMIT
-from tirc.passes.gpu.launch_dims import launch_extents
-from tirc.passes.gpu.verify_gpu import SHARED_ALIGN, shared_bytes
 
 DYNAMIC_SHARED = "tirc_dynamic_shared"
 KERNEL_CC = "ptx_kernel"
@@ -63,7 +64,7 @@ class KernelInfo:
 
 
 def _const_bytes(buf: Buffer) -> int:
-    size = expr_fold.fold(storage_size(buf))
+    size = construct.fold(storage_size(buf))
     if not isinstance(size, IntImm):
         raise CompileError(f"codegen: device buffer '{buf.name}' needs a constant size",
                            buf.span)
@@ -216,6 +217,9 @@ class KernelCodegen(BuiltinCalls, StmtCodegen):
             out = emit_float_math(self.ctx, self.b, e.op, args)
             if out is not None:
                 return bf16_round(self.b, out) if e.dtype.kind == "bfloat" else out
+        if e.op in MATH_INTRINSICS and e.dtype.is_float:
+            # the CPU's math table would call libm, which a kernel cannot
+            raise CompileError(f"codegen: unsupported intrinsic T.{e.op}", e.span)
         return super().expr_Call(e)
 
 
@@ -225,14 +229,14 @@ def _param_type(v: Var) -> ir.Type:
 
 def emit_kernel(ctx: ModuleContext, func: PrimFunc) -> KernelInfo:
     """Add `func` (a kernel made by gpu-split-host-device) to the module as a PTX entry."""
-    name = str(func.attrs.get("global_symbol", func.name))
+    name = str(func.attrs.get(GLOBAL_SYMBOL, func.name))
     if name in ctx.module.globals:
         raise CompileError(f"codegen: two kernels are named '{name}'", func.span)
     fn = ir.Function(ctx.module, ir.FunctionType(VOID, [_param_type(p) for p in func.params]),
                      name=name)
     fn.calling_convention = KERNEL_CC
     env: dict[Var, ir.Value] = {}
-    noalias = bool(func.attrs.get("tir.noalias", False))
+    noalias = bool(func.attrs.get(NOALIAS, False))
     converts: list[tuple[Var, ir.Argument]] = []
     for p, arg in zip(func.params, fn.args):
         arg.name = p.name

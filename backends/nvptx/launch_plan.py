@@ -18,25 +18,29 @@ strings, outputs, and where each symbolic size is bound from):
   [...]}`: it runs after the first `before` launches finished. Each argument is one DLTensor
   (docs/abi.md, destination-passing): `{"kind": "buffer", "index": 0, ...}` or
   `{"kind": "workspace", "name": "W", ...}` with its `role` ("in"/"out"), `dtype`, `shape`
-  (expressions) and `offset` (bytes into the buffer or workspace, an expression).
+  (expressions) and `offset` (bytes into the buffer or workspace, an expression). A step with
+  `"ccl": true` is a collective (`tirc_ccl_*`, tirc.ir.dist.collective): the runtime passes
+  its send and receive tensors as device memory to the NCCL shim, its params on the host.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from tirc.ir.analysis.entry_signature import accessed_data, param_buffers, shape_text, signature
+from tirc.ir.analysis.storage import storage_size
+from tirc.ir.attrs import GLOBAL_SYMBOL, SM_COUNT
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
+from tirc.ir.dist.collective import is_ccl_symbol
 from tirc.ir.expr import CMP_OPS, BinOp, Call, PrimExpr, StringImm, Var, binop, cast
 from tirc.ir.function import PrimFunc
+from tirc.ir.gpu.threads import is_launch, walk_stmts
+from tirc.ir.intrinsics import CALL_PACKED
+from tirc.ir.packed_call import packed_call
 from tirc.ir.stmt import Allocate, AssertStmt, Evaluate
-from tirc.passes.entry_signature import accessed_data, param_buffers, shape_text, signature
-from tirc.passes.flatten_buffers import storage_size
-from tirc.passes.gpu.thread_tags import is_launch, walk_stmts
-from tirc.passes.graph.lower_extern import CALL_PACKED, packed_call
 
 # Bound by the runtime, not by the parameters: the device's SM count (a megakernel's grid).
-SM_COUNT = "tirc_sm_count"
 
 
 def bound_symbols(func: PrimFunc) -> dict[Var, str]:
@@ -83,7 +87,7 @@ def _mark_accesses(info: dict[str, Any], launches: list[dict[str, Any]],
 def host_plan(func: PrimFunc, shared: dict[str, int],
               kernels: dict[str, PrimFunc]) -> dict[str, Any]:
     """The metadata entry of one host function (see the module docstring)."""
-    symbol = str(func.attrs.get("global_symbol", func.name))
+    symbol = str(func.attrs.get(GLOBAL_SYMBOL, func.name))
     bound = bound_symbols(func)
     info = signature(func, symbol, bound)
     info["kind"] = "gpu_func"
@@ -190,8 +194,11 @@ def _host_call(e: Call, func: PrimFunc, before: int, by_data: dict[Var, int],
                      shape=[_text(d, func) for d in t.shape],
                      offset=_text(exprs[0], func))
         args.append(entry)
-    return {"kind": "host_call", "symbol": call.symbol, "caller": call.caller,
+    step = {"kind": "host_call", "symbol": call.symbol, "caller": call.caller,
             "before": before, "args": args}
+    if is_ccl_symbol(call.symbol):
+        step["ccl"] = True  # a collective: its tensors stay on the device (the NCCL shim)
+    return step
 
 
 def _check(s: AssertStmt, func: PrimFunc) -> dict[str, Any]:
@@ -214,6 +221,6 @@ def _unique(name: str, taken: set[str]) -> str:
 
 
 def _vars(e: PrimExpr) -> list[Var]:
-    from tirc.passes.rebind import used_vars
+    from tirc.ir.rebind import used_vars
 
     return sorted(used_vars(e), key=lambda v: v.name)

@@ -6,7 +6,7 @@ from functools import cache
 from typing import Any
 
 import llvmlite.binding as llvm
-from tirc.passes.gpu.gpu_arch import GPUArch, gpu_arch
+from tirc.ir.gpu.arch import GPUArch, gpu_arch
 
 TRIPLE = "nvptx64-nvidia-cuda"
 

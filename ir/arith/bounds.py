@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tirc.ir import intrinsics as intrin
 from tirc.ir.dtype import DType
 from tirc.ir.expr import (
     BinOp,
@@ -199,7 +200,7 @@ def _bound(e: PrimExpr, lookup: VarLookup, memo: BoundMemo | None) -> Bound:
     if isinstance(e, Select):
         return union(const_int_bound(e.true_value, lookup, memo),
                      const_int_bound(e.false_value, lookup, memo))
-    if isinstance(e, Call) and e.op == "if_then_else" and len(e.args) == 3:
+    if isinstance(e, Call) and e.op == intrin.IF_THEN_ELSE and len(e.args) == 3:
         return union(const_int_bound(e.args[1], lookup, memo),
                      const_int_bound(e.args[2], lookup, memo))
     if isinstance(e, Cast):

@@ -8,13 +8,21 @@ through numpy (float32 stays float32), and a fold that would produce inf or nan 
 from __future__ import annotations
 
 import math
+from typing import Any
 
-import numpy as np
 from tirc.ir.arith.linear import wrap_int
 from tirc.ir.dtype import BOOL, DType
 from tirc.ir.expr import FloatImm, IntImm, PrimExpr
 
-_FLOAT_TYPES = {16: np.float16, 32: np.float32, 64: np.float64}
+
+def _float_type(dt: DType) -> Any:
+    """The numpy scalar type of a float dtype (None for bfloat16 and others): float folding
+    computes in the dtype's own precision. numpy loads only when a float folds."""
+    if dt.kind != "float" or dt.bits not in (16, 32, 64):
+        return None
+    import numpy as np
+
+    return {16: np.float16, 32: np.float32, 64: np.float64}[dt.bits]
 
 
 def is_true(e: PrimExpr) -> bool:
@@ -75,9 +83,11 @@ def _fold_int(op: str, a: int, b: int, dt: DType) -> PrimExpr | None:
 
 
 def _fold_float(op: str, a: float, b: float, dt: DType) -> PrimExpr | None:
-    ftype = _FLOAT_TYPES.get(dt.bits) if dt.kind == "float" else None
+    ftype = _float_type(dt)
     if ftype is None:
         return None
+    import numpy as np
+
     x, y = ftype(a), ftype(b)
     with np.errstate(all="ignore"):
         if op == "add":
@@ -117,7 +127,7 @@ def fold_binop(op: str, a: PrimExpr, b: PrimExpr, dt: DType) -> PrimExpr | None:
         return None
     if isinstance(a, FloatImm) and isinstance(b, FloatImm):
         if op in ("eq", "ne", "lt", "le", "gt", "ge"):
-            ftype = _FLOAT_TYPES.get(a.dtype.bits) if a.dtype.kind == "float" else None
+            ftype = _float_type(a.dtype)
             if ftype is None:
                 return None
             return IntImm(int(_compare(op, ftype(a.value), ftype(b.value))), BOOL)
@@ -138,9 +148,11 @@ def fold_cast(value: PrimExpr, dt: DType) -> PrimExpr | None:
                 return None
             v = math.trunc(v)
         return IntImm(wrap_int(int(v), dt), dt)
-    ftype = _FLOAT_TYPES.get(dt.bits) if dt.kind == "float" else None
+    ftype = _float_type(dt)
     if ftype is None:
         return None
+    import numpy as np
+
     with np.errstate(all="ignore"):
         out = float(ftype(v))
     if not math.isfinite(out):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from tirc.ir import intrinsics as intrin
 from tirc.ir.arith.fold import fold_binop, fold_cast, is_false, is_true
 from tirc.ir.arith.linear import Linear, from_linear, is_index_dtype
 from tirc.ir.dtype import BOOL
@@ -176,11 +177,34 @@ class Rewriter:
         folded = fold_cast(v, e.dtype)
         if folded is not None:
             return folded
+        if isinstance(v, Cast) and v.value.dtype == e.dtype and e.dtype.is_int and \
+                v.dtype.is_int and self._fits(v.value, v.dtype):
+            return v.value  # int64(int32(x)) is x when x's values fit in int32
+        if isinstance(v, Cast) and v.value.dtype.is_int and v.dtype.is_int and \
+                e.dtype.is_int and v.dtype.bits >= v.value.dtype.bits and \
+                e.dtype.bits >= v.value.dtype.bits and self._fits(v.value, v.dtype):
+            return Cast(v.value, e.dtype, span=e.span)  # through a type that loses nothing
+        if isinstance(v, BinOp) and v.op in ("add", "sub", "mul") and e.dtype.is_int and \
+                v.dtype.is_int and e.dtype.bits > v.dtype.bits and e.dtype.kind == v.dtype.kind \
+                and all(self._fits(x, v.dtype) for x in (v, v.a, v.b)):
+            # widening a sum that does not overflow: widen its operands (int64(int32(x) + 31)
+            # becomes x + 31 when x is an int64 index)
+            wide = BinOp(v.op, self.visit(Cast(v.a, e.dtype)), self.visit(Cast(v.b, e.dtype)),
+                         e.dtype, span=e.span)
+            return self.visit(wide)
         return e if v is e.value else Cast(v, e.dtype, span=e.span)
+
+    def _fits(self, x: PrimExpr, dt: object) -> bool:
+        """Whether every value `x` takes (by the analyzer's bounds) is one of `dt`'s."""
+        bits = dt.bits  # type: ignore[attr-defined]
+        tlo, thi = ((0, (1 << bits) - 1) if dt.kind == "uint"  # type: ignore[attr-defined]
+                    else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1))
+        lo, hi = self.an.bound_of(x)
+        return lo is not None and hi is not None and tlo <= lo and hi <= thi
 
     def visit_Call(self, e: Call) -> PrimExpr:
         args = tuple(self.visit(a) for a in e.args)
-        if e.op == "if_then_else" and len(args) == 3:
+        if e.op == intrin.IF_THEN_ELSE and len(args) == 3:
             if is_true(args[0]):
                 return args[1]
             if is_false(args[0]):

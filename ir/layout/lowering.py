@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tirc.ir import intrinsics as intrin
 from tirc.ir.dtype import DType
 from tirc.ir.expr import BinOp, Call, Cast, IntImm, PrimExpr, Var, binop, const, index_dtype
 from tirc.ir.layout.axes import MEMORY
@@ -258,7 +259,7 @@ def swizzle_expr(layout: ComposeLayout, m: PrimExpr) -> PrimExpr:
         key = e_mod(e_div(x, atom), width)
     else:
         key = e_mul(e_mod(x, width), atom)
-    return e_add(e_mul(Call("bitwise_xor", (x, key), dt), unit), low)
+    return e_add(e_mul(Call(intrin.BITWISE_XOR, (x, key), dt), unit), low)
 
 
 def lower_buffer_layout(layout: Layout, shape: Sequence[PrimExpr],

@@ -225,18 +225,23 @@ def floordiv(a: Any, b: Any) -> Any:
             raise LayoutError(f"division of {format_value(a)} by zero")
         if isinstance(a, int):
             return a // b
-        lone = _lone_atom(a)
-        if lone is not None and lone.op == "//" and isinstance(lone.rhs, int) and lone.rhs > 0 < b:
-            return floordiv(lone.lhs, lone.rhs * b)
         quot: dict[Monomial, int] = {}
         rem: dict[Monomial, int] = {}
         for mono, c in _terms(a).items():
             quot[mono], rem[mono] = divmod(c, b)
         r = _build(rem)
-        tail = r // b if isinstance(r, int) else _atom(OpAtom("//", r, b))
-        return add(_build(quot), tail)
+        return add(_build(quot), r // b if isinstance(r, int) else _floordiv_atom(r, b))
     exact = _exact_quotient(a, b)
     return exact if exact is not None else _atom(OpAtom("//", a, b))
+
+
+def _floordiv_atom(a: Sym, b: int) -> Value:
+    """`a // b` for a remainder `a` (no coefficient divisible by `b`): `(x // c) // b` is
+    `x // (c * b)` for positive divisors, so nested divisions take one canonical form."""
+    lone = _lone_atom(a)
+    if lone is not None and lone.op == "//" and isinstance(lone.rhs, int) and lone.rhs > 0 < b:
+        return floordiv(lone.lhs, lone.rhs * b)
+    return _atom(OpAtom("//", a, b))
 
 
 def mod(a: Any, b: Any) -> Any:

@@ -12,18 +12,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import PrimExpr, Var
+from tirc.ir.expr import PrimExpr, Var, binop
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import (
     GlobalVar,
     ShapeExpr,
     ShapeSInfo,
+    SparseTensorSInfo,
     StructInfo,
     TensorSInfo,
     TupleSInfo,
 )
 from tirc.ir.ops.registry import OpCall, Param, register
-from tirc.ir.ops.sinfo_util import dim, dims_equal, ndim_of, shape_text, shape_vars
+from tirc.ir.ops.sinfo_util import dim, dims_equal, ndim_of, shape_text, shape_vars, sinfo_text
+from tirc.ir.sparse.signature import CallMismatch, tensor_slots
 from tirc.ir.visitor import substitute
 
 
@@ -93,13 +95,32 @@ def _call_tir(oc: OpCall) -> StructInfo:
     if oc.module is not None and not isinstance(func, PrimFunc):
         oc.error(f"no loop function named '{callee.name}' in the module")
     if isinstance(func, PrimFunc):
-        check_call_tir(oc, func, oc.tensors("args"), outs)
+        check_call_tir(oc, func, _call_args(oc), outs)
     return _result(oc, outs)
 
 
-def check_call_tir(oc: OpCall, func: PrimFunc, inputs: list[TensorSInfo],
+def _call_args(oc: OpCall) -> list[TensorSInfo | SparseTensorSInfo]:
+    """The struct info of a call's arguments: tensors of known shape, or sparse tensors."""
+    fields = oc.sinfo.get("args")
+    if not isinstance(fields, tuple):
+        oc.error("argument 'args' must be a tuple of tensors")
+    out: list[TensorSInfo | SparseTensorSInfo] = []
+    for k, f in enumerate(fields):
+        if isinstance(f, SparseTensorSInfo) or (isinstance(f, TensorSInfo) and
+                                                f.shape is not None):
+            out.append(f)
+            continue
+        oc.error(f"element {k} of 'args' must be a tensor of known shape, got {sinfo_text(f)}")
+    return out
+
+
+def check_call_tir(oc: OpCall, func: PrimFunc,
+                   inputs: Sequence[TensorSInfo | SparseTensorSInfo],
                    outs: list[StructInfo]) -> None:
     """Tensors, ranks, dtypes and shapes of a call_tir against the loop function."""
+    if any(isinstance(a, SparseTensorSInfo) for a in inputs):
+        _check_sparse_call(oc, func, inputs, outs)
+        return
     buffers = func.buffers
     scalars = [p for p in func.params if p not in func.buffer_map]
     tir_vars = tir_var_values(oc)
@@ -124,6 +145,67 @@ def check_call_tir(oc: OpCall, func: PrimFunc, inputs: list[TensorSInfo],
     values = bind_shape_vars(buffers, shapes, dict(zip(scalars, tir_vars)))  # type: ignore[arg-type]
     for k, message in shape_mismatches(buffers, shapes, values):  # type: ignore[arg-type]
         oc.error(f"{names[k]} of {func.name} ({buffers[k].name}): {message}")
+
+
+def _check_sparse_call(oc: OpCall, func: PrimFunc,
+                       inputs: Sequence[TensorSInfo | SparseTensorSInfo],
+                       outs: list[StructInfo]) -> None:
+    """A call_tir with sparse tensor arguments (tirc.ir.sparse.signature.tensor_slots): each
+    fills a CSR/BSR parameter of the same dtype, index dtype, block and sizes."""
+    args = list(inputs) + [s for s in outs if isinstance(s, TensorSInfo)]
+    names = [f"argument {k}" for k in range(len(inputs))] + \
+        [f"output {k}" for k in range(len(outs))]
+    try:
+        slots = tensor_slots(func, [isinstance(a, SparseTensorSInfo) for a in args])
+    except CallMismatch as exc:
+        oc.error(str(exc))
+    scalars = [p for p in func.params if p not in func.buffer_map]
+    tir_vars = tir_var_values(oc)
+    if len(scalars) != len(tir_vars):
+        oc.error(f"{func.name} takes {len(scalars)} shape values, got {len(tir_vars)}")
+    dense = [(n, func.buffer_map[h], a) for n, (h, sp), a in zip(names, slots, args)
+             if sp is None]
+    for name, buf, t in dense:
+        assert isinstance(t, TensorSInfo)
+        if t.dtype is not None and t.dtype != buf.dtype:
+            oc.error(f"{name} of {func.name} ({buf.name}): expected dtype {buf.dtype}, "
+                     f"got {t.dtype}")
+        if ndim_of(t) != len(buf.shape):
+            oc.error(f"{name} of {func.name} ({buf.name}): expected rank {len(buf.shape)}, "
+                     f"got {ndim_of(t)}")
+    shapes = [t.shape for _, _, t in dense]  # type: ignore[union-attr]
+    values = bind_shape_vars([b for _, b, _ in dense], shapes,  # type: ignore[arg-type]
+                             dict(zip(scalars, tir_vars)))
+    for k, message in shape_mismatches([b for _, b, _ in dense], shapes,  # type: ignore[arg-type]
+                                       values):
+        oc.error(f"{dense[k][0]} of {func.name} ({dense[k][1].name}): {message}")
+    for name, (h, sp), a in zip(names, slots, args):
+        if sp is None:
+            continue
+        assert isinstance(a, SparseTensorSInfo)
+        what = f"{name} of {func.name} ({h.name})"
+        if a.dtype != sp.dtype or a.index_dtype != sp.index_dtype:
+            oc.error(f"{what}: expected a {sp.dtype} matrix with {sp.index_dtype} indices, got "
+                     f"{sinfo_text(a)}")
+        if a.format != sp.format:
+            oc.error(f"{what}: expected a {sp.format.upper()} matrix, got {sinfo_text(a)}")
+        block = [dim(b) for b in sp.block]
+        given = [dim(b) for b in a.block]
+        if any(not dims_equal(dim(substitute(b, values)), g) for b, g in zip(block, given)):
+            oc.error(f"{what}: expected blocks of {shape_text(block)}, got {sinfo_text(a)}")
+        want = (("rows", sp.rows, _blocks_of(a.shape[0], a.block_rows)),
+                ("columns", sp.cols, _blocks_of(a.shape[1], a.block_cols)),
+                ("nnz", sp.nnz, a.nnz))
+        for label, expect, got in want:
+            e = dim(substitute(expect, values))
+            if not shape_vars([e]) or not set(shape_vars([e])) & set(scalars):
+                if not dims_equal(e, dim(got)):
+                    oc.error(f"{what}: {label} {shape_text([e])[1:-2]} of the function, "
+                             f"{shape_text([dim(got)])[1:-2]} of the argument")
+
+
+def _blocks_of(size: PrimExpr, block: int) -> PrimExpr:
+    return size if block == 1 else binop("floordiv", dim(size), dim(block))
 
 
 def tir_var_values(oc: OpCall) -> list[PrimExpr]:

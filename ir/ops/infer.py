@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tirc.ir.diagnostics import CompileError
+from tirc.ir.dist.dtensor import DTensorSInfo, keep_placement
 from tirc.ir.expr import PrimExpr, Var
 from tirc.ir.graph import (
     Constant,
@@ -25,6 +26,7 @@ from tirc.ir.graph import (
     SeqExpr,
     ShapeExpr,
     ShapeSInfo,
+    SparseTensorSInfo,
     StringValue,
     StructInfo,
     TensorSInfo,
@@ -97,6 +99,10 @@ def sinfo_agrees(declared: StructInfo, actual: StructInfo) -> bool:
     if isinstance(declared, TensorSInfo):
         if not isinstance(actual, TensorSInfo):
             return False
+        if isinstance(declared, DTensorSInfo) and isinstance(actual, DTensorSInfo) and \
+                (declared.placement, declared.device_mesh) != \
+                (actual.placement, actual.device_mesh):
+            return False
         if declared.dtype is not None and actual.dtype is not None \
                 and declared.dtype != actual.dtype:
             return False
@@ -106,6 +112,10 @@ def sinfo_agrees(declared: StructInfo, actual: StructInfo) -> bool:
         if declared.shape is not None and actual.shape is not None:
             return all(dims_equal(a, b) for a, b in zip(declared.shape, actual.shape))
         return True
+    if isinstance(declared, SparseTensorSInfo):
+        return isinstance(actual, SparseTensorSInfo) and _same_format(declared, actual) and \
+            all(dims_equal(a, b) for a, b in zip(declared.shape + (declared.nnz,),
+                                                 actual.shape + (actual.nnz,)))
     if isinstance(declared, TupleSInfo):
         return isinstance(actual, TupleSInfo) and len(declared.fields) == len(actual.fields) \
             and all(sinfo_agrees(d, a) for d, a in zip(declared.fields, actual.fields))
@@ -122,7 +132,12 @@ def sinfo_agrees(declared: StructInfo, actual: StructInfo) -> bool:
 
 
 def more_precise(declared: StructInfo, actual: StructInfo) -> StructInfo:
-    """Of two agreeing struct infos, the one that says more (known shape beats unknown)."""
+    """Of two agreeing struct infos, the one that says more (known shape beats unknown; a
+    declared placement is kept)."""
+    return keep_placement(declared, _more_precise(declared, actual))
+
+
+def _more_precise(declared: StructInfo, actual: StructInfo) -> StructInfo:
     if isinstance(declared, TensorSInfo) and isinstance(actual, TensorSInfo):
         if actual.shape is None and declared.shape is not None:
             return declared
@@ -133,8 +148,21 @@ def more_precise(declared: StructInfo, actual: StructInfo) -> StructInfo:
     return actual
 
 
+def _same_format(a: SparseTensorSInfo, b: SparseTensorSInfo) -> bool:
+    return (a.dtype, a.format, a.block, a.index_dtype) == (b.dtype, b.format, b.block,
+                                                           b.index_dtype)
+
+
 def match_cast_conflict(target: StructInfo, actual: StructInfo) -> str | None:
     """Why a value can never match `target` at run time, or None when it might."""
+    if isinstance(target, SparseTensorSInfo) or isinstance(actual, SparseTensorSInfo):
+        if isinstance(actual, ObjectSInfo):
+            return None
+        if not (isinstance(target, SparseTensorSInfo) and isinstance(actual, SparseTensorSInfo)):
+            return f"a {sinfo_text(actual)} is not a {sinfo_text(target)}"
+        if not _same_format(target, actual):
+            return f"{sinfo_text(actual)} has another format than {sinfo_text(target)}"
+        return None
     if isinstance(target, TensorSInfo):
         if isinstance(actual, ObjectSInfo):
             return None

@@ -11,7 +11,7 @@ from tirc.ir.ops.sinfo_util import dim, dims_equal, shape_text
 def _matmul(oc: OpCall) -> StructInfo:
     a, b = oc.tensor("x1"), oc.tensor("x2")
     out_dtype = oc.values["out_dtype"]
-    if out_dtype is None:
+    if out_dtype is None or str(out_dtype) == "void":  # TVM prints "void" for "the inputs'"
         dt = oc.same_dtype("x1", "x2")
     else:
         dt = out_dtype

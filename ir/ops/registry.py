@@ -23,6 +23,7 @@ from tirc.ir.graph import (
     GraphExpr,
     PrimValue,
     ShapeExpr,
+    SparseTensorSInfo,
     StringValue,
     StructInfo,
     TensorSInfo,
@@ -35,7 +36,7 @@ from tirc.ir.span import Span
 REQUIRED = object()
 
 # Parameter kinds: graph values stay arguments; the rest are attributes with Python values.
-GRAPH_KINDS = ("tensor", "tensors", "shape", "scalar", "callee")
+GRAPH_KINDS = ("tensor", "sparse", "tensors", "shape", "scalar", "callee")
 ATTR_KINDS = ("int", "ints", "int_or_ints", "bool", "float", "dtype", "str", "sinfo")
 
 
@@ -86,11 +87,13 @@ def _load() -> None:
     from tirc.ir.ops import (  # noqa: F401 (imported for their registrations)
         calls,
         creation,
+        dist,
         elementwise,
         manipulation,
         matmul,
         nn,
         reduction,
+        sparse,
     )
 
     _LOADED.append(True)
@@ -130,6 +133,14 @@ class OpCall:
             self.error(f"argument '{name}' must be a tensor, got {sinfo_text(s)}")  # type: ignore[arg-type]
         if known_shape and s.shape is None:
             self.error(f"argument '{name}' needs a known shape, got {sinfo_text(s)}")
+        return s
+
+    def sparse(self, name: str) -> SparseTensorSInfo:
+        """The sparse tensor struct info of a parameter; an error when it is not one."""
+        s = self.sinfo.get(name)
+        if not isinstance(s, SparseTensorSInfo):
+            self.error(f"argument '{name}' must be a sparse tensor (R.SparseTensor), got "
+                       f"{sinfo_text(s)}")  # type: ignore[arg-type]
         return s
 
     def tensors(self, name: str) -> list[TensorSInfo]:
@@ -361,4 +372,9 @@ def infer_call(call: GCall, sinfo_of: Callable[[GraphExpr], StructInfo],
                module: Any = None) -> tuple[GCall, StructInfo]:
     """The call in canonical form and its struct info; a CompileError for a bad call."""
     bound = bound_call(call, sinfo_of, module)
-    return canonical_call(bound.op, call, bound.values, bound.given), bound.op.infer(bound)
+    out = bound.op.infer(bound)
+    if not call.op.startswith("dist."):  # only the placement operators give placements
+        from tirc.ir.dist.dtensor import plain
+
+        out = plain(out)  # type: ignore[assignment]
+    return canonical_call(bound.op, call, bound.values, bound.given), out

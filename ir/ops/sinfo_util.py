@@ -116,6 +116,10 @@ def sinfo_text(s: StructInfo | None) -> str:
             parts.append(f"ndim={s.ndim}")
         if s.dtype is not None:
             parts.append(f'"{s.dtype}"')
+        placement = getattr(s, "placement", None)
+        if placement is not None:
+            parts += [f'"{getattr(s, "device_mesh", "")}"', f'"{placement}"']
+            return f"R.DTensor({', '.join(parts)})"
         return f"R.Tensor({', '.join(parts)})"
     if isinstance(s, TupleSInfo):
         return f"R.Tuple({', '.join(sinfo_text(f) for f in s.fields)})"

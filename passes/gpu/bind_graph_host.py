@@ -16,8 +16,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from tirc.ir.attrs import GRAPH_FUNC
 from tirc.ir.expr import Call, IntImm
 from tirc.ir.function import PrimFunc
+from tirc.ir.intrinsics import CALL_PACKED
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import (
     Allocate,
@@ -36,8 +38,6 @@ from tirc.ir.stmt import (
 )
 from tirc.passes.gpu.default_schedule_gpu import gpu_target
 from tirc.passes.gpu.device_launch import launch_rest, one_thread
-from tirc.passes.graph.lower_extern import CALL_PACKED
-from tirc.passes.graph.lower_graph import GRAPH_ATTR
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 from tirc.passes.schedule_rules.api import schedule_function
 
@@ -51,7 +51,7 @@ class GPUBindGraphHost(PrimFuncPass):
                    "GPU kernels")
 
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
-        if not func.attrs.get(GRAPH_ATTR):
+        if not func.attrs.get(GRAPH_FUNC):
             return func
         body = bind_host(func.body, ctx.target)
         return func if body is func.body else dataclasses.replace(func, body=body)

@@ -15,16 +15,18 @@ thread (device_launch.py). The schedule applied is reported as a note, as on the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
+from tirc.ir.attrs import SCHEDULED
 from tirc.ir.function import PrimFunc
+from tirc.ir.gpu.threads import thread_loops
 from tirc.ir.module import IRModule
 from tirc.ir.printer import print_node
 from tirc.ir.target import parse_target
 from tirc.passes.gpu.device_launch import launch_rest, serial_loops
-from tirc.passes.gpu.thread_tags import thread_loops
 from tirc.passes.pass_base import PassContext, PrimFuncPass
-from tirc.passes.schedule_rules.api import SCHEDULED_ATTR, opted_out, schedule_function
+from tirc.passes.schedule_rules.api import opted_out, schedule_function
+from tirc.passes.schedule_rules.options import schedule_option
 
 
 def gpu_target(target: Any) -> Any:
@@ -45,13 +47,15 @@ def schedule_gpu(func: PrimFunc, ctx: PassContext) -> PrimFunc:
 class GPUDefaultSchedule(PrimFuncPass):
     """The GPU rules' schedule for each loop function with no thread binding."""
 
-    name = "gpu-default-schedule"
-    description = ("GPU schedule of loop functions with no thread bindings, by the schedule "
-                   "rules: an element per thread, a block per reduced row, shared-memory "
-                   "tiled matmul")
+    name: ClassVar[str] = "gpu-default-schedule"
+    description: ClassVar[str] = ("GPU schedule of loop functions with no thread bindings, by "
+                                  "the schedule rules: an element per thread, a block per "
+                                  "reduced row, shared-memory tiled matmul")
+
+    schedule: str = schedule_option()
 
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
-        if func.attrs.get(SCHEDULED_ATTR) or thread_loops(func.body) or \
-                opted_out(func, ctx.config):
+        if func.attrs.get(SCHEDULED) or thread_loops(func.body) or \
+                opted_out(func, self.schedule):
             return func
         return schedule_gpu(func, ctx)

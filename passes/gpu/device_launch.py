@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from tirc.ir.expr import IntImm, Var, cast
 from tirc.ir.function import PrimFunc
+from tirc.ir.gpu.threads import thread_loops
 from tirc.ir.ops.sinfo_util import INT64, const_dim
 from tirc.ir.stmt import (
     Allocate,
@@ -31,7 +32,6 @@ from tirc.ir.stmt import (
     seq,
 )
 from tirc.ir.visitor import Mutator, substitute
-from tirc.passes.gpu.thread_tags import thread_loops
 
 
 def serial_loops(s: Stmt) -> Stmt:

@@ -23,11 +23,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from tirc.ir.analysis.regions import and_all, conjuncts, uses_any
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import HANDLE
 from tirc.ir.expr import BufferLoad, IntImm, Var, binop, const
 from tirc.ir.function import PrimFunc
+from tirc.ir.gpu.threads import barrier, is_block_tag, is_thread_loop
 from tirc.ir.module import IRModule
 from tirc.ir.node import Node
 from tirc.ir.stmt import (
@@ -42,11 +44,10 @@ from tirc.ir.stmt import (
     seq,
 )
 from tirc.ir.visitor import Mutator, substitute
-from tirc.passes.gpu.thread_tags import barrier, is_block_tag, is_thread_loop
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 from tirc.passes.schedule.cross_thread import feeds_reduction
-from tirc.passes.schedule.reduction import identity, reduction_pattern
-from tirc.passes.schedule.regions import and_all, conjuncts, uses_any
+from tirc.passes.schedule.reducers import binary_identity as identity
+from tirc.passes.schedule.reduction import reduction_pattern
 from tirc.passes.schedule.state import ScheduleError
 
 PASS = "gpu-lower-cross-thread-reduction"

@@ -23,12 +23,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from tirc.ir.attrs import GLOBAL_SYMBOL, GPU_HOST, KERNEL, KERNEL_LAUNCH_PARAMS, NOALIAS
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import HANDLE, INT32
 from tirc.ir.expr import BufferLoad, Call, IntImm, Let, PrimExpr, StringImm, Var
 from tirc.ir.function import PrimFunc
+from tirc.ir.gpu.launch import launch_extents
+from tirc.ir.gpu.threads import (
+    ALL_TAGS,
+    BLOCK_TAGS,
+    DEVICE_SCOPES,
+    THREAD_TAGS,
+    is_launch,
+    is_thread_loop,
+    launch_regions,
+    walk_stmts,
+)
+from tirc.ir.intrinsics import CALL_PACKED, LAUNCH_KERNEL
 from tirc.ir.module import IRModule
+from tirc.ir.rebind import used_vars
 from tirc.ir.stmt import (
     Allocate,
     AssertStmt,
@@ -42,26 +56,8 @@ from tirc.ir.stmt import (
     seq,
 )
 from tirc.ir.visitor import post_order_visit, substitute
-from tirc.passes.gpu.launch_dims import launch_extents
 from tirc.passes.gpu.storage_scope import check_kernel_allocations, strip_storage_kind
-from tirc.passes.gpu.thread_tags import (
-    ALL_TAGS,
-    BLOCK_TAGS,
-    DEVICE_SCOPES,
-    HOST_ATTR,
-    KERNEL_ATTR,
-    LAUNCH_KERNEL,
-    THREAD_TAGS,
-    is_launch,
-    is_thread_loop,
-    launch_regions,
-    walk_stmts,
-)
-from tirc.passes.graph.lower_extern import CALL_PACKED
 from tirc.passes.pass_base import Pass, PassContext
-from tirc.passes.rebind import used_vars
-
-LAUNCH_PARAMS_ATTR = "tir.kernel_launch_params"
 
 
 def defined_vars(s: Stmt) -> set[Var]:
@@ -78,6 +74,18 @@ def defined_vars(s: Stmt) -> set[Var]:
 
     post_order_visit(s, visit)
     return out
+
+
+def _first_use(s: Stmt) -> dict[Var, int]:
+    """Each variable under `s` with the position of its first appearance in a walk of `s`."""
+    order: dict[Var, int] = {}
+
+    def visit(n: Any) -> None:
+        if isinstance(n, Var) and n not in order:
+            order[n] = len(order)
+
+    post_order_visit(s, visit)
+    return order
 
 
 def _buffers_by_data(s: Stmt) -> dict[Var, Buffer]:
@@ -164,10 +172,16 @@ class _Splitter:
         name = f"{self.func.name}_kernel" if self.count == 1 else f"{self.func.name}_kernel{k}"
         free = used_vars(body) - defined_vars(body)
         buffers = _buffers_by_data(body)
+        # By name, and variables of the same name by first use (never by set order, which
+        # changes from run to run).
+        first = _first_use(body)
+
+        def key(v: Var) -> tuple[str, int]:
+            return v.name, first.get(v, len(first))
+
         handles = [v for v in self.param_data if v in free]
-        handles += sorted((v for v in free if v.dtype.is_handle and v not in handles),
-                          key=lambda v: v.name)
-        scalars = sorted((v for v in free if not v.dtype.is_handle), key=lambda v: v.name)
+        handles += sorted((v for v in free if v.dtype.is_handle and v not in handles), key=key)
+        scalars = sorted((v for v in free if not v.dtype.is_handle), key=key)
         params: list[Var] = []
         buffer_map: dict[Var, Buffer] = {}
         for data in handles:
@@ -181,8 +195,8 @@ class _Splitter:
         params.extend(scalars)
         extents = launch_extents(region)
         tags = [t for t in ALL_TAGS if t in extents]
-        attrs = {"global_symbol": name, KERNEL_ATTR: True, LAUNCH_PARAMS_ATTR: tags,
-                 "tir.noalias": True}
+        attrs = {GLOBAL_SYMBOL: name, KERNEL: True, KERNEL_LAUNCH_PARAMS: tags,
+                 NOALIAS: True}
         self.kernels.append(PrimFunc(name, tuple(params), buffer_map, body, attrs,
                                      span=region.span))
         dims: list[PrimExpr] = [extents.get(t, IntImm(1, INT32)) for t in (*BLOCK_TAGS,
@@ -193,7 +207,7 @@ class _Splitter:
 
 def split_function(func: PrimFunc) -> tuple[PrimFunc, list[PrimFunc]]:
     """The host function (launches only) and the kernels of one GPU loop function."""
-    if func.attrs.get(KERNEL_ATTR) or func.attrs.get(HOST_ATTR):
+    if func.attrs.get(KERNEL) or func.attrs.get(GPU_HOST):
         return func, []
     if not launch_regions(func.body):
         if any(isinstance(s, BufferStore) for s in walk_stmts(func.body)):
@@ -205,7 +219,7 @@ def split_function(func: PrimFunc) -> tuple[PrimFunc, list[PrimFunc]]:
     splitter = _Splitter(func)
     body = splitter.host(func.body)
     attrs = dict(func.attrs)
-    attrs[HOST_ATTR] = True
+    attrs[GPU_HOST] = True
     return func.replace(body=body, attrs=attrs), splitter.kernels  # type: ignore[return-value]
 
 

@@ -20,26 +20,25 @@ import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
+from tirc.ir.analysis.storage import storage_size
+from tirc.ir.arith import construct
+from tirc.ir.attrs import STORAGE_KIND
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import IntImm, Var
 from tirc.ir.function import PrimFunc
-from tirc.ir.module import IRModule
-from tirc.ir.stmt import Allocate, AttrStmt, For, Stmt
-from tirc.ir.visitor import substitute
-from tirc.passes import expr_fold
-from tirc.passes.flatten_buffers import storage_size
-from tirc.passes.gpu.thread_tags import (
+from tirc.ir.gpu.threads import (
     DEVICE_SCOPES,
     is_block_tag,
     is_thread_loop,
     launch_regions,
     walk_stmts,
 )
+from tirc.ir.module import IRModule
+from tirc.ir.rebind import used_vars
+from tirc.ir.stmt import Allocate, AttrStmt, For, Stmt
+from tirc.ir.visitor import substitute
 from tirc.passes.pass_base import PassContext, PrimFuncPass
-from tirc.passes.rebind import used_vars
-
-STORAGE_KIND = "storage_kind"
 
 
 def strip_storage_kind(body: Stmt, buf: Buffer) -> Stmt:
@@ -60,7 +59,7 @@ def check_kernel_allocations(region: Stmt) -> None:
                 f"gpu-storage-scope: buffer '{buf.name}' is allocated in {buf.scope} memory "
                 "inside a kernel; give it scope=\"shared\" or \"local\", or allocate it "
                 "outside the thread-bound loops", s.span or buf.span)
-        if not isinstance(expr_fold.fold(storage_size(buf)), IntImm):
+        if not isinstance(construct.fold(storage_size(buf)), IntImm):
             raise CompileError(
                 f"gpu-storage-scope: {buf.scope} buffer '{buf.name}' has a symbolic size; "
                 "device buffers need a constant size", s.span or buf.span)

@@ -27,7 +27,21 @@ from typing import Any, ClassVar
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BufferLoad, Let, PrimExpr, Var
 from tirc.ir.function import PrimFunc
+from tirc.ir.gpu.launch import launch_extents
+from tirc.ir.gpu.threads import (
+    THREAD_TAGS,
+    barrier,
+    const_value,
+    has_barrier,
+    is_barrier,
+    is_block_tag,
+    is_thread_loop,
+    map_regions,
+    same_expr,
+    walk_stmts,
+)
 from tirc.ir.module import IRModule
+from tirc.ir.rebind import used_vars
 from tirc.ir.stmt import (
     Allocate,
     AttrStmt,
@@ -42,21 +56,7 @@ from tirc.ir.stmt import (
 )
 from tirc.ir.structural import structural_equal
 from tirc.ir.visitor import post_order_visit, substitute
-from tirc.passes.gpu.launch_dims import launch_extents
-from tirc.passes.gpu.thread_tags import (
-    THREAD_TAGS,
-    barrier,
-    const_value,
-    has_barrier,
-    is_barrier,
-    is_block_tag,
-    is_thread_loop,
-    map_regions,
-    same_expr,
-    walk_stmts,
-)
 from tirc.passes.pass_base import PassContext, PrimFuncPass
-from tirc.passes.rebind import used_vars
 
 PRIVATE_SCOPES = ("local", "warp")  # one copy per thread: never shared between phases
 

@@ -17,11 +17,11 @@ from typing import Any, ClassVar
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import IntImm, binop
 from tirc.ir.function import PrimFunc
+from tirc.ir.gpu.threads import ALL_TAGS, is_block_tag, is_thread_loop
 from tirc.ir.module import IRModule
 from tirc.ir.node import Node
 from tirc.ir.stmt import For, Stmt
 from tirc.ir.visitor import Mutator, substitute
-from tirc.passes.gpu.thread_tags import ALL_TAGS, is_block_tag, is_thread_loop
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 
 

@@ -14,7 +14,7 @@ message:
 | every thread of a block reaches each barrier | barrier under a condition on threadIdx.x |
 
 and in host code: no parallel loop (a GPU function has no CPU threads). The limits come from
-the target's `-arch` (tirc.passes.gpu.gpu_arch).
+the target's `-arch` (tirc.ir.gpu.arch).
 """
 
 from __future__ import annotations
@@ -22,17 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from tirc.ir.analysis.entry_signature import shape_text
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.expr import IntImm, Var
+from tirc.ir.expr import Var
 from tirc.ir.function import PrimFunc
-from tirc.ir.module import IRModule
-from tirc.ir.stmt import Allocate, For, ForKind, IfThenElse, Stmt, While
-from tirc.passes import expr_fold
-from tirc.passes.entry_signature import shape_text
-from tirc.passes.flatten_buffers import storage_size
-from tirc.passes.gpu.gpu_arch import KIB, GPUArch, gpu_arch
-from tirc.passes.gpu.launch_dims import launch_extents
-from tirc.passes.gpu.thread_tags import (
+from tirc.ir.gpu.arch import KIB, GPUArch, gpu_arch
+from tirc.ir.gpu.launch import alloc_shared_bytes, launch_extents, shared_bytes
+from tirc.ir.gpu.threads import (
     BLOCK_TAGS,
     THREAD_TAGS,
     children,
@@ -41,25 +37,11 @@ from tirc.passes.gpu.thread_tags import (
     is_block_tag,
     is_thread_loop,
     regions_with_storage,
-    walk_stmts,
 )
+from tirc.ir.module import IRModule
+from tirc.ir.rebind import used_vars
+from tirc.ir.stmt import Allocate, For, ForKind, IfThenElse, Stmt, While
 from tirc.passes.pass_base import PassContext, PrimFuncPass
-from tirc.passes.rebind import used_vars
-
-SHARED_ALIGN = 16
-
-
-def _shared_size(s: Allocate) -> int:
-    if s.buffer.scope not in ("shared", "shared.dyn"):
-        return 0
-    size = expr_fold.fold(storage_size(s.buffer))
-    n = size.value if isinstance(size, IntImm) else 0
-    return -(-n * s.buffer.dtype.bytes // SHARED_ALIGN) * SHARED_ALIGN
-
-
-def shared_bytes(region: Stmt) -> int:
-    """Bytes of shared memory a kernel allocates (each buffer 16-byte aligned)."""
-    return sum(_shared_size(s) for s in walk_stmts(region) if isinstance(s, Allocate))
 
 
 def _show(e: Any) -> str:
@@ -99,7 +81,7 @@ def _check_launch(func: PrimFunc, region: For, around: tuple[Allocate, ...],
         n = const_value(extents[tag]) if tag in extents else None
         if n is not None and n > arch.max_grid[axis]:
             raise _fail(func, region, f"{tag} extent {n} exceeds {arch.max_grid[axis]}")
-    smem = shared_bytes(region) + sum(_shared_size(a) for a in around)
+    smem = shared_bytes(region) + sum(alloc_shared_bytes(a) for a in around)
     if smem > arch.max_shared:
         raise _fail(func, region, f"{_kib(smem)} of shared memory exceed the "
                     f"{_kib(arch.max_shared)} a block may use on {arch.name}")

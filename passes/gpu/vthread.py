@@ -29,13 +29,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from tirc.ir.arith import construct
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import HANDLE
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, cast
 from tirc.ir.function import PrimFunc
+from tirc.ir.gpu.threads import has_barrier, is_barrier, is_thread_loop
 from tirc.ir.module import IRModule
 from tirc.ir.node import Node
+from tirc.ir.rebind import uses_any
 from tirc.ir.stmt import (
     Allocate,
     AttrStmt,
@@ -50,10 +53,7 @@ from tirc.ir.stmt import (
     seq,
 )
 from tirc.ir.visitor import Mutator, post_order_visit, substitute
-from tirc.passes import expr_fold
-from tirc.passes.gpu.thread_tags import has_barrier, is_barrier, is_thread_loop
 from tirc.passes.pass_base import PassContext, PrimFuncPass
-from tirc.passes.rebind import uses_any
 
 VTHREAD_TAGS = ("vthread", "vthread.x", "vthread.y", "vthread.z")
 
@@ -90,7 +90,7 @@ class _Replicate(Mutator):
                                    "virtual thread and must be flat, of the allocation's dtype "
                                    "(run flatten-buffers first)", span)
             total = binop("mul", self.size, IntImm(self.count, self.size.dtype))
-            shape = (expr_fold.fold(total),)
+            shape = (construct.fold(total),)
             self.copies[buf] = buf.replace(data=self.new_data, shape=shape)
         return self.copies[buf]
 
@@ -120,7 +120,7 @@ class _Injector:
     def __init__(self, loop: For) -> None:
         self.loop = loop
         self.vt = loop.loop_var
-        extent = expr_fold.fold(loop.extent)
+        extent = construct.fold(loop.extent)
         if not isinstance(extent, IntImm) or extent.value <= 0:
             raise CompileError(f"gpu-inject-vthread: virtual-thread loop '{self.vt.name}' needs "
                                "a constant positive extent", loop.span)

@@ -1,4 +1,4 @@
-"""Graph-level passes, in pipeline order (graph_pipeline.graph_steps):
+"""Graph-level passes, in pipeline order (tirc.passes.pipeline):
 
 normalize (struct info), legalize-ops (operators -> call_tir of generated kernels, built with
 kernel.Kernel and the legalize_* tables), annotate-op-pattern, fold-constants, fuse-ops,

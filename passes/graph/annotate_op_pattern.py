@@ -13,14 +13,13 @@ import dataclasses
 import enum
 from dataclasses import dataclass
 
+from tirc.ir.attrs import OP_PATTERN
 from tirc.ir.expr import BinOp, BufferLoad, Cast, IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import Block, BlockRealize, BufferStore, IterKind
 from tirc.ir.visitor import post_order_visit
 from tirc.passes.pass_base import PassContext, PrimFuncPass
-
-PATTERN_ATTR = "op_pattern"
 
 
 class OpPattern(enum.IntEnum):
@@ -139,7 +138,7 @@ def analyze(func: PrimFunc) -> OpPattern:
 
 def pattern_of(func: PrimFunc) -> OpPattern:
     """The annotated kind of a loop function, analysing it when it has none."""
-    value = func.attrs.get(PATTERN_ATTR)
+    value = func.attrs.get(OP_PATTERN)
     return OpPattern(int(value)) if value is not None else analyze(func)
 
 
@@ -151,7 +150,7 @@ class AnnotateOpPattern(PrimFuncPass):
     description = "classify loop functions (elementwise, broadcast, injective, reduction, ...)"
 
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
-        if PATTERN_ATTR in func.attrs:
+        if OP_PATTERN in func.attrs:
             return func
-        attrs = {**func.attrs, PATTERN_ATTR: int(analyze(func))}
+        attrs = {**func.attrs, OP_PATTERN: int(analyze(func))}
         return dataclasses.replace(func, attrs=attrs)

@@ -12,10 +12,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from tirc.ir.attrs import GLOBAL_SYMBOL, PRIMITIVE
 from tirc.ir.graph import BindingBlock, Function, GCall, GlobalVar, GVar, MatchCast
 from tirc.ir.module import IRModule
 from tirc.ir.visitor import post_order_visit
-from tirc.passes.graph.fuse_ops import PRIMITIVE_ATTR, used_vars
+from tirc.passes.graph.fuse_ops import used_vars
 from tirc.passes.pass_base import Pass, PassContext
 
 
@@ -79,7 +80,7 @@ def remove_unused_functions(mod: IRModule) -> IRModule:
     graph = mod.graph_funcs()
     if not graph:
         return mod
-    entries = [n for n, f in graph.items() if not f.attrs.get(PRIMITIVE_ATTR)]
+    entries = [n for n, f in graph.items() if not f.attrs.get(PRIMITIVE)]
     reached: set[str] = set()
     todo = list(entries)
     while todo:
@@ -92,8 +93,8 @@ def remove_unused_functions(mod: IRModule) -> IRModule:
             todo.extend(n for n in _referenced(f) if n in mod.functions)
     out = mod
     for name, f in mod.functions.items():
-        public = (isinstance(f, Function) and not f.attrs.get(PRIMITIVE_ATTR)) or \
-            "global_symbol" in f.attrs
+        public = (isinstance(f, Function) and not f.attrs.get(PRIMITIVE)) or \
+            GLOBAL_SYMBOL in f.attrs
         if name not in reached and not public:
             out = out.without_function(name)
     return out

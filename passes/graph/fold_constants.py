@@ -12,7 +12,6 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from tirc.ir.graph import (
     BindingBlock,
     Constant,
@@ -80,6 +79,8 @@ def fold_value(call: GCall, var: GVar, mod: IRModule) -> GraphExpr | None:
         return None
     if not _constant_args(call):
         return None
+    import numpy as np  # only when a call has constant arguments
+
     value = np.asarray(_evaluate(call, var, mod))
     return Constant(value.item(), s.dtype)
 

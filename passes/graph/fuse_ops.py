@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from tirc.ir.attrs import PRIMITIVE
 from tirc.ir.expr import Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import (
@@ -36,7 +37,6 @@ from tirc.ir.visitor import post_order_visit, substitute
 from tirc.passes.graph.annotate_op_pattern import OpPattern, pattern_of
 from tirc.passes.pass_base import Pass, PassContext
 
-PRIMITIVE_ATTR = "Primitive"
 MAX_FUSE_DEPTH = 256
 
 
@@ -313,7 +313,7 @@ class FuseOps(Pass):
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         out = mod
         for name, func in mod.graph_funcs().items():
-            if func.attrs.get(PRIMITIVE_ATTR):
+            if func.attrs.get(PRIMITIVE):
                 continue
             new, groups = fuse_function(func, out)
             for g in groups:
@@ -422,4 +422,4 @@ def _group_function(name: str, inputs: list[GVar], members: list[Binding],
         tuple(o.struct_info for o in outs))  # type: ignore[misc]
     block = BindingBlock(tuple(bindings), True, outs)  # type: ignore[arg-type]
     return Function(name, tuple(params), SeqExpr((block,), result), ret,
-                    {PRIMITIVE_ATTR: 1})
+                    {PRIMITIVE: 1})

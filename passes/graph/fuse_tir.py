@@ -13,6 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from tirc.ir.attrs import OP_PATTERN, PRIMITIVE
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BufferLoad, PrimExpr, Var
 from tirc.ir.function import PrimFunc
@@ -32,13 +33,12 @@ from tirc.ir.graph import (
 )
 from tirc.ir.module import IRModule
 from tirc.ir.ops.calls import bind_shape_vars
+from tirc.ir.rebind import fresh_copy
 from tirc.ir.stmt import Block, BlockRealize
 from tirc.ir.visitor import Mutator, substitute
-from tirc.passes.graph.annotate_op_pattern import PATTERN_ATTR, analyze
-from tirc.passes.graph.fuse_ops import PRIMITIVE_ATTR
+from tirc.passes.graph.annotate_op_pattern import analyze
 from tirc.passes.graph.kernel import Kernel
 from tirc.passes.pass_base import Pass, PassContext
-from tirc.passes.rebind import fresh_copy
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class FuseTIR(Pass):
     description = "merge each fused group's loop functions into one loop function"
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        groups = {n: f for n, f in mod.graph_funcs().items() if f.attrs.get(PRIMITIVE_ATTR)}
+        groups = {n: f for n, f in mod.graph_funcs().items() if f.attrs.get(PRIMITIVE)}
         if not groups:
             return mod
         fused: dict[str, tuple[PrimFunc, list[PrimExpr]]] = {}
@@ -126,7 +126,7 @@ def fuse_group(group: Function, mod: IRModule) -> tuple[PrimFunc, list[PrimExpr]
                            lambda i, src=src: BufferLoad(src, tuple(i), src.dtype))
     kernel.outputs = [out_of[r] for r in results]
     prim, tir_vars = kernel.build()
-    attrs = {**prim.attrs, PATTERN_ATTR: int(analyze(prim))}
+    attrs = {**prim.attrs, OP_PATTERN: int(analyze(prim))}
     return dataclasses.replace(prim, attrs=attrs), tir_vars
 
 

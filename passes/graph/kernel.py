@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from tirc.ir.attrs import NOALIAS
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import BOOL, HANDLE, DType
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, cast, const
@@ -139,18 +140,21 @@ class Kernel:
 
     # ---- the function --------------------------------------------------------------------
 
-    def build(self, handle_prefix: str = "var_") -> tuple[PrimFunc, list[PrimExpr]]:
+    def build(self, handle_prefix: str = "var_", scalar_sizes: Sequence[Var] = ()
+              ) -> tuple[PrimFunc, list[PrimExpr]]:
         """The loop function, and the graph-level values of its scalar size parameters;
-        handle parameters are named `handle_prefix` + the buffer's name."""
+        handle parameters are named `handle_prefix` + the buffer's name. The graph sizes
+        `scalar_sizes` are scalar parameters even where a buffer's shape could bind them."""
         buffers = self.inputs + self.outputs
-        bare = {d for b in buffers for d in b.shape if isinstance(d, Var)}
+        forced = [self.sizes[v] for v in scalar_sizes]
+        bare = {d for b in buffers for d in b.shape if isinstance(d, Var)} - set(forced)
         inverse = {k: g for g, k in self.sizes.items()}
-        scalars = [v for v in shape_vars(*[b.shape for b in buffers + self.temps])
-                   if v not in bare]
+        scalars = forced + [v for v in shape_vars(*[b.shape for b in buffers + self.temps])
+                            if v not in bare and v not in forced]
         handles = [Var(f"{handle_prefix}{b.name}", HANDLE) for b in buffers]
         root = Block("root", (), (), (), seq(*self.stages), alloc_buffers=tuple(self.temps))
         func = PrimFunc(self.name, (*handles, *scalars), dict(zip(handles, buffers)),
-                        BlockRealize((), TRUE, root), {"tir.noalias": True})
+                        BlockRealize((), TRUE, root), {NOALIAS: True})
         return func, [inverse[v] for v in scalars]
 
 

@@ -1,6 +1,7 @@
 """Matmuls legalized to a BLAS: `R.matmul(x, w)` as `R.call_dps_packed("tirc_cblas_sgemm")`.
 
-With the pass-config key `blas` set (the `-fblas` flag, which also links the library), a
+With legalize-ops' option `blas` set (`-fblas`, which also links the library; the pass-config
+key `blas`), a
 float32 matmul of a matrix or a batch of rows `x (..., m, k)` by a matrix `w (k, n)` calls the
 C function `tirc_cblas_sgemm` (blas_library.py builds it over `cblas_sgemm`) instead of a loop
 function. Other matmuls (batched weights, other dtypes) keep the tiled loops.
@@ -15,9 +16,9 @@ BLAS_CONFIG = "blas"
 SGEMM = "tirc_cblas_sgemm"
 
 
-def blas_enabled(config: dict[str, str]) -> bool:
-    """Whether the pass config asks for BLAS matmuls (`blas` set, not 0/off/false)."""
-    return config.get(BLAS_CONFIG, "0").lower() not in ("", "0", "off", "false", "no")
+def blas_enabled(text: str) -> bool:
+    """Whether the pass-config text of `blas` asks for BLAS matmuls (not 0/off/false)."""
+    return text.lower() not in ("", "0", "off", "false", "no")
 
 
 def blas_matmul(call: GCall, out: StructInfo | None, infer: object) -> GraphExpr | None:

@@ -31,10 +31,10 @@ from tirc.ir.module import IRModule
 from tirc.ir.ops.infer import infer_expr
 from tirc.ir.ops.registry import bound_call
 from tirc.ir.structural import structural_equal, structural_hash
-from tirc.passes.graph.legalize_blas import blas_enabled, blas_matmul
+from tirc.passes.graph.legalize_blas import BLAS_CONFIG, blas_enabled, blas_matmul
 from tirc.passes.graph.legalize_table import get_legalizer
 from tirc.passes.graph.normalize import normalize_function
-from tirc.passes.pass_base import Pass, PassContext
+from tirc.passes.pass_base import Pass, PassContext, option
 
 
 @dataclass(frozen=True)
@@ -44,10 +44,13 @@ class LegalizeOps(Pass):
     name = "legalize-ops"
     description = "lower graph operators to R.call_tir of generated loop functions"
 
+    blas: bool = option(False, config=BLAS_CONFIG, parse=blas_enabled,
+                        doc="float32 matmuls call a CBLAS sgemm (-fblas)")
+
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         kernels = _KernelTable(mod)
         out = mod
-        blas = blas_enabled(ctx.config)
+        blas = self.blas
         for name, func in mod.graph_funcs().items():
             new = legalize_function(normalize_function(func, mod), mod, kernels, blas)
             if new is not func:

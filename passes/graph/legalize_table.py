@@ -8,12 +8,25 @@ arguments (`kernel.args`) and whose outputs are the results.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
-from tirc.ir.graph import StructInfo, TensorSInfo
+from tirc.ir.expr import PrimExpr
+from tirc.ir.function import PrimFunc
+from tirc.ir.graph import GraphExpr, StructInfo, TensorSInfo
 from tirc.ir.ops.registry import OpCall
-from tirc.passes.graph.kernel import Kernel
 
-Legalizer = Callable[[OpCall, StructInfo], Kernel]
+
+class BuildsKernel(Protocol):
+    """What a legalizer returns: a Kernel, or another builder of a loop function (the sparse
+    ones build SparseTIR's form), with the graph arguments the call passes."""
+
+    args: list[GraphExpr]
+
+    def build(self) -> tuple[PrimFunc, list[PrimExpr]]:
+        """The loop function and the graph values of its scalar parameters (tir_vars)."""
+
+
+Legalizer = Callable[[OpCall, StructInfo], BuildsKernel]
 LEGALIZERS: dict[str, Legalizer] = {}
 
 
@@ -48,5 +61,6 @@ def get_legalizer(op: str) -> Legalizer | None:
             legalize_matmul,
             legalize_nn,
             legalize_reduction,
+            legalize_sparse,
         )
     return LEGALIZERS.get(op)

@@ -7,8 +7,8 @@ sizes and checks the others at run time. Intermediate tensors are views into one
 allocated per call with memory-plan's layout. Each `R.call_tir` is inlined: the kernel's body
 is copied with its buffers bound to the actual tensors and its sizes to their values, so the
 host function runs the kernels in order with no call overhead. Each `R.call_dps_packed` becomes
-a `tirc.call_packed` intrinsic call of the C function (see lower_extern.py). Returned values that
-no call writes (a parameter, a tensor returned twice) are copied into their result.
+a `tirc.call_packed` intrinsic call of the C function (see tirc.ir.packed_call). Returned values
+that no call writes (a parameter, a tensor returned twice) are copied into their result.
 """
 
 from __future__ import annotations
@@ -17,10 +17,19 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from tirc.ir.attrs import (
+    GLOBAL_SYMBOL,
+    GRAPH_FUNC,
+    NOALIAS,
+    PRIMITIVE,
+    SHARDING,
+    SPARSE_TENSORS,
+)
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.dtype import HANDLE
-from tirc.ir.expr import PrimExpr, Var, binop, cast
+from tirc.ir.dist.collective import collective_call, is_collective
+from tirc.ir.dtype import HANDLE, INT64
+from tirc.ir.expr import IntImm, PrimExpr, Var, binop, cast
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import (
     Constant,
@@ -31,6 +40,8 @@ from tirc.ir.graph import (
     GVar,
     MatchCast,
     ShapeExpr,
+    ShapeSInfo,
+    SparseTensorSInfo,
     TensorSInfo,
     Tuple,
     TupleGetItem,
@@ -39,11 +50,12 @@ from tirc.ir.graph import (
 from tirc.ir.module import IRModule
 from tirc.ir.ops.calls import bind_shape_vars
 from tirc.ir.ops.sinfo_util import dim, shape_text
+from tirc.ir.packed_call import call_packed
+from tirc.ir.rebind import fresh_copy
+from tirc.ir.sparse.signature import CallMismatch, tensor_slots
 from tirc.ir.stmt import Allocate, AssertStmt, BufferStore, Evaluate, LetStmt, Stmt, seq
-from tirc.passes.graph.fuse_ops import PRIMITIVE_ATTR
 from tirc.passes.graph.fuse_tir import BlockNames
 from tirc.passes.graph.kernel import Kernel
-from tirc.passes.graph.lower_extern import call_packed
 from tirc.passes.graph.memory_plan import (
     TensorId,
     aliases_of,
@@ -53,9 +65,6 @@ from tirc.passes.graph.memory_plan import (
     tensor_of,
 )
 from tirc.passes.pass_base import Pass, PassContext
-from tirc.passes.rebind import fresh_copy
-
-GRAPH_ATTR = "tirc.graph_func"
 
 
 @dataclass(frozen=True)
@@ -66,7 +75,7 @@ class LowerGraph(Pass):
     description = "lower graph functions to host functions that allocate and run the kernels"
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        graph = {n: f for n, f in mod.graph_funcs().items() if not f.attrs.get(PRIMITIVE_ATTR)}
+        graph = {n: f for n, f in mod.graph_funcs().items() if not f.attrs.get(PRIMITIVE)}
         if not graph:
             return mod
         out = mod
@@ -76,9 +85,9 @@ class LowerGraph(Pass):
             used |= callees
             out = out.without_function(name).with_function(name, host)
         for name, f in mod.functions.items():
-            if isinstance(f, Function) and f.attrs.get(PRIMITIVE_ATTR):
+            if isinstance(f, Function) and f.attrs.get(PRIMITIVE):
                 out = out.without_function(name)
-            elif name in used and "global_symbol" not in f.attrs:
+            elif name in used and GLOBAL_SYMBOL not in f.attrs:
                 out = out.without_function(name)
         return out
 
@@ -94,6 +103,10 @@ class _HostBuilder:
         self.items: list[Any] = []
         self.callees: set[str] = set()
         self.block_names: set[str] = set()
+        self.scalar_params: list[Any] = []
+        self.sparse: dict[GVar, tuple[Buffer, Buffer, Buffer]] = {}
+        self.sparse_sizes: list[Var] = []
+        self.sparse_info: list[dict[str, object]] = []
 
     def error(self, message: str, node: Any) -> CompileError:
         return CompileError(f"lower-graph: {message}", getattr(node, "span", None))
@@ -103,10 +116,49 @@ class _HostBuilder:
     def params(self) -> None:
         for p in self.func.params:
             s = p.struct_info
+            if isinstance(s, ShapeSInfo) and s.values is not None and \
+                    all(isinstance(v, Var) for v in s.values):
+                self.scalar_params += list(self.kernel.dims(s.values))  # mesh coordinates
+                continue
+            if isinstance(s, SparseTensorSInfo):
+                self.sparse_param(p, s)
+                continue
             if not isinstance(s, TensorSInfo) or s.shape is None or s.dtype is None:
                 raise self.error(f"parameter '{p.name}' must be a tensor of known shape and "
                                  "dtype", p)
             self.buffers[(p, 0)] = self.kernel.input(p.name, p, s)
+
+    def sparse_param(self, p: GVar, s: SparseTensorSInfo) -> None:
+        """A sparse matrix parameter: buffers for its data, `indptr` and `indices`; the sizes of
+        its shape are scalar parameters, which the runtime takes from the matrix (metadata
+        `sparse_tensors`, read by tirc.runtime.sparse_arguments)."""
+        sizes: list[str | int] = []
+        for d in s.shape:
+            if isinstance(d, Var):
+                if d not in self.sparse_sizes:
+                    self.sparse_sizes.append(d)
+                sizes.append(d.name)
+            elif isinstance(d, IntImm):
+                sizes.append(d.value)
+            else:
+                raise self.error(f"the shape of sparse parameter '{p.name}' must be sizes or "
+                                 f"constants, not {shape_text(s.shape)}", p)
+        rows = s.shape[0] if not s.block else binop("floordiv", s.shape[0], dim(s.block[0]))
+        idt = s.index_dtype
+        block = tuple(dim(b) for b in s.block)
+        data = self.kernel.input(p.name, p, TensorSInfo((s.nnz, *block), s.dtype))
+        indptr = self.kernel.input(f"{p.name}_indptr", p,
+                                   TensorSInfo((binop("add", rows, dim(1)),), idt))
+        indices = self.kernel.input(f"{p.name}_indices", p, TensorSInfo((s.nnz,), idt))
+        self.sparse[p] = (data, indptr, indices)
+        axes: list[dict[str, object]] = [
+            {"name": "I", "kind": "dense_fixed", "length": None, "idtype": str(idt)},
+            {"name": "J", "kind": "sparse_variable", "length": None, "parent": "I",
+             "nnz": None, "indptr": indptr.name, "indices": indices.name, "idtype": str(idt)}]
+        axes += [{"name": name, "kind": "dense_fixed", "length": b, "idtype": str(idt)}
+                 for name, b in zip(("BI", "BJ"), s.block)]
+        self.sparse_info.append({"name": p.name, "buffer": p.name, "dtype": str(s.dtype),
+                                 "shape": tuple(sizes), "axes": tuple(axes)})
 
     def tensor(self, e: Any, aliases: dict[GVar, TensorId]) -> Buffer:
         """The buffer holding a graph value used as a call argument."""
@@ -133,20 +185,32 @@ class _HostBuilder:
             raise self.error("R.call_tir needs a loop function of the module", call)
         self.callees.add(callee.name)
         args = call.args[1].fields if isinstance(call.args[1], Tuple) else (call.args[1],)
-        inputs = [self.tensor(a, aliases) for a in args]
         outputs = [self.buffers[tid] for tid, _ in produced_tensors(call, b.var)]
-        actual = inputs + outputs
-        buffers = callee.buffers
+        is_sparse = [isinstance(a, GVar) and a in self.sparse for a in args]
+        try:
+            slots = tensor_slots(callee, is_sparse + [False] * len(outputs))
+        except CallMismatch as exc:
+            raise self.error(str(exc), call) from None
+        buffers: list[Buffer] = []
+        actual: list[Buffer] = []
+        for (param, sp), a in zip(slots, list(args) + outputs):
+            if sp is None:
+                buffers.append(callee.buffer_map[param])
+                actual.append(a if isinstance(a, Buffer) else self.tensor(a, aliases))
+                continue
+            buffers += [callee.buffer_map[v] for v in (param, sp.indptr, sp.indices)]
+            actual += self.sparse[a]
         scalars = [p for p in callee.params if p not in callee.buffer_map]
         tir_vars: list[PrimExpr] = []
         if len(call.args) > 2 and isinstance(call.args[2], ShapeExpr):
             tir_vars = list(self.kernel.dims(call.args[2].values))
-        if len(buffers) != len(actual) or len(scalars) != len(tir_vars):
-            raise self.error(f"{callee.name} takes {len(buffers)} tensors, got {len(actual)}",
-                             call)
+        if len(scalars) != len(tir_vars):
+            raise self.error(f"{callee.name} takes {len(scalars)} shape values, got "
+                             f"{len(tir_vars)}", call)
+        known = {v: cast(v.dtype, t) if t.dtype != v.dtype else t
+                 for v, t in zip(scalars, tir_vars)}
         mapping: dict[Any, Any] = dict(zip(buffers, actual))
-        mapping.update(bind_shape_vars(buffers, [a.shape for a in actual],
-                                       dict(zip(scalars, tir_vars))))
+        mapping.update(bind_shape_vars(buffers, [a.shape for a in actual], known))
         body = fresh_copy(callee.body, mapping)
         self.items.append(BlockNames(self.block_names).visit(body))
 
@@ -161,6 +225,21 @@ class _HostBuilder:
         inputs = [self.tensor(a, aliases) for a in args]
         outputs = [self.buffers[tid] for tid, _ in produced_tensors(call, b.var)]
         self.items.append(Evaluate(call_packed(self.func.name, callee.symbol, inputs, outputs),
+                                   span=call.span))
+
+    def collective(self, b: VarBinding, call: GCall, aliases: dict[GVar, TensorId]) -> None:
+        """A collective: `tirc_ccl_<name>(send, params, recv)` through the DLTensor ABI, its
+        integers (tirc.ir.dist.collective) in a small int64 buffer."""
+        symbol, params = collective_call(call, self.mod.global_infos)
+        n = len(self.items)
+        buf = Buffer(name=f"ccl_params{n}", shape=(IntImm(len(params), INT64),), dtype=INT64,
+                     data=Var(f"ccl_params{n}", HANDLE))
+        self.items.append(("alloc", buf))
+        for k, v in enumerate(params):
+            self.items.append(BufferStore(buf, IntImm(v, INT64), (IntImm(k, INT64),)))
+        inputs = [self.tensor(call.args[0], aliases), buf]
+        outputs = [self.buffers[tid] for tid, _ in produced_tensors(call, b.var)]
+        self.items.append(Evaluate(call_packed(self.func.name, symbol, inputs, outputs),
                                    span=call.span))
 
     def match_cast(self, b: MatchCast, aliases: dict[GVar, TensorId]) -> None:
@@ -232,12 +311,22 @@ class _HostBuilder:
         for ws in workspaces.values():
             body = Allocate(ws, body)
         self.kernel.stages = [body]
-        prim, scalars = self.kernel.build(handle_prefix="")
-        if scalars:
-            raise self.error(f"the sizes {', '.join(str(v) for v in scalars)} cannot be "
+        prim, scalars = self.kernel.build(handle_prefix="", scalar_sizes=self.sparse_sizes)
+        unbound = [v for v in scalars if v not in self.sparse_sizes and
+                   (v not in self.kernel.sizes or self.kernel.sizes[v] not in self.scalar_params)]
+        if unbound:
+            raise self.error(f"the sizes {', '.join(str(v) for v in unbound)} cannot be "
                              "bound from the arguments' shapes", func)
-        return dataclasses.replace(prim, attrs={"global_symbol": func.name,
-                                                "tir.noalias": True, GRAPH_ATTR: True})
+        if self.scalar_params:
+            handles = [h for h in prim.params if h in prim.buffer_map]
+            forced = [self.kernel.sizes[v] for v in self.sparse_sizes]
+            prim = dataclasses.replace(prim, params=(*handles, *forced, *self.scalar_params))
+        attrs: dict[str, Any] = {GLOBAL_SYMBOL: func.name, NOALIAS: True, GRAPH_FUNC: True}
+        if SHARDING in func.attrs:
+            attrs[SHARDING] = func.attrs[SHARDING]
+        if self.sparse_info:
+            attrs[SPARSE_TENSORS] = tuple(self.sparse_info)
+        return dataclasses.replace(prim, attrs=attrs)
 
     def _is_produced(self, tid: TensorId) -> bool:
         for block in self.func.body.blocks:
@@ -256,6 +345,8 @@ class _HostBuilder:
             self.call_tir(b, value, aliases)
         elif isinstance(value, GCall) and value.op == "call_dps_packed":
             self.call_dps_packed(b, value, aliases)
+        elif isinstance(value, GCall) and is_collective(value.op):
+            self.collective(b, value, aliases)
         elif isinstance(value, GCall):
             raise self.error(f"R.{value.op} must be legalized first (run legalize-ops)", value)
         else:

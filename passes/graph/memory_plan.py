@@ -18,6 +18,8 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from tirc.ir.arith import make_analyzer
+from tirc.ir.attrs import PRIMITIVE, STORAGE, WORKSPACE_BYTES
+from tirc.ir.dist.collective import is_collective
 from tirc.ir.dtype import DType
 from tirc.ir.expr import PrimExpr, binop
 from tirc.ir.graph import (
@@ -33,12 +35,10 @@ from tirc.ir.graph import (
 )
 from tirc.ir.module import IRModule
 from tirc.ir.ops.sinfo_util import dim, product, shape_vars, simplify_dim
-from tirc.passes.graph.fuse_ops import PRIMITIVE_ATTR, used_vars
+from tirc.passes.graph.fuse_ops import used_vars
 from tirc.passes.pass_base import Pass, PassContext
 
 ALIGN = 64
-WORKSPACE_ATTR = "tirc.workspace_bytes"
-STORAGE_ATTR = "tirc.storage"
 
 TensorId = tuple[GVar, int]  # a binding's variable and the index of the tensor in its value
 
@@ -86,7 +86,8 @@ def _compare(a: PrimExpr, b: PrimExpr) -> int | None:
 
 def produced_tensors(value: object, var: GVar) -> list[tuple[TensorId, TensorSInfo]]:
     """The tensors a binding's call writes (one per output of a call_tir)."""
-    if not (isinstance(value, GCall) and value.op in ("call_tir", "call_dps_packed")):
+    if not (isinstance(value, GCall) and (value.op in ("call_tir", "call_dps_packed")
+                                          or is_collective(value.op))):
         return []
     s = var.struct_info
     fields = s.fields if isinstance(s, TupleSInfo) else (s,)
@@ -195,14 +196,14 @@ class MemoryPlanPass(Pass):
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         out = mod
         for name, func in mod.graph_funcs().items():
-            if func.attrs.get(PRIMITIVE_ATTR):
+            if func.attrs.get(PRIMITIVE):
                 continue
             plan = plan_memory(func)
             storage = {f"{tid[0].name}" + (f"[{tid[1]}]" if tid[1] else ""): (
                 token, plan.tokens[token].offset_units * ALIGN)
                 for tid, token in plan.storage.items()}
             sizes = {str(dt): size for dt, size in plan.workspace_bytes.items()}
-            attrs = {**func.attrs, WORKSPACE_ATTR: sizes,
-                     STORAGE_ATTR: {k: (t, simplify_dim(o)) for k, (t, o) in storage.items()}}
+            attrs = {**func.attrs, WORKSPACE_BYTES: sizes,
+                     STORAGE: {k: (t, simplify_dim(o)) for k, (t, o) in storage.items()}}
             out = out.with_function(name, dataclasses.replace(func, attrs=attrs))
         return out

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tirc.ir.analysis.regions import Bounds, full_bounds, relax, uses_any
 from tirc.ir.arith import Analyzer
 from tirc.ir.arith.fold import is_false, is_true
 from tirc.ir.buffer import Buffer, Range
@@ -34,13 +35,12 @@ from tirc.ir.expr import (
     logical_or,
     select,
 )
+from tirc.ir.intrinsics import DLTENSOR
 from tirc.ir.node import Node
 from tirc.ir.stmt import Allocate, BlockRealize, BufferStore, For, IfThenElse, LetStmt, Stmt
 from tirc.ir.structural import structural_equal
 from tirc.ir.visitor import post_order_visit, substitute
-from tirc.passes.graph.lower_extern import DLTENSOR
 from tirc.passes.megakernel.tiling import TaskKind
-from tirc.passes.schedule.regions import Bounds, full_bounds, relax, uses_any
 
 Cond = Callable[[PrimExpr, PrimExpr], PrimExpr]
 

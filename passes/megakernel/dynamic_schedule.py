@@ -36,6 +36,7 @@ was pushed; every popped slot below `num_tasks` is therefore eventually publishe
 
 from __future__ import annotations
 
+from tirc.ir import intrinsics as intrin
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, INT32, INT64
 from tirc.ir.expr import (
@@ -114,16 +115,16 @@ def dynamic_workers(graph: TaskGraph) -> Stmt:
         start = Var(f"slots{k}", INT64)
         i = Var(f"push{k}", INT64)
         task = binop("add", firsts[k], i)
-        publish = Evaluate(_call("event_notify", slot(binop("add", start, i)),
+        publish = Evaluate(_call(intrin.EVENT_NOTIFY, slot(binop("add", start, i)),
                                  cast(INT32, binop("add", task, IntImm(1, INT64)))))
-        reserve = cast(INT64, _call("tirc.atomic_add", tail, cast(INT32, extent)))
+        reserve = cast(INT64, _call(intrin.ATOMIC_ADD, tail, cast(INT32, extent)))
         return LetStmt(start, reserve, For(i, IntImm(0, INT64), extent, ForKind.SERIAL, publish))
 
     def counted(k: int, body: Stmt) -> Stmt:
         """Kind k's body after its dispatch is counted against its consumer kinds."""
         steps: list[Stmt] = []
         for c in consumers[k]:
-            last = binop("eq", _call("tirc.atomic_add", pending(c), IntImm(-1, INT32)),
+            last = binop("eq", _call(intrin.ATOMIC_ADD, pending(c), IntImm(-1, INT32)),
                          IntImm(1, INT32))
             steps.append(IfThenElse(last, push(c)))
         return seq(*steps, body)
@@ -151,9 +152,9 @@ def dynamic_workers(graph: TaskGraph) -> Stmt:
                  data=Var("current_slot", HANDLE), scope="local")
     zero = IntImm(0, INT64)
     now = BufferLoad(cur, (zero,), INT64)
-    pop: Stmt = BufferStore(cur, cast(INT64, _call("tirc.atomic_add", head, IntImm(1, INT32))),
+    pop: Stmt = BufferStore(cur, cast(INT64, _call(intrin.ATOMIC_ADD, head, IntImm(1, INT32))),
                             (zero,))
-    wait: Stmt = Evaluate(_call("event_wait", slot(now)))
+    wait: Stmt = Evaluate(_call(intrin.EVENT_WAIT, slot(now)))
     g = Var("task", INT64)
     task: PrimExpr = binop("sub", zero, cast(INT64, slot(now)))
     order = graph.in_order

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tirc.ir import intrinsics as intrin
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, INT32
 from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var, cast, logical_not
@@ -84,9 +85,9 @@ def waits(k: int, kinds: list[TaskKind], events: list[EventTensor]) -> list[Stmt
             prod = kinds[edge.src]
             p = Var("p", prod.var.dtype)
             skip = IfThenElse(logical_not(edge.cond(p, me.var)),
-                              event_call("event_notify", _elem(ev, me.var)))
+                              event_call(intrin.EVENT_NOTIFY, _elem(ev, me.var)))
             out.append(For(p, IntImm(0, p.dtype), prod.extent, ForKind.SERIAL, skip))
-        out.append(event_call("event_wait", _elem(ev, me.var)))
+        out.append(event_call(intrin.EVENT_WAIT, _elem(ev, me.var)))
     return out
 
 
@@ -98,11 +99,11 @@ def notifies(k: int, kinds: list[TaskKind], events: list[EventTensor]) -> list[S
         if ev.edges[0].src != k:
             continue
         if ev.all_to_all:
-            out.append(event_call("event_notify", _elem(ev, me.var)))
+            out.append(event_call(intrin.EVENT_NOTIFY, _elem(ev, me.var)))
             continue
         edge = ev.edges[0]
         cons = kinds[edge.dst]
         c = Var("c", cons.var.dtype)
-        need = IfThenElse(edge.cond(me.var, c), event_call("event_notify", _elem(ev, c)))
+        need = IfThenElse(edge.cond(me.var, c), event_call(intrin.EVENT_NOTIFY, _elem(ev, c)))
         out.append(For(c, IntImm(0, c.dtype), cons.extent, ForKind.SERIAL, need))
     return out

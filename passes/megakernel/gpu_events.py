@@ -18,12 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tirc.ir.arith.construct import fold
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, INT32, INT64
 from tirc.ir.expr import BufferLoad, Cast, IntImm, PrimExpr, Select, Var, binop, cast
 from tirc.ir.stmt import Allocate, BufferStore, For, ForKind, IfThenElse, Stmt, seq
 from tirc.ir.visitor import Mutator
-from tirc.passes.expr_fold import fold
 from tirc.passes.megakernel.gpu_threads import thread_loop
 
 WORKSPACE = "megakernel_events"

@@ -30,8 +30,8 @@ When the task graph's `in_order` condition holds for the shapes of a call (see
 task_graph.py), worker 0 alone runs the tasks, in order, in either schedule.
 
 The pass runs on task-graph functions (the `megakernel` pass's output, still at block level)
-in place of `megakernel-runtime`; the GPU pipeline's loop-level steps follow
-(`megakernel_gpu_steps`, what `tirc --target cuda -fmegakernel=static|dynamic` runs). Threads
+in place of `megakernel-runtime`; the GPU pipeline's loop-level steps follow (the default
+pipeline of `tirc --target cuda -fmegakernel=static|dynamic`, tirc.passes.pipeline). Threads
 per block: the longest vectorized loop of the tasks, capped by the config key
 "megakernel.gpu-threads" (default 256, so that a kernel of up to 255 registers per thread still
 fits one block on an SM: the static schedule needs every block resident).
@@ -43,6 +43,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
+from tirc.ir import intrinsics as intrin
+from tirc.ir.attrs import (
+    MEGAKERNEL,
+    MEGAKERNEL_MODES,
+    MEGAKERNEL_RUNTIME,
+    OP_PATTERN,
+    SM_COUNT,
+)
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import HANDLE, INT32, INT64
@@ -58,6 +66,7 @@ from tirc.ir.expr import (
     select,
 )
 from tirc.ir.function import PrimFunc
+from tirc.ir.gpu.threads import barrier
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import (
     Allocate,
@@ -71,27 +80,29 @@ from tirc.ir.stmt import (
     While,
     seq,
 )
-from tirc.ir.target import Target
-from tirc.passes.gpu.thread_tags import barrier
 from tirc.passes.megakernel.gpu_events import EventLayout, event_layout
 from tirc.passes.megakernel.gpu_threads import block_threads, single, spread_task
-from tirc.passes.megakernel.task_graph import MEGAKERNEL_ATTR, MODES, TaskGraph, read_task_graph
-from tirc.passes.pass_base import Pass, PassContext, PrimFuncPass
+from tirc.passes.megakernel.task_graph import TaskGraph, read_task_graph
+from tirc.passes.pass_base import Pass, PassContext, PrimFuncPass, option
+from tirc.passes.schedule_rules.options import schedule_option
 
 # The launch-plan symbol for the number of SMs (the runtime binds it; see runtime/cuda.py).
-SM_COUNT = "tirc_sm_count"
-RUNTIME_ATTR = "megakernel.runtime"
 GPU_RUNTIME = "gpu"
 DEFAULT_MAX_THREADS = 256
 
 
-def _threads(ctx: PassContext) -> int:
+def _threads(text: str) -> int:
     """The cap on threads per block from the pass config (a user error when malformed)."""
-    text = ctx.config.get("megakernel.gpu-threads", str(DEFAULT_MAX_THREADS))
-    if not text.isdigit() or not 32 <= int(text) <= 1024 or int(text) % 32:
+    if not text.isdigit() or _threads_problem(int(text)):
         raise CompileError(f"megakernel-gpu: megakernel.gpu-threads must be a multiple of 32 "
                            f"from 32 to 1024, got '{text}'")
     return int(text)
+
+
+def _threads_problem(value: int) -> str | None:
+    if not 32 <= value <= 1024 or value % 32:
+        return f"must be a multiple of 32 from 32 to 1024, got {value}"
+    return None
 
 
 def _task_table(graph: TaskGraph) -> tuple[Buffer, list[PrimExpr], Stmt]:
@@ -144,7 +155,7 @@ def _dynamic(bodies: list[tuple[Var, Stmt]], firsts: list[PrimExpr], total: Prim
     nxt = Buffer(name="next_task", shape=(IntImm(1, INT64),), dtype=INT32,
                  data=Var("next_task", HANDLE), scope="shared")
     zero = IntImm(0, INT64)
-    taken: PrimExpr = Call("tirc.atomic_add", (head, IntImm(1, INT32)), INT32)
+    taken: PrimExpr = Call(intrin.ATOMIC_ADD, (head, IntImm(1, INT32)), INT32)
     pop_stmt: Stmt = BufferStore(nxt, taken, (zero,))
     if in_order is not None:
         idle = logical_and(in_order, binop("ne", cast(INT64, w), zero))
@@ -181,7 +192,7 @@ def persistent_kernel(graph: TaskGraph, layout: EventLayout, mode: str, threads:
 
 def lower_task_graph(func: PrimFunc, threads_cap: int) -> PrimFunc:
     """A task-graph function -> a GPU host function with an init kernel and the megakernel."""
-    mode = str(func.attrs[MEGAKERNEL_ATTR])
+    mode = str(func.attrs[MEGAKERNEL])
     graph = read_task_graph(func)
     layout = event_layout(graph.events, mode == "dynamic")
     threads = block_threads([t.body for t in graph.tasks], threads_cap)
@@ -197,7 +208,7 @@ def lower_task_graph(func: PrimFunc, threads_cap: int) -> PrimFunc:
         if not isinstance(scope, AssertStmt):
             body = wrap(body)
     return dataclasses.replace(func, body=body,
-                               attrs={**func.attrs, RUNTIME_ATTR: GPU_RUNTIME})
+                               attrs={**func.attrs, MEGAKERNEL_RUNTIME: GPU_RUNTIME})
 
 
 def _wrapping(graph: TaskGraph) -> list[Stmt]:
@@ -213,11 +224,16 @@ class MegakernelGPU(Pass):
     description: ClassVar[str] = ("run a task graph's tasks on a persistent grid of one block "
                                   "per SM, with event counters in global memory")
 
+    threads: int = option(DEFAULT_MAX_THREADS, config="megakernel.gpu-threads", parse=_threads,
+                          check=_threads_problem,
+                          doc="most threads per block (a multiple of 32 up to 1024)")
+
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        cap = _threads(ctx)
+        cap = self.threads
         out = mod
         for name, func in mod.prim_funcs().items():
-            if func.attrs.get(MEGAKERNEL_ATTR) not in MODES or func.attrs.get(RUNTIME_ATTR):
+            marked = func.attrs.get(MEGAKERNEL) in MEGAKERNEL_MODES
+            if not marked or func.attrs.get(MEGAKERNEL_RUNTIME):
                 continue
             out = out.with_function(name, lower_task_graph(func, cap))
         return out
@@ -225,49 +241,21 @@ class MegakernelGPU(Pass):
 
 @dataclass(frozen=True)
 class MegakernelGPUTiles(PrimFuncPass):
-    """default-schedule's tiling for the kernels of a GPU megakernel (see megakernel_gpu_steps)."""
+    """default-schedule's tiling for the kernels of a GPU megakernel (its tasks)."""
 
     name: ClassVar[str] = "megakernel-gpu-tiles"
     description: ClassVar[str] = ("cut generated kernels into parallel tiles with vectorized "
                                   "inner loops (the tasks of a GPU megakernel), on any target")
 
+    schedule: str = schedule_option()
+
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
-        from tirc.passes.graph.annotate_op_pattern import PATTERN_ATTR
         from tirc.passes.schedule_rules.api import schedule_function, wants_default_schedule
 
-        if PATTERN_ATTR not in func.attrs or not wants_default_schedule(func, ctx.config):
+        if OP_PATTERN not in func.attrs or not wants_default_schedule(func, self.schedule):
             return func
-        return schedule_function(func, None)[0]
+        # accumulators in global workspaces: a task of a GPU megakernel cannot allocate
+        return schedule_function(func, None, accumulators="global")[0]
 
 
-def megakernel_gpu_steps(opt_level: int) -> list[str]:
-    """Pass names, in order, that compile graph functions into GPU megakernels: the graph
-    steps up to `megakernel` with default-schedule's tiles (which it leaves out for GPU
-    targets) from `megakernel-gpu-tiles`, then `megakernel-gpu` and the GPU loop-level steps.
-    The pass config must have `megakernel=static|dynamic` (`-fmegakernel`), so that every
-    graph function becomes a megakernel."""
-    from tirc.passes.gpu.pipeline import gpu_pipeline
-    from tirc.passes.graph.graph_pipeline import graph_steps
-
-    graph = graph_steps(max(1, opt_level))
-    graph = graph[: graph.index("megakernel") + 1]
-    graph = ["megakernel-gpu-tiles" if s == "default-schedule" else s for s in graph]
-    loop = gpu_pipeline(opt_level)
-    loop = loop[loop.index("lower-init"):]
-    return ["verify", "apply-schedules", *graph, "megakernel-gpu", *loop]
-
-
-def lower_megakernel_gpu(mod: IRModule, target: Target, opt_level: int, mode: str,
-                         config: dict[str, str] | None = None) -> IRModule:
-    """`mod`'s graph functions as GPU megakernels (`mode` static or dynamic), ready for the
-    NVPTX backend (tirc.backends.nvptx.compile_ptx)."""
-    from tirc.passes.manager import run_pipeline
-    from tirc.passes.pipeline import build_pipeline
-
-    ctx = PassContext(opt_level=opt_level, target=target,
-                      config={**(config or {}), MEGAKERNEL_ATTR: mode})
-    return run_pipeline(mod, build_pipeline(megakernel_gpu_steps(opt_level)), ctx)
-
-
-__all__ = ["MegakernelGPU", "MegakernelGPUTiles", "SM_COUNT", "lower_megakernel_gpu",
-           "lower_task_graph", "megakernel_gpu_steps", "persistent_kernel"]
+__all__ = ["MegakernelGPU", "MegakernelGPUTiles", "lower_task_graph", "persistent_kernel"]

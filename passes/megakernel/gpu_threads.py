@@ -26,10 +26,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from tirc.ir import intrinsics as intrin
 from tirc.ir.arith import Analyzer
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import HANDLE, INT32
 from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var, binop, cast
+from tirc.ir.gpu.threads import barrier
 from tirc.ir.stmt import (
     Allocate,
     AttrStmt,
@@ -46,12 +48,11 @@ from tirc.ir.stmt import (
     seq,
 )
 from tirc.ir.visitor import Mutator, any_node, post_order_visit, substitute
-from tirc.passes.gpu.thread_tags import barrier
 
 THREAD_X = "threadIdx.x"
 WARP = 32
 PRIVATE_SCOPES = ("local",)
-EVENT_OPS = ("event_wait", "event_notify", "tirc.event_wait_watchdog")
+EVENT_OPS = (intrin.EVENT_WAIT, intrin.EVENT_NOTIFY, intrin.EVENT_WAIT_WATCHDOG)
 # Loops whose iterations are independent by construction: spread over the threads.
 SPREAD_KINDS = (ForKind.VECTORIZED, ForKind.PARALLEL)
 
@@ -248,7 +249,7 @@ def coalesce_settle(s: Stmt) -> Stmt:
             s.body.else_case is None and isinstance(s.body.then_case, Evaluate)):
         return s
     call = s.body.then_case.value
-    if not (isinstance(call, Call) and call.op == "event_notify" and len(call.args) == 1):
+    if not (isinstance(call, Call) and call.op == intrin.EVENT_NOTIFY and len(call.args) == 1):
         return s
     uses = False
 
@@ -264,7 +265,7 @@ def coalesce_settle(s: Stmt) -> Stmt:
     zero = IntImm(0, INT32)
     now = BufferLoad(count, (zero,), INT32)
     bump = BufferStore(count, binop("add", now, IntImm(1, INT32)), (zero,))
-    notify = Evaluate(Call("event_notify", (call.args[0], now), INT32))
+    notify = Evaluate(Call(intrin.EVENT_NOTIFY, (call.args[0], now), INT32))
     return Allocate(count, seq(BufferStore(count, zero, (zero,)),
                                s.replace(body=s.body.replace(then_case=bump)),
                                IfThenElse(binop("gt", now, zero), notify)))

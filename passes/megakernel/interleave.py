@@ -12,45 +12,22 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from tirc.ir import intrinsics as intrin
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, INT64
-from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var, binop, cast
+from tirc.ir.expr import BufferLoad, Call, IntImm, Var, binop, cast
 from tirc.ir.function import PrimFunc
-from tirc.ir.interpreter import InterpreterError, run_prim_func
-from tirc.ir.interpreter_expr import ExprCompiler, Slots
-from tirc.ir.interpreter_values import to_scalar
+from tirc.ir.interpreter import ExprEvaluator, InterpreterError, run_prim_func
 from tirc.ir.stmt import Evaluate, For, ForKind, IfThenElse, LetStmt, SeqStmt, Stmt
 from tirc.ir.visitor import post_order_visit
 from tirc.passes.megakernel.task_graph import TaskGraph, read_task_graph
 
 Event = tuple[str, int]          # (event tensor name, flat index)
 Action = tuple[str, Event, int]  # ("notify" | "wait", event, count)
-
-
-class _Eval:
-    """Evaluates expressions with variable bindings, compiling each expression once."""
-
-    def __init__(self) -> None:
-        self.cache: dict[int, tuple[Slots, Callable[[Any], Any], PrimExpr]] = {}
-
-    def __call__(self, e: PrimExpr, env: dict[Var, Any]) -> Any:
-        hit = self.cache.get(id(e))
-        if hit is None:
-            slots = Slots()
-            hit = (slots, ExprCompiler(slots).compile(e), e)
-            self.cache[id(e)] = hit
-        slots, fn, _ = hit
-        frame = slots.fresh_env()
-        for var, value in env.items():
-            k = slots.index.get(id(var))
-            if k is not None:
-                frame[k] = to_scalar(value, var.dtype)
-        with np.errstate(all="ignore"):
-            return fn(frame)
 
 
 def _is_event_stmt(s: Stmt) -> bool:
@@ -60,7 +37,7 @@ def _is_event_stmt(s: Stmt) -> bool:
 
     def visit(n: object) -> None:
         nonlocal ok, found
-        if isinstance(n, Call) and n.op in ("event_wait", "event_notify"):
+        if isinstance(n, Call) and n.op in (intrin.EVENT_WAIT, intrin.EVENT_NOTIFY):
             found = True
         elif isinstance(n, Stmt) and not isinstance(n, (For, IfThenElse, SeqStmt, Evaluate,
                                                         LetStmt)):
@@ -81,7 +58,7 @@ def _split(body: Stmt) -> tuple[list[Stmt], list[Stmt]]:
     return pre, post
 
 
-def _actions(stmts: list[Stmt], env: dict[Var, Any], ev: _Eval) -> list[Action]:
+def _actions(stmts: list[Stmt], env: dict[Var, Any], ev: ExprEvaluator) -> list[Action]:
     out: list[Action] = []
 
     def run(s: Stmt) -> None:
@@ -106,7 +83,7 @@ def _actions(stmts: list[Stmt], env: dict[Var, Any], ev: _Eval) -> list[Action]:
             assert isinstance(elem, BufferLoad)
             index = int(ev(elem.indices[0], env)) if elem.indices else 0
             count = int(ev(s.value.args[1], env)) if len(s.value.args) > 1 else 1
-            kind = "wait" if s.value.op == "event_wait" else "notify"
+            kind = "wait" if s.value.op == intrin.EVENT_WAIT else "notify"
             out.append((kind, (elem.buffer.name, index), count))
 
     for s in stmts:
@@ -115,7 +92,7 @@ def _actions(stmts: list[Stmt], env: dict[Var, Any], ev: _Eval) -> list[Action]:
 
 
 def _bindings(func: PrimFunc, graph: TaskGraph, args: Sequence[Any],
-              ev: _Eval) -> dict[Var, Any]:
+              ev: ExprEvaluator) -> dict[Var, Any]:
     """Shape variables from the arrays, then the hoisted lets in order."""
     env: dict[Var, Any] = {}
     for p, a in zip(func.params, args):
@@ -138,7 +115,7 @@ def random_order(func: PrimFunc, args: Sequence[Any], rng: random.Random) -> lis
     holds); raises InterpreterError naming the stuck task and event when no task can start (a
     hang)."""
     graph = read_task_graph(func)
-    ev = _Eval()
+    ev = ExprEvaluator()
     env = _bindings(func, graph, args, ev)
     counters: dict[Event, int] = {}
     for buf, init in graph.events:

@@ -15,6 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tirc.ir import intrinsics as intrin
+from tirc.ir.attrs import (
+    GLOBAL_SYMBOL,
+    GRAPH_FUNC,
+    MEGAKERNEL,
+    MEGAKERNEL_MODES,
+    MEGAKERNEL_RUNTIME,
+    PRIMITIVE,
+)
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import INT32, INT64
 from tirc.ir.expr import BufferLoad, Call, IntImm, StringImm, cast
@@ -23,36 +32,37 @@ from tirc.ir.graph import Function, GCall, GlobalVar
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import Evaluate
 from tirc.ir.visitor import Mutator, post_order_visit
-from tirc.passes.graph.fuse_ops import PRIMITIVE_ATTR
-from tirc.passes.graph.lower_graph import GRAPH_ATTR, lower_function
-from tirc.passes.megakernel.dynamic_schedule import dynamic_workers
-from tirc.passes.megakernel.static_schedule import static_workers
-from tirc.passes.megakernel.task_graph import (
-    MEGAKERNEL_ATTR,
-    MODES,
-    build_task_graph,
-    read_task_graph,
-    scope_compute,
-)
-from tirc.passes.pass_base import Pass, PassContext
-
-RUNTIME_ATTR = "megakernel.runtime"
+from tirc.passes.pass_base import Pass, PassContext, at_least, option
 
 
 def _mode(value: object, where: str) -> str | None:
     if value in (None, "", "none", "off"):
         return None
-    if value not in MODES:
+    if value not in MEGAKERNEL_MODES:
         raise CompileError(f"megakernel: {where} must be 'static' or 'dynamic', got '{value}'")
     return str(value)
 
 
-def _tile(ctx: PassContext) -> int:
-    text = ctx.config.get("megakernel.tile", "1")
+def _config_mode(text: str) -> str:
+    return _mode(text, "the megakernel pass config") or ""
+
+
+def _tile(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise CompileError(f"megakernel: megakernel.tile must be a positive integer, got "
                            f"'{text}'")
     return int(text)
+
+
+def _watchdog(text: str) -> int:
+    if not text.isdigit():
+        raise CompileError(f"megakernel: megakernel.watchdog must be a whole number of "
+                           f"seconds, got '{text}'")
+    return int(text)
+
+
+def _positive(value: int) -> str | None:
+    return None if value >= 1 else f"must be a positive integer, got {value}"
 
 
 @dataclass(frozen=True)
@@ -62,15 +72,28 @@ class Megakernel(Pass):
     name = "megakernel"
     description = "turn a graph function's kernels into one task graph with event tensors"
 
+    mode: str = option("", config="megakernel", parse=_config_mode,
+                       check=lambda m: None if m in ("", *MEGAKERNEL_MODES) else
+                       f"must be 'static' or 'dynamic', got '{m}'",
+                       doc="static or dynamic: every graph function becomes a megakernel "
+                           "(-fmegakernel); by default only those marked")
+    tile: int = option(1, config="megakernel.tile", parse=_tile, check=_positive,
+                       doc="rows of a kernel's outer loop per task")
+
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        default = _mode(ctx.config.get("megakernel"), "the megakernel pass config")
-        tile = _tile(ctx)
+        default = self.mode or None
+        if default is None and not any(f.attrs.get(MEGAKERNEL) for f in mod.graph_funcs().values()):
+            return mod  # nothing marked: no task graph machinery to load
+        from tirc.passes.graph.lower_graph import lower_function
+        from tirc.passes.megakernel.task_graph import build_task_graph
+
+        tile = self.tile
         out = mod
         used: set[str] = set()
         taken = False
         for name, func in mod.functions.items():
-            if isinstance(func, Function) and not func.attrs.get(PRIMITIVE_ATTR):
-                mode = _mode(func.attrs.get(MEGAKERNEL_ATTR), f"{name}'s megakernel attribute") \
+            if isinstance(func, Function) and not func.attrs.get(PRIMITIVE):
+                mode = _mode(func.attrs.get(MEGAKERNEL), f"{name}'s megakernel attribute") \
                     or default
                 if mode is None:
                     continue
@@ -78,16 +101,16 @@ class Megakernel(Pass):
                 used |= callees
                 taken = True
                 out = out.with_function(name, build_task_graph(host, mode, tile))
-            elif isinstance(func, PrimFunc) and func.attrs.get(GRAPH_ATTR) and default and \
-                    MEGAKERNEL_ATTR not in func.attrs:
+            elif isinstance(func, PrimFunc) and func.attrs.get(GRAPH_FUNC) and default and \
+                    MEGAKERNEL not in func.attrs:
                 out = out.with_function(name, build_task_graph(func, default, tile))
         if not taken:
             return out
-        rest = [f for f in out.graph_funcs().values() if not f.attrs.get(PRIMITIVE_ATTR)]
+        rest = [f for f in out.graph_funcs().values() if not f.attrs.get(PRIMITIVE)]
         for name, f in mod.functions.items():
-            if isinstance(f, Function) and f.attrs.get(PRIMITIVE_ATTR) and not rest:
+            if isinstance(f, Function) and f.attrs.get(PRIMITIVE) and not rest:
                 out = out.without_function(name)
-            elif name in used and "global_symbol" not in f.attrs and \
+            elif name in used and GLOBAL_SYMBOL not in f.attrs and \
                     not any(name in called_kernels(g) for g in rest):
                 out = out.without_function(name)
         return out
@@ -112,17 +135,21 @@ class MegakernelRuntime(Pass):
     name = "megakernel-runtime"
     description = "run a task graph's tasks on the workers of one OpenMP parallel region"
 
+    watchdog: int = option(0, config="megakernel.watchdog", parse=_watchdog, check=at_least(0),
+                           doc="seconds a task may wait on an event before the call fails "
+                               "(0: wait forever; -fmegakernel-watchdog)")
+
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         out = mod
-        text = ctx.config.get("megakernel.watchdog", "0")
-        if not text.isdigit():
-            raise CompileError(f"megakernel: megakernel.watchdog must be a whole number of "
-                               f"seconds, got '{text}'")
-        watchdog = int(text)
+        watchdog = self.watchdog
         for name, func in mod.prim_funcs().items():
-            mode = func.attrs.get(MEGAKERNEL_ATTR)
-            if mode not in MODES or func.attrs.get(RUNTIME_ATTR):
+            mode = func.attrs.get(MEGAKERNEL)
+            if mode not in MEGAKERNEL_MODES or func.attrs.get(MEGAKERNEL_RUNTIME):
                 continue
+            from tirc.passes.megakernel.dynamic_schedule import dynamic_workers
+            from tirc.passes.megakernel.static_schedule import static_workers
+            from tirc.passes.megakernel.task_graph import read_task_graph, scope_compute
+
             graph = read_task_graph(func)
             for t in graph.tasks:
                 t.body = scope_compute(t.body, t.name)
@@ -130,7 +157,7 @@ class MegakernelRuntime(Pass):
                     t.body = _Watchdog(watchdog, t.name).visit(t.body)
             body = static_workers(graph) if mode == "static" else dynamic_workers(graph)
             out = out.with_function(name, func.replace(
-                body=body, attrs={**func.attrs, RUNTIME_ATTR: True}))
+                body=body, attrs={**func.attrs, MEGAKERNEL_RUNTIME: True}))
         return out
 
 
@@ -143,7 +170,7 @@ class _Watchdog(Mutator):
 
     def visit_Evaluate(self, s: Evaluate) -> Evaluate:
         call = s.value
-        if not isinstance(call, Call) or call.op != "event_wait":
+        if not isinstance(call, Call) or call.op != intrin.EVENT_WAIT:
             return s
         elem = call.args[0]
         name = elem.buffer.name if isinstance(elem, BufferLoad) else "?"
@@ -153,4 +180,4 @@ class _Watchdog(Mutator):
         # workspace, and the message names the event tensor, not the workspace.
         args = (elem, IntImm(self.seconds, INT64), StringImm(self.task), StringImm(name),
                 cast(INT64, index))
-        return Evaluate(Call("tirc.event_wait_watchdog", args, INT32))
+        return Evaluate(Call(intrin.EVENT_WAIT_WATCHDOG, args, INT32))

@@ -37,6 +37,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tirc.ir import intrinsics as intrin
+from tirc.ir.attrs import PARALLEL_TEAM
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, INT32, INT64
 from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var, binop, cast, select
@@ -57,7 +59,6 @@ from tirc.passes.megakernel.workspace import ceil_div, pack_events
 
 # A parallel loop whose body every thread of the OpenMP team runs exactly once, with the loop
 # variable its thread number; the extent is the team size asked for (the LLVM backend reads it).
-TEAM_KEY = "parallel.team"
 
 
 def task_offsets(graph: TaskGraph) -> tuple[Buffer, Stmt, list[PrimExpr]]:
@@ -99,12 +100,12 @@ def dispatch(bodies: list[Stmt], graph: TaskGraph, g: PrimExpr, firsts: list[Pri
 
 def max_threads() -> PrimExpr:
     """The OpenMP default team size, as int64."""
-    return cast(INT64, Call("tirc.omp_max_threads", (), INT32))
+    return cast(INT64, Call(intrin.OMP_MAX_THREADS, (), INT32))
 
 
 def barrier() -> Stmt:
     """Every thread of the team waits here for all the others (and sees their writes)."""
-    return Evaluate(Call("tirc.omp_barrier", (), INT32))
+    return Evaluate(Call(intrin.OMP_BARRIER, (), INT32))
 
 
 def team_region(body: Callable[[Var, Var], Stmt]) -> Stmt:
@@ -112,9 +113,9 @@ def team_region(body: Callable[[Var, Var], Stmt]) -> Stmt:
     nw = Var("num_workers", INT64)
     w = Var("worker", INT64)
     nth = Var("team", INT64)
-    team = cast(INT64, Call("tirc.omp_num_threads", (), INT32))
+    team = cast(INT64, Call(intrin.OMP_NUM_THREADS, (), INT32))
     region = For(w, IntImm(0, INT64), nw, ForKind.PARALLEL, LetStmt(nth, team, body(w, nth)),
-                 annotations={TEAM_KEY: True})
+                 annotations={PARALLEL_TEAM: True})
     return LetStmt(nw, max_threads(), region)
 
 
@@ -130,7 +131,7 @@ def batched_notifies(body: Stmt) -> tuple[Stmt, list[BufferLoad]]:
     counters: list[BufferLoad] = []
     for item in items:
         call = item.value if isinstance(item, Evaluate) else None
-        elem = call.args[0] if isinstance(call, Call) and call.op == "event_notify" and \
+        elem = call.args[0] if isinstance(call, Call) and call.op == intrin.EVENT_NOTIFY and \
             len(call.args) == 1 else None
         if isinstance(elem, BufferLoad) and len(elem.buffer.shape) == 1 and \
                 isinstance(elem.buffer.shape[0], IntImm) and elem.buffer.shape[0].value == 1:
@@ -162,7 +163,7 @@ def static_workers(graph: TaskGraph) -> Stmt:
             body, counters = batched_notifies(t.body)
             tiles = For(q, IntImm(0, INT64), mine, ForKind.SERIAL,
                         LetStmt(t.var, tile, task_function(ws.rewrite(body), t.name)))
-            done = [ws.rewrite(Evaluate(Call("event_notify", (c, cast(INT32, mine)), INT32)))
+            done = [ws.rewrite(Evaluate(Call(intrin.EVENT_NOTIFY, (c, cast(INT32, mine)), INT32)))
                     for c in counters]
             if done:
                 tiles = seq(tiles, IfThenElse(binop("gt", mine, IntImm(0, INT64)), seq(*done)))

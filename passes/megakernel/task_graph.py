@@ -23,6 +23,14 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tirc.ir import intrinsics as intrin
+from tirc.ir.attrs import (
+    MEGAKERNEL,
+    MEGAKERNEL_IN_ORDER,
+    TASK,
+    TASK_COMPUTE,
+    TASK_FUNCTION,
+)
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, StringImm, Var
@@ -43,18 +51,11 @@ from tirc.passes.megakernel.dependence import edges
 from tirc.passes.megakernel.event_tensors import make_events, notifies, waits
 from tirc.passes.megakernel.tiling import make_kinds, split_host
 
-MEGAKERNEL_ATTR = "megakernel"
-TASK_KEY = "task"
 # What the LLVM backend outlines into a function of its own per task kind (never inlined, so
 # LLVM optimises one kernel at a time): a whole task (waits, compute, notifications), and, within
 # it, the compute, whose buffer pointers may be `noalias` (no other thread touches its data
 # while it runs, which is not so across the waits and notifications).
-TASK_FUNCTION = "tirc.task_function"
-TASK_COMPUTE = "tirc.task_compute"
-OUTLINED = (TASK_FUNCTION, TASK_COMPUTE)
-IN_ORDER = "megakernel.in_order"
-EVENT_OPS = ("event_wait", "event_notify")
-MODES = ("static", "dynamic")
+EVENT_OPS = (intrin.EVENT_WAIT, intrin.EVENT_NOTIFY)
 
 Wrap = Callable[[Stmt], Stmt]
 
@@ -100,15 +101,15 @@ def build_task_graph(func: PrimFunc, mode: str, tile: int = 1) -> PrimFunc:
     for k, kind in enumerate(kinds):
         body = seq(*waits(k, kinds, events), kind.body, *notifies(k, kinds, events))
         loops.append(For(kind.var, IntImm(0, kind.var.dtype), kind.extent, ForKind.SERIAL, body,
-                         annotations={TASK_KEY: kind.name}))
+                         annotations={TASK: kind.name}))
     out: Stmt = seq(*loops)
     if in_order is not None:
-        out = AttrStmt(None, IN_ORDER, in_order, out)
+        out = AttrStmt(None, MEGAKERNEL_IN_ORDER, in_order, out)
     for ev in reversed(events):
         out = Allocate(ev.buffer, out, ev.init)
     for w in reversed(wraps):
         out = w(out)
-    return dataclasses.replace(func, body=out, attrs={**func.attrs, MEGAKERNEL_ATTR: mode})
+    return dataclasses.replace(func, body=out, attrs={**func.attrs, MEGAKERNEL: mode})
 
 
 def event_uses(body: Stmt, op: str) -> set[Var]:
@@ -158,8 +159,8 @@ def producer_kinds(graph: TaskGraph) -> list[list[int]]:
     earlier kinds (a kind's own notifications, the ones settling the counters of producer tiles
     it does not need, do not make it its own producer). Both schedules rely on this order.
     """
-    waits = [event_uses(t.body, "event_wait") for t in graph.tasks]
-    notifies = [event_uses(t.body, "event_notify") for t in graph.tasks]
+    waits = [event_uses(t.body, intrin.EVENT_WAIT) for t in graph.tasks]
+    notifies = [event_uses(t.body, intrin.EVENT_NOTIFY) for t in graph.tasks]
     out: list[list[int]] = []
     for k, task in enumerate(graph.tasks):
         prods = [j for j in range(len(graph.tasks)) if j != k and notifies[j] & waits[k]]
@@ -193,14 +194,14 @@ def read_task_graph(func: PrimFunc) -> TaskGraph:
             break
         s = s.body
     in_order = None
-    if isinstance(s, AttrStmt) and s.key == IN_ORDER:
+    if isinstance(s, AttrStmt) and s.key == MEGAKERNEL_IN_ORDER:
         in_order, s = s.value, s.body
     items = s.seq if isinstance(s, SeqStmt) else (s,)
     tasks = []
     for item in items:
-        if not isinstance(item, For) or TASK_KEY not in item.annotations:
+        if not isinstance(item, For) or TASK not in item.annotations:
             raise CompileError(f"{func.name}: a megakernel's body must be task loops "
-                               f"(loops annotated with \"{TASK_KEY}\")", item.span)
-        tasks.append(TaskLoop(str(item.annotations[TASK_KEY]), item.loop_var, item.extent,
+                               f"(loops annotated with \"{TASK}\")", item.span)
+        tasks.append(TaskLoop(str(item.annotations[TASK]), item.loop_var, item.extent,
                               item.body))
     return TaskGraph(wraps, events, tasks, scopes, in_order)

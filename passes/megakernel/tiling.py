@@ -72,11 +72,28 @@ def split_host(body: Stmt) -> tuple[list[Wrap], list[Stmt]]:
             for buf in s.block.alloc_buffers:
                 wraps.append(lambda b, buf=buf: Allocate(buf, b))
             walk(s.block.body)
+        elif isinstance(s, IfThenElse) and _opaque(s.then_case) and \
+                (s.else_case is None or _opaque(s.else_case)):
+            # the variants of a dispatch (`if n == 1:` one schedule, else another), each a
+            # block allocating its own intermediates: the allocations are hoisted too
+            branches = [s.then_case] + ([s.else_case] if s.else_case is not None else [])
+            for br in branches:
+                for buf in br.block.alloc_buffers:  # type: ignore[attr-defined]
+                    wraps.append(lambda b, buf=buf: Allocate(buf, b))
+            stages.append(IfThenElse(s.condition, s.then_case.block.body,  # type: ignore[attr-defined]
+                                     None if s.else_case is None else
+                                     s.else_case.block.body))  # type: ignore[attr-defined]
         else:
             stages.append(s)
 
     walk(body)
     return wraps, stages
+
+
+def _opaque(s: Stmt) -> bool:
+    """A block with no iteration variable, init or match buffer (a scope, not a kernel)."""
+    return isinstance(s, BlockRealize) and not s.block.iter_vars and s.block.init is None \
+        and not s.block.match_buffers
 
 
 def first_block_name(s: Stmt) -> str | None:

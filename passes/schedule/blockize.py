@@ -14,16 +14,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from tirc.ir.analysis.access import detect_regions
+from tirc.ir.analysis.regions import and_all, conjuncts, free_vars, uses_any
 from tirc.ir.arith import Analyzer
 from tirc.ir.arith.linear import Linear, from_linear, to_linear
 from tirc.ir.buffer import Range
 from tirc.ir.expr import IntImm, PrimExpr, Var, const, is_const_int
 from tirc.ir.stmt import Block, BlockRealize, For, IterKind, IterVar, SeqStmt, Stmt
 from tirc.ir.visitor import substitute
-from tirc.passes.schedule.access import detect_regions
 from tirc.passes.schedule.dependence import bind_outer_loops, child_sites
 from tirc.passes.schedule.loops import drop_unit_iters
-from tirc.passes.schedule.regions import and_all, conjuncts, free_vars, uses_any
 from tirc.passes.schedule.state import BlockRV, LoopRV, ScheduleError, ScheduleState
 from tirc.passes.schedule.tree import Path
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from tirc.ir.analysis.regions import cover, loop_bounds
 from tirc.ir.arith import Analyzer
 from tirc.ir.buffer import SCOPES, Buffer, BufferRegion, Range
 from tirc.ir.dtype import BOOL, HANDLE
@@ -22,7 +23,6 @@ from tirc.ir.expr import IntImm, PrimExpr, Var, binop, const, is_const_int
 from tirc.ir.stmt import Block, BlockRealize, BufferStore, For, ForKind, IterKind, IterVar, Stmt
 from tirc.ir.visitor import Mutator, substitute
 from tirc.passes.schedule.dependence import BlockSite, scope_sites
-from tirc.passes.schedule.regions import cover, loop_bounds
 from tirc.passes.schedule.scope import (
     add_alloc,
     kid_index,

@@ -28,6 +28,20 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from tirc.ir.analysis.regions import (
+    Bounds,
+    and_all,
+    conjuncts,
+    const_diff,
+    extent_upper_bound,
+    intersect_bounds,
+    loop_bounds,
+    prove_le,
+    relax,
+    relax_region,
+    union_bounds,
+    uses_any,
+)
 from tirc.ir.arith import Analyzer
 from tirc.ir.arith.linear import Linear, from_linear, is_index_dtype, to_linear
 from tirc.ir.buffer import Buffer
@@ -45,20 +59,6 @@ from tirc.passes.schedule.dependence import (
     scope_sites,
 )
 from tirc.passes.schedule.domain_solve import solve_domains, without_clamps
-from tirc.passes.schedule.regions import (
-    Bounds,
-    and_all,
-    conjuncts,
-    const_diff,
-    extent_upper_bound,
-    intersect_bounds,
-    loop_bounds,
-    prove_le,
-    relax,
-    relax_region,
-    union_bounds,
-    uses_any,
-)
 from tirc.passes.schedule.state import ScheduleError, ScheduleState
 from tirc.passes.schedule.tiling import check_exactly_once, div_extent_bound, min_bound
 from tirc.passes.schedule.tree import Path, loop_path, loops_in_scope, simplify_bindings

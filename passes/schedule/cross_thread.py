@@ -16,11 +16,11 @@ it to a tree over shared memory). It is allowed when:
 
 from __future__ import annotations
 
+from tirc.ir.analysis.regions import uses_any
 from tirc.ir.expr import IntImm
 from tirc.ir.stmt import For, IterKind
 from tirc.passes.schedule.dependence import BlockSite, child_sites
 from tirc.passes.schedule.reduction import reduction_pattern
-from tirc.passes.schedule.regions import uses_any
 from tirc.passes.schedule.state import ScheduleError
 from tirc.passes.schedule.tree import Path, loops_in_scope
 

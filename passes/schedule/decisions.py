@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,7 +30,6 @@ from tirc.passes.schedule.state import LoopRV, ScheduleError, ScheduleState
 TILE = "sample_perfect_tile"
 CATEGORICAL = "sample_categorical"
 SAMPLERS = (TILE, CATEGORICAL)
-DECISIONS_CONFIG = "schedule.decisions"  # pass config: JSON of the tuned decisions (below)
 
 
 @dataclass(frozen=True)
@@ -97,12 +95,14 @@ def _base_name(ins: SchedInstr, index: int) -> str:
 
 
 def run_with_decisions(func: PrimFunc, sched: Schedule, given: Mapping[str, Any],
-                       seed: int = 0, intrinsics: dict[str, dict[str, PrimFunc]] | None = None
+                       seed: int = 0, intrinsics: dict[str, dict[str, PrimFunc]] | None = None,
+                       state: ScheduleState | None = None
                        ) -> tuple[PrimFunc, tuple[Decision, ...]]:
     """`func` transformed by `sched`, each sampling instruction taking the value `given` under
     its name when that value fits, else its own `decision=`, else a draw seeded by `seed`; also
-    every decision taken. CompileError at the first instruction that cannot apply."""
-    state = ScheduleState(func, seed, intrinsics)
+    every decision taken. CompileError at the first instruction that cannot apply. `state`, when
+    given, is the one to run on (apply-schedules sets its sparse checks, reads what it adds)."""
+    state = state or ScheduleState(func, seed, intrinsics)
     env: dict[str, Any] = {}
     taken: list[Decision] = []
     for ins, name in zip(sched.instrs, decision_names(sched)):
@@ -165,18 +165,3 @@ def workload_key(func: PrimFunc) -> str:
     """A short hash of the printed function: what tuning records are keyed by."""
     text = "\n".join(print_function(func))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
-
-
-def tuned_decisions(config: Mapping[str, str]) -> dict[str, list[dict[str, Any]]]:
-    """The tuned decisions a build was given (`schedule.decisions`, written by `--tuned`):
-    workload key -> variants, each `{"dims": {var: size}, "decisions": {name: value}}`."""
-    text = config.get(DECISIONS_CONFIG)
-    if not text:
-        return {}
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise CompileError(f"pass config {DECISIONS_CONFIG} is not JSON: {e}") from None
-    if not isinstance(data, dict):
-        raise CompileError(f"pass config {DECISIONS_CONFIG} must map workloads to variants")
-    return data

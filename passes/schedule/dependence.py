@@ -14,20 +14,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tirc.ir.arith import Analyzer
-from tirc.ir.arith.linear import Linear, is_index_dtype, to_linear
-from tirc.ir.buffer import Buffer, BufferRegion, Range
-from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var, binop
-from tirc.ir.stmt import Block, BlockRealize, For, IterKind, Stmt
-from tirc.ir.visitor import substitute
-from tirc.passes.schedule.access import binding_map, effective_regions
-from tirc.passes.schedule.regions import (
+from tirc.ir.analysis.access import binding_map, effective_regions
+from tirc.ir.analysis.regions import (
     Bounds,
     iterations_disjoint,
     loop_bounds,
     relax_region,
     uses_any,
 )
+from tirc.ir.arith import Analyzer
+from tirc.ir.arith.linear import Linear, is_index_dtype, to_linear
+from tirc.ir.buffer import Buffer, BufferRegion, Range
+from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var, binop
+from tirc.ir.stmt import Block, BlockRealize, For, IterKind, Stmt
+from tirc.ir.visitor import substitute
 from tirc.passes.schedule.state import ScheduleError
 from tirc.passes.schedule.tree import Path, children, scope_index
 

@@ -23,16 +23,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from tirc.ir.attrs import VARIANT
 from tirc.ir.dtype import BOOL
 from tirc.ir.expr import IntImm, Var, binop, const
+from tirc.ir.rebind import used_vars
 from tirc.ir.stmt import Block, BlockRealize, IfThenElse, Stmt
 from tirc.ir.visitor import Mutator, substitute
-from tirc.passes.rebind import used_vars
 from tirc.passes.schedule.state import ScheduleError, ScheduleState
 from tirc.passes.schedule.tree import all_block_names, fresh_copy
 
 PRIM = "dispatch"
-VARIANT_ATTR = "tirc.variant"  # on each variant's block: the condition it runs under
 
 
 def size_var(s: ScheduleState, name: Any) -> Var:
@@ -101,9 +101,9 @@ def dispatch(s: ScheduleState, var: Any, value: Any) -> None:
         cond,
         BlockRealize((), true, Block(tag, (), (), (), special,
                                      alloc_buffers=tuple(copies.values()),
-                                     annotations={VARIANT_ATTR: f"{var} == {value}"})),
+                                     annotations={VARIANT: f"{var} == {value}"})),
         BlockRealize((), true, Block(other, (), (), (), root.body,
                                      alloc_buffers=root.alloc_buffers,
-                                     annotations={VARIANT_ATTR: f"{var} != {value}"})))
+                                     annotations={VARIANT: f"{var} != {value}"})))
     s.set_body(dataclasses.replace(body, block=dataclasses.replace(root, body=branch,
                                                                    alloc_buffers=())))

@@ -12,14 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tirc.ir.arith import Analyzer
-from tirc.ir.arith.linear import from_linear, is_index_dtype, to_linear
-from tirc.ir.buffer import Buffer, BufferRegion
-from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var, binop, const, is_const_int
-from tirc.ir.stmt import Block, IterKind, IterVar
-from tirc.ir.structural import structural_equal
-from tirc.passes.schedule.access import effective_regions
-from tirc.passes.schedule.regions import (
+from tirc.ir.analysis.access import effective_regions
+from tirc.ir.analysis.regions import (
     Bounds,
     const_diff,
     free_vars,
@@ -30,6 +24,12 @@ from tirc.passes.schedule.regions import (
     union_bounds,
     uses_any,
 )
+from tirc.ir.arith import Analyzer
+from tirc.ir.arith.linear import from_linear, is_index_dtype, to_linear
+from tirc.ir.buffer import Buffer, BufferRegion
+from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var, binop, const, is_const_int
+from tirc.ir.stmt import Block, IterKind, IterVar
+from tirc.ir.structural import structural_equal
 from tirc.passes.schedule.state import ScheduleError
 
 

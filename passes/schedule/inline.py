@@ -12,11 +12,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from tirc.ir.analysis.access import detect_regions
 from tirc.ir.buffer import Buffer, BufferRegion
 from tirc.ir.expr import BufferLoad, PrimExpr, Var, is_const_int
 from tirc.ir.stmt import Block, BlockRealize, BufferStore, IterKind
 from tirc.ir.visitor import Mutator, post_order_visit, substitute
-from tirc.passes.schedule.access import detect_regions
 from tirc.passes.schedule.dependence import BlockSite, scope_sites
 from tirc.passes.schedule.state import ScheduleError, ScheduleState
 from tirc.passes.schedule.tree import find_all

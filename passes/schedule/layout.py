@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from tirc.ir.analysis.regions import full_bounds, region_of_bounds, relax
 from tirc.ir.arith import Analyzer
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import BinOp, BufferLoad, IntImm, PrimExpr, Var, binop, const, is_const_int
@@ -28,7 +29,6 @@ from tirc.ir.schedule import SchedLambda
 from tirc.ir.stmt import Block, BlockRealize, BufferStore, For, ForKind, IterKind, IterVar, Stmt
 from tirc.ir.visitor import Mutator, substitute
 from tirc.passes.schedule.dependence import BlockSite
-from tirc.passes.schedule.regions import full_bounds, region_of_bounds, relax
 from tirc.passes.schedule.scope import kid_index, replace_buffer, scope_kids, set_scope_kids
 from tirc.passes.schedule.state import ScheduleError, ScheduleState
 from tirc.passes.schedule.tree import walk

@@ -8,9 +8,10 @@ import dataclasses
 import math
 from typing import Any
 
+from tirc.ir.analysis.regions import uses_any
 from tirc.ir.arith import Analyzer, simplify
 from tirc.ir.dtype import INT32
-from tirc.ir.expr import IntImm, PrimExpr, Var, binop, const, is_const_int
+from tirc.ir.expr import IntImm, PrimExpr, Var, binop, cast, const, is_const_int
 from tirc.ir.stmt import BlockRealize, For, ForKind, IfThenElse, SeqStmt, Stmt
 from tirc.ir.visitor import Mutator, substitute
 from tirc.passes.schedule.cross_thread import check_cross_thread, feeds_reduction
@@ -21,7 +22,6 @@ from tirc.passes.schedule.dependence import (
     check_not_carried,
     child_sites,
 )
-from tirc.passes.schedule.regions import uses_any
 from tirc.passes.schedule.state import LoopRV, ScheduleError, ScheduleState
 from tirc.passes.schedule.tree import Path, children, simplify_bindings, walk
 
@@ -188,6 +188,8 @@ def fuse(s: ScheduleState, *loops: Any, preserve_unit_iters: bool = True) -> Loo
             else fused_var
         if k > 0:
             digit = binop("floormod", digit, f.extent)
+        if digit.dtype != f.loop_var.dtype:
+            digit = cast(f.loop_var.dtype, digit)  # the fused loop has the first one's dtype
         mapping[f.loop_var] = digit if is_const_int(f.min, 0) else binop("add", f.min, digit)
         inner = an.simplify(binop("mul", inner, f.extent))
     body = substitute(fors[-1].body, mapping)

@@ -16,6 +16,7 @@ from tirc.passes.schedule import (
     loops,
     reduction,
     sampling,
+    sparse,
     tensorize,
 )
 
@@ -49,4 +50,5 @@ PRIMITIVES: dict[str, Callable[..., Any]] = {
     "dispatch": dispatch.dispatch,
     "sample_perfect_tile": sampling.sample_perfect_tile,
     "sample_categorical": sampling.sample_categorical,
+    **sparse.PRIMITIVES,
 }

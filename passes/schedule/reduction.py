@@ -4,13 +4,14 @@ decompose_reduction(block, loop) takes a reduction block's init out into its own
 `<name>_init`, under copies (`i_init`, ...) of the spatial loops from `loop` down, placed just
 before `loop`; the reduction block becomes `<name>_update`, as in TVM.
 
-rfactor(loop, factor_axis) splits a reduction `X[s] = X[s] op f(...)` along reduction loop
-`loop`: a block `<name>_rf` accumulates partial results into `X_rf`, which has one more
-dimension (at `factor_axis`) indexed by the loop, and the original block then reduces X_rf
-over that dimension into X, in its own loop nest after the first. Outer loops that also hold
-other blocks (a row loop a norm's stages share) stay around both nests, provided they feed no
-reduction variable. The combiner `op` must be
-one of +, *, max, min (whose identities seed X_rf).
+rfactor(loop, factor_axis) splits a reduction along reduction loop `loop`: a block `<name>_rf`
+accumulates partial states into `X_rf` for each state buffer X, with one more dimension (at
+`factor_axis`) indexed by the loop, seeded with the reducer's identity; the original block then
+merges the partial states over that dimension into X, in its own loop nest after the first. The
+reducers (reducers.py) are `X[s] = X[s] op v` with op one of +, *, max, min, and the online
+softmax merge (running maximum, sum and accumulator), whose split is split-KV attention.
+Outer loops that also hold other blocks (a row loop a norm's stages share) stay around both
+nests, provided they feed no reduction variable.
 """
 
 from __future__ import annotations
@@ -18,15 +19,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import numpy as np
-from tirc.ir.buffer import Buffer, BufferRegion, Range
-from tirc.ir.dtype import HANDLE, DType
-from tirc.ir.expr import BinOp, BufferLoad, FloatImm, IntImm, PrimExpr, Var, binop, const
+from tirc.ir.analysis.block_regions import infer_regions
+from tirc.ir.analysis.regions import and_all, conjuncts, uses_any
+from tirc.ir.buffer import Buffer, Range
+from tirc.ir.dtype import HANDLE
+from tirc.ir.expr import BinOp, BufferLoad, PrimExpr, Var
 from tirc.ir.stmt import BlockRealize, BufferStore, For, IterKind, IterVar, Stmt
 from tirc.ir.structural import structural_equal
-from tirc.ir.visitor import substitute
+from tirc.ir.visitor import Mutator, substitute
 from tirc.passes.schedule.dependence import child_sites, scope_path
-from tirc.passes.schedule.regions import and_all, conjuncts, uses_any
+from tirc.passes.schedule.reducers import match_reduction
 from tirc.passes.schedule.scope import add_alloc, scope_block_name, unique_buffer_name
 from tirc.passes.schedule.state import BlockRV, ScheduleError, ScheduleState
 from tirc.passes.schedule.tree import insert_after, insert_before, loop_path, loops_in_scope
@@ -87,22 +89,33 @@ def decompose_reduction(s: ScheduleState, block: Any, loop: Any) -> BlockRV:
 # ---- rfactor ---------------------------------------------------------------------------
 
 
-def identity(op: str, dt: DType) -> PrimExpr:
-    if op == "add":
-        return const(0, dt)
-    if op == "mul":
-        return const(1, dt)
-    hi = op == "min"
-    if dt.is_float:
-        top = float(np.finfo(dt.numpy_name()).max)
-        return FloatImm(top if hi else -top, dt)
-    info = np.iinfo(dt.numpy_name())
-    return IntImm(int(info.max if hi else info.min), dt)
+class _ToPartial(Mutator):
+    """Accesses of the state buffers redirected to their partial-state buffers, the factor
+    index inserted at `axis`."""
+
+    def __init__(self, rf_of: dict[Buffer, Buffer], axis: int, index: PrimExpr) -> None:
+        super().__init__()
+        self.rf_of, self.axis, self.index = rf_of, axis, index
+
+    def at(self, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
+        return indices[:self.axis] + (self.index,) + indices[self.axis:]
+
+    def visit_BufferLoad(self, e: BufferLoad) -> PrimExpr:
+        e = self.generic_visit(e)
+        if e.buffer in self.rf_of:
+            return BufferLoad(self.rf_of[e.buffer], self.at(e.indices), e.dtype, span=e.span)
+        return e
+
+    def visit_BufferStore(self, s: BufferStore) -> Stmt:
+        s = self.generic_visit(s)
+        if s.buffer in self.rf_of:
+            return BufferStore(self.rf_of[s.buffer], s.value, self.at(s.indices), span=s.span)
+        return s
 
 
 def reduction_pattern(prim: str, blk: Any) -> tuple[Buffer, tuple[PrimExpr, ...], str,
                                                       PrimExpr, PrimExpr]:
-    """(buffer, indices, combiner, rhs, init value) of `X[s] = X[s] op rhs`."""
+    """(buffer, indices, combiner, rhs, init value) of `X[s] = X[s] op rhs` with an init."""
     body, init = blk.body, blk.init
     bad = ScheduleError(f"{prim}: block \"{blk.name}\" is not a reduction X[...] = "
                         f"X[...] op value with op one of +, *, max, min and an init")
@@ -120,7 +133,7 @@ def reduction_pattern(prim: str, blk: Any) -> tuple[Buffer, tuple[PrimExpr, ...]
 
 
 def rfactor(s: ScheduleState, loop: Any, factor_axis: Any = 0) -> BlockRV:
-    """Factor a reduction along `loop` into a partial-result buffer; returns the rf block."""
+    """Factor a reduction along `loop` into partial-state buffers; returns the rf block."""
     prim = "rfactor"
     lpath, lp = s.loop(loop, prim)
     sites = child_sites(lpath)
@@ -129,7 +142,11 @@ def rfactor(s: ScheduleState, loop: Any, factor_axis: Any = 0) -> BlockRV:
                             f"under it, it has {len(sites)}")
     site = sites[0]
     br, blk = site.realize, site.block
-    buf, idx, op, rhs, init_value = reduction_pattern(prim, blk)
+    red = match_reduction(blk)
+    if red is None:
+        raise ScheduleError(f"{prim}: block \"{blk.name}\" is not a reduction X[...] = "
+                            "X[...] op value with op one of +, *, max, min, or an online "
+                            "softmax merge (whose init, if any, sets its state)")
     lv = lp.loop_var
     spatial = [(iv, v) for iv, v in zip(blk.iter_vars, br.iter_values)
                if iv.kind == IterKind.SPATIAL]
@@ -153,11 +170,14 @@ def rfactor(s: ScheduleState, loop: Any, factor_axis: Any = 0) -> BlockRV:
         if uses_any([v for _, v in reduce], {x.loop_var}):
             raise ScheduleError(f"{prim}: reduction loop {x.loop_var.name} of block "
                                 f"\"{blk.name}\" also holds other blocks")
+    rank = min(b.ndim for b in red.states)
     if isinstance(factor_axis, bool) or not isinstance(factor_axis, int) or \
-            not -(buf.ndim + 1) <= factor_axis <= buf.ndim:
+            not -(rank + 1) <= factor_axis <= rank:
+        what = f"buffer {red.states[0].name}" if len(red.states) == 1 else \
+            f"state ({', '.join(b.name for b in red.states)})"
         raise ScheduleError(f"{prim}: factor_axis {factor_axis!r} is out of range for the "
-                            f"{buf.ndim}-d buffer {buf.name}")
-    axis = factor_axis % (buf.ndim + 1)
+                            f"{rank}-d {what}")
+    axis = factor_axis % (rank + 1)
     red_values = [v for _, v in reduce]
     sp_values = [v for _, v in spatial]
     red_loops = [x for x in loops if uses_any(red_values, {x.loop_var})]
@@ -165,11 +185,13 @@ def rfactor(s: ScheduleState, loop: Any, factor_axis: Any = 0) -> BlockRV:
         if uses_any(sp_values, {x.loop_var}):
             raise ScheduleError(f"{prim}: loop {x.loop_var.name} is bound to both spatial and "
                                 f"reduction variables of block \"{blk.name}\"")
-    # The rf buffer and block.
-    rf_name = unique_buffer_name(s, f"{buf.name}_rf")
-    rf_shape = buf.shape[:axis] + (lp.extent,) + buf.shape[axis:]
-    rf_buf = Buffer(name=rf_name, shape=rf_shape, dtype=buf.dtype, data=Var(rf_name, HANDLE),
-                    scope=buf.scope)
+    # The partial-state buffers and the rf block.
+    rf_of: dict[Buffer, Buffer] = {}
+    for buf in red.states:
+        rf_name = unique_buffer_name(s, f"{buf.name}_rf")
+        rf_of[buf] = Buffer(name=rf_name, shape=buf.shape[:axis] + (lp.extent,) +
+                            buf.shape[axis:], dtype=buf.dtype, data=Var(rf_name, HANDLE),
+                            scope=buf.scope)
     sp_map = {iv.var: Var(iv.var.name, iv.var.dtype) for iv, _ in spatial}
     loop_iv = {x.loop_var: Var(f"v{x.loop_var.name}", x.loop_var.dtype) for x in red_loops}
     red_map = {iv.var: substitute(v, loop_iv) for iv, v in reduce}
@@ -180,22 +202,18 @@ def rfactor(s: ScheduleState, loop: Any, factor_axis: Any = 0) -> BlockRV:
         rf_ivars.append(IterVar(loop_iv[x.loop_var], Range(x.min, x.extent), kind))
         rf_values.append(x.loop_var)
     full_map = {**sp_map, **red_map}
-    rf_idx = tuple(substitute(list(idx), full_map))
-    rf_idx = rf_idx[:axis] + (loop_iv[lv],) + rf_idx[axis:]
-    rf_load = BufferLoad(rf_buf, rf_idx, buf.dtype)
-    new_rhs = substitute(rhs, full_map)
-    rf_body = BufferStore(rf_buf, binop(op, rf_load, new_rhs), rf_idx)
-    rf_init = BufferStore(rf_buf, identity(op, buf.dtype), rf_idx)
-    point = tuple(Range(i, IntImm(1, i.dtype)) for i in rf_idx)
-    rf_reads = [BufferRegion(rf_buf, point)] + [
-        substitute(r, full_map) for r in blk.reads if r.buffer is not buf]
+    to_rf = _ToPartial(rf_of, axis, loop_iv[lv])
+    rf_body = to_rf.visit(substitute(blk.body, full_map))
+    rf_init = to_rf.visit(substitute(red.identity, full_map))
+    inferred, rf_writes = infer_regions(rf_body, rf_init, set(blk.alloc_buffers))
+    rf_bufs = set(rf_of.values())
+    rf_reads = tuple(r for r in inferred if r.buffer in rf_bufs) + tuple(
+        substitute(r, full_map) for r in blk.reads if r.buffer not in rf_of)
     rf_block_name = s.unique_block_name(f"{blk.name}_rf")
     rf_blk = dataclasses.replace(blk, name=rf_block_name, iter_vars=tuple(rf_ivars),
-                                 reads=tuple(rf_reads),
-                                 writes=(BufferRegion(rf_buf, point),), body=rf_body,
-                                 init=rf_init)
+                                 reads=rf_reads, writes=rf_writes, body=rf_body, init=rf_init)
     rf_realize = BlockRealize(tuple(rf_values), br.predicate, rf_blk, span=br.span)
-    # The write-back nest: copies of the spatial loops and of `loop`.
+    # The write-back nest: copies of the spatial loops and of `loop`, merging the partials.
     kept = [x for x in loops if x is lp or uses_any(sp_values, {x.loop_var})]
     wb_loops = {x.loop_var: Var(x.loop_var.name, x.loop_var.dtype) for x in kept}
     wb_sp = {iv.var: Var(iv.var.name, iv.var.dtype) for iv, _ in spatial}
@@ -203,20 +221,17 @@ def rfactor(s: ScheduleState, loop: Any, factor_axis: Any = 0) -> BlockRV:
     wb_ivars = [IterVar(wb_sp[iv.var], iv.dom, IterKind.SPATIAL) for iv, _ in spatial]
     wb_ivars.append(IterVar(v_rf, Range(lp.min, lp.extent), IterKind.REDUCE))
     wb_values = [substitute(v, wb_loops) for v in sp_values] + [wb_loops[lv]]
-    wb_idx = tuple(substitute(list(idx), wb_sp))
-    rf_at = wb_idx[:axis] + (v_rf,) + wb_idx[axis:]
-    wb_body = BufferStore(buf, binop(op, BufferLoad(buf, wb_idx, buf.dtype),
-                                     BufferLoad(rf_buf, rf_at, buf.dtype)), wb_idx)
-    wb_init = BufferStore(buf, substitute(init_value, wb_sp), wb_idx)
-    wb_point = tuple(Range(i, IntImm(1, i.dtype)) for i in wb_idx)
-    rf_point = tuple(Range(i, IntImm(1, i.dtype)) for i in rf_at)
+    partial = _ToPartial(rf_of, axis, v_rf)
+    wb_body = substitute(red.merge(partial.visit), wb_sp)
+    wb_init = substitute(blk.init, wb_sp) if blk.init is not None else None
+    inferred, wb_writes = infer_regions(wb_body, wb_init, set())
+    wb_reads = tuple(r for r in inferred if r.buffer in rf_bufs)
     kept_ids = {id(x) for x in kept}
     dropped = {x.loop_var for x in loops if id(x) not in kept_ids}
     keep = [c for c in conjuncts(br.predicate) if not uses_any(c, dropped | {lv})]
-    wb_blk = dataclasses.replace(blk, iter_vars=tuple(wb_ivars),
-                                 reads=(BufferRegion(rf_buf, rf_point),),
-                                 writes=(BufferRegion(buf, wb_point),), body=wb_body,
-                                 init=wb_init)
+    wb_blk = dataclasses.replace(blk, iter_vars=tuple(wb_ivars), reads=wb_reads,
+                                 writes=wb_writes, body=wb_body, init=wb_init,
+                                 alloc_buffers=())
     wb: Stmt = BlockRealize(tuple(wb_values), substitute(and_all(keep, br.predicate), wb_loops),
                             wb_blk, span=br.span)
     for x in reversed(kept):
@@ -226,6 +241,6 @@ def rfactor(s: ScheduleState, loop: Any, factor_axis: Any = 0) -> BlockRV:
     top_path = loop_path(s.body, top.loop_var)
     assert top_path is not None
     s.set_body(insert_after(top_path, wb))
-    add_alloc(s, scope_block_name(scope_path(top_path)), rf_buf, prim)
+    for rf in rf_of.values():
+        add_alloc(s, scope_block_name(scope_path(top_path)), rf, prim)
     return s.block_rv(rf_block_name)
-

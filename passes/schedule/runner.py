@@ -11,7 +11,10 @@ from tirc.ir.diagnostics import CompileError, Diagnostic
 from tirc.ir.function import PrimFunc
 from tirc.ir.schedule import SchedInstr, SchedRef, Schedule
 from tirc.passes.schedule.primitives import PRIMITIVES
+from tirc.passes.schedule.sparse import PRIMITIVES as SPARSE_PRIMITIVES
+from tirc.passes.schedule.sparse import has_sparse_iterations
 from tirc.passes.schedule.state import ScheduleError, ScheduleState
+from tirc.passes.sparse.lower_sparse_iterations import lower_sparse
 
 
 def _resolve(value: Any, env: dict[str, Any]) -> Any:
@@ -45,6 +48,9 @@ def bind_call(state: ScheduleState, env: dict[str, Any],
         close = difflib.get_close_matches(ins.prim, list(PRIMITIVES), n=1)
         hint = f"; did you mean \"{close[0]}\"?" if close else ""
         raise ScheduleError(f"unknown schedule primitive \"{ins.prim}\"{hint}")
+    if ins.prim not in SPARSE_PRIMITIVES and has_sparse_iterations(state):
+        # loop primitives act on the lowered loops
+        state.func = lower_sparse(state.func, state.check_sparse_arrays)
     args = [_resolve(a, env) for a in ins.args]
     kwargs = {k: _resolve(v, env) for k, v in ins.kwargs.items()}
     try:

@@ -68,6 +68,8 @@ class ScheduleState:
         self.rng = random.Random(seed)
         self.intrinsics = dict(intrinsics or {})
         self.decisions: list[Any] = []
+        self.new_functions: dict[str, PrimFunc] = {}  # functions a primitive adds
+        self.check_sparse_arrays = True  # sparse lowering checks axis arrays on entry
         self._block_rvs: list[BlockRV] = []
 
     # ---- the function ----------------------------------------------------------------

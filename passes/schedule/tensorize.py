@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from tirc.ir.analysis.regions import free_vars, uses_any
 from tirc.ir.arith import Analyzer
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop
@@ -23,7 +24,6 @@ from tirc.ir.stmt import Block, BlockRealize, BufferStore, For, MatchBufferRegio
 from tirc.ir.visitor import substitute
 from tirc.passes.schedule.blockize import blockize_at
 from tirc.passes.schedule.dependence import bind_outer_loops
-from tirc.passes.schedule.regions import free_vars, uses_any
 from tirc.passes.schedule.state import LoopRV, ScheduleError, ScheduleState
 from tirc.passes.schedule.tree import fresh_copy
 

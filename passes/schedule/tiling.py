@@ -8,18 +8,18 @@ end (`[(3 * i0 + 1) // 2, (3 * i0 + 2) // 2]`).
 
 from __future__ import annotations
 
+from tirc.ir.analysis.regions import (
+    Bounds,
+    const_diff,
+    prove_le,
+    uses_any,
+)
 from tirc.ir.arith import Analyzer
 from tirc.ir.arith.linear import from_linear, is_index_dtype, to_linear
 from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var, binop, const, is_const_int
 from tirc.ir.stmt import BlockRealize, For, IterKind
 from tirc.ir.visitor import substitute
 from tirc.passes.schedule.domain_solve import without_clamps
-from tirc.passes.schedule.regions import (
-    Bounds,
-    const_diff,
-    prove_le,
-    uses_any,
-)
 from tirc.passes.schedule.state import ScheduleError
 
 

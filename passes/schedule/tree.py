@@ -194,7 +194,7 @@ def simplify_bindings(s: Stmt, an: Any) -> Stmt:
     `an` is a tirc.ir.arith.Analyzer that already knows the loops above `s`.
     """
     from tirc.ir.buffer import Range
-    from tirc.ir.expr import IntImm
+    from tirc.ir.expr import IntImm, cast
 
     if isinstance(s, For):
         with an.scope():
@@ -202,7 +202,9 @@ def simplify_bindings(s: Stmt, an: Any) -> Stmt:
             body = simplify_bindings(s.body, an)
         return s if body is s.body else dataclasses.replace(s, body=body)
     if isinstance(s, BlockRealize):
-        values = tuple(an.simplify(v) for v in s.iter_values)
+        # each binding in its variable's dtype (a fused int64 loop binds an int32 variable)
+        values = tuple(an.simplify(v if v.dtype == iv.var.dtype else cast(iv.var.dtype, v))
+                       for iv, v in zip(s.block.iter_vars, s.iter_values))
         pred = an.simplify(s.predicate)
         if isinstance(pred, IntImm):
             pred = IntImm(1 if pred.value else 0, pred.dtype)

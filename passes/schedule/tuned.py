@@ -1,5 +1,6 @@
 """Tuned schedules at build time: a function's schedule run with the decisions `tirc tune`
-recorded for it (`tirc --tuned FILE` passes them as the pass config `schedule.decisions`).
+recorded for it (`tirc --tuned FILE` passes them as the pass config `schedule.decisions`, the
+`decisions` option of apply-schedules and default-schedule).
 
 Records are keyed by the workload key of the function as scheduling finds it. A function tuned
 at several sizes of a symbolic extent (`tirc tune --dim n=1,16,256`) gets one variant per size,
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from typing import Any
 
 from tirc.ir.expr import IntImm, PrimExpr, Var, binop
@@ -20,24 +22,28 @@ from tirc.ir.function import PrimFunc
 from tirc.ir.schedule import Schedule
 from tirc.ir.stmt import IfThenElse, Stmt
 from tirc.ir.visitor import post_order_visit
-from tirc.passes.schedule.decisions import run_with_decisions, workload_key
-from tirc.passes.schedule.runner import run_schedule
+from tirc.passes.schedule.decisions import run_with_decisions
+from tirc.passes.schedule.state import ScheduleState
 
 
-def apply_tuned(func: PrimFunc, sched: Schedule, tuned: dict[str, list[dict[str, Any]]],
-                seed: int = 0, intrinsics: dict[str, dict[str, PrimFunc]] | None = None
-                ) -> PrimFunc:
-    """`func` scheduled by `sched` with its tuned decisions, if `tuned` has any for it."""
-    variants = tuned.get(workload_key(func))
-    if not variants:
-        return run_schedule(func, sched, seed, intrinsics)
+def apply_tuned(func: PrimFunc, sched: Schedule, variants: list[dict[str, Any]],
+                new_state: Callable[[PrimFunc], ScheduleState]
+                ) -> tuple[PrimFunc, dict[str, PrimFunc]]:
+    """`func` scheduled by `sched` with its tuned `variants` (one, or one per tuned size and a
+    dispatch between them), each run on a state from `new_state`; also the functions the
+    schedule's primitives added."""
+    added: dict[str, PrimFunc] = {}
+
+    def run(variant: dict[str, Any]) -> PrimFunc:
+        state = new_state(func)
+        new = run_with_decisions(func, sched, variant.get("decisions", {}), state=state)[0]
+        added.update(state.new_functions)
+        return new
+
     static = [v for v in variants if not v.get("dims")]
     if static or len(variants) == 1:
-        chosen = (static or variants)[0]
-        return run_with_decisions(func, sched, chosen.get("decisions", {}), seed, intrinsics)[0]
-    return dispatch(func, [(v["dims"], run_with_decisions(func, sched, v.get("decisions", {}),
-                                                          seed, intrinsics)[0])
-                           for v in variants])
+        return run((static or variants)[0]), added
+    return dispatch(func, [(v["dims"], run(v)) for v in variants]), added
 
 
 def size_var(func: PrimFunc, name: str) -> Var | None:

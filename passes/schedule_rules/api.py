@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tirc.ir.attrs import SCHEDULE, SCHEDULED
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import For, ForKind
@@ -27,15 +28,14 @@ from tirc.passes.schedule_rules.cpu_matvec import MatVec
 from tirc.passes.schedule_rules.cpu_norm import Norm
 from tirc.passes.schedule_rules.cpu_reduction import Reduction
 from tirc.passes.schedule_rules.driver import RuleTrace, trace_function
+from tirc.passes.schedule_rules.options import CONFIG_KEY, MODES, schedule_option
 from tirc.passes.schedule_rules.rule import RuleContext, ScheduleRule
 
 CPU_RULES: tuple[ScheduleRule, ...] = (Matmul(), Conv(), MatVec(), Norm(), Reduction(),
                                        Injective(), Fallback())
 
-SCHEDULED_ATTR = "tirc.scheduled"  # a function that has its schedule (default or its own)
-SCHEDULE_ATTR = "tirc.schedule"    # T.func_attr({"tirc.schedule": "none"}): no default one
-CONFIG_KEY = "schedule.default"    # pass config "none" (-fno-default-schedule): none at all
-
+__all__ = ["CONFIG_KEY", "MODES", "apply_rules", "opted_out", "prepare", "rule_traces",
+           "schedule_function", "schedule_option", "wants_default_schedule"]
 
 def rules_for(ctx: RuleContext) -> tuple[ScheduleRule, ...]:
     if ctx.is_gpu:
@@ -51,45 +51,48 @@ def hand_scheduled(func: PrimFunc) -> bool:
                     (n.kind != ForKind.SERIAL or bool(n.annotations)))
 
 
-def opted_out(func: PrimFunc, config: Mapping[str, str] | None = None) -> bool:
-    """`T.func_attr({"tirc.schedule": "none"})`, or pass config `schedule.default=none`."""
-    return (config or {}).get(CONFIG_KEY) == "none" or func.attrs.get(SCHEDULE_ATTR) == "none"
+def opted_out(func: PrimFunc, mode: str = "rules") -> bool:
+    """`T.func_attr({"tirc.schedule": "none"})`, or the passes' `schedule` option `none`."""
+    return mode == "none" or func.attrs.get(SCHEDULE) == "none"
 
 
-def wants_default_schedule(func: PrimFunc, config: Mapping[str, str] | None = None) -> bool:
-    """Whether the default CPU rules schedule `func`: not opted out (attribute or pass
-    config), not scheduled already (by its own @S.schedule or by hand)."""
-    if opted_out(func, config) or func.attrs.get(SCHEDULED_ATTR):
+def wants_default_schedule(func: PrimFunc, mode: str = "rules") -> bool:
+    """Whether the default CPU rules schedule `func`: not opted out (attribute or the
+    `schedule` option), not scheduled already (by its own @S.schedule or by hand)."""
+    if opted_out(func, mode) or func.attrs.get(SCHEDULED):
         return False
     return not hand_scheduled(func)
 
 
 def schedule_function(func: PrimFunc, target: Any = None,
-                      decisions: Mapping[str, Any] | None = None) -> tuple[PrimFunc, RuleTrace]:
-    """`func` with its default schedule (or the rules with `decisions`), and the trace."""
-    ctx = RuleContext.of(target)
+                      decisions: Mapping[str, Any] | None = None,
+                      accumulators: str = "local") -> tuple[PrimFunc, RuleTrace]:
+    """`func` with its default schedule (or the rules with `decisions`), and the trace;
+    `accumulators` is the storage scope of the CPU rules' accumulators."""
+    ctx = RuleContext.of(target, accumulators)
     new, trace = trace_function(func, rules_for(ctx), ctx, decisions)
-    attrs = {**new.attrs, SCHEDULED_ATTR: True}
+    attrs = {**new.attrs, SCHEDULED: True}
     return new.replace(attrs=attrs), trace  # type: ignore[return-value]
 
 
 def rule_traces(mod: IRModule, target: Any = None,
-                config: Mapping[str, str] | None = None) -> dict[str, RuleTrace]:
-    """The trace of every function the default rules schedule, at the default decisions."""
+                mode: str = "rules") -> dict[str, RuleTrace]:
+    """The trace of every function the default rules schedule (with the `schedule` option
+    `mode`), at the default decisions."""
     return {name: schedule_function(f, target)[1] for name, f in mod.prim_funcs().items()
-            if wants_default_schedule(f, config)}
+            if wants_default_schedule(f, mode)}
 
 
 def apply_rules(mod: IRModule, target: Any = None,
                 decisions: Mapping[str, Mapping[str, Any]] | None = None,
-                config: Mapping[str, str] | None = None) -> IRModule:
+                mode: str = "rules") -> IRModule:
     """`mod` with every function the rules schedule scheduled, with `decisions` (by function,
     then by decision name) in place of the defaults; DecisionError when a candidate does not
     fit or a primitive refuses it."""
     decisions = decisions or {}
     funcs = dict(mod.functions)
     for name, f in mod.prim_funcs().items():
-        if wants_default_schedule(f, config):
+        if wants_default_schedule(f, mode):
             funcs[name] = schedule_function(f, target, decisions.get(name))[0]
     return mod.replace(functions=funcs)  # type: ignore[return-value]
 

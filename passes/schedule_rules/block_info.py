@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
+from tirc.ir.analysis.access import effective_regions
+from tirc.ir.analysis.regions import free_vars
 from tirc.ir.buffer import Buffer, BufferRegion
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.stmt import Block, BlockRealize, For, ForKind, IterKind, IterVar, Stmt
-from tirc.passes.schedule.access import effective_regions
 from tirc.passes.schedule.dependence import BlockSite, child_sites
-from tirc.passes.schedule.regions import free_vars
 from tirc.passes.schedule.tree import Path, loops_in_scope, walk
 
 

@@ -43,6 +43,16 @@ def is_matmul(roles: MatmulRoles | None) -> bool:
         extent_product(list(roles.i)) != 1 and extent_product(list(roles.j)) != 1
 
 
+def row_tile(rows: int | None, preferred: int = 8, least: int = 4) -> int:
+    """Rows of a register tile: `preferred`, or a divisor of a constant row count between
+    `least` and it (no guarded tail), or the row count itself when it is smaller."""
+    if rows is None or rows % preferred == 0:
+        return preferred
+    if rows < preferred:
+        return rows
+    return next((d for d in range(preferred, least - 1, -1) if rows % d == 0), preferred)
+
+
 def packable(roles: MatmulRoles) -> bool:
     """B is laid out (batch.., k, j): its last two dimensions a reduction then a column."""
     dims = roles.b.dims
@@ -84,26 +94,31 @@ class Matmul(ScheduleRule):
         n_k = const_extent(sch, k)
         tj = 2 * lanes if n_cols is None or n_cols % (2 * lanes) == 0 or n_cols > 4 * lanes \
             else lanes if n_cols % lanes == 0 else n_cols
-        ti = 8 if n_rows is None or n_rows >= 8 else n_rows
+        ti = row_tile(n_rows)
         tk = 4 if n_k is not None and n_k % 4 == 0 else 1
         pack = n_rows is not None and n_rows * (extent_product(list(roles.i[:-1])) or 0) \
             >= PACK_MIN_ROWS and n_cols is not None and n_k is not None and \
             packable(roles)
-        acc = sch.cache_write(mm, 0, "local")
+        acc = sch.cache_write(mm, 0, ctx.accumulators)
         i0, i1 = split_tile(sch, f"{p}_tile_i", row, ti, [1, 2, 4, 6, 8, 12, 16])
         j0, j1 = split_tile(sch, f"{p}_tile_j", col, tj, [lanes // 2, lanes, 2 * lanes,
                                                             3 * lanes, 4 * lanes])
         k0, k1 = split_tile(sch, f"{p}_unroll_k", k, tk, [1, 2, 4, 8])
-        sch.reorder(*batch, j0, i0, k0, k1, i1, j1)
-        taken = [anchor] + place_epilogue(sch, acc, i0)
+        # Column panels outermost when B is packed (each thread streams its own panels),
+        # else row groups outermost (so the parallel loop fuses them with the panels even
+        # when the row count is symbolic).
+        packing = pack and sch.sample_choice(f"{p}_pack_b", [0, 1], 1)
+        tiles = [j0, i0] if packing else [i0, j0]
+        sch.reorder(*batch, *tiles, k0, k1, i1, j1)
+        taken = [anchor] + place_epilogue(sch, acc, tiles[-1])
         init = sch.decompose_reduction(mm, k0)
         sch.unroll(k1)
         sch.unroll(i1)
         sch.vectorize(j1)
         vectorize_inner(sch, init)
-        if pack and sch.sample_choice(f"{p}_pack_b", [0, 1], 1):
+        if packing:
             self.pack(sch, mm, roles, j1)
-        parallel_outer(sch, [*batch, j0, i0])
+        parallel_outer(sch, [*batch, *tiles])
         return taken
 
     def pack(self, sch: TracedSchedule, mm: object, roles: MatmulRoles, j1: object) -> None:

@@ -81,9 +81,13 @@ def reduce_rows(sch: TracedSchedule, blk: BlockRV, ctx: RuleContext) -> list[Loo
     kinds = loop_kinds(info)
     loops = sch.loops(blk)
     rows = [lp for lp, k in zip(loops, kinds) if k == "S"]
+    scope = rows[-1] if rows else None
+    if scope is None and "R" in kinds:
+        # a reduction to one value: a loop of one iteration keeps its stages one nest
+        scope = sch.call("add_unit_loop", loops[0], out=["u"])
     if rfactor_lanes(sch, blk, ctx.lanes(_out_dtype(info))):
-        if rows and not _under(sch, blk, rows[-1]):
-            sch.reverse_compute_at(blk, rows[-1])
+        if scope is not None and not _under(sch, blk, scope):
+            sch.reverse_compute_at(blk, scope)
     else:
         decompose_first(sch, blk)
     return rows
@@ -113,7 +117,7 @@ def reduce_cols(sch: TracedSchedule, blk: BlockRV, ctx: RuleContext, main: Acces
         chunk, inner = sch.split(col, [None, width])
         outer.append(chunk)
     sch.reorder(*outer, *red, inner)
-    acc = sch.cache_write(blk, 0, "local")
+    acc = sch.cache_write(blk, 0, ctx.accumulators)
     init = sch.decompose_reduction(blk, red[0])
     sch.vectorize(inner)
     vectorize_inner(sch, init)
@@ -132,6 +136,7 @@ def take_consumers(sch: TracedSchedule, blk: BlockRV, loop: LoopRV, ctx: RuleCon
     read nothing the group wrote are left alone."""
     taken: list[str] = []
     path = sch.state.loop_path(loop, "rules")
+    lp = path[-1]
     written = {b for site in child_sites(path) for b in site.writes()}
     for later in later_blocks(sch, blk):
         reads, writes = later.regions()
@@ -139,6 +144,8 @@ def take_consumers(sch: TracedSchedule, blk: BlockRV, loop: LoopRV, ctx: RuleCon
             continue
         if later.is_reduction and not reductions:
             break
+        if any(x is lp for x in later.loops):
+            continue  # already inside (a write-back the rule placed)
         rv = sch.block(later.name)
         ok, _ = sch.attempt("reverse_compute_at", rv, loop)
         if not ok:

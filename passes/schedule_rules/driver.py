@@ -3,8 +3,9 @@
 For a loop function: when a matmul's rows are a symbolic size `n` (a batch), the body first
 gets a run-time dispatch (`sch.dispatch("n", 1)`, decision `dispatch_<n>`) so that batch 1 runs
 a matrix-vector schedule. Then, in each scope (the root block, or each variant), the inlining
-step (inline.py) runs, and each block, in program order, goes to the first rule that takes it
-(the rules of the target, most specific first, the fallback last). A rule that a primitive
+step (inline.py) runs, then each rule in turn (most specific first, the fallback last) takes
+the blocks it recognises, in program order, with the blocks it schedules along (a padding
+before a convolution, an epilogue). A rule that a primitive
 refuses half-way is undone and the next one tried; with decisions a caller chose (a tuner's
 candidate) that is a `DecisionError` instead, so the candidate is rejected cleanly.
 """
@@ -15,12 +16,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tirc.ir.attrs import VARIANT
 from tirc.ir.expr import Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.schedule import Schedule
 from tirc.ir.stmt import BlockRealize
 from tirc.passes.schedule.dependence import child_sites
-from tirc.passes.schedule.dispatch import VARIANT_ATTR
 from tirc.passes.schedule.state import ScheduleError
 from tirc.passes.schedule.tree import Path, block_paths
 from tirc.passes.schedule_rules.block_info import BlockInfo, matmul_roles, scope_blocks
@@ -52,7 +53,7 @@ def scope_paths(sch: TracedSchedule) -> list[Path]:
         return [()]
     root: Path = (body,)
     sites = child_sites(root)
-    variants = [s.path for s in sites if VARIANT_ATTR in s.block.annotations]
+    variants = [s.path for s in sites if VARIANT in s.block.annotations]
     return variants or [root]
 
 
@@ -94,42 +95,52 @@ def _overridden(sch: TracedSchedule, since: int) -> bool:
 
 def apply_rules(sch: TracedSchedule, rules: Sequence[ScheduleRule], ctx: RuleContext,
                 dispatch: bool = True) -> list[tuple[str, str]]:
-    """Schedule every block of the function with `rules`; (rule, block) pairs applied."""
+    """Schedule every block of the function with `rules`: each rule in turn, most specific
+    first, takes the blocks it recognises (and those it schedules with them), in program
+    order; (rule, block) pairs applied."""
     applied: list[tuple[str, str]] = []
     if dispatch:
         maybe_dispatch(sch)
     for scope in scope_paths(sch):
         inline_blocks(sch, _blocks(sch, scope))
         done: set[str] = set()
-        while True:
-            blocks = [b.name for b in _blocks(sch, scope)]
-            pending = [b for b in blocks if b not in done]
-            if not pending:
-                break
-            anchor = pending[0]
-            for rule in rules:
-                snap = sch.snapshot()
-                n_decisions = len(sch.decisions)
-                try:
-                    taken = rule.apply(sch, anchor, ctx)
-                except DecisionError:
-                    raise
-                except ScheduleError as e:
-                    if _overridden(sch, n_decisions):
-                        raise DecisionError(f"candidate rejected: rule {rule.name} on block "
-                                            f"\"{anchor}\": {e}") from None
-                    sch.restore(snap)
-                    continue
+        for rule in rules:
+            k = 0
+            while True:
+                pending = [b.name for b in _blocks(sch, scope) if b.name not in done]
+                if k >= len(pending):
+                    break
+                anchor = pending[k]
+                before = {b.name for b in _blocks(sch, scope)}
+                taken = _try(sch, rule, anchor, ctx)
                 if taken is None:
-                    sch.restore(snap)
+                    k += 1
                     continue
                 applied.append((rule.name, anchor))
                 now = {b.name for b in _blocks(sch, scope)}
-                done |= set(taken) | {anchor} | (now - set(blocks))
-                break
-            else:
-                done.add(anchor)
+                done |= set(taken) | {anchor} | (now - before)
     return applied
+
+
+def _try(sch: TracedSchedule, rule: ScheduleRule, anchor: str, ctx: RuleContext
+         ) -> list[str] | None:
+    """The blocks `rule` scheduled taking `anchor`, or None (nothing changed) when it declines
+    or a primitive refuses it half-way."""
+    snap = sch.snapshot()
+    n_decisions = len(sch.decisions)
+    try:
+        taken = rule.apply(sch, anchor, ctx)
+    except DecisionError:
+        raise
+    except ScheduleError as e:
+        if _overridden(sch, n_decisions):
+            raise DecisionError(f"candidate rejected: rule {rule.name} on block \"{anchor}\": "
+                                f"{e}") from None
+        sch.restore(snap)
+        return None
+    if taken is None:
+        sch.restore(snap)
+    return taken
 
 
 def trace_function(func: PrimFunc, rules: Sequence[ScheduleRule], ctx: RuleContext,

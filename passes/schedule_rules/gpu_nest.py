@@ -16,15 +16,23 @@ from tirc.passes.schedule_rules.traced import TracedSchedule
 THREADS = (32, 64, 128, 256, 512, 1024)
 
 
-def thread_count(sch: TracedSchedule, block: BlockRV, extent: int | None, default: int) -> int:
-    """The decision `<block>_threads`: a power of two up to 1024, by default `default`, or
-    fewer when `extent` (a constant) needs fewer."""
+def thread_count(sch: TracedSchedule, block: BlockRV, extent: int | None, default: int,
+                 exact: bool = True) -> int:
+    """The decision `<block>_threads`: a power of two up to 1024, by default `default`; for
+    a constant `extent` below that, the extent itself (`exact`: no thread idles) or the
+    power of two from 32 that covers it (a reduction tree's width)."""
+    candidates = list(THREADS)
     want = default
-    if extent is not None:
-        want = 32
-        while want < min(extent, default):
-            want *= 2
-    return sch.sample_choice(f"{prefix(block.name)}_threads", list(THREADS), want)
+    if extent is not None and extent < default:
+        if exact:
+            want = extent
+        else:
+            want = 32
+            while want < extent:
+                want *= 2
+        if want not in candidates:
+            candidates = sorted(candidates + [want])
+    return sch.sample_choice(f"{prefix(block.name)}_threads", candidates, want)
 
 
 def grid(sch: TracedSchedule, block: BlockRV, loops: list[LoopRV], default: int = 256
@@ -88,7 +96,7 @@ def cross_thread(sch: TracedSchedule, block: BlockRV, default: int = 128,
     loops = sch.loops(block)
     red = sch.fuse(*loops[len(loops) - nred:])
     if threads is None:
-        threads = thread_count(sch, block, const_extent(sch, red), default)
+        threads = thread_count(sch, block, const_extent(sch, red), default, exact=False)
     ko, ki = sch.split(red, [None, threads])
     sch.reorder(ki, ko)
     ok, _ = sch.attempt("bind", ki, "threadIdx.x")

@@ -9,10 +9,10 @@ decompose_reduction.
 
 from __future__ import annotations
 
+from tirc.ir.analysis.regions import uses_any
 from tirc.ir.expr import IntImm
 from tirc.ir.stmt import IterKind
 from tirc.passes.schedule.dependence import child_sites
-from tirc.passes.schedule.regions import uses_any
 from tirc.passes.schedule.state import BlockRV, LoopRV
 from tirc.passes.schedule_rules.block_info import BlockInfo
 from tirc.passes.schedule_rules.rule import info_of, later_blocks, prefix

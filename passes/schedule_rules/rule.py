@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tirc.ir.dtype import DType
-from tirc.passes.lowering_config import target_vector_bits
+from tirc.ir.target import target_vector_bits
 from tirc.passes.schedule.dependence import scope_path
 from tirc.passes.schedule.state import BlockRV, LoopRV
 from tirc.passes.schedule_rules.block_info import BlockInfo, scope_blocks
@@ -31,11 +31,15 @@ class RuleContext:
     is_gpu: bool = False
     vector_bits: int = DEFAULT_VECTOR_BITS
     max_threads: int = 1024  # threads per GPU block
+    # where a CPU rule keeps its accumulators (cache_write): "local", which compact-buffers
+    # shrinks to the tile; "global" for tasks of a GPU megakernel (a workspace per call)
+    accumulators: str = "local"
 
     @staticmethod
-    def of(target: Any) -> RuleContext:
+    def of(target: Any, accumulators: str = "local") -> RuleContext:
         gpu = bool(getattr(target, "is_gpu", False))
-        return RuleContext(target, gpu, target_vector_bits(target) or DEFAULT_VECTOR_BITS)
+        return RuleContext(target, gpu, target_vector_bits(target) or DEFAULT_VECTOR_BITS,
+                           accumulators=accumulators)
 
     def lanes(self, dt: DType) -> int:
         """Vector lanes of `dt` (at least 4)."""
@@ -64,11 +68,16 @@ def info_of(sch: TracedSchedule, block: BlockRV | str) -> BlockInfo:
     return BlockInfo(path, loops_in_scope(path))
 
 
+def scope_of(sch: TracedSchedule, block: BlockRV | str) -> list[BlockInfo]:
+    """The blocks of the block's scope (it included), in program order."""
+    name = block if isinstance(block, str) else block.name
+    return scope_blocks(sch.state.body, scope_path(sch.state.lookup_block(name)))
+
+
 def later_blocks(sch: TracedSchedule, block: BlockRV | str) -> list[BlockInfo]:
     """The blocks of the block's scope after it, in program order."""
     name = block if isinstance(block, str) else block.name
-    path = sch.state.lookup_block(name)
-    blocks = scope_blocks(sch.state.body, scope_path(path))
+    blocks = scope_of(sch, name)
     k = next(i for i, b in enumerate(blocks) if b.name == name)
     return blocks[k + 1:]
 

@@ -153,6 +153,9 @@ class TracedSchedule:
         if out:
             values = list(result) if unpack else [result]
             outputs = tuple(self._name(v, base) for v, base in zip(values, out))
+            for v in values:
+                if isinstance(v, BlockRV):
+                    self._blocks[v.name] = v  # later lookups of the block reuse this name
         self.instrs.append(SchedInstr(outputs, prim, tuple(self._arg(a) for a in args),
                                       {k: self._arg(v) for k, v in kwargs.items()}, unpack))
         return result

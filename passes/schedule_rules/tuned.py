@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tirc.ir.attrs import SCHEDULED
 from tirc.ir.function import PrimFunc
 from tirc.passes.schedule.state import ScheduleError
 from tirc.passes.schedule.tuned import dispatch
-from tirc.passes.schedule_rules.api import SCHEDULED_ATTR, rules_for
+from tirc.passes.schedule_rules.api import rules_for
 from tirc.passes.schedule_rules.driver import RuleTrace, apply_rules
 from tirc.passes.schedule_rules.rule import RuleContext
 from tirc.passes.schedule_rules.traced import TracedSchedule
@@ -34,7 +35,7 @@ def schedule_with(func: PrimFunc, target: Any, decisions: Mapping[str, Any]
     trace = RuleTrace(func.name, ctx.kind, sch.schedule(f"{func.name}_default", ctx.kind),
                       dict(sch.decisions), applied)
     new = sch.current
-    return new.replace(attrs={**new.attrs, SCHEDULED_ATTR: True}), trace  # type: ignore
+    return new.replace(attrs={**new.attrs, SCHEDULED: True}), trace  # type: ignore
 
 
 def fitting(func: PrimFunc, target: Any, decisions: Mapping[str, Any]) -> PrimFunc:

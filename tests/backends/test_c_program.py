@@ -6,8 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from backend_support import elementwise
-from tirc.backends import emit
+from backend_support import elementwise, emit
 from tirc.backends.link import c_compiler
 from tirc.ir import ForKind, IRModule, Var
 from tirc.ir.dtype import dtype

@@ -10,7 +10,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from backend_support import EXACT, build_library, elementwise
+from backend_support import EXACT, build_library, elementwise, emit
 from tirc.ir import PrimExpr
 from tirc.ir.dtype import dtype
 from tirc.ir.expr import (
@@ -246,7 +246,6 @@ def test_expression_matches_numpy(library: Any, case: Case) -> None:
 
 def test_multiply_add_contracts_to_fma_unless_the_target_says_off() -> None:
     """`a * b + c` becomes one FMA by default (as C compilers do), never with -fp-contract=off."""
-    from tirc.backends import emit
     from tirc.ir import IRModule
 
     f = elementwise("mul_add", ["float32"] * 3, "float32", lambda a, b, c: a * b + c, N)

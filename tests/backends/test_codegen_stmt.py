@@ -8,8 +8,7 @@ from typing import Any
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
-from backend_support import build_library, func, i64
-from tirc.backends import emit
+from backend_support import build_library, emit, func, i64
 from tirc.ir import For, ForKind, IRModule, Var, make_buffer
 from tirc.ir.dtype import dtype
 from tirc.ir.expr import StringImm, binop, const

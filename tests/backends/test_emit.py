@@ -11,13 +11,15 @@ from typing import Any
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
-from backend_support import elementwise
-from tirc.backends import build, emit, kind_for_path, metadata
+from backend_support import elementwise, emit
+from tirc import driver
+from tirc.backends import NotLoweredError, kind_for_path, metadata
 from tirc.backends.link import c_compiler, link_shared
 from tirc.ir import ForKind, IRModule, Var
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import dtype
 from tirc.ir.target import parse_target
+from tirc.passes.make_entry import MakeEntry
 from tirc.runtime import load
 
 
@@ -85,12 +87,12 @@ def test_header_compiles_and_declares_everything(tmp_path: Path) -> None:
 
 def test_build_picks_kind_from_suffix_and_leaves_no_temporaries(tmp_path: Path) -> None:
     for suffix in (".ll", ".s", ".o", ".so", ".h"):
-        out = build(MOD, tmp_path / f"m{suffix}")
+        out = driver.build(MOD, tmp_path / f"m{suffix}", passes=["make-entry"])
         assert out.stat().st_size > 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.h", "m.ll", "m.o", "m.s", "m.so"]
     assert kind_for_path("a/b.so") == "so" and kind_for_path("x.txt") is None
     with pytest.raises(CompileError, match="cannot tell the output kind"):
-        build(MOD, tmp_path / "m.bin")
+        driver.build(MOD, tmp_path / "m.bin")
 
 
 def test_target_cpu_changes_the_code() -> None:
@@ -113,7 +115,7 @@ def test_unknown_kind_is_an_error() -> None:
 
 
 def test_metadata_json() -> None:
-    meta: dict[str, Any] = json.loads(metadata(MOD))
+    meta: dict[str, Any] = json.loads(metadata(MakeEntry()(MOD)))
     assert meta == {
         "tirc_abi": 1, "module": "Module",
         "functions": [{
@@ -129,3 +131,25 @@ def test_metadata_json() -> None:
             "vars": {"n": {"dtype": "int64", "from": "X0.shape[0]"}},
         }],
     }
+
+
+def test_backend_given_ir_that_is_not_lowered_names_the_missing_step() -> None:
+    from tirc.backends import emit as render
+    from tirc.frontend import parse
+
+    with pytest.raises(NotLoweredError, match=r"function 'axpy' is not an entry point "
+                       r"\(missing step: make-entry\)"):
+        render(MOD, "ll")
+    with pytest.raises(NotLoweredError, match=r"function 'axpy' is not an entry point"):
+        metadata(MOD)
+    graph = parse("""
+@R.function
+def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+    return x
+""")
+    with pytest.raises(NotLoweredError, match=r"'main' is still a graph function \(missing "
+                       r"step: lower-graph\)"):
+        render(graph, "so")
+    with pytest.raises(NotLoweredError, match=r"function 'axpy' is neither a kernel nor a host "
+                       r"function \(missing step: gpu-split-host-device\)"):
+        render(MOD, "ptx", "cuda -arch=sm_90")

@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 from backend_support import build_library, func, i64
 from tirc.ir import AttrStmt, For, ForKind, IRModule, Var, make_buffer
+from tirc.ir.analysis.entry_signature import shape_text
+from tirc.ir.attrs import COMPUTE_SCOPE, ENTRY
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import dtype
 from tirc.ir.expr import binop, const
 from tirc.ir.stmt import BufferStore
 from tirc.ir.visitor import post_order_visit
-from tirc.passes.entry_signature import shape_text
-from tirc.passes.make_entry import COMPUTE_SCOPE, ENTRY_ATTR, MakeEntry, make_entry
+from tirc.passes.make_entry import MakeEntry, make_entry
 from tirc.passes.registry import all_passes
 from tirc.runtime.shape_expr import evaluate
 
@@ -54,7 +55,7 @@ def test_entry_form() -> None:
 
 def test_signature() -> None:
     f, _ = _repeat()
-    assert make_entry(f).attrs[ENTRY_ATTR] == {
+    assert make_entry(f).attrs[ENTRY] == {
         "name": "repeat2", "kind": "prim_func",
         "params": [
             {"name": "X", "kind": "buffer", "buffer": "X", "dtype": "float32", "shape": ["n"],

@@ -11,8 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from backend_support import EXACT, build_library, elementwise, func, i64
-from tirc.backends import emit
+from backend_support import EXACT, build_library, elementwise, emit, func, i64
 from tirc.ir import For, ForKind, IRModule, Var, make_buffer
 from tirc.ir.dtype import dtype
 from tirc.ir.expr import Call, IntImm, StringImm, cast, const

@@ -9,9 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from backend_support import elementwise
+from backend_support import elementwise, emit
 from click.testing import CliRunner
-from tirc.backends import emit
 from tirc.cli.run_cmd import run_command
 from tirc.ir import IRModule, Var
 from tirc.ir.dtype import dtype

@@ -89,3 +89,36 @@ def test_schedule_file_keeps_only_its_schedules(invoke, files) -> None:
     assert r.exit_code == 0, r.output
     assert r.stdout.endswith("from add_one import add_one\n\n\n@I.ir_module\nclass Module:\n"
                              "    pass\n\n\n" + SCHEDULE.split("\n\n\n", 1)[1])
+
+
+def test_fmt_converts_between_spellings(invoke, tmp_path: Path) -> None:
+    """`tirc fmt --syntax=tirx|classic` prints a file in either spelling; the module is the
+    same, and without the option a file keeps the spelling it is written in."""
+    from tirc.ir import structural_equal
+
+    src = tmp_path / "m.tir"
+    src.write_text(MATMUL_CLASSIC)
+    tirx = invoke("fmt", "--syntax=tirx", src)
+    assert tirx.exit_code == 0, tirx.stdout
+    assert 'with T.sblock("C"):' in tirx.stdout and "@T.prim_func(s_tir=True)" in tirx.stdout
+    (tmp_path / "x.tir").write_text(tirx.stdout)
+    kept = invoke("fmt", tmp_path / "x.tir")
+    assert kept.stdout == tirx.stdout
+    back = invoke("fmt", "--syntax=classic", tmp_path / "x.tir")
+    assert 'with T.block("C"):' in back.stdout and "s_tir" not in back.stdout
+    assert structural_equal(parse(back.stdout, "b.tir"), parse(tirx.stdout, "t.tir"))
+
+
+MATMUL_CLASSIC = '''from tvm.script import tir as T
+
+
+@T.prim_func
+def mm(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32"),
+       C: T.Buffer((4, 4), "float32")):
+    for i, j, k in T.grid(4, 4, 4):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+'''

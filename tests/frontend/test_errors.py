@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import pytest
 from tirc.frontend import parse
+from tirc.frontend.context import NO_PYTHON
 from tirc.ir.diagnostics import MAX_ERRORS, CompileError
 
 # Line 5 is the first body line of `f` in every case that starts with H.
@@ -98,12 +99,14 @@ CASES: dict[str, tuple[str, list[tuple[int, int, str]]]] = {
     "async_def": ("async def f():\n    pass\n", [(1, 1, "unsupported: 'async'")]),
     "axis_separators": ('@T.prim_func\ndef f(A: T.Buffer((8,), "float32", axis_separators=[1])):'
                         "\n    pass\n",
-                        [(2, 52, "unsupported: T.Buffer with axis_separators")]),
+                        [(2, 52, "axis_separators are increasing axes between 1 and the "
+                                 "rank - 1")]),
     "class_in_function": (H + "    class X:\n        pass\n",
                           [(5, 5, "unsupported: class definitions inside a function")]),
-    "old_allocate": (H + '    B = T.allocate([4], "float32", "global")\n',
-                     [(5, 9, "unsupported: T.allocate (write T.decl_buffer)")]),
-    "bitwise_operator": (H + "    A[n & 1, 0] = 1.0\n", [(5, 7, "unsupported: operator '&'")]),
+    "allocate_condition": (H + '    B = T.allocate([4], "float32", "global", condition=n > 1)\n',
+                           [(5, 56, "unsupported: T.allocate with a condition")]),
+    "bitwise_operator": (H + "    A[0, 0] = A[0, 0] & 1.0\n",
+                         [(5, 15, "bitwise operator on float32 operands")]),
     "break": (H + "    for i in range(3):\n        break\n", [(6, 9, "unsupported: 'break'")]),
     "ternary": (H + "    A[0, 0] = 1.0 if n > 0 else 2.0\n",
                 [(5, 15, "unsupported: conditional expressions (use T.Select or "
@@ -154,7 +157,8 @@ def test_rendering_shows_the_line_and_a_caret() -> None:
     assert info.value.render() == (
         "render.tir:5:15: error: unknown name 'X'\n"
         "    A[0, 0] = X[0]\n"
-        "              ^"
+        "              ^\n"
+        f"note: {NO_PYTHON}"
     )
 
 

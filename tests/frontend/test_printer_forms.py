@@ -92,7 +92,7 @@ def test_loop_level_printer_forms() -> None:
     f, _ = _prim_func()
     text = _round_trip(IRModule({"forms": f}))
     for form in ("T.Div(i, 3)", "T.Let(t + t, where={t: A[i]})", "with T.attr(None,",
-                 'T.call_intrin("int32", "popcount", 7)', 'assert n > T.int64(0), "n positive"',
+                 'T.popcount(7)', 'assert n > T.int64(0), "n positive"',
                  "Asub = T.match_buffer(A[0:4], (4,), \"float32\")"):
         assert form in text
 

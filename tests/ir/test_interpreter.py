@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -48,16 +47,13 @@ def matmul_func(n: int, m: int, k: int):
     return prim_func("matmul", [A, B, C], root(loop(i, n, loop(j, m, loop(r, k, blk)))))
 
 
-def test_matmul_matches_numpy_and_is_fast() -> None:
+def test_matmul_matches_numpy() -> None:
     rng = np.random.default_rng(0)
     a = rng.standard_normal((64, 64)).astype("float32")
     b = rng.standard_normal((64, 64)).astype("float32")
     c = np.full((64, 64), 123.0, dtype="float32")
-    start = time.perf_counter()
     run_prim_func(matmul_func(64, 64, 64), [a, b, c])
-    elapsed = time.perf_counter() - start
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
-    assert elapsed < 5.0
 
 
 def test_init_runs_when_reduce_vars_are_at_domain_min() -> None:

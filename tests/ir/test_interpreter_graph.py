@@ -31,7 +31,7 @@ from tirc.ir import (
 from tirc.ir import expr as E
 from tirc.ir.dtype import dtype
 from tirc.ir.interpreter import Interpreter, InterpreterError, run_graph_func
-from tirc.ir.interpreter_ops import OPS
+from tirc.ir.interpreter.ops import OPS
 
 F32 = dtype("float32")
 

@@ -7,10 +7,10 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tirc.ir.layout import Iter, LayoutError, Sym, TileLayout, parse_layout, parse_value
-from tirc.ir.layout.symbolic import floordiv, mod, substitute
+from tirc.ir.layout.symbolic import add, floordiv, mod, substitute
 
 AXES = ("m", "laneid", "warpid")
 FAST = settings(max_examples=120, deadline=None)
@@ -288,6 +288,7 @@ def expressions(draw: st.DrawFn, depth: int = 3) -> tuple[Any, str]:
 
 @settings(max_examples=300, deadline=None)
 @given(expressions(), st.integers(1, 7), st.integers(1, 7))
+@example((floordiv(add(2, floordiv(Sym.var("a"), 2)), 2), "(((2) + (a // 2)) // 2)"), 1, 1)
 def test_symbolic_arithmetic_matches_integers(expr: tuple[Any, str], a: int, b: int) -> None:
     value, text = expr
     assert substitute(value, {"a": a, "b": b}) == eval(text, {}, {"a": a, "b": b})

@@ -15,11 +15,11 @@ from tirc.ir import Block, BlockRealize, FloatImm, ForKind, IntImm, IRModule, Pr
 from tirc.ir import expr as E
 from tirc.ir.dtype import dtype
 from tirc.ir.interpreter import InterpreterError
+from tirc.ir.rebind import used_vars
 from tirc.ir.stmt import BufferStore, seq
 from tirc.passes.flatten_buffers import FlattenBuffers
 from tirc.passes.lower_blocks import LowerBlocks
 from tirc.passes.pass_base import PassContext
-from tirc.passes.rebind import used_vars
 from tirc.passes.registry import get_pass
 from tirc.passes.storage_rewrite import StorageRewrite
 from tirc.passes.unroll import Unroll

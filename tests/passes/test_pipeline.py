@@ -76,3 +76,69 @@ def test_option_values_take_the_field_type() -> None:
     with pytest.raises(PipelineError) as err:
         parse_option_value("eight", "int", "unroll", "max-extent")
     assert str(err.value) == "option 'max-extent' of pass 'unroll' wants an int, got 'eight'"
+
+
+CPU, GPU = parse_target("llvm"), parse_target("cuda -arch=sm_90")
+
+
+def test_every_step_of_every_pipeline_is_a_registered_pass() -> None:
+    from tirc.passes.pipeline import pipeline_steps
+
+    for level in range(4):
+        for target in (CPU, GPU):
+            for mode in (None, "static"):
+                for step in pipeline_steps(target, level, mode):
+                    assert step.name in all_passes(), step.name
+                    assert step.why.strip()
+
+
+def test_the_pipelines_in_order() -> None:
+    assert default_pipeline(CPU, 0) == [
+        "verify", "apply-schedules", "inline-calls", "normalize", "propagate-sharding",
+        "lower-sharding", "legalize-ops", "lower-sparse-iterations", "annotate-op-pattern",
+        "dead-code-elim", "memory-plan", "megakernel", "lower-graph", "megakernel-runtime",
+        "lower-init", "lower-blocks", "compact-buffers", "lower-layouts", "flatten-buffers",
+        "storage-rewrite", "make-entry"]
+    o2 = default_pipeline(CPU, 2)
+    assert o2[o2.index("annotate-op-pattern") + 1:o2.index("memory-plan")] == [
+        "fold-constants", "fuse-ops", "fuse-tir", "dead-code-elim", "default-schedule"]
+    assert o2[o2.index("flatten-buffers"):] == [
+        "flatten-buffers", "simplify", "vectorize", "unroll", "simplify", "storage-rewrite",
+        "make-entry"]
+    assert default_pipeline(CPU, 2, "dynamic") == o2  # the CPU megakernel reads the config
+    gpu_mk = default_pipeline(GPU, 0, "static")
+    assert gpu_mk[:gpu_mk.index("lower-init")] == [
+        "verify", "apply-schedules", "inline-calls", "normalize", "propagate-sharding",
+        "lower-sharding", "legalize-ops", "lower-sparse-iterations", "annotate-op-pattern",
+        "fold-constants", "fuse-ops", "fuse-tir", "dead-code-elim", "megakernel-gpu-tiles",
+        "memory-plan", "megakernel", "megakernel-gpu", "gpu-lower-cross-thread-reduction"]
+    assert gpu_mk[gpu_mk.index("lower-init"):gpu_mk.index("lower-layouts")] == [
+        "lower-init", "lower-blocks", "compact-buffers"]
+    assert gpu_mk[-2:] == default_pipeline(GPU, 0)[-2:] == ["gpu-split-host-device",
+                                                            "verify-gpu"]
+
+
+def test_optional_steps_are_the_optimisations_o0_leaves_out() -> None:
+    from tirc.passes.pipeline import pipeline_steps
+
+    for target in (CPU, GPU):
+        o0 = default_pipeline(target, 0)
+        for level in (1, 2, 3):
+            for step in pipeline_steps(target, level):
+                assert step.optional == (step.name not in o0), step.name
+
+
+def test_options_from_the_pass_config_apply_where_the_spec_leaves_the_default() -> None:
+    from tirc.passes.pass_base import PassContext
+
+    ctx = PassContext(config={"unroll.max-extent": "8"})
+    assert make_pass("unroll").configured(ctx).max_extent == 8  # type: ignore[attr-defined]
+    spec = make_pass("unroll{max-extent=4}").configured(ctx)
+    assert spec.max_extent == 4  # type: ignore[attr-defined]
+    assert make_pass("vectorize{max-lanes=4}").max_lanes == 4  # type: ignore[attr-defined]
+    with pytest.raises(PipelineError, match="option 'max-lanes' of pass 'vectorize' must be at "
+                       "least 1, got 0"):
+        make_pass("vectorize{max-lanes=0}")
+    with pytest.raises(PipelineError, match="option 'max-extent' of pass 'unroll' wants an "
+                       "int, got 'x'"):
+        make_pass("unroll{max-extent=x}")

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 from gpu_support import SAMPLE_REFS, FakeDriver, build_extern_library
-from tirc.backends.nvptx import compile_ptx, cuda_target, lowered_for_gpu
+from tirc.backends.nvptx import compile_ptx, cuda_target
+from tirc.driver import lower
 from tirc.frontend import parse, parse_file
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.module import IRModule
@@ -39,9 +40,9 @@ class RecordingDriver(FakeDriver):
 @cache
 def _mlp_build() -> tuple[str, IRModule, dict[str, Any]]:
     target = cuda_target("cuda -arch=sm_90")
-    mod = parse_file(str(MLP.path))
-    result = compile_ptx(mod, target)
-    return result.ptx, lowered_for_gpu(mod, target, 2), result.metadata
+    lowered = lower(parse_file(str(MLP.path)), target, 2)
+    result = compile_ptx(lowered, target)
+    return result.ptx, lowered, result.metadata
 
 
 def _mlp(tmp_path: Path) -> tuple[Path, RecordingDriver, dict[str, Any]]:
@@ -151,7 +152,7 @@ def main(x: R.Tensor(("n",), "float32"), y: R.Tensor(("m",), "float32")
 
 def test_match_cast_is_checked_before_any_launch(tmp_path: Path) -> None:
     target = cuda_target("cuda -arch=sm_90")
-    mod = parse(MATCH_CAST)
+    mod = lower(parse(MATCH_CAST), target, 2)
     result = compile_ptx(mod, target)
     assert "//   check m == n\n" in result.ptx
     (plan,) = result.metadata["functions"]
@@ -159,7 +160,7 @@ def test_match_cast_is_checked_before_any_launch(tmp_path: Path) -> None:
     assert (check["lhs"], check["op"], check["rhs"]) == ("m", "eq", "n")
     path = tmp_path / "mc.ptx"
     path.write_text(result.ptx)
-    fake = RecordingDriver(lowered_for_gpu(mod, target, 2))
+    fake = RecordingDriver(mod)
     main = load_ptx(path, fake).main
     x, y = np.arange(5, dtype=np.float32), np.ones(5, np.float32)
     np.testing.assert_array_equal(main(x, y), x + 1)
@@ -179,7 +180,7 @@ int32_t mlp_bias_relu(void **args, int32_t n) { return n == 3 ? 7 : -1; }
 
 @cache
 def _mlp_dps_lowered() -> IRModule:
-    return lowered_for_gpu(parse_file(str(MLP_DPS.path)), cuda_target("cuda -arch=sm_90"), 2)
+    return lower(parse_file(str(MLP_DPS.path)), cuda_target("cuda -arch=sm_90"), 2)
 
 
 def _mlp_dps(tmp_path: Path, libs: tuple[str, ...], dirs: tuple[str, ...]

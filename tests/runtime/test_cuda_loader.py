@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 from gpu_support import SAMPLE_IDS, SAMPLES, FakeDriver, sample_module
-from tirc.backends.nvptx import compile_ptx, cuda_target, lowered_for_gpu
+from tirc.backends.nvptx import compile_ptx, cuda_target
+from tirc.driver import lower
 from tirc.frontend import parse
 from tirc.ir.module import IRModule
 from tirc.runtime import TircError, cuda_driver, load
@@ -21,8 +22,9 @@ from tirc.runtime.cuda import load_ptx
 def _build(mod: IRModule, tmp_path: Path) -> tuple[Path, FakeDriver]:
     target = cuda_target("cuda -arch=sm_90")
     path = tmp_path / "k.ptx"
-    path.write_text(compile_ptx(mod, target).ptx)
-    return path, FakeDriver(lowered_for_gpu(mod, target, 2))
+    lowered = lower(mod, target, 2)
+    path.write_text(compile_ptx(lowered, target).ptx)
+    return path, FakeDriver(lowered)
 
 
 

@@ -17,7 +17,7 @@ from tirc.ir.target import parse_target
 from tirc.passes.manager import run_pipeline
 from tirc.passes.pass_base import PassContext
 from tirc.passes.pipeline import build_pipeline, default_pipeline
-from tirc.passes.schedule.decisions import DECISIONS_CONFIG
+from tirc.passes.schedule.tuned_option import DECISIONS_CONFIG
 from tirc.passes.schedule_rules.api import schedule_function
 from tirc.tune.rules_space import RulesSpace
 from tirc.tune.tasks import extract_tasks

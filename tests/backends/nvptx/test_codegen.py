@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from gpu_support import require_ptxas, sample_module
-from tirc.backends.nvptx import compile_ptx
 from tirc.backends.nvptx.math import FLOAT_MATH
+from tirc.driver import compile_ptx
 from tirc.frontend import parse
 from tirc.ir.diagnostics import CompileError
 
@@ -120,3 +120,26 @@ def test_unknown_arch_is_an_error() -> None:
 def test_default_arch_is_sm_80() -> None:
     result = compile_ptx(sample_module("silu_bias_2d"), "cuda")
     assert ".target sm_80" in result.ptx and result.metadata["arch"] == "sm_80"
+
+
+BITS_KERNEL = """
+@T.prim_func
+def f(A: T.Buffer((64,), "int32"), B: T.Buffer((64,), "int32"),
+      X: T.Buffer((64,), "float32"), Y: T.Buffer((64,), "bool")):
+    for tx in T.thread_binding(64, thread="threadIdx.x"):
+        B[tx] = T.popcount(A[tx]) + T.clz(A[tx]) + T.q_multiply_shift(A[tx], 1 << 30, 31, 1)
+        Y[tx] = T.isnan(X[tx]) or T.isinf(X[tx])
+"""
+
+
+def test_bit_counts_and_float_classes_of_the_intrinsic_table_run_in_kernels() -> None:
+    result = compile_ptx(parse(BITS_KERNEL), "cuda -arch=sm_90")
+    assert "popc.b32" in result.ptx and "clz.b32" in result.ptx
+    require_ptxas()
+    assert len(result.usage()) == 1
+
+
+def test_libm_only_math_is_refused_in_kernels() -> None:
+    src = BITS_KERNEL.replace("T.isinf(X[tx])", "T.log10(X[tx]) > 0.0")
+    with pytest.raises(CompileError, match="unsupported intrinsic T.log10"):
+        compile_ptx(parse(src), "cuda -arch=sm_90")

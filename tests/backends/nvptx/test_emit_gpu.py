@@ -1,4 +1,4 @@
-"""`--emit ptx` / `--emit cubin` for cuda targets, through tirc.backends.emit and the CLI."""
+"""`--emit ptx` / `--emit cubin` for cuda targets, through tirc.driver.emit and the CLI."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 from gpu_support import GPU_SAMPLES_DIR, require_ptxas, sample_module
-from tirc.backends import emit, kind_for_path
+from tirc.backends import kind_for_path
 from tirc.backends.nvptx.ptx_metadata import END, read_block
+from tirc.driver import emit
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.target import parse_target
 

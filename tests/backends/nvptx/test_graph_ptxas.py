@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from gpu_support import ROOT, SAMPLE_REFS, build_extern_library, require_ptxas
-from tirc.backends.nvptx import compile_ptx
 from tirc.backends.nvptx.ptxas import KernelUsage
+from tirc.driver import compile_ptx
 from tirc.frontend import parse_file
 
 ARCHS = ("sm_80", "sm_90")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpu_support import sample_module
-from tirc.backends.nvptx import compile_ptx
+from tirc.driver import compile_ptx
 from tirc.frontend import parse
 
 

@@ -14,8 +14,8 @@ import pytest
 from gpu_support import require_ptxas
 from llvmlite import ir
 from tirc.backends.llvm.context import ModuleContext
-from tirc.backends.nvptx import compile_ptx
 from tirc.backends.nvptx.math_f64 import EXPANDED_F64, F64, I64, Float64Math
+from tirc.driver import compile_ptx
 from tirc.frontend import parse
 
 LD = np.longdouble

@@ -89,7 +89,7 @@ def test_fast_exp_within_cudas_expf_bound() -> None:
 
 
 def test_fast_exp_is_two_instructions_in_ptx() -> None:
-    from tirc.backends.nvptx import compile_ptx
+    from tirc.driver import compile_ptx
     from tirc.frontend import parse
 
     ptx = compile_ptx(parse("""

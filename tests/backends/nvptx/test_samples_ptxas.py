@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from gpu_support import GRAPH_SAMPLES, ROOT, SAMPLE_REFS, SAMPLES, require_ptxas
-from tirc.backends.nvptx import compile_ptx
 from tirc.backends.nvptx.ptxas import KernelUsage, parse_usage
+from tirc.driver import compile_ptx
 from tirc.frontend import parse_file
 
 ARCHS = ("sm_80", "sm_90")

@@ -7,16 +7,23 @@ import numpy as np
 import pytest
 from gpu_support import GRAPH_SAMPLE_IDS, GRAPH_SAMPLES, SAMPLE_REFS, lower
 from tirc.frontend import parse, parse_file
+from tirc.ir.analysis.entry_signature import shape_text
+from tirc.ir.attrs import KERNEL
 from tirc.ir.expr import Call, StringImm
 from tirc.ir.function import PrimFunc
-from tirc.ir.interpreter_gpu import check_races, run_gpu_func
+from tirc.ir.interpreter.gpu import check_races, run_gpu_func
+from tirc.ir.intrinsics import LAUNCH_KERNEL
 from tirc.ir.module import IRModule
 from tirc.ir.printer import print_module
 from tirc.ir.stmt import Evaluate
+from tirc.ir.target import parse_target
 from tirc.ir.visitor import post_order_visit
-from tirc.passes.entry_signature import shape_text
-from tirc.passes.gpu.pipeline import gpu_pipeline, graph_steps_gpu
-from tirc.passes.gpu.thread_tags import KERNEL_ATTR, LAUNCH_KERNEL
+from tirc.passes.pipeline import default_pipeline
+
+
+def _gpu_steps(opt_level: int) -> list[str]:
+    """The default pipeline of a cuda target."""
+    return default_pipeline(parse_target("cuda"), opt_level)
 
 # Small sizes: the GPU interpreter runs every thread in Python.
 INTERP_SIZES = {"mlp": [{"n": 3}, {"n": 1}, {"n": 17}],
@@ -51,14 +58,18 @@ def run_and_compare(mod: IRModule, sample, sizes: dict[str, int], races: bool) -
 
 
 def test_graph_steps_come_before_the_loop_steps() -> None:
-    assert graph_steps_gpu(0) == ["normalize", "legalize-ops", "annotate-op-pattern",
-                                  "dead-code-elim", "gpu-default-schedule", "memory-plan",
-                                  "lower-graph", "gpu-bind-graph-host"]
-    assert graph_steps_gpu(2)[3:6] == ["fold-constants", "fuse-ops", "fuse-tir"]
-    steps = gpu_pipeline(2)
-    start = steps.index("normalize")
+    o0 = _gpu_steps(0)
+    assert o0[o0.index("inline-calls"):o0.index("lower-init")] == [
+        "inline-calls", "normalize", "propagate-sharding", "lower-sharding", "legalize-ops",
+        "lower-sparse-iterations", "annotate-op-pattern", "dead-code-elim",
+        "gpu-default-schedule", "memory-plan", "lower-graph", "gpu-bind-graph-host",
+        "gpu-lower-cross-thread-reduction"]
+    steps = _gpu_steps(2)
+    start = steps.index("inline-calls")
     assert steps[start - 1] == "apply-schedules"
-    assert steps[start:steps.index("gpu-lower-cross-thread-reduction")] == graph_steps_gpu(2)
+    assert steps[start + 7:start + 10] == ["fold-constants", "fuse-ops", "fuse-tir"]
+    assert steps[steps.index("gpu-bind-graph-host") + 1:steps.index("lower-init")] == [
+        "gpu-lower-cross-thread-reduction"]
     assert "default-schedule" not in steps
 
 
@@ -233,7 +244,7 @@ def main(x: R.Tensor(("n", 3), "float32"), y: R.Tensor(("n", 3), "float32")
 def test_copies_lower_graph_adds_become_kernels() -> None:
     mod = lower(RETURNS_PARAMETER, opt_level=0)
     assert len(launches(mod)) == 2
-    assert sum(1 for f in mod.functions.values() if f.attrs.get(KERNEL_ATTR)) == 2
+    assert sum(1 for f in mod.functions.values() if f.attrs.get(KERNEL)) == 2
     x, y = np.ones((4, 3), np.float32), np.full((4, 3), 2, np.float32)
     out = [np.full((4, 3), np.nan, np.float32) for _ in range(2)]
     check_races(mod, "main", [x, y, *out])
@@ -242,8 +253,8 @@ def test_copies_lower_graph_adds_become_kernels() -> None:
 
 
 def test_c_function_calls_stay_on_the_host_between_kernels() -> None:
+    from tirc.ir.gpu.threads import walk_stmts
     from tirc.ir.stmt import Evaluate
-    from tirc.passes.gpu.thread_tags import walk_stmts
 
     sample = SAMPLE_REFS.BY_NAME["mlp_dps"]
     mod = lower(parse_file(str(sample.path)))
@@ -259,7 +270,7 @@ def test_scheduled_module_prints_and_parses_back() -> None:
     from tirc.passes.pass_base import PassContext
     from tirc.passes.pipeline import build_pipeline
 
-    steps = gpu_pipeline(2)
+    steps = _gpu_steps(2)
     mod = run_pipeline(parse(BATCH_MATMUL), build_pipeline(steps[:steps.index("lower-graph")]),
                        PassContext(opt_level=2))
     text = print_module(mod)
@@ -363,7 +374,7 @@ def main(x: R.Tensor(("n",), "float32"), y: R.Tensor(("m",), "float32")
 
 
 def test_match_cast_stays_a_host_check_before_the_launch() -> None:
-    from tirc.ir.interpreter_gpu import InterpreterError
+    from tirc.ir.interpreter.gpu import InterpreterError
 
     mod = lower(MATCH_CAST)
     x, o = np.arange(3, dtype=np.float32), np.full(3, np.nan, np.float32)

@@ -5,23 +5,27 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gpu_support import REFS, SAMPLE_IDS, SAMPLES, lower, sample_module
-from tirc.ir import interpreter_gpu
 from tirc.ir.interpreter import Interpreter
-from tirc.ir.interpreter_gpu import check_races
-from tirc.passes.gpu import thread_tags
-from tirc.passes.gpu.pipeline import gpu_pipeline
+from tirc.ir.interpreter.gpu import check_races
+from tirc.ir.target import parse_target
+from tirc.passes.pipeline import default_pipeline
 from tirc.passes.registry import all_passes
 
 
+def _gpu_steps(opt_level: int) -> list[str]:
+    """The default pipeline of a cuda target."""
+    return default_pipeline(parse_target("cuda"), opt_level)
+
+
 def test_pipeline_lists_the_steps_in_order() -> None:
-    o0 = gpu_pipeline(0)
+    o0 = _gpu_steps(0)
     assert o0[:2] == ["verify", "apply-schedules"]
     assert o0[o0.index("lower-init") - 1:] == [
         "gpu-lower-cross-thread-reduction", "lower-init", "lower-blocks", "compact-buffers",
         "lower-layouts", "flatten-buffers", "gpu-inject-vthread",
         "gpu-thread-binding", "gpu-launch-dims", "gpu-storage-scope", "gpu-storage-sync",
         "gpu-split-host-device", "verify-gpu"]
-    o2 = gpu_pipeline(2)
+    o2 = _gpu_steps(2)
     assert o2[o2.index("flatten-buffers") + 1:] == [
         "simplify", "gpu-inject-vthread", "gpu-thread-binding", "gpu-launch-dims",
         "gpu-storage-scope", "gpu-storage-sync", "vectorize", "unroll", "simplify",
@@ -34,12 +38,6 @@ def test_gpu_passes_are_registered_under_their_names() -> None:
                  "gpu-thread-binding", "gpu-launch-dims",
                  "gpu-storage-scope", "gpu-storage-sync", "gpu-split-host-device", "verify-gpu"):
         assert registered[name].name == name
-
-
-def test_interpreter_and_passes_share_the_vocabulary() -> None:
-    assert interpreter_gpu.LAUNCH_KERNEL == thread_tags.LAUNCH_KERNEL
-    assert interpreter_gpu.BARRIER == thread_tags.BARRIER_OP
-    assert interpreter_gpu.BLOCK_TAGS + interpreter_gpu.THREAD_TAGS == thread_tags.ALL_TAGS
 
 
 @pytest.mark.parametrize("opt_level", [0, 2])

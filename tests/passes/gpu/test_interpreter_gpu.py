@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gpu_support import lower
-from tirc.ir.interpreter_gpu import GPUInterpreter, InterpreterError, check_races
+from tirc.ir.interpreter.gpu import GPUInterpreter, InterpreterError, check_races
 
 DIVERGENT = """
 @T.prim_func

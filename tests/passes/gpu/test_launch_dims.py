@@ -7,10 +7,11 @@ import pytest
 from gpu_support import lower
 from tirc.frontend import parse
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.interpreter_gpu import check_races
+from tirc.ir.gpu.launch import launch_extents
+from tirc.ir.gpu.threads import launch_regions
+from tirc.ir.interpreter.gpu import check_races
 from tirc.ir.printer import print_function
-from tirc.passes.gpu.launch_dims import GPULaunchDims, launch_extents
-from tirc.passes.gpu.thread_tags import launch_regions
+from tirc.passes.gpu.launch_dims import GPULaunchDims
 
 TWO_EXTENTS = """
 @T.prim_func

@@ -6,12 +6,14 @@ import numpy as np
 import pytest
 from gpu_support import lower
 from tirc.frontend import parse
+from tirc.ir.attrs import GPU_HOST, KERNEL
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import Call
-from tirc.ir.interpreter_gpu import GPUInterpreter
+from tirc.ir.gpu.threads import walk_stmts
+from tirc.ir.interpreter.gpu import GPUInterpreter
+from tirc.ir.intrinsics import LAUNCH_KERNEL
 from tirc.ir.printer import print_function, print_module
 from tirc.ir.structural import first_difference, structural_equal
-from tirc.passes.gpu.thread_tags import HOST_ATTR, KERNEL_ATTR, LAUNCH_KERNEL, walk_stmts
 
 SCALE = """
 @T.prim_func
@@ -33,7 +35,7 @@ def test_each_region_becomes_a_kernel_with_its_free_variables() -> None:
     mod = lower(SCALE, opt_level=0)
     assert list(mod.functions) == ["scale", "scale_kernel0", "scale_kernel1"]
     host, k0 = mod["scale"], mod["scale_kernel0"]
-    assert host.attrs[HOST_ATTR] is True and k0.attrs[KERNEL_ATTR] is True
+    assert host.attrs[GPU_HOST] is True and k0.attrs[KERNEL] is True
     assert [p.name for p in k0.params] == ["A", "B", "alpha", "n"]
     assert k0.attrs["tir.kernel_launch_params"] == ["blockIdx.x", "threadIdx.x"]
     assert [p.name for p in mod["scale_kernel1"].params] == ["A", "n"]

@@ -6,9 +6,9 @@ import pytest
 from gpu_support import lower
 from tirc.frontend import parse
 from tirc.ir.diagnostics import CompileError
+from tirc.ir.gpu.threads import walk_stmts
 from tirc.ir.printer import print_function
 from tirc.ir.stmt import Allocate
-from tirc.passes.gpu.thread_tags import walk_stmts
 
 TWO_KERNELS = """
 @T.prim_func

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from gpu_support import GPU_SAMPLES_DIR, REFS, lower
 from tirc.frontend import parse
-from tirc.ir.interpreter_gpu import InterpreterError, check_races
+from tirc.ir.interpreter.gpu import InterpreterError, check_races
 from tirc.ir.printer import print_function
 
 REVERSE = """

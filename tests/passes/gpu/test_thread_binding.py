@@ -8,7 +8,7 @@ from gpu_support import lower
 from tirc.frontend import parse
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.interpreter import Interpreter
-from tirc.ir.interpreter_gpu import GPUInterpreter
+from tirc.ir.interpreter.gpu import GPUInterpreter
 from tirc.ir.printer import print_function
 from tirc.passes.gpu.thread_binding import GPUThreadBinding
 

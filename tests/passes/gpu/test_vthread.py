@@ -5,18 +5,24 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gpu_support import lower, require_ptxas
-from tirc.backends.nvptx import compile_ptx
+from tirc.driver import compile_ptx
 from tirc.frontend import parse
+from tirc.ir.arith import construct
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.interpreter_gpu import GPUInterpreter, InterpreterError, check_races
+from tirc.ir.gpu.threads import const_value, is_launch, walk_stmts
+from tirc.ir.interpreter.gpu import GPUInterpreter, InterpreterError, check_races
 from tirc.ir.module import IRModule
 from tirc.ir.printer import print_function, print_module
 from tirc.ir.stmt import For, ForKind
 from tirc.ir.structural import first_difference, structural_equal
-from tirc.passes import expr_fold
-from tirc.passes.gpu.pipeline import gpu_pipeline
-from tirc.passes.gpu.thread_tags import const_value, is_launch, walk_stmts
+from tirc.ir.target import parse_target
 from tirc.passes.gpu.vthread import is_vthread_loop
+from tirc.passes.pipeline import default_pipeline
+
+
+def _gpu_steps(opt_level: int) -> list[str]:
+    """The default pipeline of a cuda target."""
+    return default_pipeline(parse_target("cuda"), opt_level)
 
 # Each of 2 x 64 (virtual x real) threads keeps a value in a local register across a barrier
 # and reads, after it, what the mirrored thread wrote to shared memory: right only if every
@@ -115,7 +121,7 @@ def test_schedule_bound_virtual_threads_compute_a_matmul(opt_level: int) -> None
     low = lower(MATMUL, opt_level=opt_level)
     (launch,) = [s.value for s in walk_stmts(low["mm"].body) if is_launch(s)]
     # the virtual threads multiply the work per thread, not the block: 8 x 8 threads
-    assert [const_value(expr_fold.fold(d)) for d in launch.args[4:7]] == [8, 8, 1]
+    assert [const_value(construct.fold(d)) for d in launch.args[4:7]] == [8, 8, 1]
     rng = np.random.default_rng(1)
     m = 24  # a partial tile of rows
     a = rng.standard_normal((m, 8)).astype(np.float32)
@@ -186,7 +192,7 @@ def f(a: T.handle):
 
 
 def test_the_interpreter_names_an_unserialized_virtual_thread() -> None:
-    flat = lower(SHIFT, opt_level=0, skip=[n for n in gpu_pipeline(0) if n.startswith("gpu-")])
+    flat = lower(SHIFT, opt_level=0, skip=[n for n in _gpu_steps(0) if n.startswith("gpu-")])
     a = np.zeros((4, 128), np.float32)
     with pytest.raises(InterpreterError, match="loop 'vt' is bound to 'vthread.x', which is "
                        "not a hardware thread axis"):

@@ -154,7 +154,7 @@ def test_tuple_bindings_and_tir_vars_fuse() -> None:
     group = mods[4][name].body.blocks[0].bindings
     assert [type(b.value).__name__ for b in group].count("TupleGetItem") == 4
     printed = mods[4].script()
-    assert f'= R.{name}(x)' in printed
+    assert f'= Module.{name}(x)' in printed
     for line in ('a: R.Tensor((n, T.int64(4)), dtype="float32") = s[0]',
                  't: R.Tuple(R.Tensor((n, T.int64(4)), dtype="float32"), '
                  'R.Tensor((n, T.int64(4)), dtype="float32")) = (c, a)',

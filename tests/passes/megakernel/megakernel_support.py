@@ -8,7 +8,6 @@ from tirc.backends import build
 from tirc.frontend import parse_file
 from tirc.ir import IRModule
 from tirc.ir.target import parse_target
-from tirc.passes.graph.graph_pipeline import graph_steps
 from tirc.passes.manager import run_pipeline
 from tirc.passes.pass_base import PassContext
 from tirc.passes.pipeline import build_pipeline, default_pipeline
@@ -18,7 +17,7 @@ SAMPLES = Path(__file__).resolve().parents[3] / "samples"
 
 def task_graph(sample: str, mode: str = "static", tile: int = 1) -> IRModule:
     """`sample` through the graph steps up to the `megakernel` pass: the task-graph form."""
-    steps = graph_steps(2)
+    steps = cpu_steps()
     steps = steps[: steps.index("megakernel") + 1]
     ctx = PassContext(config={"megakernel": mode, "megakernel.tile": str(tile)})
     return run_pipeline(parse_file(SAMPLES / sample), build_pipeline(steps), ctx)

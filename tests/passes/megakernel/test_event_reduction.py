@@ -2,10 +2,10 @@
 through a kind that may have no task are left out under a `megakernel.in_order` condition,
 which the interleaving checker and both CPU schedules honour (program order for those shapes).
 
-The relay graph: `v = exp(x) + sum(w + sum(exp(x)))` with x (n, 8) and w (m, 8). The kind
-computing `w + s` has m tasks; v's tiles wait only on the last sum, which orders them after
-exp(x) through that kind when m > 0. With m == 0 nothing does, so the tasks must run in
-order."""
+The relay graph: `v = exp(x) + (sum(t) + sum(t * t))` with `t = w + sum(exp(x))`, x (n, 8)
+and w (m, 8). The kind computing `t` has m tasks (two sums read it, so it is not inlined into
+either); v's tiles wait only on the kind adding the two sums, which orders them after exp(x)
+through that kind when m > 0. With m == 0 nothing does, so the tasks must run in order."""
 
 from __future__ import annotations
 
@@ -19,13 +19,13 @@ from megakernel_support import task_graph
 from tirc.backends import build
 from tirc.frontend import parse
 from tirc.ir import IRModule, PrimFunc
+from tirc.ir.attrs import MEGAKERNEL_IN_ORDER
 from tirc.ir.stmt import AttrStmt, Stmt
 from tirc.ir.target import parse_target
 from tirc.ir.visitor import Mutator
-from tirc.passes.graph.graph_pipeline import graph_steps
 from tirc.passes.manager import run_pipeline
 from tirc.passes.megakernel.interleave import check_interleavings
-from tirc.passes.megakernel.task_graph import IN_ORDER, read_task_graph
+from tirc.passes.megakernel.task_graph import read_task_graph
 from tirc.passes.pass_base import PassContext
 from tirc.passes.pipeline import build_pipeline, default_pipeline
 from tirc.runtime import load
@@ -45,14 +45,15 @@ class Module:
             s = R.sum(a)
             t = R.add(w, s)
             u = R.sum(t)
-            v = R.add(a, u)
+            q = R.sum(R.multiply(t, t))
+            v = R.add(a, R.add(u, q))
             R.output(v)
         return v
 """
 
 
 def _relay_module(mode: str = "static") -> IRModule:
-    steps = graph_steps(2)
+    steps = default_pipeline(parse_target("llvm"), 2)
     steps = steps[: steps.index("megakernel") + 1]
     return run_pipeline(parse(RELAY), build_pipeline(steps),
                         PassContext(config={"megakernel": mode}))
@@ -72,12 +73,13 @@ def _inputs(n: int, m: int) -> list[np.ndarray]:
 
 def _expected(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     a = np.exp(x.astype(np.float64))
-    return (a + (w + a.sum()).sum()).astype("float32")
+    t = w + a.sum()
+    return (a + (t.sum() + (t * t).sum())).astype("float32")
 
 
 class _DropInOrder(Mutator):
     def visit_AttrStmt(self, s: AttrStmt) -> Stmt:
-        return self.visit(s.body) if s.key == IN_ORDER else self.generic_visit(s)
+        return self.visit(s.body) if s.key == MEGAKERNEL_IN_ORDER else self.generic_visit(s)
 
 
 def test_all_to_all_edges_share_the_producer_counter() -> None:
@@ -101,8 +103,10 @@ def test_edges_implied_through_a_possibly_empty_kind_need_in_order() -> None:
     assert graph.in_order is not None
     text = _relay_module().script()
     assert 'T.attr(None, "megakernel.in_order", m <= T.int64(0))' in text
-    last = text[text.rindex('annotations={"task": "T_add_1"}'):]
-    assert re.findall(r"event_wait\((E_\w+)\[", last) == ["E_T_sum_1_done"]
+    # v's tiles (the last kind) wait only on the kind adding the two sums (the one before)
+    before, last = graph.tasks[-2].name, graph.tasks[-1].name
+    tail = text[text.rindex(f'annotations={{"task": "{last}"}}'):]
+    assert re.findall(r"event_wait\((E_\w+)\[", tail) == [f"E_{before}_done"]
 
 
 @pytest.mark.parametrize("n,m", [(4, 0), (3, 2), (0, 2)])

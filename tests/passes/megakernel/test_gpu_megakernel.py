@@ -17,19 +17,20 @@ from graph_support import interpret, random_inputs
 from megakernel_support import SAMPLES, task_graph
 from script_modules import megakernel_benchmark
 from tirc.backends.nvptx import compile_ptx
+from tirc.driver import lower
 from tirc.frontend import parse, parse_file
 from tirc.ir import CompileError, IRModule, PrimFunc
+from tirc.ir.attrs import SM_COUNT
 from tirc.ir.dtype import INT32
 from tirc.ir.expr import IntImm, Var
-from tirc.ir.interpreter_gpu import InterpreterError, check_races, run_gpu_func
+from tirc.ir.interpreter.gpu import InterpreterError, check_races, run_gpu_func
 from tirc.ir.stmt import Evaluate, For
 from tirc.ir.target import parse_target
 from tirc.ir.visitor import Mutator, post_order_visit, substitute
 from tirc.passes.manager import run_pipeline
-from tirc.passes.megakernel.gpu_runtime import SM_COUNT, lower_megakernel_gpu, megakernel_gpu_steps
 from tirc.passes.megakernel.interleave import check_interleavings
 from tirc.passes.pass_base import PassContext
-from tirc.passes.pipeline import build_pipeline
+from tirc.passes.pipeline import build_pipeline, default_pipeline
 from tirc.runtime.cuda import load_ptx
 
 DIM = 64
@@ -50,7 +51,7 @@ def _source(name: str) -> IRModule:
 
 def _gpu(name: str, mode: str, arch: str = "sm_80") -> IRModule:
     """The source compiled by the GPU megakernel pipeline (loop level, before codegen)."""
-    return lower_megakernel_gpu(_source(name), parse_target(f"cuda -arch={arch}"), 2, mode)
+    return lower(_source(name), f"cuda -arch={arch}", 2, megakernel=mode)
 
 
 def _with_sm_count(mod: IRModule, count: int) -> IRModule:
@@ -181,13 +182,12 @@ def test_megakernel_ptx_synchronises_as_the_memory_model_needs(mode: str) -> Non
 
 
 def test_thread_private_scratch_and_spread_work() -> None:
-    """The matmul tiles' accumulators stay per thread (their thread dimension dropped), the
-    vectorized loops are spread over threadIdx.x, the row reduction runs on thread 0."""
+    """The vectorized loops are spread over threadIdx.x, the row reduction runs on thread 0;
+    the matmul tiles accumulate in a global workspace (the CPU rules' accumulators, with
+    `accumulators="global"`: a task cannot allocate), no shared memory."""
     text = _gpu("chain", "static").script()
     kernel = text.split("def main_kernel1")[1]
-    assert re.search(r'm0_local = T\.decl_buffer\(\(T\.int64\(\d+\),\), "float32", '
-                     r'scope="local"\)', kernel)
-    assert 'scope="shared"' not in kernel
+    assert 'scope="shared"' not in kernel and 'scope="local")' not in kernel.split("m0")[0]
     assert 'T.thread_binding(T.int64(64), thread="threadIdx.x")' in kernel
     assert "if t0 == 0:" in kernel
     # settle loops count first, then notify once with the count
@@ -219,13 +219,14 @@ class _NoNotify(Mutator):
 def test_gpu_program_waits_on_its_events() -> None:
     """With the first kind's notifications removed, the GPU program's waits never end: the
     interpreter (one worker, tasks in order) reports the unsatisfied wait."""
-    mod = task_graph("mlp.tir", "static")
+    steps = default_pipeline(parse_target("cuda"), 2, "static")
+    ctx = PassContext(opt_level=2, target=parse_target("cuda -arch=sm_80"),
+                      config={"megakernel": "static"})
+    mod = run_pipeline(parse_file(SAMPLES / "mlp.tir"),
+                       build_pipeline(steps[:steps.index("megakernel") + 1]), ctx)
     main = mod["main"]
     assert isinstance(main, PrimFunc)
     mod = mod.with_function("main", main.replace(body=_DropNotifies().visit(main.body)))
-    steps = megakernel_gpu_steps(2)
-    ctx = PassContext(opt_level=2, target=parse_target("cuda -arch=sm_80"),
-                      config={"megakernel": "static"})
     mod = _with_sm_count(run_pipeline(mod, build_pipeline(steps[steps.index("megakernel-gpu"):]),
                                       ctx), 1)
     graph = parse_file(SAMPLES / "mlp.tir")
@@ -250,5 +251,5 @@ def test_cli_builds_a_gpu_megakernel(invoke: Any, tmp_path: Path) -> None:
 def test_bad_thread_count_is_a_diagnostic() -> None:
     """A malformed thread cap is a CompileError naming the config key."""
     with pytest.raises(CompileError, match="megakernel.gpu-threads must be a multiple of 32"):
-        lower_megakernel_gpu(_source("mlp.tir"), parse_target("cuda"), 2, "static",
-                             {"megakernel.gpu-threads": "100"})
+        lower(_source("mlp.tir"), "cuda", 2, megakernel="static",
+              config={"megakernel.gpu-threads": "100"})

@@ -40,7 +40,7 @@ def _nodes(func: PrimFunc, kind: type) -> list[object]:
 def test_one_workspace_filled_in_the_region_before_a_barrier(mode: str) -> None:
     mod = task_graph("mlp.tir", mode)
     events = len(read_task_graph(mod["main"]).events)  # type: ignore[arg-type]
-    assert events >= 3
+    assert events >= 2
     func = _runtime(mod)
     allocs = [a for a in _nodes(func, Allocate) if a.buffer.scope == "event"]  # type: ignore[attr-defined]
     assert [a.buffer.name for a in allocs] == ["events"]  # type: ignore[attr-defined]
@@ -90,7 +90,7 @@ def test_recursion_limit_is_left_alone() -> None:
     try:
         sys.setrecursionlimit(before + 7)
         mod = task_graph("transformer_block.tir", "dynamic")
-        assert len(read_task_graph(mod["main"]).events) > 20  # type: ignore[arg-type]
+        assert len(read_task_graph(mod["main"]).events) > 15  # type: ignore[arg-type]
         _runtime(mod, {"megakernel.watchdog": "2"})
         assert sys.getrecursionlimit() == before + 7
     finally:

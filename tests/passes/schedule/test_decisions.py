@@ -7,18 +7,20 @@ import json
 import textwrap
 
 import numpy as np
+import pytest
 from tirc.frontend import parse
+from tirc.ir.diagnostics import CompileError
 from tirc.ir.interpreter import run_prim_func
 from tirc.ir.printer import SchedulePrinter, print_function
 from tirc.passes.pass_base import PassContext
 from tirc.passes.schedule.apply import ApplySchedules
 from tirc.passes.schedule.decisions import (
-    DECISIONS_CONFIG,
     decision_names,
     fix_decisions,
     run_with_decisions,
     workload_key,
 )
+from tirc.passes.schedule.tuned_option import DECISIONS_CONFIG
 
 MATMUL = '''
 @T.prim_func
@@ -134,6 +136,12 @@ def test_tuned_decisions_at_build_time():
     assert "for i_0, j_0, k, i_1, j_1 in T.grid(16," in out
     untuned = ApplySchedules()(mod, PassContext(config={DECISIONS_CONFIG: "{}"}))["mm"]
     assert script(untuned) == script(ApplySchedules()(mod)["mm"])
+
+
+def test_malformed_tuned_decisions_are_an_error_naming_the_key():
+    for text, what in (("{", "is not JSON"), ("[1]", "must map workload keys")):
+        with pytest.raises(CompileError, match=f"pass config 'schedule.decisions' {what}"):
+            ApplySchedules()(module(), PassContext(config={DECISIONS_CONFIG: text}))
 
 
 def test_sizes_tuned_separately_are_dispatched_at_run_time():

@@ -156,4 +156,70 @@ def test_rfactor_errors(sched_error):
         rf = sch.rfactor(k, 0)
     '''))
     assert 'error: rfactor: block "C" is not a reduction X[...] = X[...] op value with op one ' \
-        'of +, *, max, min and an init' in msg
+        'of +, *, max, min, or an online softmax merge (whose init, if any, sets its state)' \
+        in msg
+
+
+ONLINE_SOFTMAX = '''
+@T.prim_func
+def attend(S: T.Buffer((4, 24), "float32"), W: T.Buffer((24, 8), "float32"),
+           M: T.Buffer((4,), "float32"), L: T.Buffer((4,), "float32"),
+           O: T.Buffer((4, 8), "float32")):
+    for i, j in T.grid(4, 24):
+        with T.block("attend"):
+            vi, vj = T.axis.remap("SR", [i, j])
+            with T.init():
+                M[vi] = T.min_value("float32")
+                L[vi] = T.float32(0)
+                for d in range(8):
+                    O[vi, d] = T.float32(0)
+            x: T.float32 = S[vi, vj] * T.float32(0.5)
+            m_new: T.float32 = T.max(M[vi], x)
+            for d in range(8):
+                O[vi, d] = O[vi, d] * T.exp(M[vi] - m_new) + T.exp(x - m_new) * W[vj, d]
+            L[vi] = L[vi] * T.exp(M[vi] - m_new) + T.exp(x - m_new)
+            M[vi] = m_new
+'''
+
+
+def test_rfactor_splits_an_online_softmax(sched):
+    """The softmax merge (running max, sum, accumulator) is an associative reduction: rfactor
+    gives partial states per part and their merge (split-KV attention)."""
+    r = sched(schedule(ONLINE_SOFTMAX, "attend", '''
+        b = sch.get_block("attend")
+        i, j = sch.get_loops(b)
+        jo, ji = sch.split(j, factors=[3, None])
+        rf = sch.rfactor(jo, 1)
+    '''))
+    text = r.text("attend")
+    assert 'M_rf = T.alloc_buffer((4, 3), "float32")' in text
+    assert 'O_rf = T.alloc_buffer((4, 3, 8), "float32")' in text
+    assert "M_rf[vi, vj_0] = T.float32(-3.4028234663852886e+38)" in text
+    assert "m_new: T.float32 = T.max(M[vi], M_rf[vi, vj_0])" in text
+    assert "L[vi] = L[vi] * T.exp(M[vi] - m_new) + T.exp(M_rf[vi, vj_0] - m_new) * " \
+        "L_rf[vi, vj_0]" in text
+    r.check_same("attend", rtol=1e-5)
+
+
+def test_rfactor_of_a_reduction_without_init_merges_into_the_state(sched):
+    r = sched(schedule(ROWSUM.replace('''            with T.init():
+                C[vi] = T.float32(0)
+''', ""), "rowsum", '''
+        b = sch.get_block("C")
+        i, k = sch.get_loops(b)
+        ko, ki = sch.split(k, factors=[4, None])
+        rf = sch.rfactor(ko, 0)
+    '''))
+    assert "C_rf[vk_0, vi] = T.float32(0.0)" in r.text("rowsum")
+    r.check_same("rowsum")
+
+
+def test_a_softmax_whose_element_reads_the_state_is_no_reduction(sched_error):
+    bad = ONLINE_SOFTMAX.replace("x: T.float32 = S[vi, vj] * T.float32(0.5)",
+                                 "x: T.float32 = S[vi, vj] * L[vi]")
+    msg = sched_error(schedule(bad, "attend", '''
+        b = sch.get_block("attend")
+        i, j = sch.get_loops(b)
+        rf = sch.rfactor(j, 0)
+    '''))
+    assert 'rfactor: block "attend" is not a reduction' in msg

@@ -1,0 +1,4 @@
+"""Analyses that several stages share: what a block or loop nest reads and writes (`regions`,
+`access`; `block_regions` infers a block's regions when they are not written), how much storage
+a buffer spans (`storage`), and the signature an exported function presents to its callers
+(`entry_signature`)."""

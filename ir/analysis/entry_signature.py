@@ -1,0 +1,115 @@
+"""The signature of an exported function, as the metadata JSON describes it.
+
+For each parameter: its name, whether it is a buffer or a scalar, dtype, shape (integers, and
+symbolic dimensions as expression strings such as "n" or "n * 2"), and whether the function
+reads and/or writes it (written buffers are outputs). Symbolic variables are listed with the
+argument dimension they are bound from.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tirc.ir.attrs import PARAM_BUFFERS, SHARDING
+from tirc.ir.buffer import Buffer
+from tirc.ir.diagnostics import CompileError
+from tirc.ir.expr import BinOp, BufferLoad, Cast, IntImm, PrimExpr, Var
+from tirc.ir.function import PrimFunc
+from tirc.ir.packed_call import output_loads
+from tirc.ir.stmt import BufferStore
+from tirc.ir.visitor import post_order_visit
+
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "floormod": "%"}
+_PRECEDENCE = {"add": 1, "sub": 1, "mul": 2, "floordiv": 2, "floormod": 2}
+
+
+def shape_text(e: PrimExpr) -> int | str:
+    """A dimension as JSON: an int, or a Python-syntax expression over symbolic names."""
+    if isinstance(e, IntImm):
+        return e.value
+    return _text(e, 0)
+
+
+def _text(e: PrimExpr, outer: int) -> str:
+    if isinstance(e, IntImm):
+        return str(e.value)
+    if isinstance(e, Var):
+        return e.name
+    if isinstance(e, Cast):
+        return _text(e.value, outer)
+    if isinstance(e, BinOp) and e.op in _INFIX:
+        prec = _PRECEDENCE[e.op]
+        inner = f"{_text(e.a, prec)} {_INFIX[e.op]} {_text(e.b, prec + 1)}"
+        return f"({inner})" if prec < outer else inner
+    if isinstance(e, BinOp) and e.op in ("min", "max"):
+        return f"{e.op}({_text(e.a, 0)}, {_text(e.b, 0)})"
+    raise CompileError(f"make-entry: a buffer dimension must be built from integers, symbolic "
+                       f"sizes, + - * // % min max; got {type(e).__name__}", e.span)
+
+
+def param_buffers(func: PrimFunc) -> dict[Var, Buffer]:
+    """The logical buffer behind each handle parameter (kept by flatten-buffers in attrs)."""
+    kept = func.attrs.get(PARAM_BUFFERS)
+    if isinstance(kept, dict):
+        return {p: kept[p] for p in func.params if p in kept}
+    if isinstance(kept, (list, tuple)):
+        handles = [p for p in func.params if p in func.buffer_map or p.dtype.is_handle]
+        return dict(zip(handles, kept))
+    return {p: func.buffer_map[p] for p in func.params if p in func.buffer_map}
+
+
+def accessed_data(func: PrimFunc) -> tuple[set[Var], set[Var]]:
+    """The data variables of buffers the body reads, and of those it writes (an output of an
+    external call, `tirc.dltensor("out", B[0])`, is written, not read)."""
+    reads: set[Var] = set()
+    writes: set[Var] = set()
+    extern_outputs = output_loads(func.body)
+
+    def visit(node: Any) -> None:
+        if isinstance(node, BufferLoad):
+            (writes if id(node) in extern_outputs else reads).add(node.buffer.data)
+        elif isinstance(node, BufferStore):
+            writes.add(node.buffer.data)
+
+    post_order_visit(func.body, visit)
+    return reads, writes
+
+
+def signature(func: PrimFunc, symbol: str, bound_from: dict[Var, str]) -> dict[str, Any]:
+    """The JSON-ready description of `func`'s parameters (see docs/abi.md)."""
+    buffers = param_buffers(func)
+    flat = {p: func.buffer_map.get(p) for p in func.params}
+    reads, writes = accessed_data(func)
+    params: list[dict[str, Any]] = []
+    for p in func.params:
+        buf = buffers.get(p)
+        if buf is None:
+            params.append({"name": p.name, "kind": "scalar", "dtype": str(p.dtype)})
+            continue
+        datas = {buf.data} | ({flat[p].data} if flat.get(p) is not None else set())
+        entry: dict[str, Any] = {
+            "name": p.name,
+            "kind": "buffer",
+            "buffer": buf.name,
+            "dtype": str(buf.dtype),
+            "shape": [shape_text(d) for d in buf.shape],
+            "input": bool(datas & reads),
+            "output": bool(datas & writes),
+        }
+        if buf.strides:
+            entry["strides"] = [shape_text(s) for s in buf.strides]
+        params.append(entry)
+    variables = {v.name: {"dtype": str(v.dtype), "from": where} for v, where in bound_from.items()}
+    out = {"name": symbol, "kind": "prim_func", "params": params, "vars": variables}
+    if SHARDING in func.attrs:
+        out["sharding"] = _json_ready(func.attrs[SHARDING])
+    return out
+
+
+def _json_ready(value: Any) -> Any:
+    """Tuples as lists, recursively (attributes print and parse back as tuples)."""
+    if isinstance(value, dict):
+        return {k: _json_ready(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [_json_ready(v) for v in value]
+    return value

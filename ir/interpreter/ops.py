@@ -1,0 +1,302 @@
+"""NumPy implementations of the graph-level (Relax) operators, for the reference interpreter.
+
+Each entry takes the operator's arguments as Relax names them (positional tensors first, then
+attributes such as `axis`, `keepdims`, `axes`, `epsilon`) and returns numpy arrays of the
+input dtype; integer `divide` truncates as TVM's does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from tirc.ir.dtype import DType, dtype
+from tirc.ir.interpreter.values import np_dtype
+
+OPS: dict[str, Callable[..., Any]] = {}
+
+AxisArg = int | Sequence[int] | None
+
+
+def op(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register an operator implementation under its Relax name (without `R.`)."""
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        OPS[name] = fn
+        return fn
+
+    return register
+
+
+def to_np_dtype(dt: str | DType | np.dtype) -> np.dtype:
+    if isinstance(dt, np.dtype):
+        return dt
+    return np_dtype(dtype(str(dt)))
+
+
+def _axis(axis: AxisArg) -> int | tuple[int, ...] | None:
+    if axis is None or isinstance(axis, int):
+        return axis
+    return tuple(int(a) for a in axis)
+
+
+def _like(result: Any, *inputs: Any) -> np.ndarray:
+    """Keep the input dtype (numpy promotes some mixes that Relax would not)."""
+    arrays = [np.asarray(x) for x in inputs]
+    return np.asarray(result).astype(arrays[0].dtype, copy=False)
+
+
+def _binary(name: str, fn: Callable[[Any, Any], Any]) -> None:
+    OPS[name] = lambda x1, x2: _like(fn(x1, x2), x1, x2)
+
+
+def _trunc_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind in "iu":
+        rem = np.fmod(a, b)
+        return (a - rem) // b
+    return a / b
+
+
+for _name, _fn in {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply,
+    "divide": _trunc_divide, "floor_divide": np.floor_divide, "maximum": np.maximum,
+    "minimum": np.minimum, "power": np.power, "mod": np.fmod, "floor_mod": np.mod,
+}.items():
+    _binary(_name, _fn)
+
+for _name, _fn in {
+    "equal": np.equal, "not_equal": np.not_equal, "less": np.less,
+    "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal,
+    "logical_and": np.logical_and, "logical_or": np.logical_or,
+}.items():
+    OPS[_name] = _fn
+
+
+def _unary(name: str, fn: Callable[[np.ndarray], Any]) -> None:
+    OPS[name] = lambda x: _like(fn(np.asarray(x)), x)
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+def _one(x: np.ndarray) -> Any:
+    return np.asarray(1, dtype=np.asarray(x).dtype)
+
+
+for _name, _fn in {
+    "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "negative": np.negative,
+    "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "round": np.rint, "sin": np.sin,
+    "cos": np.cos, "square": np.square, "log2": np.log2, "exp2": np.exp2, "sign": np.sign,
+    "erf": _erf, "rsqrt": lambda x: _one(x) / np.sqrt(x),
+    "sigmoid": lambda x: _one(x) / (_one(x) + np.exp(-x)),
+    "nn.relu": lambda x: np.maximum(x, 0),
+    "nn.silu": lambda x: x * (_one(x) / (_one(x) + np.exp(-x))),
+    "nn.gelu": lambda x: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0))),
+    "nn.gelu_tanh": lambda x: 0.5 * x * (1.0 + np.tanh(
+        math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.astype(np.float64) ** 3))),
+}.items():
+    _unary(_name, _fn)
+
+OPS["logical_not"] = np.logical_not
+
+
+@op("matmul")
+def matmul(x1: np.ndarray, x2: np.ndarray, out_dtype: Any = None) -> np.ndarray:
+    out = np.matmul(x1, x2)
+    return out.astype(to_np_dtype(out_dtype)) if out_dtype else _like(out, x1)
+
+
+@op("nn.softmax")
+def softmax(data: np.ndarray, axis: int = -1) -> np.ndarray:
+    e = np.exp(data - np.max(data, axis=axis, keepdims=True))
+    return _like(e / np.sum(e, axis=axis, keepdims=True), data)
+
+
+@op("nn.log_softmax")
+def log_softmax(data: np.ndarray, axis: int = -1) -> np.ndarray:
+    shifted = data - np.max(data, axis=axis, keepdims=True)
+    return _like(shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True)), data)
+
+
+@op("nn.layer_norm")
+def layer_norm(data: np.ndarray, gamma: np.ndarray, beta: np.ndarray, axes: AxisArg = -1,
+               epsilon: float = 1e-5, center: bool = True, scale: bool = True) -> np.ndarray:
+    ax = _axis(axes)
+    mean = np.mean(data, axis=ax, keepdims=True)
+    var = np.mean(np.square(data - mean), axis=ax, keepdims=True)
+    out = (data - mean) / np.sqrt(var + np.asarray(epsilon, dtype=data.dtype))
+    if scale:
+        out = out * gamma
+    if center:
+        out = out + beta
+    return _like(out, data)
+
+
+@op("nn.rms_norm")
+def rms_norm(data: np.ndarray, weight: np.ndarray, axes: AxisArg = -1,
+             epsilon: float = 1e-5) -> np.ndarray:
+    ax = _axis(axes)
+    ms = np.mean(np.square(data), axis=ax, keepdims=True)
+    return _like(data / np.sqrt(ms + np.asarray(epsilon, dtype=data.dtype)) * weight, data)
+
+
+def _reduce(name: str, fn: Callable[..., Any]) -> None:
+    def reduce(x: np.ndarray, axis: AxisArg = None, keepdims: bool = False) -> np.ndarray:
+        return _like(fn(x, axis=_axis(axis), keepdims=bool(keepdims)), x)
+
+    OPS[name] = reduce
+
+
+for _name, _fn in {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min,
+                   "prod": np.prod, "variance": np.var, "std": np.std}.items():
+    _reduce(_name, _fn)
+
+
+@op("argmax")
+def argmax(x: np.ndarray, axis: int | None = None, keepdims: bool = False) -> np.ndarray:
+    return np.asarray(np.argmax(x, axis=axis, keepdims=bool(keepdims)), dtype=np.int64)
+
+
+@op("argmin")
+def argmin(x: np.ndarray, axis: int | None = None, keepdims: bool = False) -> np.ndarray:
+    return np.asarray(np.argmin(x, axis=axis, keepdims=bool(keepdims)), dtype=np.int64)
+
+
+@op("reshape")
+def reshape(x: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    return np.reshape(x, tuple(int(d) for d in shape))
+
+
+@op("permute_dims")
+def permute_dims(x: np.ndarray, axes: Sequence[int] | None = None) -> np.ndarray:
+    return np.transpose(x, None if axes is None else tuple(int(a) for a in axes))
+
+
+@op("expand_dims")
+def expand_dims(x: np.ndarray, axis: AxisArg) -> np.ndarray:
+    return np.expand_dims(x, _axis(axis))  # type: ignore[arg-type]
+
+
+@op("squeeze")
+def squeeze(x: np.ndarray, axis: AxisArg = None) -> np.ndarray:
+    return np.squeeze(x, _axis(axis))
+
+
+@op("flatten")
+def flatten(x: np.ndarray) -> np.ndarray:
+    return np.reshape(x, (-1,))
+
+
+@op("concat")
+def concat(tensors: Sequence[np.ndarray], axis: int = 0) -> np.ndarray:
+    return np.concatenate(list(tensors), axis=axis)
+
+
+@op("split")
+def split(x: np.ndarray, indices_or_sections: int | Sequence[int],
+          axis: int = 0) -> tuple[np.ndarray, ...]:
+    """An int n makes n parts of ceil(size / n) (the last smaller), as Relax does."""
+    if isinstance(indices_or_sections, int):
+        n = indices_or_sections
+        chunk = -(-x.shape[axis] // n)
+        cuts = [chunk * k for k in range(1, n)]
+    else:
+        cuts = [int(i) for i in indices_or_sections]
+    return tuple(np.split(x, cuts, axis=axis))
+
+
+@op("take")
+def take(x: np.ndarray, indices: np.ndarray, axis: int | None = None,
+         mode: str = "fast") -> np.ndarray:
+    np_mode = {"fast": "raise", "clip": "clip", "wrap": "wrap"}.get(mode, "raise")
+    return np.take(x, indices, axis=axis, mode=np_mode)  # type: ignore[call-overload]
+
+
+@op("strided_slice")
+def strided_slice(x: np.ndarray, axes: Sequence[int], begin: Sequence[int],
+                  end: Sequence[int], strides: Sequence[int] | None = None,
+                  assume_inbound: bool = True) -> np.ndarray:
+    index: list[slice] = [slice(None)] * x.ndim
+    steps = list(strides) if strides is not None else [1] * len(axes)
+    for a, b, e, s in zip(axes, begin, end, steps):
+        index[int(a)] = slice(int(b), int(e), int(s))
+    return x[tuple(index)]
+
+
+@op("broadcast_to")
+def broadcast_to(x: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    return np.broadcast_to(x, tuple(int(d) for d in shape)).copy()
+
+
+@op("astype")
+def astype(x: np.ndarray, dtype: Any) -> np.ndarray:
+    return np.asarray(x).astype(to_np_dtype(dtype))
+
+
+@op("where")
+def where(condition: np.ndarray, x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
+    return _like(np.where(condition, x1, x2), x1)
+
+
+@op("clip")
+def clip(x: np.ndarray, min: Any, max: Any) -> np.ndarray:  # noqa: A002 (Relax names)
+    return _like(np.clip(x, min, max), x)
+
+
+@op("cumsum")
+def cumsum(data: np.ndarray, axis: int | None = None, dtype: Any = None,
+           exclusive: bool = False) -> np.ndarray:
+    out = np.cumsum(data, axis=axis)
+    if exclusive:
+        out = out - (data if axis is not None else data.reshape(-1))
+    return out.astype(to_np_dtype(dtype)) if dtype else _like(out, data)
+
+
+@op("zeros")
+def zeros(shape: Sequence[int], dtype: Any = "float32") -> np.ndarray:
+    return np.zeros(tuple(int(d) for d in shape), dtype=to_np_dtype(dtype))
+
+
+@op("ones")
+def ones(shape: Sequence[int], dtype: Any = "float32") -> np.ndarray:
+    return np.ones(tuple(int(d) for d in shape), dtype=to_np_dtype(dtype))
+
+
+@op("full")
+def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> np.ndarray:
+    value = np.asarray(fill_value)
+    dt = to_np_dtype(dtype) if dtype else value.dtype
+    return np.full(tuple(int(d) for d in shape), value, dtype=dt)
+
+
+@op("zeros_like")
+def zeros_like(x: np.ndarray, dtype: Any = None) -> np.ndarray:
+    return np.zeros_like(x, dtype=to_np_dtype(dtype) if dtype else None)
+
+
+@op("ones_like")
+def ones_like(x: np.ndarray, dtype: Any = None) -> np.ndarray:
+    return np.ones_like(x, dtype=to_np_dtype(dtype) if dtype else None)
+
+
+@op("full_like")
+def full_like(x: np.ndarray, fill_value: Any, dtype: Any = None) -> np.ndarray:
+    return np.full_like(x, np.asarray(fill_value), dtype=to_np_dtype(dtype) if dtype else None)
+
+
+@op("dist.annotate_sharding")
+@op("dist.redistribute")
+def placed(x: np.ndarray, device_mesh: str = "", placement: str = "") -> np.ndarray:
+    """The global view of a distributed program: placing a value does not change it."""
+    return x
+
+
+@op("sparse.matmul")
+def sparse_matmul(a: Any, b: np.ndarray, out_dtype: Any = None) -> np.ndarray:
+    from tirc.ir.interpreter.sparse_tensor import sparse_matmul as run
+
+    return run(a, b, str(out_dtype) if out_dtype else None)

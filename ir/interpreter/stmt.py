@@ -1,0 +1,334 @@
+"""Statements of the reference interpreter, compiled once into Python closures.
+
+Semantics follow TensorIR: a block binds its iteration variables to their values (checked
+against their domains), is skipped when its predicate is false, and runs its `init` when every
+reduction variable is at the minimum of its domain. Every loop kind runs serially, thread
+bindings (loops and `thread_extent` attributes) included. Allocations are zero-filled, event
+tensors start at their `init` value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
+from tirc.ir.buffer import Buffer
+from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.interpreter import sparse
+from tirc.ir.interpreter.buffer import row_major_strides, storage_of
+from tirc.ir.interpreter.expr import ExprCompiler
+from tirc.ir.interpreter.values import Env, Fn, InterpreterError, np_dtype
+from tirc.ir.sparse.buffer import SparseBuffer
+from tirc.ir.sparse.iteration import SparseIteration
+from tirc.ir.stmt import (
+    Allocate,
+    AssertStmt,
+    AttrStmt,
+    Block,
+    BlockRealize,
+    BufferStore,
+    Evaluate,
+    For,
+    IfThenElse,
+    IterKind,
+    LetStmt,
+    MatchBufferRegion,
+    SeqStmt,
+    Stmt,
+    While,
+)
+
+Run = Callable[[Env], None]
+
+THREAD_ATTRS = (THREAD_EXTENT, VIRTUAL_THREAD)
+
+
+def _noop(env: Env) -> None:
+    return None
+
+
+class StmtCompiler:
+    """Compiles the statements of one function into closures over one environment."""
+
+    def __init__(self, ex: ExprCompiler, max_while_iterations: int) -> None:
+        self.ex = ex
+        self.slots = ex.slots
+        self.max_while = max_while_iterations
+
+    def compile(self, s: Stmt) -> Run:
+        method = getattr(self, "s_" + type(s).__name__, None)
+        if method is None:
+            raise InterpreterError(f"the interpreter cannot run {type(s).__name__}")
+        return method(s)
+
+    def s_SeqStmt(self, s: SeqStmt) -> Run:
+        fns = [self.compile(x) for x in s.seq]
+        if not fns:
+            return _noop
+        if len(fns) == 1:
+            return fns[0]
+
+        def seq(env: Env) -> None:
+            for f in fns:
+                f(env)
+
+        return seq
+
+    def s_BufferStore(self, s: BufferStore) -> Run:
+        fns = [self.ex.compile(i) for i in s.indices]
+        if isinstance(s.buffer, SparseBuffer):
+            return sparse.store_fn(self.ex.buffers, s.buffer, fns, self.ex.compile(s.value),
+                                   s.span, s.indices)
+        vector = any(i.dtype.lanes > 1 for i in s.indices)
+        return self.ex.buffers.store_fn(s.buffer, fns, self.ex.compile(s.value), vector, s.span)
+
+    def s_Evaluate(self, s: Evaluate) -> Run:
+        f = self.ex.compile(s.value)
+
+        def evaluate(env: Env) -> None:
+            f(env)
+
+        return evaluate
+
+    def s_LetStmt(self, s: LetStmt) -> Run:
+        k = self.slots.of(s.var)
+        fv = self.ex.compile(s.value)
+        body = self.compile(s.body)
+
+        def let(env: Env) -> None:
+            env[k] = fv(env)
+            body(env)
+
+        return let
+
+    def s_AssertStmt(self, s: AssertStmt) -> Run:
+        fc = self.ex.compile(s.condition)
+        body = self.compile(s.body)
+        message, span = s.message, s.span
+
+        def check(env: Env) -> None:
+            if not fc(env):
+                raise InterpreterError(message, span)
+            body(env)
+
+        return check
+
+    def s_IfThenElse(self, s: IfThenElse) -> Run:
+        fc = self.ex.compile(s.condition)
+        then = self.compile(s.then_case)
+        other = self.compile(s.else_case) if s.else_case is not None else _noop
+
+        def branch(env: Env) -> None:
+            if fc(env):
+                then(env)
+            else:
+                other(env)
+
+        return branch
+
+    def s_While(self, s: While) -> Run:
+        fc = self.ex.compile(s.condition)
+        body = self.compile(s.body)
+        limit = self.max_while
+
+        def loop(env: Env) -> None:
+            n = 0
+            while fc(env):
+                n += 1
+                if n > limit:
+                    raise InterpreterError(f"while loop ran more than {limit} iterations")
+                body(env)
+
+        return loop
+
+    def s_For(self, s: For) -> Run:
+        return self._loop(s.loop_var, self.ex.compile(s.min), self.ex.compile(s.extent),
+                          self.compile(s.body))
+
+    def _loop(self, var: Var, fmin: Fn, fext: Fn, body: Run) -> Run:
+        k = self.slots.of(var)
+
+        def loop(env: Env) -> None:
+            lo = fmin(env)
+            for v in range(lo, lo + fext(env)):
+                env[k] = v
+                body(env)
+
+        return loop
+
+    def s_AttrStmt(self, s: AttrStmt) -> Run:
+        body = self.compile(s.body)
+        if s.key in THREAD_ATTRS and isinstance(s.node, Var):
+            zero = IntImm(0, s.node.dtype)
+            return self._loop(s.node, self.ex.compile(zero), self.ex.compile(s.value), body)
+        return body
+
+    def s_Allocate(self, s: Allocate) -> Run:
+        alloc = self._allocator(s.buffer, s.init)
+        body = self.compile(s.body)
+        dslot = self.slots.of(s.buffer.data)
+
+        def allocate(env: Env) -> None:
+            old = env[dslot]
+            env[dslot] = alloc(env)
+            body(env)
+            env[dslot] = old
+
+        return allocate
+
+    def _allocator(self, buf: Buffer, init: PrimExpr | None) -> Callable[[Env], np.ndarray]:
+        """A closure making fresh storage for `buf` (zeros, or `init` for event tensors)."""
+        dim_fns = [self.ex.compile(d) for d in buf.shape]
+        dtype = np.dtype(np.int32) if buf.scope == "event" else np_dtype(buf.dtype)
+        init_fn = self.ex.compile(init) if init is not None else None
+        name = buf.name
+        layout = self.ex.buffers.layout_map_fn(buf) if buf.layout is not None else None
+
+        def alloc(env: Env) -> np.ndarray:
+            dims = [int(f(env)) for f in dim_fns]
+            if any(d < 0 for d in dims):
+                raise InterpreterError(f"allocation of {name} with negative shape {dims}")
+            size = layout(env).size if layout is not None else math.prod(dims)
+            if init_fn is None:
+                return np.zeros(size, dtype=dtype)
+            return np.full(size, init_fn(env), dtype=dtype)
+
+        return alloc
+
+    def s_SparseIteration(self, s: SparseIteration) -> Run:
+        return sparse.compile_iteration(self, s)
+
+    # ---- blocks ----------------------------------------------------------------------
+
+    def s_BlockRealize(self, s: BlockRealize) -> Run:
+        block = s.block
+        pred = None
+        if not (isinstance(s.predicate, IntImm) and s.predicate.value):
+            pred = self.ex.compile(s.predicate)
+        values = [self.ex.compile(v) for v in s.iter_values]
+        if len(values) != len(block.iter_vars):
+            raise InterpreterError(f"block '{block.name}' binds {len(values)} values to "
+                                   f"{len(block.iter_vars)} iteration variables")
+        bind = self._binder(block, values)
+        allocs = [(self.slots.of(b.data), self._allocator(b, None)) for b in block.alloc_buffers]
+        matches = [self._matcher(m) for m in block.match_buffers]
+        init = self._init(block)
+        body = self.compile(block.body)
+
+        def realize(env: Env) -> None:
+            if pred is not None and not pred(env):
+                return
+            bind(env)
+            for slot, alloc in allocs:
+                env[slot] = alloc(env)
+            for match in matches:
+                match(env)
+            if init is not None:
+                init(env)
+            body(env)
+
+        return realize
+
+    def _binder(self, block: Block, values: list[Fn]) -> Run:
+        """Bind the iteration variables, checking each value against its domain."""
+        items = []
+        for iv, fv in zip(block.iter_vars, values):
+            lo = iv.dom.min.value if isinstance(iv.dom.min, IntImm) else self.ex.compile(iv.dom.min)
+            ext = (iv.dom.extent.value if isinstance(iv.dom.extent, IntImm)
+                   else self.ex.compile(iv.dom.extent))
+            items.append((self.slots.of(iv.var), fv, lo, ext, iv.var.name))
+        name, span = block.name, block.span
+
+        def bind(env: Env) -> None:
+            for slot, fv, lo, ext, var_name in items:
+                v = fv(env)
+                low = lo if isinstance(lo, int) else lo(env)
+                high = low + (ext if isinstance(ext, int) else ext(env))
+                if not low <= v < high:
+                    raise InterpreterError(f"block '{name}': iteration variable {var_name} = {v} "
+                                           f"is outside its domain [{low}, {high})", span)
+                env[slot] = v
+
+        return bind
+
+    def _init(self, block: Block) -> Run | None:
+        """Run `init` when every reduction variable is at its domain minimum."""
+        if block.init is None:
+            return None
+        init = self.compile(block.init)
+        conds = []
+        for iv in block.iter_vars:
+            if iv.kind == IterKind.REDUCE:
+                conds.append((self.slots.of(iv.var), self.ex.compile(iv.dom.min)))
+
+        def maybe_init(env: Env) -> None:
+            for slot, fmin in conds:
+                if env[slot] != fmin(env):
+                    return
+            init(env)
+
+        return maybe_init
+
+    def _matcher(self, m: MatchBufferRegion) -> Run:
+        """Set up a block-local buffer viewing a region of another (`T.match_buffer`)."""
+        buf, src = m.buffer, m.source.buffer
+        src_geometry = self.ex.buffers.geometry_fn(src)
+        mins = [self.ex.compile(r.min) for r in m.source.region]
+        exts = [self.ex.compile(r.extent) for r in m.source.region]
+        gslot = self.ex.buffers.make_dynamic(buf)
+        dst_slot = self.slots.of(buf.data)
+        src_slot = self.slots.of(src.data)
+        ndim = len(buf.shape)
+        checks = self._declared_geometry(buf)
+
+        def match(env: Env) -> None:
+            dims, strides, base = src_geometry(env)
+            lows = [int(f(env)) for f in mins]
+            extents = [int(f(env)) for f in exts]
+            if ndim > len(extents) or any(e != 1 for e in extents[:len(extents) - ndim]):
+                raise InterpreterError(
+                    f"match_buffer {buf.name}: region of {src.name} does not fit rank {ndim}")
+            for lo, ext, d in zip(lows, extents, dims):
+                if lo < 0 or lo + ext > d:
+                    raise InterpreterError(f"match_buffer {buf.name}: region [{lo}, {lo + ext}) "
+                                           f"is outside {src.name} (extent {d})")
+            offset = base + sum(lo * s for lo, s in zip(lows, strides))
+            geo = (tuple(extents[len(extents) - ndim:]), tuple(strides[len(strides) - ndim:]),
+                   offset)
+            env[dst_slot] = storage_of(env, src_slot, src)
+            env[gslot] = geo
+            checks(env, geo)
+
+        return match
+
+    def _declared_geometry(self, buf: Buffer) -> Callable[[Env, tuple], None]:
+        """Bind or check the shape/strides/elem_offset a matched buffer declares."""
+        items: list[tuple[str, int, PrimExpr]] = []
+        for k, d in enumerate(buf.shape):
+            items.append(("dims", k, d))
+        for k, st in enumerate(buf.strides):
+            items.append(("strides", k, st))
+        if buf.elem_offset is not None:
+            items.append(("offset", 0, buf.elem_offset))
+        binders = [(kind, k, e, self.slots.of(e) if isinstance(e, Var) else None,
+                    None if isinstance(e, Var) else self.ex.compile(e)) for kind, k, e in items]
+        implicit = not buf.strides
+
+        def check(env: Env, geo: tuple) -> None:
+            dims, strides, offset = geo
+            dense = row_major_strides(dims)
+            if implicit and any(d > 1 and s != r for d, s, r in zip(dims, strides, dense)):
+                raise InterpreterError(f"match_buffer {buf.name}: the region is not contiguous; "
+                                       f"declare strides to view it")
+            for kind, k, _, slot, fn in binders:
+                actual = dims[k] if kind == "dims" else strides[k] if kind == "strides" else offset
+                if slot is not None:
+                    env[slot] = actual
+                elif fn is not None and int(fn(env)) != actual:
+                    raise InterpreterError(f"match_buffer {buf.name}: {kind} {k} is {actual}, "
+                                           f"declared {int(fn(env))}")
+
+        return check
+

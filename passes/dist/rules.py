@@ -1,0 +1,331 @@
+"""Sharding rules: how each operator's dimensions relate, as Shardy's factor rules do.
+
+An operator's rule names a *factor* per tensor dimension (an index space shared by operand and
+result dimensions: the `i`, `j`, `k` of a matmul); `None` marks a dimension that may not be
+split (a broadcast size-1 dimension, an inner dimension of a reshape group, an opaque call).
+Splitting a factor over a mesh axis splits every dimension that has it; a factor that no
+result has is a *reduction* factor, and splitting it leaves a partial result (`P[sum]` for a
+matmul's `k`, `P[max]` for `max`). `replicated` factors must stay whole (a softmax axis, a
+concat axis), `even_only` ones split only evenly (reshape groups). `partial` says which
+partial operands the operator passes on unchanged (linearity), and as what.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tirc.ir.graph import GCall, StructInfo, TensorSInfo, TupleSInfo
+from tirc.ir.ops.sinfo_util import const_dim, dims_equal, normalize_axis
+
+Factor = int | None
+PartialRule = Callable[[Sequence[str | None]], str | None]
+
+
+@dataclass
+class Rule:
+    """The factors of one call: per operand and per result, one factor per dimension."""
+
+    operands: list[list[Factor]]
+    results: list[list[Factor]]
+    reduction: dict[int, str] = field(default_factory=dict)
+    replicated: set[int] = field(default_factory=set)
+    even_only: set[int] = field(default_factory=set)
+    partial: PartialRule = field(default=lambda ops: None)
+    decomposable: bool = False
+
+    def dim_of(self, factors: Sequence[Factor], f: int) -> int | None:
+        """The dimension of a tensor that has factor `f` (None when it has none)."""
+        for d, g in enumerate(factors):
+            if g == f:
+                return d
+        return None
+
+
+class _Factors:
+    """Hands out fresh factor ids for one rule."""
+    def __init__(self) -> None:
+        self.count = 0
+
+    def new(self, n: int = 1) -> list[int]:
+        """`n` fresh factor ids."""
+        out = list(range(self.count, self.count + n))
+        self.count += n
+        return out
+
+
+# ---- partial (linearity) policies -------------------------------------------------------
+
+
+def _all_same(allowed: tuple[str, ...]) -> PartialRule:
+    """Every tensor operand partial by the same op (one of `allowed`)."""
+    def rule(ops: Sequence[str | None]) -> str | None:
+        if ops and all(o is not None and o == ops[0] for o in ops) and ops[0] in allowed:
+            return ops[0]
+        return None
+    return rule
+
+
+def _exactly_one(positions: tuple[int, ...] | None = None) -> PartialRule:
+    """Exactly one operand partial by sum (at one of `positions`), the others not partial."""
+    def rule(ops: Sequence[str | None]) -> str | None:
+        partial = [k for k, o in enumerate(ops) if o is not None]
+        if len(partial) == 1 and ops[partial[0]] == "sum" and \
+                (positions is None or partial[0] in positions):
+            return "sum"
+        return None
+    return rule
+
+
+def _first_only(ops: Sequence[str | None]) -> str | None:
+    """Data movement: the first operand partial by any op, the others not partial."""
+    if ops and ops[0] is not None and all(o is None for o in ops[1:]):
+        return ops[0]
+    return None
+
+
+def _reduce_partial(kind: str) -> PartialRule:
+    """A reduction passes on a partial operand of its own kind (sum and mean pass sums)."""
+    keeps = {"sum": "sum", "mean": "sum", "max": "max", "min": "min", "prod": "prod"}[kind]
+
+    def rule(ops: Sequence[str | None]) -> str | None:
+        return keeps if ops and ops[0] == keeps else None
+    return rule
+
+
+REDUCTION_OPS = {"sum": "sum", "mean": "sum", "max": "max", "min": "min", "prod": "prod"}
+_LINEAR_BINARY: dict[str, PartialRule] = {
+    "add": _all_same(("sum",)), "subtract": _all_same(("sum",)),
+    "multiply": _exactly_one(), "divide": _exactly_one((0,)),
+    "maximum": _all_same(("max",)), "minimum": _all_same(("min",)),
+}
+_UNARY_PARTIAL = {"negative": _all_same(("sum",))}
+BINARY = ("add", "subtract", "multiply", "divide", "floor_divide", "maximum", "minimum",
+          "power", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
+UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "negative", "abs", "nn.relu",
+         "nn.gelu", "nn.silu", "floor", "ceil", "round", "sin", "cos", "erf")
+CREATION = ("full", "zeros", "ones")
+OPAQUE = ("call_tir", "call_dps_packed")
+DECOMPOSABLE = ("nn.softmax", "nn.log_softmax", "nn.layer_norm", "nn.rms_norm")
+
+
+# ---- operands ---------------------------------------------------------------------------
+
+
+def result_sinfos(out: StructInfo) -> list[TensorSInfo]:
+    """The result tensors of a call (a tuple result gives each field)."""
+    if isinstance(out, TupleSInfo):
+        return [f for f in out.fields if isinstance(f, TensorSInfo)]
+    return [out] if isinstance(out, TensorSInfo) else []
+
+
+# ---- the rules --------------------------------------------------------------------------
+
+
+def _shape(s: TensorSInfo) -> tuple:
+    """The (known) shape of a tensor."""
+    assert s.shape is not None
+    return s.shape
+
+
+def _broadcast(fx: _Factors, operands: Sequence[TensorSInfo], out: TensorSInfo,
+               partial: PartialRule) -> Rule:
+    """Elementwise with NumPy broadcasting: a size-1 broadcast dimension has no factor."""
+    oshape = _shape(out)
+    ofs = fx.new(len(oshape))
+    ops: list[list[Factor]] = []
+    for s in operands:
+        shape = _shape(s)
+        lead = len(oshape) - len(shape)
+        ops.append([ofs[lead + j] if dims_equal(d, oshape[lead + j]) else None
+                    for j, d in enumerate(shape)])
+    return Rule(ops, [list(ofs)], partial=partial)
+
+
+def _matmul(fx: _Factors, a: TensorSInfo, b: TensorSInfo, out: TensorSInfo) -> Rule:
+    """Batch factors (broadcast), m, n, and the contraction k (a reduction by sum)."""
+    sa, sb, so = _shape(a), _shape(b), _shape(out)
+    (k,) = fx.new()
+    nbatch = len(so) - (len(sa) > 1) - (len(sb) > 1)
+    batch = fx.new(nbatch)
+    m = fx.new()[0] if len(sa) > 1 else None
+    n = fx.new()[0] if len(sb) > 1 else None
+
+    def batch_of(shape: tuple, core: int) -> list[Factor]:
+        dims = shape[:len(shape) - core]
+        lead = nbatch - len(dims)
+        return [batch[lead + j] if dims_equal(d, so[lead + j]) else None
+                for j, d in enumerate(dims)]
+
+    fa = batch_of(sa, 2) + [m, k] if len(sa) > 1 else [k]
+    fb = batch_of(sb, 2) + [k, n] if len(sb) > 1 else [k]
+    fo = list(batch) + ([m] if m is not None else []) + ([n] if n is not None else [])
+    return Rule([fa, fb], [fo], reduction={k: "sum"}, partial=_exactly_one())
+
+
+def _axes(values: Any, ndim: int) -> list[int]:
+    """Normalized, sorted axes of an `axis`/`axes` attribute (None: all)."""
+    if values is None:
+        return list(range(ndim))
+    items = values if isinstance(values, (tuple, list)) else (values,)
+    return sorted({a for a in (normalize_axis(int(v), ndim) for v in items) if a is not None})
+
+
+def _reduce(fx: _Factors, call: GCall, x: TensorSInfo) -> Rule:
+    """Reduced axes are reduction factors; kept ones (keepdims) have none in the result."""
+    shape = _shape(x)
+    fs = fx.new(len(shape))
+    axes = _axes(call.attrs.get("axis"), len(shape))
+    keep = bool(call.attrs.get("keepdims", False))
+    out = [None if k in axes else f for k, f in enumerate(fs) if keep or k not in axes]
+    op = REDUCTION_OPS[call.op]
+    return Rule([list(fs)], [out], reduction={fs[a]: op for a in axes},
+                partial=_reduce_partial(call.op))
+
+
+def _normalization(fx: _Factors, call: GCall, operands: Sequence[TensorSInfo]) -> Rule:
+    """softmax and the norms: the normalized axes must stay whole (unless decomposed)."""
+    x = operands[0]
+    shape = _shape(x)
+    fs = fx.new(len(shape))
+    if call.op in ("nn.softmax", "nn.log_softmax"):
+        axes = _axes(call.attrs.get("axis", -1), len(shape))
+    else:
+        axes = _axes(call.attrs.get("axes", -1), len(shape))
+    ops = [list(fs)]
+    for s in operands[1:]:
+        n = len(_shape(s))
+        ops.append([fs[a] for a in axes[-n:]] if n <= len(axes) else [None] * n)
+    return Rule(ops, [list(fs)], replicated={fs[a] for a in axes}, decomposable=True)
+
+
+def _reshape(fx: _Factors, x: TensorSInfo, out: TensorSInfo) -> Rule:
+    """Match groups of dimensions with equal products; only a group's outermost dimension on
+    each side shares a factor (split evenly), inner ones may not be split."""
+    si, so = list(_shape(x)), list(_shape(out))
+    fi: list[Factor] = [None] * len(si)
+    fo: list[Factor] = [None] * len(so)
+    even: set[int] = set()
+    i = j = 0
+    while i < len(si) and j < len(so):
+        if const_dim(si[i]) == 1 and not dims_equal(si[i], so[j]):
+            i += 1
+            continue
+        if const_dim(so[j]) == 1 and not dims_equal(si[i], so[j]):
+            j += 1
+            continue
+        if dims_equal(si[i], so[j]):
+            (f,) = fx.new()
+            fi[i], fo[j] = f, f
+            i, j = i + 1, j + 1
+            continue
+        ci, cj = const_dim(si[i]), const_dim(so[j])
+        if ci is None or cj is None:
+            break
+        gi, gj = [i], [j]
+        pi, pj = ci, cj
+        while pi != pj:
+            if pi < pj and gi[-1] + 1 < len(si) and const_dim(si[gi[-1] + 1]) is not None:
+                gi.append(gi[-1] + 1)
+                pi *= const_dim(si[gi[-1]]) or 0
+            elif pj < pi and gj[-1] + 1 < len(so) and const_dim(so[gj[-1] + 1]) is not None:
+                gj.append(gj[-1] + 1)
+                pj *= const_dim(so[gj[-1]]) or 0
+            else:
+                return Rule([fi], [fo], partial=_first_only)
+        (f,) = fx.new()
+        fi[gi[0]], fo[gj[0]] = f, f
+        even.add(f)
+        i, j = gi[-1] + 1, gj[-1] + 1
+    return Rule([fi], [fo], even_only=even, partial=_first_only)
+
+
+def rule_for(call: GCall, operands: Sequence[TensorSInfo], out: StructInfo) -> Rule:
+    """The factor rule of a (normalized) call, given its tensor operands and result. A factor
+    that no result has and that is not reduced (a squeezed dimension, a gathered axis) must
+    stay whole."""
+    rule = _rule_for(call, operands, out)
+    kept = {f for r in rule.results for f in r if f is not None} | set(rule.reduction)
+    rule.replicated |= {f for o in rule.operands for f in o if f is not None and f not in kept}
+    return rule
+
+
+def _rule_for(call: GCall, operands: Sequence[TensorSInfo], out: StructInfo) -> Rule:
+    """The rule by operator kind (opaque calls: nothing may be split)."""
+    fx = _Factors()
+    results = result_sinfos(out)
+    op = call.op
+    if op in BINARY or op in UNARY or op == "astype":
+        partial = _LINEAR_BINARY.get(op) or _UNARY_PARTIAL.get(op) or (
+            _astype_partial(call) if op == "astype" else (lambda ops: None))
+        return _broadcast(fx, operands, results[0], partial)
+    if op == "broadcast_to":
+        return _broadcast(fx, operands, results[0], _first_only)
+    if op == "matmul":
+        return _matmul(fx, operands[0], operands[1], results[0])
+    if op in REDUCTION_OPS:
+        return _reduce(fx, call, operands[0])
+    if op in DECOMPOSABLE:
+        return _normalization(fx, call, operands)
+    if op == "permute_dims":
+        nd = len(_shape(operands[0]))
+        fs = fx.new(nd)
+        axes = call.attrs.get("axes")
+        order = list(reversed(range(nd))) if axes is None else \
+            [normalize_axis(int(a), nd) or 0 for a in axes]
+        return Rule([list(fs)], [[fs[a] for a in order]], partial=_first_only)
+    if op == "expand_dims":
+        fs = fx.new(len(_shape(operands[0])))
+        nd = len(_shape(results[0]))
+        new = set(_axes(call.attrs.get("axis"), nd))
+        it = iter(fs)
+        return Rule([list(fs)], [[None if k in new else next(it) for k in range(nd)]],
+                    partial=_first_only)
+    if op == "squeeze":
+        shape = _shape(operands[0])
+        fs = fx.new(len(shape))
+        axes = call.attrs.get("axis")
+        gone = set(_axes(axes, len(shape))) if axes is not None else \
+            {k for k, d in enumerate(shape) if const_dim(d) == 1}
+        return Rule([list(fs)], [[f for k, f in enumerate(fs) if k not in gone]],
+                    partial=_first_only)
+    if op == "reshape":
+        return _reshape(fx, operands[0], results[0])
+    if op == "concat":
+        nd = len(_shape(results[0]))
+        fs = fx.new(nd)
+        axis = normalize_axis(int(call.attrs.get("axis", 0)), nd) or 0
+        return Rule([list(fs) for _ in operands], [list(fs)], replicated={fs[axis]},
+                    partial=_all_same(("sum", "max", "min", "prod")))
+    if op == "split":
+        nd = len(_shape(operands[0]))
+        fs = fx.new(nd)
+        axis = normalize_axis(int(call.attrs.get("axis", 0)), nd) or 0
+        outs = [[None if k == axis else f for k, f in enumerate(fs)] for _ in results]
+        return Rule([list(fs)], outs, replicated={fs[axis]}, partial=_first_only)
+    if op == "take":
+        x, idx = operands
+        nd = len(_shape(x))
+        fs = fx.new(nd)
+        fi = fx.new(len(_shape(idx)))
+        axis = normalize_axis(int(call.attrs.get("axis", 0) or 0), nd) or 0
+        return Rule([list(fs), list(fi)], [fs[:axis] + fi + fs[axis + 1:]],
+                    replicated={fs[axis]}, partial=_first_only)
+    if op in CREATION:
+        return Rule([], [fx.new(len(_shape(results[0])))])
+    return Rule([[None] * len(_shape(s)) for s in operands],
+                [[None] * len(_shape(s)) for s in results])
+
+
+def _astype_partial(call: GCall) -> PartialRule:
+    """A cast to a float type passes partial sums; to an integer it does not."""
+    target = str(call.attrs.get("dtype", ""))
+    return _all_same(("sum",)) if target.startswith(("float", "bfloat")) else (lambda ops: None)
+
+
+def has_rule(op: str) -> bool:
+    """True when `op` has a rule of its own (not the opaque, replicate-everything one)."""
+    return op in BINARY or op in UNARY or op in REDUCTION_OPS or op in DECOMPOSABLE or \
+        op in CREATION or op in ("astype", "broadcast_to", "matmul", "permute_dims",
+                                 "expand_dims", "squeeze", "reshape", "concat", "split", "take")

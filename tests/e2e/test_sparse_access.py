@@ -1,0 +1,164 @@
+"""Every way of reaching a sparse element, compiled and interpreted: a coordinate found by a
+lower_bound search, fused iteration (upper_bound), ragged dense axes, ELL (sparse_fixed), and
+float16 storage with float32 accumulation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tirc.frontend import parse
+
+from tests.sparse_support import compile_library, interpret, lowered, matrices
+
+KERNELS = '''
+@T.prim_func
+def dense_iter(a: T.handle, b: T.handle, c: T.handle, indptr: T.handle, indices: T.handle,
+               m: T.int32, n: T.int32, nnz: T.int32):
+    I = T.dense_fixed(m)
+    J = T.sparse_variable(I, (n, nnz), (indptr, indices), "int32")
+    J_detach = T.dense_fixed(n)
+    A = T.match_sparse_buffer(a, (I, J), "float32")
+    B = T.match_sparse_buffer(b, (J_detach,), "float32")
+    C = T.match_sparse_buffer(c, (I,), "float32")
+    with T.sp_iter([I, J_detach], "SR", "mv") as [i, j]:
+        with T.init():
+            C[i] = T.float32(0)
+        C[i] = C[i] + A[i, j] * B[j]
+
+
+@T.prim_func
+def scale_fused(a: T.handle, b: T.handle, indptr: T.handle, indices: T.handle, m: T.int32,
+                n: T.int32, nnz: T.int32):
+    I = T.dense_fixed(m)
+    J = T.sparse_variable(I, (n, nnz), (indptr, indices), "int32")
+    A = T.match_sparse_buffer(a, (I, J), "float32")
+    B = T.match_sparse_buffer(b, (I, J), "float32")
+    with T.sp_iter([T.fuse(I, J)], "SS", "scale") as [i, j]:
+        B[i, j] = A[i, j] * T.float32(2) + T.cast(i, "float32")
+
+
+@T.prim_func
+def segment_sum(a: T.handle, b: T.handle, indptr: T.handle, m: T.int32, nnz: T.int32):
+    I = T.dense_fixed(m)
+    J = T.dense_variable(I, (1000, nnz), indptr, "int32")
+    A = T.match_sparse_buffer(a, (I, J), "float32")
+    B = T.match_sparse_buffer(b, (I,), "float32")
+    with T.sp_iter([I, J], "SR", "segment_sum") as [i, j]:
+        with T.init():
+            B[i] = T.float32(0)
+        B[i] = B[i] + A[i, j]
+
+
+@T.prim_func
+def ell_spmm(a: T.handle, b: T.handle, c: T.handle, indices: T.handle, m: T.int32, n: T.int32,
+             width: T.int32, feat: T.int32):
+    I = T.dense_fixed(m)
+    J = T.sparse_fixed(I, (n, width), indices, "int32")
+    J_detach = T.dense_fixed(n)
+    K = T.dense_fixed(feat)
+    A = T.match_sparse_buffer(a, (I, J), "float32")
+    B = T.match_sparse_buffer(b, (J_detach, K), "float32")
+    C = T.match_sparse_buffer(c, (I, K), "float32")
+    with T.sp_iter([I, J, K], "SRS", "ell") as [i, j, k]:
+        with T.init():
+            C[i, k] = T.float32(0)
+        C[i, k] = C[i, k] + A[i, j] * B[j, k]
+
+
+@T.prim_func
+def spmm_f16(a: T.handle, b: T.handle, c: T.handle, indptr: T.handle, indices: T.handle,
+             m: T.int32, n: T.int32, feat: T.int32, nnz: T.int32):
+    I = T.dense_fixed(m)
+    J = T.sparse_variable(I, (n, nnz), (indptr, indices), "int32")
+    J_detach = T.dense_fixed(n)
+    K = T.dense_fixed(feat)
+    A = T.match_sparse_buffer(a, (I, J), "float16")
+    B = T.match_sparse_buffer(b, (J_detach, K), "float16")
+    C = T.match_sparse_buffer(c, (I, K), "float32")
+    with T.sp_iter([I, J, K], "SRS", "spmm") as [i, j, k]:
+        with T.init():
+            C[i, k] = T.float32(0)
+        C[i, k] = C[i, k] + T.cast(A[i, j], "float32") * T.cast(B[j, k], "float32")
+'''
+
+MATRICES = matrices()
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory: pytest.TempPathFactory):
+    d = tmp_path_factory.mktemp("access")
+    (d / "k.tir").write_text(KERNELS)
+    return compile_library(d / "k.tir", d / "k.so")
+
+
+@pytest.fixture(scope="module")
+def mods():
+    mod = parse(KERNELS)
+    return mod, lowered(mod, "lower-sparse-iterations")
+
+
+def _all_agree(mods, lib, name: str, args: list, out: int, want: np.ndarray,
+               tol: float = 1e-5) -> None:
+    mod, low = mods
+    sparse_form = interpret(mod, name, args)[out]
+    np.testing.assert_allclose(sparse_form, want, rtol=tol, atol=tol)
+    np.testing.assert_array_equal(interpret(low, name, args)[out], sparse_form)
+    copies = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
+    getattr(lib, name).raw(*copies)
+    np.testing.assert_allclose(copies[out], want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", sorted(MATRICES))
+def test_search_fuse_and_ragged_access(mods, lib, name: str) -> None:
+    a = MATRICES[name]
+    m, n = a.shape
+    rows = np.repeat(np.arange(m), np.diff(a.indptr))
+    b = np.random.default_rng(0).uniform(-1, 1, n).astype(np.float32)
+    _all_agree(mods, lib, "dense_iter", [a.data, b, np.zeros(m, np.float32), a.indptr,
+                                         a.indices, m, n, a.nnz], 2,
+               a.toarray().astype(np.float64) @ b)
+    _all_agree(mods, lib, "scale_fused", [a.data, np.zeros(a.nnz, np.float32), a.indptr,
+                                          a.indices, m, n, a.nnz], 1, a.data * 2.0 + rows)
+    _all_agree(mods, lib, "segment_sum", [a.data, np.zeros(m, np.float32), a.indptr, m,
+                                          a.nnz], 1,
+               np.add.reduceat(np.append(a.data, 0).astype(np.float64), a.indptr[:-1])
+               * (np.diff(a.indptr) > 0))
+
+
+@pytest.mark.parametrize("name", ["karate", "power_law", "empty_rows"])
+def test_ell_with_padding(mods, lib, name: str) -> None:
+    a = MATRICES[name]
+    m, n = a.shape
+    width = int(np.diff(a.indptr).max())
+    indices = np.zeros((m, width), np.int32)
+    data = np.zeros((m, width), np.float32)
+    for r in range(m):
+        cols = a.indices[a.indptr[r]:a.indptr[r + 1]]
+        k = len(cols)
+        pad = np.setdiff1d(np.arange(n), cols)[:width - k]  # distinct, sorted, zero-valued
+        order = np.argsort(np.concatenate([cols, pad]))
+        indices[r] = np.concatenate([cols, pad])[order]
+        data[r] = np.concatenate([a.data[a.indptr[r]:a.indptr[r + 1]],
+                                  np.zeros(width - k, np.float32)])[order]
+    b = np.random.default_rng(1).uniform(-1, 1, (n, 3)).astype(np.float32)
+    _all_agree(mods, lib, "ell_spmm", [data.ravel(), b, np.zeros((m, 3), np.float32),
+                                       indices.ravel(), m, n, width, 3], 2,
+               a.toarray().astype(np.float64) @ b)
+
+
+def test_float16_storage_float32_accumulation(mods, lib) -> None:
+    a = MATRICES["les_miserables"]
+    m, n = a.shape
+    a16 = a.data.astype(np.float16)
+    b16 = np.random.default_rng(2).uniform(-1, 1, (n, 8)).astype(np.float16)
+    dense = np.zeros((m, n))
+    rows = np.repeat(np.arange(m), np.diff(a.indptr))
+    dense[rows, a.indices] = a16.astype(np.float64)
+    want = dense @ b16.astype(np.float64)
+    _all_agree(mods, lib, "spmm_f16", [a16, b16, np.zeros((m, 8), np.float32), a.indptr,
+                                       a.indices, m, n, 8, a.nnz], 2, want, tol=1e-5)
+    import scipy.sparse as sp
+
+    got = lib.spmm_f16(sp.csr_matrix((a16, a.indices, a.indptr), shape=a.shape), b16)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+

@@ -1,0 +1,100 @@
+"""SparseTIR's spellings: axes, sparse buffers and sparse iterations parse, print back, and bad
+ones get diagnostics at their place."""
+
+from __future__ import annotations
+
+import pytest
+from tirc.frontend import parse
+from tirc.ir import structural_equal
+from tirc.ir.diagnostics import CompileError
+from tirc.ir.printer import print_module
+from tirc.ir.sparse import AxisKind, SparseBuffer, SparseIteration
+
+HEAD = '''from tvm.script import tir as T
+
+@T.prim_func
+def f(a: T.handle, b: T.handle, indptr: T.handle, indices: T.handle, m: T.int32, n: T.int32,
+      nnz: T.int32):
+    I = T.dense_fixed(m)
+    J = T.sparse_variable(I, (n, nnz), (indptr, indices), "int32")
+'''  # the body continues on line 8
+
+ALL_AXES = '''@T.prim_func
+def g(a: T.handle, b: T.handle, p0: T.handle, p1: T.handle, x1: T.handle, x2: T.handle,
+      m: T.int32, n: T.int32, nnz: T.int32, nnz2: T.int32):
+    I = T.dense_fixed(m)
+    R = T.dense_variable(I, (n, nnz), p0, "int32")
+    E = T.sparse_fixed(I, (n, 4), x1, "int32")
+    J = T.sparse_variable(I, (n, nnz2), (p1, x2), "int32")
+    A = T.match_sparse_buffer(a, (I, R), "float32")
+    B = T.match_sparse_buffer(b, (I, E), "float16")
+    with T.iter([I, T.fuse(E)], "SS", "copy") as [i, e]:
+        B[i, e] = T.float16(1)
+    with T.sp_iter([I, R, J], "SRR", "sum") as [i, r, j]:
+        A[i, r] = A[i, r] + T.float32(1)
+'''
+
+
+def test_every_axis_kind_and_its_arrays() -> None:
+    mod = parse(ALL_AXES.replace("T.fuse(E)", "E"))
+    f = mod.functions["g"]
+    bufs = {b.name: b for b in f.buffer_map.values()}
+    assert bufs["R_indptr"].shape[0].a.name == "m"  # type: ignore[attr-defined]
+    assert bufs["E_indices"].dtype.bits == 32
+    a = bufs["A"]
+    assert isinstance(a, SparseBuffer)
+    assert [ax.kind for ax in a.axes] == [AxisKind.DENSE_FIXED, AxisKind.DENSE_VARIABLE]
+    assert isinstance(f.body.seq[0], SparseIteration)  # type: ignore[attr-defined]
+    text = print_module(mod)
+    assert "R = T.dense_variable(I, (n, nnz), p0, \"int32\")" in text
+    assert "E = T.sparse_fixed(I, (n, 4), x1, \"int32\")" in text
+    again = parse(text)
+    assert structural_equal(mod.functions["g"], again.functions["g"])
+
+
+def test_iter_is_an_alias_of_sp_iter() -> None:
+    a = parse(HEAD + '''    A = T.match_sparse_buffer(a, (I, J), "float32")
+    with T.iter([I, J], "SS", "x") as [i, j]:
+        A[i, j] = T.float32(0)
+''')
+    assert "T.sp_iter([I, J], \"SS\", \"x\") as [i, j]" in print_module(a)
+
+
+BAD = {
+    "kinds_length": ('''    A = T.match_sparse_buffer(a, (I, J), "float32")
+    with T.sp_iter([I, J], "S", "x") as [i, j]:
+        A[i, j] = T.float32(0)
+''', 9, 28, "the iteration kinds must be one S or R per axis (2 axes), got \"S\""),
+    "child_first": ('''    A = T.match_sparse_buffer(a, (I, J), "float32")
+    with T.sp_iter([J, I], "SS", "x") as [j, i]:
+        A[i, j] = T.float32(0)
+''', 9, 43, "axis J is iterated before its parent I"),
+    "not_an_axis": ('''    A = T.match_sparse_buffer(a, (I, m), "float32")
+''', 8, 38, "expected an axis (T.dense_fixed, T.sparse_variable, ...)"),
+    "handle_twice": ('''    A = T.match_sparse_buffer(indptr, (I, J), "float32")
+''', 8, 31, "parameter 'indptr' is already matched to a buffer"),
+    "spatial_under_reduction": ('''    K = T.sparse_variable(J, (n, nnz), (a, b), "int32")
+    with T.sp_iter([I, J, K], "SRS", "x") as [i, j, k]:
+        pass
+''', 9, 53, "spatial axis K depends on the reduction axis J"),
+    "wrong_names": ('''    with T.sp_iter([I, J], "SS", "x") as [i]:
+        pass
+''', 8, 42, "expected 2 iteration variable names"),
+    "rank": ('''    A = T.match_sparse_buffer(a, (I, J), "float32")
+    with T.sp_iter([I, J], "SS", "x") as [i, j]:
+        A[i] = T.float32(0)
+''', 10, 9, "buffer 'A' has 2 dimensions, indexed with 1"),
+    "attach": ('''    with T.sp_iter([I, T.attach(J, I)], "SS", "x") as [i, j]:
+        pass
+''', 8, 24, "unsupported: T.attach"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_sparse_programs_get_diagnostics(case: str) -> None:
+    body, line, col, message = BAD[case]
+    with pytest.raises(CompileError) as info:
+        parse(HEAD + body, "t.tir")
+    diags = info.value.diagnostics
+    assert any(d.span is not None and (d.span.line, d.span.col) == (line, col)
+               and message in d.message for d in diags), [(d.span, d.message) for d in diags]
