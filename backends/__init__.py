@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tirc.backends.phases import NO_PHASES, Phases
+from tirc.backends.symbols import ExportNames, library_name_from_path
 from tirc.ir.attrs import ENTRY
 from tirc.ir.deep_call import deep
 from tirc.ir.diagnostics import CompileError
@@ -30,7 +32,12 @@ def kind_for_path(path: str | Path) -> str | None:
 
 
 class NotLoweredError(CompileError):
-    """IR given to a backend before the pipeline step that backend needs has run."""
+    """IR given to a backend before the pipeline step that backend needs has run; `what` says
+    where (the command line words its own message from it)."""
+
+    def __init__(self, message: str, what: str = "") -> None:
+        super().__init__(message)
+        self.what = what
 
 
 def not_lowered(backend: str, what: str, step: str) -> NotLoweredError:
@@ -38,7 +45,7 @@ def not_lowered(backend: str, what: str, step: str) -> NotLoweredError:
     return NotLoweredError(f"the {backend} backend renders lowered IR only: {what} (missing "
                            f"step: {step}); lower the module with the default pipeline first "
                            f"(tirc.driver.lower, or tirc without --passes), or add '{step}' to "
-                           f"--passes")
+                           f"--passes", what)
 
 
 def check_cpu_target(target: Any) -> None:
@@ -50,10 +57,12 @@ def check_cpu_target(target: Any) -> None:
 
 def check_entries(mod: IRModule) -> None:
     """Raise NotLoweredError unless every function of `mod` is an exported entry point (the
-    CPU backend's input: lower-graph and make-entry have run)."""
+    CPU backend's input: lower-graph and make-entry have run). A graph function is reported
+    first: it is the earlier missing step."""
     for name, func in mod.functions.items():
         if not isinstance(func, PrimFunc):
             raise not_lowered("CPU", f"'{name}' is still a graph function", "lower-graph")
+    for name, func in mod.functions.items():
         if ENTRY not in func.attrs:
             raise not_lowered("CPU", f"function '{name}' is not an entry point", "make-entry")
 
@@ -61,10 +70,13 @@ def check_entries(mod: IRModule) -> None:
 @deep
 def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
          out_path: str | Path | None = None, libs: tuple[str, ...] = (),
-         lib_dirs: tuple[str, ...] = ()) -> bytes:
+         lib_dirs: tuple[str, ...] = (), names: ExportNames | None = None,
+         phases: Phases = NO_PHASES) -> bytes:
     """Compile `mod` to `kind` (one of EMIT_KINDS) and return the bytes; also write them to
-    `out_path` atomically when given. A shared object is linked with the libraries `libs`
-    (`-l`) found in `lib_dirs` (`-L`), which define the module's external functions. Runs on a
+    `out_path` atomically when given; `phases` times each step (LLVM IR, optimisation, code
+    generation, link). A shared object is linked with the libraries `libs`
+    (`-l`) found in `lib_dirs` (`-L`), which define the module's external functions. `names`
+    chooses the exported C names (default: the library named after `out_path`). Runs on a
     big-stack thread (`tirc.ir.deep_call`), as code generation recurses as deep as the IR nests."""
     from tirc.backends.metadata import metadata_json, module_metadata
 
@@ -74,7 +86,8 @@ def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
     if kind in GPU_KINDS or (kind in ("ll", "asm") and getattr(target, "is_gpu", False)):
         from tirc.backends.nvptx import emit_gpu
 
-        data = emit_gpu(mod, kind, target, opt_level, tuple(libs), tuple(lib_dirs))
+        with phases("nvptx"):
+            data = emit_gpu(mod, kind, target, opt_level, tuple(libs), tuple(lib_dirs))
         if out_path is not None:
             from tirc.backends.link import write_atomic
 
@@ -83,15 +96,18 @@ def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
     if kind != "h":
         check_cpu_target(target)
     check_entries(mod)
+    names = names or ExportNames(library_name_from_path(out_path))
     if kind == "h":
         from tirc.backends.header import render_header
 
         name = Path(out_path).stem if out_path else mod.name
-        data = render_header(module_metadata(mod), name).encode()
+        data = render_header(module_metadata(mod, names), name).encode()
     else:
-        from tirc.backends.llvm import compile_llvm
+        from tirc.backends.llvm import compile_llvm, cpu_choice
 
-        result = compile_llvm(mod, metadata_json(mod), target, opt_level)
+        choice = cpu_choice(target)
+        result = compile_llvm(mod, metadata_json(mod, names, choice.metadata()), target,
+                              opt_level, names, choice, phases)
         if kind == "so":
             from tirc.backends.link import link_shared
             from tirc.ir.dist.collective import is_ccl_symbol
@@ -99,10 +115,12 @@ def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
 
             # The collectives (tirc_ccl_*) resolve when the runtime loads the library, from
             # the MPI or NCCL shim it loaded first.
-            return link_shared(result.obj(), out_path, openmp=result.uses_openmp,
-                               libs=tuple(libs), lib_dirs=tuple(lib_dirs),
-                               externs=tuple(s for s in external_symbols(mod)
-                                             if not is_ccl_symbol(s)))
+            obj = result.obj()
+            with phases("link"):
+                return link_shared(obj, out_path, openmp=result.uses_openmp,
+                                   libs=tuple(libs), lib_dirs=tuple(lib_dirs),
+                                   externs=tuple(s for s in external_symbols(mod)
+                                                 if not is_ccl_symbol(s)))
         data = {"ll": lambda: result.ll().encode(), "asm": lambda: result.asm().encode(),
                 "obj": result.obj}[kind]()
     if out_path is not None:
@@ -114,14 +132,14 @@ def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
 
 def build(mod: IRModule, out_path: str | Path, target: Any = None, opt_level: int = 2,
           kind: str | None = None, libs: tuple[str, ...] = (),
-          lib_dirs: tuple[str, ...] = ()) -> Path:
+          lib_dirs: tuple[str, ...] = (), names: ExportNames | None = None) -> Path:
     """Compile `mod` to the file `out_path`, its kind taken from the suffix unless given
-    (`libs`/`lib_dirs`: as for `emit`)."""
+    (`libs`/`lib_dirs`/`names`: as for `emit`)."""
     kind = kind or kind_for_path(out_path)
     if kind is None:
         raise CompileError(f"cannot tell the output kind from '{out_path}'; use a suffix "
                            f"({', '.join(SUFFIX_KINDS)}) or --emit")
-    emit(mod, kind, target, opt_level, out_path, libs, lib_dirs)
+    emit(mod, kind, target, opt_level, out_path, libs, lib_dirs, names)
     return Path(out_path)
 
 
@@ -134,5 +152,5 @@ def metadata(mod: IRModule) -> str:
     return json.dumps(module_metadata(mod), indent=2)
 
 
-__all__ = ["EMIT_KINDS", "SUFFIX_KINDS", "NotLoweredError", "build", "check_entries", "emit",
-           "kind_for_path", "metadata", "not_lowered"]
+__all__ = ["EMIT_KINDS", "SUFFIX_KINDS", "ExportNames", "NotLoweredError", "build",
+           "check_entries", "emit", "kind_for_path", "metadata", "not_lowered"]

@@ -72,7 +72,9 @@ def link_shared(obj: bytes, out_path: str | Path | None = None, openmp: bool = F
         obj_path = Path(tmp) / "module.o"
         obj_path.write_bytes(obj)
         so_path = Path(tmp) / "module.so"
-        cmd = [*cc, "-shared", "-o", str(so_path), str(obj_path)]
+        # -Bsymbolic: the library's references to its own exports bind within it, never to a
+        # same-named function of another tirc library loaded first.
+        cmd = [*cc, "-shared", "-Wl,-Bsymbolic", "-o", str(so_path), str(obj_path)]
         dirs = [str(Path(d).resolve()) for d in lib_dirs]
         cmd += [f"-L{d}" for d in dirs] + [f"-Wl,-rpath,{d}" for d in dirs]
         cmd += [f"-l{lib}" for lib in libs]

@@ -11,7 +11,7 @@ import sys
 import traceback
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 from tirc.ir.diagnostics import CompileError, Diagnostic
@@ -21,6 +21,44 @@ if TYPE_CHECKING:
 
 EXIT_USER_ERROR = 1
 EXIT_INTERNAL_ERROR = 2
+COLOR_MODES = ("auto", "always", "never")
+
+# Set once per command from --color and -Werror.
+_settings = {"color": "auto", "werror": False}
+
+
+def set_color(mode: str) -> None:
+    """`--color=auto|always|never`: colours on a terminal, always, or never (NO_COLOR and
+    TERM=dumb also turn `auto` off, as rich reads them)."""
+    _settings["color"] = mode
+
+
+def set_werror(on: bool) -> None:
+    """`-Werror`: every warning becomes an error."""
+    _settings["werror"] = on
+
+
+color_option = click.option(
+    "--color", type=click.Choice(COLOR_MODES), default="auto", show_default=True,
+    help="Colour diagnostics: on a terminal (auto), always, or never.")
+
+
+def warn(message: str, span: Any = None) -> None:
+    """Print a warning (an error under -Werror, which stops the command)."""
+    if _settings["werror"]:
+        raise CompileError(Diagnostic("error", f"{message} [-Werror]", span))
+    print_diagnostics([Diagnostic("warning", message, span)])
+
+def report_warnings(diagnostics: Iterable[Diagnostic]) -> None:
+    """Print the warnings the passes collected; under -Werror they are errors, all reported
+    together, and the command stops."""
+    found = list(diagnostics)
+    if found and _settings["werror"]:
+        raise CompileError([Diagnostic("error", f"{d.message} [-Werror]", d.span, d.notes)
+                            for d in found])
+    if found:
+        print_diagnostics(found)
+
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "bold magenta", "note": "bold cyan"}
 
@@ -47,9 +85,14 @@ def print_diagnostics(diagnostics: Iterable[Diagnostic], stream: TextIO | None =
     from rich.console import Console  # imported here: rich is slow to import, errors are rare
 
     stream = stream or sys.stderr
-    console = Console(file=stream, highlight=False, soft_wrap=True)
+    mode = _settings["color"]
+    console = Console(file=stream, highlight=False, soft_wrap=True,
+                      force_terminal=True if mode == "always" else None,
+                      no_color=True if mode == "never" else None)
     for d in diagnostics:
-        if console.is_terminal and not console.no_color:
+        colour = mode == "always" or (mode == "auto" and console.is_terminal and
+                                      not console.no_color)
+        if colour:
             for line in _styled(d):
                 console.print(line)
         else:

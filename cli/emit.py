@@ -37,12 +37,13 @@ def kind_from_output(output: str | None) -> str | None:
 
 def emit(mod: IRModule, kind: str, target: Any, opt_level: int,
          output: str | None = None, libs: tuple[str, ...] = (),
-         lib_dirs: tuple[str, ...] = ()) -> str | bytes:
+         lib_dirs: tuple[str, ...] = (), names: Any = None, phases: Any = None) -> str | bytes:
     """The module as `kind`: printed `.tir` here, everything else from tirc.backends.emit.
 
     `output` (None for stdout) is passed on as `out_path` when the backend takes it: it names
     things after the output file (a header's guard), and the backend may write it too.
-    `libs`/`lib_dirs` (`-l`/`-L`) go to the linker of a shared object.
+    `libs`/`lib_dirs` (`-l`/`-L`) go to the linker of a shared object; `names` (an
+    ExportNames) chooses the exported C names.
     """
     if kind == "tir":
         return print_module(mod)
@@ -56,6 +57,11 @@ def emit(mod: IRModule, kind: str, target: Any, opt_level: int,
         extra["out_path"] = output
     if libs or lib_dirs:
         extra.update(libs=tuple(libs), lib_dirs=tuple(lib_dirs))
+    taken = inspect.signature(backend_emit).parameters
+    if names is not None and "names" in taken:
+        extra["names"] = names
+    if phases is not None and "phases" in taken:
+        extra["phases"] = phases
     try:
         return backend_emit(mod, kind, target, opt_level, **extra)
     except NotImplementedError as exc:

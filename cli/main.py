@@ -2,7 +2,7 @@
 `tune` are subcommands.
 
 `tirc FILE ...` and `tirc compile FILE ...` are the same; `tirc --help` shows both the
-subcommands and the compile options.
+subcommands and the compile options. `@FILE` anywhere reads more arguments from FILE.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 
 import click
+from tirc.cli.response_files import ResponseFileError, expand_response_files
 
 DEFAULT_COMMAND = "compile"
 # Each subcommand and where it lives: imported only when it runs (or for --help), so that a
@@ -40,6 +41,10 @@ class DefaultCommandGroup(click.Group):
         return command
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            args = expand_response_files(list(args))
+        except ResponseFileError as exc:
+            raise click.UsageError(str(exc)) from None
         group_only = {"--help", "-h", "--version"}
         if args and args[0] not in COMMANDS and args[0] not in group_only:
             args = [DEFAULT_COMMAND, *args]

@@ -3,9 +3,12 @@
 Inputs come from `.npy` files (`--input A=a.npy`; a scalar parameter takes a number,
 `--input n=128`) or, with `--random`, are made up (symbolic sizes from `--dim n=128`).
 Outputs are allocated from the metadata's shapes; `--output DIR` saves each as `NAME.npy`.
-The call is repeated `--repeat N` times and the timings (of the library call alone, after
-the arguments are checked once) are printed. `--ranks N` runs a library compiled for a device
-mesh as N processes with the installed MPI (cli/run_ranks.py).
+After `--warmup N` untimed calls, the call is timed `--repeat N` times (the library call alone,
+after the arguments are checked once); the median, the interquartile range and the rates are
+printed: GFLOP/s from the operation count the compiler recorded for the function (`flops` in
+its metadata), GB/s from the bytes of its array arguments (each read or written once).
+`--ranks N` runs a library compiled for a device mesh as N processes with the installed MPI
+(cli/run_ranks.py).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 
 import click
 import numpy as np
-from tirc.cli.diagnostics_output import fail, reported_errors
+from tirc.cli.diagnostics_output import color_option, fail, reported_errors, set_color
 
 
 def _pairs(items: tuple[str, ...], option: str) -> dict[str, str]:
@@ -126,15 +129,19 @@ def _fmt_time(seconds: float) -> str:
 @click.option("--seed", default=0, show_default=True, help="Seed of the --random inputs.")
 @click.option("--output", "-o", "output_dir", type=click.Path(file_okay=False),
               help="Save each output as DIR/NAME.npy.")
-@click.option("--repeat", "-n", default=1, show_default=True, type=click.IntRange(min=1),
+@click.option("--repeat", "-n", default=10, show_default=True, type=click.IntRange(min=1),
               help="How many timed calls to make.")
+@click.option("--warmup", default=1, show_default=True, type=click.IntRange(min=0),
+              help="Untimed calls made first (caches, thread pool, page faults).")
 @click.option("--ranks", type=click.IntRange(min=1), metavar="N",
               help="Run as N processes (one per device of the mesh) with mpiexec.")
+@color_option
 @click.option("--debug", is_flag=True, help="Show a traceback for internal errors.")
 def run_command(library: str, function: str, inputs: tuple[str, ...], random: bool,
                 dims: tuple[str, ...], seed: int, output_dir: str | None, repeat: int,
-                ranks: int | None, debug: bool) -> None:
+                warmup: int, ranks: int | None, color: str, debug: bool) -> None:
     """Call FUNCTION of the compiled LIBRARY (.so) and print its timing."""
+    set_color(color)
     with reported_errors(debug):
         if ranks is not None:
             from tirc.cli.run_ranks import launch_ranks
@@ -142,22 +149,65 @@ def run_command(library: str, function: str, inputs: tuple[str, ...], random: bo
             launch_ranks(ranks)
             return
         _run(library, function, _pairs(inputs, "--input"), _pairs(dims, "--dim"), random, seed,
-             output_dir, repeat)
+             output_dir, repeat, warmup)
+
+
+def timing_lines(times: list[float], flops: float | None, nbytes: int) -> list[str]:
+    """The median, interquartile range, extremes and rates of a series of call times."""
+    median = statistics.median(times)
+    q1, _, q3 = (statistics.quantiles(times, n=4, method="inclusive") if len(times) > 1
+                 else (times[0],) * 3)
+    calls = f"{len(times)} call{'s' if len(times) != 1 else ''}"
+    lines = [f"{calls}: median {_fmt_time(median)}, IQR {_fmt_time(q1)} .. {_fmt_time(q3)}, "
+             f"min {_fmt_time(min(times))}, max {_fmt_time(max(times))}"]
+    rates = []
+    if flops and median > 0:
+        rates.append(f"{flops / median / 1e9:.3g} GFLOP/s ({flops:.4g} operations)")
+    if nbytes and median > 0:
+        rates.append(f"{nbytes / median / 1e9:.3g} GB/s ({nbytes} bytes of arguments)")
+    if rates:
+        lines.append("rate at the median: " + ", ".join(rates))
+    return lines
+
+
+def _flops(fn: Any, args: list[Any]) -> float | None:
+    """The function's recorded operation count for these arguments' sizes, if any."""
+    from tirc.runtime.arguments import Binder
+    from tirc.runtime.shape_expr import ShapeExprError, evaluate
+
+    text = fn.meta.get("flops")
+    if text is None:
+        return None
+    binder = Binder(fn.name)
+    for spec, arr in zip(fn._specs, args):
+        if spec.kind == "buffer":
+            binder.bind(spec, arr)
+        else:
+            binder.env[spec.name] = int(np.asarray(arr).reshape(-1)[0]) \
+                if np.asarray(arr).dtype.kind in "iub" else 0
+    try:
+        return float(evaluate(text, binder.env))
+    except ShapeExprError:
+        return None
 
 
 def _run(library: str, function: str, inputs: dict[str, str], dims: dict[str, str],
-         random: bool, seed: int, output_dir: str | None, repeat: int) -> None:
+         random: bool, seed: int, output_dir: str | None, repeat: int, warmup: int) -> None:
     import tirc.runtime as rt
     from tirc.cli.run_ranks import load_function, report_rank
 
     try:
         fn = load_function(library, function)
-    except (rt.TircError, FileNotFoundError, KeyError) as exc:
-        raise fail(str(exc).strip("'\"")) from None
+    except KeyError as exc:
+        raise fail(str(exc.args[0])) from None
+    except (rt.TircError, FileNotFoundError) as exc:
+        raise fail(str(exc)) from None
     dims = {**{k: str(v) for k, v in getattr(fn, "coords", {}).items()}, **dims}
     args = _arguments(fn, inputs, dims, random, seed)
     try:
         call = fn.prepare((), args)
+        for _ in range(warmup):
+            fn.call_prepared(call)
         times = []
         for _ in range(repeat):
             start = time.perf_counter()
@@ -168,9 +218,12 @@ def _run(library: str, function: str, inputs: dict[str, str], dims: dict[str, st
     if not report_rank(fn):
         return
     click.echo(f"{fn.signature()}")
-    calls = f"{repeat} call{'s' if repeat != 1 else ''}"
-    click.echo(f"{calls}: median {_fmt_time(statistics.median(times))}, "
-               f"min {_fmt_time(min(times))}, max {_fmt_time(max(times))}")
+    # Rates for a plain call; a distributed one's arrays are this rank's shards.
+    plain = getattr(fn, "shim", None) is None
+    nbytes = sum(a.nbytes for a, s in zip(call.arrays, fn._specs)
+                 if s.kind == "buffer") if plain else 0
+    for line in timing_lines(times, _flops(fn, call.arrays) if plain else None, nbytes):
+        click.echo(line)
     outputs = [(p, a) for p, a in zip(fn.params, call.arrays) if p.get("output")]
     for p, arr in outputs:
         summary = f"  {p['name']}: {arr.dtype}{list(arr.shape)}"

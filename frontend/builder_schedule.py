@@ -9,6 +9,7 @@ from tirc.frontend.builder_expr import ExprBuilder, literal_value
 from tirc.frontend.context import TOO_DEEP, BuildError, Context
 from tirc.frontend.scope import Scope
 from tirc.frontend.signature import Sig, check_call
+from tirc.ir.diagnostics import did_you_mean
 from tirc.ir.expr import Var
 from tirc.ir.schedule import SchedInstr, SchedLambda, SchedRef, Schedule
 
@@ -91,7 +92,8 @@ class ScheduleBuilder:
     def arg(self, node: S.Expr) -> Any:
         if isinstance(node, S.Name):
             if node.id not in self.defined:
-                self.ctx.error(f"unknown name '{node.id}'", node.span)
+                self.ctx.error(f"unknown name '{node.id}'{did_you_mean(node.id, self.defined)}",
+                               node.span)
             return SchedRef(node.id, span=node.span)
         if isinstance(node, S.Constant):
             return node.value

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tirc.frontend.context import NO_PYTHON, BuildError, Context
+from tirc.ir.diagnostics import did_you_mean
 from tirc.ir.span import Span
 
 
@@ -68,5 +69,6 @@ class Scope:
         if value is None:
             if name in self.later:
                 self.ctx.error(f"'{name}' is used before its definition", span)
-            self.ctx.error(f"unknown name '{name}'", span, NO_PYTHON)
+            known = [k for frame in self.frames for k in frame] + sorted(self.later)
+            self.ctx.error(f"unknown name '{name}'{did_you_mean(name, known)}", span, NO_PYTHON)
         return value

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tirc.ir.span import SourceMap, Span
@@ -40,6 +42,17 @@ def _excerpt(span: Span | None) -> list[str]:
         return []
     width = span.end_col - span.col if span.end_line == span.line else len(text) - span.col + 1
     return [text, " " * (span.col - 1) + "^" + "~" * max(0, width - 1)]
+
+
+def close_names(word: str, known: Iterable[str], n: int = 3) -> list[str]:
+    """The names in `known` closest to a misspelt `word` (best first; none when far off)."""
+    return difflib.get_close_matches(word, list(dict.fromkeys(known)), n=n, cutoff=0.6)
+
+
+def did_you_mean(word: str, known: Iterable[str], n: int = 3) -> str:
+    """`; did you mean 'x' or 'y'?` for a misspelt `word`, or '' when nothing is close."""
+    close = close_names(word, known, n)
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
 
 
 class CompileError(Exception):

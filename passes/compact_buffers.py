@@ -393,6 +393,7 @@ class CompactBuffers(PrimFuncPass):
 
     name = "compact-buffers"
     description = "move allocations to the innermost scope of their uses and shrink them to it"
+    optional = True  # an optimisation (see Pass.optional)
 
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
         body = compact_buffers(func.body)

@@ -1,14 +1,17 @@
-"""The instruments behind `--print-*`, `--time-passes` and `--verify-each`.
+"""The instruments behind `--print-*`, `--time-passes`, `--verify-each`, `--stop-after` and
+`--opt-bisect-limit`.
 
 Each is an `Instrument` (tirc.passes.manager) that the pipeline runner calls around every
 pass. Dumps go through a `DumpSink`: to a stream, each headed by `# IR after <pass>`, or into
-a directory as numbered `.tir` files; either way every dump is itself a valid `.tir` file.
+a directory as numbered `.tir` files; either way every dump is itself a valid `.tir` file
+(`--print-changed=diff` writes unified diffs instead, `.diff` files in a directory).
 """
 
 from __future__ import annotations
 
+import difflib
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -27,11 +30,17 @@ def note_lines(note: str, label: str = "note") -> list[str]:
 
 
 class DumpSink:
-    """Where IR dumps go: a text stream (stderr by default) or numbered files in a folder."""
+    """Where IR dumps go: a text stream (stderr by default) or numbered files in a folder.
 
-    def __init__(self, stream: TextIO | None = None, dump_dir: str | Path | None = None) -> None:
+    `layout` lays out each dump's text (the CLI passes the source formatter, so that dumps are
+    what `tirc fmt` writes); by default the printer's text is written as it is.
+    """
+
+    def __init__(self, stream: TextIO | None = None, dump_dir: str | Path | None = None,
+                 layout: Callable[[str], str] | None = None) -> None:
         self.stream = stream
         self.dump_dir = Path(dump_dir) if dump_dir is not None else None
+        self.layout = layout
         self.count = 0
         self.written: list[Path] = []
 
@@ -41,10 +50,36 @@ class DumpSink:
         text = "\n".join(header) + "\n" + mod.script()
         if not text.endswith("\n"):
             text += "\n"
+        if self.layout is not None:
+            text = self.layout(text)
         self.count += 1
         if self.dump_dir is not None:
             self.dump_dir.mkdir(parents=True, exist_ok=True)
             path = self.dump_dir / f"{self.count:03d}-{when}-{pass_name}.tir"
+            path.write_text(text)
+            self.written.append(path)
+        else:
+            stream = self.stream or sys.stderr
+            stream.write(text)
+            stream.flush()
+
+    def lay_out(self, text: str) -> str:
+        """`text` as this sink writes a module (through `layout` when there is one)."""
+        return self.layout(text) if self.layout is not None else text
+
+    def diff(self, pass_name: str, before: str, after: str, notes: Iterable[str] = ()) -> None:
+        """Write the unified diff from `before` to `after` (printed modules), headed by
+        `# IR after <pass_name> (diff)` and any notes as comments."""
+        header = [f"# IR after {pass_name} (diff)"] + [f"# note: {n}" for n in notes]
+        lines = difflib.unified_diff(before.splitlines(keepends=True),
+                                     after.splitlines(keepends=True),
+                                     f"before {pass_name}", f"after {pass_name}")
+        text = "\n".join(header) + "\n" + "".join(
+            line if line.endswith("\n") else line + "\n" for line in lines)
+        self.count += 1
+        if self.dump_dir is not None:
+            self.dump_dir.mkdir(parents=True, exist_ok=True)
+            path = self.dump_dir / f"{self.count:03d}-after-{pass_name}.diff"
             path.write_text(text)
             self.written.append(path)
         else:
@@ -97,21 +132,72 @@ class PrintAfterAll(Instrument):
 
 
 class PrintChanged(Instrument):
-    """`--print-changed`: the module after each pass whose printed text changed, with notes."""
+    """`--print-changed`: the module after each pass whose printed text changed, with notes;
+    `--print-changed=diff` (`diff=True`): a unified diff against the module before the pass
+    instead (both laid out as the sink lays out a dump)."""
 
-    def __init__(self, sink: DumpSink) -> None:
+    def __init__(self, sink: DumpSink, diff: bool = False) -> None:
         self.sink = sink
+        self.diff = diff
         self.text_before = ""
+        self._laid_out: tuple[str, str] = ("", "")  # (printed, laid out) of the last module
 
     def before_pass(self, p: Pass, mod: IRModule, ctx: PassContext) -> None:
         self.text_before = mod.script()
 
     def after_pass(self, p: Pass, before: IRModule, after: IRModule, ctx: PassContext,
                    run: PassRun) -> None:
-        if after is not before and after.script() != self.text_before:
+        text_after = after.script() if after is not before else self.text_before
+        if text_after == self.text_before:
+            if run.notes:
+                self.sink.note(p.name, run.notes)
+        elif self.diff:
+            self.sink.diff(p.name, self._lay_out(self.text_before), self._lay_out(text_after),
+                           run.notes)
+        else:
             self.sink.dump("after", p.name, after, run.notes)
-        elif run.notes:
-            self.sink.note(p.name, run.notes)
+
+    def _lay_out(self, text: str) -> str:
+        """The sink's layout of a printed module, remembered for the next pass's diff."""
+        if self._laid_out[0] != text:
+            self._laid_out = (text, self.sink.lay_out(text))
+        return self._laid_out[1]
+
+
+class StopAfter(Instrument):
+    """`--stop-after NAME`: end the pipeline after the first run of pass NAME (or where it
+    would have run, when bisection skipped it); `stopped` says whether it did."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.stopped = False
+
+    def should_stop(self, p: Pass, ctx: PassContext) -> bool:
+        self.stopped = self.stopped or p.name == self.name
+        return self.stopped
+
+
+class OptBisect(Instrument):
+    """`--opt-bisect-limit N`, as LLVM's: only the first N optional passes (`Pass.optional`,
+    the optimisations) run; every other pass always does. Each optional pass is numbered
+    and reported on the stream as `BISECT: running pass (K) NAME` or
+    `BISECT: NOT running pass (K) NAME`; a negative limit runs them all (and reports them)."""
+
+    def __init__(self, limit: int, stream: TextIO | None = None) -> None:
+        self.limit = limit
+        self.stream = stream
+        self.count = 0
+
+    def should_run(self, p: Pass, ctx: PassContext) -> bool:
+        if not p.optional:
+            return True
+        self.count += 1
+        run = self.limit < 0 or self.count <= self.limit
+        stream = self.stream or sys.stderr
+        stream.write(f"BISECT: {'running' if run else 'NOT running'} pass ({self.count}) "
+                     f"{p.name}\n")
+        stream.flush()
+        return run
 
 
 class Progress(Instrument):
@@ -132,19 +218,42 @@ class Progress(Instrument):
         stream.write(f"tirc: {p.name} done in {run.seconds * 1e3:.2f} ms ({changed})\n")
         stream.flush()
 
+    def phase_started(self, name: str) -> None:
+        """A backend step (tirc.backends.phases) starts: LLVM, code generation, the link."""
+        stream = self.stream or sys.stderr
+        stream.write(f"tirc: running {name}\n")
+        stream.flush()
+
+    def phase_done(self, name: str, seconds: float) -> None:
+        stream = self.stream or sys.stderr
+        stream.write(f"tirc: {name} done in {seconds * 1e3:.2f} ms\n")
+        stream.flush()
+
 
 class TimePasses(Instrument):
-    """`--time-passes`: a table of the time spent in each pass, printed at the end."""
+    """`--time-passes`: a table of the time spent in each pass, printed at the end of the
+    pipeline, or (`at_exit=False`) by whoever also times the backend's steps into it."""
 
-    def __init__(self, stream: TextIO | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, at_exit: bool = True) -> None:
         self.stream = stream
+        self.at_exit = at_exit
         self.times: dict[str, list[float]] = {}
 
     def after_pass(self, p: Pass, before: IRModule, after: IRModule, ctx: PassContext,
                    run: PassRun) -> None:
         self.times.setdefault(p.name, []).append(run.seconds)
 
+    def phase_started(self, name: str) -> None:
+        """Backend steps are timed as rows of their own (tirc.backends.phases)."""
+
+    def phase_done(self, name: str, seconds: float) -> None:
+        self.times.setdefault(name, []).append(seconds)
+
     def exit_pipeline(self, mod: IRModule, ctx: PassContext) -> None:
+        if self.at_exit:
+            self.print_table()
+
+    def print_table(self) -> None:
         from rich.console import Console  # only --time-passes needs rich
 
         console = Console(file=self.stream or sys.stderr, highlight=False)
@@ -156,7 +265,7 @@ class TimePasses(Instrument):
 
         total = sum(sum(t) for t in self.times.values()) or 1e-12
         table = Table(title="pass timing")
-        table.add_column("pass")
+        table.add_column("pass or step")
         table.add_column("runs", justify="right")
         table.add_column("ms", justify="right")
         table.add_column("%", justify="right")

@@ -106,11 +106,15 @@ _ARTICLES = {"int": "an integer", "bool": "a boolean", "float": "a number"}
 class Pass:
     """A module-to-module transformation with a kebab-case `name` and a one-line description.
 
-    Dataclass fields of a subclass are its options (see the module docstring).
+    Dataclass fields of a subclass are its options (see the module docstring). An `optional`
+    pass is an optimisation: the module reaches its backend, and computes the same results,
+    without it, so `--opt-bisect-limit` may skip it; every other pass is a lowering step or a
+    check that always runs.
     """
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    optional: ClassVar[bool] = False
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         raise NotImplementedError

@@ -1,10 +1,10 @@
 """The default pipeline for every target and -O level: the table of contents of the compiler.
 
 `pipeline_steps` lists every step in order, one line each with what it does and when it runs;
-a step may be `optional`: an optimisation the IR reaches its backend without (what bisection
-may skip). `default_pipeline` is the names alone. `build_pipeline` turns names (with options,
-`unroll{max-extent=8}`) into pass objects; `--passes a,b,c` goes through it too, and a name that
-no pass has is an error everywhere.
+a step is `optional` when its pass is (`Pass.optional`: an optimisation the IR reaches its
+backend without, what `--opt-bisect-limit` may skip). `default_pipeline` is the names alone.
+`build_pipeline` turns names (with options, `unroll{max-extent=8}`) into pass objects;
+`--passes a,b,c` goes through it too, and a name that no pass has is an error everywhere.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from tirc.ir.diagnostics import did_you_mean
 from tirc.ir.target import Target
 from tirc.passes.pass_base import Pass, option_fields, option_type, parse_text
 from tirc.passes.registry import pass_class, pass_names
@@ -20,13 +21,17 @@ from tirc.passes.registry import pass_class, pass_names
 
 @dataclass(frozen=True)
 class Step:
-    """One step of the default pipeline: the pass, why it runs, and whether it may be skipped
-    (an optimisation, not a lowering the backend needs)."""
+    """One step of the default pipeline: the pass, why it runs, and whether it runs here."""
 
     name: str
     why: str
-    optional: bool = False
     when: bool = True
+
+    @property
+    def optional(self) -> bool:
+        """Whether the step may be skipped: its pass says so (`Pass.optional`, declared once,
+        where the pass is), so bisection and this table cannot disagree."""
+        return pass_class(self.name).optional
 
 
 def pipeline_steps(target: Target, opt_level: int, megakernel: str | None = None) -> list[Step]:
@@ -51,12 +56,12 @@ def pipeline_steps(target: Target, opt_level: int, megakernel: str | None = None
         Step("lower-sparse-iterations", "sparse kernels (written or legalized) -> loops with "
              "data-dependent extents, flat storage"),
         Step("annotate-op-pattern", "elementwise / broadcast / injective / reduction / fusable"),
-        Step("fold-constants", "scalar computations on constants at compile time", True,
+        Step("fold-constants", "scalar computations on constants at compile time",
              when=o1 or mk_gpu),
-        Step("fuse-ops", "group producers, consumers and epilogues", True, when=o1 or mk_gpu),
-        Step("fuse-tir", "one loop function per group", True, when=o1 or mk_gpu),
+        Step("fuse-ops", "group producers, consumers and epilogues", when=o1 or mk_gpu),
+        Step("fuse-tir", "one loop function per group", when=o1 or mk_gpu),
         Step("dead-code-elim", "unused bindings and functions"),
-        Step("default-schedule", "parallel outer, vectorized inner loops, tiled matmul", True,
+        Step("default-schedule", "parallel outer, vectorized inner loops, tiled matmul",
              when=cpu and o1),
         Step("gpu-default-schedule", "kernels bound to blocks and threads (unbound code cannot "
              "run on a GPU)", when=gpu and not mk_gpu),
@@ -81,7 +86,7 @@ def pipeline_steps(target: Target, opt_level: int, megakernel: str | None = None
              "(on the GPU: cached tiles to what a block or thread touches)"),
         Step("lower-layouts", "buffers with layouts -> flat storage and physical offsets"),
         Step("flatten-buffers", "n-d buffer accesses -> 1-d offsets"),
-        Step("simplify", "fold and canonicalise index arithmetic", True, when=o1),
+        Step("simplify", "fold and canonicalise index arithmetic", when=o1),
         Step("gpu-inject-vthread", "vthread loops -> unrolled loops, cut at barriers", when=gpu),
         Step("gpu-thread-binding", "check thread-bound loops; start each at 0", when=gpu),
         Step("gpu-launch-dims", "one extent per thread axis and kernel (guards)", when=gpu),
@@ -89,10 +94,10 @@ def pipeline_steps(target: Target, opt_level: int, megakernel: str | None = None
              when=gpu),
         Step("gpu-storage-sync", "barriers between shared-memory phases, where missing",
              when=gpu),
-        Step("vectorize", "vectorized loops -> ramps and broadcasts", True, when=o2),
-        Step("unroll", "unrolled (and small constant) loops -> straight-line code", True,
+        Step("vectorize", "vectorized loops -> ramps and broadcasts", when=o2),
+        Step("unroll", "unrolled (and small constant) loops -> straight-line code",
              when=o2),
-        Step("simplify", "clean up what vectorize and unroll left", True, when=o2),
+        Step("simplify", "clean up what vectorize and unroll left", when=o2),
         Step("storage-rewrite", "allocations hoisted out of loops, stack or heap", when=cpu),
         Step("gpu-split-host-device", "each launch region -> a kernel; host -> launch plan",
              when=gpu),
@@ -181,6 +186,38 @@ def parse_option_value(value: str, annotation: Any, pass_name: str, key: str) ->
         article = "an" if base == "int" else "a"
         raise PipelineError(f"option '{key}' of pass '{pass_name}' wants {article} {base}, "
                             f"got '{value}'") from None
+
+
+def pass_spec(p: Pass) -> str:
+    """`p` as `--passes` writes it: the name, and `{option=value,...}` for every option, so
+    that `make_pass(pass_spec(p)) == p`."""
+    options = [f"{f.name.replace('_', '-')}={_option_text(getattr(p, f.name))}"
+               for f in option_fields(type(p))]
+    return f"{p.name}{{{','.join(options)}}}" if options else p.name
+
+
+def _option_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "none" if value is None else str(value)
+
+
+def config_keys() -> list[str]:
+    """Every `--pass-config` key: the `config` alias of some registered pass's option (imports
+    every pass module; asked only when a compile has config entries)."""
+    keys = {f.metadata.get("config") for name in pass_names()
+            for f in option_fields(pass_class(name))}
+    return sorted(k for k in keys if k)
+
+
+def check_config_keys(keys: Iterable[str]) -> None:
+    """Raise PipelineError for a `--pass-config` key no pass option reads (a misspelt key
+    would otherwise be ignored without a word), with the closest keys."""
+    known = config_keys()
+    for key in keys:
+        if key not in known:
+            raise PipelineError(f"unknown pass config key '{key}'{did_you_mean(key, known)} "
+                                f"('tirc passes -v' lists each option with its key)")
 
 
 def build_pipeline(specs: Iterable[str], disabled: Iterable[str] = ()) -> list[Pass]:

@@ -28,6 +28,7 @@ class Simplify(PrimFuncPass):
 
     name = "simplify"
     description = "fold constants, canonicalise index arithmetic with loop ranges, drop dead code"
+    optional = True  # an optimisation (see Pass.optional)
 
     remove_unit_loops: bool = option(True, doc="replace loops of extent 1 by their body")
 

@@ -160,6 +160,7 @@ class StorageRewrite(PrimFuncPass):
 
     name = "storage-rewrite"
     description = "hoist allocations to their outermost legal scope and choose stack or heap"
+    optional = True  # an optimisation (see Pass.optional)
 
     stack_limit: int = option(64 * 1024, config="storage.stack-limit", check=at_least(0),
                               doc="largest allocation, in bytes, placed on the stack")

@@ -91,6 +91,7 @@ class Unroll(PrimFuncPass):
 
     name = "unroll"
     description = "replace unroll loops of constant extent by copies of their body"
+    optional = True  # an optimisation (see Pass.optional)
 
     max_extent: int = option(64, config="unroll.max-extent", check=at_least(0),
                              doc="largest constant extent unrolled into copies")

@@ -176,6 +176,7 @@ class Vectorize(PrimFuncPass):
 
     name = "vectorize"
     description = "turn vectorized loops into vector code (ramps, broadcasts, scalar tail)"
+    optional = True  # an optimisation (see Pass.optional)
 
     max_lanes: int | None = option(None, config="vectorize.max-lanes", check=at_least(1),
                                    doc="most lanes of one vector (default: from the target, "

@@ -3,9 +3,10 @@
 Imports only numpy, ctypes and the standard library, so a deployed library needs nothing else.
 """
 
+from tirc.runtime import cpu_check
 from tirc.runtime.arguments import empty_aligned
 from tirc.runtime.errors import TircError
 from tirc.runtime.function import Function
 from tirc.runtime.module import Module, load
 
-__all__ = ["Function", "Module", "TircError", "empty_aligned", "load"]
+__all__ = ["Function", "Module", "TircError", "cpu_check", "empty_aligned", "load"]

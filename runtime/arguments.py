@@ -41,6 +41,29 @@ def _shape_str(dims: list[int] | tuple[int, ...]) -> str:
     return "(" + ", ".join(str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
 
 
+def library_of(value: Any) -> str:
+    """The library an array argument comes from (`numpy`, `torch`, ...), for messages."""
+    return type(value).__module__.split(".")[0] or "numpy"
+
+
+def contiguous_hint(value: Any, name: str) -> str:
+    """How the caller's library makes a compact row-major copy of argument `name`."""
+    lib = library_of(value)
+    if lib == "torch":
+        return f"pass {name}.contiguous()"
+    if lib == "cupy":
+        return f"pass cupy.ascontiguousarray({name})"
+    return "pass np.ascontiguousarray(...)"
+
+
+def dtype_text(value: Any, arr: np.ndarray) -> str:
+    """An argument's dtype as its own library writes it (`torch.float64`, `float64`)."""
+    own = getattr(value, "dtype", None)
+    if library_of(value) == "torch" and own is not None:
+        return str(own)
+    return dtype_label(arr.dtype)
+
+
 def as_array(value: Any, where: str) -> np.ndarray:
     """A numpy view of an array argument: an ndarray, or anything with `__dlpack__`."""
     if isinstance(value, np.ndarray):
@@ -55,7 +78,9 @@ def as_array(value: Any, where: str) -> np.ndarray:
         try:
             return np.from_dlpack(value)
         except (TypeError, ValueError, RuntimeError, BufferError) as exc:
-            raise TypeError(f"{where}: cannot import the array through DLPack: {exc}") from None
+            lib = library_of(value)
+            raise TypeError(f"{where}: cannot import the {lib} array through DLPack: "
+                            f"{exc}") from None
     raise TypeError(f"{where}: expected a numpy array or an object with __dlpack__, "
                     f"got {type(value).__name__}")
 
@@ -71,6 +96,7 @@ class ParamSpec:
     np_dtype: np.dtype | None  # None: bfloat16 without ml_dtypes (passed as uint16 bits)
     shape: tuple[int | str, ...]
     output: bool
+    input: bool  # the function reads it (an output that is also read: in place or accumulated)
     binds: tuple[tuple[int, str], ...]  # (dimension, symbol) pairs that are whole symbols
     static_shape: tuple[int, ...] | None
 
@@ -81,7 +107,8 @@ class ParamSpec:
                       if isinstance(d, str) and d.isidentifier())
         static = shape if all(isinstance(d, int) for d in shape) else None
         return ParamSpec(index, p["name"], p["kind"], p["dtype"], numpy_dtype(p["dtype"]),
-                         shape, bool(p.get("output")), binds, static)  # type: ignore[arg-type]
+                         shape, bool(p.get("output")), bool(p.get("input", True)), binds,
+                         static)  # type: ignore[arg-type]
 
 
 class Binder:
@@ -93,6 +120,7 @@ class Binder:
         self.env: dict[str, int] = {}
         self.origin: dict[str, str] = {}
         self.addresses: dict[int, int] = {}
+        self.given: dict[int, Any] = {}  # arguments that were not numpy arrays, by index
 
     def where(self, p: ParamSpec) -> str:
         return f"{self.fn}: argument {p.name}"
@@ -123,7 +151,7 @@ class Binder:
         return arr
 
     def header(self, p: ParamSpec, value: Any) -> np.ndarray:
-        """Type, dtype and rank of a buffer argument."""
+        """Type, dtype and rank of a buffer argument (remembering its library for messages)."""
         if type(value) is np.ndarray:
             arr = value
         elif value is None:
@@ -131,6 +159,7 @@ class Binder:
                             f"{_shape_str(p.shape)}, got None")
         else:
             arr = as_array(value, self.where(p))
+            self.given[p.index] = value
         want = p.np_dtype
         if want is None:
             if arr.dtype != np.uint16:
@@ -139,7 +168,7 @@ class Binder:
                                 "arrays, or pass the raw bits as uint16)")
         elif arr.dtype != want:
             raise TypeError(f"{self.where(p)}: expected dtype {p.dtype_name}, got "
-                            f"{dtype_label(arr.dtype)}")
+                            f"{dtype_text(value, arr)}")
         nd = len(p.shape)
         if arr.ndim != nd:
             raise ValueError(f"{self.where(p)}: expected {nd} dimension{'s' if nd != 1 else ''}, "
@@ -168,8 +197,8 @@ class Binder:
                              f"{_shape_str(arr.shape)}" + (f" ({note})" if note else ""))
         if not arr.flags.c_contiguous:
             raise ValueError(f"{self.where(p)}: expected a compact row-major (C-contiguous) "
-                             f"array, got strides {_shape_str(arr.strides)} bytes; pass "
-                             "np.ascontiguousarray(...) for a copy")
+                             f"array, got strides {_shape_str(arr.strides)} bytes; "
+                             f"{contiguous_hint(self.given.get(p.index, arr), p.name)} for a copy")
         address = arr.ctypes.data
         align = arr.dtype.itemsize
         if address % align:
@@ -210,3 +239,19 @@ def place_arguments(func: str, names: list[str], is_output: list[bool], args: tu
     if not_outputs:
         raise _count_error(func, names, n - len(absent), not_outputs)
     return slots, absent
+
+
+def returned_outputs(specs: list[ParamSpec], absent: set[int]) -> list[ParamSpec]:
+    """The outputs a call returns: those it allocated (`absent`) and those passed that it only
+    writes (torch's out=); when every output was passed and each is also read (an in-place
+    update, an accumulation such as a matmul's C), all of them."""
+    outputs = [s for s in specs if s.output]
+    chosen = [s for s in outputs if s.index in absent or not s.input]
+    return chosen or outputs
+
+
+def call_result(results: list[Any]) -> Any:
+    """What a call returns: None, its one result, or a tuple of them in parameter order."""
+    if not results:
+        return None
+    return results[0] if len(results) == 1 else tuple(results)

@@ -7,7 +7,9 @@ workspaces). A call checks the arguments as the CPU runtime does (count, dtype, 
 with symbolic sizes bound from the arguments), then:
 - numpy arrays are copied to the device, and outputs copied back after the kernels ran;
 - objects with `__cuda_array_interface__` (CuPy, PyTorch, Numba arrays) are used in place;
-- outputs left out are allocated (numpy arrays, returned as by the CPU runtime);
+- outputs left out are allocated (numpy arrays); a call returns what a CPU call returns (the
+  allocated outputs and the passed ones it only writes, the caller's own objects:
+  tirc.runtime.arguments.returned_outputs);
 - the plan's checks of the sizes (R.match_cast) run before anything is copied or launched;
 - the plan's workspaces (a graph function's intermediates) share one device allocation;
 - the plan's host calls (`R.call_dps_packed`) run C functions from the libraries given with
@@ -25,7 +27,13 @@ from typing import Any
 
 import numpy as np
 from tirc.runtime import shape_expr
-from tirc.runtime.arguments import Binder, ParamSpec, place_arguments
+from tirc.runtime.arguments import (
+    Binder,
+    ParamSpec,
+    call_result,
+    place_arguments,
+    returned_outputs,
+)
 from tirc.runtime.cuda_host_calls import find_symbol, open_libraries, run_host_call
 from tirc.runtime.dlpack import dtype_label
 from tirc.runtime.errors import TircError
@@ -185,8 +193,10 @@ class CudaFunction:
         return binder.header(spec, value)
 
     def prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]
-                ) -> tuple[Binder, list[Any], list[np.ndarray]]:
-        """Checked arguments (numpy arrays, DeviceArrays, scalars) and allocated outputs."""
+                ) -> tuple[Binder, list[Any], list[Any]]:
+        """Checked arguments (numpy arrays, DeviceArrays, scalars; absent outputs allocated as
+        numpy arrays) and what the call returns (`returned_outputs`: the allocated arrays, the
+        caller's own objects for passed outputs)."""
         slots, absent = self._slots(args, kwargs)
         binder = Binder(self.name)
         values: list[Any] = [None] * len(slots)
@@ -208,7 +218,6 @@ class CudaFunction:
                 raise ValueError(f"{binder.where(s)}: expected shape {want}, got {got}")
         self._check_aliasing(values, set(absent))
         self._check_sizes(binder.env)
-        allocated = []
         for i in absent:
             s = self._specs[i]
             try:
@@ -217,8 +226,9 @@ class CudaFunction:
                 raise TypeError(f"{self.name}(): cannot allocate output {s.name}: {exc}; pass "
                                 "it explicitly") from None
             values[i] = np.zeros(shape, s.np_dtype or np.dtype(np.uint16))
-            allocated.append(values[i])
-        return binder, values, allocated
+        results = [values[s.index] if s.index in absent else slots[s.index]
+                   for s in returned_outputs(self._specs, set(absent))]
+        return binder, values, results
 
     def _check_sizes(self, env: dict[str, int]) -> None:
         """The plan's checks of the sizes (a graph function's R.match_cast), before any
@@ -248,16 +258,14 @@ class CudaFunction:
                                      f"memory with argument {q.name}")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        binder, values, allocated = self.prepare(args, kwargs)
+        binder, values, results = self.prepare(args, kwargs)
         bound = self.bind(binder, values)
         try:
             bound.launch()
             bound.fetch()
         finally:
             bound.free()
-        if not allocated:
-            return None
-        return allocated[0] if len(allocated) == 1 else tuple(allocated)
+        return call_result(results)
 
     def bind(self, binder: Binder, values: list[Any]) -> BoundCall:
         """Checked arguments placed on the device (numpy arrays copied in, workspaces made)."""

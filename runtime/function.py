@@ -1,18 +1,33 @@
-"""One exported function of a loaded library, callable with numpy arrays.
+"""One exported function of a loaded library, callable with numpy arrays or torch tensors.
 
-`f(a, b, c)` passes every argument (destination-passing style) and returns None; leaving out
-outputs, `f(a, b)` or `f(a, b=..., s=2.0)`, allocates them (64-byte aligned, zero-filled,
-shapes from the metadata's expressions) and returns them (one array, or a tuple).
+Leaving out outputs, `f(a, b)` or `f(a, b=..., s=2.0)`, allocates them (64-byte aligned,
+zero-filled, shapes from the metadata's expressions) and returns them; `f(a, b, c)` passes every
+argument (destination-passing style) and returns the outputs passed (`c`, as torch's `out=`
+does). Precisely, a call returns (one array, or a tuple in parameter order) the outputs it
+allocated and the passed ones it only writes; an output the function also reads (updated in
+place) is the caller's own array and comes back only when every output is such an array
+(`add_one_(x)` returns `x`, as torch's in-place methods do). When an input is a torch tensor,
+the outputs tirc allocates are torch tensors sharing the allocation (through DLPack, no copy).
+torch is never imported here: a torch tensor is recognised by its type's module, and torch is
+already loaded.
 """
 
 from __future__ import annotations
 
 import ctypes
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from tirc.runtime.arguments import Binder, ParamSpec, empty_aligned, place_arguments
+from tirc.runtime.arguments import (
+    Binder,
+    ParamSpec,
+    call_result,
+    empty_aligned,
+    place_arguments,
+    returned_outputs,
+)
 from tirc.runtime.dlpack import ArgsPacker
 from tirc.runtime.errors import TircError
 from tirc.runtime.sparse_arguments import SparseSignature
@@ -20,11 +35,21 @@ from tirc.runtime.sparse_arguments import SparseSignature
 
 @dataclass
 class PreparedCall:
-    """Checked arguments packed as `DLTensor *args[]`, ready to be passed (again and again)."""
+    """Checked arguments packed as `DLTensor *args[]`, ready to be passed (again and again);
+    `results` are the outputs a call returns, as the caller's library's objects."""
 
     arrays: list[np.ndarray]
     allocated: list[np.ndarray]
     packed: Any = field(repr=False)
+    results: list[Any] = field(default_factory=list)
+
+
+def _torch_of(values: list[Any]) -> Any:
+    """The torch module when one of `values` is a torch tensor, else None."""
+    for v in values:
+        if type(v).__module__.split(".")[0] == "torch" and hasattr(v, "__dlpack__"):
+            return sys.modules.get("torch")
+    return None
 
 
 class Function:
@@ -36,7 +61,8 @@ class Function:
         self.params: list[dict[str, Any]] = meta["params"]
         self._specs = [ParamSpec.from_metadata(i, p) for i, p in enumerate(self.params)]
         self._names = [p["name"] for p in self.params]
-        self._fn = getattr(lib, self.name)
+        self.symbol: str = meta.get("symbol", self.name)  # its C name (ABI 2)
+        self._fn = getattr(lib, self.symbol)
         self._fn.argtypes = [ctypes.c_void_p, ctypes.c_int32]
         self._fn.restype = ctypes.c_int32
         self._last_error = last_error
@@ -105,7 +131,16 @@ class Function:
             arrays[i] = empty_aligned(shape, s.np_dtype or np.dtype(np.uint16))
             allocated.append(arrays[i])
         self._check_aliasing(arrays, set(absent))
-        return PreparedCall(arrays, allocated, self._packer.pack(arrays, binder.addresses))
+        torch = _torch_of([slots[s.index] for s in given])
+        results = []
+        for s in returned_outputs(self._specs, set(absent)):
+            if s.index not in absent:
+                results.append(slots[s.index])
+            else:
+                fresh = arrays[s.index]
+                results.append(torch.from_dlpack(fresh) if torch is not None else fresh)
+        return PreparedCall(arrays, allocated, self._packer.pack(arrays, binder.addresses),
+                            results)
 
     def _check_aliasing(self, arrays: list[np.ndarray], fresh: set[int]) -> None:
         for p in self._specs:
@@ -121,9 +156,7 @@ class Function:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         call = self.prepare(args, kwargs)
         self.call_prepared(call)
-        if not call.allocated:
-            return None
-        return call.allocated[0] if len(call.allocated) == 1 else tuple(call.allocated)
+        return call_result(call.results)
 
     def raw(self, *args: Any, **kwargs: Any) -> Any:
         """Call with every parameter as compiled (a sparse tensor's data, `indptr`, `indices`

@@ -3,6 +3,7 @@ CUDA modules."""
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -18,7 +19,9 @@ class FunctionTable:
     _functions: dict[str, Any]
 
     def _missing(self, name: str) -> str:
-        return (f"'{os.path.basename(self.path)}' has no function '{name}' "
+        close = difflib.get_close_matches(name, list(self._functions), n=1, cutoff=0.6)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        return (f"'{os.path.basename(self.path)}' has no function '{name}'{hint} "
                 f"(it has: {', '.join(self._functions) or 'none'})")
 
     def __getitem__(self, name: str) -> Any:

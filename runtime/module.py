@@ -7,11 +7,12 @@ import json
 import os
 from typing import Any
 
+from tirc.runtime.cpu_check import check_cpu
 from tirc.runtime.errors import TircError
 from tirc.runtime.function import Function
 from tirc.runtime.function_table import FunctionTable
 
-SUPPORTED_ABI = 1
+SUPPORTED_ABI = (1, 2)  # 2 added per-function C symbols and per-library helper names
 
 
 class Module(FunctionTable):
@@ -23,24 +24,34 @@ class Module(FunctionTable):
             self._lib = ctypes.CDLL(self.path)
         except OSError as exc:
             raise TircError(f"cannot load '{path}': {exc}") from None
-        try:
-            meta_fn = self._lib.tirc_metadata
-            last_error = self._lib.tirc_last_error
-        except AttributeError:
-            raise TircError(f"'{path}' is not a tirc library (it has no tirc_metadata)") from None
-        meta_fn.restype = ctypes.c_char_p
-        meta_fn.argtypes = []
-        last_error.restype = ctypes.c_char_p
-        last_error.argtypes = []
+        # Looked up through this library's own handle: another tirc library's cannot answer.
+        meta_fn = self._helper("tirc_metadata")
+        if meta_fn is None:
+            raise TircError(f"'{path}' is not a tirc library (it has no tirc_metadata)")
         self.metadata: dict[str, Any] = json.loads(meta_fn().decode("utf-8"))
         abi = self.metadata.get("tirc_abi")
-        if abi != SUPPORTED_ABI:
+        if abi not in SUPPORTED_ABI:
             raise TircError(f"'{path}' uses tirc ABI version {abi}; this runtime reads "
-                            f"version {SUPPORTED_ABI}")
+                            f"versions {', '.join(map(str, SUPPORTED_ABI))}")
+        check_cpu(path, self.metadata)
+        symbols = self.metadata.get("symbols", {})
+        last_error = self._helper(symbols.get("last_error", "tirc_last_error"))
+        if last_error is None:
+            raise TircError(f"'{path}' has no {symbols.get('last_error')} function")
         self._functions = {f["name"]: Function(self._lib, f, last_error)
                            for f in self.metadata["functions"]}
         for fn in self._functions.values():
             fn.bind_library(self._functions)
+
+    def _helper(self, name: str) -> Any:
+        """The library's `const char *name(void)` function, or None."""
+        try:
+            fn = getattr(self._lib, name)
+        except AttributeError:
+            return None
+        fn.restype = ctypes.c_char_p
+        fn.argtypes = []
+        return fn
 
     @property
     def functions(self) -> dict[str, Function]:

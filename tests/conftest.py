@@ -52,7 +52,7 @@ def invoke() -> Callable[..., Result]:
     """Run `tirc` in-process through click's test runner (stdout and stderr kept apart)."""
     from tirc.cli.main import cli
 
-    def run(*args: str) -> Result:
-        return CliRunner().invoke(cli, [str(a) for a in args], prog_name="tirc")
+    def run(*args: str, input: str | bytes | None = None) -> Result:
+        return CliRunner().invoke(cli, [str(a) for a in args], prog_name="tirc", input=input)
 
     return run

@@ -1,5 +1,7 @@
 """A whole module to LLVM IR: one exported function per entry point, plus the two ABI helpers
-`tirc_last_error()` (this thread's last message) and `tirc_metadata()` (the JSON description).
+`<library>_last_error()` (this thread's last message) and `<library>_metadata()` (the JSON
+description), also exported as `tirc_last_error`/`tirc_metadata` for loaders that look them up
+through the library's handle (names chosen by tirc.backends.symbols).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from llvmlite import ir
 from tirc.backends.llvm.context import ModuleContext, as_ptr
 from tirc.backends.llvm.function import FunctionCodegen
 from tirc.backends.llvm.types import I8, I32, PTR
+from tirc.backends.symbols import UNPREFIXED_HELPERS, ExportNames
 from tirc.ir.analysis.narrow_floats import refuse_narrow_floats
 from tirc.ir.attrs import ENTRY, GLOBAL_SYMBOL
 from tirc.ir.buffer import Buffer
@@ -32,9 +35,9 @@ def _buffers_by_data(func: PrimFunc) -> dict[Var, Buffer]:
     return out
 
 
-def emit_entry(ctx: ModuleContext, func: PrimFunc) -> ir.Function:
+def emit_entry(ctx: ModuleContext, func: PrimFunc, names: ExportNames) -> ir.Function:
     """`int32_t <symbol>(DLTensor **args, int32_t num_args)` from a make-entry function."""
-    symbol = str(func.attrs.get(GLOBAL_SYMBOL, func.name))
+    symbol = names.function(str(func.attrs.get(GLOBAL_SYMBOL, func.name)))
     if symbol in ctx.module.globals:
         raise CompileError(f"codegen: two functions export the symbol '{symbol}'", func.span)
     fn = ir.Function(ctx.module, ir.FunctionType(I32, [PTR, I32]), name=symbol)
@@ -47,23 +50,36 @@ def emit_entry(ctx: ModuleContext, func: PrimFunc) -> ir.Function:
     return fn
 
 
-def emit_abi_helpers(ctx: ModuleContext, metadata_json: str) -> None:
-    """`const char *tirc_last_error(void)` and `const char *tirc_metadata(void)`."""
-    fn = ir.Function(ctx.module, ir.FunctionType(PTR, []), name="tirc_last_error")
-    ir.IRBuilder(fn.append_basic_block("entry")).ret(ctx.error_buffer)
+def _helper(ctx: ModuleContext, name: str, value: ir.Value) -> None:
+    """`const char *name(void)` returning `value`."""
+    if name in ctx.module.globals:
+        raise CompileError(f"codegen: a function is exported as '{name}', the name of the "
+                           "library's ABI helper; choose another --symbol-prefix")
+    fn = ir.Function(ctx.module, ir.FunctionType(PTR, []), name=name)
+    ir.IRBuilder(fn.append_basic_block("entry")).ret(value)
+
+
+def emit_abi_helpers(ctx: ModuleContext, metadata_json: str, names: ExportNames) -> None:
+    """`<library>_last_error`/`<library>_metadata`, and their unprefixed aliases."""
     data = bytearray(metadata_json.encode("utf-8")) + b"\0"
     ty = ir.ArrayType(I8, len(data))
     g = ir.GlobalVariable(ctx.module, ty, name="tirc.metadata_json")
     g.linkage = "private"
     g.global_constant = True
     g.initializer = ir.Constant(ty, data)
-    fn = ir.Function(ctx.module, ir.FunctionType(PTR, []), name="tirc_metadata")
-    ir.IRBuilder(fn.append_basic_block("entry")).ret(as_ptr(g))
+    values = {"last_error": ctx.error_buffer, "metadata": as_ptr(g)}
+    for what, short in UNPREFIXED_HELPERS.items():
+        _helper(ctx, names.helper(what), values[what])
+        if short != names.helper(what):
+            _helper(ctx, short, values[what])
 
 
 def codegen_module(mod: IRModule, metadata_json: str, triple: str = "",
-                   data_layout: str = "", fp_contract: bool = True) -> ModuleContext:
-    """LLVM IR for every entry point of `mod` (run make-entry first)."""
+                   data_layout: str = "", fp_contract: bool = True,
+                   names: ExportNames | None = None) -> ModuleContext:
+    """LLVM IR for every entry point of `mod` (run make-entry first), exported as `names`
+    says."""
+    names = names or ExportNames()
     ctx = ModuleContext(mod.name, triple, data_layout)
     ctx.fp_contract = fp_contract
     for name, func in mod.functions.items():
@@ -74,6 +90,6 @@ def codegen_module(mod: IRModule, metadata_json: str, triple: str = "",
             raise CompileError(f"codegen: function '{name}' is not an entry point "
                                "(run make-entry)", func.span)
         refuse_narrow_floats(func, "CPU (LLVM)")
-        emit_entry(ctx, func)
-    emit_abi_helpers(ctx, metadata_json)
+        emit_entry(ctx, func, names)
+    emit_abi_helpers(ctx, metadata_json, names)
     return ctx

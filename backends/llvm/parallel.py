@@ -11,8 +11,10 @@ Parallel loops nested inside run serially. A loop annotated `"parallel.team"` (t
 runtime's region) asks for `extent` threads and runs its body exactly once on every thread of
 the team, with the loop variable the thread number (the body reads the team size with
 `tirc.omp_num_threads()`; a team may be smaller than asked for), so a barrier inside the body
-meets every thread. A failing worker stores its error code and the
-address of its thread's message; the caller copies that message into its own thread's buffer.
+meets every thread. The caller passes a message buffer of its own (on its stack) in the struct;
+the first worker to fail claims the error slot with a compare-and-swap and copies its thread's
+message into that buffer, so no other thread writes it and no thread's buffer is read after the
+region; after the region the caller moves the message into its own thread's error buffer.
 """
 
 from __future__ import annotations
@@ -21,10 +23,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from llvmlite import ir
-from llvmlite.ir import instructions
-from tirc.backends.llvm.context import ModuleContext, as_ptr
+from tirc.backends.llvm.context import ERROR_BUFFER_SIZE, ModuleContext, as_ptr
 from tirc.backends.llvm.outline import captured_vars, pack, unpack
-from tirc.backends.llvm.types import I32, PTR, VOID
+from tirc.backends.llvm.types import I8, I32, I64, PTR, VOID
 from tirc.ir.attrs import PARALLEL_CHUNK, PARALLEL_TEAM
 from tirc.ir.stmt import For
 
@@ -34,18 +35,19 @@ if TYPE_CHECKING:
 ERROR, MESSAGE, BEGIN, EXTENT, FIRST_CAPTURED = range(5)
 
 
-def _store_relaxed(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, align: int) -> None:
-    """An atomic monotonic store (llvmlite's store_atomic rejects opaque pointers)."""
-    b._insert(instructions.StoreAtomicInstr(b.block, value, ptr, "monotonic", align))
-
-
 def _worker_fail(slot: ir.Value, ty: ir.LiteralStructType):
+    """A worker's failure: the first to fail records its code and copies its message into
+    the caller's buffer; later failures only return."""
+
     def on_fail(cg: FunctionCodegen, code: ir.Value) -> None:
         b = cg.b
         err = b.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, ERROR)], source_etype=ty)
         msg = b.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, MESSAGE)], source_etype=ty)
-        _store_relaxed(b, code, err, 4)
-        _store_relaxed(b, cg.ctx.error_buffer, msg, 8)
+        claimed = b.cmpxchg(err, ir.Constant(I32, 0), code, "acq_rel", "monotonic")
+        with b.if_then(b.extract_value(claimed, 1)):
+            dest = b.load(msg, typ=PTR)
+            b.call(cg.ctx.snprintf(), [dest, ir.Constant(I64, ERROR_BUFFER_SIZE),
+                                       cg.ctx.string("%s"), cg.ctx.error_buffer])
         b.ret_void()
 
     return on_fail
@@ -114,8 +116,9 @@ def emit_parallel_for(cg: FunctionCodegen, s: For) -> None:
     ty = ir.LiteralStructType([I32, PTR, ity, ity, *[v.type for v in values], ity])
     counter = FIRST_CAPTURED + len(values)
     slot = cg.alloca(ty, 8)
-    pack(b, slot, ty, ERROR, [ir.Constant(I32, 0), ir.Constant(PTR, None), begin, extent,
-                              *values, ir.Constant(ity, 0)])
+    message = cg.alloca(ir.ArrayType(I8, ERROR_BUFFER_SIZE), 1)
+    pack(b, slot, ty, ERROR, [ir.Constant(I32, 0), message, begin, extent, *values,
+                              ir.Constant(ity, 0)])
 
     worker = ir.Function(ctx.module, ir.FunctionType(VOID, [PTR]),
                          name=ctx.unique_name(f"{cg.fn.name}.parallel"))
@@ -167,10 +170,8 @@ def emit_parallel_for(cg: FunctionCodegen, s: For) -> None:
     else:
         threads = team_size(ctx, b, extent, signed)
     b.call(gomp, [as_ptr(worker), slot, threads, ir.Constant(I32, 0)])
-    err, msg = unpack(b, slot, ty, ERROR, 2)
+    (err,) = unpack(b, slot, ty, ERROR, 1)
     failed = b.icmp_signed("!=", err, ir.Constant(I32, 0))
     with b.if_then(failed, likely=False):
-        elsewhere = b.icmp_unsigned("!=", msg, ctx.error_buffer)
-        with b.if_then(elsewhere):
-            ctx.set_error(b, "%s", [msg])
+        ctx.set_error(b, "%s", [message])
         cg.fail(err)

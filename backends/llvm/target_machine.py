@@ -1,7 +1,7 @@
 """The LLVM target machine from a tirc Target, and the optimisation pipeline at -O0..-O3.
 
-An empty triple means the host's; an empty `-mcpu` on the host means the host CPU with its
-features (as `-march=native` would), so the default build uses every instruction the machine has.
+An empty triple means the host's. The CPU and features come from `tirc.backends.llvm.cpu`: by
+default a portable x86-64-v3, `-mcpu=native` for the host's own, names checked against LLVM's.
 """
 
 from __future__ import annotations
@@ -11,14 +11,8 @@ from typing import Any
 
 import llvmlite.binding as llvm
 from tirc.backends import check_cpu_target
+from tirc.backends.llvm.cpu import CPUChoice, choose_cpu, initialise_llvm
 from tirc.ir.diagnostics import CompileError
-
-
-@cache
-def _initialised() -> bool:
-    for init in ("initialize_all_targets", "initialize_all_asmprinters"):
-        getattr(llvm, init)()
-    return True
 
 
 def host_triple() -> str:
@@ -31,7 +25,7 @@ def target_triple(target: Any) -> str:
 
 @cache
 def _machine(triple: str, cpu: str, features: str, opt: int) -> llvm.TargetMachine:
-    _initialised()
+    initialise_llvm()
     try:
         t = llvm.Target.from_triple(triple)
     except RuntimeError as exc:
@@ -40,18 +34,26 @@ def _machine(triple: str, cpu: str, features: str, opt: int) -> llvm.TargetMachi
                                    codemodel="default")
 
 
-def create_target_machine(target: Any, opt_level: int) -> llvm.TargetMachine:
-    """A target machine for `target` (a tirc Target, or None for the host) at `opt_level`."""
+def cpu_choice(target: Any) -> CPUChoice:
+    """The checked CPU, features and needs of `target` (a tirc Target, or None)."""
     check_cpu_target(target)
     triple = target_triple(target)
     cpu = getattr(target, "mcpu", "") if target is not None else ""
     mattr = getattr(target, "mattr", ()) if target is not None else ()
-    features = ",".join(mattr) if not isinstance(mattr, str) else mattr
-    if not cpu and triple == host_triple():
-        cpu = llvm.get_host_cpu_name()
-        if not features:
-            features = llvm.get_host_cpu_features().flatten()
-    return _machine(triple, cpu, features, max(0, min(3, opt_level)))
+    flags = tuple(a for a in mattr.split(",") if a) if isinstance(mattr, str) else tuple(mattr)
+    initialise_llvm()
+    try:
+        llvm.Target.from_triple(triple)
+    except RuntimeError as exc:
+        raise CompileError(f"unknown target triple '{triple}': {exc}") from None
+    return choose_cpu(triple, cpu, flags, host=triple == host_triple())
+
+
+def create_target_machine(target: Any, opt_level: int,
+                          choice: CPUChoice | None = None) -> llvm.TargetMachine:
+    """A target machine for `target` (a tirc Target, or None for the default) at `opt_level`."""
+    choice = choice or cpu_choice(target)
+    return _machine(choice.triple, choice.cpu, choice.features, max(0, min(3, opt_level)))
 
 
 def optimize(module: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int) -> None:

@@ -132,19 +132,21 @@ def check_call_tir(oc: OpCall, func: PrimFunc,
                                                if tir_vars else ""))
     names = [f"argument {k}" for k in range(len(inputs))] + \
         [f"output {k}" for k in range(len(outs))]
-    for name, buf, t in zip(names, buffers, tensors):
+    spans = [oc.element_span("args", k) for k in range(len(inputs))] + \
+        [oc.element_span("out_sinfo", k) for k in range(len(outs))]
+    for name, at, buf, t in zip(names, spans, buffers, tensors):
         if t.dtype is not None and t.dtype != buf.dtype:
             oc.error(f"{name} of {func.name} ({buf.name}): expected dtype {buf.dtype}, "
-                     f"got {t.dtype}")
+                     f"got {t.dtype}", at)
         if ndim_of(t) >= 0 and ndim_of(t) != len(buf.shape):
             oc.error(f"{name} of {func.name} ({buf.name}): expected rank {len(buf.shape)}, "
-                     f"got {ndim_of(t)}")
+                     f"got {ndim_of(t)}", at)
     shapes = [t.shape for t in tensors]
     if any(s is None for s in shapes):
         return
     values = bind_shape_vars(buffers, shapes, dict(zip(scalars, tir_vars)))  # type: ignore[arg-type]
     for k, message in shape_mismatches(buffers, shapes, values):  # type: ignore[arg-type]
-        oc.error(f"{names[k]} of {func.name} ({buffers[k].name}): {message}")
+        oc.error(f"{names[k]} of {func.name} ({buffers[k].name}): {message}", spans[k])
 
 
 def _check_sparse_call(oc: OpCall, func: PrimFunc,

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from tirc.ir.diagnostics import CompileError
+from tirc.ir.diagnostics import CompileError, close_names
 from tirc.ir.dtype import DType, DTypeError, dtype
 from tirc.ir.expr import FloatImm, IntImm, PrimExpr, StringImm
 from tirc.ir.graph import (
@@ -31,7 +31,7 @@ from tirc.ir.graph import (
     TupleSInfo,
 )
 from tirc.ir.ops.sinfo_util import ndim_of, normalize_axis, sinfo_text
-from tirc.ir.span import Span
+from tirc.ir.span import SourceMap, Span
 
 REQUIRED = object()
 
@@ -71,6 +71,19 @@ def register(name: str, params: list[Param],
     op = OpDef(name, tuple(params), infer)
     OPS[name] = op
     return op
+
+
+def unknown_operator(name: str) -> str:
+    """The message for `R.<name>` that no operator has: close names, else those of its
+    namespace (`R.nn.*`)."""
+    close = close_names(name, OPS, 4)
+    hint = f"; did you mean {' or '.join(f'R.{c}' for c in close)}?" if close else ""
+    space = name.rpartition(".")[0]
+    siblings = sorted(n for n in OPS if n.rpartition(".")[0] == space)
+    if not space or not siblings:
+        return f"unknown operator R.{name}{hint}"
+    return (f"unknown operator R.{name}{hint} (R.{space} has: "
+            f"{', '.join(n.rpartition('.')[2] for n in siblings)})")
 
 
 def get_op(name: str) -> OpDef | None:
@@ -122,9 +135,23 @@ class OpCall:
     def span(self) -> Span | None:
         return self.call.span
 
-    def error(self, message: str) -> NoReturn:
-        """Raise the diagnostic `R.<op>: message` at the call."""
-        raise CompileError(f"R.{self.op.name}: {message}", self.span)
+    def error(self, message: str, at: Span | None = None) -> NoReturn:
+        """Raise the diagnostic `R.<op>: message` at `at` (an argument), else at the call."""
+        raise CompileError(f"R.{self.op.name}: {message}", at or self.span)
+
+    def element_span(self, name: str, k: int) -> Span | None:
+        """Where element `k` of the tuple argument `name` is written (the argument itself
+        when it is not written as a tuple; None when unknown)."""
+        value = self.values.get(name)
+        whole: Span | None = getattr(value, "span", None)
+        fields = getattr(value, "fields", None)
+        if not isinstance(fields, (list, tuple)) or not 0 <= k < len(fields):
+            return whole
+        if whole is not None and whole.line == whole.end_line:
+            found = _element_of(whole, k)
+            if found is not None:
+                return found
+        return whole  # a field's own span is where its value was defined, not this use
 
     def tensor(self, name: str, known_shape: bool = True) -> TensorSInfo:
         """The tensor struct info of a parameter; an error when it is not a tensor."""
@@ -351,7 +378,7 @@ def bound_call(call: GCall, sinfo_of: Callable[[GraphExpr], StructInfo],
     """The call matched to its operator's parameters; a CompileError for a bad call."""
     op = get_op(call.op)
     if op is None:
-        raise CompileError(f"unknown operator R.{call.op}", call.span)
+        raise CompileError(unknown_operator(call.op), call.span)
     values, given = bind_call(op, call)
     sinfo: dict[str, StructInfo | tuple[StructInfo, ...]] = {}
     for p in op.params:
@@ -378,3 +405,27 @@ def infer_call(call: GCall, sinfo_of: Callable[[GraphExpr], StructInfo],
 
         out = plain(out)  # type: ignore[assignment]
     return canonical_call(bound.op, call, bound.values, bound.given), out
+
+
+def _element_of(tup: Span, k: int) -> Span | None:
+    """The span of element `k` of a one-line tuple written `(a, b, ...)` at `tup`."""
+    line = SourceMap.line(tup.file, tup.line)
+    if line is None:
+        return None
+    text = line[tup.col - 1:tup.end_col - 1]
+    if not (text.startswith("(") and text.endswith(")")):
+        return None
+    depth, start, index = 0, 1, 0
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if (ch == "," and depth == 1) or (depth == 0 and i == len(text) - 1):
+            if index == k:
+                piece = text[start:i]
+                lead = len(piece) - len(piece.lstrip())
+                col = tup.col + start + lead
+                return Span(tup.file, tup.line, col, tup.line, col + len(piece.strip()))
+            index, start = index + 1, i + 1
+    return None

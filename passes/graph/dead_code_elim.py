@@ -22,7 +22,11 @@ from tirc.passes.pass_base import Pass, PassContext
 
 @dataclass(frozen=True)
 class DeadCodeElim(Pass):
-    """Unused dataflow bindings and unreferenced private functions are removed."""
+    """Unused dataflow bindings and unreferenced private functions are removed.
+
+    Not optional: the loop functions fuse-ops leaves unreferenced would reach the GPU
+    megakernel pipeline's gpu-split-host-device without thread bindings (it has no
+    gpu-default-schedule)."""
 
     name = "dead-code-elim"
     description = "remove unused graph bindings and functions nobody calls"

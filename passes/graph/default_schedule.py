@@ -42,6 +42,7 @@ class DefaultSchedule(PrimFuncPass):
     name: ClassVar[str] = "default-schedule"
     description: ClassVar[str] = "CPU schedule of unscheduled loop functions, by the schedule rules"
 
+    optional: ClassVar[bool] = True  # an optimisation (see Pass.optional)
     schedule: str = schedule_option()
     decisions: str = decisions_option()
 

@@ -39,6 +39,7 @@ class FoldConstants(Pass):
 
     name = "fold-constants"
     description = "evaluate calls on scalar constants and shapes known at compile time"
+    optional = True  # an optimisation (see Pass.optional)
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         out = mod

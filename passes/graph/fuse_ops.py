@@ -309,6 +309,7 @@ class FuseOps(Pass):
 
     name = "fuse-ops"
     description = "group calls into fused functions (elementwise into producers, epilogues)"
+    optional = True  # an optimisation (see Pass.optional)
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         out = mod

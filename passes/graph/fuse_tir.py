@@ -43,7 +43,10 @@ from tirc.passes.pass_base import Pass, PassContext
 
 @dataclass(frozen=True)
 class FuseTIR(Pass):
-    """Fused graph functions -> one loop function each."""
+    """Fused graph functions -> one loop function each.
+
+    Not optional: once fuse-ops made groups, lower-graph needs them merged (without fuse-ops
+    there are none and this pass returns the module as it is)."""
 
     name = "fuse-tir"
     description = "merge each fused group's loop functions into one loop function"

@@ -321,7 +321,8 @@ class _HostBuilder:
             handles = [h for h in prim.params if h in prim.buffer_map]
             forced = [self.kernel.sizes[v] for v in self.sparse_sizes]
             prim = dataclasses.replace(prim, params=(*handles, *forced, *self.scalar_params))
-        attrs: dict[str, Any] = {GLOBAL_SYMBOL: func.name, NOALIAS: True, GRAPH_FUNC: True}
+        symbol = str(func.attrs.get(GLOBAL_SYMBOL, func.name))
+        attrs: dict[str, Any] = {GLOBAL_SYMBOL: symbol, NOALIAS: True, GRAPH_FUNC: True}
         if SHARDING in func.attrs:
             attrs[SHARDING] = func.attrs[SHARDING]
         if self.sparse_info:

@@ -192,6 +192,7 @@ class MemoryPlanPass(Pass):
 
     name = "memory-plan"
     description = "plan intermediate storage: tokens by size and dtype, reuse after last use"
+    optional = True  # an optimisation (see Pass.optional)
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         out = mod

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.buffer import Buffer
+from tirc.ir.diagnostics import close_names
 from tirc.ir.expr import Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.stmt import Block, BlockRealize, For, Stmt
@@ -119,7 +120,11 @@ class ScheduleState:
     def lookup_block(self, name: str) -> Path:
         paths = block_paths(self.body, name)
         if not paths:
-            raise ScheduleError(f"unknown block \"{name}\" in function \"{self.name}\"")
+            known = sorted(all_block_names(self.body))
+            close = close_names(name, known)
+            hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else \
+                f" (its blocks: {', '.join(known) or 'none'})"
+            raise ScheduleError(f"unknown block \"{name}\" in function \"{self.name}\"{hint}")
         if len(paths) > 1:
             raise ScheduleError(f"block name \"{name}\" is not unique in function "
                                 f"\"{self.name}\"")

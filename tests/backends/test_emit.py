@@ -38,8 +38,8 @@ def test_ll_parses_and_declares_the_abi() -> None:
     module = llvm.parse_assembly(text)
     module.verify()
     assert "define i32 @axpy(ptr %args, i32 %num_args)" in text
-    assert "define ptr @tirc_last_error()" in text
-    assert "define ptr @tirc_metadata()" in text
+    for helper in ("module_last_error", "module_metadata", "tirc_last_error", "tirc_metadata"):
+        assert f"define ptr @{helper}()" in text
     assert "internal thread_local global [1024 x i8]" in text
     compute = text[text.index("define internal i32 @axpy.compute("):].split("\n")[0]
     assert compute.count("noalias nonnull align 4") == 3
@@ -76,8 +76,9 @@ def test_so_without_a_path_returns_the_bytes(tmp_path: Path) -> None:
 def test_header_compiles_and_declares_everything(tmp_path: Path) -> None:
     text = emit(MOD, "h", None, 2, tmp_path / "axpy.h").decode()
     assert "int32_t axpy(DLTensor **args, int32_t num_args);" in text
-    assert "const char *tirc_last_error(void);" in text
-    assert "const char *tirc_metadata(void);" in text
+    assert "const char *axpy_last_error(void);" in text
+    assert "const char *axpy_metadata(void);" in text
+    assert "tirc_last_error" not in text and "tirc_metadata" not in text
     assert "args[2] Out: float32[n], output" in text
     assert "symbolic sizes: n = X0.shape[0]" in text
     (tmp_path / "use.c").write_text('#include "axpy.h"\nint main(void) { return 0; }\n')
@@ -117,7 +118,8 @@ def test_unknown_kind_is_an_error() -> None:
 def test_metadata_json() -> None:
     meta: dict[str, Any] = json.loads(metadata(MakeEntry()(MOD)))
     assert meta == {
-        "tirc_abi": 1, "module": "Module",
+        "tirc_abi": 2, "module": "Module", "library": "module",
+        "symbols": {"last_error": "module_last_error", "metadata": "module_metadata"},
         "functions": [{
             "name": "axpy", "kind": "prim_func",
             "params": [
@@ -129,6 +131,7 @@ def test_metadata_json() -> None:
                  "shape": ["n"], "input": False, "output": True},
             ],
             "vars": {"n": {"dtype": "int64", "from": "X0.shape[0]"}},
+            "symbol": "axpy", "flops": "n * 2",
         }],
     }
 

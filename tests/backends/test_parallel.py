@@ -56,6 +56,18 @@ def _failing_worker() -> Any:
     return func("parallel_assert", [x, out], For(i, i64(0), i64(1000), ForKind.PARALLEL, body))
 
 
+def _failing_everywhere() -> Any:
+    """Every iteration may fail, with one of two messages: under load many workers fail in
+    the same region, and the caller must report exactly one of their messages."""
+    x, out = make_buffer("X", (i64(4096),), "float32"), make_buffer("Out", (i64(4096),),
+                                                                     "float32")
+    i = Var("i", I64)
+    store = BufferStore(out, x.vload(i), (i,))
+    body = AssertStmt(x.vload(i) >= const(0.0), "negative input inside a parallel loop",
+                      AssertStmt(x.vload(i) < const(100.0), "input of 100 or more", store))
+    return func("fail_everywhere", [x, out], For(i, i64(0), i64(4096), ForKind.PARALLEL, body))
+
+
 def _offset_loop() -> Any:
     """A parallel loop with a nonzero start and an int32 loop variable."""
     out = make_buffer("Out", (i64(50),), "int32")
@@ -67,7 +79,7 @@ def _offset_loop() -> Any:
 FUNCS = [
     elementwise("par_scale", ["float32"], "float32", lambda x: x * 3.0 + 1.0, Var("n", I64),
                 kind=ForKind.PARALLEL),
-    _nested(), _worker_scratch(), _failing_worker(), _offset_loop(),
+    _nested(), _worker_scratch(), _failing_worker(), _offset_loop(), _failing_everywhere(),
 ]
 
 
@@ -135,3 +147,42 @@ def test_threads_really_run_in_parallel(tmp_path: Any) -> None:
     proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                           text=True, timeout=60)
     assert proc.stdout.strip() == "[1, 2]", proc.stderr
+
+
+STRESS = """
+import sys, threading
+import numpy as np, tirc.runtime as rt
+lib = rt.load(sys.argv[1])
+messages = {"negative input inside a parallel loop", "input of 100 or more"}
+bad = []
+
+def hammer(seed):
+    rng = np.random.default_rng(seed)
+    out = np.zeros(4096, np.float32)
+    for k in range(150):
+        x = rng.choice(np.array([-1.0, 1.0, 200.0], np.float32), 4096)
+        if k % 3 == 0:
+            x = np.ones(4096, np.float32)
+            lib.fail_everywhere(x, out)
+            continue
+        try:
+            lib.fail_everywhere(x, out)
+            bad.append("no error")
+        except rt.TircError as exc:
+            if str(exc) not in messages:
+                bad.append(repr(str(exc)))
+
+threads = [threading.Thread(target=hammer, args=(s,)) for s in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(len(bad), bad[:3])
+"""
+
+
+def test_errors_of_many_failing_workers_under_load(lib: Any) -> None:
+    """Oversubscribed (8 OpenMP threads per caller, 4 callers at once, on this machine's
+    cores), every worker failing: each call reports one whole message of one worker."""
+    env = dict(os.environ, OMP_NUM_THREADS="8")
+    proc = subprocess.run([sys.executable, "-c", STRESS, lib.path], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "0 []", proc.stdout + proc.stderr

@@ -38,9 +38,11 @@ def test_inputs_from_files_and_saved_outputs(lib: Path, tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
     assert lines[0] == "axpb(X0: float32[n], X1: float32[n], Out: float32[n] (output))"
-    assert re.fullmatch(r"3 calls: median [\d.]+ (us|ms), min [\d.]+ (us|ms), max [\d.]+ (us|ms)",
-                        lines[1])
-    assert lines[2] == "  Out: float32[6] min 0.5 max 10.5 mean 5.5"
+    t = r"[\d.]+ (us|ms)"
+    assert re.fullmatch(rf"3 calls: median {t}, IQR {t} \.\. {t}, min {t}, max {t}", lines[1])
+    assert re.fullmatch(r"rate at the median: [\d.e+-]+ GFLOP/s \(12 operations\), "
+                        r"[\d.e+-]+ GB/s \(72 bytes of arguments\)", lines[2])
+    assert lines[3] == "  Out: float32[6] min 0.5 max 10.5 mean 5.5"
     np.testing.assert_array_equal(np.load(tmp_path / "out" / "Out.npy"), x * 2 + y)
 
 
@@ -56,7 +58,9 @@ def test_random_inputs_need_symbolic_sizes(lib: Path) -> None:
 
 def test_mistakes_are_errors(lib: Path, tmp_path: Path) -> None:
     res = run(lib, "nope")
-    assert res.exit_code == 1 and "has no function 'nope' (it has: axpb)" in res.output
+    name = Path(lib).name
+    assert res.exit_code == 1 and f"error: '{name}' has no function 'nope' (it has: axpb)" \
+        in res.output
     res = run(lib, "axpb")
     assert res.exit_code == 1
     assert "tirc: error: axpb: no value for parameter 'X0' (give --input NAME=FILE, or --random)" \

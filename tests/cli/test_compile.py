@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import tirc.backends
 from cli_inputs import ADD_ONE, REGION_OUT_OF_BOUNDS, SCHEDULE, SYNTAX_ERROR
+from tirc.cli.source_format import format_source
 from tirc.frontend import parse
 from tirc.passes.pass_base import PassContext
 from tirc.passes.registry import all_passes
@@ -44,7 +45,7 @@ def test_output_file_and_kind_from_suffix(invoke, src: str) -> None:
 def test_print_after_goes_to_stderr_headed_by_the_pass(invoke, src: str) -> None:
     r = invoke(src, "--passes=verify,lower-blocks", "--print-after", "verify", "-o", "out.tir")
     assert r.exit_code == 0, r.output
-    assert r.stderr == "# IR after verify\n" + ADD_ONE
+    assert r.stderr == format_source("# IR after verify\n" + ADD_ONE)
 
 
 def test_print_before_and_after_all(invoke, src: str) -> None:
@@ -55,7 +56,7 @@ def test_print_before_and_after_all(invoke, src: str) -> None:
     assert headers == ["# IR after verify", "# IR before lower-blocks",
                        "# IR after lower-blocks"]
     lowered = Path("out.tir").read_text()
-    assert r.stderr.endswith("# IR after lower-blocks\n" + lowered)
+    assert r.stderr.endswith(format_source("# IR after lower-blocks\n" + lowered))
     assert "T.block" not in lowered
 
 
@@ -68,7 +69,9 @@ def test_every_dump_is_a_valid_tir_file(invoke, src: str) -> None:
     assert names == ["001-after-verify.tir", "002-after-lower-blocks.tir"]
     for name in names:
         text = (Path("dumps") / name).read_text()
-        assert parse(text, name).script() == text.split("\n", 1)[1]
+        header = text.split("\n", 1)[0]
+        assert format_source(header + "\n" + parse(text, name).script()) == text
+        assert invoke("fmt", "--check", f"dumps/{name}").exit_code == 0
 
 
 def test_print_changed_skips_passes_that_change_nothing(invoke, src: str) -> None:
@@ -106,12 +109,21 @@ def test_pass_config_reaches_the_passes(invoke, src: str, monkeypatch) -> None:
     seen: list[PassContext] = []
     monkeypatch.setattr(Verify, "run", lambda self, mod, ctx: seen.append(ctx) or mod)
     r = invoke(src, "--passes=verify", "--pass-config", "unroll.max-extent=8",
-               "--pass-config", "a=b=c", "-O3", "--target", "llvm -mcpu=znver5", "-o", "-")
+               "--pass-config", "schedule.seed=b=c", "-O3", "--target", "llvm -mcpu=znver5",
+               "-o", "-")
     assert r.exit_code == 0, r.output
     ctx = seen[0]
-    assert ctx.config == {"unroll.max-extent": "8", "a": "b=c"}
+    assert ctx.config == {"unroll.max-extent": "8", "schedule.seed": "b=c"}
     assert ctx.opt_level == 3
     assert (ctx.target.kind, ctx.target.mcpu) == ("llvm", "znver5")
+
+
+def test_unknown_pass_config_key_is_an_error_with_a_suggestion(invoke, src: str) -> None:
+    r = invoke(src, "--pass-config", "unrol.max-extent=8", "-o", "-")
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert r.stderr == ("tirc: error: unknown pass config key 'unrol.max-extent'; did you mean "
+                        "'unroll.max-extent'? ('tirc passes -v' lists each option with its "
+                        "key)\n")
 
 
 def test_json_target(invoke, src: str, monkeypatch) -> None:
@@ -209,10 +221,10 @@ def test_backend_emit_is_called(invoke, src: str, monkeypatch) -> None:
     assert r.exit_code == 0, r.output
     assert Path("out.so").read_bytes() == b"\x7fELF fake"
     assert Path("out.so").stat().st_mode & 0o100
-    r = invoke(src, "--passes=verify", "--emit", "obj", "-o", "-", "--target", "llvm -mcpu=x")
+    r = invoke(src, "--passes=verify", "--emit", "obj", "-o", "-", "--target", "llvm -mcpu=znver4")
     assert r.exit_code == 0, r.output
     assert r.stdout_bytes == b"\x7fELF fake"
-    assert calls == [("so", "llvm", 1, "out.so"), ("obj", "llvm -mcpu=x", 2, None)]
+    assert calls == [("so", "llvm", 1, "out.so"), ("obj", "llvm -mcpu=znver4", 2, None)]
 
 
 def test_backend_without_out_path_parameter(invoke, src: str, monkeypatch) -> None:

@@ -92,12 +92,14 @@ def test_cli_compile_does_not_depend_on_the_callers_recursion_limit(tmp_path: Pa
 
 
 def test_cli_fmt_does_not_depend_on_the_callers_recursion_limit(tmp_path: Path) -> None:
+    from tirc.cli.source_format import format_source
     from tirc.frontend import parse
 
     lets = "".join(f"    v{k}: T.float32 = v{k - 1} + T.float32(1)\n" for k in range(1, 600))
     text = parse('@T.prim_func\ndef deep(X: T.Buffer((1,), "float32"), '
                  'Y: T.Buffer((1,), "float32")):\n    v0: T.float32 = X[0]\n' + lets +
                  "    Y[0] = v599\n").script()
+    text = format_source(text)
     (tmp_path / "deep.tir").write_text(text)
     done = _low_limit_tirc("fmt", "--check", tmp_path / "deep.tir")
     assert done.returncode == 0, done.stderr[-3000:]

@@ -29,7 +29,7 @@ def test_flag_turns_the_graph_function_into_a_task_graph(invoke, mlp: str, mode:
     dump = r.stderr
     assert dump.startswith("# IR after megakernel\n")
     assert f'"megakernel": "{mode}"' in dump
-    assert "T.event_tensor((" in dump and "T.event_wait(E_" in dump
+    assert "T.event_tensor(" in dump and "T.event_wait(E_" in dump
     assert re.search(r'annotations=\{"task": "bias_relu"\}', dump)
     llvm = Path("mlp.ll").read_text()
     assert "GOMP_barrier" in llvm and "atomicrmw sub" in llvm

@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 from cli_inputs import ADD_ONE, LIB, USES_LIB
+from tirc.cli.source_format import format_source
 
 
 def test_version(run_tirc) -> None:
@@ -19,7 +20,7 @@ def test_passes_and_print_after(run_tirc, tmp_path: Path) -> None:
     r = run_tirc("add_one.tir", "--passes=verify,lower-blocks", "--print-after", "verify",
                  "--emit", "tir", "-o", "-", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert r.stderr == "# IR after verify\n" + ADD_ONE
+    assert r.stderr == format_source("# IR after verify\n" + ADD_ONE)
     assert "T.block" not in r.stdout and "B[i] = A[i] + T.float32(1.0)" in r.stdout
 
 

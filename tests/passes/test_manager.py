@@ -1,4 +1,5 @@
-"""The pipeline runner and its instruments: order, disabling, dumps, timing, verify-each."""
+"""The pipeline runner and its instruments: order, disabling, dumps, diffs, timing, verify-each,
+bisection and stopping."""
 
 from __future__ import annotations
 
@@ -218,3 +219,77 @@ def test_a_pass_must_return_a_module() -> None:
 
     with pytest.raises(TypeError, match="pass 't-bad' returned NoneType"):
         run_pipeline(sample_module(), [Bad()])
+
+
+def optional_rename() -> Pass:
+    """A throwaway optional pass (an optimisation, as far as bisection knows)."""
+
+    @dataclass(frozen=True)
+    class OptionalRename(PrimFuncPass):
+        name = "t-opt-rename"
+        description = "rename every function to h"
+        optional = True
+
+        def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+            return func.replace(name="h")  # type: ignore[return-value]
+
+    return OptionalRename()
+
+
+def test_opt_bisect_counts_only_optional_passes() -> None:
+    p = make_passes()
+    opt = optional_rename()
+    stream = io.StringIO()
+    rec = Recorder()
+    ctx = PassContext(instruments=[inst.OptBisect(1, stream), rec])
+    out = run_pipeline(sample_module(), [p["noter"], opt, p["rename"], opt, opt], ctx)
+    assert list(out.functions.values())[0].name == "g"  # the last rename ran, it is required
+    assert stream.getvalue() == ("BISECT: running pass (1) t-opt-rename\n"
+                                 "BISECT: NOT running pass (2) t-opt-rename\n"
+                                 "BISECT: NOT running pass (3) t-opt-rename\n")
+    assert [c for c in rec.calls if c.startswith("before")] == [
+        "before t-noter", "before t-opt-rename", "before t-rename"]  # skipped: no hooks
+
+
+def test_opt_bisect_without_a_limit_runs_everything() -> None:
+    stream = io.StringIO()
+    out = run_pipeline(sample_module(), [optional_rename()],
+                       PassContext(instruments=[inst.OptBisect(-1, stream)]))
+    assert list(out.functions.values())[0].name == "h"
+    assert stream.getvalue() == "BISECT: running pass (1) t-opt-rename\n"
+
+
+def test_stop_after_ends_the_pipeline_even_inside_a_sequential() -> None:
+    p = make_passes()
+    rec = Recorder()
+    stop = inst.StopAfter("t-noter")
+    ctx = PassContext(instruments=[rec, stop])
+    out = run_pipeline(sample_module(), [Sequential((p["noter"], p["rename"])), p["rename"]],
+                       ctx)
+    assert list(out.functions.values())[0].name == "f" and stop.stopped
+    assert rec.calls == ["enter", "before t-noter", "after t-noter ['nothing to do here']",
+                         "exit"]
+
+
+def test_stop_after_a_skipped_pass_stops_where_it_would_have_run() -> None:
+    p = make_passes()
+    ctx = PassContext(instruments=[inst.OptBisect(0, io.StringIO()),
+                                   inst.StopAfter("t-opt-rename")])
+    out = run_pipeline(sample_module(), [optional_rename(), p["rename"]], ctx)
+    assert list(out.functions.values())[0].name == "f"
+
+
+def test_print_changed_diff_shows_only_what_changed() -> None:
+    p = make_passes()
+    stream = io.StringIO()
+    ctx = PassContext(instruments=[inst.PrintChanged(inst.DumpSink(stream), diff=True)])
+    run_pipeline(sample_module(), [p["noter"], p["rename"]], ctx)
+    text = stream.getvalue()
+    assert text.startswith("# note (t-noter): nothing to do here\n"
+                           "# IR after t-rename (diff)\n"
+                           "--- before t-rename\n"
+                           "+++ after t-rename\n"
+                           "@@ ")
+    changed = [line for line in text.splitlines()[5:] if line[:1] in "+-"]
+    assert changed == ["-    def f(A: T.Buffer((8,), \"float32\")):",
+                       "+    def g(A: T.Buffer((8,), \"float32\")):"]

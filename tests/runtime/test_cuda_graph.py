@@ -101,7 +101,7 @@ def test_device_arrays_are_used_in_place(tmp_path: Path) -> None:
     out = _OnDevice(fake, np.zeros((4, 10), np.float32))
     fake.copies = 0
     fake.allocs.clear()
-    assert load_ptx(path, fake).main(*on_device, out) is None
+    assert load_ptx(path, fake).main(*on_device, out) is out  # the caller's object back
     assert fake.copies == 0 and len(fake.allocs) == 1  # only the workspace
     got = fake.memory[out.ptr].view(np.float32).reshape(4, 10)
     assert SAMPLE_REFS.mismatch([got], MLP.reference(*inputs)) is None

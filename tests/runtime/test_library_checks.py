@@ -40,7 +40,7 @@ class Call:
         self.fn = getattr(lib._lib, name)
         self.fn.argtypes = [ctypes.c_void_p, ctypes.c_int32]
         self.fn.restype = ctypes.c_int32
-        self.err = lib._lib.tirc_last_error
+        self.err = getattr(lib, name)._last_error
         self.keep: list[Any] = []
 
     def tensor(self, arr: np.ndarray | None, code: int = 2, bits: int = 32, lanes: int = 1,

@@ -28,7 +28,7 @@ def test_scipy_matrix_and_dict_of_arrays(spmm, a: sp.csr_matrix) -> None:
     arrays = {"data": a.data, "indptr": a.indptr, "indices": a.indices, "shape": a.shape}
     np.testing.assert_allclose(spmm(arrays, b), want, rtol=1e-6)
     out = np.zeros((12, 5), np.float32)
-    assert spmm(a, b, out) is None
+    assert spmm(a, b, out) is out  # the output passed is returned (as torch's out=)
     np.testing.assert_allclose(out, want, rtol=1e-6)
     np.testing.assert_allclose(spmm(a=a, b=b), want, rtol=1e-6)
 
