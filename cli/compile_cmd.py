@@ -80,6 +80,8 @@ class CompileOptions:
     no_uneven_shards: bool = False
     report_collectives: bool = False
     no_default_schedule: bool = False
+    tuned: str | None = None
+    tuned_any_cpu: bool = False
     symbol_prefix: str | None = None
     march: str | None = None
     bounds_check: bool = False
@@ -290,13 +292,16 @@ def write_depfile(opts: CompileOptions, mod: IRModule, output: str, kind: str) -
     target = opts.dep_target or default_target
     dep_path = opts.dep_file or str(Path(default_target).with_suffix(".d"))
     deps = list(mod.sources) or [opts.file]
+    if opts.tuned is not None:
+        deps.append(opts.tuned)
     write_output(dep_path, dependency_rule(target, deps))
 
 
-def pipeline_config(opts: CompileOptions, blas: dict[str, str]) -> dict[str, str]:
+def pipeline_config(opts: CompileOptions, blas: dict[str, str],
+                    target: Target) -> dict[str, str]:
     """The pass config of a compile: --pass-config, -fblas (`blas`, from blas_link),
-    -fmegakernel, -fno-default-schedule, -fbounds-check, --mesh and -fno-uneven-shards
-    entries."""
+    -fmegakernel, -fno-default-schedule, -fbounds-check, --tuned (for `target`), --mesh and
+    -fno-uneven-shards entries."""
     given = pass_config(opts.pass_config)
     if given:
         try:
@@ -306,7 +311,7 @@ def pipeline_config(opts: CompileOptions, blas: dict[str, str]) -> dict[str, str
     return {**given, **blas, **megakernel_config(opts.megakernel, opts.megakernel_watchdog),
             **({"schedule.default": "none"} if opts.no_default_schedule else {}),
             **({"bounds-check": "1"} if opts.bounds_check else {}),
-            **sharding_config(opts)}
+            **tuned_config(opts, target), **sharding_config(opts)}
 
 
 def blas_link(opts: CompileOptions) -> tuple[tuple[str, ...], tuple[str, ...], dict[str, str]]:
@@ -321,6 +326,27 @@ def blas_link(opts: CompileOptions) -> tuple[tuple[str, ...], tuple[str, ...], d
         warn(NO_BLAS)
         return opts.libs, opts.lib_dirs, {}
     return opts.libs + (found.name,), opts.lib_dirs + (found.lib_dir,), {"blas": "1"}
+
+
+def tuned_config(opts: CompileOptions, target: Target) -> dict[str, str]:
+    """`--tuned FILE`: the best recorded decisions for this machine as the pass config entry
+    `schedule.decisions`; a warning names the records left out for another CPU."""
+    if opts.tuned is None:
+        return {}
+    if not Path(opts.tuned).is_file():
+        raise fail(f"no such file: {opts.tuned}")
+    import json
+
+    from tirc.passes.schedule.tuned_option import DECISIONS_CONFIG
+    from tirc.tune.machine import this_machine
+    from tirc.tune.records import tuned_config as best_decisions
+
+    kind = "cuda" if target.is_gpu else "llvm"
+    chosen, other = best_decisions(opts.tuned, this_machine(), opts.tuned_any_cpu, kind)
+    if other and not opts.tuned_any_cpu:
+        warn(f"{opts.tuned}: {other} run(s) measured on another CPU left out "
+             "(--tuned-any-cpu uses them)")
+    return {DECISIONS_CONFIG: json.dumps(chosen, sort_keys=True)} if chosen else {}
 
 
 def with_march(target: Target, march: str | None) -> Target:
@@ -355,7 +381,7 @@ def compile_file(opts: CompileOptions) -> None:
     names = ExportNames(library_name_from_path(input_stem(opts.file)), opts.symbol_prefix or "")
     libs, lib_dirs, blas = blas_link(opts)
     ctx = PassContext(opt_level=opts.opt_level, target=target,
-                      config=pipeline_config(opts, blas),
+                      config=pipeline_config(opts, blas, target),
                       instruments=instruments,
                       disabled=set(opts.disable_pass))
     mod = read_module(opts.file, opts.include_dirs)
@@ -407,7 +433,7 @@ def print_pipeline(opts: CompileOptions) -> None:
         raise fail(str(exc)) from None
     # Options as the compile runs them: --pass-config, -fblas and -fmegakernel applied.
     ctx = PassContext(opt_level=opts.opt_level, target=target,
-                      config=pipeline_config(opts, blas_link(opts)[2]))
+                      config=pipeline_config(opts, blas_link(opts)[2], target))
     specs = [pass_spec(p.configured(ctx)) for p in passes]  # every error before any output
     click.echo("\n".join(specs))
 
@@ -500,6 +526,11 @@ class CompileCommand(click.Command):
 @click.option("-fno-default-schedule", "no_default_schedule", is_flag=True,
               help="Give loop functions without a schedule of their own none (no schedule "
                    "rules; pass config schedule.default=none).")
+@click.option("--tuned", metavar="FILE",
+              help="Build with the best schedule decisions recorded in FILE by `tirc tune` "
+                   "(records measured on this CPU).")
+@click.option("--tuned-any-cpu", is_flag=True,
+              help="With --tuned: use records measured on another CPU too.")
 @click.option("--symbol-prefix", metavar="P",
               help="Put P before every exported C name (functions and the library's "
                    "last_error/metadata helpers); by default a function keeps its "

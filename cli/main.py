@@ -1,5 +1,5 @@
-"""The `tirc` command: compiling is the default command; `fmt`, `passes`, `run`, `schedule` are
-subcommands.
+"""The `tirc` command: compiling is the default command; `fmt`, `passes`, `run`, `schedule` and
+`tune` are subcommands.
 
 `tirc FILE ...` and `tirc compile FILE ...` are the same; `tirc --help` shows both the
 subcommands and the compile options. `@FILE` anywhere reads more arguments from FILE.
@@ -21,6 +21,7 @@ COMMANDS = {
     "passes": "tirc.cli.passes_cmd:passes_command",
     "run": "tirc.cli.run_cmd:run_command",
     "schedule": "tirc.cli.schedule_cmd:schedule_command",
+    "tune": "tirc.cli.tune_cmd:tune_command",
 }
 
 

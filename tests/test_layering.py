@@ -1,10 +1,11 @@
 """The dependency rule of the house (docs/architecture.md), checked on every import.
 
 `ir` imports nothing of tirc; `frontend`, `passes` and `backends` import `ir` (and themselves);
-`driver` (lowering and rendering in one call) imports those; `cli` sits on top; `runtime`
-imports none of them. Every module's imports are read with `ast`, including imports inside
-functions and under `if TYPE_CHECKING:`; any edge the rule forbids fails the test, printed as
-`module -> imported module (file:line)`. There is no list of exceptions.
+`driver` (lowering and rendering in one call) imports those; `tune` (the auto-tuner) imports
+`driver` and what is below it, and `runtime` to time what it builds; `cli` sits on top;
+`runtime` imports none of them. Every module's imports are read with `ast`, including imports
+inside functions and under `if TYPE_CHECKING:`; any edge the rule forbids fails the test,
+printed as `module -> imported module (file:line)`. There is no list of exceptions.
 """
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYERS = ("ir", "frontend", "passes", "backends", "driver", "cli", "runtime")
+LAYERS = ("ir", "frontend", "passes", "backends", "driver", "tune", "cli", "runtime")
 ALLOWED: dict[str, set[str]] = {
     "ir": {"ir"},
     "frontend": {"frontend", "ir"},
     "passes": {"passes", "ir"},
     "backends": {"backends", "ir"},
     "driver": {"driver", "passes", "backends", "ir"},
-    "cli": {"cli", "driver", "frontend", "passes", "backends", "ir", "runtime"},
+    "tune": {"tune", "driver", "passes", "backends", "ir", "runtime"},
+    "cli": {"cli", "tune", "driver", "frontend", "passes", "backends", "ir", "runtime"},
     "runtime": {"runtime"},
 }
 

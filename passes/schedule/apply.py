@@ -5,7 +5,9 @@ target's, or when either is unspecified; applied schedules leave the module, the
 Tensor intrinsics (prim_funcs with `T.func_attr({"tensor_intrin": name, "role": "desc" |
 "impl"})`, see tensorize.py) are collected for `tensorize` and removed from the module, since
 they are declarations, not kernels. The seed of the sampling primitives is the pass config
-entry `schedule.seed` (default 0).
+entry `schedule.seed` (default 0); a function with tuned decisions (the `decisions` option,
+pass config `schedule.decisions`, written by `tirc --tuned`) has its schedule's sampling
+instructions take them (decisions.py, tuned.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from tirc.ir.module import IRModule
 from tirc.ir.schedule import Schedule
 from tirc.passes.pass_base import Pass, PassContext, option
 from tirc.passes.schedule.tensor_intrin import collect_intrinsics, is_intrinsic
+from tirc.passes.schedule.tuned_option import decisions_option, tuned_decisions
 
 
 def target_kind(target: Any) -> str | None:
@@ -54,6 +57,7 @@ class ApplySchedules(Pass):
 
     seed: int = option(0, config="schedule.seed", parse=schedule_seed,
                        doc="seed of the sample_* decisions a schedule leaves open")
+    decisions: str = decisions_option()
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         intrinsics = collect_intrinsics(mod)
@@ -61,12 +65,22 @@ class ApplySchedules(Pass):
         if not mod.schedules and not has_intrinsics:
             return mod
         # only when there are schedules
+        from tirc.passes.schedule.decisions import workload_key
         from tirc.passes.schedule.runner import run_schedule
         from tirc.passes.schedule.state import ScheduleState
+        from tirc.passes.schedule.tuned import apply_tuned
         from tirc.passes.sparse.lower_sparse_iterations import sparse_array_checks
 
         kind = target_kind(ctx.target)
         seed = self.seed
+        checks = sparse_array_checks(ctx)
+        tuned = tuned_decisions(self.decisions)
+
+        def new_state(func: PrimFunc) -> ScheduleState:
+            state = ScheduleState(func, seed, intrinsics)
+            state.check_sparse_arrays = checks
+            return state
+
         funcs = {k: f for k, f in mod.functions.items()
                  if not (isinstance(f, PrimFunc) and is_intrinsic(f))}
         kept: list[Schedule] = []
@@ -82,10 +96,14 @@ class ApplySchedules(Pass):
                                                     f"\"{sched.func_name}\"", sched.span))
                 continue
             try:
-                state = ScheduleState(func, seed, intrinsics)
-                state.check_sparse_arrays = sparse_array_checks(ctx)
-                funcs[sched.func_name] = run_schedule(func, sched, seed, intrinsics, state)
-                funcs.update(state.new_functions)
+                variants = tuned.get(workload_key(func)) if tuned else None
+                if variants:
+                    funcs[sched.func_name], added = apply_tuned(func, sched, variants, new_state)
+                else:
+                    state = new_state(func)
+                    funcs[sched.func_name] = run_schedule(func, sched, seed, intrinsics, state)
+                    added = state.new_functions
+                funcs.update(added)
             except CompileError as e:
                 problems.extend(e.diagnostics)
         if problems:

@@ -153,7 +153,10 @@ def _check_bijective(buf: Buffer, params: list[Var], outs: list[PrimExpr],
     flat = np.zeros(old_n, dtype=np.int64)
     for c, d in zip(cols, new):
         flat = flat * d + np.broadcast_to(c, (old_n,))  # type: ignore[arg-type]
-    if len(np.unique(flat)) != old_n:
+    inside = old_n == 0 or (flat.min() >= 0 and flat.max() < new_n)
+    repeated = np.bincount(flat, minlength=new_n).max(initial=0) > 1 if inside else \
+        len(np.unique(flat)) != old_n  # counting is ~50x faster than np.unique on 1M indices
+    if repeated:
         raise ScheduleError(f"{PRIM}: the index map sends two elements of {buf.name} to the "
                             f"same place")
     return old_n < new_n

@@ -33,6 +33,16 @@ def _resolve(value: Any, env: dict[str, Any]) -> Any:
 
 def execute(state: ScheduleState, env: dict[str, Any], ins: SchedInstr) -> Any:
     """Run one instruction on `state`, binding its outputs in `env`; returns its result."""
+    fn, bound = bind_call(state, env, ins)
+    result = fn(*bound.args, **bound.kwargs)
+    bind_outputs(ins, result, env)
+    return result
+
+
+def bind_call(state: ScheduleState, env: dict[str, Any],
+              ins: SchedInstr) -> tuple[Any, inspect.BoundArguments]:
+    """The primitive `ins` calls and its arguments, resolved in `env` and bound to its
+    parameters (defaults filled in), ready to call or to inspect first."""
     fn = PRIMITIVES.get(ins.prim)
     if fn is None:
         close = difflib.get_close_matches(ins.prim, list(PRIMITIVES), n=1)
@@ -47,12 +57,12 @@ def execute(state: ScheduleState, env: dict[str, Any], ins: SchedInstr) -> Any:
         bound = inspect.signature(fn).bind(state, *args, **kwargs)
     except TypeError as e:
         raise ScheduleError(f"{ins.prim}: {e}") from None
-    result = fn(*bound.args, **bound.kwargs)
-    _bind_outputs(ins, result, env)
-    return result
+    bound.apply_defaults()
+    return fn, bound
 
 
-def _bind_outputs(ins: SchedInstr, result: Any, env: dict[str, Any]) -> None:
+def bind_outputs(ins: SchedInstr, result: Any, env: dict[str, Any]) -> None:
+    """Bind the names `ins` assigns (`a = ...` or `a, b = ...`) to what its primitive returned."""
     if not ins.outputs:
         return
     if result is None:
