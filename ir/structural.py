@@ -69,6 +69,24 @@ def structural_equal(a: Any, b: Any) -> bool:
     return _Equal().eq(a, b)
 
 
+def same_expr(a: Any, b: Any) -> bool:
+    """Equality of two expressions where variables and buffers are the same objects (unlike
+    structural_equal, which matches free variables by position)."""
+    if a is b:
+        return True
+    if isinstance(a, IdentityNode) or isinstance(b, IdentityNode):
+        return False
+    if isinstance(a, Node):
+        if type(a) is not type(b):
+            return False
+        return all(same_expr(x, y) for (_, x), (_, y) in zip(a.compared_fields(),
+                                                             b.compared_fields()))
+    if isinstance(a, tuple | list):
+        return isinstance(b, tuple | list) and len(a) == len(b) and \
+            all(same_expr(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and bool(a == b)
+
+
 class _Hasher:
     def __init__(self) -> None:
         self.defs: dict[int, int] = {}

@@ -38,7 +38,7 @@ from tirc.ir.analysis.regions import (
 from tirc.ir.arith import Analyzer
 from tirc.ir.attrs import LAUNCH_THREAD, THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop
+from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, is_const_int
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.node import Node
@@ -184,11 +184,14 @@ class _Accesses(Visitor):
 def _region(accesses: list[_Access], first: int, ndim: int,
             an: Analyzer) -> list[Bounds | None]:
     """Inclusive bounds per dimension of the accesses, relaxed over the loops from `path[first]`
-    inward; None where a let or an unknown form stands in the way."""
+    inward; None where a let or an unknown form stands in the way. A loop outside of one
+    iteration stands for its start (a blockIdx loop of extent 1 around a tile), as TVM's
+    analyzer binds it."""
     per_dim: list[list[Bounds]] = [[] for _ in range(ndim)]
     unknown = [False] * ndim
     for acc in accesses:
-        dom: dict[Var, Bounds] = {}
+        dom: dict[Var, Bounds] = {s.loop_var: (s.min, s.min) for s in acc.path[:first]
+                                  if isinstance(s, For) and is_const_int(s.extent, 1)}
         lets: set[Var] = set()
         for s in acc.path[first:]:
             if isinstance(s, For):

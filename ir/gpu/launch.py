@@ -18,8 +18,9 @@ from tirc.ir.analysis.storage import storage_size
 from tirc.ir.arith import construct
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import IntImm, PrimExpr
-from tirc.ir.gpu.threads import ALL_TAGS, const_value, same_expr, thread_loops, walk_stmts
+from tirc.ir.gpu.threads import ALL_TAGS, const_value, thread_loops, walk_stmts
 from tirc.ir.stmt import Allocate, For, Stmt
+from tirc.ir.structural import same_expr
 
 
 def same_extent(a: PrimExpr, b: PrimExpr) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 
 from tirc.ir.expr import Call, IntImm, PrimExpr, StringImm
 from tirc.ir.intrinsics import LAUNCH_KERNEL, STORAGE_SYNC
-from tirc.ir.node import IdentityNode, Node
+from tirc.ir.node import Node
 from tirc.ir.stmt import (
     Allocate,
     AssertStmt,
@@ -116,24 +116,6 @@ def thread_loops(s: Stmt) -> list[For]:
 
 def has_barrier(s: Stmt) -> bool:
     return any(is_barrier(x) for x in walk_stmts(s))
-
-
-def same_expr(a: Any, b: Any) -> bool:
-    """Equality of two expressions where variables and buffers are the same objects (unlike
-    structural_equal, which matches free variables by position)."""
-    if a is b:
-        return True
-    if isinstance(a, IdentityNode) or isinstance(b, IdentityNode):
-        return False
-    if isinstance(a, Node):
-        if type(a) is not type(b):
-            return False
-        return all(same_expr(x, y) for (_, x), (_, y) in zip(a.compared_fields(),
-                                                             b.compared_fields()))
-    if isinstance(a, tuple | list):
-        return isinstance(b, tuple | list) and len(a) == len(b) and \
-            all(same_expr(x, y) for x, y in zip(a, b))
-    return type(a) is type(b) and bool(a == b)
 
 
 def const_value(e: PrimExpr) -> int | None:

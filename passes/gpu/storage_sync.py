@@ -37,7 +37,6 @@ from tirc.ir.gpu.threads import (
     is_block_tag,
     is_thread_loop,
     map_regions,
-    same_expr,
     walk_stmts,
 )
 from tirc.ir.module import IRModule
@@ -54,7 +53,7 @@ from tirc.ir.stmt import (
     While,
     seq,
 )
-from tirc.ir.structural import structural_equal
+from tirc.ir.structural import same_expr, structural_equal
 from tirc.ir.visitor import post_order_visit, substitute
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 

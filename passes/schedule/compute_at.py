@@ -48,7 +48,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var, binop, cast, const, is_const_int
 from tirc.ir.printer import print_node
 from tirc.ir.stmt import BlockRealize, For, ForKind, IterKind, IterVar, SeqStmt, Stmt, seq
-from tirc.ir.structural import structural_equal
+from tirc.ir.structural import same_expr
 from tirc.ir.visitor import substitute
 from tirc.passes.schedule.dependence import (
     BlockSite,
@@ -398,7 +398,7 @@ def _new_nest(prim: str, br: BlockRealize, need: dict[Buffer, list[Bounds | None
             an.bind(ax, (const(0, dt), binop("sub", extent, const(1, dt))))
             for c in [binop("ge", value, x) for x in lowers] + \
                     [binop("lt", value, an.simplify(binop("add", x, 1))) for x in uppers]:
-                if not an.can_prove(c) and not any(structural_equal(c, g) for g in guards):
+                if not an.can_prove(c) and not any(same_expr(c, g) for g in guards):
                     guards.append(c)
         if not unit:
             loops.append((ax, extent))

@@ -21,12 +21,6 @@ SEEDS = range(0, 120)
 BUILDS = [Build(0), Build(1), Build(2), Build(3), Build(3, bounds_check=True),
           Build(2, gpu=True)]
 
-# Seeds the default schedule computes wrongly (or crashes on) at -O1 and above today: each is
-# a reduction of a product into a vector (see test_difftest_regressions.py for the minimal
-# programs). They are expected failures until the schedule rules replace it. Seed 51 is one
-# whose intermediate is dead: only -fbounds-check sees its reduction bound to the vector lanes.
-DEFAULT_SCHEDULE_SEEDS = {18, 47}
-
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
@@ -38,15 +32,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
 def test_random_loop_programs_agree_with_the_interpreter(report: Report) -> None:
     assert report.programs == len(SEEDS)
     assert report.builds == [str(b) for b in BUILDS]
-    unexpected = Report(report.programs, report.builds,
-                        [f for f in report.findings if f.seed not in DEFAULT_SCHEDULE_SEEDS])
-    assert not unexpected.findings, format_report(unexpected, "random loop functions")
-
-
-@pytest.mark.xfail(strict=True, reason="default schedule, issue 15")
-@pytest.mark.parametrize("seed", sorted(DEFAULT_SCHEDULE_SEEDS))
-def test_default_schedule_seed(report: Report, seed: int) -> None:
-    assert not [str(f) for f in report.findings if f.seed == seed]
+    assert not report.findings, format_report(report, "random loop functions")
 
 
 def _features(func: PrimFunc) -> set[str]:
