@@ -1,9 +1,9 @@
 """Minimal programs reduced from what the differential run (tests/difftest) found, each
 compiled at -O0..-O3 and compared with the reference interpreter.
 
-The default schedule (issue 15) computes reductions of a product into a vector (a
-matrix-vector product, a row norm) wrongly at -O1 and above, or crashes: those programs are
-expected failures until the schedule rules replace it.
+The old hand-built default schedule computed reductions of a product into a vector (a
+matrix-vector product, a row norm) wrongly at -O1 and above, or crashed; the schedule rules
+(issue 15) replaced it, and these programs guard that they stay right.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import pytest
 from difftest.builds import compile_module, interpret_loop, loop_labels, run_loop
 from difftest.harness import Build, Checker, format_report, loop_args, text_programs
 from tirc.frontend import parse
-
-DEFAULT_SCHEDULE = pytest.mark.xfail(strict=True, reason="default schedule, issue 15")
 
 MATVEC = """
 @T.prim_func
@@ -78,10 +76,10 @@ def half_dot(A: T.Buffer((8, 256), "float16"), B: T.Buffer((256,), "float16"),
 """
 
 PROGRAMS = {
-    "matvec": pytest.param(MATVEC, marks=DEFAULT_SCHEDULE, id="matvec"),
-    "row_dot": pytest.param(ROW_DOT, marks=DEFAULT_SCHEDULE, id="row_dot"),
-    "row_norm": pytest.param(ROW_NORM, marks=DEFAULT_SCHEDULE, id="row_norm"),
-    "half_dot": pytest.param(HALF_DOT, marks=DEFAULT_SCHEDULE, id="half_dot"),
+    "matvec": pytest.param(MATVEC, id="matvec"),
+    "row_dot": pytest.param(ROW_DOT, id="row_dot"),
+    "row_norm": pytest.param(ROW_NORM, id="row_norm"),
+    "half_dot": pytest.param(HALF_DOT, id="half_dot"),
 }
 
 
