@@ -11,8 +11,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from tirc.ir.deep_call import deep_call
-
 if TYPE_CHECKING:
     from tirc.passes.pass_base import Pass
 
@@ -98,9 +96,7 @@ def pass_class(name: str) -> type[Pass]:
     if where is None:
         raise UnknownPassError(name)
     module, _, attr = where.partition(":")
-    # On a big-stack thread: a first import may nest deep (numpy's own imports under a pass's),
-    # and the caller's recursion limit is not ours to assume.
-    cls: type[Pass] = getattr(deep_call(importlib.import_module, module), attr)
+    cls: type[Pass] = getattr(importlib.import_module(module), attr)
     if cls.name != name:
         raise RegistryError(f"registry line '{name}' names {where}, whose pass is '{cls.name}'")
     return cls
