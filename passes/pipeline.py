@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from tirc.ir.deep_call import deep_call
 from tirc.ir.diagnostics import did_you_mean
 from tirc.ir.target import Target
 from tirc.passes.pass_base import Pass, option_fields, option_type, parse_text
@@ -229,6 +230,8 @@ def build_pipeline(specs: Iterable[str], disabled: Iterable[str] = ()) -> list[P
     off = set(disabled)
     for name in off:
         check_pass_name(name)
-    passes = [make_pass(s) for s in specs]
+    # On one big-stack thread: the first import of a pass's module may nest deep (numpy's own
+    # imports under it), and the caller's recursion limit is not ours to assume.
+    passes = deep_call(lambda: [make_pass(s) for s in specs])
     return [p for p in passes if p.name not in off]
 

@@ -245,8 +245,9 @@ def test_passes_never_gets_lowering_added(invoke: Any, src: Path, tmp_path: Path
     r = invoke(src, "--passes", "lower-init,lower-blocks", "-o", tmp_path / "x.so")
     assert r.exit_code == 1 and not (tmp_path / "x.so").exists()
     assert "'main' is still a graph function" in r.stderr
-    assert "the default pipeline's lowering steps it leaves out: verify, apply-schedules, " \
-        "inline-calls, normalize, propagate-sharding, lower-sharding, legalize-ops, " \
+    assert "the default pipeline's lowering steps it leaves out: verify, static-check, " \
+        "apply-schedules, inline-calls, normalize, propagate-sharding, lower-sharding, " \
+        "legalize-ops, " \
         "lower-sparse-iterations" in r.stderr
     steps = ",".join(line for line in pipeline_lines(invoke, "-O0"))
     r = invoke(src, "--passes", steps, "-o", tmp_path / "x.so")

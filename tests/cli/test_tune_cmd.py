@@ -44,7 +44,7 @@ CRASHING = textwrap.dedent('''
         for i in range(64):
             with T.block("C"):
                 vi = T.axis.spatial(64, i)
-                C[vi * 400000000] = A[vi]
+                C[T.Cast("int64", A[vi] * T.float32(0)) + vi * 400000000] = A[vi]
 
 
     @S.schedule("f", target="llvm")

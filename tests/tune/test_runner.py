@@ -14,7 +14,9 @@ from tirc.tune.runner import Runner
 BODY = {
     "right": "C[vi] = A[vi] + T.float32(1)",
     "wrong": "C[vi] = A[vi] + T.float32(2)",
-    "crash": "C[vi * 400000000] = A[vi]",
+    # The index depends on the data (A * 0), so no compile-time check can prove it out of
+    # bounds: the candidate crashes when it runs.
+    "crash": "C[T.Cast(\"int64\", A[vi] * T.float32(0)) + vi * 400000000] = A[vi]",
 }
 HANG = '''
     while A[0] > T.float32(-10):
