@@ -161,7 +161,7 @@ class _Collector:
 
     def access(self, buf: Buffer, indices: tuple[PrimExpr, ...], write: bool) -> None:
         sc = self.scope
-        if buf.data in sc.local or buf.scope != "global" and buf.scope != "":
+        if buf.data in sc.local or _block_private(buf):
             return
         if len(indices) != len(buf.shape):
             self.accesses.append(Access(buf, write, self._full(buf)))
@@ -174,6 +174,16 @@ class _Collector:
                 r = full_bounds(buf, d)
             box.append(r)
         self.accesses.append(Access(buf, write, box))
+
+
+def _block_private(buf: Buffer) -> bool:
+    """A GPU on-chip buffer (shared memory, warp or tensor-core fragments): each thread block
+    has its own, so tasks on different blocks never share it. Any other buffer a task does not
+    allocate itself is shared between tasks, whatever its scope: a `local` cache the schedule
+    rules hoisted to the function (a reduction's init, update and write-back tasks all use it)
+    orders its tasks like any tensor."""
+    scope = buf.scope or "global"
+    return scope.startswith(("shared", "warp", "wmma"))
 
 
 def hull(accesses: list[Access]) -> list[Access]:

@@ -13,11 +13,12 @@ from megakernel_support import SAMPLES, task_graph
 from tirc.frontend import parse, parse_file
 from tirc.ir import CompileError, PrimFunc
 from tirc.ir.stmt import Allocate, For, ForKind
+from tirc.ir.target import parse_target
 from tirc.ir.visitor import post_order_visit
 from tirc.passes.manager import run_pipeline
 from tirc.passes.megakernel.task_graph import producer_kinds, read_task_graph
 from tirc.passes.pass_base import PassContext
-from tirc.passes.pipeline import build_pipeline
+from tirc.passes.pipeline import build_pipeline, default_pipeline
 
 
 def _runtime(mod: object, config: dict[str, str] | None = None) -> PrimFunc:
@@ -124,3 +125,34 @@ def _seq_of_tasks(func: PrimFunc, tasks: list[object]) -> object:
 def test_moe_sample_parses_as_a_task_graph() -> None:
     func = parse_file(SAMPLES / "megakernel" / "moe_topk.tir")["moe_topk"]
     assert [t.name for t in read_task_graph(func).tasks] == ["route", "expert", "combine"]  # type: ignore[arg-type]
+
+
+COLUMN_SUM = """
+from tvm.script import ir as I
+from tvm.script import relax as R
+
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 4), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+        with R.dataflow():
+            s = R.sum(x, axis=(0,), keepdims=False)
+            R.output(s)
+        return s
+"""
+
+
+@pytest.mark.parametrize("mode", ["static", "dynamic"])
+def test_a_local_cache_shared_by_tasks_orders_them(mode: str) -> None:
+    """The schedule rules give a column sum a `local` accumulator hoisted to the function, and
+    the megakernel makes its init, update and write-back three task kinds: each waits for the
+    one before it (found by the differential run: the dynamic megakernel ran them unordered and
+    returned zeros on two threads)."""
+    steps = default_pipeline(parse_target("llvm"), 2)
+    ctx = PassContext(config={"megakernel": mode})
+    mod = run_pipeline(parse(COLUMN_SUM), build_pipeline(steps[:steps.index("megakernel") + 1]),
+                       ctx)
+    graph = read_task_graph(mod["main"])  # type: ignore[arg-type]
+    assert [t.name for t in graph.tasks] == ["T_sum_init", "T_sum_update", "T_sum_local"]
+    assert producer_kinds(graph) == [[], [0], [1]]
