@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tirc.ir.attrs import SCHEDULED
 from tirc.ir.diagnostics import CompileError, Diagnostic
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
@@ -105,11 +104,6 @@ class ApplySchedules(Pass):
                     funcs[sched.func_name] = run_schedule(func, sched, seed, intrinsics, state)
                     added = state.new_functions
                 funcs.update(added)
-                # The function's own schedule is its schedule: the default rules leave it alone
-                # (they would otherwise schedule again what it left plain, e.g. parallelise the
-                # loops a format decomposition made, whose rows may repeat).
-                done = funcs[sched.func_name]
-                funcs[sched.func_name] = done.replace(attrs={**done.attrs, SCHEDULED: True})
             except CompileError as e:
                 problems.extend(e.diagnostics)
         if problems:
