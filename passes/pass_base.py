@@ -37,6 +37,9 @@ class PassContext:
     disabled: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
     warnings: list[Diagnostic] = field(default_factory=list)
+    # Functions apply-schedules ran their own @S.schedule on in this run: the default rules
+    # leave them alone (what the user's schedule left plain stays plain).
+    scheduled: set[str] = field(default_factory=set)
 
     def note(self, message: str) -> None:
         self.notes.append(message)

@@ -49,8 +49,8 @@ class DefaultSchedule(PrimFuncPass):
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
         if ctx.target is not None and getattr(ctx.target, "is_gpu", False):
             return func
-        if not wants_default_schedule(func, self.schedule):
-            return func
+        if not wants_default_schedule(func, self.schedule) or func.name in ctx.scheduled:
+            return func  # (a function with its own @S.schedule keeps exactly that schedule)
         tuned = tuned_decisions(self.decisions)
         if tuned:
             from tirc.passes.schedule.decisions import workload_key

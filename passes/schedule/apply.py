@@ -104,6 +104,7 @@ class ApplySchedules(Pass):
                     funcs[sched.func_name] = run_schedule(func, sched, seed, intrinsics, state)
                     added = state.new_functions
                 funcs.update(added)
+                ctx.scheduled.add(sched.func_name)
             except CompileError as e:
                 problems.extend(e.diagnostics)
         if problems:
