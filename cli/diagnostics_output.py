@@ -45,9 +45,8 @@ color_option = click.option(
 
 def warn(message: str, span: Any = None) -> None:
     """Print a warning (an error under -Werror, which stops the command)."""
-    if _settings["werror"]:
-        raise CompileError(Diagnostic("error", f"{message} [-Werror]", span))
-    print_diagnostics([Diagnostic("warning", message, span)])
+    report_warnings([Diagnostic("warning", message, span)])
+
 
 def report_warnings(diagnostics: Iterable[Diagnostic]) -> None:
     """Print the warnings the passes collected; under -Werror they are errors, all reported
