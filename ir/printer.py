@@ -737,9 +737,9 @@ class FuncPrinter:
         dom = self.loop_dom.get(id(value))
         if dom is None:
             return False
-        from tirc.ir.structural import structural_equal
+        from tirc.ir.structural import same_expr
 
-        return structural_equal(dom[0], iv.dom.min) and structural_equal(dom[1], iv.dom.extent)
+        return same_expr(dom[0], iv.dom.min) and same_expr(dom[1], iv.dom.extent)
 
     # ---- graph functions -------------------------------------------------------------
 

@@ -38,7 +38,7 @@ from tirc.ir.expr import (
 from tirc.ir.intrinsics import DLTENSOR
 from tirc.ir.node import Node
 from tirc.ir.stmt import Allocate, BlockRealize, BufferStore, For, IfThenElse, LetStmt, Stmt
-from tirc.ir.structural import structural_equal
+from tirc.ir.structural import same_expr
 from tirc.ir.visitor import post_order_visit, substitute
 from tirc.passes.megakernel.tiling import TaskKind
 
@@ -196,8 +196,8 @@ def hull(accesses: list[Access]) -> list[Access]:
             out.append(Access(a.buffer, a.write, list(a.box)))
             continue
         same.write = same.write or a.write
-        same.box = [(lo if structural_equal(lo, lo2) else binop("min", lo, lo2),
-                     hi if structural_equal(hi, hi2) else binop("max", hi, hi2))
+        same.box = [(lo if same_expr(lo, lo2) else binop("min", lo, lo2),
+                     hi if same_expr(hi, hi2) else binop("max", hi, hi2))
                     for (lo, hi), (lo2, hi2) in zip(same.box, a.box)]
     return out
 
@@ -232,9 +232,9 @@ def task_accesses(kind: TaskKind) -> list[Access]:
 
 
 def _same_view(a: Buffer, b: Buffer) -> bool:
-    return a is b or (structural_equal(a.shape, b.shape) and
-                      structural_equal(a.strides, b.strides) and
-                      structural_equal(a.elem_offset, b.elem_offset) and a.dtype == b.dtype)
+    return a is b or (same_expr(a.shape, b.shape) and
+                      same_expr(a.strides, b.strides) and
+                      same_expr(a.elem_offset, b.elem_offset) and a.dtype == b.dtype)
 
 
 def _flat(buf: Buffer, point: list[PrimExpr]) -> PrimExpr:

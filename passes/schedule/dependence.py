@@ -326,7 +326,7 @@ def _digit_chains(atoms: list[PrimExpr]) -> list[Linear]:
     `X % M1`, `(X // M1) % M2`, ..., `X // (M1 * M2 * ...)`, as a fuse of loops with
     symbolic extents writes them."""
     from tirc.ir.arith import Analyzer
-    from tirc.ir.structural import structural_equal
+    from tirc.ir.structural import same_expr
 
     an = Analyzer()
     digits = [d for d in (_digit(a) for a in atoms) if d is not None]
@@ -335,7 +335,7 @@ def _digit_chains(atoms: list[PrimExpr]) -> list[Linear]:
         lx = _linear_in_loops(x)
         if lx is None or any(lin.terms == lx.terms and lin.const == lx.const for lin in out):
             continue
-        mine = [(p, m) for y, p, m in digits if structural_equal(x, y)]
+        mine = [(p, m) for y, p, m in digits if same_expr(x, y)]
         place: PrimExpr | None = None  # the weight of the next digit (None: 1)
         while True:
             step = next(((p, m) for p, m in mine if (p is None and place is None) or (

@@ -29,7 +29,7 @@ from tirc.ir.arith.linear import from_linear, is_index_dtype, to_linear
 from tirc.ir.buffer import Buffer, BufferRegion
 from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var, binop, const, is_const_int
 from tirc.ir.stmt import Block, IterKind, IterVar
-from tirc.ir.structural import structural_equal
+from tirc.ir.structural import same_expr
 from tirc.passes.schedule.state import ScheduleError
 
 
@@ -208,7 +208,7 @@ def _invert(lo_e: PrimExpr, hi_e: PrimExpr, v: Var, nb: Bounds,
         return None
     for x, (qlo, qhi) in siblings:
         if isinstance(x, BinOp) and x.op == "floordiv" and is_const_int(x.b, k) and \
-                structural_equal(x.a, e.a) and const_diff(qhi, qlo, an) == 0:
+                same_expr(x.a, e.a) and const_diff(qhi, qlo, an) == 0:
             return _invert(e.a, e.a, v, (an.simplify(qlo * k + lo), an.simplify(qlo * k + hi)),
                            siblings, an, reverse)
     return False

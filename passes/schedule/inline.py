@@ -222,9 +222,9 @@ def reverse_compute_inline(s: ScheduleState, block: Any) -> None:
 
 
 def _same(a: PrimExpr, b: PrimExpr) -> bool:
-    from tirc.ir.structural import structural_equal
+    from tirc.ir.structural import same_expr
 
-    return structural_equal(a, b) or (is_const_int(a) and is_const_int(b)
+    return same_expr(a, b) or (is_const_int(a) and is_const_int(b)
                                       and a.value == b.value)  # type: ignore[attr-defined]
 
 
@@ -237,11 +237,11 @@ def _replace_loads(e: PrimExpr, buf: Buffer, value: PrimExpr) -> PrimExpr:
 
 
 def _dedup(regions: list[BufferRegion]) -> list[BufferRegion]:
-    from tirc.ir.structural import structural_equal
+    from tirc.ir.structural import same_expr
 
     out: list[BufferRegion] = []
     for r in regions:
-        if not any(structural_equal(r, o) for o in out):
+        if not any(same_expr(r, o) for o in out):
             out.append(r)
     return out
 

@@ -32,7 +32,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DType
 from tirc.ir.expr import BinOp, BufferLoad, Call, FloatImm, IntImm, PrimExpr, Var, binop, const
 from tirc.ir.stmt import Allocate, BufferStore, For, LetStmt, SeqStmt, Stmt, seq
-from tirc.ir.structural import structural_equal
+from tirc.ir.structural import same_expr
 from tirc.ir.visitor import Mutator, any_node, post_order_visit
 
 Partial = Callable[[BufferLoad], PrimExpr]
@@ -82,7 +82,7 @@ def _binary(blk: Any) -> Reduction | None:
     if not isinstance(body, BufferStore):
         return None
     if init is not None and not (isinstance(init, BufferStore) and init.buffer is body.buffer
-                                 and structural_equal(init.indices, body.indices)):
+                                 and same_expr(init.indices, body.indices)):
         return None
     v = body.value
     if not (isinstance(v, BinOp) and v.op in ("add", "mul", "max", "min")):
@@ -100,7 +100,7 @@ def _binary(blk: Any) -> Reduction | None:
 
 
 def _is_state(e: PrimExpr, buf: Buffer, idx: tuple[PrimExpr, ...]) -> bool:
-    return isinstance(e, BufferLoad) and e.buffer is buf and structural_equal(e.indices, idx)
+    return isinstance(e, BufferLoad) and e.buffer is buf and same_expr(e.indices, idx)
 
 
 # ---- softmax merge --------------------------------------------------------------------------
@@ -138,7 +138,7 @@ def _scaled(e: PrimExpr, state: BufferLoad | None, m: BufferLoad, m_new: Var
             continue
         for st, sc in ((kept.a, kept.b), (kept.b, kept.a)):
             ex = _exp_of(sc)
-            if state is not None and not structural_equal(st, state):
+            if state is not None and not same_expr(st, state):
                 continue
             if ex is None or not _is_diff(ex[1], m, m_new):
                 continue
@@ -149,7 +149,7 @@ def _scaled(e: PrimExpr, state: BufferLoad | None, m: BufferLoad, m_new: Var
 
 
 def _is_diff(e: PrimExpr, a: PrimExpr, m_new: Var) -> bool:
-    return isinstance(e, BinOp) and e.op == "sub" and structural_equal(e.a, a) and e.b is m_new
+    return isinstance(e, BinOp) and e.op == "sub" and same_expr(e.a, a) and e.b is m_new
 
 
 def _weighted(e: PrimExpr, op: str, m_new: Var) -> tuple[PrimExpr | None, PrimExpr] | None:
@@ -177,7 +177,7 @@ def _softmax_merge(blk: Any) -> Reduction | None:
         return None
     m_store = stmts[-1]
     if not (isinstance(m_store, BufferStore) and m_store.buffer is m_load.buffer and
-            structural_equal(m_store.indices, m_load.indices) and m_store.value is m_new):
+            same_expr(m_store.indices, m_load.indices) and m_store.value is m_new):
         return None
     loop = next((s for s in stmts[:2] if isinstance(s, For)), None)
     l_store = next((s for s in stmts[:2] if isinstance(s, BufferStore)), None)
@@ -187,13 +187,13 @@ def _softmax_merge(blk: Any) -> Reduction | None:
     s_idx = m_load.indices
     l_load = BufferLoad(l_store.buffer, l_store.indices, l_store.buffer.dtype)
     o_load = BufferLoad(o_store.buffer, o_store.indices, o_store.buffer.dtype)
-    if not structural_equal(l_store.indices, s_idx) or \
-            not structural_equal(o_store.indices, (*s_idx, loop.loop_var)):
+    if not same_expr(l_store.indices, s_idx) or \
+            not same_expr(o_store.indices, (*s_idx, loop.loop_var)):
         return None
     lm = _scaled(l_store.value, l_load, m_load, m_new)
     om = _scaled(o_store.value, o_load, m_load, m_new)
     if lm is None or om is None or lm[1] is not None or om[1] is None or \
-            lm[0] != om[0] or not structural_equal(lm[2], x) or not structural_equal(om[2], x):
+            lm[0] != om[0] or not same_expr(lm[2], x) or not same_expr(om[2], x):
         return None
     states = (m_load.buffer, l_store.buffer, o_store.buffer)
     if len(set(states)) != 3 or _touches_state(blk.body, let, states) or \

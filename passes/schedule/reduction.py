@@ -25,7 +25,7 @@ from tirc.ir.buffer import Buffer, Range
 from tirc.ir.dtype import HANDLE
 from tirc.ir.expr import BinOp, BufferLoad, PrimExpr, Var
 from tirc.ir.stmt import BlockRealize, BufferStore, For, IterKind, IterVar, Stmt
-from tirc.ir.structural import structural_equal
+from tirc.ir.structural import same_expr
 from tirc.ir.visitor import Mutator, substitute
 from tirc.passes.schedule.dependence import child_sites, scope_path
 from tirc.passes.schedule.reducers import match_reduction
@@ -120,14 +120,14 @@ def reduction_pattern(prim: str, blk: Any) -> tuple[Buffer, tuple[PrimExpr, ...]
     bad = ScheduleError(f"{prim}: block \"{blk.name}\" is not a reduction X[...] = "
                         f"X[...] op value with op one of +, *, max, min and an init")
     if not (isinstance(body, BufferStore) and isinstance(init, BufferStore)
-            and init.buffer is body.buffer and structural_equal(init.indices, body.indices)):
+            and init.buffer is body.buffer and same_expr(init.indices, body.indices)):
         raise bad
     v = body.value
     if not (isinstance(v, BinOp) and v.op in ("add", "mul", "max", "min")):
         raise bad
     for mine, other in ((v.a, v.b), (v.b, v.a)):
         if isinstance(mine, BufferLoad) and mine.buffer is body.buffer and \
-                structural_equal(mine.indices, body.indices):
+                same_expr(mine.indices, body.indices):
             return body.buffer, body.indices, v.op, other, init.value
     raise bad
 

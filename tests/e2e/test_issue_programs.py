@@ -9,6 +9,7 @@ parallel and vectorized loops and megakernels, for every value of a symbolic siz
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -127,7 +128,14 @@ def test_out_of_bounds_trapped_at_run_time(case: tuple[Any, ...], level: str,
     assert code == 0, stderr
     with pytest.raises(TircError) as err:
         load(out).f(*args)
-    assert (err.value.code, str(err.value)) == (-5, message)
+    assert err.value.code == -5
+    if level == "-O0":
+        assert str(err.value) == message
+    else:
+        # -O3 runs the rows in parallel: the first worker to fail reports its own element
+        pattern = re.sub(r"\\\[.*?\\\]", lambda m: re.sub(r"\d+", r"\\d+", m.group()),
+                         re.escape(message))
+        assert re.fullmatch(pattern, str(err.value)), str(err.value)
 
 
 @pytest.mark.parametrize("case", RACES, ids=[c[0] for c in RACES])

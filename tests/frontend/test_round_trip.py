@@ -155,3 +155,27 @@ def test_spans_point_at_the_source() -> None:
     assert (f.span.line, f.span.col) == (5, 1)  # the decorator line starts the function
     a = f.buffers[0]
     assert a.name == "A" and (a.span.line, a.span.col) == (10, 9)
+
+
+def test_a_block_iter_over_another_extent_keeps_its_domain() -> None:
+    """A block iter bound to a loop of extent `n` but declared over `m` is not printed as
+    `T.axis.remap` (which would give it the loop's extent): symbolic extents are compared as
+    the same variables, not as equal up to renaming."""
+    text = '''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(a: T.handle, b: T.handle):
+    n = T.int32()
+    m = T.int32()
+    A = T.match_buffer(a, (m,), "float32")
+    B = T.match_buffer(b, (m,), "float32")
+    for i in range(n):
+        with T.block("B"):
+            vi = T.axis.spatial(m, i)
+            B[vi] = A[vi] + T.float32(1)
+'''
+    mod = parse(text)
+    printed = print_module(mod)
+    assert "vi = T.axis.spatial(m, i)" in printed
+    assert structural_equal(parse(printed), mod)

@@ -223,3 +223,26 @@ def test_a_softmax_whose_element_reads_the_state_is_no_reduction(sched_error):
         rf = sch.rfactor(j, 0)
     '''))
     assert 'rfactor: block "attend" is not a reduction' in msg
+
+
+TRANSPOSED = '''
+@T.prim_func
+def tsum(A: T.Buffer((4, 4, 4), "float32"), C: T.Buffer((4, 4), "float32")):
+    for i, j, k in T.grid(4, 4, 4):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vj, vi] + A[vi, vj, vk]
+'''
+
+
+def test_an_update_that_reads_another_element_is_no_reduction(sched_error):
+    """`C[vi, vj] = C[vj, vi] + ...` reads a different element than it writes: indices are
+    compared as the same variables, not as equal up to renaming."""
+    msg = sched_error(schedule(TRANSPOSED, "tsum", '''
+        b = sch.get_block("C")
+        i, j, k = sch.get_loops(b)
+        rf = sch.rfactor(k, 0)
+    '''))
+    assert 'error: rfactor: block "C" is not a reduction' in msg
