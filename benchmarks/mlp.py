@@ -3,8 +3,9 @@
 Compiled once (symbolic batch n), run at n = 1, 7, 64, 512; prints the median milliseconds per
 call of numpy, tirc (default pipeline: tiled matmuls with the bias and relu fused in) and, when
 a CBLAS is installed (`pip install 'tirc[blas]'`), tirc -fblas (matmuls by the CBLAS, bias and
-relu by one fused kernel), with the ratio to numpy (below 1 is faster).
-Run: `.venv/bin/python benchmarks/mlp.py`.
+relu by one fused kernel), with the ratio to numpy (below 1 is faster). `--disable PASS` adds
+a column built with that pass left out, for a before/after of one pass in the same run.
+Run: `.venv/bin/python benchmarks/mlp.py [--disable unswitch-guards]`.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def main(x: R.Tensor(("n", 256), "float32"), w1: R.Tensor((256, 512), "float32")
 HOST_TARGET = "llvm -mcpu=native"
 
 
-def compile_mlp(out: Path, opt_level: int, blas: bool = False) -> bool:
+def compile_mlp(out: Path, opt_level: int, blas: bool = False,
+                disabled: tuple[str, ...] = ()) -> bool:
     """The MLP through the default pipeline to a .so, as `tirc -O{opt_level} [-fblas]` does;
     False when -fblas was asked for and no CBLAS is installed."""
     from tirc.driver import build
@@ -53,7 +55,7 @@ def compile_mlp(out: Path, opt_level: int, blas: bool = False) -> bool:
             return False
         libs, lib_dirs, config = (found.name,), (found.lib_dir,), {"blas": "1"}
     build(parse(SOURCE), out, HOST_TARGET, opt_level, libs=libs, lib_dirs=lib_dirs,
-          config=config)
+          config=config, disabled=disabled)
     return True
 
 
@@ -71,6 +73,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-O", dest="opt", type=int, default=3)
     parser.add_argument("--sizes", default="1,7,64,512")
+    parser.add_argument("--disable", action="append", default=[], metavar="PASS",
+                        help="also time a build without PASS (repeatable)")
     args = parser.parse_args()
     from tirc.runtime import load
 
@@ -80,9 +84,12 @@ def main() -> None:
     w2 = rng.standard_normal((512, 128)).astype("float32") * 0.05
     with tempfile.TemporaryDirectory() as tmp:
         libs = {}
-        for name, blas in (("tirc", False), ("tirc -fblas", True)):
+        variants = [("tirc", False, ()), ("tirc -fblas", True, ())]
+        if args.disable:
+            variants.insert(1, ("no " + ",".join(args.disable), False, tuple(args.disable)))
+        for name, blas, disabled in variants:
             path = Path(tmp) / f"mlp{len(libs)}.so"
-            if compile_mlp(path, args.opt, blas):
+            if compile_mlp(path, args.opt, blas, disabled):
                 libs[name] = load(path)
         head = f"{'n':>5} {'numpy ms':>10}" + "".join(f" {k + ' ms':>16} {'ratio':>6}"
                                                       for k in libs)

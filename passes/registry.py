@@ -62,6 +62,7 @@ PASSES: dict[str, str] = _table((
     ("lower-layouts", "tirc.passes.lower_layouts:LowerLayouts"),
     ("flatten-buffers", "tirc.passes.flatten_buffers:FlattenBuffers"),
     ("simplify", "tirc.passes.simplify:Simplify"),
+    ("unswitch-guards", "tirc.passes.unswitch_guards:UnswitchGuards"),
     ("vectorize", "tirc.passes.vectorize:Vectorize"),
     ("unroll", "tirc.passes.unroll:Unroll"),
     ("storage-rewrite", "tirc.passes.storage_rewrite:StorageRewrite"),
