@@ -15,7 +15,8 @@ strides or offset, its data handle used only through loads and stores):
   never a thread attribute or a `while`.
 - Compaction: each dimension shrinks to the bounding box of the accesses under the new place,
   when its width is a constant smaller than the old extent; indices are shifted by the box's
-  start.
+  start. The box takes in the guards an access runs under (`if t1 * 16 + t0 < 64:` around a
+  tile copy spread over more threads than the tile has elements bounds `t1` by 3).
 This is TVM's PlanAndUpdateBufferAllocationLocation plus CompactBufferAllocation. It is why a
 `cache_write(..., "local")` tile, which the schedule allocates full-size at the function root,
 ends as a small stack buffer inside the tile loop that LLVM keeps in registers.
@@ -30,6 +31,7 @@ from typing import Any
 from tirc.ir.analysis.regions import (
     Bounds,
     bounds_width,
+    conjuncts,
     iterations_disjoint,
     like,
     relax,
@@ -38,7 +40,7 @@ from tirc.ir.analysis.regions import (
 from tirc.ir.arith import Analyzer
 from tirc.ir.attrs import LAUNCH_THREAD, THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, is_const_int
+from tirc.ir.expr import BinOp, BufferLoad, IntImm, PrimExpr, Var, binop, is_const_int
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.node import Node
@@ -198,6 +200,7 @@ def _region(accesses: list[_Access], first: int, ndim: int,
                 dom[s.loop_var] = (s.min, binop("sub", binop("add", s.min, s.extent), 1))
             elif isinstance(s, LetStmt):
                 lets.add(s.var)
+        _tighten(dom, acc.path, an)
         inner = set(dom) | lets
         for k, idx in enumerate(acc.indices):
             r = None if _mentions(idx, lets) or idx.dtype.lanes != 1 else relax(idx, dom)
@@ -214,6 +217,36 @@ def _region(accesses: list[_Access], first: int, ndim: int,
                 per_dim[k].append((an.simplify(r[0]), an.simplify(r[1])))
     return [None if unknown[k] or not per_dim[k] else union_bounds(per_dim[k], an)
             for k in range(ndim)]
+
+
+def _tighten(dom: dict[Var, Bounds], path: tuple[Stmt, ...], an: Analyzer) -> None:
+    """Lower the upper bounds of `dom`'s loops by the guards the access runs under: from
+    `sum(c * v) + k < 0` with positive constant `c` and constant lower bounds, each `v` is at
+    most what the guard leaves it when the others are at their least (a copy of a tile
+    spread over more threads than it has elements reads only the tile)."""
+    for at, node in enumerate(path[:-1]):
+        if not (isinstance(node, IfThenElse) and path[at + 1] is node.then_case):
+            continue
+        for c in conjuncts(node.condition):
+            if not isinstance(c, BinOp) or c.op not in ("lt", "le", "gt", "ge") \
+                    or not c.a.dtype.is_int:
+                continue
+            lhs, rhs = (c.b, c.a) if c.op in ("gt", "ge") else (c.a, c.b)
+            lin = an.to_linear(binop("sub", lhs, rhs))
+            lows: dict[Var, int] = {}
+            for atom, coef in lin.terms.items():
+                lo = dom.get(atom)[0] if isinstance(atom, Var) and atom in dom else None
+                if coef <= 0 or not isinstance(lo, IntImm):
+                    break
+                lows[atom] = lo.value  # type: ignore[index]
+            else:
+                limit = -lin.const - (1 if c.op in ("lt", "gt") else 0)
+                least = sum(lin.terms[v] * lo for v, lo in lows.items())
+                for v, lo in lows.items():
+                    top = (limit - least + lin.terms[v] * lo) // lin.terms[v]
+                    old = an.simplify(dom[v][1])
+                    if not isinstance(old, IntImm) or top < old.value:
+                        dom[v] = (dom[v][0], IntImm(max(top, lo - 1), v.dtype))
 
 
 class _Find(Visitor):

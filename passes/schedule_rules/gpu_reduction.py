@@ -47,7 +47,9 @@ def per_row(sch: TracedSchedule, name: str, reductions: bool) -> list[str]:
         raise ScheduleError(f"rules: block \"{name}\" cannot share its reduction across "
                             f"threads")
     taken = [name]
-    if row is None:
+    if row is None:  # a full reduction still runs in a GPU block: a unit loop on blockIdx
+        unit = sch.call("add_unit_loop", sch.loops(blk)[0], out=["u"])
+        sch.bind(unit, "blockIdx.x")
         return taken
     path = sch.state.loop_path(row, "rules")
     from tirc.passes.schedule.dependence import child_sites

@@ -108,7 +108,40 @@ def matmul_few_rows(A: T.Buffer((4, 1), "float32"), b: T.handle, c: T.handle):
             C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
 """
 
-GPU_PROGRAMS = {"matmul_tail": (MATMUL_TAIL, {}), "matmul_few_rows": (MATMUL_FEW_ROWS, {"n": 5})}
+# Seeds 100000 and 100137: a matmul over a symbolic reduction n by the GPU rule: its shared
+# tile of B (16 rows of k per step) stayed n x 4, a symbolic size the GPU refuses, because
+# compact-buffers bounded the copy's rows without the guard that stops the threads past the
+# tile (256 threads copy its 64 elements).
+MATMUL_SYMBOLIC_K = """
+@T.prim_func
+def matmul_symbolic_k(a: T.handle, b: T.handle, C: T.Buffer((8, 4), "float32")):
+    n = T.int64()
+    A = T.match_buffer(a, (8, n), "float32")
+    B = T.match_buffer(b, (n, 4), "float32")
+    for i, j, k in T.grid(8, 4, n):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+"""
+
+# Graph seeds 100206 and 100229: `R.min(x, axis=0)` of a vector, a reduction with no spatial
+# loop: the GPU rule shared it over threads but bound no blockIdx loop, so its code stayed in
+# the host part of the function, which can only launch kernels.
+FULL_MIN = """
+@T.prim_func
+def full_min(A: T.Buffer((10,), "float32"), B: T.Buffer((1,), "float32")):
+    for k in range(10):
+        with T.block("B"):
+            vk = T.axis.reduce(10, k)
+            with T.init():
+                B[0] = T.max_value("float32")
+            B[0] = T.min(B[0], A[vk])
+"""
+
+GPU_PROGRAMS = {"matmul_tail": (MATMUL_TAIL, {}), "matmul_few_rows": (MATMUL_FEW_ROWS, {"n": 5}),
+                "matmul_symbolic_k": (MATMUL_SYMBOLIC_K, {"n": 37}), "full_min": (FULL_MIN, {})}
 
 PROGRAMS = {
     "matvec": pytest.param(MATVEC, id="matvec"),
