@@ -49,6 +49,12 @@ def _random_array(shape: tuple[int, ...], dtype_name: str, rng: np.random.Genera
 
 
 def _scalar(text: str, param: dict[str, Any]) -> Any:
+    if param["dtype"] == "bool":  # `--input c=true`, `c=1`: the runtime takes a Python bool
+        value = {"1": True, "true": True, "0": False, "false": False}.get(text.lower())
+        if value is None:
+            raise fail(f"--input {param['name']}: expected true, false, 1 or 0 for a bool "
+                       f"scalar, got '{text}'")
+        return value
     try:
         return float(text) if param["dtype"].startswith(("float", "bfloat")) else int(text)
     except ValueError:

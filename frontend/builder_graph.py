@@ -26,6 +26,7 @@ from tirc.ir.graph import (
     GlobalVar,
     GraphExpr,
     GVar,
+    If,
     MatchCast,
     SeqExpr,
     ShapeExpr,
@@ -65,6 +66,7 @@ class GraphBuilder:
         self.attrs: dict[str, Any] = {}
         self.module_aliases: set[str] = set()
         self.dataflow_locals: set[str] = set()  # bound in a dataflow block, not output
+        self.branch_locals: set[str] = set()  # bound inside a branch of an 'if'
 
     def module_names(self) -> set[str]:
         """Names that denote this module: `Module.f`, `cls.f`, or an alias `cls = Module`."""
@@ -145,6 +147,9 @@ class GraphBuilder:
         target = getattr(s, "target", None)
         if isinstance(target, S.Name):
             self.scope.poison(target.id)
+        if isinstance(s, S.If):
+            for name in S.assigned_names([s]):
+                self.scope.poison(name)
 
     def stmt(self, s: S.Stmt, dataflow: set[str] | None) -> Binding | list[Binding] | None:
         """One statement; `dataflow` holds the output names when inside `R.dataflow()`."""
@@ -167,9 +172,14 @@ class GraphBuilder:
                                  "a name)", s.span)
         if isinstance(s, (S.Assign, S.AnnAssign)):
             return self.binding(s, dataflow)
+        if isinstance(s, S.If) and dataflow is None:
+            return self.if_binding(s)
+        if isinstance(s, S.If):
+            self.ctx.error("'if' inside R.dataflow() (a dataflow block has no control flow; "
+                           "put the 'if' after the block)", s.span)
         if isinstance(s, S.UnsupportedStmt):
             self.ctx.unsupported(s.what, s.span)
-        what = {S.For: "loops", S.While: "loops", S.If: "'if'", S.With: "nested 'with'"}.get(
+        what = {S.For: "loops", S.While: "loops", S.With: "nested 'with'"}.get(
             type(s), f"{type(s).__name__} statements")
         self.ctx.unsupported(f"{what} in a graph function", s.span)
 
@@ -208,6 +218,72 @@ class GraphBuilder:
         var = GVar(t.id, annotation, is_df, span=t.span)
         self.scope.define(t.id, var, t.span)
         return VarBinding(var, value, span=s.span)
+
+    def if_binding(self, s: S.If) -> VarBinding:
+        """`if c: ... y = a else: ... y = b`: `y` bound to an If of the two branches (as
+        Relax binds it); each branch ends by assigning the if's result."""
+        cond = self.gexpr(s.test)
+        if not s.orelse:
+            self.ctx.error("'if' in a graph function needs an 'else' branch: the 'if' is a "
+                           "value, which both branches assign", s.span)
+        assert s.orelse is not None
+        true_branch, t_var = self.branch(s.body)
+        false_branch, f_var = self.branch(s.orelse)
+        if t_var.name != f_var.name:
+            self.ctx.error(f"the branches of 'if' assign different results: '{t_var.name}' "
+                           f"in the 'if' branch, '{f_var.name}' in the 'else' branch (both "
+                           "must end by assigning the same variable)", s.orelse[-1].span)
+        sinfo = t_var.struct_info or f_var.struct_info
+        var = GVar(t_var.name, sinfo, False, span=s.span)
+        self.scope.define(var.name, var, s.span)
+        return VarBinding(var, If(cond, true_branch, false_branch, span=s.span), span=s.span)
+
+    def branch(self, stmts: list[S.Stmt]) -> tuple[SeqExpr, GVar]:
+        """One branch of an `if`: its bindings (local to it) and the variable its last
+        statement assigns, the branch's result."""
+        blocks: list[BindingBlock] = []
+        current: list[Binding] = []
+        failed = False
+        result: GVar | None = None
+        with self.scope.frame():
+            for st in stmts:
+                result = None
+                try:
+                    if isinstance(st, S.With):
+                        if current:
+                            blocks.append(BindingBlock(tuple(current), False,
+                                                       span=current[0].span))
+                            current = []
+                        blocks.append(self.dataflow(st))
+                        continue
+                    b = self.stmt(st, dataflow=None)
+                except BuildError:
+                    self.poison(st)
+                    failed = True
+                    continue
+                except RecursionError:
+                    self.ctx.report(TOO_DEEP, st.span)
+                    self.poison(st)
+                    failed = True
+                    continue
+                if isinstance(b, list):
+                    current.extend(b)
+                elif b is not None:
+                    current.append(b)
+                target = getattr(st, "target", None)
+                if isinstance(b, VarBinding) and (isinstance(st, S.If) or isinstance(
+                        target, S.Name) and target.id == b.var.name):
+                    result = b.var
+            self.branch_locals.update(n for n, v in self.scope.frames[-1].items()
+                                      if isinstance(v, GVar))
+        if failed:
+            raise BuildError("a statement of the branch failed")
+        if result is None:
+            self.ctx.error("each branch of an 'if' in a graph function must end by assigning "
+                           "the if's result (`y = ...`)", stmts[-1].span)
+        if current:
+            blocks.append(BindingBlock(tuple(current), False, span=current[0].span))
+        return SeqExpr(tuple(blocks), result, span=stmts[0].span), result
 
     def unpack(self, t: S.Tuple, s: S.Assign, dataflow: set[str] | None) -> list[Binding]:
         """`a, b = value`: the tuple bound to a name, then each field (as TVM binds it)."""
@@ -258,6 +334,7 @@ class GraphBuilder:
         names = [a.id for a in out_call.args if isinstance(a, S.Name)] if has_output else []
         bindings: list[Binding] = []
         outputs: list[GVar] = []
+        failed: list[str] = []
         with self.scope.frame():
             for st in stmts:
                 try:
@@ -272,6 +349,7 @@ class GraphBuilder:
             for a in out_call.args if has_output else []:
                 var = exported.get(a.id) if isinstance(a, S.Name) else None
                 if var is POISON:
+                    failed.append(a.id)  # type: ignore[union-attr]
                     continue
                 if not isinstance(var, GVar):
                     self.ctx.report("R.output names a value bound in this dataflow block",
@@ -280,6 +358,8 @@ class GraphBuilder:
                 outputs.append(var)
         for var in outputs:
             self.scope.define(var.name, var, var.span)
+        for name in failed:
+            self.scope.poison(name)
         self.dataflow_locals.update(n for n, v in exported.items()
                                     if isinstance(v, GVar) and v not in outputs)
         for name, value in exported.items():
@@ -323,6 +403,9 @@ class GraphBuilder:
         value = self.scope.lookup(node.id)
         if value is None and node.id in self.module.functions:
             return GlobalVar(node.id, span=node.span)
+        if value is None and node.id in self.branch_locals:
+            self.ctx.error(f"'{node.id}' is local to a branch of 'if'; only the variable both "
+                           "branches assign is bound after it", node.span)
         if value is None and node.id in self.dataflow_locals:
             self.ctx.error(f"'{node.id}' is local to its R.dataflow() block; list it in "
                            "R.output(...) to use it after the block", node.span)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -216,6 +218,24 @@ class SeqExpr(GraphExpr):
 
 
 @dataclass(frozen=True)
+class If(GraphExpr):
+    """`if cond: ... else: ...` on an `R.Prim("bool")` value, as Relax's `If`.
+
+    Each branch is a SeqExpr whose body is the branch's result; the `If` is the value of a
+    VarBinding whose variable holds the result of the branch that ran.
+    """
+
+    cond: GraphExpr
+    true_branch: SeqExpr
+    false_branch: SeqExpr
+
+    @property
+    def branches(self) -> tuple[SeqExpr, SeqExpr]:
+        """The true branch, then the false branch."""
+        return (self.true_branch, self.false_branch)
+
+
+@dataclass(frozen=True)
 class Function(Node):
     """A graph-level function (`@R.function`)."""
 
@@ -224,3 +244,16 @@ class Function(Node):
     body: SeqExpr
     ret_struct_info: StructInfo | None = None
     attrs: dict[str, Any] = field(default_factory=dict, hash=False)
+
+
+def with_branches(b: Binding, branch: Callable[[SeqExpr], SeqExpr]) -> Binding:
+    """`b` with `branch` applied to each branch of its `If` value (`b` itself when its value is
+    not an `if` or neither branch changed): how a pass works inside the branches."""
+    value = getattr(b, "value", None)
+    if not isinstance(value, If):
+        return b
+    t, f = branch(value.true_branch), branch(value.false_branch)
+    if t is value.true_branch and f is value.false_branch:
+        return b
+    return dataclasses.replace(b, value=dataclasses.replace(value, true_branch=t,
+                                                            false_branch=f))

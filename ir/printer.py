@@ -57,6 +57,7 @@ from tirc.ir.graph import (
     GlobalVar,
     GraphExpr,
     GVar,
+    If,
     MatchCast,
     ObjectSInfo,
     PrimSInfo,
@@ -808,19 +809,30 @@ class FuncPrinter:
             self.binding_block(blk, depth)
         self.emit(depth, f"return {self.gexpr(body.body)}")
 
-    def binding_block(self, blk: BindingBlock, depth: int) -> None:
+    def binding_block(self, blk: BindingBlock, depth: int,
+                      result: tuple[GVar, str] | None = None) -> None:
+        """The bindings of a block; `result` names the variable that ends an `if` branch
+        after the if's own variable."""
         d = depth
         if blk.is_dataflow:
             self.emit(depth, "with R.dataflow():")
             d = depth + 1
         for bnd in blk.bindings:
+            if isinstance(bnd, VarBinding) and isinstance(bnd.value, If):
+                same = result is not None and bnd.var is result[0]
+                self.if_binding(bnd, d, result[1] if same and result is not None else None)
+                continue
             value = self.gexpr(bnd.value)
             if isinstance(bnd, MatchCast):
                 for sv in free_vars(bnd.struct_info):
                     if not self.names.is_defined(sv):
                         self.emit(d, f"{self.names.define(sv, sv.name)} = T.{sv.dtype}()")
                 value = f"R.match_cast({value}, {self.sinfo(bnd.struct_info)})"
-            name = self.names.define(bnd.var, bnd.var.name)
+            if result is not None and bnd.var is result[0]:
+                name = result[1]
+                self.names.alias(bnd.var, name)
+            else:
+                name = self.names.define(bnd.var, bnd.var.name)
             sinfo = bnd.var.struct_info
             ann = f": {self.sinfo(sinfo)}" if sinfo is not None and isinstance(
                 bnd, VarBinding) else ""
@@ -828,6 +840,27 @@ class FuncPrinter:
         if blk.is_dataflow:
             outs = ", ".join(self.names.get(v, v.name) for v in blk.outputs)
             self.emit(d, f"R.output({outs})")
+
+    def if_binding(self, bnd: VarBinding, depth: int, name: str | None = None) -> None:
+        """`var = If(...)` as Relax prints it: `if c:` / `else:`, each branch ending with an
+        assignment of the if's variable (named `name` when it ends an outer branch)."""
+        e = bnd.value
+        assert isinstance(e, If)
+        self.emit(depth, f"if {self.gexpr(e.cond)}:")
+        if name is None:
+            name = self.names.define(bnd.var, bnd.var.name)
+        else:
+            self.names.alias(bnd.var, name)
+        for k, branch in enumerate(e.branches):
+            if k:
+                self.emit(depth, "else:")
+            last = _branch_result(branch)
+            for blk in branch.blocks:
+                self.binding_block(blk, depth + 1, (last, name) if last is not None else None)
+            if last is None:
+                sinfo = bnd.var.struct_info
+                ann = f": {self.sinfo(sinfo)}" if sinfo is not None else ""
+                self.emit(depth + 1, f"{name}{ann} = {self.gexpr(branch.body)}")
 
     def gexpr(self, e: GraphExpr) -> str:
         if isinstance(e, GVar):
@@ -862,6 +895,17 @@ class FuncPrinter:
                 args.append(f"out_sinfo={joined}")
             return f"R.{e.op}({', '.join(args)})"
         raise TypeError(f"cannot print graph expression {type(e).__name__}")
+
+
+def _branch_result(branch: SeqExpr) -> GVar | None:
+    """The variable an `if` branch returns when its last binding (outside a dataflow block)
+    binds it: that binding then prints as the assignment of the if's variable."""
+    if not branch.blocks or branch.blocks[-1].is_dataflow or not branch.blocks[-1].bindings:
+        return None
+    last = branch.blocks[-1].bindings[-1]
+    if isinstance(last, VarBinding) and last.var is branch.body:
+        return last.var
+    return None
 
 
 class SchedulePrinter:

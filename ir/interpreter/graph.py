@@ -23,6 +23,7 @@ from tirc.ir.graph import (
     GlobalVar,
     GraphExpr,
     GVar,
+    If,
     MatchCast,
     ObjectSInfo,
     PrimSInfo,
@@ -145,6 +146,8 @@ class GraphRunner:
                 self.bind_sym(e, int(actual), f"{what}, entry {k}")
         elif isinstance(sinfo, PrimSInfo) and isinstance(value, np.ndarray) and value.ndim:
             raise InterpreterError(f"{what}: expected a {sinfo.dtype} scalar")
+        elif isinstance(sinfo, PrimSInfo) and sinfo.value is not None:
+            self.bind_sym(sinfo.value, int(value), what)  # R.Prim(value=n) binds n
 
     # ---- expressions -----------------------------------------------------------------
 
@@ -179,9 +182,19 @@ class GraphRunner:
             return self.eval(e.tuple_value)[e.index]
         if isinstance(e, SeqExpr):
             return self.seq(e)
+        if isinstance(e, If):
+            return self.seq(e.true_branch if self.condition(e.cond) else e.false_branch)
         if isinstance(e, GCall):
             return self.call(e)
         raise InterpreterError(f"the interpreter cannot evaluate {type(e).__name__} here")
+
+    def condition(self, cond: GraphExpr) -> bool:
+        """The truth of an `if`'s condition: a scalar (an `R.Prim` value or a 0-d tensor)."""
+        value = self.eval(cond)
+        if isinstance(value, np.ndarray) and value.ndim:
+            raise InterpreterError("the condition of 'if' must be a scalar, got a tensor of "
+                                   f"shape {value.shape}")
+        return bool(value)
 
     def attr(self, v: Any) -> Any:
         """An operator attribute as a plain Python value."""

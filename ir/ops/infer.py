@@ -20,6 +20,7 @@ from tirc.ir.graph import (
     GlobalVar,
     GraphExpr,
     GVar,
+    If,
     ObjectSInfo,
     PrimSInfo,
     PrimValue,
@@ -69,6 +70,8 @@ def _sinfo_of_value(e: GraphExpr, module: Any) -> StructInfo:
         return t.fields[e.index]
     if isinstance(e, SeqExpr):
         return infer_expr(e.body, module)[1]
+    if isinstance(e, If):  # normalize checks that both branches agree
+        return infer_expr(e.true_branch.body, module)[1]
     if isinstance(e, (GlobalVar, ExternFunc, StringValue)):
         return ObjectSInfo()
     raise CompileError(f"cannot infer the struct info of {type(e).__name__}", e.span)

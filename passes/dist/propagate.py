@@ -34,6 +34,7 @@ from tirc.ir.graph import (
     GCall,
     GraphExpr,
     GVar,
+    If,
     MatchCast,
     SeqExpr,
     StructInfo,
@@ -47,7 +48,7 @@ from tirc.ir.module import IRModule
 from tirc.ir.ops.infer import infer_expr
 from tirc.ir.ops.sinfo_util import shape_text
 from tirc.ir.span import Span
-from tirc.ir.visitor import substitute
+from tirc.ir.visitor import post_order_visit, substitute
 from tirc.passes.dist.decompose import decompose
 from tirc.passes.dist.infer import Placed, PlacementInference
 from tirc.passes.dist.operands import operand_exprs, with_operands
@@ -90,6 +91,11 @@ class PropagateSharding(Pass):
         for name, func in mod.graph_funcs().items():
             if not uses_sharding(func):
                 continue
+            branch = _first_if(func)
+            if branch is not None:
+                diag.error("propagate-sharding: 'if' in a sharded graph function is not "
+                           "supported yet", branch.span)
+                continue
             try:
                 new = _Rewriter(bind_calls_in_body(func, out), out, self.uneven, ctx).run()
             except CompileError as err:
@@ -98,6 +104,13 @@ class PropagateSharding(Pass):
             out = out.with_function(name, new)
         diag.check()
         return out
+
+
+def _first_if(func: Function) -> If | None:
+    """The first `if` of a graph function, if it has one (sharding does not enter branches)."""
+    found: list[If] = []
+    post_order_visit(func.body, lambda n: found.append(n) if isinstance(n, If) else None)
+    return found[0] if found else None
 
 
 class _Rewriter(PlacementInference):

@@ -13,7 +13,16 @@ import dataclasses
 from dataclasses import dataclass
 
 from tirc.ir.attrs import GLOBAL_SYMBOL, PRIMITIVE
-from tirc.ir.graph import BindingBlock, Function, GCall, GlobalVar, GVar, MatchCast
+from tirc.ir.graph import (
+    BindingBlock,
+    Function,
+    GCall,
+    GlobalVar,
+    GVar,
+    MatchCast,
+    SeqExpr,
+    with_branches,
+)
 from tirc.ir.module import IRModule
 from tirc.ir.visitor import post_order_visit
 from tirc.passes.graph.fuse_ops import used_vars
@@ -42,15 +51,33 @@ class DeadCodeElim(Pass):
 
 def eliminate_bindings(func: Function) -> Function:
     """`func` without the dataflow bindings whose values are never used."""
-    live: set[GVar] = set(used_vars(func.body.body))
+    blocks, changed = _eliminate(func.body, set())
+    if not changed:
+        return func
+    body = dataclasses.replace(func.body, blocks=tuple(blocks))
+    return dataclasses.replace(func, body=body)
+
+
+def _eliminate(seq: SeqExpr, live: set[GVar]) -> tuple[list[BindingBlock], bool]:
+    """The blocks of `seq` without their unused dataflow bindings (inside the branches of an
+    `if` too), and whether anything changed; `live` gains the variables they use."""
+    live |= set(used_vars(seq.body))
     blocks: list[BindingBlock] = []
     changed = False
-    for block in reversed(func.body.blocks):
+
+    def branch(inner: SeqExpr) -> SeqExpr:
+        nonlocal changed
+        kept_blocks, moved = _eliminate(inner, set())
+        changed |= moved
+        return dataclasses.replace(inner, blocks=tuple(kept_blocks)) if moved else inner
+
+    for block in reversed(seq.blocks):
         kept = []
         for b in reversed(block.bindings):
             if block.is_dataflow and not isinstance(b, MatchCast) and b.var not in live:
                 changed = True
                 continue
+            b = with_branches(b, branch)
             kept.append(b)
             live |= set(used_vars(b.value))  # type: ignore[attr-defined]
         outputs = tuple(v for v in block.outputs if v in live)
@@ -60,10 +87,7 @@ def eliminate_bindings(func: Function) -> Function:
                                               outputs=outputs))
         else:
             changed = True
-    if not changed:
-        return func
-    body = dataclasses.replace(func.body, blocks=tuple(reversed(blocks)))
-    return dataclasses.replace(func, body=body)
+    return list(reversed(blocks)), changed
 
 
 def _referenced(func: Function) -> set[str]:

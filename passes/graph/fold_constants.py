@@ -24,6 +24,7 @@ from tirc.ir.graph import (
     TensorSInfo,
     Tuple,
     VarBinding,
+    with_branches,
 )
 from tirc.ir.module import IRModule
 from tirc.ir.ops.sinfo_util import ndim_of
@@ -88,12 +89,33 @@ def fold_value(call: GCall, var: GVar, mod: IRModule) -> GraphExpr | None:
 
 def fold_function(func: Function, mod: IRModule) -> Function:
     """`func` with constant bindings folded into their uses."""
-    mapping: dict[GVar, GraphExpr] = {}
+    blocks, changed = _fold_blocks(func.body.blocks, {}, mod)
+    if not changed:
+        return func
+    body = dataclasses.replace(func.body, blocks=tuple(blocks))
+    return dataclasses.replace(func, body=body)
+
+
+def _fold_blocks(old: tuple[BindingBlock, ...], mapping: dict[GVar, GraphExpr],
+                 mod: IRModule) -> tuple[list[BindingBlock], bool]:
+    """The blocks with constant bindings folded into their uses (inside the branches of an
+    `if` too), and whether anything changed."""
     blocks = []
     changed = False
-    for block in func.body.blocks:
+
+    def branch(seq: SeqExpr) -> SeqExpr:
+        nonlocal changed
+        inner, moved = _fold_blocks(seq.blocks, mapping, mod)
+        body = substitute(seq.body, mapping)
+        if not moved and body is seq.body:
+            return seq
+        changed = True
+        return dataclasses.replace(seq, blocks=tuple(inner), body=body)
+
+    for block in old:
         bindings = []
         for b in block.bindings:
+            b = with_branches(b, branch)
             value = substitute(b.value, mapping)  # type: ignore[attr-defined]
             if isinstance(b, VarBinding) and isinstance(value, GCall):
                 folded = fold_value(value, b.var, mod)
@@ -105,7 +127,4 @@ def fold_function(func: Function, mod: IRModule) -> Function:
                 changed = True
             bindings.append(b)
         blocks.append(dataclasses.replace(block, bindings=tuple(bindings)))
-    if not changed:
-        return func
-    body = dataclasses.replace(func.body, blocks=tuple(blocks))
-    return dataclasses.replace(func, body=body)
+    return blocks, changed

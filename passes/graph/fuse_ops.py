@@ -31,6 +31,7 @@ from tirc.ir.graph import (
     TupleGetItem,
     TupleSInfo,
     VarBinding,
+    with_branches,
 )
 from tirc.ir.module import IRModule
 from tirc.ir.visitor import post_order_visit, substitute
@@ -324,27 +325,44 @@ class FuseOps(Pass):
         return out
 
 
-def _live_after(func: Function, k: int) -> set[GVar]:
-    later = [func.body.blocks[j] for j in range(k + 1, len(func.body.blocks))]
-    live = set(used_vars(later)) | set(used_vars(func.body.body))
-    return live | set(func.body.blocks[k].outputs)
+def _live_after(seq: SeqExpr, k: int) -> set[GVar]:
+    later = [seq.blocks[j] for j in range(k + 1, len(seq.blocks))]
+    live = set(used_vars(later)) | set(used_vars(seq.body))
+    return live | set(seq.blocks[k].outputs)
 
 
 def fuse_function(func: Function, mod: IRModule) -> tuple[Function, list[Function]]:
     """The function with its fusable groups replaced by calls, and the new group functions."""
     taken = set(mod.functions)
     new_funcs: list[Function] = []
+    body = _fuse_seq(func.body, mod, taken, new_funcs)
+    if not new_funcs:
+        return func, []
+    return dataclasses.replace(func, body=body), new_funcs
+
+
+def _fuse_seq(seq: SeqExpr, mod: IRModule, taken: set[str], new_funcs: list[Function]
+              ) -> SeqExpr:
+    """`seq` with the groups of its dataflow blocks outlined into `new_funcs`; the branches of
+    an `if` are fused on their own (a group never crosses the branch boundary)."""
     blocks = []
-    for k, block in enumerate(func.body.blocks):
+    before = len(new_funcs)
+
+    def branch(inner: SeqExpr) -> SeqExpr:
+        return _fuse_seq(inner, mod, taken, new_funcs)
+
+    for k, block in enumerate(seq.blocks):
         if not block.is_dataflow:
-            blocks.append(block)
+            bindings = tuple(with_branches(b, branch) for b in block.bindings)
+            same = all(a is b for a, b in zip(bindings, block.bindings))
+            blocks.append(block if same else dataclasses.replace(block, bindings=bindings))
             continue
-        groups = partition(block, _live_after(func, k), mod)
+        groups = partition(block, _live_after(seq, k), mod)
         bindings = list(block.bindings)
         replaced: dict[int, list[Binding]] = {}
         drop: set[int] = set()
         for members in groups:
-            gfunc, call_bindings = _outline(block, members, _live_after(func, k), taken, mod)
+            gfunc, call_bindings = _outline(block, members, _live_after(seq, k), taken, mod)
             taken.add(gfunc.name)
             new_funcs.append(gfunc)
             replaced[members[-1]] = call_bindings
@@ -356,10 +374,9 @@ def fuse_function(func: Function, mod: IRModule) -> tuple[Function, list[Functio
             elif j not in drop:
                 out.append(b)
         blocks.append(dataclasses.replace(block, bindings=tuple(out)))
-    if not new_funcs:
-        return func, []
-    body = dataclasses.replace(func.body, blocks=tuple(blocks))
-    return dataclasses.replace(func, body=body), new_funcs
+    if len(new_funcs) == before:
+        return seq
+    return dataclasses.replace(seq, blocks=tuple(blocks))
 
 
 def _outline(block: BindingBlock, members: list[int], live_after: set[GVar], taken: set[str],

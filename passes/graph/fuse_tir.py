@@ -23,6 +23,7 @@ from tirc.ir.graph import (
     GlobalVar,
     GraphExpr,
     GVar,
+    SeqExpr,
     ShapeExpr,
     StructInfo,
     TensorSInfo,
@@ -30,6 +31,7 @@ from tirc.ir.graph import (
     TupleGetItem,
     TupleSInfo,
     VarBinding,
+    with_branches,
 )
 from tirc.ir.module import IRModule
 from tirc.ir.ops.calls import bind_shape_vars
@@ -191,11 +193,22 @@ def _results(group: Function) -> list[GVar]:
 
 def _replace_calls(func: Function, groups: dict[str, Function],
                    fused: dict[str, tuple[PrimFunc, list[PrimExpr]]]) -> Function:
+    body = _replace_in(func.body, groups, fused)
+    return func if body is func.body else dataclasses.replace(func, body=body)
+
+
+def _replace_in(seq: SeqExpr, groups: dict[str, Function],
+                fused: dict[str, tuple[PrimFunc, list[PrimExpr]]]) -> SeqExpr:
+    """`seq` with each call of a fused group replaced by a call_tir of its kernel (inside the
+    branches of an `if` too)."""
     blocks = []
     changed = False
-    for block in func.body.blocks:
+    for block in seq.blocks:
         bindings = []
         for b in block.bindings:
+            new = with_branches(b, lambda s: _replace_in(s, groups, fused))
+            changed |= new is not b
+            b = new
             if isinstance(b, VarBinding) and isinstance(b.value, GCall) and b.value.op in fused:
                 b = dataclasses.replace(b, value=_call_tir(b.value, b.var.struct_info,
                                                            groups[b.value.op],
@@ -204,8 +217,8 @@ def _replace_calls(func: Function, groups: dict[str, Function],
             bindings.append(b)
         blocks.append(dataclasses.replace(block, bindings=tuple(bindings)))
     if not changed:
-        return func
-    return dataclasses.replace(func, body=dataclasses.replace(func.body, blocks=tuple(blocks)))
+        return seq
+    return dataclasses.replace(seq, blocks=tuple(blocks))
 
 
 def _call_tir(call: GCall, sinfo: StructInfo | None, group: Function,

@@ -16,7 +16,18 @@ from typing import Any
 
 from tirc.ir.attrs import PRIMITIVE
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.graph import Binding, BindingBlock, Function, GCall, GVar, MatchCast, VarBinding
+from tirc.ir.graph import (
+    Binding,
+    BindingBlock,
+    Function,
+    GCall,
+    GVar,
+    If,
+    MatchCast,
+    SeqExpr,
+    VarBinding,
+    with_branches,
+)
 from tirc.ir.module import IRModule
 from tirc.ir.visitor import substitute
 from tirc.passes.pass_base import Pass, PassContext
@@ -49,11 +60,29 @@ def _callee(value: Any, mod: IRModule) -> Function | None:
 
 def inline_function(func: Function, mod: IRModule, stack: tuple[str, ...]) -> Function:
     """`func` with every direct call of a graph function of `mod` inlined."""
+    blocks, changed = _inline_blocks(func.body.blocks, mod, stack)
+    if not changed:
+        return func
+    return func.replace(body=func.body.replace(blocks=tuple(blocks)))  # type: ignore
+
+
+def _inline_blocks(old: tuple[BindingBlock, ...], mod: IRModule, stack: tuple[str, ...]
+                   ) -> tuple[list[BindingBlock], bool]:
+    """The blocks with their calls inlined (inside the branches of an `if` too), and whether
+    anything changed."""
     blocks: list[BindingBlock] = []
     changed = False
-    for block in func.body.blocks:
+
+    def branch(seq: SeqExpr) -> SeqExpr:
+        nonlocal changed
+        inner, moved = _inline_blocks(seq.blocks, mod, stack)
+        changed |= moved
+        return seq.replace(blocks=tuple(inner)) if moved else seq  # type: ignore
+
+    for block in old:
         bindings: list[Binding] = []
         for b in block.bindings:
+            b = with_branches(b, branch)
             callee = _callee(b.value, mod) if isinstance(b, VarBinding) else None
             if callee is None:
                 bindings.append(b)
@@ -65,9 +94,7 @@ def inline_function(func: Function, mod: IRModule, stack: tuple[str, ...]) -> Fu
             bindings.extend(_inlined(b, callee, block.is_dataflow))
             changed = True
         blocks.append(dataclasses.replace(block, bindings=tuple(bindings)))
-    if not changed:
-        return func
-    return func.replace(body=func.body.replace(blocks=tuple(blocks)))  # type: ignore
+    return blocks, changed
 
 
 def _inlined(b: VarBinding, callee: Function, dataflow: bool) -> list[Binding]:
@@ -80,15 +107,36 @@ def _inlined(b: VarBinding, callee: Function, dataflow: bool) -> list[Binding]:
     out: list[Binding] = []
     for block in callee.body.blocks:
         for inner in block.bindings:
-            var = inner.var
-            fresh = GVar(f"{callee.name}_{var.name}",
-                         inner.struct_info if isinstance(inner, MatchCast) else None,
-                         dataflow, span=var.span)
-            value = substitute(inner.value, mapping)
-            if isinstance(inner, MatchCast):
-                out.append(dataclasses.replace(inner, var=fresh, value=value))
-            else:
-                out.append(VarBinding(fresh, value, span=inner.span))
-            mapping[var] = fresh
+            out.append(_copy(inner, mapping, callee.name, dataflow))
     out.append(VarBinding(b.var, substitute(callee.body.body, mapping), span=b.span))
     return out
+
+
+def _copy(inner: Binding, mapping: dict[Any, Any], prefix: str, dataflow: bool) -> Binding:
+    """A callee's binding with a fresh variable, its uses replaced by `mapping` (an `if`'s
+    branches copied the same way, so that two inlined copies share no variable)."""
+    var = inner.var
+    fresh = GVar(f"{prefix}_{var.name}",
+                 inner.struct_info if isinstance(inner, MatchCast) else None,
+                 dataflow, span=var.span)
+    value = inner.value  # type: ignore[attr-defined]
+    if isinstance(value, If):
+        branches = [_copy_seq(s, mapping, prefix) for s in value.branches]
+        value = dataclasses.replace(value, cond=substitute(value.cond, mapping),
+                                    true_branch=branches[0], false_branch=branches[1])
+    else:
+        value = substitute(value, mapping)
+    mapping[var] = fresh
+    if isinstance(inner, MatchCast):
+        return dataclasses.replace(inner, var=fresh, value=value)
+    return VarBinding(fresh, value, span=inner.span)
+
+
+def _copy_seq(seq: SeqExpr, mapping: dict[Any, Any], prefix: str) -> SeqExpr:
+    """A branch of a callee's `if`, copied with fresh variables."""
+    blocks = []
+    for block in seq.blocks:
+        bindings = tuple(_copy(b, mapping, prefix, b.var.is_dataflow) for b in block.bindings)
+        outputs = tuple(mapping.get(v, v) for v in block.outputs)
+        blocks.append(dataclasses.replace(block, bindings=bindings, outputs=outputs))
+    return SeqExpr(tuple(blocks), substitute(seq.body, mapping), span=seq.span)

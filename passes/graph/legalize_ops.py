@@ -14,11 +14,13 @@ from dataclasses import dataclass
 
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import (
+    BindingBlock,
     Function,
     GCall,
     GlobalVar,
     GraphExpr,
     GVar,
+    SeqExpr,
     ShapeExpr,
     StructInfo,
     TensorSInfo,
@@ -26,6 +28,7 @@ from tirc.ir.graph import (
     TupleGetItem,
     TupleSInfo,
     VarBinding,
+    with_branches,
 )
 from tirc.ir.module import IRModule
 from tirc.ir.ops.infer import infer_expr
@@ -88,11 +91,29 @@ def legalize_function(func: Function, mod: IRModule, kernels: _KernelTable,
                       blas: bool = False) -> Function:
     """Replace each legalizable operator call of `func` by a call_tir (a matmul by a BLAS
     call when `blas`, see legalize_blas.py)."""
+    blocks, changed = _legalize_blocks(func.body.blocks, mod, kernels, blas)
+    if not changed:
+        return func
+    return dataclasses.replace(func, body=dataclasses.replace(func.body, blocks=tuple(blocks)))
+
+
+def _legalize_blocks(old: tuple[BindingBlock, ...], mod: IRModule, kernels: _KernelTable,
+                     blas: bool) -> tuple[list[BindingBlock], bool]:
+    """The blocks with their calls legalized (inside the branches of an `if` too), and
+    whether anything changed."""
     blocks = []
     changed = False
-    for block in func.body.blocks:
+
+    def branch(seq: SeqExpr) -> SeqExpr:
+        nonlocal changed
+        inner, moved = _legalize_blocks(seq.blocks, mod, kernels, blas)
+        changed |= moved
+        return dataclasses.replace(seq, blocks=tuple(inner)) if moved else seq
+
+    for block in old:
         bindings = []
         for b in block.bindings:
+            b = with_branches(b, branch)
             if isinstance(b, VarBinding) and isinstance(b.value, GCall):
                 library = blas_matmul(b.value, b.var.struct_info,
                                       lambda a: infer_expr(a, mod)[1]) if blas else None
@@ -108,9 +129,7 @@ def legalize_function(func: Function, mod: IRModule, kernels: _KernelTable,
                     changed = True
             bindings.append(b)
         blocks.append(dataclasses.replace(block, bindings=tuple(bindings)))
-    if not changed:
-        return func
-    return dataclasses.replace(func, body=dataclasses.replace(func.body, blocks=tuple(blocks)))
+    return blocks, changed
 
 
 def legalize_call(call: GCall, out: StructInfo | None, mod: IRModule,

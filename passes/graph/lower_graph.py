@@ -9,6 +9,10 @@ is copied with its buffers bound to the actual tensors and its sizes to their va
 host function runs the kernels in order with no call overhead. Each `R.call_dps_packed` becomes
 a `tirc.call_packed` intrinsic call of the C function (see tirc.ir.packed_call). Returned values
 that no call writes (a parameter, a tensor returned twice) are copied into their result.
+An `R.Prim` parameter is a scalar parameter of the host function, in its place among the
+inputs. An `if` becomes an `IfThenElse` on its condition, each branch running its own kernels;
+the call that computes a branch's result writes it into the if's tensor (otherwise the branch
+copies its result there), and the intermediates of both branches live in the workspace.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dist.collective import collective_call, is_collective
 from tirc.ir.dtype import HANDLE, INT64
-from tirc.ir.expr import IntImm, PrimExpr, Var, binop, cast
+from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, cast
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import (
     Constant,
@@ -37,8 +41,13 @@ from tirc.ir.graph import (
     Function,
     GCall,
     GlobalVar,
+    GraphExpr,
     GVar,
+    If,
     MatchCast,
+    PrimSInfo,
+    PrimValue,
+    SeqExpr,
     ShapeExpr,
     ShapeSInfo,
     SparseTensorSInfo,
@@ -53,12 +62,23 @@ from tirc.ir.ops.sinfo_util import dim, shape_text
 from tirc.ir.packed_call import call_packed
 from tirc.ir.rebind import fresh_copy
 from tirc.ir.sparse.signature import CallMismatch, tensor_slots
-from tirc.ir.stmt import Allocate, AssertStmt, BufferStore, Evaluate, LetStmt, Stmt, seq
+from tirc.ir.stmt import (
+    Allocate,
+    AssertStmt,
+    BufferStore,
+    Evaluate,
+    IfThenElse,
+    LetStmt,
+    Stmt,
+    seq,
+)
+from tirc.ir.visitor import post_order_visit, substitute
 from tirc.passes.graph.fuse_tir import BlockNames
 from tirc.passes.graph.kernel import Kernel
 from tirc.passes.graph.memory_plan import (
     TensorId,
     aliases_of,
+    branch_result,
     plan_memory,
     produced_tensors,
     returned_tensors,
@@ -107,6 +127,8 @@ class _HostBuilder:
         self.sparse: dict[GVar, tuple[Buffer, Buffer, Buffer]] = {}
         self.sparse_sizes: list[Var] = []
         self.sparse_info: list[dict[str, object]] = []
+        self.prims: dict[GVar, PrimExpr] = {}  # R.Prim values: parameters and bindings
+        self.prim_params: dict[int, Var] = {}  # host scalar parameter by graph position
 
     def error(self, message: str, node: Any) -> CompileError:
         return CompileError(f"lower-graph: {message}", getattr(node, "span", None))
@@ -114,8 +136,11 @@ class _HostBuilder:
     # ---- buffers ---------------------------------------------------------------------
 
     def params(self) -> None:
-        for p in self.func.params:
+        for k, p in enumerate(self.func.params):
             s = p.struct_info
+            if isinstance(s, PrimSInfo):
+                self.prim_param(k, p, s)
+                continue
             if isinstance(s, ShapeSInfo) and s.values is not None and \
                     all(isinstance(v, Var) for v in s.values):
                 self.scalar_params += list(self.kernel.dims(s.values))  # mesh coordinates
@@ -127,6 +152,43 @@ class _HostBuilder:
                 raise self.error(f"parameter '{p.name}' must be a tensor of known shape and "
                                  "dtype", p)
             self.buffers[(p, 0)] = self.kernel.input(p.name, p, s)
+
+    def prim_param(self, k: int, p: GVar, s: PrimSInfo) -> None:
+        """An `R.Prim` parameter: a scalar parameter of the host function (passed as a 0-d
+        tensor, docs/abi.md); `R.Prim(value=n)` also binds the symbolic size `n`."""
+        var = Var(p.name, s.dtype)
+        self.prim_params[k] = var
+        self.prims[p] = var
+        if isinstance(s.value, Var) and s.value not in self.kernel.sizes:
+            self.kernel.sizes[s.value] = var if s.value.dtype == s.dtype else Var(
+                s.value.name, s.value.dtype)
+            if self.kernel.sizes[s.value] is not var:
+                self.items.append(("let", self.kernel.sizes[s.value], cast(s.value.dtype, var)))
+        elif s.value is not None:
+            want = self.prim(s.value)
+            message = f"{self.func.name}: argument {p.name} is not {shape_text([s.value])[1:-2]}"
+            self.items.append(("assert", binop("eq", var, cast(s.dtype, want)), message))
+
+    def prim(self, e: PrimExpr) -> PrimExpr:
+        """A loop-level expression of a graph value, over the host function's variables."""
+        free: list[Var] = []
+        post_order_visit(e, lambda n: free.append(n) if isinstance(n, Var) else None)
+        for v in free:
+            if v not in self.kernel.sizes:
+                self.kernel.dims([v])
+        return substitute(e, self.kernel.sizes)
+
+    def condition(self, e: GraphExpr, aliases: dict[GVar, TensorId]) -> PrimExpr:
+        """The scalar an `if` tests: an `R.Prim` value, or a 0-d boolean tensor's element."""
+        if isinstance(e, GVar) and e in self.prims:
+            return self.prims[e]
+        if isinstance(e, PrimValue):
+            return self.prim(e.value)
+        s = getattr(e, "struct_info", None)
+        if isinstance(s, TensorSInfo) and s.shape == ():
+            buf = self.tensor(e, aliases)
+            return BufferLoad(buf, (), buf.dtype)
+        raise self.error("the condition of 'if' must be an R.Prim(\"bool\") value", e)
 
     def sparse_param(self, p: GVar, s: SparseTensorSInfo) -> None:
         """A sparse matrix parameter: buffers for its data, `indptr` and `indices`; the sizes of
@@ -302,9 +364,7 @@ class _HostBuilder:
                 shape=self.kernel.dims(field.shape), dtype=field.dtype,
                 data=workspaces[field.dtype].data,  # type: ignore[index]
                 elem_offset=self.kernel.dims([plan.offset_elems(tid)])[0])
-        for block in func.body.blocks:
-            for b in block.bindings:
-                self.binding(b, aliases)
+        self.lower_blocks(func.body, aliases)
         for tid, out in copies:
             self.copy(tid, out)
         body = _fold(self.items)
@@ -321,6 +381,8 @@ class _HostBuilder:
             handles = [h for h in prim.params if h in prim.buffer_map]
             forced = [self.kernel.sizes[v] for v in self.sparse_sizes]
             prim = dataclasses.replace(prim, params=(*handles, *forced, *self.scalar_params))
+        if self.prim_params:
+            prim = dataclasses.replace(prim, params=self._with_prim_params(prim))
         symbol = str(func.attrs.get(GLOBAL_SYMBOL, func.name))
         attrs: dict[str, Any] = {GLOBAL_SYMBOL: symbol, NOALIAS: True, GRAPH_FUNC: True}
         if SHARDING in func.attrs:
@@ -328,6 +390,61 @@ class _HostBuilder:
         if self.sparse_info:
             attrs[SPARSE_TENSORS] = tuple(self.sparse_info)
         return dataclasses.replace(prim, attrs=attrs)
+
+    def _with_prim_params(self, prim: PrimFunc) -> tuple[Var, ...]:
+        """The host parameters with each `R.Prim` scalar at its graph position among the
+        inputs (before the outputs, so that `m.main(x, c)` allocates the results)."""
+        inputs = iter(h for h in prim.params[:len(self.kernel.inputs)])
+        ordered: list[Var] = []
+        for k, p in enumerate(self.func.params):
+            if k in self.prim_params:
+                ordered.append(self.prim_params[k])
+            elif p not in self.sparse and not isinstance(p.struct_info, ShapeSInfo):
+                ordered.append(next(inputs))
+            elif p in self.sparse:
+                ordered += [next(inputs) for _ in range(3)]
+        ordered += list(inputs)
+        rest = [v for v in prim.params[len(self.kernel.inputs):] if v not in ordered]
+        return (*ordered, *rest)
+
+    def lower_blocks(self, seq: SeqExpr, aliases: dict[GVar, TensorId]) -> None:
+        """Every binding of `seq`, in order, into the current statements."""
+        for block in seq.blocks:
+            for b in block.bindings:
+                self.binding(b, aliases)
+
+    def if_binding(self, b: VarBinding, e: If, aliases: dict[GVar, TensorId]) -> None:
+        """An `IfThenElse` on the condition, each branch's bindings in its own arm; a branch
+        whose result no call of its own wrote copies it into the if's tensor."""
+        s = b.var.struct_info
+        tid = tensor_of(b.var, aliases)
+        if not isinstance(s, TensorSInfo) or tid is None or tid not in self.buffers:
+            raise self.error("an 'if' must give a tensor of known shape", b)
+        cond = self.condition(e.cond, aliases)
+        out = self.buffers[tid]
+        arms: list[Stmt] = []
+        outer = self.items
+        for branch in e.branches:
+            self.items = []
+            result = branch_result(branch)
+            if result is not None:
+                self.buffers[(result, 0)] = out
+            self.lower_blocks(branch, aliases)
+            if result is None:
+                self.copy_value(branch.body, out, aliases)
+            arms.append(_fold(self.items))
+        self.items = outer
+        self.items.append(IfThenElse(cond, arms[0], arms[1], span=e.span))
+
+    def copy_value(self, e: GraphExpr, out: Buffer, aliases: dict[GVar, TensorId]) -> None:
+        """`out` = the tensor value `e` (a parameter, an outer tensor, a constant)."""
+        src = self.tensor(e, aliases)
+        tmp = Kernel("copy")
+        if src.shape:
+            tmp.compute(f"copy_{out.name}", out, lambda i: src.vload(*i))
+        else:
+            tmp.compute(f"copy_{out.name}", out, lambda i: BufferLoad(src, (), src.dtype))
+        self.items.append(BlockNames(self.block_names).visit(tmp.stages[0]))
 
     def _is_produced(self, tid: TensorId) -> bool:
         for block in self.func.body.blocks:
@@ -340,6 +457,14 @@ class _HostBuilder:
         value = b.value
         if isinstance(b, MatchCast):
             self.match_cast(b, aliases)
+        elif isinstance(value, If):
+            self.if_binding(b, value, aliases)
+        elif isinstance(value, PrimValue):
+            var = Var(b.var.name, value.value.dtype)
+            self.items.append(("let", var, self.prim(value.value)))
+            self.prims[b.var] = var
+        elif isinstance(value, GVar) and value in self.prims:
+            self.prims[b.var] = self.prims[value]
         elif isinstance(value, (GVar, TupleGetItem)):
             return
         elif isinstance(value, GCall) and value.op == "call_tir":

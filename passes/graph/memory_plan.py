@@ -23,10 +23,13 @@ from tirc.ir.dist.collective import is_collective
 from tirc.ir.dtype import DType
 from tirc.ir.expr import PrimExpr, binop
 from tirc.ir.graph import (
+    Binding,
     Function,
     GCall,
     GVar,
+    If,
     MatchCast,
+    SeqExpr,
     TensorSInfo,
     Tuple,
     TupleGetItem,
@@ -85,9 +88,10 @@ def _compare(a: PrimExpr, b: PrimExpr) -> int | None:
 
 
 def produced_tensors(value: object, var: GVar) -> list[tuple[TensorId, TensorSInfo]]:
-    """The tensors a binding's call writes (one per output of a call_tir)."""
+    """The tensors a binding's call writes (one per output of a call_tir); an `if` writes its
+    result (each branch's last call writes into it, or the branch copies its value there)."""
     if not (isinstance(value, GCall) and (value.op in ("call_tir", "call_dps_packed")
-                                          or is_collective(value.op))):
+                                          or is_collective(value.op)) or isinstance(value, If)):
         return []
     s = var.struct_info
     fields = s.fields if isinstance(s, TupleSInfo) else (s,)
@@ -111,26 +115,69 @@ def returned_tensors(func: Function, aliases: dict[GVar, TensorId]) -> list[Tens
 
 
 def aliases_of(func: Function) -> dict[GVar, TensorId]:
-    """Variables bound to another tensor (`a = t[0]`, `a = b`, `a = R.match_cast(b, ...)`)."""
+    """Variables bound to another tensor (`a = t[0]`, `a = b`, `a = R.match_cast(b, ...)`),
+    and the result of each `if` branch that the branch computes: it is the if's tensor."""
     out: dict[GVar, TensorId] = {}
-    for block in func.body.blocks:
+    _aliases(func.body, out)
+    return out
+
+
+def _aliases(seq: SeqExpr, out: dict[GVar, TensorId]) -> None:
+    for block in seq.blocks:
         for b in block.bindings:
             if isinstance(b, (VarBinding, MatchCast)) and isinstance(b.value,
                                                                     (GVar, TupleGetItem)):
                 tid = tensor_of(b.value, out)
                 if tid is not None:
                     out[b.var] = tid
+            elif isinstance(b, VarBinding) and isinstance(b.value, If):
+                target = tensor_of(b.var, out)
+                for branch in b.value.branches:
+                    result = branch_result(branch)
+                    if result is not None and target is not None:
+                        out[result] = target
+                    _aliases(branch, out)
+
+
+def branch_result(branch: SeqExpr) -> GVar | None:
+    """The variable an `if` branch returns when a call of that branch writes it (a single
+    tensor): it takes the storage of the if's result, with no copy."""
+    body = branch.body
+    if not isinstance(body, GVar) or not isinstance(body.struct_info, TensorSInfo):
+        return None
+    for block in branch.blocks:
+        for b in block.bindings:
+            if b.var is body and isinstance(b, VarBinding):
+                return body if produced_tensors(b.value, b.var) else None
+    return None
+
+
+def execution_order(seq: SeqExpr) -> list[tuple[list[GVar], Binding | None]]:
+    """The bindings of `seq` in the order they may run, each with the variables it uses: an
+    `if` produces its result (using its condition), then the bindings of each branch follow,
+    each branch ending with a use of its result."""
+    out: list[tuple[list[GVar], Binding | None]] = []
+    for block in seq.blocks:
+        for b in block.bindings:
+            value = b.value  # type: ignore[attr-defined]
+            if isinstance(value, If):
+                out.append((used_vars(value.cond), b))
+                for branch in value.branches:
+                    out += execution_order(branch)
+                    out.append((used_vars(branch.body), None))
+            else:
+                out.append((used_vars(value), b))
     return out
 
 
 def plan_memory(func: Function) -> MemoryPlan:
     """Storage tokens for the tensors `func` computes but does not return."""
     aliases = aliases_of(func)
-    bindings = [b for block in func.body.blocks for b in block.bindings]
+    order = execution_order(func.body)
     returned = {t for t in returned_tensors(func, aliases) if t is not None}
     last_use: dict[TensorId, int] = {}
-    for k, b in enumerate(bindings):
-        for v in used_vars(b.value):  # type: ignore[attr-defined]
+    for k, (uses, _) in enumerate(order):
+        for v in uses:
             tid = aliases.get(v)
             s = v.struct_info
             ids = [tid] if tid is not None else [(v, j) for j in range(
@@ -141,9 +188,10 @@ def plan_memory(func: Function) -> MemoryPlan:
     free: list[int] = []
     storage: dict[TensorId, int] = {}
     ends: dict[TensorId, int] = {}
-    for k, b in enumerate(bindings):
-        for tid, s in produced_tensors(b.value, b.var):  # type: ignore[attr-defined]
-            if tid not in returned:
+    for k, (_, b) in enumerate(order):
+        produced = produced_tensors(b.value, b.var) if b is not None else []  # type: ignore[attr-defined]
+        for tid, s in produced:
+            if tid not in returned and tid[0] not in aliases:
                 storage[tid] = _take(tokens, free, s)
                 ends[tid] = max(last_use.get(tid, k), k)
         for tid in [t for t, end in ends.items() if end == k]:

@@ -19,10 +19,13 @@ from tirc.ir.graph import (
     GCall,
     GraphExpr,
     GVar,
+    If,
     MatchCast,
     ObjectSInfo,
+    PrimSInfo,
     SeqExpr,
     StructInfo,
+    TensorSInfo,
     Tuple,
     VarBinding,
 )
@@ -71,14 +74,7 @@ def normalize_function(func: Function, mod: IRModule | None = None) -> Function:
         if p.struct_info is None:
             mapping[p] = dataclasses.replace(p, struct_info=ObjectSInfo())
         params.append(mapping.get(p, p))
-    blocks = []
-    for block in func.body.blocks:
-        bindings: list[Binding] = []
-        for b in block.bindings:
-            bindings.extend(_flatten(b, block.is_dataflow, mod))
-        bindings = [_binding(b, mapping, mod) for b in bindings]
-        outputs = tuple(mapping.get(v, v) for v in block.outputs)
-        blocks.append(dataclasses.replace(block, bindings=tuple(bindings), outputs=outputs))
+    blocks = _normalize_blocks(func.body.blocks, mapping, mod)
     body_value = substitute(func.body.body, mapping)
     try:
         body_value, ret = infer_expr(body_value, mod)
@@ -95,6 +91,53 @@ def normalize_function(func: Function, mod: IRModule | None = None) -> Function:
     unchanged = (not mapping and body_value is func.body.body and ret == declared
                  and all(a is b for a, b in zip(blocks, func.body.blocks)))
     return func if unchanged else new
+
+
+def _normalize_blocks(old: tuple[BindingBlock, ...], mapping: dict[GVar, GVar],
+                      mod: IRModule | None) -> list[BindingBlock]:
+    """The blocks with nested calls flattened and every binding's struct info inferred."""
+    blocks = []
+    for block in old:
+        bindings: list[Binding] = []
+        for b in block.bindings:
+            bindings.extend(_flatten(b, block.is_dataflow, mod))
+        bindings = [_binding(b, mapping, mod) for b in bindings]
+        outputs = tuple(mapping.get(v, v) for v in block.outputs)
+        blocks.append(dataclasses.replace(block, bindings=tuple(bindings), outputs=outputs))
+    return blocks
+
+
+def _normalize_if(e: If, mapping: dict[GVar, GVar], mod: IRModule | None
+                  ) -> tuple[If, StructInfo]:
+    """An `if` with both branches normalized, and its struct info: the branches' results
+    must agree (a tensor of one shape and dtype), the condition must be a boolean scalar."""
+    cond = substitute(e.cond, mapping)
+    _, cs = infer_expr(cond, mod)
+    is_bool = isinstance(cs, PrimSInfo) and cs.dtype.is_bool or isinstance(
+        cs, TensorSInfo) and cs.shape == () and cs.dtype is not None and cs.dtype.is_bool
+    if not is_bool:
+        raise CompileError("the condition of 'if' must be a boolean scalar (R.Prim(\"bool\")), "
+                           f"not {sinfo_text(cs)}", e.span or e.cond.span)
+    branches = []
+    results: list[StructInfo] = []
+    for branch in e.branches:
+        blocks = _same_blocks(branch.blocks, _normalize_blocks(branch.blocks, mapping, mod))
+        body = substitute(branch.body, mapping)
+        try:
+            body, sinfo = infer_expr(body, mod)
+        except CompileError as err:
+            raise _at(err, branch.span or e.span) from None
+        results.append(sinfo)
+        unchanged = body is branch.body and all(a is b for a, b in zip(blocks, branch.blocks))
+        branches.append(branch if unchanged else SeqExpr(tuple(blocks), body,
+                                                         span=branch.span))
+    t, f = results
+    if not (sinfo_agrees(t, f) and sinfo_agrees(f, t)):
+        raise CompileError(f"the branches of 'if' give different results: {sinfo_text(t)} "
+                           f"and {sinfo_text(f)}", e.span)
+    new = e if cond is e.cond and all(a is b for a, b in zip(branches, e.branches)) else \
+        dataclasses.replace(e, cond=cond, true_branch=branches[0], false_branch=branches[1])
+    return new, more_precise(t, f)
 
 
 def _same_blocks(old: tuple[BindingBlock, ...], new: list[BindingBlock]) -> list[BindingBlock]:
@@ -130,10 +173,13 @@ def _flatten(b: Binding, dataflow: bool, mod: IRModule | None) -> list[Binding]:
 
 
 def _binding(b: Binding, mapping: dict[GVar, GVar], mod: IRModule | None) -> Binding:
-    value = substitute(b.value, mapping)  # type: ignore[attr-defined]
     span = b.span or getattr(b.value, "span", None)  # type: ignore[attr-defined]
     try:
-        value, inferred = infer_expr(value, mod)
+        if isinstance(b.value, If):  # type: ignore[attr-defined]
+            value, inferred = _normalize_if(b.value, mapping, mod)  # type: ignore[attr-defined]
+        else:
+            value = substitute(b.value, mapping)  # type: ignore[attr-defined]
+            value, inferred = infer_expr(value, mod)
     except CompileError as err:
         raise _at(err, span) from None
     sinfo: StructInfo

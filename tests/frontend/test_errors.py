@@ -13,6 +13,7 @@ from tirc.ir.diagnostics import MAX_ERRORS, CompileError
 H = ('from tvm.script import tir as T\n\n@T.prim_func\n'
      'def f(A: T.Buffer((8, 8), "float32"), n: T.int32):\n')
 G = 'from tvm.script import relax as R\n\n@R.function\ndef main(x: R.Tensor((4,), "float32")):\n'
+GC = G.replace("):", ', c: R.Prim("bool")):')  # a graph function with a boolean parameter
 
 CASES: dict[str, tuple[str, list[tuple[int, int, str]]]] = {
     # ---- syntax -------------------------------------------------------------------------
@@ -121,6 +122,29 @@ CASES: dict[str, tuple[str, list[tuple[int, int, str]]]] = {
                                    "        z = R.add(y, y)\n        R.output(z)\n    return y\n",
                                [(9, 12, "'y' is local to its R.dataflow() block; list it in "
                                         "R.output(...) to use it after the block")]),
+    "graph_if_without_else": (GC + "    if c:\n        y = R.add(x, x)\n    return y\n",
+                              [(5, 5, "'if' in a graph function needs an 'else' branch: the "
+                                      "'if' is a value, which both branches assign")]),
+    "graph_if_different_results": (GC + "    if c:\n        y = R.add(x, x)\n    else:\n"
+                                        "        z = x\n    return y\n",
+                                   [(8, 9, "the branches of 'if' assign different results: "
+                                           "'y' in the 'if' branch, 'z' in the 'else' branch "
+                                           "(both must end by assigning the same variable)")]),
+    "graph_if_branch_without_result": (GC + "    if c:\n        y = R.add(x, x)\n"
+                                            "        pass\n    else:\n        y = x\n"
+                                            "    return y\n",
+                                       [(7, 9, "each branch of an 'if' in a graph function "
+                                               "must end by assigning the if's result "
+                                               "(`y = ...`)")]),
+    "graph_if_in_dataflow": (GC + "    with R.dataflow():\n        if c:\n            y = x\n"
+                                  "        else:\n            y = x\n        R.output(y)\n"
+                                  "    return y\n",
+                             [(6, 9, "'if' inside R.dataflow() (a dataflow block has no "
+                                     "control flow; put the 'if' after the block)")]),
+    "graph_if_branch_local": (GC + "    if c:\n        t = R.add(x, x)\n        y = t\n"
+                                   "    else:\n        y = x\n    return t\n",
+                              [(10, 12, "'t' is local to a branch of 'if'; only the variable "
+                                        "both branches assign is bound after it")]),
     "schedule_unknown_ref": ('@S.schedule("f")\ndef _(sch):\n    sch.split(i, factors=[2])\n',
                              [(3, 15, "unknown name 'i'"),
                               (1, 13, "schedule for unknown function 'f'")]),

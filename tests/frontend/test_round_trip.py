@@ -101,6 +101,44 @@ def sched(sch):
     sch.parallel(io)
 '''
 
+# `if`/`else` in a graph function, in both spellings: branches with several bindings, a
+# kernel call, a dataflow block, a nested `elif`, a condition computed by a binding.
+GRAPH_IF = '''
+from tvm.script import ir as I
+from tvm.script import tir as T
+from tvm.script import relax as R
+
+
+@I.ir_module
+class Module:
+    @T.prim_func
+    def scale(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+        for i in range(4):
+            with T.block("B"):
+                vi = T.axis.spatial(4, i)
+                B[vi] = A[vi] * T.float32(3)
+
+    @R.function
+    def main(x: R.Tensor(("n",), "float32"), k: R.Tensor((4,), "float32"),
+             c: R.Prim("bool")) -> R.Tensor((4,), "float32"):
+        n = T.int64()
+        big = R.prim_value(n > 2)
+        if c:
+            with R.dataflow():
+                a = R.call_tir(Module.scale, (k,), out_sinfo=R.Tensor((4,), "float32"))
+                e = R.add(a, k)
+                R.output(e)
+            y = R.multiply(e, k)
+        elif big:
+            y = k
+        else:
+            t = R.call_tir(Module.scale, (k,), out_sinfo=R.Tensor((4,), "float32"))
+            y = R.exp(t)
+        return y
+'''
+GRAPH_IF_TIRX = GRAPH_IF.replace("import tir as T", "import tirx as T").replace(
+    "T.block(", "T.sblock(")
+
 
 def _round_trip(mod: IRModule) -> None:
     text = print_module(mod)
@@ -116,10 +154,22 @@ def test_sample_round_trip(path: Path) -> None:
     _round_trip(mod.replace(sources=()))  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("text", [KITCHEN_SINK, WITH_SCHEDULE_AND_LAYOUTS],
-                         ids=["kitchen_sink", "schedule_layouts"])
+@pytest.mark.parametrize("text", [KITCHEN_SINK, WITH_SCHEDULE_AND_LAYOUTS, GRAPH_IF,
+                                  GRAPH_IF_TIRX],
+                         ids=["kitchen_sink", "schedule_layouts", "graph_if", "graph_if_tirx"])
 def test_every_construct_round_trips(text: str) -> None:
     _round_trip(parse(text, "constructs.tir"))
+
+
+@pytest.mark.parametrize("text", [GRAPH_IF, GRAPH_IF_TIRX], ids=["classic", "tirx"])
+def test_graph_if_round_trips_after_normalize(text: str) -> None:
+    """The branches print back with their inferred struct info (each branch's last binding
+    is the assignment of the if's variable)."""
+    from tirc.passes.graph.normalize import Normalize
+
+    mod = Normalize()(parse(text, "if.tir"))
+    assert "        if c:\n" in print_module(mod) and "        else:\n" in print_module(mod)
+    _round_trip(mod)
 
 
 def _missing_spans(node: object, path: str, out: list[str]) -> None:
@@ -137,8 +187,8 @@ def _missing_spans(node: object, path: str, out: list[str]) -> None:
             _missing_spans(v, f"{path}[{k}]", out)
 
 
-@pytest.mark.parametrize("text", [KITCHEN_SINK, WITH_SCHEDULE_AND_LAYOUTS],
-                         ids=["kitchen_sink", "schedule_layouts"])
+@pytest.mark.parametrize("text", [KITCHEN_SINK, WITH_SCHEDULE_AND_LAYOUTS, GRAPH_IF],
+                         ids=["kitchen_sink", "schedule_layouts", "graph_if"])
 def test_every_node_has_a_span(text: str) -> None:
     mod = parse(text, "spans.tir")
     missing: list[str] = []
