@@ -1,10 +1,11 @@
-"""sgemm 1024x1024x1024 float32: tirc with a schedule vs numpy (OpenBLAS), in GFLOP/s.
+"""sgemm 1024x1024x1024 float32: tirc with a schedule and by the default rules vs numpy, GFLOP/s.
 
 Compiles samples/schedules/sgemm.tir (the kernel and its schedule: B packed into 32-column
 panels with cache_read + transform_layout, an 8x32 tile of C accumulated in a local buffer that
 compact-buffers shrinks to the tile and LLVM keeps in registers, k unrolled by 4, the tile's
-columns vectorized, the tiles run in parallel) with `tirc -O3`, checks it against numpy, then
-prints the medians of several runs of: the tirc function, and numpy's `a @ b` in a subprocess
+columns vectorized, the tiles run in parallel) with `tirc -O3`, and the same kernel without its
+schedule (what the default schedule rules make of it), checks both against numpy, then
+prints the medians of several runs of: the two tirc functions, and numpy's `a @ b` in a subprocess
 under the environment as it is and with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (which
 lets OpenBLAS pick its own kernel, AVX-512 SkylakeX on such CPUs), with the ratios. The three
 are timed in alternating rounds, so that a load that comes and goes on a shared machine falls
@@ -90,28 +91,33 @@ def main() -> None:
     import tirc.runtime as rt
 
     with tempfile.TemporaryDirectory() as tmp:
-        lib_path = Path(tmp) / "sgemm.so"
-        subprocess.run([*tirc_command(), str(SCHEDULED), "-O3", *pipeline_args(),
-                        "--target", HOST_TARGET, "-o",
-                        str(lib_path)], check=True)
-        lib = rt.load(lib_path)
+        kernel_only = Path(tmp) / "sgemm_rules.tir"
+        kernel_only.write_text(SCHEDULED.read_text().split("\n@S.schedule")[0])
+        libs = []
+        for source, extra in ((SCHEDULED, pipeline_args()), (kernel_only, [])):
+            lib_path = Path(tmp) / (source.stem + ".so")
+            subprocess.run([*tirc_command(), str(source), "-O3", *extra,
+                            "--target", HOST_TARGET, "-o", str(lib_path)], check=True)
+            libs.append(rt.load(lib_path))
         rng = np.random.default_rng(0)
         a = rng.standard_normal((N, N), dtype=np.float32)
         b = rng.standard_normal((N, N), dtype=np.float32)
         c = np.empty((N, N), np.float32)
-        lib.sgemm(a, b, c)
-        np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-2)
-        times: list[float] = []
+        for lib in libs:
+            lib.sgemm(a, b, c)
+            np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-2)
+        lib_times: list[list[float]] = [[] for _ in libs]
         np_default_times: list[float] = []
         np_unset_times: list[float] = []
         for _ in range(max(opts.rounds, 1)):
-            for _ in range(opts.runs):
-                start = time.perf_counter()
-                lib.sgemm(a, b, c)
-                times.append(time.perf_counter() - start)
+            for lib, times in zip(libs, lib_times):
+                for _ in range(opts.runs):
+                    start = time.perf_counter()
+                    lib.sgemm(a, b, c)
+                    times.append(time.perf_counter() - start)
             np_default_times.extend(numpy_times(default_env, opts.runs))
             np_unset_times.extend(numpy_times(unset_env, opts.runs))
-        tirc_s = statistics.median(times)
+        tirc_s, rules_s = (statistics.median(t) for t in lib_times)
     np_default = statistics.median(np_default_times)
     np_unset = statistics.median(np_unset_times)
 
@@ -123,6 +129,8 @@ def main() -> None:
     print(f"sgemm {N}x{N}x{N} float32, medians of {opts.runs} runs x {opts.rounds} rounds "
           f"({os.cpu_count()} CPUs, load average {load})")
     print(f"  tirc (samples/schedules/sgemm.tir)           {gflops(tirc_s):8.1f} GFLOP/s")
+    print(f"  tirc (no schedule: the default rules)        {gflops(rules_s):8.1f} GFLOP/s   "
+          f"rules/numpy = {np_default / rules_s:.2f}")
     print(f"  numpy, OPENBLAS_CORETYPE={coretype:<18} {gflops(np_default):8.1f} GFLOP/s   "
           f"tirc/numpy = {np_default / tirc_s:.2f}")
     print(f"  numpy, OPENBLAS_CORETYPE/L2_SIZE unset       {gflops(np_unset):8.1f} GFLOP/s   "
