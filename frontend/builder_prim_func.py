@@ -10,6 +10,7 @@ from tirc.frontend.builder_sparse import SPARSE_DECLARATIONS
 from tirc.frontend.builder_sparse import declare as declare_sparse
 from tirc.frontend.builder_stmt import ALLOC_SCOPES, LoopBuilder
 from tirc.frontend.context import BuildError, Context
+from tirc.frontend.prim_calls import return_dtype
 from tirc.frontend.scope import Scope
 from tirc.frontend.signature import Args, Sig, check_call
 from tirc.ir.buffer import Buffer
@@ -44,15 +45,21 @@ class PrimFuncBuilder:
                 self.param(p)
             except BuildError:
                 self.scope.poison(p.name)
-        if fn.returns is not None and not (isinstance(fn.returns, S.Constant)
-                                           and fn.returns.kind == "none"):
-            self.ctx.report("unsupported: a return type on a loop function", fn.returns.span)
+        ret = return_dtype(fn.returns)
+        if fn.returns is not None and ret is None and not (
+                isinstance(fn.returns, S.Constant) and fn.returns.kind == "none"):
+            self.ctx.report("the result type of a loop function is a dtype such as T.int32",
+                            fn.returns.span)
+        elif ret is not None and (ret.lanes != 1 or ret.is_handle or ret.kind == "void"):
+            self.ctx.report(f"unsupported: a loop function returning {ret} (a scalar number "
+                            "or bool)", fn.returns.span)
+        self.lb.ret_dtype = ret
         body = self.lb.body(fn.body, hook=self.hook, frame=False)
         body = self.with_root(body)
         # The buffer map follows parameter order, however the buffers were declared.
         bmap = {p: self.buffer_map[p] for p in self.params if p in self.buffer_map}
         return PrimFunc(fn.name, tuple(self.params), bmap, body, self.attrs,
-                        span=fn.span)
+                        span=fn.span, ret_dtype=ret)
 
     # ---- parameters -----------------------------------------------------------------------
 

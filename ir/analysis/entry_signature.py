@@ -13,9 +13,10 @@ from typing import Any
 from tirc.ir.attrs import PARAM_BUFFERS, SHARDING
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.expr import BinOp, BufferLoad, Cast, IntImm, PrimExpr, Var
+from tirc.ir.expr import BinOp, BufferLoad, Call, Cast, IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.packed_call import output_loads
+from tirc.ir.prim_call import call_arguments, callee_of
 from tirc.ir.stmt import BufferStore
 from tirc.ir.visitor import post_order_visit
 
@@ -60,7 +61,8 @@ def param_buffers(func: PrimFunc) -> dict[Var, Buffer]:
 
 def accessed_data(func: PrimFunc) -> tuple[set[Var], set[Var]]:
     """The data variables of buffers the body reads, and of those it writes (an output of an
-    external call, `tirc.dltensor("out", B[0])`, is written, not read)."""
+    external call, `tirc.dltensor("out", B[0])`, is written, not read; storage passed to a
+    direct call of a loop function is both)."""
     reads: set[Var] = set()
     writes: set[Var] = set()
     extern_outputs = output_loads(func.body)
@@ -70,6 +72,11 @@ def accessed_data(func: PrimFunc) -> tuple[set[Var], set[Var]]:
             (writes if id(node) in extern_outputs else reads).add(node.buffer.data)
         elif isinstance(node, BufferStore):
             writes.add(node.buffer.data)
+        elif isinstance(node, Call) and callee_of(node) is not None:
+            for a in call_arguments(node):  # the callee may read and write what it is given
+                if isinstance(a, Var) and a.dtype.is_handle:
+                    reads.add(a)
+                    writes.add(a)
 
     post_order_visit(func.body, visit)
     return reads, writes

@@ -210,6 +210,8 @@ class _HostBuilder:
         known = {v: cast(v.dtype, t) if t.dtype != v.dtype else t
                  for v, t in zip(scalars, tir_vars)}
         mapping: dict[Any, Any] = dict(zip(buffers, actual))
+        # A bare `Y.data` (an argument of a direct call) is the actual buffer's storage too.
+        mapping.update({b.data: a.data for b, a in zip(buffers, actual)})
         mapping.update(bind_shape_vars(buffers, [a.shape for a in actual], known))
         body = fresh_copy(callee.body, mapping)
         self.items.append(BlockNames(self.block_names).visit(body))
