@@ -319,7 +319,7 @@ class LoopBuilder:
                            "(declare it: `-> T.int32`)", span)
         value = self.typed_value(node, self.ret_dtype, "return",
                                  f"from a function returning {self.ret_dtype}")
-        return Evaluate(Call(intrin.RET, (value,), self.ret_dtype), span=span)
+        return Evaluate(spanned(Call(intrin.RET, (value,), self.ret_dtype), span), span=span)
 
     def stmt_FunctionDef(self, s: S.FunctionDef) -> None:
         self.ctx.unsupported("nested function definitions", s.span)

@@ -24,7 +24,12 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tirc.ir import intrinsics as intrin
-from tirc.ir.analysis.entry_signature import param_buffers, signature
+from tirc.ir.analysis.entry_signature import (
+    CalleeAccess,
+    callee_access,
+    param_buffers,
+    signature,
+)
 from tirc.ir.attrs import COMPUTE_SCOPE, ENTRY, GLOBAL_SYMBOL, SPARSE_PLAN, SPARSE_TENSORS
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
@@ -98,6 +103,7 @@ class MakeEntry(PrimFuncPass):
         for f in mod.functions.values():
             if isinstance(f, PrimFunc):
                 called.update(called_functions(f.body))
+        access = callee_access(mod.functions) if called else None
         funcs: dict = {}
         renames: dict[str, str] = {}
         for name, func in mod.functions.items():
@@ -106,7 +112,7 @@ class MakeEntry(PrimFuncPass):
             elif func.private and name in called:
                 funcs[name] = make_internal(func, name)
             else:
-                funcs[name] = self.transform(func, mod, ctx)
+                funcs[name] = make_entry(func, access)
                 if name in called:
                     direct = f"{name}_direct"
                     while direct in mod.functions or direct in funcs:
@@ -188,8 +194,9 @@ class _Builder:
         return out
 
 
-def make_entry(func: PrimFunc) -> PrimFunc:
-    """The entry-point form of `func` (see the module docstring)."""
+def make_entry(func: PrimFunc, callees: CalleeAccess | None = None) -> PrimFunc:
+    """The entry-point form of `func` (see the module docstring); `callees`: what the
+    functions it calls directly read and write of their parameters."""
     symbol = str(func.attrs.get(GLOBAL_SYMBOL, func.name))
     buffers = param_buffers(func)
     args = Var("args", HANDLE)
@@ -233,7 +240,7 @@ def make_entry(func: PrimFunc) -> PrimFunc:
         flat = func.buffer_map.get(p)
         if flat is not None and flat.data is not buf.data:
             out.let(flat.data, datas[p])
-    info = signature(func, symbol, bound)
+    info = signature(func, symbol, bound, callees)
     _check_overlap(out, symbol, buffers, datas, info)
     compute = func.body
     if func.ret_dtype is not None:

@@ -13,8 +13,8 @@ import dataclasses
 from dataclasses import dataclass
 
 from tirc.ir.attrs import GLOBAL_SYMBOL, PRIMITIVE
-from tirc.ir.graph import BindingBlock, Function, GCall, GlobalVar, GVar, MatchCast
 from tirc.ir.function import PrimFunc
+from tirc.ir.graph import BindingBlock, Function, GCall, GlobalVar, GVar, MatchCast
 from tirc.ir.module import IRModule
 from tirc.ir.prim_call import called_functions
 from tirc.ir.visitor import post_order_visit
