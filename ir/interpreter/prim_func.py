@@ -3,7 +3,8 @@
 Buffer parameters take numpy arrays whose dtype and rank match; symbolic dimensions bind from
 the first array that has them and must agree afterwards. A buffer with explicit strides takes an
 array with those element strides (a view), or its raw 1-D data; a buffer with a layout takes its
-storage as a 1-D array (see `tirc.ir.layout.storage`). Scalar parameters take numbers.
+storage as a 1-D array (see `tirc.ir.layout.storage`). Scalar parameters take numbers,
+storage parameters (`A_data: T.handle("float32")`) contiguous arrays, viewed flat.
 Failures of the program (out-of-bounds access, failed assert, event deadlock) raise
 InterpreterError with a message naming the buffer and index.
 """
@@ -107,7 +108,7 @@ class CompiledPrimFunc:
         except ReturnValue as r:
             return r.value
         if self.func.ret_dtype is not None:
-            raise InterpreterError(f"{self.func.name} ended without returning a "
+            raise InterpreterError(f"{self.func.name} ended without returning its "
                                    f"{self.func.ret_dtype} value", self.func.span)
         return None
 
@@ -127,6 +128,11 @@ class CompiledPrimFunc:
         return self._run(env)
 
     def _scalar(self, p: Var, arg: Any) -> Any:
+        if p.dtype.is_handle:  # storage (`A_data: T.handle("float32")`): a contiguous array
+            if not isinstance(arg, np.ndarray) or not arg.flags.c_contiguous:
+                raise InterpreterError(f"argument {p.name}: expected a contiguous numpy array "
+                                       f"as its storage, got {type(arg).__name__}")
+            return arg.reshape(-1)
         if isinstance(arg, np.ndarray) and arg.ndim == 0:
             arg = arg[()]
         if not isinstance(arg, (int, float, bool, np.number, np.bool_)):
