@@ -21,7 +21,7 @@ one, whose callers are renamed to it).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from tirc.ir import intrinsics as intrin
 from tirc.ir.analysis.entry_signature import (
@@ -104,7 +104,7 @@ class MakeEntry(PrimFuncPass):
             if isinstance(f, PrimFunc):
                 called.update(called_functions(f.body))
         access = callee_access(mod.functions) if called else None
-        funcs: dict = {}
+        funcs: dict[str, Any] = {}
         renames: dict[str, str] = {}
         for name, func in mod.functions.items():
             if not isinstance(func, PrimFunc) or is_entry(func) or INTERNAL in func.attrs:

@@ -166,3 +166,39 @@ def test_the_result_tensor_is_checked_by_the_entry(tmp_path: Path) -> None:
     right = np.full((), 7, np.int32)
     packed = ArgsPacker([1, 0], ["float32", "int32"]).pack([a, right])
     assert fn(ctypes.addressof(packed), 2) == 0 and right[()] == -1
+
+
+GRAPH = '''
+from tvm.script import ir as I
+from tvm.script import relax as R
+from tvm.script import tir as T
+
+
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def scale(A_data: T.handle("float32"), n: T.int32, s: T.float32):
+        A = T.decl_buffer((n,), "float32", data=A_data)
+        for i in range(n):
+            A[i] = A[i] * s
+
+    @T.prim_func(private=True)
+    def kernel(X: T.Buffer((8,), "float32"), Y: T.Buffer((8,), "float32")):
+        for i in range(8):
+            Y[i] = X[i] + T.float32(1)
+        Module.scale(Y.data, 8, T.float32(3))
+
+    @R.function
+    def main(x: R.Tensor((8,), "float32")) -> R.Tensor((8,), "float32"):
+        y = R.call_tir(Module.kernel, (x,), out_sinfo=R.Tensor((8,), "float32"))
+        return y
+'''
+
+
+def test_a_kernel_of_a_graph_function_calls_a_subroutine(tmp_path: Path) -> None:
+    path = tmp_path / "graph.so"
+    build(parse(GRAPH), path)
+    x = np.arange(8, dtype=np.float32)
+    got = load(path).main(x)
+    np.testing.assert_array_equal(got, (x + 1) * 3)
+    np.testing.assert_array_equal(Interpreter(parse(GRAPH)).call("main", x), got)
