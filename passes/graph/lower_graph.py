@@ -183,6 +183,9 @@ class _HostBuilder:
             else None
         if not isinstance(callee, PrimFunc):
             raise self.error("R.call_tir needs a loop function of the module", call)
+        if callee.ret_dtype is not None:
+            raise self.error(f"R.call_tir of '{callee.name}', which returns a value: R.call_tir "
+                             "calls a function that writes its outputs", call)
         self.callees.add(callee.name)
         args = call.args[1].fields if isinstance(call.args[1], Tuple) else (call.args[1],)
         outputs = [self.buffers[tid] for tid, _ in produced_tensors(call, b.var)]

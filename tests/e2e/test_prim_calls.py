@@ -202,3 +202,15 @@ def test_a_kernel_of_a_graph_function_calls_a_subroutine(tmp_path: Path) -> None
     got = load(path).main(x)
     np.testing.assert_array_equal(got, (x + 1) * 3)
     np.testing.assert_array_equal(Interpreter(parse(GRAPH)).call("main", x), got)
+
+
+def test_call_tir_of_a_function_returning_a_value_is_refused() -> None:
+    from tirc.driver import lower
+    from tirc.ir.diagnostics import CompileError
+
+    signature = 'Y: T.Buffer((8,), "float32")):'
+    text = GRAPH.replace(signature, signature[:-1] + " -> T.int32:")
+    text = text.replace("        Module.scale(Y.data, 8, T.float32(3))\n",
+                        "        Module.scale(Y.data, 8, T.float32(3))\n        return 0\n")
+    with pytest.raises(CompileError, match="R.call_tir of 'kernel', which returns a value"):
+        lower(parse(text))
