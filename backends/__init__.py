@@ -19,6 +19,7 @@ from tirc.ir.deep_call import deep
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
+from tirc.ir.prim_call import INTERNAL
 
 EMIT_KINDS = ("ll", "asm", "obj", "so", "h", "ptx", "cubin")
 SUFFIX_KINDS = {".ll": "ll", ".s": "asm", ".o": "obj", ".so": "so", ".h": "h", ".ptx": "ptx",
@@ -56,14 +57,15 @@ def check_cpu_target(target: Any) -> None:
 
 
 def check_entries(mod: IRModule) -> None:
-    """Raise NotLoweredError unless every function of `mod` is an exported entry point (the
-    CPU backend's input: lower-graph and make-entry have run). A graph function is reported
+    """Raise NotLoweredError unless every function of `mod` is an exported entry point or the
+    internal form of a directly called one (the CPU backend's input: lower-graph and
+    make-entry have run). A graph function is reported
     first: it is the earlier missing step."""
     for name, func in mod.functions.items():
         if not isinstance(func, PrimFunc):
             raise not_lowered("CPU", f"'{name}' is still a graph function", "lower-graph")
     for name, func in mod.functions.items():
-        if ENTRY not in func.attrs:
+        if ENTRY not in func.attrs and INTERNAL not in func.attrs:
             raise not_lowered("CPU", f"function '{name}' is not an entry point", "make-entry")
 
 

@@ -61,7 +61,8 @@ def _shape(dims: list[Any]) -> str:
 
 
 def _comment(fn: dict[str, Any], last_error: str) -> str:
-    lines = [f"{fn['name']}: {len(fn['params'])} argument(s) in args[0..{len(fn['params']) - 1}]"]
+    n = len(fn["params"]) + ("result" in fn)
+    lines = [f"{fn['name']}: {n} argument(s) in args[0..{n - 1}]"]
     for i, p in enumerate(fn["params"]):
         if p["kind"] == "scalar":
             lines.append(f"  args[{i}] {p['name']}: {p['dtype']} scalar (a 0-d tensor)")
@@ -70,6 +71,9 @@ def _comment(fn: dict[str, Any], last_error: str) -> str:
         if p.get("output") and p.get("input"):
             role = "input and output"
         lines.append(f"  args[{i}] {p['name']}: {p['dtype']}{_shape(p['shape'])}, {role}")
+    if "result" in fn:
+        lines.append(f"  args[{n - 1}] result: {fn['result']['dtype']} scalar (a 0-d tensor), "
+                     "output: the value the function returns")
     if fn.get("vars"):
         bound = ", ".join(f"{k} = {v['from']}" for k, v in fn["vars"].items())
         lines.append(f"  symbolic sizes: {bound}")

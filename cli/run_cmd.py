@@ -230,6 +230,9 @@ def _run(library: str, function: str, inputs: dict[str, str], dims: dict[str, st
                  if s.kind == "buffer") if plain else 0
     for line in timing_lines(times, _flops(fn, call.arrays) if plain else None, nbytes):
         click.echo(line)
+    value = getattr(call, "value", None)
+    if value is not None:  # a function returning a value (docs/abi.md)
+        click.echo(f"  result: {value[()].item()}")
     outputs = [(p, a) for p, a in zip(fn.params, call.arrays) if p.get("output")]
     for p, arr in outputs:
         summary = f"  {p['name']}: {arr.dtype}{list(arr.shape)}"

@@ -51,6 +51,8 @@ class ModuleNames:
     class_name: str
     functions: set[str]
     graph: set[str] = dataclasses.field(default_factory=set)  # the graph functions among them
+    # Call signatures of the loop functions, for direct calls (tirc.frontend.prim_calls).
+    prim_sigs: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 class GraphBuilder:

@@ -15,10 +15,12 @@ from tirc.frontend.builder_prim_func import build_prim_func
 from tirc.frontend.builder_schedule import build_schedule
 from tirc.frontend.context import TOO_DEEP, BuildError, Context, walk
 from tirc.frontend.imports import ImportSession
+from tirc.frontend.prim_calls import signature_of_def, signature_of_func
 from tirc.frontend.scope import Scope
 from tirc.frontend.signature import Args, Sig, check_call
 from tirc.frontend.spelling import detect_syntax, header_lines
 from tirc.ir.diagnostics import CompileError
+from tirc.ir.function import PrimFunc
 from tirc.ir.graph import Function, GlobalVar
 from tirc.ir.module import BaseFunc, IRModule
 from tirc.ir.schedule import Schedule
@@ -59,8 +61,12 @@ class ModuleBuilder:
                 pass
         graph = {fn.name for fn, kind, _ in self.defs if kind == "function"} | {
             n for n, f in self.functions.items() if isinstance(f, Function)}
+        sigs = {n: signature_of_func(f) for n, f in self.functions.items()
+                if isinstance(f, PrimFunc)}
+        sigs.update({fn.name: signature_of_def(fn) for fn, kind, _ in self.defs
+                     if kind == "prim_func"})
         names = ModuleNames(self.class_name or "Module", set(self.functions) | self.def_names,
-                            graph)
+                            graph, sigs)
         for fn, kind, deco in self.defs:
             try:
                 self.build_def(fn, kind, deco, names)

@@ -10,13 +10,16 @@ from tirc.frontend.builder_sparse import SPARSE_DECLARATIONS
 from tirc.frontend.builder_sparse import declare as declare_sparse
 from tirc.frontend.builder_stmt import ALLOC_SCOPES, LoopBuilder
 from tirc.frontend.context import BuildError, Context
+from tirc.frontend.prim_calls import return_dtype
 from tirc.frontend.scope import Scope
 from tirc.frontend.signature import Args, Sig, check_call
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, DType, DTypeError
-from tirc.ir.expr import Var, const
+from tirc.ir.expr import Call, Var, const
 from tirc.ir.function import PrimFunc
-from tirc.ir.stmt import Block, BlockRealize, Stmt
+from tirc.ir.intrinsics import RET
+from tirc.ir.stmt import Block, BlockRealize, Evaluate, For, ForKind, Stmt
+from tirc.ir.visitor import post_order_visit
 
 
 class PrimFuncBuilder:
@@ -44,15 +47,38 @@ class PrimFuncBuilder:
                 self.param(p)
             except BuildError:
                 self.scope.poison(p.name)
-        if fn.returns is not None and not (isinstance(fn.returns, S.Constant)
-                                           and fn.returns.kind == "none"):
-            self.ctx.report("unsupported: a return type on a loop function", fn.returns.span)
+        ret = return_dtype(fn.returns)
+        if fn.returns is not None and ret is None and not (
+                isinstance(fn.returns, S.Constant) and fn.returns.kind == "none"):
+            self.ctx.report("the result type of a loop function is a dtype such as T.int32",
+                            fn.returns.span)
+        elif ret is not None and (ret.lanes != 1 or ret.is_handle or ret.kind == "void"):
+            self.ctx.report(f"unsupported: a loop function returning {ret} (a scalar number "
+                            "or bool)", fn.returns.span)
+        self.lb.ret_dtype = ret
         body = self.lb.body(fn.body, hook=self.hook, frame=False)
+        if ret is not None:
+            self.check_returns(body)
         body = self.with_root(body)
         # The buffer map follows parameter order, however the buffers were declared.
         bmap = {p: self.buffer_map[p] for p in self.params if p in self.buffer_map}
         return PrimFunc(fn.name, tuple(self.params), bmap, body, self.attrs,
-                        span=fn.span)
+                        span=fn.span, ret_dtype=ret)
+
+    def check_returns(self, body: Stmt) -> None:
+        """`return` leaves the function from serial code only: not from a loop whose
+        iterations run at once (parallel, vectorized, thread-bound) nor from a block."""
+
+        def visit(node: Any) -> None:
+            if isinstance(node, (For, Block)) and (
+                    isinstance(node, Block) or node.kind not in (ForKind.SERIAL,
+                                                                 ForKind.UNROLLED)):
+                where = "a block" if isinstance(node, Block) else f"a {node.kind.value} loop"
+                for r in _returns(node.body):
+                    self.ctx.report(f"unsupported: 'return' inside {where} (its iterations "
+                                    "do not run one after another)", r.span)
+
+        post_order_visit(body, visit)
 
     # ---- parameters -----------------------------------------------------------------------
 
@@ -182,6 +208,18 @@ class PrimFuncBuilder:
         root = Block("root", (), (), (), body, None, allocs, span=self.fn.span)
         return BlockRealize((), const(True).with_span(self.fn.span), root,  # type: ignore
                             span=self.fn.span)
+
+
+def _returns(node: Stmt) -> list[Evaluate]:
+    """The `T.ret` statements under `node`."""
+    found: list[Evaluate] = []
+
+    def visit(n: Any) -> None:
+        if isinstance(n, Evaluate) and isinstance(n.value, Call) and n.value.op == RET:
+            found.append(n)
+
+    post_order_visit(node, visit)
+    return found
 
 
 def build_prim_func(ctx: Context, fn: S.FunctionDef, module: Any = None) -> PrimFunc:

@@ -16,14 +16,17 @@ from tirc.frontend.builder_expr import BIN_OPS, ExprBuilder, access_dtype, liter
 from tirc.frontend.builder_sparse import ITERATION_CALLS, build_iteration
 from tirc.frontend.context import TOO_DEEP, BuildError, Context, spanned
 from tirc.frontend.loop_heads import launch_thread, loop_header
+from tirc.frontend.prim_calls import is_module_call, prim_call
 from tirc.frontend.scope import EnvThread, Scope
 from tirc.frontend.signature import Sig, check_call
 from tirc.frontend.stmt_calls import STMT_CALLS
 from tirc.frontend.storage import allocate, buffer_view
+from tirc.ir import intrinsics as intrin
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, DType, DTypeError
 from tirc.ir.expr import (
     Broadcast,
+    Call,
     IntImm,
     PrimExpr,
     StringImm,
@@ -68,6 +71,7 @@ class LoopBuilder:
         self.scope = scope
         self.eb = ExprBuilder(ctx, scope)
         self.loop_dom: dict[Var, tuple[PrimExpr, PrimExpr]] = {}
+        self.ret_dtype: DType | None = None  # the function's result dtype (`-> T.int32`)
 
     # ---- sequences ----------------------------------------------------------------------
 
@@ -131,6 +135,8 @@ class LoopBuilder:
             value = self.typed_value(v.args[1], access_dtype(buf, idx), "store",
                                      f"into buffer '{buf.name}' of dtype {buf.dtype}")
             return BufferStore(buf, value, idx, span=s.span)
+        if is_module_call(self.eb, v):
+            return Evaluate(prim_call(self.eb, v, statement=True), span=s.span)  # type: ignore[arg-type]
         name = S.call_name(v)
         if name is not None:
             assert isinstance(v, S.Call)
@@ -300,8 +306,20 @@ class LoopBuilder:
         msg = self.eb.str_literal(s.msg, "the assertion message") if s.msg is not None else ""
         return lambda body: AssertStmt(cond, msg, body, span=s.span)
 
-    def stmt_Return(self, s: S.Return) -> None:
-        self.ctx.unsupported("'return' in a loop function", s.span)
+    def stmt_Return(self, s: S.Return) -> Stmt:
+        if s.value is None:
+            self.ctx.unsupported("'return' without a value in a loop function", s.span)
+        return self.return_stmt(s.value, s.span)
+
+    def return_stmt(self, node: S.Expr, span: Span) -> Stmt:
+        """`return value` / `T.ret(value)`: the value, of the function's declared result
+        dtype, as the `ret` intrinsic."""
+        if self.ret_dtype is None:
+            self.ctx.error("'return' of a value from a loop function without a result type "
+                           "(declare it: `-> T.int32`)", span)
+        value = self.typed_value(node, self.ret_dtype, "return",
+                                 f"from a function returning {self.ret_dtype}")
+        return Evaluate(spanned(Call(intrin.RET, (value,), self.ret_dtype), span), span=span)
 
     def stmt_FunctionDef(self, s: S.FunctionDef) -> None:
         self.ctx.unsupported("nested function definitions", s.span)

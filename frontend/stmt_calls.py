@@ -1,5 +1,5 @@
 """Statement-only builtins: `T.evaluate`, `T.tvm_storage_sync`, `T.event_wait`,
-`T.event_notify`, `T.assume`, `T.launch_thread(var, n)`."""
+`T.event_notify`, `T.assume`, `T.ret`, `T.launch_thread(var, n)`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from tirc.frontend import syntax as S
 from tirc.frontend.loop_heads import launch_thread
+from tirc.frontend.prim_calls import is_module_call, prim_call
 from tirc.frontend.signature import Sig, check_call
 from tirc.ir import intrinsics as intrin
 from tirc.ir.dtype import BOOL, DType
@@ -22,7 +23,14 @@ INT32 = DType("int", 32)
 
 def _evaluate(lb: LoopBuilder, call: S.Call) -> Stmt:
     a = check_call(lb.ctx, call, "T.evaluate", Sig(1, 1))
+    if is_module_call(lb.eb, a.pos[0]):
+        return Evaluate(prim_call(lb.eb, a.pos[0], statement=True), span=call.span)  # type: ignore[arg-type]
     return Evaluate(lb.eb.expr(a.pos[0]), span=call.span)
+
+
+def _ret(lb: LoopBuilder, call: S.Call) -> Stmt:
+    a = check_call(lb.ctx, call, f"T.{intrin.RET}", Sig(1, 1))
+    return lb.return_stmt(a.pos[0], call.span)
 
 
 def _storage_sync(lb: LoopBuilder, call: S.Call) -> Stmt:
@@ -78,6 +86,7 @@ STMT_CALLS: dict[str, Callable[[LoopBuilder, S.Call], Any]] = {
     f"T.{intrin.EVENT_WAIT}": _event,
     f"T.{intrin.EVENT_NOTIFY}": _event,
     f"T.{intrin.ASSUME}": _assume,
+    f"T.{intrin.RET}": _ret,
     "T.launch_thread": _launch,
     "T.device_entry": _device_entry,
     "T.attr": _attr,

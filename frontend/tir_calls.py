@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from tirc.frontend import syntax as S
 from tirc.frontend.context import spanned
+from tirc.frontend.prim_calls import is_module_call, prim_call
 from tirc.frontend.signature import Args, Sig, check_call
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DType, DTypeError
@@ -71,6 +72,8 @@ _BFLOAT16_MAX = 3.3895313892515355e38
 def call_tir(b: ExprBuilder, call: S.Call) -> PrimExpr:
     """Build the value of a call `T.name(...)`."""
     name = S.dotted(call.func)
+    if is_module_call(b, call):
+        return prim_call(b, call)
     if name is None or not name.startswith("T."):
         _not_callable(b, call, name)
     short = name[2:]

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tirc.ir.buffer import Buffer
+from tirc.ir.dtype import DType
 from tirc.ir.expr import Var
 from tirc.ir.node import Node
 from tirc.ir.stmt import Stmt
@@ -19,7 +20,8 @@ class PrimFunc(Node):
     `T.func_attr` entries (e.g. "global_symbol", "tir.noalias"). `private` is
     `@T.prim_func(private=True)`: a helper that other functions call, not exported.
     `s_tir` remembers `@T.prim_func(s_tir=True)` as written (TVM 0.27's mark of a function
-    with blocks); it only affects printing.
+    with blocks); it only affects printing. `ret_dtype` is the dtype of the value the
+    function returns (`-> T.float32` with `return value`), None when it returns nothing.
     """
 
     name: str
@@ -29,6 +31,7 @@ class PrimFunc(Node):
     attrs: dict[str, Any] = field(default_factory=dict, hash=False)
     private: bool = False
     s_tir: bool = field(default=False, compare=False)
+    ret_dtype: DType | None = None
 
     def buffer_of(self, param: Var) -> Buffer | None:
         return self.buffer_map.get(param)

@@ -238,6 +238,16 @@ for _name in ("tvm_warp_shuffle", "tvm_warp_shuffle_up", "tvm_warp_shuffle_down"
     _declare(_name, ("any?", "..."), "given", NAMED, None,
              "TVM's warp shuffle / active-mask intrinsic of that name", GPU)
 
+# ---- direct calls between loop functions and their results -----------------------------
+
+CALL_PRIM = _declare("tirc.call_prim", ("str", "any?", "..."), "given", INTRIN, "call_prim",
+                     "call the loop function of this module named first on the other "
+                     "operands (storage handles such as A.data, and scalars); its value is "
+                     "what the callee returns (printed `Module.name(args)`)")
+RET = _declare("ret", ("any",), "operand", STATEMENT, "ret",
+               "return the operand from the loop function (`return value`, TVM's T.ret); "
+               "the function's declared result dtype")
+
 # ---- sparse formats: position searches (lower-sparse-iterations writes them) -------------
 
 LOWER_BOUND = _declare("tirc.lower_bound", ("handle", "int", "int", "int"), "given", INTRIN,

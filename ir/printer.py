@@ -74,7 +74,7 @@ from tirc.ir.graph import (
     TupleSInfo,
     VarBinding,
 )
-from tirc.ir.intrinsics import NAMED, OPERATOR, STATEMENT, TYPED, intrinsic
+from tirc.ir.intrinsics import CALL_PRIM, NAMED, OPERATOR, STATEMENT, TYPED, intrinsic
 from tirc.ir.module import IRModule
 from tirc.ir.ops.registry import get_op
 from tirc.ir.schedule import SchedInstr, SchedLambda, SchedRef, Schedule
@@ -179,8 +179,9 @@ class _Names:
 class ExprPrinter:
     """Prints loop-level expressions with Python precedence."""
 
-    def __init__(self, names: _Names) -> None:
+    def __init__(self, names: _Names, module_name: str = "Module") -> None:
         self.names = names
+        self.module_name = module_name  # what a direct call of a loop function prints
 
     def __call__(self, e: Any) -> str:
         return self.expr(e)[0]
@@ -254,6 +255,9 @@ class ExprPrinter:
     def call(self, e: Call) -> str:
         """A call as the intrinsic table says it is written (`T.name(args)`, with the dtype
         first or as `dtype=` where it is not the declared one), else `T.call_intrin`."""
+        if e.op == CALL_PRIM and e.args and isinstance(e.args[0], StringImm):
+            callee = e.args[0].value
+            return f"{self.module_name}.{callee}({', '.join(self(a) for a in e.args[1:])})"
         args = ", ".join(self(a) for a in e.args)
         sep = ", " if args else ""
         info = intrinsic(e.op)
@@ -344,7 +348,7 @@ class FuncPrinter:
         # is a statement allocating over the statements after it).
         self.block_alloc = "sblock_alloc_buffer" if syntax == "tirx" else "alloc_buffer"
         self.names = _Names()
-        self.p = ExprPrinter(self.names)
+        self.p = ExprPrinter(self.names, module_name)
         self.lines: list[str] = []
         self.loop_dom: dict[int, tuple[PrimExpr, PrimExpr]] = {}
         self.views: dict[int, list[Buffer]] = {}
@@ -441,7 +445,8 @@ class FuncPrinter:
             else:
                 name = self.names.define(v, v.name)
                 params.append(f"{name}: T.{v.dtype}")
-        self.emit(depth, f"def {f.name}({', '.join(params)}):")
+        ret = f" -> T.{f.ret_dtype}" if f.ret_dtype is not None else ""
+        self.emit(depth, f"def {f.name}({', '.join(params)}){ret}:")
         body_depth = depth + 1
         if f.attrs:
             self.emit(body_depth, f"T.func_attr({self.attr_dict(f.attrs)})")
@@ -460,6 +465,9 @@ class FuncPrinter:
                            lambda line: self.emit(body_depth, line))
         for buf in f.buffer_map.values():
             self.buffer_defined(buf, body_depth)
+        for v in f.params:
+            if v.dtype.is_handle and v not in f.buffer_map and v not in sparse:
+                self.declare_views(v, self.names.get(v, v.name), body_depth)
         for sv in undefined_vars(f, defined):
             self.emit(body_depth, f"{self.names.define(sv, sv.name)} = T.{sv.dtype}()")
         self.root_or_stmt(f.body, body_depth)

@@ -9,15 +9,27 @@ element size, and that no output overlaps another argument. A failed check sets 
 `tirc_last_error()` returns and makes the function return -1. The original body runs inside
 `T.attr(None, "tirc.compute_scope", 0)`, which the LLVM backend outlines with `noalias` pointers.
 Scalar parameters are passed as 0-d tensors. The signature goes to `attrs["tirc.entry"]`.
+
+A function that returns a value (`-> T.float32`) takes one more argument, a 0-d output tensor
+of that dtype that its `return` writes (the signature's `result`). A function another loop
+function calls directly (`Module.f(A.data, n)`) gets a plain internal form instead of, or
+when it is public besides, its entry: `tirc.internal`, its buffer parameters taking data
+pointers, compiled to a C function with pointer and scalar parameters (`f_direct` for a public
+one, whose callers are renamed to it).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from tirc.ir import intrinsics as intrin
-from tirc.ir.analysis.entry_signature import param_buffers, signature
+from tirc.ir.analysis.entry_signature import (
+    CalleeAccess,
+    callee_access,
+    param_buffers,
+    signature,
+)
 from tirc.ir.attrs import COMPUTE_SCOPE, ENTRY, GLOBAL_SYMBOL, SPARSE_PLAN, SPARSE_TENSORS
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
@@ -36,8 +48,9 @@ from tirc.ir.expr import (
 )
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
-from tirc.ir.stmt import AttrStmt, Evaluate, LetStmt, Stmt, seq
-from tirc.ir.visitor import post_order_visit
+from tirc.ir.prim_call import INTERNAL, called_functions, rename_calls
+from tirc.ir.stmt import AttrStmt, BufferStore, Evaluate, LetStmt, Stmt, seq
+from tirc.ir.visitor import Mutator, post_order_visit
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 
 HANDLE = dtype("handle")
@@ -85,8 +98,77 @@ class MakeEntry(PrimFuncPass):
     description: ClassVar[str] = ("exported entry points: unpack DLTensor arguments, bind "
                                   "symbolic shapes, check every argument before any access")
 
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        called: set[str] = set()
+        for f in mod.functions.values():
+            if isinstance(f, PrimFunc):
+                called.update(called_functions(f.body))
+        access = callee_access(mod.functions) if called else None
+        funcs: dict[str, Any] = {}
+        renames: dict[str, str] = {}
+        for name, func in mod.functions.items():
+            if not isinstance(func, PrimFunc) or is_entry(func) or INTERNAL in func.attrs:
+                funcs[name] = func
+            elif func.private and name in called:
+                funcs[name] = make_internal(func, name)
+            else:
+                funcs[name] = make_entry(func, access)
+                if name in called:
+                    direct = f"{name}_direct"
+                    while direct in mod.functions or direct in funcs:
+                        direct += "_"
+                    renames[name] = direct
+                    funcs[direct] = make_internal(func, direct)
+        if renames:
+            funcs = {n: f.replace(body=rename_calls(f.body, renames))
+                     if isinstance(f, PrimFunc) else f for n, f in funcs.items()}
+        if all(funcs.get(n) is f for n, f in mod.functions.items()) and len(funcs) == len(
+                mod.functions):
+            return mod
+        return mod.replace(functions=funcs)  # type: ignore[return-value]
+
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
         return func if is_entry(func) else make_entry(func)
+
+
+def make_internal(func: PrimFunc, name: str) -> PrimFunc:
+    """The direct-call form of `func` (see the module docstring): buffer parameters become
+    their data pointers, every size must be a scalar parameter."""
+    params = set(func.params)
+    originals = param_buffers(func)
+    body = func.body
+    for p in reversed(func.params):
+        buf = func.buffer_map.get(p)
+        if buf is None:
+            continue
+        for b in {buf, originals.get(p, buf)}:
+            missing = [v for dim in (*b.shape, *b.strides) for v in _vars_of(dim)
+                       if v not in params]
+            if missing:
+                raise CompileError(
+                    f"make-entry: {func.name} is called directly, but the size "
+                    f"'{missing[0].name}' of its buffer '{b.name}' is not a parameter: pass it "
+                    "as a scalar parameter", b.span or func.span)
+            if b.data is not p:
+                body = LetStmt(b.data, p, body)
+    attrs = {k: v for k, v in func.attrs.items() if k != GLOBAL_SYMBOL}
+    attrs[INTERNAL] = True
+    return PrimFunc(name, func.params, {}, body, attrs, private=True, span=func.span,
+                    ret_dtype=func.ret_dtype)
+
+
+class _StoreResult(Mutator):
+    """`T.ret(v)` of an entry point: store `v` through the result tensor, then return 0."""
+
+    def __init__(self, result: Buffer) -> None:
+        self.result = result
+
+    def visit_Evaluate(self, s: Evaluate) -> Stmt:
+        v = s.value
+        if isinstance(v, Call) and v.op == intrin.RET:
+            return seq(BufferStore(self.result, v.args[0], (IntImm(0, INT32),), span=s.span),
+                       Evaluate(_call(intrin.RET, IntImm(0, INT32)), span=s.span))
+        return s
 
 
 class _Builder:
@@ -112,15 +194,17 @@ class _Builder:
         return out
 
 
-def make_entry(func: PrimFunc) -> PrimFunc:
-    """The entry-point form of `func` (see the module docstring)."""
+def make_entry(func: PrimFunc, callees: CalleeAccess | None = None) -> PrimFunc:
+    """The entry-point form of `func` (see the module docstring); `callees`: what the
+    functions it calls directly read and write of their parameters."""
     symbol = str(func.attrs.get(GLOBAL_SYMBOL, func.name))
     buffers = param_buffers(func)
     args = Var("args", HANDLE)
     num_args = Var("num_args", INT32)
     out = _Builder()
-    n = len(func.params)
-    names = ", ".join(p.name for p in func.params)
+    n = len(func.params) + (func.ret_dtype is not None)
+    names = ", ".join([p.name for p in func.params] +
+                      (["result"] if func.ret_dtype is not None else []))
     out.add(_check(binop("eq", num_args, IntImm(n, INT32)),
                    f"{symbol}: expected {n} argument{'s' if n != 1 else ''} ({names}), got %lld",
                    num_args))
@@ -156,9 +240,13 @@ def make_entry(func: PrimFunc) -> PrimFunc:
         flat = func.buffer_map.get(p)
         if flat is not None and flat.data is not buf.data:
             out.let(flat.data, datas[p])
-    info = signature(func, symbol, bound)
+    info = signature(func, symbol, bound, callees)
     _check_overlap(out, symbol, buffers, datas, info)
-    body = out.build(AttrStmt(None, COMPUTE_SCOPE, IntImm(0), func.body))
+    compute = func.body
+    if func.ret_dtype is not None:
+        compute = _result(out, func, args, symbol)
+        info["result"] = {"dtype": str(func.ret_dtype)}
+    body = out.build(AttrStmt(None, COMPUTE_SCOPE, IntImm(0), compute))
     attrs = dict(func.attrs)
     attrs[GLOBAL_SYMBOL] = symbol
     if SPARSE_TENSORS in func.attrs:
@@ -167,6 +255,17 @@ def make_entry(func: PrimFunc) -> PrimFunc:
         info["sparse_plan"] = func.attrs[SPARSE_PLAN]
     attrs[ENTRY] = info
     return PrimFunc(func.name, (args, num_args), {}, body, attrs, span=func.span)
+
+
+def _result(out: _Builder, func: PrimFunc, args: Var, symbol: str) -> Stmt:
+    """Check the trailing 0-d result tensor; the body with its returns storing into it."""
+    assert func.ret_dtype is not None
+    h = out.let(Var("result_handle", HANDLE),
+                _call(intrin.ARG, args, IntImm(len(func.params)), dt=HANDLE))
+    _check_header(out, h, f"{symbol}: result: ", func.ret_dtype, 0)
+    data = out.let(Var("result_data", HANDLE), _call(intrin.DL_DATA, h, dt=HANDLE))
+    result = Buffer("result", (IntImm(1, INT32),), func.ret_dtype, data)
+    return _StoreResult(result).visit(func.body)
 
 
 def _check_header(out: _Builder, h: Var, prefix: str, dt: DType, ndim: int) -> None:

@@ -10,6 +10,10 @@ place) is the caller's own array and comes back only when every output is such a
 the outputs tirc allocates are torch tensors sharing the allocation (through DLPack, no copy).
 torch is never imported here: a torch tensor is recognised by its type's module, and torch is
 already loaded.
+
+A function that returns a value (`-> T.float32`, the metadata's `result`) takes one more
+argument, a 0-d tensor the runtime allocates: the call returns the value as a Python number
+(after the outputs it returns, as the last item of a tuple, when there are any).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ class PreparedCall:
     allocated: list[np.ndarray]
     packed: Any = field(repr=False)
     results: list[Any] = field(default_factory=list)
+    value: np.ndarray | None = None  # the 0-d result of a function returning a value
 
 
 def _torch_of(values: list[Any]) -> Any:
@@ -67,8 +72,12 @@ class Function:
         self._fn.restype = ctypes.c_int32
         self._last_error = last_error
         self._lib = lib  # keeps the library loaded while the function lives
-        self._packer = ArgsPacker([len(s.shape) for s in self._specs],
-                                  [s.dtype_name for s in self._specs])
+        result = meta.get("result")
+        self._result = ParamSpec.from_metadata(len(self.params), {
+            "name": "result", "kind": "scalar", "dtype": result["dtype"]}) if result else None
+        extra = [self._result] if self._result is not None else []
+        self._packer = ArgsPacker([len(s.shape) for s in self._specs] + [0] * len(extra),
+                                  [s.dtype_name for s in [*self._specs, *extra]])
         tensors = meta.get("sparse_tensors")
         self._sparse = SparseSignature(self.name, self.params, tensors,
                                        meta.get("sparse_plan")) if tensors else None
@@ -92,7 +101,8 @@ class Function:
                 dims = ", ".join(str(d) for d in s.shape)
                 parts.append(f"{s.name}: {s.dtype_name}[{dims}]" + (" (output)" if s.output
                                                                     else ""))
-        return f"{self.name}({', '.join(parts)})"
+        ret = f" -> {self._result.dtype_name}" if self._result is not None else ""
+        return f"{self.name}({', '.join(parts)}){ret}"
 
     def __repr__(self) -> str:
         return f"<tirc function {self.signature()}>"
@@ -139,8 +149,12 @@ class Function:
             else:
                 fresh = arrays[s.index]
                 results.append(torch.from_dlpack(fresh) if torch is not None else fresh)
+        value = None
+        if self._result is not None:
+            value = empty_aligned((), self._result.np_dtype or np.dtype(np.uint16))
+            arrays.append(value)
         return PreparedCall(arrays, allocated, self._packer.pack(arrays, binder.addresses),
-                            results)
+                            results, value)
 
     def _check_aliasing(self, arrays: list[np.ndarray], fresh: set[int]) -> None:
         for p in self._specs:
@@ -156,6 +170,8 @@ class Function:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         call = self.prepare(args, kwargs)
         self.call_prepared(call)
+        if call.value is not None:
+            return call_result([*call.results, call.value[()].item()])
         return call_result(call.results)
 
     def raw(self, *args: Any, **kwargs: Any) -> Any:

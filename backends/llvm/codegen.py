@@ -11,6 +11,7 @@ from typing import Any
 from llvmlite import ir
 from tirc.backends.llvm.context import ModuleContext, as_ptr
 from tirc.backends.llvm.function import FunctionCodegen
+from tirc.backends.llvm.prim_call import declare_internal, emit_internal
 from tirc.backends.llvm.types import I8, I32, PTR
 from tirc.backends.symbols import UNPREFIXED_HELPERS, ExportNames
 from tirc.ir.analysis.narrow_floats import refuse_narrow_floats
@@ -20,6 +21,7 @@ from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import BufferLoad, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
+from tirc.ir.prim_call import INTERNAL
 from tirc.ir.stmt import Allocate, BufferStore
 from tirc.ir.visitor import post_order_visit
 
@@ -82,14 +84,23 @@ def codegen_module(mod: IRModule, metadata_json: str, triple: str = "",
     names = names or ExportNames()
     ctx = ModuleContext(mod.name, triple, data_layout)
     ctx.fp_contract = fp_contract
+    internal = []
     for name, func in mod.functions.items():
         if not isinstance(func, PrimFunc):
             raise CompileError(f"codegen: graph function '{name}' must be lowered to loop "
                                "functions before code generation", func.span)
-        if ENTRY not in func.attrs:
+        if INTERNAL in func.attrs:
+            internal.append(func)
+            declare_internal(ctx, func)
+        elif ENTRY not in func.attrs:
             raise CompileError(f"codegen: function '{name}' is not an entry point "
                                "(run make-entry)", func.span)
+    for func in internal:
         refuse_narrow_floats(func, "CPU (LLVM)")
-        emit_entry(ctx, func, names)
+        emit_internal(ctx, func, FunctionCodegen, _buffers_by_data(func))
+    for func in mod.functions.values():
+        if isinstance(func, PrimFunc) and INTERNAL not in func.attrs:
+            refuse_narrow_floats(func, "CPU (LLVM)")
+            emit_entry(ctx, func, names)
     emit_abi_helpers(ctx, metadata_json, names)
     return ctx

@@ -30,6 +30,8 @@ class ModuleContext:
         self._names: dict[str, int] = {}
         self._error_buffer: ir.Constant | None = None
         self._team_error: ir.Constant | None = None
+        # The internal function of each directly called loop function, by its IR name.
+        self.prim_functions: dict[str, ir.Function] = {}
         # Set when a parallel loop calls into the OpenMP runtime (the link needs -fopenmp).
         self.uses_openmp = False
         # Float multiply and add may fuse into FMA (`-fp-contract=off` in the target turns it off).

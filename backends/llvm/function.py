@@ -23,6 +23,7 @@ from tirc.backends.llvm.context import ModuleContext
 from tirc.backends.llvm.dltensor import DLTensorIntrinsics
 from tirc.backends.llvm.extern_call import ExternCalls
 from tirc.backends.llvm.outline import captured_vars
+from tirc.backends.llvm.prim_call import PrimCalls
 from tirc.backends.llvm.search import SearchCalls
 from tirc.backends.llvm.stmt import StmtCodegen
 from tirc.backends.llvm.types import I32, PTR, elem_align
@@ -41,7 +42,8 @@ def return_code(cg: FunctionCodegen, code: ir.Value) -> None:
     cg.b.ret(code)
 
 
-class FunctionCodegen(DLTensorIntrinsics, ExternCalls, BuiltinCalls, SearchCalls, StmtCodegen):
+class FunctionCodegen(DLTensorIntrinsics, ExternCalls, BuiltinCalls, SearchCalls, PrimCalls,
+                      StmtCodegen):
     """Emits statements into one LLVM function."""
 
     def __init__(self, ctx: ModuleContext, fn: ir.Function, env: dict[Var, ir.Value],

@@ -13,9 +13,10 @@ from typing import Any
 from tirc.ir.attrs import PARAM_BUFFERS, SHARDING
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.expr import BinOp, BufferLoad, Cast, IntImm, PrimExpr, Var
+from tirc.ir.expr import BinOp, BufferLoad, Call, Cast, IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.packed_call import output_loads
+from tirc.ir.prim_call import call_arguments, callee_of
 from tirc.ir.stmt import BufferStore
 from tirc.ir.visitor import post_order_visit
 
@@ -58,9 +59,16 @@ def param_buffers(func: PrimFunc) -> dict[Var, Buffer]:
     return {p: func.buffer_map[p] for p in func.params if p in func.buffer_map}
 
 
-def accessed_data(func: PrimFunc) -> tuple[set[Var], set[Var]]:
+# What each loop function reads and writes of its parameters (by index), for direct calls.
+CalleeAccess = dict[str, tuple[frozenset[int], frozenset[int]]]
+
+
+def accessed_data(func: PrimFunc, callees: CalleeAccess | None = None,
+                  ) -> tuple[set[Var], set[Var]]:
     """The data variables of buffers the body reads, and of those it writes (an output of an
-    external call, `tirc.dltensor("out", B[0])`, is written, not read)."""
+    external call, `tirc.dltensor("out", B[0])`, is written, not read; storage passed to a
+    direct call of a loop function is what `callees` says the callee reads and writes of
+    that parameter, both when it does not know the callee)."""
     reads: set[Var] = set()
     writes: set[Var] = set()
     extern_outputs = output_loads(func.body)
@@ -70,16 +78,58 @@ def accessed_data(func: PrimFunc) -> tuple[set[Var], set[Var]]:
             (writes if id(node) in extern_outputs else reads).add(node.buffer.data)
         elif isinstance(node, BufferStore):
             writes.add(node.buffer.data)
+        elif isinstance(node, Call) and (name := callee_of(node)) is not None:
+            known = callees.get(name) if callees is not None else None
+            for i, a in enumerate(call_arguments(node)):
+                if isinstance(a, Var) and a.dtype.is_handle:
+                    if known is None or i in known[0]:
+                        reads.add(a)
+                    if known is None or i in known[1]:
+                        writes.add(a)
 
     post_order_visit(func.body, visit)
     return reads, writes
 
 
-def signature(func: PrimFunc, symbol: str, bound_from: dict[Var, str]) -> dict[str, Any]:
-    """The JSON-ready description of `func`'s parameters (see docs/abi.md)."""
+def _param_datas(func: PrimFunc) -> list[set[Var]]:
+    """For each parameter, the variables that stand for its storage in the body."""
+    originals = param_buffers(func)
+    out = []
+    for p in func.params:
+        datas = {p}
+        for b in (func.buffer_map.get(p), originals.get(p)):
+            if b is not None:
+                datas.add(b.data)
+        out.append(datas)
+    return out
+
+
+def callee_access(functions: dict[str, Any]) -> CalleeAccess:
+    """For each loop function of a module, the parameters it reads and those it writes, by
+    its own accesses and those of the functions it calls (transitively, recursion included)."""
+    prims = {n: f for n, f in functions.items() if isinstance(f, PrimFunc)}
+    known: CalleeAccess = {n: (frozenset(), frozenset()) for n in prims}
+    changed = True
+    while changed:
+        changed = False
+        for name, f in prims.items():
+            reads, writes = accessed_data(f, known)
+            datas = _param_datas(f)
+            now = (frozenset(i for i, d in enumerate(datas) if d & reads),
+                   frozenset(i for i, d in enumerate(datas) if d & writes))
+            if now != known[name]:
+                known[name] = now
+                changed = True
+    return known
+
+
+def signature(func: PrimFunc, symbol: str, bound_from: dict[Var, str],
+              callees: CalleeAccess | None = None) -> dict[str, Any]:
+    """The JSON-ready description of `func`'s parameters (see docs/abi.md); `callees` says
+    what the functions it calls directly read and write (`callee_access`)."""
     buffers = param_buffers(func)
     flat = {p: func.buffer_map.get(p) for p in func.params}
-    reads, writes = accessed_data(func)
+    reads, writes = accessed_data(func, callees)
     params: list[dict[str, Any]] = []
     for p in func.params:
         buf = buffers.get(p)

@@ -14,8 +14,9 @@ from tirc.ir.arith.analyzer import Analyzer
 from tirc.ir.arith.construct import fold
 from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Range
-from tirc.ir.expr import IntImm, Not, PrimExpr, Var, cast
+from tirc.ir.expr import Call, IntImm, Not, PrimExpr, Var, cast
 from tirc.ir.function import PrimFunc
+from tirc.ir.intrinsics import CALL_PRIM
 from tirc.ir.rebind import rebind
 from tirc.ir.stmt import (
     AssertStmt,
@@ -32,7 +33,7 @@ from tirc.ir.stmt import (
     While,
     seq,
 )
-from tirc.ir.visitor import Mutator
+from tirc.ir.visitor import Mutator, any_node
 
 THREAD_ATTRS = (THREAD_EXTENT, VIRTUAL_THREAD)
 _UNIT_LOOP_KINDS = (ForKind.SERIAL, ForKind.UNROLLED, ForKind.VECTORIZED, ForKind.PARALLEL)
@@ -46,6 +47,11 @@ def noop() -> Stmt:
 def is_noop(s: Stmt) -> bool:
     return (isinstance(s, SeqStmt) and not s.seq) or (
         isinstance(s, Evaluate) and isinstance(s.value, IntImm))
+
+
+def _calls(e: PrimExpr) -> bool:
+    """Whether `e` calls a loop function (its value is known only by running it)."""
+    return any_node(e, lambda n: isinstance(n, Call) and n.op == CALL_PRIM)
 
 
 def _const(e: PrimExpr) -> int | None:
@@ -137,7 +143,7 @@ class StmtSimplifier(Mutator):
     def visit_LetStmt(self, s: LetStmt) -> Stmt:
         value = self.visit(s.value)
         with self.an.scope():
-            if value.dtype.is_int and value.dtype.lanes == 1:
+            if value.dtype.is_int and value.dtype.lanes == 1 and not _calls(value):
                 self.an.bind(s.var, value)
             body = self.visit(s.body)
         if value is s.value and body is s.body:

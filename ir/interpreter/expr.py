@@ -64,6 +64,8 @@ class ExprCompiler:
         self.buffers = BufferAccess(slots.of, self.compile, slots.new)
         # Python stand-ins for the C functions `tirc.call_packed` calls, by symbol.
         self.externs = dict(externs or {})
+        # The module's compiled loop functions by name, for direct calls (`tirc.call_prim`).
+        self.callee: Callable[[str], Any] | None = None
 
     def compile(self, e: PrimExpr) -> Fn:
         method = getattr(self, "c_" + type(e).__name__, None)

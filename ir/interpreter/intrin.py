@@ -29,6 +29,7 @@ from tirc.ir.interpreter.values import (
     Env,
     Fn,
     InterpreterError,
+    ReturnValue,
     format_index,
     int_range,
     make_wrap,
@@ -293,6 +294,32 @@ def float_math(name: str, ftype: Callable[[Any], Any]) -> Callable[[Any], Any] |
     return table.get(name)
 
 
+def _call_prim(c: Compiler, e: Call) -> Fn:
+    """`Module.f(args)`: run loop function `f` of the module on the argument values (storage
+    arrays alias the caller's); its value is what `f` returns."""
+    name = e.args[0].value if isinstance(e.args[0], StringImm) else "?"
+    fns = [c.compile(a) for a in e.args[1:]]
+    resolve = c.callee
+
+    def call(env: Env) -> Any:
+        if resolve is None:
+            raise InterpreterError(f"calling '{name}' needs the whole module (run it with "
+                                   "Interpreter(mod))", e.span)
+        return resolve(name).call_direct([f(env) for f in fns])
+
+    return call
+
+
+def _ret(c: Compiler, e: Call) -> Fn:
+    """`T.ret(value)`: leave the function with the value."""
+    value = c.compile(e.args[0])
+
+    def ret(env: Env) -> Any:
+        raise ReturnValue(value(env))
+
+    return ret
+
+
 def _packed(c: Compiler, e: Call) -> Fn:
     return compile_packed_call(c, e)
 
@@ -308,5 +335,5 @@ RULES: dict[str, Callable[[Compiler, Call], Fn]] = {
     "reinterpret": _reinterpret, "bitwise": _bitwise, "noop": _noop, "event": _event,
     "packed": _packed, "bitcount": _bitcount, "fixed_point": _fixed_point,
     "float_class": _float_class, "halves": _halves, "extern": _extern, "search": _search,
-    "bounds_check": _bounds_check,
+    "bounds_check": _bounds_check, "call_prim": _call_prim, "ret": _ret,
 }

@@ -36,19 +36,18 @@ class Interpreter:
             func = self.mod.functions.get(name)
             if not isinstance(func, PrimFunc):
                 raise InterpreterError(f"no loop function named '{name}' in the module")
-            compiled = CompiledPrimFunc(func, self.max_while, self.externs)
+            compiled = CompiledPrimFunc(func, self.max_while, self.externs, self.prim_func)
             self._compiled[name] = compiled
         return compiled
 
     def call(self, name: str, *args: Any) -> Any:
-        """Run function `name`: a loop function in place (returns None), a graph function
-        returning its value (an array, or a tuple for tuple results)."""
+        """Run function `name`: a loop function in place (returning its value, None when it
+        has none), a graph function returning its value (an array, or a tuple)."""
         func = self.mod.functions.get(name)
         if func is None:
             raise InterpreterError(f"no function named '{name}' in the module")
         if isinstance(func, PrimFunc):
-            self.prim_func(name)(*args)
-            return None
+            return self.prim_func(name)(*args)
         return GraphRunner(self).run(func, list(args))
 
 

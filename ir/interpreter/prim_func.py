@@ -3,7 +3,8 @@
 Buffer parameters take numpy arrays whose dtype and rank match; symbolic dimensions bind from
 the first array that has them and must agree afterwards. A buffer with explicit strides takes an
 array with those element strides (a view), or its raw 1-D data; a buffer with a layout takes its
-storage as a 1-D array (see `tirc.ir.layout.storage`). Scalar parameters take numbers.
+storage as a 1-D array (see `tirc.ir.layout.storage`). Scalar parameters take numbers,
+storage parameters (`A_data: T.handle("float32")`) contiguous arrays, viewed flat.
 Failures of the program (out-of-bounds access, failed assert, event deadlock) raise
 InterpreterError with a message naming the buffer and index.
 """
@@ -20,7 +21,15 @@ from tirc.ir.function import PrimFunc
 from tirc.ir.interpreter import sparse
 from tirc.ir.interpreter.expr import ExprCompiler
 from tirc.ir.interpreter.stmt import StmtCompiler
-from tirc.ir.interpreter.values import Env, InterpreterError, Slots, Unset, np_dtype, to_scalar
+from tirc.ir.interpreter.values import (
+    Env,
+    InterpreterError,
+    ReturnValue,
+    Slots,
+    Unset,
+    np_dtype,
+    to_scalar,
+)
 from tirc.ir.sparse.buffer import SparseBuffer, is_dense
 
 DEFAULT_MAX_WHILE = 10_000_000
@@ -32,10 +41,12 @@ class CompiledPrimFunc:
     """A loop function compiled to closures once; call it with arrays and scalars."""
 
     def __init__(self, func: PrimFunc, max_while_iterations: int = DEFAULT_MAX_WHILE,
-                 externs: dict[str, Callable[..., Any]] | None = None) -> None:
+                 externs: dict[str, Callable[..., Any]] | None = None,
+                 callee: Callable[[str], CompiledPrimFunc] | None = None) -> None:
         self.func = func
         self.slots = Slots()
         self.ex = ExprCompiler(self.slots, externs)
+        self.ex.callee = callee
         self.param_slots = [self.slots.of(p) for p in func.params]
         self.derived: list[tuple[Buffer, str, int, Callable[[Env], Any]]] = []
         for buf in func.buffers:
@@ -53,7 +64,8 @@ class CompiledPrimFunc:
         if isinstance(buf.elem_offset, Var):
             self.slots.of(buf.elem_offset)
 
-    def __call__(self, *args: Any) -> None:
+    def __call__(self, *args: Any) -> Any:
+        """Run on arrays and numbers; returns the function's value (None when it has none)."""
         func = self.func
         if len(args) != len(func.params):
             raise InterpreterError(f"{func.name} takes {len(func.params)} arguments, "
@@ -83,13 +95,44 @@ class CompiledPrimFunc:
                 raise InterpreterError(f"argument {buf.name}: {what}[{k}] is {got}, "
                                        f"expected {want}")
         try:
-            with np.errstate(all="ignore"):
-                self.body(env)
+            return self._run(env)
         finally:
             for original, copy in writebacks:
                 np.copyto(original, copy)
 
+    def _run(self, env: Env) -> Any:
+        """Run the body; the value of its `T.ret`, or None for a function without a result."""
+        try:
+            with np.errstate(all="ignore"):
+                self.body(env)
+        except ReturnValue as r:
+            return r.value
+        if self.func.ret_dtype is not None:
+            raise InterpreterError(f"{self.func.name} ended without returning its "
+                                   f"{self.func.ret_dtype} value", self.func.span)
+        return None
+
+    def call_direct(self, values: Sequence[Any]) -> Any:
+        """A direct call from another loop function: handle and buffer parameters take the
+        caller's storage arrays (aliased, not copied), scalars their values."""
+        func = self.func
+        env = self.slots.fresh_env()
+        for p, slot, value in zip(func.params, self.param_slots, values):
+            buf = func.buffer_map.get(p)
+            if buf is not None:
+                env[self.slots.of(buf.data)] = value
+            elif p.dtype.is_handle:
+                env[slot] = value
+            else:
+                env[slot] = to_scalar(value, p.dtype)
+        return self._run(env)
+
     def _scalar(self, p: Var, arg: Any) -> Any:
+        if p.dtype.is_handle:  # storage (`A_data: T.handle("float32")`): a contiguous array
+            if not isinstance(arg, np.ndarray) or not arg.flags.c_contiguous:
+                raise InterpreterError(f"argument {p.name}: expected a contiguous numpy array "
+                                       f"as its storage, got {type(arg).__name__}")
+            return arg.reshape(-1)
         if isinstance(arg, np.ndarray) and arg.ndim == 0:
             arg = arg[()]
         if not isinstance(arg, (int, float, bool, np.number, np.bool_)):
@@ -182,6 +225,7 @@ class CompiledPrimFunc:
 
 
 def run_prim_func(func: PrimFunc, args: Sequence[Any],
-                  max_while_iterations: int = DEFAULT_MAX_WHILE) -> None:
-    """Run `func` on `args` (numpy arrays for buffers, numbers for scalars), in place."""
-    CompiledPrimFunc(func, max_while_iterations)(*args)
+                  max_while_iterations: int = DEFAULT_MAX_WHILE) -> Any:
+    """Run `func` on `args` (numpy arrays for buffers, numbers for scalars), in place;
+    returns its value when it has one."""
+    return CompiledPrimFunc(func, max_while_iterations)(*args)

@@ -32,6 +32,14 @@ class InterpreterError(RuntimeError):
         self.span = span
 
 
+class ReturnValue(Exception):  # noqa: N818 (control flow, not an error)
+    """`T.ret(value)` unwinding a loop function's body to its caller with `value`."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__("return")
+        self.value = value
+
+
 class Unset:
     """The value of a variable slot before its definition runs."""
 
@@ -135,6 +143,8 @@ class Compiler(Protocol):
 
     slots: Slots
     externs: dict[str, Callable[..., Any]]
+    # The module's loop functions by name, for `tirc.call_prim` (None outside a module).
+    callee: Callable[[str], Any] | None
 
     def compile(self, e: PrimExpr) -> Fn:
         """The closure computing `e` from an environment."""

@@ -42,6 +42,7 @@ from tirc.ir.gpu.threads import (
 )
 from tirc.ir.intrinsics import CALL_PACKED, LAUNCH_KERNEL
 from tirc.ir.module import IRModule
+from tirc.ir.prim_call import callee_of
 from tirc.ir.rebind import used_vars
 from tirc.ir.stmt import (
     Allocate,
@@ -232,6 +233,9 @@ class GPUSplitHostDevice(Pass):
                                   "function keeps tirc.launch_kernel calls")
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        for func in mod.functions.values():
+            if isinstance(func, PrimFunc):
+                _refuse_direct_calls(func)
         funcs: dict[str, Any] = {}
         changed = False
         for name, func in mod.functions.items():
@@ -247,3 +251,19 @@ class GPUSplitHostDevice(Pass):
                                        "already taken by another function", k.span)
                 funcs[k.name] = k
         return mod.replace(functions=funcs) if changed else mod  # type: ignore[return-value]
+
+
+def _refuse_direct_calls(func: PrimFunc) -> None:
+    """A direct call between loop functions, or a function returning a value, has no GPU
+    lowering yet: an error at its place."""
+    if func.ret_dtype is not None:
+        raise CompileError(f"unsupported: loop function '{func.name}' returns a value in a GPU "
+                           "build (functions returning values compile for the CPU only)",
+                           func.span)
+    calls: list[Call] = []
+    post_order_visit(func.body, lambda n: calls.append(n)
+                     if isinstance(n, Call) and callee_of(n) is not None else None)
+    if calls:
+        raise CompileError(f"unsupported: a direct call of loop function '{callee_of(calls[0])}' "
+                           "in a GPU build (calls between loop functions compile for the CPU "
+                           "only)", calls[0].span or func.span)

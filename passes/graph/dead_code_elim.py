@@ -13,6 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from tirc.ir.attrs import GLOBAL_SYMBOL, PRIMITIVE
+from tirc.ir.function import PrimFunc
 from tirc.ir.graph import (
     BindingBlock,
     Function,
@@ -24,6 +25,7 @@ from tirc.ir.graph import (
     with_branches,
 )
 from tirc.ir.module import IRModule
+from tirc.ir.prim_call import called_functions
 from tirc.ir.visitor import post_order_visit
 from tirc.passes.graph.fuse_ops import used_vars
 from tirc.passes.pass_base import Pass, PassContext
@@ -104,7 +106,8 @@ def _referenced(func: Function) -> set[str]:
 
 
 def remove_unused_functions(mod: IRModule) -> IRModule:
-    """Drop private functions that no entry graph function reaches."""
+    """Drop private functions that no entry graph function reaches (through R.call_tir,
+    graph calls, or direct calls between loop functions)."""
     graph = mod.graph_funcs()
     if not graph:
         return mod
@@ -119,6 +122,8 @@ def remove_unused_functions(mod: IRModule) -> IRModule:
         f = mod.functions.get(name)
         if isinstance(f, Function):
             todo.extend(n for n in _referenced(f) if n in mod.functions)
+        elif isinstance(f, PrimFunc):  # its direct calls of other loop functions
+            todo.extend(n for n in called_functions(f.body) if n in mod.functions)
     out = mod
     for name, f in mod.functions.items():
         public = (isinstance(f, Function) and not f.attrs.get(PRIMITIVE)) or \

@@ -245,6 +245,9 @@ class _HostBuilder:
             else None
         if not isinstance(callee, PrimFunc):
             raise self.error("R.call_tir needs a loop function of the module", call)
+        if callee.ret_dtype is not None:
+            raise self.error(f"R.call_tir of '{callee.name}', which returns a value: R.call_tir "
+                             "calls a function that writes its outputs", call)
         self.callees.add(callee.name)
         args = call.args[1].fields if isinstance(call.args[1], Tuple) else (call.args[1],)
         outputs = [self.buffers[tid] for tid, _ in produced_tensors(call, b.var)]
@@ -272,6 +275,8 @@ class _HostBuilder:
         known = {v: cast(v.dtype, t) if t.dtype != v.dtype else t
                  for v, t in zip(scalars, tir_vars)}
         mapping: dict[Any, Any] = dict(zip(buffers, actual))
+        # A bare `Y.data` (an argument of a direct call) is the actual buffer's storage too.
+        mapping.update({b.data: a.data for b, a in zip(buffers, actual)})
         mapping.update(bind_shape_vars(buffers, [a.shape for a in actual], known))
         body = fresh_copy(callee.body, mapping)
         self.items.append(BlockNames(self.block_names).visit(body))

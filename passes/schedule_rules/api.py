@@ -18,6 +18,7 @@ from typing import Any
 from tirc.ir.attrs import SCHEDULE, SCHEDULED
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
+from tirc.ir.prim_call import called_functions
 from tirc.ir.stmt import For, ForKind
 from tirc.ir.visitor import any_node
 from tirc.passes.schedule_rules.cpu_conv import Conv
@@ -58,8 +59,10 @@ def opted_out(func: PrimFunc, mode: str = "rules") -> bool:
 
 def wants_default_schedule(func: PrimFunc, mode: str = "rules") -> bool:
     """Whether the default CPU rules schedule `func`: not opted out (attribute or the
-    `schedule` option), not scheduled already (by its own @S.schedule or by hand)."""
-    if opted_out(func, mode) or func.attrs.get(SCHEDULED):
+    `schedule` option), not scheduled already (by its own @S.schedule or by hand), and
+    calling no other loop function (the rules cannot see what the callee reads and writes:
+    parallelising a loop around a call could race)."""
+    if opted_out(func, mode) or func.attrs.get(SCHEDULED) or called_functions(func.body):
         return False
     return not hand_scheduled(func)
 
