@@ -99,6 +99,7 @@ class ParamSpec:
     input: bool  # the function reads it (an output that is also read: in place or accumulated)
     binds: tuple[tuple[int, str], ...]  # (dimension, symbol) pairs that are whole symbols
     static_shape: tuple[int, ...] | None
+    strides: tuple[int | str, ...] | None = None  # declared strides in elements (else compact)
 
     @staticmethod
     def from_metadata(index: int, p: dict[str, Any]) -> ParamSpec:
@@ -106,9 +107,10 @@ class ParamSpec:
         binds = tuple((k, d) for k, d in enumerate(shape)
                       if isinstance(d, str) and d.isidentifier())
         static = shape if all(isinstance(d, int) for d in shape) else None
+        strides = p.get("strides")
         return ParamSpec(index, p["name"], p["kind"], p["dtype"], numpy_dtype(p["dtype"]),
                          shape, bool(p.get("output")), bool(p.get("input", True)), binds,
-                         static)  # type: ignore[arg-type]
+                         static, tuple(strides) if strides else None)  # type: ignore[arg-type]
 
 
 class Binder:
@@ -120,6 +122,7 @@ class Binder:
         self.env: dict[str, int] = {}
         self.origin: dict[str, str] = {}
         self.addresses: dict[int, int] = {}
+        self.strides: dict[int, tuple[int, ...]] = {}  # element strides of strided parameters
         self.given: dict[int, Any] = {}  # arguments that were not numpy arrays, by index
 
     def where(self, p: ParamSpec) -> str:
@@ -195,7 +198,9 @@ class Binder:
             note = ", ".join(f"{s} = {self.env[s]} from {self.origin[s]}" for s in syms)
             raise ValueError(f"{self.where(p)}: expected shape {_shape_str(want)}, got "
                              f"{_shape_str(arr.shape)}" + (f" ({note})" if note else ""))
-        if not arr.flags.c_contiguous:
+        if p.strides is not None:
+            self.strides[p.index] = self.declared_strides(p, arr)
+        elif not arr.flags.c_contiguous:
             raise ValueError(f"{self.where(p)}: expected a compact row-major (C-contiguous) "
                              f"array, got strides {_shape_str(arr.strides)} bytes; "
                              f"{contiguous_hint(self.given.get(p.index, arr), p.name)} for a copy")
@@ -207,6 +212,42 @@ class Binder:
         if p.output and not arr.flags.writeable:
             raise ValueError(f"{self.where(p)}: is an output, but the array is read-only")
         self.addresses[p.index] = address
+
+
+    def declared_strides(self, p: ParamSpec, arr: np.ndarray) -> tuple[int, ...]:
+        """The element strides of an argument whose parameter declares strides: each a
+        non-negative multiple of the element size, equal to a constant one, binding (or equal
+        to) a symbolic one."""
+        assert p.strides is not None
+        size = arr.itemsize
+        if any(b < 0 or b % size for b in arr.strides):
+            raise ValueError(f"{self.where(p)}: strides {_shape_str(arr.strides)} bytes are not "
+                             f"non-negative multiples of the element size ({size} bytes)")
+        got = tuple(b // size for b in arr.strides)
+        for k, (want, have) in enumerate(zip(p.strides, got)):
+            if arr.shape[k] == 1:
+                continue  # a dimension of one element has no meaningful stride
+            if isinstance(want, str) and want.isidentifier() and want not in self.env:
+                self.env[want] = have
+                self.origin[want] = f"{p.name}.strides[{k}]"
+                continue
+            value = shape_expr.evaluate(want, self.env) if isinstance(want, str) else want
+            if value != have:
+                raise ValueError(f"{self.where(p)}: expected strides "
+                                 f"{_shape_str(self.expected_strides(p))} elements, got "
+                                 f"{_shape_str(got)}")
+        return got
+
+    def expected_strides(self, p: ParamSpec) -> tuple[int | str, ...]:
+        """The declared strides with the sizes known so far filled in."""
+        assert p.strides is not None
+        out: list[int | str] = []
+        for s in p.strides:
+            try:
+                out.append(shape_expr.evaluate(s, self.env) if isinstance(s, str) else s)
+            except ValueError:
+                out.append(s)
+        return tuple(out)
 
 
 def _count_error(func: str, names: list[str], given: int,

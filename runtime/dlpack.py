@@ -75,19 +75,24 @@ class ArgsPacker:
     function: `n` pointers, then `n` DLTensors (48 bytes each), then every shape entry.
     """
 
-    def __init__(self, ranks: list[int], dtypes: list[str]) -> None:
+    def __init__(self, ranks: list[int], dtypes: list[str],
+                 strided: list[bool] | None = None) -> None:
         n = len(ranks)
         self.n = n
         self._dtypes = [dl_datatype(d) for d in dtypes]
         self._ranks = ranks
+        self._strided = strided or [False] * n
         self._tensors_at = 8 * n
         self._shapes_at = self._tensors_at + ctypes.sizeof(DLTensor) * n
-        self.size = self._shapes_at + 8 * sum(ranks)
-        self._format = "<" + "Q" * n + "QiiiBBHQQQ" * n + "q" * sum(ranks)
+        entries = sum(ranks) + sum(r for r, s in zip(ranks, self._strided) if s)
+        self.size = self._shapes_at + 8 * entries
+        self._format = "<" + "Q" * n + "QiiiBBHQQQ" * n + "q" * entries
 
-    def pack(self, arrays: list[Any], addresses: dict[int, int] | None = None) -> Any:
+    def pack(self, arrays: list[Any], addresses: dict[int, int] | None = None,
+             strides: dict[int, tuple[int, ...]] | None = None) -> Any:
         """A ctypes buffer holding the argument array (pass `ctypes.addressof` of it); the
-        data addresses are read from the arrays unless given by parameter index."""
+        data addresses are read from the arrays unless given by parameter index; a parameter
+        packed with strides gets the element strides given for it (else its compact ones)."""
         buf = ctypes.create_string_buffer(self.size)
         base = ctypes.addressof(buf)
         tensor_size = ctypes.sizeof(DLTensor)
@@ -95,12 +100,16 @@ class ArgsPacker:
         shapes: list[int] = []
         shape_at = base + self._shapes_at
         known = addresses or {}
+        given = strides or {}
         for i, (a, rank, dt) in enumerate(zip(arrays, self._ranks, self._dtypes)):
             data = known.get(i)
+            strided = self._strided[i] and rank > 0
             values += [a.ctypes.data if data is None else data, KDL_CPU, 0, rank, dt.code,
-                       dt.bits, dt.lanes,
-                       shape_at if rank else 0, 0, 0]
+                       dt.bits, dt.lanes, shape_at if rank else 0,
+                       shape_at + 8 * rank if strided else 0, 0]
             shapes += a.shape
-            shape_at += 8 * rank
+            if strided:
+                shapes += given.get(i) or tuple(b // a.itemsize for b in a.strides)
+            shape_at += 8 * rank * (2 if strided else 1)
         struct.pack_into(self._format, buf, 0, *values, *shapes)
         return buf

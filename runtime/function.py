@@ -77,7 +77,8 @@ class Function:
             "name": "result", "kind": "scalar", "dtype": result["dtype"]}) if result else None
         extra = [self._result] if self._result is not None else []
         self._packer = ArgsPacker([len(s.shape) for s in self._specs] + [0] * len(extra),
-                                  [s.dtype_name for s in [*self._specs, *extra]])
+                                  [s.dtype_name for s in [*self._specs, *extra]],
+                                  [s.strides is not None for s in [*self._specs, *extra]])
         tensors = meta.get("sparse_tensors")
         self._sparse = SparseSignature(self.name, self.params, tensors,
                                        meta.get("sparse_plan")) if tensors else None
@@ -153,8 +154,8 @@ class Function:
         if self._result is not None:
             value = empty_aligned((), self._result.np_dtype or np.dtype(np.uint16))
             arrays.append(value)
-        return PreparedCall(arrays, allocated, self._packer.pack(arrays, binder.addresses),
-                            results, value)
+        packed = self._packer.pack(arrays, binder.addresses, binder.strides)
+        return PreparedCall(arrays, allocated, packed, results, value)
 
     def _check_aliasing(self, arrays: list[np.ndarray], fresh: set[int]) -> None:
         for p in self._specs:
