@@ -87,7 +87,7 @@ class GPUMatmul(ScheduleRule):
         for copy in (a_sh, b_sh):
             sch.compute_at(copy, k0)
             bind_2d(sch, copy, tile)
-        taken = [anchor] + place_epilogue(sch, acc, bx, vectorize=False)
+        taken = [anchor] + place_epilogue(sch, acc, bx, vectorize=False, reductions=False)
         for blk in [init] + [sch.block(n) for n in taken[1:]] + [acc]:
             if blk.name in {b.name for b in _blocks_under(sch, bx)}:
                 if not _bound(sch, blk):

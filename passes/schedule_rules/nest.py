@@ -190,10 +190,11 @@ def split_tile(sch: TracedSchedule, decision: str, loop: LoopRV, default: int,
 
 
 def place_epilogue(sch: TracedSchedule, acc: BlockRV, loop: LoopRV,
-                   vectorize: bool = True) -> list[str]:
+                   vectorize: bool = True, reductions: bool = True) -> list[str]:
     """Place the write-back `acc` of a cache_write (accumulators) and the blocks consuming
     what it writes under `loop`, each vectorized inside (when `vectorize`); the names of the
-    consumers moved.
+    consumers moved. Without `reductions`, the consumers stop at the first reduction (a GPU
+    tile spreads its epilogue over threads, which a reduction's loops cannot be).
     When the result is an intermediate that one spatial block consumes, it is never stored:
     the write-back is inlined into that block, which reads the accumulators."""
     out = info_of(sch, acc).regions()[1][0].buffer
@@ -211,6 +212,8 @@ def place_epilogue(sch: TracedSchedule, acc: BlockRV, loop: LoopRV,
     if vectorize:
         vectorize_inner(sch, acc)
     for c in consumers:
+        if c.is_reduction and not reductions:
+            break
         rv = sch.block(c.name)
         ok, _ = sch.attempt("reverse_compute_at", rv, loop)
         if not ok:

@@ -140,8 +140,31 @@ def full_min(A: T.Buffer((10,), "float32"), B: T.Buffer((1,), "float32")):
             B[0] = T.min(B[0], A[vk])
 """
 
+# Seed 100802: a matmul whose result a column minimum reduces. The GPU matmul rule moved the
+# reduction under its tile with the epilogue and bound its reduction loop to threadIdx.x inside
+# threadIdx.y, which no GPU lowering takes; the epilogue now stops at a reduction.
+MATMUL_THEN_COLUMN_MIN = """
+@T.prim_func
+def matmul_then_column_min(A: T.Buffer((16, 15), "float32"), B: T.Buffer((15, 24), "float32"),
+                           O: T.Buffer((24,), "float32")):
+    C = T.alloc_buffer((16, 24), "float32")
+    for i, j, k in T.grid(16, 24, 15):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+    for j, i in T.grid(24, 16):
+        with T.block("O"):
+            vj, vi = T.axis.remap("SR", [j, i])
+            with T.init():
+                O[vj] = T.float32(1e30)
+            O[vj] = T.min(O[vj], C[vi, vj])
+"""
+
 GPU_PROGRAMS = {"matmul_tail": (MATMUL_TAIL, {}), "matmul_few_rows": (MATMUL_FEW_ROWS, {"n": 5}),
-                "matmul_symbolic_k": (MATMUL_SYMBOLIC_K, {"n": 37}), "full_min": (FULL_MIN, {})}
+                "matmul_symbolic_k": (MATMUL_SYMBOLIC_K, {"n": 37}), "full_min": (FULL_MIN, {}),
+                "matmul_then_column_min": (MATMUL_THEN_COLUMN_MIN, {})}
 
 PROGRAMS = {
     "matvec": pytest.param(MATVEC, id="matvec"),
