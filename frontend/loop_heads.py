@@ -148,6 +148,13 @@ def launch_thread(lb: LoopBuilder, call: S.Call, target: S.Name | None) -> Wrapp
             lb.ctx.error("expected a thread variable from T.env_thread or a thread tag",
                          first.span)
         var, tag = env.var, env.tag
+        if env.launched:
+            # Each launch defines its own variable (as loops do): the uses after it, to the
+            # end of the enclosing body, mean this one.
+            var = Var(var.name, var.dtype, span=first.span)
+            lb.scope.frames[-1][first.id] = EnvThread(var, tag, launched=True)
+        else:
+            env.launched = True
         if var.dtype != extent.dtype:
             extent = cast(var.dtype, extent)
     zero = IntImm(0, var.dtype, span=call.span)
