@@ -68,3 +68,17 @@ def main():
     p = T.allocate([8], "float32", dtype="float32")
     T.evaluate(0)
 ''')
+
+
+def test_exported_function_with_a_bare_pointer_parameter_is_a_diagnostic() -> None:
+    """A public function taking `T.handle("float32")` cannot be an entry: an error, no crash."""
+    mod = parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(a: T.handle("float32")):
+    A = T.Buffer((1,), "float32", data=a)
+    A[0] = 1.0
+''')
+    with pytest.raises(CompileError, match="parameter 'a' is a bare pointer"):
+        driver.lower(mod, "llvm", 2)
