@@ -96,7 +96,7 @@ class BlockParts:
             if not call.args:
                 self.ctx.error("T.match_buffer needs a source region", call.span)
             source = region(self.lb.eb, call.args[0])
-            buf = declare_buffer(self.lb.eb, t.id, call, name, skip=1)
+            buf = declare_buffer(self.lb.eb, t.id, call, name, skip=1, like=source)
             self.lb.scope.define(t.id, buf, t.span)
             self.matches.append(MatchBufferRegion(buf, source, span=call.span))
             return True

@@ -72,6 +72,7 @@ class LoopBuilder:
         self.eb = ExprBuilder(ctx, scope)
         self.loop_dom: dict[Var, tuple[PrimExpr, PrimExpr]] = {}
         self.ret_dtype: DType | None = None  # the function's result dtype (`-> T.int32`)
+        self.unbound: set[Var] = set()  # `x = T.int32()` in the body, not yet given by T.Bind
 
     # ---- sequences ----------------------------------------------------------------------
 
@@ -218,7 +219,9 @@ class LoopBuilder:
         if name.startswith("T.") and not call.args and not call.keywords:
             dt = self.symbolic_dtype(name, call)
             if dt is not None:
-                self.scope.define(t.id, Var(t.id, dt, span=t.span), t.span)
+                var = Var(t.id, dt, span=t.span)
+                self.scope.define(t.id, var, t.span)
+                self.unbound.add(var)
                 return _NOTHING
         return None
 

@@ -82,3 +82,58 @@ def f(a: T.handle("float32")):
 ''')
     with pytest.raises(CompileError, match="parameter 'a' is a bare pointer"):
         driver.lower(mod, "llvm", 2)
+
+
+def test_match_buffer_of_a_region_takes_its_shape_and_dtype() -> None:
+    """`T.match_buffer(A[8:16, 32:64])` without a shape: the region's extents, A's dtype."""
+    mod = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((16, 64), "int32")):
+    with T.block("b"):
+        B = T.match_buffer(A[8:16, 32:64])
+        for i, j in T.grid(8, 32):
+            B[i, j] = i + j
+''')
+    node = mod.functions["f"].body
+    while not hasattr(node, "block"):
+        node = node.body
+    sub = node.block.match_buffers[0].buffer
+    assert [d.value for d in sub.shape] == [8, 32] and str(sub.dtype) == "int32"
+    driver.lower(mod, "llvm", 2)
+
+
+def test_bind_gives_a_declared_variable_its_value() -> None:
+    """`j = T.int32()` then `T.Bind(i + 1, var=j)` is `j = i + 1` for what follows."""
+    mod = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4,), "int32"), i: T.int32):
+    j = T.int32()
+    T.Bind(i + 1, var=j)
+    A[0] = j
+''')
+    assert structural_equal(mod, parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4,), "int32"), i: T.int32):
+    j = i + 1
+    A[0] = j
+'''))
+    driver.lower(mod, "llvm", 2)
+
+
+def test_bind_of_a_parameter_is_a_diagnostic() -> None:
+    """Only a variable declared in the body and not yet bound can be bound."""
+    with pytest.raises(CompileError, match="'i' is not one"):
+        parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(i: T.int32):
+    T.Bind(1, var=i)
+    T.evaluate(i)
+''')
