@@ -8,8 +8,9 @@ from tirc.frontend import syntax as S
 from tirc.frontend.context import Context, spanned
 from tirc.frontend.scope import EnvThread, Scope
 from tirc.frontend.signature import Sig, check_call
+from tirc.ir import intrinsics as intrin
 from tirc.ir.buffer import Buffer
-from tirc.ir.dtype import DType, DTypeError
+from tirc.ir.dtype import HANDLE, INT32, DType, DTypeError
 from tirc.ir.expr import (
     BufferLoad,
     Call,
@@ -26,6 +27,8 @@ from tirc.ir.expr import (
 )
 from tirc.ir.target import TargetAttr
 
+ACCESS_PTR_KWARGS = ("ptr_type", "content_lanes", "offset", "extent")
+
 BIN_OPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "floormod"}
 # Bitwise operators are intrinsic calls in the IR (TVM's tirx.shift_left, ...); on bool
 # operands `&` and `|` are the logical operators, as in TVM.
@@ -33,7 +36,6 @@ BIT_OPS = {"<<": "shift_left", ">>": "shift_right", "&": "bitwise_and", "|": "bi
            "^": "bitwise_xor"}
 CMP_OPS = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-INT32 = DType("int", 32)
 
 
 def access_dtype(buf: Buffer, idx: tuple[PrimExpr, ...]) -> DType:
@@ -309,7 +311,45 @@ class ExprBuilder:
         if isinstance(node.func, S.Attribute) and node.func.attr == "vload":
             buf, idx = self.vector_access(node, "vload")
             return BufferLoad(buf, idx, access_dtype(buf, idx), span=node.span)
+        if isinstance(node.func, S.Attribute) and node.func.attr == "access_ptr":
+            return self.access_ptr(node)
         return call_tir(self, node)
+
+    def access_ptr(self, node: S.Call) -> PrimExpr:
+        """`A.access_ptr("r", offset=k, extent=n)` (TVM's pointer for an opaque access): the
+        address of the element at flat offset `k`, as `T.address_of(A[...])`; the access mask
+        and the extent only describe the access and are not kept."""
+        assert isinstance(node.func, S.Attribute)
+        buf = self.buffer(node.func.value)
+        what = f"{buf.name}.access_ptr"
+        a = check_call(self.ctx, node, what, Sig(1, 1, ACCESS_PTR_KWARGS, positional_kw=True))
+        mask = literal_value(a.pos[0])
+        if mask not in ("r", "w", "rw") and (not isinstance(mask, int) or not 1 <= mask <= 3):
+            self.ctx.error(f"{what} takes an access mask \"r\", \"w\" or \"rw\" (or 1, 2, 3)",
+                           a.pos[0].span)
+        if "ptr_type" in a.kw and literal_value(a.kw["ptr_type"]) != "handle":
+            self.ctx.unsupported(f"{what} with a ptr_type other than \"handle\"",
+                                 a.kw["ptr_type"].span)
+        if "content_lanes" in a.kw and literal_value(a.kw["content_lanes"]) != 1:
+            self.ctx.unsupported(f"{what} with content_lanes other than 1",
+                                 a.kw["content_lanes"].span)
+        if "extent" in a.kw:
+            self.index(a.kw["extent"], "the access extent")
+        offset = self.index(a.kw["offset"], "the access offset") if "offset" in a.kw else \
+            IntImm(0, INT32, span=node.span)
+        if isinstance(offset, IntImm) and offset.value == 0:
+            idx = tuple(IntImm(0, d.dtype, span=node.span) for d in buf.shape)
+        elif buf.strides:
+            self.ctx.unsupported(f"{what} with an offset into a strided buffer",
+                                 a.kw["offset"].span)
+        else:
+            rest, parts = offset, []
+            for d in reversed(buf.shape[1:]):
+                parts.append(binop("floormod", rest, d))
+                rest = binop("floordiv", rest, d)
+            idx = (rest, *reversed(parts)) if buf.shape else ()
+        load = BufferLoad(buf, idx, buf.dtype, span=node.span)
+        return Call(intrin.ADDRESS_OF, (load,), HANDLE, span=node.span)
 
     def vector_access(self, node: S.Call, method: str) -> tuple[Buffer, tuple[PrimExpr, ...]]:
         """`A.vload([i, j], "float32x4")` / `A.vstore([i, j], value)`: the buffer and the

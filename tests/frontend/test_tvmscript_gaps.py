@@ -137,3 +137,35 @@ def f(i: T.int32):
     T.Bind(1, var=i)
     T.evaluate(i)
 ''')
+
+
+def test_access_ptr_is_the_address_of_an_element() -> None:
+    """`B.access_ptr("r", offset=k)` reads as `T.address_of` of B's element at flat offset k."""
+    mod = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4, 8), "float32"), B: T.Buffer((4, 8), "float32")):
+    T.evaluate(T.call_extern("int32", "touch", A.access_ptr("r", extent=32)))
+    T.evaluate(T.call_extern("int32", "touch", B.access_ptr("w", offset=11, extent=4)))
+''')
+    assert structural_equal(mod, parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4, 8), "float32"), B: T.Buffer((4, 8), "float32")):
+    T.evaluate(T.call_extern("int32", "touch", T.address_of(A[0, 0])))
+    T.evaluate(T.call_extern("int32", "touch", T.address_of(B[11 // 8, 11 % 8])))
+'''))
+
+
+def test_access_ptr_with_an_unknown_mask_is_a_diagnostic() -> None:
+    """The mask is "r", "w" or "rw" (or TVM's 1, 2, 3)."""
+    with pytest.raises(CompileError, match="takes an access mask"):
+        parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((8,), "float32")):
+    T.evaluate(A.access_ptr("x"))
+''')
