@@ -212,6 +212,15 @@ class LoopBuilder:
             a = check_call(self.ctx, call, name, Sig(1, 1))
             self.scope.define(t.id, self.eb.expr(a.pos[0]), t.span)
             return _NOTHING
+        if name in ("T.bind", "T.Bind"):
+            # TVM main's binding: `x = T.bind(value)` (or with a dtype) is `x = value`.
+            a = check_call(self.ctx, call, name, Sig(1, 2))
+            if len(a.pos) == 2:
+                dt = self.eb.dtype_arg(a.pos[1])
+                value = self.typed_value(a.pos[0], dt, "bind", f"to '{t.id}' of dtype {dt}")
+            else:
+                value = self.eb.expr(a.pos[0])
+            return self.let(t, Var(t.id, value.dtype, span=t.span), value, call.span)
         if name == "T.Buffer":
             buf = declare_buffer(self.eb, t.id, call, name, alias=True)
             self.scope.define(t.id, buf, t.span)
@@ -339,7 +348,7 @@ class LoopBuilder:
 
     def stmt_If(self, s: S.If) -> Stmt:
         try:
-            cond = self.eb.condition(s.test, "the condition of 'if'")
+            cond = self.eb.condition(s.test, "the condition of 'if'", truthy=True)
         except BuildError:
             self.body(s.body)
             if s.orelse:
@@ -353,7 +362,7 @@ class LoopBuilder:
         if s.orelse is not None:
             self.ctx.unsupported("'else' after 'while'", s.span)
         try:
-            cond = self.eb.condition(s.test, "the condition of 'while'")
+            cond = self.eb.condition(s.test, "the condition of 'while'", truthy=True)
         except BuildError:
             self.body(s.body)
             raise

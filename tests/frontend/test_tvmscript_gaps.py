@@ -169,3 +169,89 @@ from tvm.script import tir as T
 def f(A: T.Buffer((8,), "float32")):
     T.evaluate(A.access_ptr("x"))
 ''')
+
+
+def test_tirx_bind_is_a_let() -> None:
+    """TVM main's `x = T.bind(value)` (and `T.bind(value, dtype)`) binds like `x = value`."""
+    mod = _round_trip('''
+import tvm
+from tvm.script import tirx as T
+
+@tvm.script.ir_module
+class M:
+    @T.function
+    def main(B: T.Tensor((4,), "int32"), y: T.int32):
+        a = T.bind(y + 1)
+        b = T.bind(2, "int64")
+        B[0] = a + T.Cast("int32", b)
+''')
+    assert structural_equal(mod, parse('''
+import tvm
+from tvm.script import tirx as T
+
+@tvm.script.ir_module
+class M:
+    @T.function
+    def main(B: T.Tensor((4,), "int32"), y: T.int32):
+        a = y + 1
+        b: T.int64 = T.int64(2)
+        B[0] = a + T.Cast("int32", b)
+'''))
+    driver.lower(mod, "llvm", 2)
+
+
+def test_integer_if_condition_means_not_zero() -> None:
+    """`if c:` / `while n:` on an integer test it against zero, as Python does."""
+    mod = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(B: T.Buffer((2,), "int32"), c: T.int32):
+    if c:
+        B[0] = 1
+    else:
+        B[0] = 2
+''')
+    assert structural_equal(mod, parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(B: T.Buffer((2,), "int32"), c: T.int32):
+    if c != 0:
+        B[0] = 1
+    else:
+        B[0] = 2
+'''))
+    driver.lower(mod, "llvm", 2)
+
+
+def test_float_if_condition_is_still_a_diagnostic() -> None:
+    """Only integers read as truth values; a float condition is an error."""
+    with pytest.raises(CompileError, match="must be bool, got float32"):
+        parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(B: T.Buffer((2,), "float32")):
+    if B[0]:
+        B[1] = 1.0
+''')
+
+
+def test_intrinsic_result_dtype_by_ty() -> None:
+    """TVM main's `ty=` names an intrinsic call's result dtype, as `dtype=` does."""
+    a = _round_trip('''
+from tvm.script import tirx as T
+
+@T.function
+def f(B: T.Tensor((2,), "int32"), x: T.int32):
+    B[0] = T.call_extern("my_func", x, ty="int32") + 1
+''')
+    b = parse('''
+from tvm.script import tirx as T
+
+@T.function
+def f(B: T.Tensor((2,), "int32"), x: T.int32):
+    B[0] = T.call_extern("int32", "my_func", x) + 1
+''')
+    assert structural_equal(a, b)
