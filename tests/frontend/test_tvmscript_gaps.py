@@ -255,3 +255,52 @@ def f(B: T.Tensor((2,), "int32"), x: T.int32):
     B[0] = T.call_extern("int32", "my_func", x) + 1
 ''')
     assert structural_equal(a, b)
+
+
+def test_unnamed_blocks_compile() -> None:
+    """Several `T.block()` without names: the default schedule leaves the function alone."""
+    mod = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
+    B = T.alloc_buffer((16, 16))
+    for i0 in range(16):
+        for j0 in range(16):
+            with T.block():
+                i, j = T.axis.remap("SS", [i0, j0])
+                B[i, j] = A[i, j] + 1.0
+        for j0 in range(16):
+            with T.block():
+                i, j = T.axis.remap("SS", [i0, j0])
+                C[i, j] = B[i, j] * 2.0
+''')
+    driver.lower(mod, "llvm", 2)
+
+
+def test_tirx_tensor_allocation_names() -> None:
+    """TVM main's `T.alloc_tensor` / `T.decl_tensor` are `T.alloc_buffer` / `T.decl_buffer`."""
+    a = _round_trip('''
+from tvm.script import tirx as T
+
+@T.prim_func
+def f(A: T.Tensor((16,), "float32")):
+    L = T.alloc_tensor((16,), "float32")
+    V = T.decl_tensor((16,), "float32", data=A.data)
+    for i in range(16):
+        L[i] = V[i] * 2.0
+        A[i] = L[i]
+''')
+    b = parse('''
+from tvm.script import tirx as T
+
+@T.prim_func
+def f(A: T.Buffer((16,), "float32")):
+    L = T.alloc_buffer((16,), "float32")
+    V = T.decl_buffer((16,), "float32", data=A.data)
+    for i in range(16):
+        L[i] = V[i] * 2.0
+        A[i] = L[i]
+''')
+    assert structural_equal(a, b)
+    driver.lower(a, "llvm", 2)
