@@ -7,6 +7,7 @@ its body. Blocks (`with T.block`) are in builder_block.py.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -177,9 +178,10 @@ class LoopBuilder:
         returns None after marking it in scope."""
         if name == "T.decl_buffer" and _has_data(call):
             # A declaration over existing storage (TVM's DeclBuffer): an alias, no allocation.
+            call, bind = self.data_expression(t, call)
             buf = declare_buffer(self.eb, t.id, call, name, alias=True)
             self.scope.define(t.id, buf, t.span)
-            return _NOTHING
+            return bind
         if name in ALLOC_SCOPES or name == "T.decl_buffer":
             buf = declare_buffer(self.eb, t.id, call, name, scope=ALLOC_SCOPES.get(name))
             self.scope.define(t.id, buf, t.span)
@@ -216,7 +218,11 @@ class LoopBuilder:
             # TVM main's binding: `x = T.bind(value)` (or with a dtype) is `x = value`.
             a = check_call(self.ctx, call, name, Sig(1, 2))
             if len(a.pos) == 2:
-                dt = self.eb.dtype_arg(a.pos[1])
+                ann = a.pos[1]
+                is_str = isinstance(ann, S.Constant) and ann.kind == "str"
+                dt = self.eb.dtype_arg(ann) if is_str else self.annotation_dtype(ann)
+                if dt is None:
+                    self.ctx.error(f"{name} takes a dtype such as T.int32 second", ann.span)
                 value = self.typed_value(a.pos[0], dt, "bind", f"to '{t.id}' of dtype {dt}")
             else:
                 value = self.eb.expr(a.pos[0])
@@ -233,6 +239,26 @@ class LoopBuilder:
                 self.unbound.add(var)
                 return _NOTHING
         return None
+
+    def data_expression(self, t: S.Name, call: S.Call) -> tuple[S.Call, Wrapper]:
+        """`data=` of a pointer expression (`data=T.address_of(A[i, 0])`, as TVM's inliner
+        writes): the pointer is bound to a new handle variable `<t>_data`, which the buffer
+        views. The call with `data=` naming it, and the binding (nothing for a plain name or
+        `B.data`)."""
+        node = next(k.value for k in call.keywords if k.name == "data")
+        if isinstance(node, S.Name) or (isinstance(node, S.Attribute) and node.attr == "data"):
+            return call, _NOTHING
+        value = self.eb.expr(node)
+        if not value.dtype.is_handle or value.dtype.lanes != 1:
+            self.ctx.error(f"data= must be a pointer (a handle), got {value.dtype}", node.span)
+        var = Var(f"{t.id}_data", HANDLE, span=node.span)
+        key = f"{t.id}.data"  # a scope key no written name can be
+        self.scope.define(key, var, node.span)
+        ref = S.Name(node.span, key)
+        keywords = [dataclasses.replace(k, value=ref) if k.name == "data" else k
+                    for k in call.keywords]
+        return dataclasses.replace(call, keywords=keywords), \
+            lambda body: LetStmt(var, value, body, span=node.span)
 
     def symbolic_dtype(self, name: str, call: S.Call) -> DType | None:
         """The dtype of `n = T.int64()`, or None when `name` is no dtype."""

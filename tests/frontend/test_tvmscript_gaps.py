@@ -304,3 +304,44 @@ def f(A: T.Buffer((16,), "float32")):
 ''')
     assert structural_equal(a, b)
     driver.lower(a, "llvm", 2)
+
+
+def test_decl_buffer_over_a_pointer_expression() -> None:
+    """`T.decl_buffer(..., data=T.address_of(A[i, 0]))` views the storage at that address."""
+    mod = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4, 8), "float32")):
+    for i in range(4):
+        row = T.decl_buffer((8,), "float32", data=T.address_of(A[i, 0]))
+        for j in range(8):
+            row[j] = row[j] * 2.0
+''')
+    driver.lower(mod, "llvm", 2)
+
+
+def test_bind_with_a_pointer_annotation() -> None:
+    """`T.bind(value, T.handle("float32"))` binds a pointer."""
+    _round_trip('''
+from tvm.script import tirx as T
+
+@T.prim_func
+def f(A: T.Buffer((8,), "float32")):
+    p = T.bind(T.address_of(A[4]), T.handle("float32"))
+    B = T.decl_buffer((4,), "float32", data=p)
+    B[0] = 1.0
+''')
+
+
+def test_decl_buffer_over_a_number_is_a_diagnostic() -> None:
+    """data= must be a pointer."""
+    with pytest.raises(CompileError, match="data= must be a pointer"):
+        parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(n: T.int32):
+    B = T.decl_buffer((4,), "float32", data=n + 1)
+    B[0] = 1.0
+''')
