@@ -138,7 +138,9 @@ def _positive_or_default(eb: ExprBuilder, node: S.Expr | None, default: int, wha
 
 def shape_dims(eb: ExprBuilder, node: S.Expr, what: str = "buffer dimension"
                ) -> tuple[PrimExpr, ...]:
-    """Dimensions from `(a, b)`, `[a, b]` or a single expression."""
+    """Dimensions from `(a, b)`, `[a, b]`, `B.shape` of a buffer, or a single expression."""
+    if isinstance(node, S.Attribute) and node.attr == "shape" and isinstance(node.value, S.Name):
+        return eb.buffer(node.value).shape
     items = node.elts if isinstance(node, (S.Tuple, S.List)) else [node]
     dims = []
     for item in items:

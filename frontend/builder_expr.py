@@ -119,10 +119,16 @@ class ExprBuilder:
         return Call(op, (a, b), a.dtype, span=span)
 
     def binop(self, op: str, a: Any, b: Any, span: Any) -> PrimExpr:
+        """`a op b`; an integer operand meeting a float one is converted to the float's dtype
+        first (TVM's rule: `A[i] * i` with a float32 A and an int64 i is float32)."""
         try:
             return spanned(binop(op, a, b), span)
         except IRTypeError as err:
-            self.ctx.error(str(err), span)
+            a, b = _int_to_float(a, b)
+            try:
+                return spanned(binop(op, a, b), span)
+            except IRTypeError:
+                self.ctx.error(str(err), span)
 
     # ---- leaves -------------------------------------------------------------------------
 
@@ -474,3 +480,14 @@ def _describe(node: S.Expr) -> str:
         return "a slice"
     return "this expression"
 
+
+def _int_to_float(a: Any, b: Any) -> tuple[Any, Any]:
+    """The operands with an integer one cast to the other's float dtype (same lanes only)."""
+    if not isinstance(a, PrimExpr) or not isinstance(b, PrimExpr) or \
+            a.dtype.lanes != b.dtype.lanes:
+        return a, b
+    if a.dtype.is_float and b.dtype.is_int:
+        return a, cast(a.dtype, b)
+    if a.dtype.is_int and b.dtype.is_float:
+        return cast(b.dtype, a), b
+    return a, b

@@ -408,6 +408,8 @@ class LoopBuilder:
             for head in loops:
                 self.scope.define(head.var.name, head.var, head.var.span)
                 self.loop_dom[head.var] = (head.min, head.extent)
+            if isinstance(s.target, S.Name) and len(loops) > 1:
+                self.scope.define(s.target.id, tuple(h.var for h in loops), s.target.span)
             body = self.body(s.body, frame=False)
         for head in reversed(loops):
             body = For(head.var, head.min, head.extent, head.kind, body, span=s.span,

@@ -345,3 +345,62 @@ def f(n: T.int32):
     B = T.decl_buffer((4,), "float32", data=n + 1)
     B[0] = 1.0
 ''')
+
+
+GRID_BY_ONE_NAME = '''
+from tvm.script import ir as I
+from tvm.script import relax as R
+from tvm.script import tir as T
+
+@I.ir_module
+class M:
+    @T.prim_func(private=True)
+    def scale(X: T.Buffer((T.int64(4), T.int64(8)), "float32"),
+              Z: T.Buffer((T.int64(4), T.int64(8)), "float32")):
+        Y = T.alloc_buffer(X.shape, "float32")
+        for iters in T.grid(*X.shape):
+            with T.block("Y"):
+                i, j = T.axis.remap("SS", iters)
+                Y[i, j] = X[i, j] * i + j
+        for iters in T.grid(*X.shape):
+            with T.block("Z"):
+                i, j = T.axis.remap("SS", iters)
+                Z[i, j] = Y[i, j]
+
+    @R.function
+    def main(x: R.Tensor((4, 8), "float32")) -> R.Tensor((4, 8), "float32"):
+        cls = M
+        with R.dataflow():
+            y = R.call_tir(cls.scale, [x], out_sinfo=R.Tensor((4, 8), "float32"))
+            R.output(y)
+        return y
+'''
+
+
+def test_grid_bound_to_one_name_and_shape_of_a_buffer() -> None:
+    """`for iters in T.grid(*X.shape)` with `T.axis.remap("SS", iters)`, `T.alloc_buffer(X.shape)`,
+    a list of R.call_tir arguments, and an integer index in float arithmetic (cast, as TVM
+    does) all read; the module compiles."""
+    mod = _round_trip(GRID_BY_ONE_NAME)
+    driver.lower(mod, "llvm", 2)
+
+
+def test_integer_meets_float_in_arithmetic() -> None:
+    """`A[i] * i` (float32 times int32) is `A[i] * T.Cast("float32", i)`."""
+    a = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((8,), "float32")):
+    for i in range(8):
+        A[i] = A[i] * i + 1
+''')
+    b = parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((8,), "float32")):
+    for i in range(8):
+        A[i] = A[i] * T.Cast("float32", i) + T.float32(1)
+''')
+    assert structural_equal(a, b)
