@@ -19,7 +19,7 @@ from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.interpreter import sparse
-from tirc.ir.interpreter.buffer import storage_of
+from tirc.ir.interpreter.buffer import row_major_strides, storage_of
 from tirc.ir.interpreter.expr import ExprCompiler
 from tirc.ir.interpreter.races import Tracking, races_of, tracking_of
 from tirc.ir.interpreter.values import Env, Fn, InterpreterError, np_dtype
@@ -362,12 +362,14 @@ class StmtCompiler:
             items.append(("offset", 0, buf.elem_offset))
         binders = [(kind, k, e, self.slots.of(e) if isinstance(e, Var) else None,
                     None if isinstance(e, Var) else self.ex.compile(e)) for kind, k, e in items]
+        implicit = not buf.strides
 
         def check(env: Env, geo: tuple) -> None:
-            # A matched buffer that declares no strides views its region with the source's
-            # strides, contiguous or not: its accesses are the source's (as lower-blocks
-            # rewrites them, and TVM's LowerMatchBuffer).
             dims, strides, offset = geo
+            dense = row_major_strides(dims)
+            if implicit and any(d > 1 and s != r for d, s, r in zip(dims, strides, dense)):
+                raise InterpreterError(f"match_buffer {buf.name}: the region is not contiguous; "
+                                       f"declare strides to view it")
             for kind, k, _, slot, fn in binders:
                 actual = dims[k] if kind == "dims" else strides[k] if kind == "strides" else offset
                 if slot is not None:

@@ -404,28 +404,3 @@ def f(A: T.Buffer((8,), "float32")):
         A[i] = A[i] * T.Cast("float32", i) + T.float32(1)
 ''')
     assert structural_equal(a, b)
-
-
-def test_match_buffer_of_a_strided_region_runs_in_the_interpreter() -> None:
-    """A match_buffer without strides over a non-contiguous region views it with the source's
-    strides, in the interpreter as in the compiled code (TVM's LowerMatchBuffer)."""
-    import numpy as np
-    from tirc.ir.interpreter import run_prim_func
-
-    mod = _round_trip('''
-from tvm.script import tir as T
-
-@T.prim_func
-def f(A: T.Buffer((8, 8), "float32")):
-    for i, j in T.grid(2, 2):
-        with T.block("tile"):
-            vi, vj = T.axis.remap("SS", [i, j])
-            sub = T.match_buffer(A[vi * 4:vi * 4 + 4, vj * 4:vj * 4 + 4], (4, 4))
-            for ii, jj in T.grid(4, 4):
-                sub[ii, jj] = sub[ii, jj] + T.Cast("float32", vi * 2 + vj)
-''')
-    a = np.zeros((8, 8), "float32")
-    run_prim_func(mod.functions["f"], [a])
-    want = np.kron(np.array([[0, 1], [2, 3]], "float32"), np.ones((4, 4), "float32"))
-    np.testing.assert_array_equal(a, want)
-    driver.lower(mod, "llvm", 2)
