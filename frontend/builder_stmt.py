@@ -374,7 +374,7 @@ class LoopBuilder:
 
     def stmt_If(self, s: S.If) -> Stmt:
         try:
-            cond = self.eb.condition(s.test, "the condition of 'if'", truthy=True)
+            cond = self.eb.condition(s.test, "the condition of 'if'")
         except BuildError:
             self.body(s.body)
             if s.orelse:
@@ -388,7 +388,7 @@ class LoopBuilder:
         if s.orelse is not None:
             self.ctx.unsupported("'else' after 'while'", s.span)
         try:
-            cond = self.eb.condition(s.test, "the condition of 'while'", truthy=True)
+            cond = self.eb.condition(s.test, "the condition of 'while'")
         except BuildError:
             self.body(s.body)
             raise
