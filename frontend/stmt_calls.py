@@ -23,6 +23,10 @@ INT32 = DType("int", 32)
 
 def _evaluate(lb: LoopBuilder, call: S.Call) -> Stmt:
     a = check_call(lb.ctx, call, "T.evaluate", Sig(1, 1))
+    if S.call_name(a.pos[0]) == f"T.{intrin.RET}":  # `T.evaluate(T.ret(v))`: a return
+        inner = a.pos[0]
+        assert isinstance(inner, S.Call)
+        return _ret(lb, inner)
     if is_module_call(lb.eb, a.pos[0]):
         return Evaluate(prim_call(lb.eb, a.pos[0], statement=True), span=call.span)  # type: ignore[arg-type]
     return Evaluate(lb.eb.expr(a.pos[0]), span=call.span)

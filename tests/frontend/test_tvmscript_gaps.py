@@ -366,3 +366,23 @@ def f(A: T.Buffer((8,), "float32")):
         A[i] = A[i] * T.Cast("float32", i) + T.float32(1)
 ''')
     assert structural_equal(a, b)
+
+
+def test_evaluate_of_ret_is_a_return() -> None:
+    """TVM's `T.evaluate(T.ret(v))` is `return v`."""
+    a = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4,), "int32")) -> T.int32:
+    T.evaluate(T.ret(A[0] + 5))
+''')
+    b = parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4,), "int32")) -> T.int32:
+    return A[0] + 5
+''')
+    assert structural_equal(a, b)
+    driver.lower(a, "llvm", 2)
