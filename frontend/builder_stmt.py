@@ -266,8 +266,8 @@ class LoopBuilder:
             dt = DType.parse(name[2:])
         except DTypeError:
             return None
-        if not dt.is_int:
-            self.ctx.error(f"a symbolic size must be an integer, not {dt}", call.span)
+        if not (dt.is_int or dt.is_float) or dt.lanes != 1:
+            self.ctx.error(f"a declared variable is an integer or a float, not {dt}", call.span)
         return dt
 
     def let(self, t: S.Name, var: Var, value: PrimExpr, span: Span) -> Wrapper:

@@ -386,3 +386,31 @@ def f(A: T.Buffer((4,), "int32")) -> T.int32:
 ''')
     assert structural_equal(a, b)
     driver.lower(a, "llvm", 2)
+
+
+def test_float_variable_declared_for_a_let_expression() -> None:
+    """`x = T.float32()` declares the variable a `T.Let(..., where={x: v})` binds."""
+    mod = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4, 4), "float32")):
+    for i, j in T.grid(4, 4):
+        x = T.float32()
+        A[i, j] = T.Let(5.0 * x + T.cast(j, "float32"), where={x: T.cast(i + 1, "float32")})
+''')
+    driver.lower(mod, "llvm", 2)
+
+
+def test_declared_float_variable_never_bound_is_a_diagnostic() -> None:
+    """A declared variable used without a binding is an error at a build, not a crash."""
+    mod = parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4,), "float32")):
+    x = T.float32()
+    A[0] = x
+''')
+    with pytest.raises(CompileError, match="variable 'x' is used outside the scope"):
+        driver.lower(mod, "llvm", 2)
