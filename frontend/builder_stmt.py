@@ -32,6 +32,7 @@ from tirc.ir.expr import (
     PrimExpr,
     StringImm,
     Var,
+    cast,
     const,
 )
 from tirc.ir.span import Span
@@ -42,12 +43,14 @@ from tirc.ir.stmt import (
     BufferStore,
     Evaluate,
     For,
+    ForKind,
     IfThenElse,
     LetStmt,
     SeqStmt,
     Stmt,
     While,
 )
+from tirc.ir.structural import same_expr
 
 Wrapper = Callable[[Stmt], Stmt]
 Hook = Callable[[S.Stmt], bool]
@@ -508,8 +511,55 @@ class LoopBuilder:
         return Allocate(buf, self.body(s.body), span=s.span)
 
     def attr(self, s: S.With, call: S.Call) -> Stmt:
+        launch = self.thread_extent_attr(call)
+        if launch is not None:
+            return launch(self.body(s.body))
         node, key, value = self.attr_parts(call)
         return AttrStmt(node, key, value, self.body(s.body), span=s.span)
+
+    def thread_extent_attr(self, call: S.Call) -> Wrapper | None:
+        """`T.attr(T.iter_var(tx, T.Range(0, n), "ThreadIndex", "threadIdx.x"),
+        "thread_extent", n)` after `tx = T.int32()` (TVM's lowered form of a thread launch):
+        a thread-bound loop of `tx` over what follows, as `T.launch_thread`. None for any
+        other attribute."""
+        node = call.args[0] if call.args else None
+        if S.call_name(node) != "T.iter_var" or len(call.args) != 3 or \
+                literal_value(call.args[1]) != "thread_extent":
+            return None
+        assert isinstance(node, S.Call)
+        a = check_call(self.ctx, node, "T.iter_var", Sig(4, 4))
+        target, dom, kind_node, tag_node = a.pos
+        var = self.scope.require(target.id, target.span) if isinstance(target, S.Name) else None
+        if not isinstance(var, Var) or var not in self.unbound:
+            self.ctx.error("T.iter_var of a thread extent takes a variable declared as "
+                           "tx = T.int32() and not bound yet", target.span)
+        if self.eb.str_literal(kind_node, "the iteration kind") != "ThreadIndex":
+            self.ctx.unsupported("a thread extent over an iter_var that is not a ThreadIndex",
+                                 kind_node.span)
+        tag = self.eb.str_literal(tag_node, "the thread tag")
+        extent = self.eb.index(call.args[2], "the thread extent")
+        if var.dtype != extent.dtype:
+            extent = cast(var.dtype, extent)
+        if not (isinstance(dom, S.Constant) and dom.kind == "none"):
+            self.check_thread_range(dom, extent)
+        self.unbound.discard(var)
+        zero = IntImm(0, var.dtype, span=call.span)
+        self.loop_dom[var] = (zero, extent)
+        return lambda body: For(var, zero, extent, ForKind.THREAD_BINDING, body,
+                                thread_tag=tag, span=call.span)
+
+    def check_thread_range(self, dom: S.Expr, extent: PrimExpr) -> None:
+        """The iter_var's `T.Range(0, n)` must be the launch's extent."""
+        r = check_call(self.ctx, dom, "T.Range", Sig(2, 2)) if isinstance(dom, S.Call) and \
+            S.call_name(dom) == "T.Range" else None
+        if r is None:
+            self.ctx.error("the domain of a thread iter_var is T.Range(0, extent) or None",
+                           dom.span)
+        lo, hi = (self.eb.index(x, "the thread range") for x in r.pos)
+        if not (isinstance(lo, IntImm) and lo.value == 0) or not same_expr(
+                cast(extent.dtype, hi), extent):
+            self.ctx.error("the domain of a thread iter_var is T.Range(0, extent) with the "
+                           "attribute's extent", dom.span)
 
     def attr_parts(self, call: S.Call) -> tuple[Any, str, PrimExpr]:
         """(node, key, value) of `T.attr(node, key, value)`."""

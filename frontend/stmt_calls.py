@@ -80,6 +80,9 @@ def _device_entry(lb: LoopBuilder, call: S.Call) -> Wrapper:
 
 def _attr(lb: LoopBuilder, call: S.Call) -> Wrapper:
     """`T.attr(node, key, value)` without `with`: an attribute over the statements after it."""
+    launch = lb.thread_extent_attr(call)
+    if launch is not None:
+        return launch
     node, key, value = lb.attr_parts(call)
     return lambda body: AttrStmt(node, key, value, body, span=call.span)
 

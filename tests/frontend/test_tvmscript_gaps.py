@@ -414,3 +414,41 @@ def f(A: T.Buffer((4,), "float32")):
 ''')
     with pytest.raises(CompileError, match="variable 'x' is used outside the scope"):
         driver.lower(mod, "llvm", 2)
+
+
+def test_thread_extent_attribute_over_an_iter_var_is_a_launch() -> None:
+    """`T.attr(T.iter_var(tx, T.Range(0, n), "ThreadIndex", tag), "thread_extent", n)` after
+    `tx = T.int32()` launches `tx` over what follows, as `T.launch_thread` does."""
+    a = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def k(A: T.Buffer((256,), "float32")):
+    tx = T.int32()
+    T.attr(T.iter_var(tx, T.Range(0, 256), "ThreadIndex", "threadIdx.x"), "thread_extent", 256)
+    A[tx] = A[tx] + T.float32(1)
+''')
+    b = parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def k(A: T.Buffer((256,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 256)
+    A[tx] = A[tx] + T.float32(1)
+''')
+    assert structural_equal(a, b)
+
+
+def test_thread_iter_var_with_another_range_is_a_diagnostic() -> None:
+    """The iter_var's range must be the launch's extent."""
+    with pytest.raises(CompileError, match="T.Range\\(0, extent\\) with the attribute's"):
+        parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def k(A: T.Buffer((256,), "float32")):
+    tx = T.int32()
+    with T.attr(T.iter_var(tx, T.Range(0, 128), "ThreadIndex", "threadIdx.x"),
+                "thread_extent", 256):
+        A[tx] = 1.0
+''')
