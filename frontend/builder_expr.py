@@ -319,6 +319,8 @@ class ExprBuilder:
             return BufferLoad(buf, idx, access_dtype(buf, idx), span=node.span)
         if isinstance(node.func, S.Attribute) and node.func.attr == "access_ptr":
             return self.access_ptr(node)
+        if S.call_name(node) == "T.tvm_access_ptr":
+            return self.tvm_access_ptr(node)
         return call_tir(self, node)
 
     def access_ptr(self, node: S.Call) -> PrimExpr:
@@ -341,13 +343,18 @@ class ExprBuilder:
                                  a.kw["content_lanes"].span)
         if "extent" in a.kw:
             self.index(a.kw["extent"], "the access extent")
-        offset = self.index(a.kw["offset"], "the access offset") if "offset" in a.kw else \
+        offset_node = a.kw.get("offset")
+        offset = self.index(offset_node, "the access offset") if offset_node is not None else \
             IntImm(0, INT32, span=node.span)
+        return self.element_address(buf, offset, offset_node or node, what)
+
+    def element_address(self, buf: Buffer, offset: PrimExpr, node: S.Expr,
+                        what: str) -> PrimExpr:
+        """`T.address_of` the element of `buf` at flat offset `offset` (row-major)."""
         if isinstance(offset, IntImm) and offset.value == 0:
             idx = tuple(IntImm(0, d.dtype, span=node.span) for d in buf.shape)
         elif buf.strides:
-            self.ctx.unsupported(f"{what} with an offset into a strided buffer",
-                                 a.kw["offset"].span)
+            self.ctx.unsupported(f"{what} with an offset into a strided buffer", node.span)
         else:
             rest, parts = offset, []
             for d in reversed(buf.shape[1:]):
@@ -356,6 +363,47 @@ class ExprBuilder:
             idx = (rest, *reversed(parts)) if buf.shape else ()
         load = BufferLoad(buf, idx, buf.dtype, span=node.span)
         return Call(intrin.ADDRESS_OF, (load,), HANDLE, span=node.span)
+
+    def tvm_access_ptr(self, node: S.Call) -> PrimExpr:
+        """TVM's lowered `T.tvm_access_ptr(T.type_annotation(dtype=...), B.data, offset,
+        extent, mask)`: as `B.access_ptr(mask, offset=offset)`, for storage a buffer in scope
+        views with that dtype."""
+        what = "T.tvm_access_ptr"
+        a = check_call(self.ctx, node, what, Sig(5, 5, ("dtype",)))
+        ann, data_node, offset_node, extent_node, mask_node = a.pos
+        if S.call_name(ann) != "T.type_annotation":
+            self.ctx.error(f"{what} takes T.type_annotation(dtype=...) first", ann.span)
+        assert isinstance(ann, S.Call)
+        t = check_call(self.ctx, ann, "T.type_annotation", Sig(0, 1, ("dtype",)))
+        dt_node = t.get(0, "dtype")
+        if dt_node is None:
+            self.ctx.error("T.type_annotation needs a dtype", ann.span)
+        dt = self.dtype_arg(dt_node)
+        if "dtype" in a.kw and self.dtype_arg(a.kw["dtype"]) != HANDLE:
+            self.ctx.error(f"{what} is a handle", a.kw["dtype"].span)
+        buf = self.viewing_buffer(data_node, dt, what)
+        if literal_value(mask_node) not in (1, 2, 3):
+            self.ctx.error(f"{what} takes an access mask 1, 2 or 3", mask_node.span)
+        self.index(extent_node, "the access extent")
+        offset = self.index(offset_node, "the access offset")
+        return self.element_address(buf, offset, offset_node, what)
+
+    def viewing_buffer(self, node: S.Expr, dt: DType, what: str) -> Buffer:
+        """The buffer in scope whose storage `node` (`B.data` or a handle variable) is, of
+        dtype `dt`."""
+        if isinstance(node, S.Attribute) and node.attr == "data" and \
+                isinstance(node.value, S.Name):
+            buf = self.buffer(node.value)
+            if buf.dtype == dt:
+                return buf
+        else:
+            data = self.expr(node)
+            for frame in reversed(self.scope.frames):
+                for value in frame.values():
+                    if isinstance(value, Buffer) and value.data is data and value.dtype == dt:
+                        return value
+        self.ctx.unsupported(f"{what} of storage no buffer of dtype {dt} in scope views",
+                             node.span)
 
     def vector_access(self, node: S.Call, method: str) -> tuple[Buffer, tuple[PrimExpr, ...]]:
         """`A.vload([i, j], "float32x4")` / `A.vstore([i, j], value)`: the buffer and the

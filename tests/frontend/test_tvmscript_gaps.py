@@ -452,3 +452,43 @@ def k(A: T.Buffer((256,), "float32")):
                 "thread_extent", 256):
         A[tx] = 1.0
 ''')
+
+
+def test_tvm_access_ptr_is_the_address_of_an_element() -> None:
+    """TVM's lowered `T.tvm_access_ptr(T.type_annotation(dtype=...), A.data, k, n, mask)`
+    reads as `T.address_of(A[...])`, also through a handle `T.allocate` binds."""
+    a = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4, 4), "float32")):
+    p = T.allocate([8], "float32", "global")
+    P = T.Buffer((8,), "float32", data=p)
+    T.evaluate(T.call_extern("int32", "touch",
+               T.tvm_access_ptr(T.type_annotation(dtype="float32"), A.data, 5, 4, 1,
+                                dtype="handle"),
+               T.tvm_access_ptr(T.type_annotation(dtype="float32"), p, 2, 4, 2)))
+''')
+    b = parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4, 4), "float32")):
+    p = T.allocate([8], "float32", "global")
+    P = T.Buffer((8,), "float32", data=p)
+    T.evaluate(T.call_extern("int32", "touch", T.address_of(A[5 // 4, 5 % 4]),
+                             T.address_of(P[2])))
+''')
+    assert structural_equal(a, b)
+
+
+def test_tvm_access_ptr_without_a_viewing_buffer_is_a_diagnostic() -> None:
+    """Storage that no buffer of the annotated dtype views is refused at its place."""
+    with pytest.raises(CompileError, match="no buffer of dtype int32 in scope views"):
+        parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((8,), "float32")):
+    T.evaluate(T.tvm_access_ptr(T.type_annotation(dtype="int32"), A.data, 0, 8, 1))
+''')
