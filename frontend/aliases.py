@@ -4,8 +4,9 @@
 namespace to another name, and TVM's newest programs import its block-level half apart
 (`from tvm.script import s_tir as Ts`, `@Ts.function`, `Ts.sblock`, `Ts.axis.remap`). Every
 name bound to `tir`, `tirx` or `s_tir` reads as `T`, to `relax` as `R`, to `ir` as `I`;
-`@Ts.function` is `@T.prim_func(s_tir=True)`, and a `T.Tensor(shape, dtype)` parameter is a
-`T.Buffer`.
+`@Ts.function` is `@T.prim_func(s_tir=True)`, a `T.Tensor(shape, dtype)` parameter is a
+`T.Buffer`, and TVM main's `T.alloc_tensor` / `T.decl_tensor` are `T.alloc_buffer` /
+`T.decl_buffer`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any
 from tirc.frontend import syntax as S
 
 CANONICAL = {"tir": "T", "tirx": "T", "s_tir": "T", "relax": "R", "ir": "I"}
-RENAMED = {"T.Tensor": "T.Buffer"}
+RENAMED = {"T.Tensor": "T.Buffer", "T.alloc_tensor": "T.alloc_buffer",
+           "T.decl_tensor": "T.decl_buffer"}
 
 
 def namespace_aliases(stmts: list[S.Stmt]) -> dict[str, str]:

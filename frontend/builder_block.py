@@ -96,7 +96,7 @@ class BlockParts:
             if not call.args:
                 self.ctx.error("T.match_buffer needs a source region", call.span)
             source = region(self.lb.eb, call.args[0])
-            buf = declare_buffer(self.lb.eb, t.id, call, name, skip=1)
+            buf = declare_buffer(self.lb.eb, t.id, call, name, skip=1, like=source)
             self.lb.scope.define(t.id, buf, t.span)
             self.matches.append(MatchBufferRegion(buf, source, span=call.span))
             return True
@@ -131,9 +131,15 @@ class BlockParts:
         eb = self.lb.eb
         a = check_call(self.ctx, call, "T.axis.remap", Sig(2, 2))
         kinds = eb.str_literal(a.pos[0], "the iteration kinds")
-        if not isinstance(a.pos[1], (S.List, S.Tuple)):
+        loops_node = a.pos[1]
+        if isinstance(loops_node, S.Name) and \
+                isinstance(bound := self.lb.scope.lookup(loops_node.id), tuple):
+            # `for iters in T.grid(m, n)`: the loop variables by their one name
+            loops_node = S.Tuple(loops_node.span, [S.Name(loops_node.span, v.name)
+                                                   for v in bound])
+        if not isinstance(loops_node, (S.List, S.Tuple)):
             self.ctx.error("T.axis.remap takes a list of loop variables", a.pos[1].span)
-        loops = a.pos[1].elts
+        loops = loops_node.elts
         names = target.elts
         if not (len(kinds) == len(loops) == len(names)):
             self.ctx.error(f"T.axis.remap binds {len(names)} variables with "

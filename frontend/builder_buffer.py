@@ -37,24 +37,28 @@ def alias_data(eb: ExprBuilder, node: S.Expr) -> Var:
 
 
 def declare_buffer(eb: ExprBuilder, name: str, call: S.Call, fname: str, skip: int = 0,
-                   scope: str | None = None, alias: bool = False) -> Buffer:
+                   scope: str | None = None, alias: bool = False,
+                   like: BufferRegion | None = None) -> Buffer:
     """A buffer from `fname(shape, dtype, key=value...)`; `skip` leading positional arguments
-    (the handle of T.match_buffer) are the caller's; `scope` forces a storage scope."""
+    (the handle of T.match_buffer) are the caller's; `scope` forces a storage scope; `like`
+    gives the shape (its extents) and dtype when they are not written."""
     args = check_call(eb.ctx, call, fname, Sig(skip, skip + 2, BUFFER_KWARGS))
-    return buffer_from_args(eb, name, call, fname, args, skip, scope, alias)
+    return buffer_from_args(eb, name, call, fname, args, skip, scope, alias, like)
 
 
 def buffer_from_args(eb: ExprBuilder, name: str, call: S.Call | S.Subscript, fname: str,
                      args: Args, skip: int = 0, scope: str | None = None,
-                     alias: bool = False) -> Buffer:
+                     alias: bool = False, like: BufferRegion | None = None) -> Buffer:
     """The buffer described by `args`; with `alias`, `data=` may name existing storage."""
     ctx = eb.ctx
     shape_node = args.get(skip, "shape")
-    if shape_node is None:
+    if shape_node is None and like is None:
         ctx.error(f"{fname} needs a shape", call.span)
-    shape = shape_dims(eb, shape_node)
+    shape = shape_dims(eb, shape_node) if shape_node is not None else \
+        tuple(r.extent for r in like.region)  # type: ignore[union-attr]
     dtype_node = args.get(skip + 1, "dtype")
-    dt = eb.dtype_arg(dtype_node) if dtype_node is not None else FLOAT32
+    dt = eb.dtype_arg(dtype_node) if dtype_node is not None else \
+        like.buffer.dtype if like is not None else FLOAT32
     kw = args.kw
     data = Var(name, HANDLE, span=call.span)
     if "data" in kw and not _is_none(kw["data"]):
@@ -134,7 +138,9 @@ def _positive_or_default(eb: ExprBuilder, node: S.Expr | None, default: int, wha
 
 def shape_dims(eb: ExprBuilder, node: S.Expr, what: str = "buffer dimension"
                ) -> tuple[PrimExpr, ...]:
-    """Dimensions from `(a, b)`, `[a, b]` or a single expression."""
+    """Dimensions from `(a, b)`, `[a, b]`, `B.shape` of a buffer, or a single expression."""
+    if isinstance(node, S.Attribute) and node.attr == "shape" and isinstance(node.value, S.Name):
+        return eb.buffer(node.value).shape
     items = node.elts if isinstance(node, (S.Tuple, S.List)) else [node]
     dims = []
     for item in items:

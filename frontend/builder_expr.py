@@ -8,8 +8,9 @@ from tirc.frontend import syntax as S
 from tirc.frontend.context import Context, spanned
 from tirc.frontend.scope import EnvThread, Scope
 from tirc.frontend.signature import Sig, check_call
+from tirc.ir import intrinsics as intrin
 from tirc.ir.buffer import Buffer
-from tirc.ir.dtype import DType, DTypeError
+from tirc.ir.dtype import HANDLE, INT32, DType, DTypeError
 from tirc.ir.expr import (
     BufferLoad,
     Call,
@@ -26,6 +27,8 @@ from tirc.ir.expr import (
 )
 from tirc.ir.target import TargetAttr
 
+ACCESS_PTR_KWARGS = ("ptr_type", "content_lanes", "offset", "extent")
+
 BIN_OPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "floormod"}
 # Bitwise operators are intrinsic calls in the IR (TVM's tirx.shift_left, ...); on bool
 # operands `&` and `|` are the logical operators, as in TVM.
@@ -33,7 +36,6 @@ BIT_OPS = {"<<": "shift_left", ">>": "shift_right", "&": "bitwise_and", "|": "bi
            "^": "bitwise_xor"}
 CMP_OPS = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-INT32 = DType("int", 32)
 
 
 def access_dtype(buf: Buffer, idx: tuple[PrimExpr, ...]) -> DType:
@@ -111,10 +113,16 @@ class ExprBuilder:
         return Call(op, (a, b), a.dtype, span=span)
 
     def binop(self, op: str, a: Any, b: Any, span: Any) -> PrimExpr:
+        """`a op b`; an integer operand meeting a float one is converted to the float's dtype
+        first (TVM's rule: `A[i] * i` with a float32 A and an int64 i is float32)."""
         try:
             return spanned(binop(op, a, b), span)
         except IRTypeError as err:
-            self.ctx.error(str(err), span)
+            a, b = _int_to_float(a, b)
+            try:
+                return spanned(binop(op, a, b), span)
+            except IRTypeError:
+                self.ctx.error(str(err), span)
 
     # ---- leaves -------------------------------------------------------------------------
 
@@ -309,7 +317,93 @@ class ExprBuilder:
         if isinstance(node.func, S.Attribute) and node.func.attr == "vload":
             buf, idx = self.vector_access(node, "vload")
             return BufferLoad(buf, idx, access_dtype(buf, idx), span=node.span)
+        if isinstance(node.func, S.Attribute) and node.func.attr == "access_ptr":
+            return self.access_ptr(node)
+        if S.call_name(node) == "T.tvm_access_ptr":
+            return self.tvm_access_ptr(node)
         return call_tir(self, node)
+
+    def access_ptr(self, node: S.Call) -> PrimExpr:
+        """`A.access_ptr("r", offset=k, extent=n)` (TVM's pointer for an opaque access): the
+        address of the element at flat offset `k`, as `T.address_of(A[...])`; the access mask
+        and the extent only describe the access and are not kept."""
+        assert isinstance(node.func, S.Attribute)
+        buf = self.buffer(node.func.value)
+        what = f"{buf.name}.access_ptr"
+        a = check_call(self.ctx, node, what, Sig(1, 1, ACCESS_PTR_KWARGS, positional_kw=True))
+        mask = literal_value(a.pos[0])
+        if mask not in ("r", "w", "rw") and (not isinstance(mask, int) or not 1 <= mask <= 3):
+            self.ctx.error(f"{what} takes an access mask \"r\", \"w\" or \"rw\" (or 1, 2, 3)",
+                           a.pos[0].span)
+        if "ptr_type" in a.kw and literal_value(a.kw["ptr_type"]) != "handle":
+            self.ctx.unsupported(f"{what} with a ptr_type other than \"handle\"",
+                                 a.kw["ptr_type"].span)
+        if "content_lanes" in a.kw and literal_value(a.kw["content_lanes"]) != 1:
+            self.ctx.unsupported(f"{what} with content_lanes other than 1",
+                                 a.kw["content_lanes"].span)
+        if "extent" in a.kw:
+            self.index(a.kw["extent"], "the access extent")
+        offset_node = a.kw.get("offset")
+        offset = self.index(offset_node, "the access offset") if offset_node is not None else \
+            IntImm(0, INT32, span=node.span)
+        return self.element_address(buf, offset, offset_node or node, what)
+
+    def element_address(self, buf: Buffer, offset: PrimExpr, node: S.Expr,
+                        what: str) -> PrimExpr:
+        """`T.address_of` the element of `buf` at flat offset `offset` (row-major)."""
+        if isinstance(offset, IntImm) and offset.value == 0:
+            idx = tuple(IntImm(0, d.dtype, span=node.span) for d in buf.shape)
+        elif buf.strides:
+            self.ctx.unsupported(f"{what} with an offset into a strided buffer", node.span)
+        else:
+            rest, parts = offset, []
+            for d in reversed(buf.shape[1:]):
+                parts.append(binop("floormod", rest, d))
+                rest = binop("floordiv", rest, d)
+            idx = (rest, *reversed(parts)) if buf.shape else ()
+        load = BufferLoad(buf, idx, buf.dtype, span=node.span)
+        return Call(intrin.ADDRESS_OF, (load,), HANDLE, span=node.span)
+
+    def tvm_access_ptr(self, node: S.Call) -> PrimExpr:
+        """TVM's lowered `T.tvm_access_ptr(T.type_annotation(dtype=...), B.data, offset,
+        extent, mask)`: as `B.access_ptr(mask, offset=offset)`, for storage a buffer in scope
+        views with that dtype."""
+        what = "T.tvm_access_ptr"
+        a = check_call(self.ctx, node, what, Sig(5, 5, ("dtype",)))
+        ann, data_node, offset_node, extent_node, mask_node = a.pos
+        if S.call_name(ann) != "T.type_annotation":
+            self.ctx.error(f"{what} takes T.type_annotation(dtype=...) first", ann.span)
+        assert isinstance(ann, S.Call)
+        t = check_call(self.ctx, ann, "T.type_annotation", Sig(0, 1, ("dtype",)))
+        dt_node = t.get(0, "dtype")
+        if dt_node is None:
+            self.ctx.error("T.type_annotation needs a dtype", ann.span)
+        dt = self.dtype_arg(dt_node)
+        if "dtype" in a.kw and self.dtype_arg(a.kw["dtype"]) != HANDLE:
+            self.ctx.error(f"{what} is a handle", a.kw["dtype"].span)
+        buf = self.viewing_buffer(data_node, dt, what)
+        if literal_value(mask_node) not in (1, 2, 3):
+            self.ctx.error(f"{what} takes an access mask 1, 2 or 3", mask_node.span)
+        self.index(extent_node, "the access extent")
+        offset = self.index(offset_node, "the access offset")
+        return self.element_address(buf, offset, offset_node, what)
+
+    def viewing_buffer(self, node: S.Expr, dt: DType, what: str) -> Buffer:
+        """The buffer in scope whose storage `node` (`B.data` or a handle variable) is, of
+        dtype `dt`."""
+        if isinstance(node, S.Attribute) and node.attr == "data" and \
+                isinstance(node.value, S.Name):
+            buf = self.buffer(node.value)
+            if buf.dtype == dt:
+                return buf
+        else:
+            data = self.expr(node)
+            for frame in reversed(self.scope.frames):
+                for value in frame.values():
+                    if isinstance(value, Buffer) and value.data is data and value.dtype == dt:
+                        return value
+        self.ctx.unsupported(f"{what} of storage no buffer of dtype {dt} in scope views",
+                             node.span)
 
     def vector_access(self, node: S.Call, method: str) -> tuple[Buffer, tuple[PrimExpr, ...]]:
         """`A.vload([i, j], "float32x4")` / `A.vstore([i, j], value)`: the buffer and the
@@ -428,3 +522,14 @@ def _describe(node: S.Expr) -> str:
         return "a slice"
     return "this expression"
 
+
+def _int_to_float(a: Any, b: Any) -> tuple[Any, Any]:
+    """The operands with an integer one cast to the other's float dtype (same lanes only)."""
+    if not isinstance(a, PrimExpr) or not isinstance(b, PrimExpr) or \
+            a.dtype.lanes != b.dtype.lanes:
+        return a, b
+    if a.dtype.is_float and b.dtype.is_int:
+        return a, cast(a.dtype, b)
+    if a.dtype.is_int and b.dtype.is_float:
+        return cast(b.dtype, a), b
+    return a, b

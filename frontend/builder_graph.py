@@ -520,7 +520,8 @@ class GraphBuilder:
         return (self.sb.sinfo(node),)
 
     def args_tuple(self, node: S.Expr) -> Tuple:
-        if isinstance(node, S.Tuple):
+        """The arguments of a call: a tuple or list of values (`(x, y)`, `[x, y]`), or one."""
+        if isinstance(node, (S.Tuple, S.List)):
             return Tuple(tuple(self.gexpr(e) for e in node.elts), span=node.span)
         value = self.gexpr(node)
         return value if isinstance(value, Tuple) else Tuple((value,), span=node.span)

@@ -7,6 +7,7 @@ its body. Blocks (`with T.block`) are in builder_block.py.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +32,7 @@ from tirc.ir.expr import (
     PrimExpr,
     StringImm,
     Var,
+    cast,
     const,
 )
 from tirc.ir.span import Span
@@ -41,12 +43,14 @@ from tirc.ir.stmt import (
     BufferStore,
     Evaluate,
     For,
+    ForKind,
     IfThenElse,
     LetStmt,
     SeqStmt,
     Stmt,
     While,
 )
+from tirc.ir.structural import same_expr
 
 Wrapper = Callable[[Stmt], Stmt]
 Hook = Callable[[S.Stmt], bool]
@@ -72,6 +76,7 @@ class LoopBuilder:
         self.eb = ExprBuilder(ctx, scope)
         self.loop_dom: dict[Var, tuple[PrimExpr, PrimExpr]] = {}
         self.ret_dtype: DType | None = None  # the function's result dtype (`-> T.int32`)
+        self.unbound: set[Var] = set()  # `x = T.int32()` in the body, not yet given by T.Bind
 
     # ---- sequences ----------------------------------------------------------------------
 
@@ -176,9 +181,10 @@ class LoopBuilder:
         returns None after marking it in scope."""
         if name == "T.decl_buffer" and _has_data(call):
             # A declaration over existing storage (TVM's DeclBuffer): an alias, no allocation.
+            call, bind = self.data_expression(t, call)
             buf = declare_buffer(self.eb, t.id, call, name, alias=True)
             self.scope.define(t.id, buf, t.span)
-            return _NOTHING
+            return bind
         if name in ALLOC_SCOPES or name == "T.decl_buffer":
             buf = declare_buffer(self.eb, t.id, call, name, scope=ALLOC_SCOPES.get(name))
             self.scope.define(t.id, buf, t.span)
@@ -211,6 +217,19 @@ class LoopBuilder:
             a = check_call(self.ctx, call, name, Sig(1, 1))
             self.scope.define(t.id, self.eb.expr(a.pos[0]), t.span)
             return _NOTHING
+        if name in ("T.bind", "T.Bind"):
+            # TVM main's binding: `x = T.bind(value)` (or with a dtype) is `x = value`.
+            a = check_call(self.ctx, call, name, Sig(1, 2))
+            if len(a.pos) == 2:
+                ann = a.pos[1]
+                is_str = isinstance(ann, S.Constant) and ann.kind == "str"
+                dt = self.eb.dtype_arg(ann) if is_str else self.annotation_dtype(ann)
+                if dt is None:
+                    self.ctx.error(f"{name} takes a dtype such as T.int32 second", ann.span)
+                value = self.typed_value(a.pos[0], dt, "bind", f"to '{t.id}' of dtype {dt}")
+            else:
+                value = self.eb.expr(a.pos[0])
+            return self.let(t, Var(t.id, value.dtype, span=t.span), value, call.span)
         if name == "T.Buffer":
             buf = declare_buffer(self.eb, t.id, call, name, alias=True)
             self.scope.define(t.id, buf, t.span)
@@ -218,9 +237,31 @@ class LoopBuilder:
         if name.startswith("T.") and not call.args and not call.keywords:
             dt = self.symbolic_dtype(name, call)
             if dt is not None:
-                self.scope.define(t.id, Var(t.id, dt, span=t.span), t.span)
+                var = Var(t.id, dt, span=t.span)
+                self.scope.define(t.id, var, t.span)
+                self.unbound.add(var)
                 return _NOTHING
         return None
+
+    def data_expression(self, t: S.Name, call: S.Call) -> tuple[S.Call, Wrapper]:
+        """`data=` of a pointer expression (`data=T.address_of(A[i, 0])`, as TVM's inliner
+        writes): the pointer is bound to a new handle variable `<t>_data`, which the buffer
+        views. The call with `data=` naming it, and the binding (nothing for a plain name or
+        `B.data`)."""
+        node = next(k.value for k in call.keywords if k.name == "data")
+        if isinstance(node, S.Name) or (isinstance(node, S.Attribute) and node.attr == "data"):
+            return call, _NOTHING
+        value = self.eb.expr(node)
+        if not value.dtype.is_handle or value.dtype.lanes != 1:
+            self.ctx.error(f"data= must be a pointer (a handle), got {value.dtype}", node.span)
+        var = Var(f"{t.id}_data", HANDLE, span=node.span)
+        key = f"{t.id}.data"  # a scope key no written name can be
+        self.scope.define(key, var, node.span)
+        ref = S.Name(node.span, key)
+        keywords = [dataclasses.replace(k, value=ref) if k.name == "data" else k
+                    for k in call.keywords]
+        return dataclasses.replace(call, keywords=keywords), \
+            lambda body: LetStmt(var, value, body, span=node.span)
 
     def symbolic_dtype(self, name: str, call: S.Call) -> DType | None:
         """The dtype of `n = T.int64()`, or None when `name` is no dtype."""
@@ -228,8 +269,8 @@ class LoopBuilder:
             dt = DType.parse(name[2:])
         except DTypeError:
             return None
-        if not dt.is_int:
-            self.ctx.error(f"a symbolic size must be an integer, not {dt}", call.span)
+        if not (dt.is_int or dt.is_float) or dt.lanes != 1:
+            self.ctx.error(f"a declared variable is an integer or a float, not {dt}", call.span)
         return dt
 
     def let(self, t: S.Name, var: Var, value: PrimExpr, span: Span) -> Wrapper:
@@ -370,6 +411,8 @@ class LoopBuilder:
             for head in loops:
                 self.scope.define(head.var.name, head.var, head.var.span)
                 self.loop_dom[head.var] = (head.min, head.extent)
+            if isinstance(s.target, S.Name) and len(loops) > 1:
+                self.scope.define(s.target.id, tuple(h.var for h in loops), s.target.span)
             body = self.body(s.body, frame=False)
         for head in reversed(loops):
             body = For(head.var, head.min, head.extent, head.kind, body, span=s.span,
@@ -468,8 +511,55 @@ class LoopBuilder:
         return Allocate(buf, self.body(s.body), span=s.span)
 
     def attr(self, s: S.With, call: S.Call) -> Stmt:
+        launch = self.thread_extent_attr(call)
+        if launch is not None:
+            return launch(self.body(s.body))
         node, key, value = self.attr_parts(call)
         return AttrStmt(node, key, value, self.body(s.body), span=s.span)
+
+    def thread_extent_attr(self, call: S.Call) -> Wrapper | None:
+        """`T.attr(T.iter_var(tx, T.Range(0, n), "ThreadIndex", "threadIdx.x"),
+        "thread_extent", n)` after `tx = T.int32()` (TVM's lowered form of a thread launch):
+        a thread-bound loop of `tx` over what follows, as `T.launch_thread`. None for any
+        other attribute."""
+        node = call.args[0] if call.args else None
+        if S.call_name(node) != "T.iter_var" or len(call.args) != 3 or \
+                literal_value(call.args[1]) != "thread_extent":
+            return None
+        assert isinstance(node, S.Call)
+        a = check_call(self.ctx, node, "T.iter_var", Sig(4, 4))
+        target, dom, kind_node, tag_node = a.pos
+        var = self.scope.require(target.id, target.span) if isinstance(target, S.Name) else None
+        if not isinstance(var, Var) or var not in self.unbound:
+            self.ctx.error("T.iter_var of a thread extent takes a variable declared as "
+                           "tx = T.int32() and not bound yet", target.span)
+        if self.eb.str_literal(kind_node, "the iteration kind") != "ThreadIndex":
+            self.ctx.unsupported("a thread extent over an iter_var that is not a ThreadIndex",
+                                 kind_node.span)
+        tag = self.eb.str_literal(tag_node, "the thread tag")
+        extent = self.eb.index(call.args[2], "the thread extent")
+        if var.dtype != extent.dtype:
+            extent = cast(var.dtype, extent)
+        if not (isinstance(dom, S.Constant) and dom.kind == "none"):
+            self.check_thread_range(dom, extent)
+        self.unbound.discard(var)
+        zero = IntImm(0, var.dtype, span=call.span)
+        self.loop_dom[var] = (zero, extent)
+        return lambda body: For(var, zero, extent, ForKind.THREAD_BINDING, body,
+                                thread_tag=tag, span=call.span)
+
+    def check_thread_range(self, dom: S.Expr, extent: PrimExpr) -> None:
+        """The iter_var's `T.Range(0, n)` must be the launch's extent."""
+        r = check_call(self.ctx, dom, "T.Range", Sig(2, 2)) if isinstance(dom, S.Call) and \
+            S.call_name(dom) == "T.Range" else None
+        if r is None:
+            self.ctx.error("the domain of a thread iter_var is T.Range(0, extent) or None",
+                           dom.span)
+        lo, hi = (self.eb.index(x, "the thread range") for x in r.pos)
+        if not (isinstance(lo, IntImm) and lo.value == 0) or not same_expr(
+                cast(extent.dtype, hi), extent):
+            self.ctx.error("the domain of a thread iter_var is T.Range(0, extent) with the "
+                           "attribute's extent", dom.span)
 
     def attr_parts(self, call: S.Call) -> tuple[Any, str, PrimExpr]:
         """(node, key, value) of `T.attr(node, key, value)`."""

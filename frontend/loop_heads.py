@@ -49,6 +49,10 @@ def loop_header(lb: LoopBuilder, s: S.For) -> list[LoopHead]:
                 extents.extend(lb.eb.starred_dims(x))
             else:
                 extents.append(lb.eb.index(x, "a loop extent"))
+        if len(names) == 1 and len(extents) > 1 and isinstance(s.target, S.Name):
+            # `for iters in T.grid(m, n)`: one name for all the loop variables (a tuple,
+            # as `T.axis.remap("SS", iters)` takes it); each loop is `iters_<k>`.
+            names = [S.Name(s.target.span, f"{s.target.id}_{k}") for k in range(len(extents))]
         if len(names) != len(extents):
             lb.ctx.error(f"T.grid has {len(extents)} extents but the loop binds {len(names)} "
                          "variables", s.target.span)
@@ -148,6 +152,13 @@ def launch_thread(lb: LoopBuilder, call: S.Call, target: S.Name | None) -> Wrapp
             lb.ctx.error("expected a thread variable from T.env_thread or a thread tag",
                          first.span)
         var, tag = env.var, env.tag
+        if env.launched:
+            # Each launch defines its own variable (as loops do): the uses after it, to the
+            # end of the enclosing body, mean this one.
+            var = Var(var.name, var.dtype, span=first.span)
+            lb.scope.frames[-1][first.id] = EnvThread(var, tag, launched=True)
+        else:
+            env.launched = True
         if var.dtype != extent.dtype:
             extent = cast(var.dtype, extent)
     zero = IntImm(0, var.dtype, span=call.span)

@@ -25,6 +25,7 @@ class EnvThread:
 
     var: Any  # tirc.ir.expr.Var
     tag: str
+    launched: bool = False  # a later launch of the same name binds a fresh variable
 
 
 class Scope:

@@ -18,6 +18,7 @@ class Sig:
     hi: int | None
     keywords: tuple[str, ...] = ()
     positional_kw: bool = False
+    names: tuple[str, ...] = ()  # the positional parameters' names, each also a keyword
 
     def describe(self) -> str:
         if self.hi == self.lo:
@@ -46,7 +47,15 @@ class Args:
 
 def check_call(ctx: Context, call: S.Call, name: str, sig: Sig) -> Args:
     """Check a call's argument count and keywords against `sig`; report mismatches."""
-    n = len(call.args)
+    pos = list(call.args)
+    given = {k.name: k for k in call.keywords}
+    named: set[str] = set()
+    for pname in sig.names[len(pos):]:  # `dtype="float32"` fills its positional place
+        if pname not in given:
+            break
+        pos.append(given[pname].value)
+        named.add(pname)
+    n = len(pos)
     max_pos = sig.hi
     if sig.positional_kw and sig.hi is not None:
         max_pos = sig.hi + len(sig.keywords)
@@ -54,12 +63,15 @@ def check_call(ctx: Context, call: S.Call, name: str, sig: Sig) -> Args:
         ctx.error(f"{name} takes {sig.describe()}, got {n}", call.span)
     kw: dict[str, S.Expr] = {}
     for k in call.keywords:
+        if k.name in named:
+            continue
+        if k.name in sig.names[:n]:
+            ctx.error(f"{name} got argument '{k.name}' twice", k.span)
         if k.name not in sig.keywords:
             ctx.error(f"{name} got an unexpected keyword argument '{k.name}'", k.span)
         if k.name in kw:
             ctx.error(f"{name} got argument '{k.name}' twice", k.span)
         kw[k.name] = k.value
-    pos = list(call.args)
     if sig.positional_kw and sig.hi is not None and n > sig.hi:
         for extra, kname in zip(pos[sig.hi:], sig.keywords):
             if kname in kw:

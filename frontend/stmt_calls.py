@@ -1,5 +1,5 @@
 """Statement-only builtins: `T.evaluate`, `T.tvm_storage_sync`, `T.event_wait`,
-`T.event_notify`, `T.assume`, `T.ret`, `T.launch_thread(var, n)`."""
+`T.event_notify`, `T.assume`, `T.ret`, `T.launch_thread(var, n)`, `T.Bind(value, var=x)`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from tirc.frontend.signature import Sig, check_call
 from tirc.ir import intrinsics as intrin
 from tirc.ir.dtype import BOOL, DType
 from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, StringImm
-from tirc.ir.stmt import DEVICE_ENTRY, AttrStmt, Evaluate, Stmt
+from tirc.ir.stmt import DEVICE_ENTRY, AttrStmt, Evaluate, LetStmt, Stmt
 
 if TYPE_CHECKING:
     from tirc.frontend.builder_stmt import LoopBuilder, Wrapper
@@ -23,6 +23,10 @@ INT32 = DType("int", 32)
 
 def _evaluate(lb: LoopBuilder, call: S.Call) -> Stmt:
     a = check_call(lb.ctx, call, "T.evaluate", Sig(1, 1))
+    if S.call_name(a.pos[0]) == f"T.{intrin.RET}":  # `T.evaluate(T.ret(v))`: a return
+        inner = a.pos[0]
+        assert isinstance(inner, S.Call)
+        return _ret(lb, inner)
     if is_module_call(lb.eb, a.pos[0]):
         return Evaluate(prim_call(lb.eb, a.pos[0], statement=True), span=call.span)  # type: ignore[arg-type]
     return Evaluate(lb.eb.expr(a.pos[0]), span=call.span)
@@ -76,8 +80,27 @@ def _device_entry(lb: LoopBuilder, call: S.Call) -> Wrapper:
 
 def _attr(lb: LoopBuilder, call: S.Call) -> Wrapper:
     """`T.attr(node, key, value)` without `with`: an attribute over the statements after it."""
+    launch = lb.thread_extent_attr(call)
+    if launch is not None:
+        return launch
     node, key, value = lb.attr_parts(call)
     return lambda body: AttrStmt(node, key, value, body, span=call.span)
+
+
+def _bind(lb: LoopBuilder, call: S.Call) -> Wrapper:
+    """`T.Bind(value, var=x)` after `x = T.int32()`: `x` is `value` for the rest (a let)."""
+    a = check_call(lb.ctx, call, "T.Bind", Sig(1, 1, ("var",)))
+    target = a.kw.get("var")
+    if not isinstance(target, S.Name):
+        lb.ctx.error("write T.Bind(value, var=x), x declared before as x = T.int32()",
+                     call.span)
+    var = lb.scope.require(target.id, target.span)
+    if var not in lb.unbound:
+        lb.ctx.error(f"T.Bind binds a variable declared as {target.id} = T.int32() and not "
+                     f"bound yet; '{target.id}' is not one", target.span)
+    lb.unbound.discard(var)
+    value = lb.typed_value(a.pos[0], var.dtype, "bind", f"to '{target.id}' of dtype {var.dtype}")
+    return lambda body: LetStmt(var, value, body, span=call.span)
 
 
 STMT_CALLS: dict[str, Callable[[LoopBuilder, S.Call], Any]] = {
@@ -90,4 +113,5 @@ STMT_CALLS: dict[str, Callable[[LoopBuilder, S.Call], Any]] = {
     "T.launch_thread": _launch,
     "T.device_entry": _device_entry,
     "T.attr": _attr,
+    "T.Bind": _bind,
 }

@@ -25,7 +25,7 @@ from tirc.ir.stmt import Allocate, BufferStore, Stmt, seq
 if TYPE_CHECKING:
     from tirc.frontend.builder_stmt import LoopBuilder, Wrapper
 
-ALLOCATE_KWARGS = ("extents", "dtype", "scope", "condition", "annotations")
+ALLOCATE_KWARGS = ("condition", "annotations")
 MAX_CONST_ELEMENTS = 1 << 16
 
 
@@ -33,11 +33,11 @@ def allocate(lb: LoopBuilder, t: S.Name, call: S.Call, name: str) -> Wrapper:
     """`p = T.allocate(...)` or `p = T.allocate_const(...)`: `p` names the storage."""
     eb = lb.eb
     if name == "T.allocate":
-        a = check_call(lb.ctx, call, name, Sig(2, 3, ALLOCATE_KWARGS, positional_kw=True))
+        a = check_call(lb.ctx, call, name, Sig(2, 3, ALLOCATE_KWARGS, positional_kw=True,
+                                                   names=("extents", "dtype", "scope")))
         extents, dtype_node = a.pos[0], a.pos[1]
         values: list[float | int] | None = None
-        scope = eb.str_literal(a.pos[2], "the storage scope") if len(a.pos) > 2 else \
-            eb.str_literal(a.kw["scope"], "the storage scope") if "scope" in a.kw else "global"
+        scope = eb.str_literal(a.pos[2], "the storage scope") if len(a.pos) > 2 else "global"
         cond = a.kw.get("condition")
         if cond is not None and literal_value(cond) is not True:
             lb.ctx.unsupported("T.allocate with a condition", cond.span)

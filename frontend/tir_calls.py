@@ -305,9 +305,12 @@ def _let(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
 def _intrinsic(b: ExprBuilder, call: S.Call, name: str, info: Intrinsic) -> PrimExpr:
     """A call of an intrinsic of the table (tirc.ir.intrinsics) that is written by name:
     operands as the table declares them, the dtype first where it is `typed`, or `dtype=`."""
-    a = check_call(b.ctx, call, name, Sig(0, None, ("dtype",)))
+    a = check_call(b.ctx, call, name, Sig(0, None, ("dtype", "ty")))
     pos = list(a.pos)
-    dt: DType | None = b.dtype_arg(a.kw["dtype"]) if "dtype" in a.kw else None
+    if "dtype" in a.kw and "ty" in a.kw:
+        b.ctx.error(f"{name} takes its result dtype once (dtype= or ty=)", a.kw["ty"].span)
+    dt_node = a.kw.get("dtype", a.kw.get("ty"))  # TVM main writes ty= for dtype=
+    dt: DType | None = b.dtype_arg(dt_node) if dt_node is not None else None
     if info.printed == TYPED and dt is None:
         if not pos:
             b.ctx.error(f"{name} needs the result dtype as its first argument", call.span)

@@ -214,6 +214,7 @@ def make_entry(func: PrimFunc, callees: CalleeAccess | None = None) -> PrimFunc:
     handles: dict[Var, Var] = {}
     shapes: dict[Var, list[Var]] = {}
     bound: dict[Var, str] = {}
+    _check_no_bare_pointer(func, buffers)
     for i, p in enumerate(func.params):
         h = out.let(Var(f"{p.name}_handle", HANDLE), _call(intrin.ARG, args, IntImm(i),
                                                            dt=HANDLE))
@@ -356,6 +357,17 @@ def _bind_symbols(out: _Builder, buf: Buffer, h: Var, shape: list[Var], pname: s
     if isinstance(buf.elem_offset, Var) and buf.elem_offset not in bound:
         out.let(buf.elem_offset, IntImm(0, buf.elem_offset.dtype))
         bound[buf.elem_offset] = "0"
+
+
+def _check_no_bare_pointer(func: PrimFunc, buffers: dict[Var, Buffer]) -> None:
+    """An exported function takes tensors and scalars: a pointer parameter has no shape."""
+    for p in func.params:
+        if p not in buffers and p.dtype.is_handle:
+            raise CompileError(
+                f"make-entry: {func.name} is exported, but its parameter '{p.name}' is a bare "
+                "pointer (T.handle): an exported function takes tensors, so declare it "
+                f"'{p.name}: T.Buffer(shape, dtype)', or make the function private=True "
+                "and call it from another loop function", p.span or func.span)
 
 
 def _check_unbound(func: PrimFunc, buffers: dict[Var, Buffer], bound: dict[Var, str]) -> None:

@@ -2,7 +2,8 @@
 schedule rules (passes/schedule_rules) through the schedule primitives.
 
 A function is left alone when it has its own schedule (an @S.schedule applied, or loops its
-author made parallel or vectorized), when it opts out with `T.func_attr({"tirc.schedule":
+author made parallel or vectorized), when two of its blocks share a name (the primitives find
+blocks by name), when it opts out with `T.func_attr({"tirc.schedule":
 "none"})`, or when `-fno-default-schedule` (pass config `schedule.default=none`) is given.
 The schedule applied to each function is reported as a note (shown with the IR by
 `--print-after=default-schedule` and `--print-changed`); `tirc schedule FILE` prints the

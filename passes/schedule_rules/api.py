@@ -19,8 +19,9 @@ from tirc.ir.attrs import SCHEDULE, SCHEDULED
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.prim_call import called_functions
-from tirc.ir.stmt import For, ForKind
+from tirc.ir.stmt import BlockRealize, For, ForKind
 from tirc.ir.visitor import any_node
+from tirc.passes.schedule.tree import walk
 from tirc.passes.schedule_rules.cpu_conv import Conv
 from tirc.passes.schedule_rules.cpu_fallback import Fallback
 from tirc.passes.schedule_rules.cpu_injective import Injective
@@ -61,10 +62,17 @@ def wants_default_schedule(func: PrimFunc, mode: str = "rules") -> bool:
     """Whether the default CPU rules schedule `func`: not opted out (attribute or the
     `schedule` option), not scheduled already (by its own @S.schedule or by hand), and
     calling no other loop function (the rules cannot see what the callee reads and writes:
-    parallelising a loop around a call could race)."""
+    parallelising a loop around a call could race), and naming each block once (the
+    primitives find blocks by name; TVM allows several unnamed `T.block()`)."""
     if opted_out(func, mode) or func.attrs.get(SCHEDULED) or called_functions(func.body):
         return False
-    return not hand_scheduled(func)
+    return not hand_scheduled(func) and _unique_block_names(func)
+
+
+def _unique_block_names(func: PrimFunc) -> bool:
+    """Whether no two blocks of `func` share a name."""
+    names = [p[-1].block.name for p in walk(func.body) if isinstance(p[-1], BlockRealize)]
+    return len(names) == len(set(names))
 
 
 def schedule_function(func: PrimFunc, target: Any = None,

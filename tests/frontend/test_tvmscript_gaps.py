@@ -1,0 +1,494 @@
+"""Forms from TVM's own test programs that tirc once mishandled: each parses, prints back to
+the same IR, prints as a fixed point, and (where it has no GPU part) compiles for the CPU."""
+
+from __future__ import annotations
+
+import pytest
+from tirc import driver
+from tirc.frontend import parse
+from tirc.ir import IRModule, structural_equal
+from tirc.ir.diagnostics import CompileError
+from tirc.ir.printer import print_module
+
+
+def _round_trip(text: str) -> IRModule:
+    """Parse `text`, check print/re-parse equality and a stable print; the parsed module."""
+    mod = parse(text)
+    printed = print_module(mod)
+    again = parse(printed)
+    assert structural_equal(mod, again), printed
+    assert print_module(again) == printed
+    return mod
+
+
+def test_one_thread_variable_launched_twice_round_trips() -> None:
+    """Two launches of one env_thread variable are two loops, each with its own variable."""
+    _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((256,), "float32")):
+    tx = T.env_thread("threadIdx.x")
+    with T.launch_thread(tx, 256):
+        A[tx] = A[tx] + 1.0
+    with T.launch_thread(tx, 256):
+        A[tx] = A[tx] + 2.0
+    T.launch_thread(tx, 128)
+    A[tx] = A[tx] * 2.0
+''')
+
+
+def test_allocate_takes_its_arguments_by_keyword() -> None:
+    """`T.allocate(extents, dtype=..., scope=...)`: the keywords fill their places."""
+    mod = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((8,), "float32")):
+    p = T.allocate([8], dtype="float32", scope="global")
+    q = T.allocate(extents=[8], dtype="float32")
+    P = T.Buffer((8,), "float32", data=p)
+    Q = T.Buffer((8,), "float32", data=q)
+    for i in range(8):
+        P[i] = A[i] + 1.0
+        Q[i] = P[i] * 2.0
+        A[i] = Q[i]
+''')
+    driver.lower(mod, "llvm", 2)
+
+
+def test_allocate_argument_given_twice_is_a_diagnostic() -> None:
+    """A place filled both by position and by keyword is an error at the keyword."""
+    with pytest.raises(CompileError, match="got argument 'dtype' twice"):
+        parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def main():
+    p = T.allocate([8], "float32", dtype="float32")
+    T.evaluate(0)
+''')
+
+
+def test_exported_function_with_a_bare_pointer_parameter_is_a_diagnostic() -> None:
+    """A public function taking `T.handle("float32")` cannot be an entry: an error, no crash."""
+    mod = parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(a: T.handle("float32")):
+    A = T.Buffer((1,), "float32", data=a)
+    A[0] = 1.0
+''')
+    with pytest.raises(CompileError, match="parameter 'a' is a bare pointer"):
+        driver.lower(mod, "llvm", 2)
+
+
+def test_match_buffer_of_a_region_takes_its_shape_and_dtype() -> None:
+    """`T.match_buffer(A[8:16, 32:64])` without a shape: the region's extents, A's dtype."""
+    mod = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((16, 64), "int32")):
+    with T.block("b"):
+        B = T.match_buffer(A[8:16, 32:64])
+        for i, j in T.grid(8, 32):
+            B[i, j] = i + j
+''')
+    node = mod.functions["f"].body
+    while not hasattr(node, "block"):
+        node = node.body
+    sub = node.block.match_buffers[0].buffer
+    assert [d.value for d in sub.shape] == [8, 32] and str(sub.dtype) == "int32"
+    driver.lower(mod, "llvm", 2)
+
+
+def test_bind_gives_a_declared_variable_its_value() -> None:
+    """`j = T.int32()` then `T.Bind(i + 1, var=j)` is `j = i + 1` for what follows."""
+    mod = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4,), "int32"), i: T.int32):
+    j = T.int32()
+    T.Bind(i + 1, var=j)
+    A[0] = j
+''')
+    assert structural_equal(mod, parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4,), "int32"), i: T.int32):
+    j = i + 1
+    A[0] = j
+'''))
+    driver.lower(mod, "llvm", 2)
+
+
+def test_bind_of_a_parameter_is_a_diagnostic() -> None:
+    """Only a variable declared in the body and not yet bound can be bound."""
+    with pytest.raises(CompileError, match="'i' is not one"):
+        parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(i: T.int32):
+    T.Bind(1, var=i)
+    T.evaluate(i)
+''')
+
+
+def test_access_ptr_is_the_address_of_an_element() -> None:
+    """`B.access_ptr("r", offset=k)` reads as `T.address_of` of B's element at flat offset k."""
+    mod = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4, 8), "float32"), B: T.Buffer((4, 8), "float32")):
+    T.evaluate(T.call_extern("int32", "touch", A.access_ptr("r", extent=32)))
+    T.evaluate(T.call_extern("int32", "touch", B.access_ptr("w", offset=11, extent=4)))
+''')
+    assert structural_equal(mod, parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4, 8), "float32"), B: T.Buffer((4, 8), "float32")):
+    T.evaluate(T.call_extern("int32", "touch", T.address_of(A[0, 0])))
+    T.evaluate(T.call_extern("int32", "touch", T.address_of(B[11 // 8, 11 % 8])))
+'''))
+
+
+def test_access_ptr_with_an_unknown_mask_is_a_diagnostic() -> None:
+    """The mask is "r", "w" or "rw" (or TVM's 1, 2, 3)."""
+    with pytest.raises(CompileError, match="takes an access mask"):
+        parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((8,), "float32")):
+    T.evaluate(A.access_ptr("x"))
+''')
+
+
+def test_tirx_bind_is_a_let() -> None:
+    """TVM main's `x = T.bind(value)` (and `T.bind(value, dtype)`) binds like `x = value`."""
+    mod = _round_trip('''
+import tvm
+from tvm.script import tirx as T
+
+@tvm.script.ir_module
+class M:
+    @T.function
+    def main(B: T.Tensor((4,), "int32"), y: T.int32):
+        a = T.bind(y + 1)
+        b = T.bind(2, "int64")
+        B[0] = a + T.Cast("int32", b)
+''')
+    assert structural_equal(mod, parse('''
+import tvm
+from tvm.script import tirx as T
+
+@tvm.script.ir_module
+class M:
+    @T.function
+    def main(B: T.Tensor((4,), "int32"), y: T.int32):
+        a = y + 1
+        b: T.int64 = T.int64(2)
+        B[0] = a + T.Cast("int32", b)
+'''))
+    driver.lower(mod, "llvm", 2)
+
+
+def test_intrinsic_result_dtype_by_ty() -> None:
+    """TVM main's `ty=` names an intrinsic call's result dtype, as `dtype=` does."""
+    a = _round_trip('''
+from tvm.script import tirx as T
+
+@T.function
+def f(B: T.Tensor((2,), "int32"), x: T.int32):
+    B[0] = T.call_extern("my_func", x, ty="int32") + 1
+''')
+    b = parse('''
+from tvm.script import tirx as T
+
+@T.function
+def f(B: T.Tensor((2,), "int32"), x: T.int32):
+    B[0] = T.call_extern("int32", "my_func", x) + 1
+''')
+    assert structural_equal(a, b)
+
+
+def test_unnamed_blocks_compile() -> None:
+    """Several `T.block()` without names: the default schedule leaves the function alone."""
+    mod = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
+    B = T.alloc_buffer((16, 16))
+    for i0 in range(16):
+        for j0 in range(16):
+            with T.block():
+                i, j = T.axis.remap("SS", [i0, j0])
+                B[i, j] = A[i, j] + 1.0
+        for j0 in range(16):
+            with T.block():
+                i, j = T.axis.remap("SS", [i0, j0])
+                C[i, j] = B[i, j] * 2.0
+''')
+    driver.lower(mod, "llvm", 2)
+
+
+def test_tirx_tensor_allocation_names() -> None:
+    """TVM main's `T.alloc_tensor` / `T.decl_tensor` are `T.alloc_buffer` / `T.decl_buffer`."""
+    a = _round_trip('''
+from tvm.script import tirx as T
+
+@T.prim_func
+def f(A: T.Tensor((16,), "float32")):
+    L = T.alloc_tensor((16,), "float32")
+    V = T.decl_tensor((16,), "float32", data=A.data)
+    for i in range(16):
+        L[i] = V[i] * 2.0
+        A[i] = L[i]
+''')
+    b = parse('''
+from tvm.script import tirx as T
+
+@T.prim_func
+def f(A: T.Buffer((16,), "float32")):
+    L = T.alloc_buffer((16,), "float32")
+    V = T.decl_buffer((16,), "float32", data=A.data)
+    for i in range(16):
+        L[i] = V[i] * 2.0
+        A[i] = L[i]
+''')
+    assert structural_equal(a, b)
+    driver.lower(a, "llvm", 2)
+
+
+def test_decl_buffer_over_a_pointer_expression() -> None:
+    """`T.decl_buffer(..., data=T.address_of(A[i, 0]))` views the storage at that address."""
+    mod = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4, 8), "float32")):
+    for i in range(4):
+        row = T.decl_buffer((8,), "float32", data=T.address_of(A[i, 0]))
+        for j in range(8):
+            row[j] = row[j] * 2.0
+''')
+    driver.lower(mod, "llvm", 2)
+
+
+def test_bind_with_a_pointer_annotation() -> None:
+    """`T.bind(value, T.handle("float32"))` binds a pointer."""
+    _round_trip('''
+from tvm.script import tirx as T
+
+@T.prim_func
+def f(A: T.Buffer((8,), "float32")):
+    p = T.bind(T.address_of(A[4]), T.handle("float32"))
+    B = T.decl_buffer((4,), "float32", data=p)
+    B[0] = 1.0
+''')
+
+
+def test_decl_buffer_over_a_number_is_a_diagnostic() -> None:
+    """data= must be a pointer."""
+    with pytest.raises(CompileError, match="data= must be a pointer"):
+        parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(n: T.int32):
+    B = T.decl_buffer((4,), "float32", data=n + 1)
+    B[0] = 1.0
+''')
+
+
+GRID_BY_ONE_NAME = '''
+from tvm.script import ir as I
+from tvm.script import relax as R
+from tvm.script import tir as T
+
+@I.ir_module
+class M:
+    @T.prim_func(private=True)
+    def scale(X: T.Buffer((T.int64(4), T.int64(8)), "float32"),
+              Z: T.Buffer((T.int64(4), T.int64(8)), "float32")):
+        Y = T.alloc_buffer(X.shape, "float32")
+        for iters in T.grid(*X.shape):
+            with T.block("Y"):
+                i, j = T.axis.remap("SS", iters)
+                Y[i, j] = X[i, j] * i + j
+        for iters in T.grid(*X.shape):
+            with T.block("Z"):
+                i, j = T.axis.remap("SS", iters)
+                Z[i, j] = Y[i, j]
+
+    @R.function
+    def main(x: R.Tensor((4, 8), "float32")) -> R.Tensor((4, 8), "float32"):
+        cls = M
+        with R.dataflow():
+            y = R.call_tir(cls.scale, [x], out_sinfo=R.Tensor((4, 8), "float32"))
+            R.output(y)
+        return y
+'''
+
+
+def test_grid_bound_to_one_name_and_shape_of_a_buffer() -> None:
+    """`for iters in T.grid(*X.shape)` with `T.axis.remap("SS", iters)`, `T.alloc_buffer(X.shape)`,
+    a list of R.call_tir arguments, and an integer index in float arithmetic (cast, as TVM
+    does) all read; the module compiles."""
+    mod = _round_trip(GRID_BY_ONE_NAME)
+    driver.lower(mod, "llvm", 2)
+
+
+def test_integer_meets_float_in_arithmetic() -> None:
+    """`A[i] * i` (float32 times int32) is `A[i] * T.Cast("float32", i)`."""
+    a = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((8,), "float32")):
+    for i in range(8):
+        A[i] = A[i] * i + 1
+''')
+    b = parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((8,), "float32")):
+    for i in range(8):
+        A[i] = A[i] * T.Cast("float32", i) + T.float32(1)
+''')
+    assert structural_equal(a, b)
+
+
+def test_evaluate_of_ret_is_a_return() -> None:
+    """TVM's `T.evaluate(T.ret(v))` is `return v`."""
+    a = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4,), "int32")) -> T.int32:
+    T.evaluate(T.ret(A[0] + 5))
+''')
+    b = parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4,), "int32")) -> T.int32:
+    return A[0] + 5
+''')
+    assert structural_equal(a, b)
+    driver.lower(a, "llvm", 2)
+
+
+def test_float_variable_declared_for_a_let_expression() -> None:
+    """`x = T.float32()` declares the variable a `T.Let(..., where={x: v})` binds."""
+    mod = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4, 4), "float32")):
+    for i, j in T.grid(4, 4):
+        x = T.float32()
+        A[i, j] = T.Let(5.0 * x + T.cast(j, "float32"), where={x: T.cast(i + 1, "float32")})
+''')
+    driver.lower(mod, "llvm", 2)
+
+
+def test_declared_float_variable_never_bound_is_a_diagnostic() -> None:
+    """A declared variable used without a binding is an error at a build, not a crash."""
+    mod = parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4,), "float32")):
+    x = T.float32()
+    A[0] = x
+''')
+    with pytest.raises(CompileError, match="variable 'x' is used outside the scope"):
+        driver.lower(mod, "llvm", 2)
+
+
+def test_thread_extent_attribute_over_an_iter_var_is_a_launch() -> None:
+    """`T.attr(T.iter_var(tx, T.Range(0, n), "ThreadIndex", tag), "thread_extent", n)` after
+    `tx = T.int32()` launches `tx` over what follows, as `T.launch_thread` does."""
+    a = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def k(A: T.Buffer((256,), "float32")):
+    tx = T.int32()
+    T.attr(T.iter_var(tx, T.Range(0, 256), "ThreadIndex", "threadIdx.x"), "thread_extent", 256)
+    A[tx] = A[tx] + T.float32(1)
+''')
+    b = parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def k(A: T.Buffer((256,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 256)
+    A[tx] = A[tx] + T.float32(1)
+''')
+    assert structural_equal(a, b)
+
+
+def test_thread_iter_var_with_another_range_is_a_diagnostic() -> None:
+    """The iter_var's range must be the launch's extent."""
+    with pytest.raises(CompileError, match="T.Range\\(0, extent\\) with the attribute's"):
+        parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def k(A: T.Buffer((256,), "float32")):
+    tx = T.int32()
+    with T.attr(T.iter_var(tx, T.Range(0, 128), "ThreadIndex", "threadIdx.x"),
+                "thread_extent", 256):
+        A[tx] = 1.0
+''')
+
+
+def test_tvm_access_ptr_is_the_address_of_an_element() -> None:
+    """TVM's lowered `T.tvm_access_ptr(T.type_annotation(dtype=...), A.data, k, n, mask)`
+    reads as `T.address_of(A[...])`, also through a handle `T.allocate` binds."""
+    a = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4, 4), "float32")):
+    p = T.allocate([8], "float32", "global")
+    P = T.Buffer((8,), "float32", data=p)
+    T.evaluate(T.call_extern("int32", "touch",
+               T.tvm_access_ptr(T.type_annotation(dtype="float32"), A.data, 5, 4, 1,
+                                dtype="handle"),
+               T.tvm_access_ptr(T.type_annotation(dtype="float32"), p, 2, 4, 2)))
+''')
+    b = parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4, 4), "float32")):
+    p = T.allocate([8], "float32", "global")
+    P = T.Buffer((8,), "float32", data=p)
+    T.evaluate(T.call_extern("int32", "touch", T.address_of(A[5 // 4, 5 % 4]),
+                             T.address_of(P[2])))
+''')
+    assert structural_equal(a, b)
+
+
+def test_tvm_access_ptr_without_a_viewing_buffer_is_a_diagnostic() -> None:
+    """Storage that no buffer of the annotated dtype views is refused at its place."""
+    with pytest.raises(CompileError, match="no buffer of dtype int32 in scope views"):
+        parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((8,), "float32")):
+    T.evaluate(T.tvm_access_ptr(T.type_annotation(dtype="int32"), A.data, 0, 8, 1))
+''')
