@@ -93,8 +93,14 @@ class ExprBuilder:
             self.ctx.error(f"{what} must be an integer, got {e.dtype}", node.span)
         return e
 
-    def condition(self, node: S.Expr, what: str = "condition") -> PrimExpr:
+    def condition(self, node: S.Expr, what: str = "condition", truthy: bool = False
+                  ) -> PrimExpr:
+        """A bool expression; with `truthy` (an `if` or `while` test, as Python reads it), a
+        scalar integer is true when it is not zero."""
         e = self.expr(node)
+        if truthy and e.dtype.is_int and e.dtype.lanes == 1:
+            ne = binop("ne", e, IntImm(0, e.dtype, span=node.span))
+            return ne.with_span(node.span)  # type: ignore[return-value]
         if not e.dtype.is_bool:
             self.ctx.error(f"{what} must be bool, got {e.dtype}", node.span)
         return e

@@ -377,7 +377,7 @@ class LoopBuilder:
 
     def stmt_If(self, s: S.If) -> Stmt:
         try:
-            cond = self.eb.condition(s.test, "the condition of 'if'")
+            cond = self.eb.condition(s.test, "the condition of 'if'", truthy=True)
         except BuildError:
             self.body(s.body)
             if s.orelse:
@@ -391,7 +391,7 @@ class LoopBuilder:
         if s.orelse is not None:
             self.ctx.unsupported("'else' after 'while'", s.span)
         try:
-            cond = self.eb.condition(s.test, "the condition of 'while'")
+            cond = self.eb.condition(s.test, "the condition of 'while'", truthy=True)
         except BuildError:
             self.body(s.body)
             raise

@@ -200,6 +200,44 @@ class M:
     driver.lower(mod, "llvm", 2)
 
 
+def test_integer_if_condition_means_not_zero() -> None:
+    """`if c:` / `while n:` on an integer test it against zero, as Python does."""
+    mod = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(B: T.Buffer((2,), "int32"), c: T.int32):
+    if c:
+        B[0] = 1
+    else:
+        B[0] = 2
+''')
+    assert structural_equal(mod, parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(B: T.Buffer((2,), "int32"), c: T.int32):
+    if c != 0:
+        B[0] = 1
+    else:
+        B[0] = 2
+'''))
+    driver.lower(mod, "llvm", 2)
+
+
+def test_float_if_condition_is_still_a_diagnostic() -> None:
+    """Only integers read as truth values; a float condition is an error."""
+    with pytest.raises(CompileError, match="must be bool, got float32"):
+        parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(B: T.Buffer((2,), "float32")):
+    if B[0]:
+        B[1] = 1.0
+''')
+
+
 def test_intrinsic_result_dtype_by_ty() -> None:
     """TVM main's `ty=` names an intrinsic call's result dtype, as `dtype=` does."""
     a = _round_trip('''
