@@ -57,6 +57,7 @@ class PrimFuncBuilder:
                             "or bool)", fn.returns.span)
         self.lb.ret_dtype = ret
         body = self.lb.body(fn.body, hook=self.hook, frame=False)
+        ret = self.lb.ret_dtype  # declared, or set by the first `return` of an unannotated one
         if ret is not None:
             self.check_returns(body)
         body = self.with_root(body)

@@ -356,8 +356,14 @@ class LoopBuilder:
         """`return value` / `T.ret(value)`: the value, of the function's declared result
         dtype, as the `ret` intrinsic."""
         if self.ret_dtype is None:
-            self.ctx.error("'return' of a value from a loop function without a result type "
-                           "(declare it: `-> T.int32`)", span)
+            # no `->` annotation (TVM reads none either): the first value returned sets the
+            # result dtype, which later returns must have
+            first = self.eb.expr(node)
+            if first.dtype.lanes != 1 or first.dtype.is_handle:
+                self.ctx.error(f"unsupported: a loop function returning {first.dtype} (a "
+                               "scalar number or bool)", span)
+            self.ret_dtype = first.dtype
+            return Evaluate(spanned(Call(intrin.RET, (first,), first.dtype), span), span=span)
         value = self.typed_value(node, self.ret_dtype, "return",
                                  f"from a function returning {self.ret_dtype}")
         return Evaluate(spanned(Call(intrin.RET, (value,), self.ret_dtype), span), span=span)

@@ -127,3 +127,34 @@ class Module:
     a, b = np.full(4, 3, np.float32), np.zeros(1, np.float32)
     Interpreter(mod).call("main", a, b)
     assert a[0] == 6 and b[0] == 7
+
+
+def test_a_return_without_annotation_sets_the_result_dtype() -> None:
+    """TVM reads `return v` in a function with no `->`: the first value returned sets the
+    dtype, printed back as an annotation; a later return of another dtype is an error."""
+    mod = parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def first_positive(A: T.Buffer((8,), "int32")):
+    for i in range(8):
+        if A[i] > 0:
+            return i
+    return -1
+''')
+    func = mod["first_positive"]
+    assert str(func.ret_dtype) == "int32"
+    assert "-> T.int32:" in print_module(mod)
+    assert structural_equal(parse(print_module(mod)), mod)
+    assert run_prim_func(func, [np.array([0, -2, 5, 1, 0, 0, 0, 0], np.int32)]) == 2
+    with pytest.raises(Exception, match="cannot return a value of dtype float32 from a "
+                                        "function returning int32"):
+        parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def mixed(A: T.Buffer((8,), "float32")):
+    if A[0] > T.float32(0):
+        return 1
+    return A[1]
+''')
