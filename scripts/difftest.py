@@ -5,6 +5,7 @@ through the GPU pipeline in the GPU interpreter; every disagreement is printed w
     .venv/bin/python scripts/difftest.py --count 10000            # the figures in the note
     .venv/bin/python scripts/difftest.py --count 200 --kind graph --start 5000
     .venv/bin/python scripts/difftest.py --show loop 28           # print the program of a seed
+    python scripts/difftest.py --cuda sm_90 --count 500           # PTX on a real GPU instead
 
 The suite runs a small fixed batch of the same generators (tests/e2e/test_differential_*.py);
 this script runs many more, in batches of one module per build, and ends with a table of
@@ -38,9 +39,18 @@ KINDS = {
 }
 
 
-def run_kind(kind: str, seeds: range, workdir: Path, log: bool) -> Report:
+def cuda_builds(arch: str) -> list[Build]:
+    """The builds of a run on a real GPU: PTX for `arch` at -O1 and -O3 (the CPU builds and the
+    GPU interpreter are the suite's and the default run's)."""
+    return [Build(1, cuda=arch), Build(3, cuda=arch)]
+
+
+def run_kind(kind: str, seeds: range, workdir: Path, log: bool, cuda: str | None = None
+             ) -> Report:
     """Every seed of `seeds` checked in batches; findings printed as they come."""
     make, builds, reference, run, labels, batch = KINDS[kind]
+    if cuda:
+        builds = cuda_builds(cuda)
     total = Report()
     start = time.time()
     for lo in range(seeds.start, seeds.stop, batch):
@@ -86,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="first seed (default 100000, past the suite's seeds)")
     ap.add_argument("--show", nargs=2, metavar=("KIND", "SEED"),
                     help="print the program of one seed and exit")
+    ap.add_argument("--cuda", metavar="ARCH",
+                    help="build PTX for ARCH (sm_90, ...) and run it on the GPU instead of the "
+                         "CPU builds and the GPU interpreter")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     args = ap.parse_args(argv)
     if args.show:
@@ -103,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         for kind, count in counts.items():
             if count:
                 reports[kind] = run_kind(kind, range(args.start, args.start + count),
-                                         Path(tmp), not args.quiet)
+                                         Path(tmp), not args.quiet, args.cuda)
     print(table(reports))
     found = sum(len(r.findings) for r in reports.values())
     print(f"{sum(r.programs for r in reports.values())} programs, seeds from {args.start}, "

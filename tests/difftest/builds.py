@@ -1,6 +1,7 @@
 """How the differential harness builds and runs a module: `tirc FILE -o OUT.so -O<n>
 [-fmegakernel=MODE]` through the compile command's own function, loaded with tirc.runtime;
-or the GPU pipeline, whose lowered IR runs in the GPU interpreter."""
+the GPU pipeline, whose lowered IR runs in the GPU interpreter; or PTX, loaded by tirc.runtime
+onto a real GPU (scripts/difftest.py --cuda, on a machine with one)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,14 @@ from difftest.harness import Build
 
 
 def compile_module(mod: IRModule, build: Build, stem: Path) -> Any:
-    """The path of `mod`'s shared object built as `build` says (for the GPU, a GPU
-    interpreter of the lowered module)."""
+    """The path of `mod`'s shared object (or PTX) built as `build` says (for the GPU
+    interpreter build, a GPU interpreter of the lowered module)."""
+    if build.cuda:
+        from tirc.driver import compile_ptx
+
+        ptx = stem.with_suffix(".ptx")
+        ptx.write_text(compile_ptx(mod, f"cuda -arch={build.cuda}", opt_level=build.level).ptx)
+        return ptx
     if build.gpu:
         from tirc.ir.interpreter.gpu import GPUInterpreter
         from tirc.ir.target import parse_target

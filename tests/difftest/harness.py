@@ -28,17 +28,20 @@ LEVELS = (0, 1, 2, 3)
 @dataclass(frozen=True)
 class Build:
     """One way of compiling: an -O level and optionally a megakernel mode (graph functions),
-    run-time bounds checks, or the GPU pipeline run in the GPU interpreter."""
+    run-time bounds checks, the GPU pipeline run in the GPU interpreter, or PTX for the
+    architecture `cuda` (sm_XX) run on a real GPU."""
 
     level: int
     megakernel: str | None = None
     gpu: bool = False
     bounds_check: bool = False
+    cuda: str | None = None
 
     def __str__(self) -> str:
         extra = f" -fmegakernel={self.megakernel}" if self.megakernel else ""
         extra += " -fbounds-check" if self.bounds_check else ""
-        return ("gpu-interp " if self.gpu else "") + f"-O{self.level}{extra}"
+        where = "gpu-interp " if self.gpu else f"cuda-{self.cuda} " if self.cuda else ""
+        return where + f"-O{self.level}{extra}"
 
 
 @dataclass(frozen=True)
