@@ -8,7 +8,11 @@ argument shapes; then checks every shape (`matmul: argument B: expected shape (1
 element size, and that no output overlaps another argument. A failed check sets the message
 `tirc_last_error()` returns and makes the function return -1. The original body runs inside
 `T.attr(None, "tirc.compute_scope", 0)`, which the LLVM backend outlines with `noalias` pointers.
-Scalar parameters are passed as 0-d tensors. The signature goes to `attrs["tirc.entry"]`.
+Scalar parameters are passed as 0-d tensors. A bare pointer parameter (`A: T.handle("float32")`
+whose storage buffers of the body view, `T.decl_buffer((n,), data=A)`) is passed as a 1-d
+compact tensor of the views' element dtype (kind "pointer"); besides the checks of a buffer,
+the entry checks that it holds every view whose size the arguments determine. The signature
+goes to `attrs["tirc.entry"]`.
 
 A function that returns a value (`-> T.float32`) takes one more argument, a 0-d output tensor
 of that dtype that its `return` writes (the signature's `result`). A function another loop
@@ -28,6 +32,7 @@ from tirc.ir.analysis.entry_signature import (
     CalleeAccess,
     callee_access,
     param_buffers,
+    pointer_views,
     signature,
 )
 from tirc.ir.attrs import COMPUTE_SCOPE, ENTRY, GLOBAL_SYMBOL, SPARSE_PLAN, SPARSE_TENSORS
@@ -214,13 +219,14 @@ def make_entry(func: PrimFunc, callees: CalleeAccess | None = None) -> PrimFunc:
     handles: dict[Var, Var] = {}
     shapes: dict[Var, list[Var]] = {}
     bound: dict[Var, str] = {}
-    _check_no_bare_pointer(func, buffers)
+    views = pointer_views(func)
+    pointers = _pointer_params(func, views)
     for i, p in enumerate(func.params):
         h = out.let(Var(f"{p.name}_handle", HANDLE), _call(intrin.ARG, args, IntImm(i),
                                                            dt=HANDLE))
         handles[p] = h
         prefix = f"{symbol}: argument {p.name}: "
-        buf = buffers.get(p)
+        buf = buffers.get(p) or pointers.get(p)
         _check_header(out, h, prefix, buf.dtype if buf is not None else p.dtype,
                       buf.ndim if buf is not None else 0)
         if buf is None:
@@ -231,18 +237,22 @@ def make_entry(func: PrimFunc, callees: CalleeAccess | None = None) -> PrimFunc:
                                  _call(intrin.DL_SHAPE, h, IntImm(k), dt=INT64))
                          for k in range(buf.ndim)]
             _check_extents(out, shapes[p], elem_bytes(buf.dtype.element()), prefix)
-    for p, buf in buffers.items():
+    tensors = {p: buffers.get(p) or pointers[p] for p in func.params
+               if p in buffers or p in pointers}
+    for p, buf in tensors.items():
         _bind_symbols(out, buf, handles[p], shapes[p], p.name, bound)
     _check_unbound(func, buffers, bound)
     datas: dict[Var, Var] = {}
-    for p, buf in buffers.items():
+    for p, buf in tensors.items():
         datas[p] = _check_layout(out, buf, handles[p], shapes[p],
                                  f"{symbol}: argument {p.name}: ")
         flat = func.buffer_map.get(p)
         if flat is not None and flat.data is not buf.data:
             out.let(flat.data, datas[p])
-    info = signature(func, symbol, bound, callees)
-    _check_overlap(out, symbol, buffers, datas, info)
+    for p, view in pointers.items():
+        _check_views_fit(out, view, views[p], bound, f"{symbol}: argument {p.name}: ")
+    info = signature(func, symbol, bound, callees, pointers)
+    _check_overlap(out, symbol, tensors, datas, info)
     compute = func.body
     if func.ret_dtype is not None:
         compute = _result(out, func, args, symbol)
@@ -359,15 +369,42 @@ def _bind_symbols(out: _Builder, buf: Buffer, h: Var, shape: list[Var], pname: s
         bound[buf.elem_offset] = "0"
 
 
-def _check_no_bare_pointer(func: PrimFunc, buffers: dict[Var, Buffer]) -> None:
-    """An exported function takes tensors and scalars: a pointer parameter has no shape."""
-    for p in func.params:
-        if p not in buffers and p.dtype.is_handle:
+def _pointer_params(func: PrimFunc, views: dict[Var, list[Buffer]]) -> dict[Var, Buffer]:
+    """The 1-d tensor each bare pointer parameter is passed as: its length a fresh symbol,
+    its element dtype the one every buffer viewing the pointer has."""
+    out: dict[Var, Buffer] = {}
+    for p, bufs in views.items():
+        dts = sorted({str(b.dtype.element()) for b in bufs})
+        if len(dts) != 1:
+            seen = (f"viewed as {' and '.join(dts)}" if dts else "viewed by no buffer")
             raise CompileError(
-                f"make-entry: {func.name} is exported, but its parameter '{p.name}' is a bare "
-                "pointer (T.handle): an exported function takes tensors, so declare it "
+                f"make-entry: {func.name} is exported, but its pointer parameter '{p.name}' is "
+                f"{seen}, so the dtype of the tensor it takes is unknown: declare it "
                 f"'{p.name}: T.Buffer(shape, dtype)', or make the function private=True "
                 "and call it from another loop function", p.span or func.span)
+        out[p] = Buffer(p.name, (Var(f"{p.name}_len", INT64),), dtype(dts[0]), p,
+                        span=p.span)
+    return out
+
+
+def _check_views_fit(out: _Builder, view: Buffer, bufs: list[Buffer], bound: dict[Var, str],
+                     prefix: str) -> None:
+    """The tensor passed for a pointer holds every buffer viewing it whose extent (shape and
+    offset) the arguments determine; a view sized by anything else is left to the body."""
+    have = binop("mul", cast(INT64, view.shape[0]), IntImm(elem_bytes(view.dtype), INT64))
+    for b in bufs:
+        need: PrimExpr = IntImm(elem_bytes(b.dtype), INT64)
+        for d in b.shape:
+            need = _mul(need, cast(INT64, d))
+        if b.elem_offset is not None and not (isinstance(b.elem_offset, IntImm)
+                                              and b.elem_offset.value == 0):
+            need = binop("add", need, _mul(cast(INT64, b.elem_offset),
+                                           IntImm(elem_bytes(b.dtype), INT64)))
+        if any(v not in bound for v in _vars_of(need)):
+            continue
+        out.add(_check(binop("le", need, have),
+                       prefix + f"holds %lld bytes, but buffer '{b.name}' viewing it needs "
+                       "%lld", have, need))
 
 
 def _check_unbound(func: PrimFunc, buffers: dict[Var, Buffer], bound: dict[Var, str]) -> None:

@@ -91,7 +91,7 @@ class ParamSpec:
 
     index: int
     name: str
-    kind: str  # "buffer" or "scalar"
+    kind: str  # "buffer", "scalar" or "pointer" (any C-contiguous array, passed flattened)
     dtype_name: str
     np_dtype: np.dtype | None  # None: bfloat16 without ml_dtypes (passed as uint16 bits)
     shape: tuple[int | str, ...]
@@ -163,6 +163,11 @@ class Binder:
         else:
             arr = as_array(value, self.where(p))
             self.given[p.index] = value
+        if p.kind == "pointer" and arr.ndim != 1:
+            if not arr.flags.c_contiguous:
+                raise ValueError(f"{self.where(p)}: a pointer parameter takes a C-contiguous "
+                                 f"array, got one with strides {arr.strides}")
+            arr = arr.reshape(-1)
         want = p.np_dtype
         if want is None:
             if arr.dtype != np.uint16:

@@ -98,6 +98,8 @@ class Function:
         for s in self._specs:
             if s.kind == "scalar":
                 parts.append(f"{s.name}: {s.dtype_name}")
+            elif s.kind == "pointer":
+                parts.append(f"{s.name}: {s.dtype_name}*" + (" (output)" if s.output else ""))
             else:
                 dims = ", ".join(str(d) for d in s.shape)
                 parts.append(f"{s.name}: {s.dtype_name}[{dims}]" + (" (output)" if s.output
@@ -122,7 +124,7 @@ class Function:
         binder = Binder(self.name)
         arrays: list[Any] = [None] * len(slots)
         given = [s for s in self._specs if s.index not in absent]
-        buffers = [s for s in given if s.kind == "buffer"]
+        buffers = [s for s in given if s.kind != "scalar"]
         for s in given:
             value = slots[s.index]
             arrays[s.index] = binder.scalar(s, value) if s.kind == "scalar" else \
@@ -162,7 +164,7 @@ class Function:
             if not p.output or p.index in fresh or arrays[p.index].size == 0:
                 continue
             for q in self._specs:
-                if q is p or q.kind != "buffer" or arrays[q.index].size == 0:
+                if q is p or q.kind == "scalar" or arrays[q.index].size == 0:
                     continue
                 if np.may_share_memory(arrays[p.index], arrays[q.index]):
                     raise ValueError(f"{self.name}: argument {p.name} (an output) shares "

@@ -101,6 +101,12 @@ def host_plan(func: PrimFunc, shared: dict[str, int],
         if flat is not None:
             by_data.setdefault(flat.data, index[p])
     scalars = {p for p in func.params if p not in func.buffer_map}
+    for p in scalars:
+        if p.dtype.is_handle and p not in by_data:
+            raise CompileError(f"codegen: {func.name}: the pointer parameter '{p.name}' is "
+                               "supported by CPU builds only (a GPU launch plan moves tensors "
+                               f"of known shape): declare it '{p.name}: T.Buffer(shape, dtype)'",
+                               p.span or func.span)
     workspaces: dict[Var, Buffer] = {}
     names: dict[Var, str] = {}  # each workspace's name, made unique (`T_sqsum`, `T_sqsum_1`)
     launches: list[dict[str, Any]] = []

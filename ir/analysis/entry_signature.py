@@ -59,6 +59,24 @@ def param_buffers(func: PrimFunc) -> dict[Var, Buffer]:
     return {p: func.buffer_map[p] for p in func.params if p in func.buffer_map}
 
 
+def pointer_views(func: PrimFunc) -> dict[Var, list[Buffer]]:
+    """For each bare pointer parameter (`A: T.handle("float32")`, no buffer of its own), the
+    buffers of the body that view its storage (`T.decl_buffer((n,), data=A)`), in order."""
+    buffers = param_buffers(func)
+    pointers = [p for p in func.params if p.dtype.is_handle and p not in buffers]
+    views: dict[Var, list[Buffer]] = {p: [] for p in pointers}
+    if not pointers:
+        return views
+
+    def visit(node: Any) -> None:
+        buf = node.buffer if isinstance(node, (BufferLoad, BufferStore)) else None
+        if buf is not None and buf.data in views and buf not in views[buf.data]:
+            views[buf.data].append(buf)
+
+    post_order_visit(func.body, visit)
+    return views
+
+
 # What each loop function reads and writes of its parameters (by index), for direct calls.
 CalleeAccess = dict[str, tuple[frozenset[int], frozenset[int]]]
 
@@ -124,22 +142,29 @@ def callee_access(functions: dict[str, Any]) -> CalleeAccess:
 
 
 def signature(func: PrimFunc, symbol: str, bound_from: dict[Var, str],
-              callees: CalleeAccess | None = None) -> dict[str, Any]:
+              callees: CalleeAccess | None = None,
+              pointers: dict[Var, Buffer] | None = None) -> dict[str, Any]:
     """The JSON-ready description of `func`'s parameters (see docs/abi.md); `callees` says
-    what the functions it calls directly read and write (`callee_access`)."""
+    what the functions it calls directly read and write (`callee_access`); `pointers`: the
+    1-d view the entry takes for each bare pointer parameter (kind "pointer")."""
     buffers = param_buffers(func)
     flat = {p: func.buffer_map.get(p) for p in func.params}
     reads, writes = accessed_data(func, callees)
     params: list[dict[str, Any]] = []
     for p in func.params:
         buf = buffers.get(p)
-        if buf is None:
+        view = (pointers or {}).get(p)
+        if buf is None and view is None:
             params.append({"name": p.name, "kind": "scalar", "dtype": str(p.dtype)})
             continue
-        datas = {buf.data} | ({flat[p].data} if flat.get(p) is not None else set())
+        if buf is None:
+            assert view is not None
+            buf, datas = view, {p}
+        else:
+            datas = {buf.data} | ({flat[p].data} if flat.get(p) is not None else set())
         entry: dict[str, Any] = {
             "name": p.name,
-            "kind": "buffer",
+            "kind": "buffer" if view is None else "pointer",
             "buffer": buf.name,
             "dtype": str(buf.dtype),
             "shape": [shape_text(d) for d in buf.shape],
