@@ -24,6 +24,7 @@ from tirc.ir.stmt import Block, BlockRealize, For, IterKind, IterVar, SeqStmt, S
 from tirc.ir.visitor import substitute
 from tirc.passes.schedule.dependence import bind_outer_loops, child_sites
 from tirc.passes.schedule.loops import drop_unit_iters
+from tirc.passes.schedule.reduction import init_substitution
 from tirc.passes.schedule.state import BlockRV, LoopRV, ScheduleError, ScheduleState
 from tirc.passes.schedule.tree import Path
 
@@ -167,13 +168,14 @@ def _init_nest(s: ScheduleState, br: BlockRealize, inner_loops: list[For],
                if iv.kind == IterKind.SPATIAL]
     copied = [x for x in inner_loops if uses_any([v for _, v in spatial], {x.loop_var})]
     loop_map = {x.loop_var: Var(x.loop_var.name + "_init", x.loop_var.dtype) for x in copied}
-    var_map = {iv.var: Var(iv.var.name + "_init", iv.var.dtype) for iv, _ in spatial}
+    var_map, matches = init_substitution(
+        blk, {iv.var: Var(iv.var.name + "_init", iv.var.dtype) for iv, _ in spatial})
     ivars = tuple(IterVar(var_map[iv.var], iv.dom, iv.kind) for iv, _ in spatial)
     values = tuple(substitute(v, loop_map) for _, v in spatial)
     assert blk.init is not None
     init_blk = Block(s.unique_block_name(blk.name + "_init"), ivars, (),
                      tuple(substitute(r, var_map) for r in blk.writes),
-                     substitute(blk.init, var_map))
+                     substitute(blk.init, var_map), match_buffers=matches)
     copied_ids = {id(x) for x in copied}
     dropped = {x.loop_var for x in inner_loops if id(x) not in copied_ids}
     keep = [c for c in conjuncts(br.predicate)

@@ -24,14 +24,41 @@ from tirc.ir.analysis.regions import and_all, conjuncts, uses_any
 from tirc.ir.buffer import Buffer, Range
 from tirc.ir.dtype import HANDLE
 from tirc.ir.expr import BinOp, BufferLoad, PrimExpr, Var
-from tirc.ir.stmt import BlockRealize, BufferStore, For, IterKind, IterVar, Stmt
+from tirc.ir.stmt import (
+    Block,
+    BlockRealize,
+    BufferStore,
+    For,
+    IterKind,
+    IterVar,
+    MatchBufferRegion,
+    Stmt,
+)
 from tirc.ir.structural import same_expr
-from tirc.ir.visitor import Mutator, substitute
+from tirc.ir.visitor import Mutator, post_order_visit, substitute
 from tirc.passes.schedule.dependence import child_sites, scope_path
 from tirc.passes.schedule.reducers import match_reduction
 from tirc.passes.schedule.scope import add_alloc, scope_block_name, unique_buffer_name
 from tirc.passes.schedule.state import BlockRV, ScheduleError, ScheduleState
 from tirc.passes.schedule.tree import insert_after, insert_before, loop_path, loops_in_scope
+
+
+def init_substitution(blk: Block, spatial_map: dict[Any, Any]
+                      ) -> tuple[dict[Any, Any], tuple[MatchBufferRegion, ...]]:
+    """What a block's init needs when it moves into a block of its own: `spatial_map` (the
+    spatial variables renamed) plus every reduction variable at its domain's minimum, since
+    the init runs only there (`B[vk] = 0` initialises `B[kmin]`); and the block's match
+    buffers that the init uses, their regions substituted."""
+    var_map = dict(spatial_map)
+    for iv in blk.iter_vars:
+        if iv.kind != IterKind.SPATIAL and iv.var not in var_map:
+            var_map[iv.var] = iv.dom.min
+    used: set[int] = set()
+    assert blk.init is not None
+    post_order_visit(blk.init, lambda n: used.add(id(n.buffer))
+                     if isinstance(n, (BufferLoad, BufferStore)) else None)
+    matches = tuple(substitute(m, var_map) for m in blk.match_buffers if id(m.buffer) in used)
+    return var_map, matches
 
 
 def decompose_reduction(s: ScheduleState, block: Any, loop: Any) -> BlockRV:
@@ -60,8 +87,8 @@ def decompose_reduction(s: ScheduleState, block: Any, loop: Any) -> BlockRV:
     copied = [x for x in inner if uses_any(spatial_values, {x.loop_var})]
     loop_map: dict[Any, Any] = {x.loop_var: Var(x.loop_var.name + "_init", x.loop_var.dtype)
                                 for x in copied}
-    var_map: dict[Any, Any] = {iv.var: Var(iv.var.name + "_init", iv.var.dtype)
-                               for iv, _ in spatial}
+    var_map, matches = init_substitution(
+        blk, {iv.var: Var(iv.var.name + "_init", iv.var.dtype) for iv, _ in spatial})
     ivars = tuple(IterVar(var_map[iv.var], iv.dom, iv.kind) for iv, _ in spatial)
     values = tuple(substitute(v, loop_map) for v in spatial_values)
     copied_ids = {id(x) for x in copied}
@@ -72,7 +99,7 @@ def decompose_reduction(s: ScheduleState, block: Any, loop: Any) -> BlockRV:
     writes = tuple(substitute(r, var_map) for r in blk.writes)
     init_blk = dataclasses.replace(blk, name=name, iter_vars=ivars, reads=(), writes=writes,
                                    body=substitute(blk.init, var_map), init=None,
-                                   alloc_buffers=(), match_buffers=(), annotations={})
+                                   alloc_buffers=(), match_buffers=matches, annotations={})
     nest: Stmt = BlockRealize(values, pred, init_blk, span=br.span)
     for x in reversed(copied):
         nest = dataclasses.replace(x, loop_var=loop_map[x.loop_var], body=nest)

@@ -162,6 +162,34 @@ def matmul_then_column_min(A: T.Buffer((16, 15), "float32"), B: T.Buffer((15, 24
             O[vj] = T.min(O[vj], C[vi, vj])
 """
 
+# From TVM's tests (tirc's own TVM-corpus comparison): the default schedule's
+# decompose_reduction left the reduction variable in the init (`B[vk] = 0`: vk is undefined
+# outside the k loop) and dropped the match buffer the init writes through.
+INIT_USES_REDUCTION_VAR = """
+@T.prim_func
+def init_uses_reduction_var(A: T.Buffer((16, 8), "float32"), B: T.Buffer((8,), "float32")):
+    for i, k in T.grid(16, 8):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vk] = T.float32(0)
+            B[vk] = B[vk] + A[vi, vk]
+"""
+
+INIT_THROUGH_MATCH_BUFFER = """
+@T.prim_func
+def init_through_match_buffer(A: T.Buffer((8, 8, 8), "float32"), B: T.Buffer((8,), "float32")):
+    for i0, j0 in T.grid(8, 8):
+        for k0 in T.serial(4, 8):
+            with T.block():
+                i, j, k = T.axis.remap("SRR", [i0, j0, k0])
+                BB = T.match_buffer(B[i], ())
+                AA = T.match_buffer(A[i, 0:8, 0:8], (8, 8))
+                with T.init():
+                    BB[()] = T.float32(0)
+                BB[()] += AA[j, k]
+"""
+
 GPU_PROGRAMS = {"matmul_tail": (MATMUL_TAIL, {}), "matmul_few_rows": (MATMUL_FEW_ROWS, {"n": 5}),
                 "matmul_symbolic_k": (MATMUL_SYMBOLIC_K, {"n": 37}), "full_min": (FULL_MIN, {}),
                 "matmul_then_column_min": (MATMUL_THEN_COLUMN_MIN, {})}
@@ -171,6 +199,9 @@ PROGRAMS = {
     "row_dot": pytest.param(ROW_DOT, id="row_dot"),
     "row_norm": pytest.param(ROW_NORM, id="row_norm"),
     "half_dot": pytest.param(HALF_DOT, id="half_dot"),
+    "init_uses_reduction_var": pytest.param(INIT_USES_REDUCTION_VAR, id="init_uses_reduction_var"),
+    "init_through_match_buffer": pytest.param(INIT_THROUGH_MATCH_BUFFER,
+                                              id="init_through_match_buffer"),
 }
 
 
@@ -190,6 +221,16 @@ def test_minimal_programs_are_right_at_o0(tmp_path: Path) -> None:
     y = np.zeros_like(x)
     interpret_loop(parse(ROW_NORM), "row_norm", [x, y])
     np.testing.assert_allclose(y, x / np.sqrt((x * x).sum(1, keepdims=True) + 1e-6), rtol=1e-5)
+    a = rng.standard_normal((16, 8)).astype(np.float32)
+    b = np.full(8, 7, np.float32)
+    interpret_loop(parse(INIT_USES_REDUCTION_VAR), "init_uses_reduction_var", [a, b])
+    want = a.sum(0) + 7  # only B[0] is initialised (at vk == 0, once per row i), so it ends
+    want[0] = a[-1, 0]   # as the last row's value; the others accumulate onto B
+    np.testing.assert_allclose(b, want, rtol=1e-5)
+    a3 = rng.standard_normal((8, 8, 8)).astype(np.float32)
+    b = np.full(8, 7, np.float32)
+    interpret_loop(parse(INIT_THROUGH_MATCH_BUFFER), "init_through_match_buffer", [a3, b])
+    np.testing.assert_allclose(b, a3[:, :, 4:].sum((1, 2)), rtol=1e-5)
 
 
 @pytest.mark.parametrize("name", list(GPU_PROGRAMS))
