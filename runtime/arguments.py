@@ -100,6 +100,7 @@ class ParamSpec:
     binds: tuple[tuple[int, str], ...]  # (dimension, symbol) pairs that are whole symbols
     static_shape: tuple[int, ...] | None
     strides: tuple[int | str, ...] | None = None  # declared strides in elements (else compact)
+    unsupported: str | None = None  # why Python cannot pass this parameter (callable from C)
 
     @staticmethod
     def from_metadata(index: int, p: dict[str, Any]) -> ParamSpec:
@@ -108,9 +109,14 @@ class ParamSpec:
                       if isinstance(d, str) and d.isidentifier())
         static = shape if all(isinstance(d, int) for d in shape) else None
         strides = p.get("strides")
-        return ParamSpec(index, p["name"], p["kind"], p["dtype"], numpy_dtype(p["dtype"]),
+        try:
+            np_dtype, unsupported = numpy_dtype(p["dtype"]), None
+        except TypeError as exc:
+            np_dtype, unsupported = None, str(exc)
+        return ParamSpec(index, p["name"], p["kind"], p["dtype"], np_dtype,
                          shape, bool(p.get("output")), bool(p.get("input", True)), binds,
-                         static, tuple(strides) if strides else None)  # type: ignore[arg-type]
+                         static, tuple(strides) if strides else None,  # type: ignore[arg-type]
+                         unsupported)
 
 
 class Binder:
@@ -129,6 +135,8 @@ class Binder:
         return f"{self.fn}: argument {p.name}"
 
     def scalar(self, p: ParamSpec, value: Any) -> np.ndarray:
+        if p.unsupported:
+            raise TypeError(f"{self.where(p)}: {p.unsupported}")
         dt = p.np_dtype
         if value is None:
             raise TypeError(f"{self.where(p)}: expected a {p.dtype_name} scalar, got None")
@@ -155,6 +163,8 @@ class Binder:
 
     def header(self, p: ParamSpec, value: Any) -> np.ndarray:
         """Type, dtype and rank of a buffer argument (remembering its library for messages)."""
+        if p.unsupported:
+            raise TypeError(f"{self.where(p)}: {p.unsupported}")
         if type(value) is np.ndarray:
             arr = value
         elif value is None:

@@ -47,9 +47,13 @@ def _split(name: str) -> tuple[str, int]:
 
 
 def dl_datatype(name: str) -> DLDataType:
-    """The DLPack dtype of a tirc dtype name (bool is code 6 with 8 bits)."""
-    kind, bits = _split(name)
-    return DLDataType(TYPE_CODES[kind], bits, 1)
+    """The DLPack dtype of a tirc dtype name (bool is code 6 with 8 bits; `float32x4` has 4
+    lanes)."""
+    element, _, lanes = name.partition("x")
+    kind, bits = _split(element)
+    if lanes and not lanes.isdigit():
+        raise ValueError(f"unknown dtype '{name}'")
+    return DLDataType(TYPE_CODES[kind], bits, int(lanes) if lanes else 1)
 
 
 def numpy_dtype(name: str) -> np.dtype | None:
@@ -60,7 +64,12 @@ def numpy_dtype(name: str) -> np.dtype | None:
         except ImportError:
             return None
         return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(name)
+    try:
+        return np.dtype(name)
+    except TypeError:
+        raise TypeError(f"dtype {name} has no numpy equivalent: a parameter with vector "
+                        "elements (float32x4) or a dtype numpy lacks is callable from C only"
+                        ) from None
 
 
 def dtype_label(dt: np.dtype) -> str:
