@@ -11,6 +11,7 @@ from tirc.frontend.context import BuildError
 from tirc.frontend.signature import Sig, check_call
 from tirc.ir.analysis.block_regions import infer_regions
 from tirc.ir.buffer import Buffer, BufferRegion, Range
+from tirc.ir.dtype import INT32
 from tirc.ir.expr import IntImm, PrimExpr, Var, cast, const, index_dtype
 from tirc.ir.stmt import Block, BlockRealize, IterKind, IterVar, MatchBufferRegion, Stmt
 
@@ -97,6 +98,10 @@ class BlockParts:
                 self.ctx.error("T.match_buffer needs a source region", call.span)
             source = region(self.lb.eb, call.args[0])
             buf = declare_buffer(self.lb.eb, t.id, call, name, skip=1, like=source)
+            if buf.elem_offset is None and any(k.name == "offset_factor" for k in call.keywords):
+                # as TVM: an offset_factor without an elem_offset makes the offset a variable,
+                # bound to the region's offset when the block is lowered (`sub_A.elem_offset`)
+                buf = buf.replace(elem_offset=Var(f"{t.id}_elem_offset", INT32))
             self.lb.scope.define(t.id, buf, t.span)
             self.matches.append(MatchBufferRegion(buf, source, span=call.span))
             return True

@@ -9,7 +9,7 @@ Each `BlockRealize` is replaced by its block's body, where:
 - each `match_buffer` is resolved: an access `M[i, j]` to a buffer matched to `A[r0, r1, r2]`
   becomes `A[r0.min + .., ..]`, the matched buffer's dimensions lined up with the region's
   non-unit dimensions (then unit ones from the right); variables that name its shape, strides
-  or offset are bound to the source's;
+  or offset are bound to the source's, and its storage (`M.data`) is the source's;
 - a `T.where` predicate becomes `if predicate:` around all of it;
 - reads, writes, names and block annotations are dropped.
 The root block follows the same rule (it only has allocations). Blocks nested in blocks are
@@ -104,6 +104,9 @@ def _bind_match_vars(m: MatchBufferRegion, dims: list[int], vmap: dict[Any, Any]
             vmap[buf.shape[k]] = cast(buf.shape[k].dtype, region[sk].extent)
         if k < len(buf.strides) and isinstance(buf.strides[k], Var) and buf.strides[k] not in vmap:
             vmap[buf.strides[k]] = cast(buf.strides[k].dtype, src_strides[sk])
+    if buf.data is not src.data and buf.data not in vmap:
+        # `M.data` (an extern call's pointer): the source's storage, M's elem_offset from it
+        vmap[buf.data] = src.data
     if isinstance(buf.elem_offset, Var) and buf.elem_offset not in vmap:
         offset: PrimExpr = src.elem_offset if src.elem_offset is not None else const(0)
         for r, stride in zip(region, src_strides):

@@ -295,3 +295,29 @@ def test_text_split_reduction_and_matched_tiles() -> None:
     for n in (1, 6, 8):
         assert_same_results(before, after, "rowmax", sizes={"n": n}, seeds=(0,))
     assert_same_results(before, after, "tiles")
+
+
+MATCHED_TILE_TO_EXTERN = '''
+from tvm.script import tir as T
+
+@T.prim_func
+def tile_call(a: T.handle) -> None:
+    A = T.match_buffer(a, (32, 64))
+    for i, k in T.grid(2, 4):
+        with T.block():
+            T.reads([])
+            T.writes(A[i * 16 : i * 16 + 16, k * 16 : k * 16 + 16])
+            sub = T.match_buffer(A[i * 16 : i * 16 + 16, k * 16 : k * 16 + 16], (16, 16),
+                                 strides=[64, 1], offset_factor=1)
+            T.evaluate(T.call_extern("int32", "tile_op", sub.data, sub.elem_offset,
+                                     sub.strides[0]))
+'''
+
+
+def test_a_matched_tile_passed_to_an_extern_call_is_the_source_and_its_offset() -> None:
+    """As TVM: `offset_factor` without `elem_offset` makes the tile's offset a variable, bound
+    to the region's offset; `sub.data` is the source's storage (it was left undefined, and
+    the offset printed as 0)."""
+    _, after, _ = run_on_text(LowerBlocks(), MATCHED_TILE_TO_EXTERN)
+    assert 'T.call_extern("int32", "tile_op", A.data, i * 16 * 64 + k * 16, 64)' in \
+        func_text(after, "tile_call")
