@@ -2,9 +2,9 @@
 
 A jump is the statement `Evaluate(Call(break_loop | continue_loop))`. It acts on its target, the
 innermost `For` or `While` around it; the path from the jump up to its target crosses no block
-(`BlockRealize`) and no thread launch (a `thread_extent` attribute), and the target is a
-`while` loop or a serial or unrolled `for` loop: a jump out of a parallel, vectorized or
-thread-bound loop has no meaning (its iterations do not run one after the other).
+(`BlockRealize`), no sparse iteration and no thread launch (a `thread_extent` attribute), and
+the target is a `while` loop or a serial or unrolled `for` loop: a jump out of a parallel,
+vectorized or thread-bound loop has no meaning (its iterations do not run one after the other).
 
 Passes that copy, peel, unroll, vectorize, parallelize or remove a loop ask
 `contains_loop_jump` first and leave a loop with a jump in it as it is (or refuse, for a
@@ -22,6 +22,7 @@ from tirc.ir.expr import Call
 from tirc.ir.intrinsics import BREAK_LOOP, CONTINUE_LOOP
 from tirc.ir.node import Node
 from tirc.ir.span import Span
+from tirc.ir.sparse.iteration import SparseIteration
 from tirc.ir.stmt import AttrStmt, BlockRealize, Evaluate, For, ForKind, Stmt, While, seq
 from tirc.ir.visitor import Mutator, any_node, children
 
@@ -95,6 +96,10 @@ def loop_jump_errors(node: Any) -> list[tuple[str, Span | None]]:
                 return
             if isinstance(n, BlockRealize):
                 walk(n.block, target, "a block")
+                return
+            if isinstance(n, SparseIteration):  # lowered to loops of its own
+                for _, v in children(n):
+                    walk(v, target, "a sparse iteration")
                 return
             if isinstance(n, AttrStmt) and n.key in (THREAD_EXTENT, VIRTUAL_THREAD):
                 walk(n.body, target, "a thread launch")

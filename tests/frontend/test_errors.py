@@ -114,6 +114,10 @@ CASES: dict[str, tuple[str, list[tuple[int, int, str]]]] = {
                                  "            continue\n        A[i, 0] = 1.0\n",
                              [(7, 13, "'continue' in a parallel loop (only a serial loop can "
                                       "be left or continued early)")]),
+    "break_in_parallel": (H + "    for i in T.parallel(8):\n        for j in range(8):\n"
+                              "            A[i, j] = 1.0\n        break\n",
+                          [(8, 9, "'break' in a parallel loop (only a serial loop can be left "
+                                  "or continued early)")]),
     "break_in_vectorized": (H + "    for i in T.vectorized(8):\n        T.break_loop()\n",
                             [(6, 9, "'break' in a vectorized loop (only a serial loop can be "
                                     "left or continued early)")]),
