@@ -128,3 +128,43 @@ def test_break_past_a_heap_allocation_and_continue_in_an_unrolled_loop(lib, limi
                                                                        ) -> None:
     A = np.linspace(0, 2, 16).astype("float32")
     _same(lib, "scratch", A, 4, limit)
+
+
+GRAPH = '''
+from tvm.script import ir as I
+from tvm.script import tir as T
+from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @T.prim_func
+    def first_big(A: T.Buffer((8, 16), "float32"), out: T.Buffer((8,), "float32")):
+        for i in range(8):
+            out[i] = T.float32(-1)
+            for j in range(16):
+                if A[i, j] < T.float32(0):
+                    continue
+                if A[i, j] > T.float32(0.5):
+                    out[i] = T.Cast("float32", j)
+                    break
+
+    @R.function
+    def main(x: R.Tensor((8, 16), "float32")):
+        y = R.call_tir(Module.first_big, (x,), out_sinfo=R.Tensor((8,), "float32"))
+        z = R.add(y, y)
+        return z
+'''
+
+
+@pytest.mark.parametrize("opt", [0, 3])
+@pytest.mark.parametrize("outer", ["range(8)", "T.parallel(8)"])
+def test_a_kernel_that_breaks_through_the_graph_pipeline(tmp_path: Path, opt: int, outer: str
+                                                         ) -> None:
+    """The default schedule leaves the jumping kernel alone; fusion keeps its loops whole; a
+    parallel loop around the jumping one runs its iterations on threads."""
+    mod = parse(GRAPH.replace("range(8)", outer))
+    x = np.random.default_rng(0).uniform(-1, 1, (8, 16)).astype("float32")
+    want = [2 * next((j for j in range(16) if x[i, j] > 0.5), -1) for i in range(8)]
+    np.testing.assert_array_equal(np.asarray(Interpreter(mod).call("main", x)), want)
+    build(mod, tmp_path / "g.so", opt_level=opt)
+    np.testing.assert_array_equal(np.asarray(load(tmp_path / "g.so").main(x)), want)
