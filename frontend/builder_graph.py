@@ -181,7 +181,8 @@ class GraphBuilder:
                            "put the 'if' after the block)", s.span)
         if isinstance(s, S.UnsupportedStmt):
             self.ctx.unsupported(s.what, s.span)
-        what = {S.For: "loops", S.While: "loops", S.With: "nested 'with'"}.get(
+        what = {S.For: "loops", S.While: "loops", S.With: "nested 'with'",
+                S.LoopJump: "'break' and 'continue'"}.get(
             type(s), f"{type(s).__name__} statements")
         self.ctx.unsupported(f"{what} in a graph function", s.span)
 

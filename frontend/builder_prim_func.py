@@ -18,6 +18,7 @@ from tirc.ir.dtype import HANDLE, DType, DTypeError
 from tirc.ir.expr import Call, Var, const
 from tirc.ir.function import PrimFunc
 from tirc.ir.intrinsics import RET
+from tirc.ir.loop_jumps import loop_jump_errors
 from tirc.ir.stmt import Block, BlockRealize, Evaluate, For, ForKind, Stmt
 from tirc.ir.visitor import post_order_visit
 
@@ -60,6 +61,8 @@ class PrimFuncBuilder:
         ret = self.lb.ret_dtype  # declared, or set by the first `return` of an unannotated one
         if ret is not None:
             self.check_returns(body)
+        for message, span in loop_jump_errors(body):
+            self.ctx.report(message, span)
         body = self.with_root(body)
         # The buffer map follows parameter order, however the buffers were declared.
         bmap = {p: self.buffer_map[p] for p in self.params if p in self.buffer_map}

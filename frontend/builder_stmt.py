@@ -35,6 +35,7 @@ from tirc.ir.expr import (
     cast,
     const,
 )
+from tirc.ir.loop_jumps import escaping_loop_jumps, jump_kind
 from tirc.ir.span import Span
 from tirc.ir.stmt import (
     Allocate,
@@ -368,6 +369,16 @@ class LoopBuilder:
                                  f"from a function returning {self.ret_dtype}")
         return Evaluate(spanned(Call(intrin.RET, (value,), self.ret_dtype), span), span=span)
 
+    def stmt_LoopJump(self, s: S.LoopJump) -> Stmt:
+        op = intrin.BREAK_LOOP if s.kind == "break" else intrin.CONTINUE_LOOP
+        return self.loop_jump(op, s.span)
+
+    def loop_jump(self, op: str, span: Span) -> Stmt:
+        """`break` / `continue` (or TVM's `T.break_loop()` / `T.continue_loop()`): the jump
+        intrinsic as a statement. Where it may stand (a serial loop, not across a block) is
+        checked over the whole function (tirc.ir.loop_jumps)."""
+        return Evaluate(Call(op, (), INT32, span=span), span=span)
+
     def stmt_FunctionDef(self, s: S.FunctionDef) -> None:
         self.ctx.unsupported("nested function definitions", s.span)
 
@@ -420,6 +431,13 @@ class LoopBuilder:
             if isinstance(s.target, S.Name) and len(loops) > 1:
                 self.scope.define(s.target.id, tuple(h.var for h in loops), s.target.span)
             body = self.body(s.body, frame=False)
+        if len(loops) > 1:
+            for jump in escaping_loop_jumps(body):
+                if jump_kind(jump) == intrin.BREAK_LOOP:
+                    # Python would leave the whole nest, TVM the innermost loop: refuse
+                    self.ctx.report(f"'break' directly inside a loop nest of one 'for' over "
+                                    f"{len(loops)} loops is ambiguous (write the loops one "
+                                    "'for' each)", jump.span)
         for head in reversed(loops):
             body = For(head.var, head.min, head.extent, head.kind, body, span=s.span,
                        **head.extra)

@@ -1,5 +1,6 @@
 """Statement-only builtins: `T.evaluate`, `T.tvm_storage_sync`, `T.event_wait`,
-`T.event_notify`, `T.assume`, `T.ret`, `T.launch_thread(var, n)`, `T.Bind(value, var=x)`."""
+`T.event_notify`, `T.assume`, `T.ret`,
+`T.break_loop()`, `T.continue_loop()`, `T.launch_thread(var, n)`, `T.Bind(value, var=x)`."""
 
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ def _evaluate(lb: LoopBuilder, call: S.Call) -> Stmt:
         inner = a.pos[0]
         assert isinstance(inner, S.Call)
         return _ret(lb, inner)
+    if S.call_name(a.pos[0]) in _JUMPS:  # `T.evaluate(T.break_loop())`
+        inner = a.pos[0]
+        assert isinstance(inner, S.Call)
+        return _loop_jump(lb, inner)
     if is_module_call(lb.eb, a.pos[0]):
         return Evaluate(prim_call(lb.eb, a.pos[0], statement=True), span=call.span)  # type: ignore[arg-type]
     return Evaluate(lb.eb.expr(a.pos[0]), span=call.span)
@@ -35,6 +40,16 @@ def _evaluate(lb: LoopBuilder, call: S.Call) -> Stmt:
 def _ret(lb: LoopBuilder, call: S.Call) -> Stmt:
     a = check_call(lb.ctx, call, f"T.{intrin.RET}", Sig(1, 1))
     return lb.return_stmt(a.pos[0], call.span)
+
+
+_JUMPS = (f"T.{intrin.BREAK_LOOP}", f"T.{intrin.CONTINUE_LOOP}")
+
+
+def _loop_jump(lb: LoopBuilder, call: S.Call) -> Stmt:
+    """`T.break_loop()` / `T.continue_loop()` (TVM main's spelling of break and continue)."""
+    name = S.call_name(call) or ""
+    check_call(lb.ctx, call, name, Sig(0, 0))
+    return lb.loop_jump(name[2:], call.span)
 
 
 def _storage_sync(lb: LoopBuilder, call: S.Call) -> Stmt:
@@ -110,6 +125,8 @@ STMT_CALLS: dict[str, Callable[[LoopBuilder, S.Call], Any]] = {
     f"T.{intrin.EVENT_NOTIFY}": _event,
     f"T.{intrin.ASSUME}": _assume,
     f"T.{intrin.RET}": _ret,
+    f"T.{intrin.BREAK_LOOP}": _loop_jump,
+    f"T.{intrin.CONTINUE_LOOP}": _loop_jump,
     "T.launch_thread": _launch,
     "T.device_entry": _device_entry,
     "T.attr": _attr,

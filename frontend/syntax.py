@@ -252,6 +252,13 @@ class Pass(Stmt):
 
 
 @dataclass(eq=False)
+class LoopJump(Stmt):
+    """`break` or `continue` (`kind`)."""
+
+    kind: str
+
+
+@dataclass(eq=False)
 class Assert(Stmt):
     test: Expr
     msg: Expr | None

@@ -83,10 +83,10 @@ class ToSyntax(Transformer):
         return S.Pass(self.span(meta))
 
     def break_stmt(self, meta: Any, ch: list) -> S.Stmt:
-        return S.UnsupportedStmt(self.span(meta), "'break'")
+        return S.LoopJump(self.span(meta), "break")
 
     def continue_stmt(self, meta: Any, ch: list) -> S.Stmt:
-        return S.UnsupportedStmt(self.span(meta), "'continue'")
+        return S.LoopJump(self.span(meta), "continue")
 
     def return_stmt(self, meta: Any, ch: list) -> S.Stmt:
         return S.Return(self.span(meta), ch[0])

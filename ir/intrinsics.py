@@ -261,6 +261,14 @@ UPPER_BOUND = _declare("tirc.upper_bound", ("handle", "int", "int", "int"), "giv
 
 # ---- statements with no value -----------------------------------------------------------
 
+BREAK_LOOP = _declare("break_loop", (), "int32", STATEMENT, "loop_jump",
+                      "leave the innermost enclosing serial loop (`for` or `while`) now: "
+                      "Python's `break` (TVM's T.break_loop); tirc.ir.loop_jumps")
+CONTINUE_LOOP = _declare("continue_loop", (), "int32", STATEMENT, "loop_jump",
+                         "go on with the next iteration of the innermost enclosing serial "
+                         "loop: Python's `continue` (TVM's T.continue_loop); "
+                         "tirc.ir.loop_jumps")
+
 ASSUME = _declare("assume", ("bool",), "int32", STATEMENT, "noop",
                   "a fact the compiler may use; does nothing when run")
 NOP = _declare("nop", (), "int32", INTRIN, "noop", "does nothing")

@@ -37,6 +37,7 @@ from tirc.ir.expr import (
     binop,
 )
 from tirc.ir.function import PrimFunc
+from tirc.ir.loop_jumps import before_continues
 from tirc.ir.module import IRModule
 from tirc.ir.span import Span
 from tirc.ir.stmt import (
@@ -230,7 +231,8 @@ class _Checks(Mutator):
         checks = self.expr_checks(s.condition, [])
         body = self.visit(s.body)
         if checks:  # the condition is evaluated again after every iteration
-            body = seq(body, *[Evaluate(c, span=s.span) for c in checks])
+            again = seq(*[Evaluate(c, span=s.span) for c in checks])
+            body = seq(before_continues(body, again), again)
         return self.before(checks, s if body is s.body else s.replace(body=body))
 
     def visit_For(self, s: For) -> Stmt:

@@ -11,8 +11,9 @@ Left as loops, marked for LLVM: an unroll loop whose extent is symbolic, or a co
 than the option `max-extent` (`unroll{max-extent=N}`, or `--pass-config unroll.max-extent=N`;
 default 64), becomes a serial loop with the
 annotation `"pragma_unroll": True`, which the LLVM backend turns into `llvm.loop.unroll.enable`
-metadata (LLVM then unrolls as far as its cost model allows). An unroll loop of extent 0 or
-less disappears.
+metadata (LLVM then unrolls as far as its cost model allows). So does an unroll loop whose body
+breaks or continues it (tirc.ir.loop_jumps): a copy of the body has no loop to jump in. An
+unroll loop of extent 0 or less disappears.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from tirc.ir.arith.stmt import simplify_exprs
 from tirc.ir.attrs import PRAGMA_UNROLL
 from tirc.ir.expr import IntImm, cast, const
 from tirc.ir.function import PrimFunc
+from tirc.ir.loop_jumps import escaping_loop_jumps
 from tirc.ir.module import IRModule
 from tirc.ir.rebind import fresh_copy
 from tirc.ir.stmt import Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt, seq
@@ -79,7 +81,8 @@ class _Unroller(Mutator):
         if loop.kind != ForKind.UNROLLED:
             return loop
         extent = construct.fold(loop.extent)
-        if isinstance(extent, IntImm) and extent.value <= self.max_extent:
+        if isinstance(extent, IntImm) and extent.value <= self.max_extent and \
+                not escaping_loop_jumps(loop.body):
             return unrolled_copies(loop.replace(extent=extent), self.analyzer)
         annotations = {**loop.annotations, PRAGMA_UNROLL: True}
         return loop.replace(kind=ForKind.SERIAL, annotations=annotations)

@@ -23,6 +23,7 @@ from tirc.ir.arith import Analyzer
 from tirc.ir.arith.linear import from_linear
 from tirc.ir.expr import BinOp, BufferLoad, Call, IntImm, PrimExpr, Var, binop
 from tirc.ir.function import PrimFunc
+from tirc.ir.loop_jumps import contains_loop_jump
 from tirc.ir.module import IRModule
 from tirc.ir.rebind import fresh_copy
 from tirc.ir.stmt import (
@@ -142,7 +143,8 @@ class _Unswitcher(Mutator):
         self.an = Analyzer()
 
     def visit_For(self, s: For) -> Any:
-        if s.kind == ForKind.VECTORIZED or s.thread_tag is not None:
+        if s.kind == ForKind.VECTORIZED or s.thread_tag is not None or \
+                contains_loop_jump(s.body):  # (kept simple: a jump is left as written)
             return self.generic_visit(s)
         finder = _GuardFinder(s, self.an)
         finder.walk(s.body, {}, set())

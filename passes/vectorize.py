@@ -43,6 +43,7 @@ from typing import Any
 from tirc.ir.arith import construct
 from tirc.ir.expr import BinOp, BufferLoad, Cast, IRTypeError, PrimExpr, Var, binop, cast, const
 from tirc.ir.function import PrimFunc
+from tirc.ir.loop_jumps import contains_loop_jump
 from tirc.ir.module import IRModule
 from tirc.ir.rebind import fresh_copy, rebind, used_vars
 from tirc.ir.stmt import BufferStore, For, ForKind, IfThenElse, Stmt, seq
@@ -103,6 +104,10 @@ class _LoopVectorizer(Mutator):
         loop = self.generic_visit(s)
         if loop.kind != ForKind.VECTORIZED:
             return loop
+        if contains_loop_jump(loop.body):
+            self.ctx.note(f"vectorize: loop {loop.loop_var.name} in {self.func_name} left "
+                          "scalar: its body breaks or continues a loop")
+            return loop.replace(kind=ForKind.SERIAL)
         try:
             return self.vectorize(loop)
         except (NotVectorizable, IRTypeError) as why:

@@ -29,6 +29,7 @@ from tirc.ir.graph import (
     Tuple,
     VarBinding,
 )
+from tirc.ir.loop_jumps import loop_jump_errors
 from tirc.ir.module import IRModule
 from tirc.ir.node import Node
 from tirc.ir.span import Span
@@ -183,9 +184,10 @@ class _Walker(Visitor):
 
     # -- reporting
 
-    def report(self, rule: str, message: str, node: Node | None = None) -> None:
-        span = node.span if node is not None and node.span is not None else (
-            self.spans[-1] if self.spans else None)
+    def report(self, rule: str, message: str, node: Node | None = None,
+               at: Span | None = None) -> None:
+        span = at if at is not None else node.span if node is not None and \
+            node.span is not None else (self.spans[-1] if self.spans else None)
         key = (rule, message, span)
         if key not in self.reported and len(self.problems) < MAX_ERRORS:
             self.reported.add(key)
@@ -250,6 +252,8 @@ class _Walker(Visitor):
                     self.define(v, f)
         for buf in buffers:
             self.define(buf, f)
+        for message, span in loop_jump_errors(f.body):  # break/continue have a serial loop
+            self.report("loop-jump-target", message, at=span)
         self.visit(f.body)
 
     def visit_For(self, s: For) -> None:

@@ -2,12 +2,14 @@
 
 Loops are emitted as header/body/latch blocks with a phi for the loop variable. `unroll` loops
 carry `llvm.loop` unroll metadata, a `vectorized` loop the vectorizer passes left scalar carries a
-vectorize hint, and `parallel` loops are outlined into an OpenMP region (see parallel.py).
+vectorize hint, and `parallel` loops are outlined into an OpenMP region (see parallel.py). A
+break or continue (tirc.ir.loop_jumps) branches to the exit or the latch of the loop it targets.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 
 from llvmlite import ir
 from tirc.backends.llvm import loop_metadata
@@ -15,11 +17,19 @@ from tirc.backends.llvm.expr import ExprCodegen
 from tirc.backends.llvm.memory import const_int
 from tirc.backends.llvm.types import I64, PTR, const_like, elem_align, mem_type, to_memory
 from tirc.ir import intrinsics as intrin
-from tirc.ir.attrs import COMPUTE_SCOPE, OUTLINED, PRAGMA_UNROLL, STORAGE_KIND
+from tirc.ir.attrs import (
+    COMPUTE_SCOPE,
+    OUTLINED,
+    PRAGMA_UNROLL,
+    STORAGE_KIND,
+    THREAD_EXTENT,
+    VIRTUAL_THREAD,
+)
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import DType
 from tirc.ir.expr import Call, IntImm, PrimExpr, StringImm, Var, binop, cast
+from tirc.ir.loop_jumps import JUMP_TARGET_KINDS, escaping_loop_jumps, jump_kind
 from tirc.ir.stmt import (
     Allocate,
     AssertStmt,
@@ -97,11 +107,69 @@ class StmtCodegen(ExprCodegen):
             self.emit_compute_scope(s)
         elif s.key in OUTLINED:
             self.emit_task_scope(s)
+        elif s.key in (THREAD_EXTENT, VIRTUAL_THREAD):
+            with self.jump_barrier("a thread launch"):
+                self.stmt(s.body)
         else:
             self.stmt(s.body)
 
+    # ---- break and continue ----------------------------------------------------------
+    # The loops around the statement being emitted, innermost last: (continue block, break
+    # block, heap allocations open when the loop began) for a loop a jump may target, or the
+    # words for what a jump may not leave (a parallel loop, a thread launch). A child
+    # codegen (an outlined region) starts with none: a jump cannot leave its function.
+
+    def _jump_targets(self) -> list[tuple[ir.Block, ir.Block, int] | str]:
+        targets = self.__dict__.get("_loop_jump_targets")
+        if targets is None:
+            targets = self.__dict__["_loop_jump_targets"] = []
+        return targets
+
+    def _heap_scopes(self) -> list[ir.Value]:
+        """The heap allocations open around the statement being emitted (freed in order)."""
+        scopes = self.__dict__.get("_open_heap")
+        if scopes is None:
+            scopes = self.__dict__["_open_heap"] = []
+        return scopes
+
+    @contextlib.contextmanager
+    def jump_target(self, cont: ir.Block | None, brk: ir.Block | None,
+                    refused: str = "") -> Iterator[None]:
+        """Jumps in the body go to `cont` / `brk` (or are refused, naming the loop)."""
+        targets = self._jump_targets()
+        targets.append(refused if cont is None or brk is None
+                       else (cont, brk, len(self._heap_scopes())))
+        try:
+            yield
+        finally:
+            targets.pop()
+
+    def jump_barrier(self, what: str) -> contextlib.AbstractContextManager[None]:
+        """Jumps in the body may not leave it (`what` names it)."""
+        return self.jump_target(None, None, f"cannot leave {what}")
+
+    def emit_loop_jump(self, s: Evaluate) -> None:
+        """`T.break_loop()` / `T.continue_loop()`: free the heap storage allocated inside the
+        target loop's body, branch, and go on in an unreachable block."""
+        kind = jump_kind(s)
+        what = "'break'" if kind == intrin.BREAK_LOOP else "'continue'"
+        targets = self._jump_targets()
+        if not targets:
+            raise CompileError(f"codegen: {what} outside a loop", s.span)
+        target = targets[-1]
+        if isinstance(target, str):
+            raise CompileError(f"codegen: {what} {target}", s.span)
+        cont, brk, depth = target
+        free = self.ctx.declare("free", ir.FunctionType(ir.VoidType(), [PTR]))
+        for ptr in reversed(self._heap_scopes()[depth:]):
+            self.b.call(free, [ptr])
+        self.b.branch(brk if kind == intrin.BREAK_LOOP else cont)
+        self.b.position_at_end(self.b.append_basic_block(f"after.{kind}"))
+
     def stmt_Evaluate(self, s: Evaluate) -> None:
-        if isinstance(s.value, Call) and s.value.op in (intrin.CHECK, intrin.BOUNDS_CHECK):
+        if jump_kind(s) is not None:
+            self.emit_loop_jump(s)
+        elif isinstance(s.value, Call) and s.value.op in (intrin.CHECK, intrin.BOUNDS_CHECK):
             self.emit_check(s.value, ERR_BOUNDS if s.value.op == intrin.BOUNDS_CHECK
                             else ERR_ARGUMENT)
         elif isinstance(s.value, Call):
@@ -175,7 +243,8 @@ class StmtCodegen(ExprCodegen):
         b.position_at_end(head)
         b.cbranch(self.expr(s.condition), body, end)
         b.position_at_end(body)
-        self.stmt(s.body)
+        with self.jump_target(head, end):
+            self.stmt(s.body)
         b.branch(head)
         b.position_at_end(end)
 
@@ -200,11 +269,18 @@ class StmtCodegen(ExprCodegen):
         dt = s.loop_var.dtype
         begin = self.expr_as(s.min, dt)
         end = self.b.add(begin, self.expr_as(s.extent, dt))
-        self.serial_loop(s.loop_var, begin, end, lambda: self.stmt(s.body), md)
+        refused = "" if s.kind in JUMP_TARGET_KINDS else \
+            f"in a {s.kind.value} loop (only a serial loop can be left or continued early)"
+        self.serial_loop(s.loop_var, begin, end, lambda: self.stmt(s.body), md,
+                         jumps=bool(escaping_loop_jumps(s.body)), refused=refused)
 
     def serial_loop(self, var: Var, begin: ir.Value, end: ir.Value, body: Callable[[], None],
-                    md: ir.values.MDValue | None = None) -> None:
-        """`for var in [begin, end): body()` with the loop variable as a phi."""
+                    md: ir.values.MDValue | None = None, jumps: bool = False,
+                    refused: str = "") -> None:
+        """`for var in [begin, end): body()` with the loop variable as a phi. With `jumps`
+        (a break or continue in the body targets this loop), the increment has a block of
+        its own, where a continue goes; a break goes to the exit. Without, a jump in
+        `body()` is refused (`refused` says why) unless it targets a loop inside."""
         b = self.b
         pre = b.block
         head = b.append_basic_block(f"for.{var.name}")
@@ -220,7 +296,14 @@ class StmtCodegen(ExprCodegen):
         b.position_at_end(body_bb)
         old = self.env.get(var)
         self.env[var] = phi
-        body()
+        latch_bb = b.append_basic_block(f"for.{var.name}.latch") if jumps and not refused \
+            else None
+        with self.jump_target(latch_bb, exit_bb if latch_bb is not None else None,
+                              refused or "cannot leave this loop"):
+            body()
+        if latch_bb is not None:
+            b.branch(latch_bb)
+            b.position_at_end(latch_bb)
         if old is None:
             del self.env[var]
         else:
@@ -264,7 +347,13 @@ class StmtCodegen(ExprCodegen):
         self.env[buf.data] = ptr
         if s.init is not None:
             self._fill(buf, count, s.init)
-        self.stmt(body)
+        if not on_stack:
+            self._heap_scopes().append(ptr)
+        try:
+            self.stmt(body)
+        finally:
+            if not on_stack:
+                self._heap_scopes().pop()
         if not on_stack:
             free = self.ctx.declare("free", ir.FunctionType(ir.VoidType(), [PTR]))
             b.call(free, [ptr])

@@ -140,12 +140,13 @@ class KernelCodegen(BuiltinCalls, StmtCodegen):
         old = self.env.get(s.loop_var)
         self.env[s.loop_var] = value
         launch = self.launch.get(tag)
-        if launch is not None and const_int(s.extent) != const_int(launch):
-            ok = self.b.icmp_unsigned("<", value, self.expr_as(s.extent, dt))
-            with self.b.if_then(ok):
+        with self.jump_barrier(f"a loop bound to {tag}"):
+            if launch is not None and const_int(s.extent) != const_int(launch):
+                ok = self.b.icmp_unsigned("<", value, self.expr_as(s.extent, dt))
+                with self.b.if_then(ok):
+                    self.stmt(s.body)
+            else:
                 self.stmt(s.body)
-        else:
-            self.stmt(s.body)
         if old is None:
             del self.env[s.loop_var]
         else:

@@ -17,6 +17,7 @@ from tirc.ir.buffer import Range
 from tirc.ir.expr import Call, IntImm, Not, PrimExpr, Var, cast
 from tirc.ir.function import PrimFunc
 from tirc.ir.intrinsics import CALL_PRIM
+from tirc.ir.loop_jumps import escaping_loop_jumps
 from tirc.ir.rebind import rebind
 from tirc.ir.stmt import (
     AssertStmt,
@@ -85,7 +86,8 @@ class StmtSimplifier(Mutator):
         if n is not None and n <= 0 and not thread:
             return noop()
         if (self.remove_unit_loops and n == 1 and s.kind in _UNIT_LOOP_KINDS
-                and not s.annotations and s.thread_tag is None):
+                and not s.annotations and s.thread_tag is None
+                and not escaping_loop_jumps(s.body)):  # a jump needs its loop
             value = lo if lo.dtype == s.loop_var.dtype else cast(s.loop_var.dtype, lo)
             return self.visit(rebind(s.body, {s.loop_var: value}))
         with self.an.scope():

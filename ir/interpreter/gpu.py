@@ -33,7 +33,8 @@ from tirc.ir.function import PrimFunc
 from tirc.ir.gpu.threads import BLOCK_TAGS, THREAD_TAGS, is_barrier
 from tirc.ir.interpreter.prim_func import DEFAULT_MAX_WHILE, CompiledPrimFunc
 from tirc.ir.interpreter.stmt import Run, StmtCompiler
-from tirc.ir.interpreter.values import Env, InterpreterError, np_dtype
+from tirc.ir.interpreter.values import BreakLoop, ContinueLoop, Env, InterpreterError, np_dtype
+from tirc.ir.loop_jumps import escaping_loop_jumps
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import (
     Allocate,
@@ -71,6 +72,22 @@ def _garbage(dtype: np.dtype, size: int) -> np.ndarray:
     if dtype.kind == "b":
         return np.ones(size, dtype=dtype)
     return np.full(size, -7, dtype=dtype) if dtype.kind == "i" else np.full(size, 7, dtype=dtype)
+
+
+def _gen_jumps_caught(body: Gen) -> Gen:
+    """A loop body (with a barrier) catching the jumps that target its loop; its generator
+    returns True after a break."""
+
+    def run(env: Env) -> Iterator[int]:
+        try:
+            yield from body(env)
+        except BreakLoop:
+            return True  # type: ignore[misc]
+        except ContinueLoop:
+            pass
+        return False  # type: ignore[misc]
+
+    return run  # type: ignore[return-value]
 
 
 class SpmdCompiler(StmtCompiler):
@@ -187,11 +204,15 @@ class SpmdCompiler(StmtCompiler):
 
             return bound
 
+        if escaping_loop_jumps(s.body):
+            body = _gen_jumps_caught(body)
+
         def loop(env: Env) -> Iterator[int]:
             lo = fmin(env)
             for v in range(lo, lo + fext(env)):
                 env[k] = v
-                yield from body(env)
+                if (yield from body(env)):
+                    return
 
         return loop
 
@@ -210,6 +231,8 @@ class SpmdCompiler(StmtCompiler):
 
     def g_While(self, s: While) -> Gen:
         cond, body, limit = self.ex.compile(s.condition), self.gen(s.body), self.max_while
+        if escaping_loop_jumps(s.body):
+            body = _gen_jumps_caught(body)
 
         def loop(env: Env) -> Iterator[int]:
             n = 0
@@ -217,7 +240,8 @@ class SpmdCompiler(StmtCompiler):
                 n += 1
                 if n > limit:
                     raise InterpreterError(f"while loop ran more than {limit} iterations")
-                yield from body(env)
+                if (yield from body(env)):
+                    return
 
         return loop
 

@@ -25,7 +25,9 @@ from tirc.ir import intrinsics as ir_intrinsics
 from tirc.ir.expr import Call, StringImm, Var
 from tirc.ir.interpreter.extern import compile_c_call, compile_packed_call
 from tirc.ir.interpreter.values import (
+    BreakLoop,
     Compiler,
+    ContinueLoop,
     Env,
     Fn,
     InterpreterError,
@@ -320,6 +322,16 @@ def _ret(c: Compiler, e: Call) -> Fn:
     return ret
 
 
+def _loop_jump(c: Compiler, e: Call) -> Fn:
+    """`T.break_loop()` / `T.continue_loop()`: unwind to the innermost loop (which catches)."""
+    jump = BreakLoop if e.op == ir_intrinsics.BREAK_LOOP else ContinueLoop
+
+    def run(env: Env) -> Any:
+        raise jump()
+
+    return run
+
+
 def _packed(c: Compiler, e: Call) -> Fn:
     return compile_packed_call(c, e)
 
@@ -336,4 +348,5 @@ RULES: dict[str, Callable[[Compiler, Call], Fn]] = {
     "packed": _packed, "bitcount": _bitcount, "fixed_point": _fixed_point,
     "float_class": _float_class, "halves": _halves, "extern": _extern, "search": _search,
     "bounds_check": _bounds_check, "call_prim": _call_prim, "ret": _ret,
+    "loop_jump": _loop_jump,
 }

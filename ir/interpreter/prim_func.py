@@ -30,6 +30,7 @@ from tirc.ir.interpreter.values import (
     np_dtype,
     to_scalar,
 )
+from tirc.ir.loop_jumps import loop_jump_errors
 from tirc.ir.sparse.buffer import SparseBuffer, is_dense
 
 DEFAULT_MAX_WHILE = 10_000_000
@@ -51,6 +52,8 @@ class CompiledPrimFunc:
         self.derived: list[tuple[Buffer, str, int, Callable[[Env], Any]]] = []
         for buf in func.buffers:
             self._compile_arg_checks(buf)
+        for message, span in loop_jump_errors(func.body):
+            raise InterpreterError(message, span)
         self.body = StmtCompiler(self.ex, max_while_iterations).compile(func.body)
 
     def _compile_arg_checks(self, buf: Buffer) -> None:

@@ -22,7 +22,15 @@ from tirc.ir.interpreter import sparse
 from tirc.ir.interpreter.buffer import row_major_strides, storage_of
 from tirc.ir.interpreter.expr import ExprCompiler
 from tirc.ir.interpreter.races import Tracking, races_of, tracking_of
-from tirc.ir.interpreter.values import Env, Fn, InterpreterError, np_dtype
+from tirc.ir.interpreter.values import (
+    BreakLoop,
+    ContinueLoop,
+    Env,
+    Fn,
+    InterpreterError,
+    np_dtype,
+)
+from tirc.ir.loop_jumps import escaping_loop_jumps
 from tirc.ir.span import Span
 from tirc.ir.sparse.buffer import SparseBuffer
 from tirc.ir.sparse.iteration import SparseIteration
@@ -51,6 +59,21 @@ THREAD_ATTRS = (THREAD_EXTENT, VIRTUAL_THREAD)
 
 def _noop(env: Env) -> None:
     return None
+
+
+def _jumps_caught(body: Run) -> Callable[[Env], bool]:
+    """`body` catching the jumps that target its loop: True after a break, else False."""
+
+    def run(env: Env) -> bool:
+        try:
+            body(env)
+        except BreakLoop:
+            return True
+        except ContinueLoop:
+            pass
+        return False
+
+    return run
 
 
 class StmtCompiler:
@@ -136,6 +159,8 @@ class StmtCompiler:
         fc = self.ex.compile(s.condition)
         body = self.compile(s.body)
         limit = self.max_while
+        if escaping_loop_jumps(s.body):
+            body = _jumps_caught(body)
 
         def loop(env: Env) -> None:
             n = 0
@@ -143,7 +168,8 @@ class StmtCompiler:
                 n += 1
                 if n > limit:
                     raise InterpreterError(f"while loop ran more than {limit} iterations")
-                body(env)
+                if body(env):
+                    return
 
         return loop
 
@@ -151,7 +177,10 @@ class StmtCompiler:
         fmin, fext = self.ex.compile(s.min), self.ex.compile(s.extent)
         tracking = tracking_of(s)
         if tracking is None:
-            return self._loop(s.loop_var, fmin, fext, self.compile(s.body))
+            body = self.compile(s.body)
+            if escaping_loop_jumps(s.body):
+                return self._jumping_loop(s.loop_var, fmin, fext, _jumps_caught(body))
+            return self._loop(s.loop_var, fmin, fext, body)
         return self._tracked_loop(s.loop_var, fmin, fext, s.body, tracking, s.span)
 
     def _tracked_loop(self, var: Var, fmin: Fn, fext: Fn, body_stmt: Stmt, tracking: Tracking,
@@ -191,6 +220,19 @@ class StmtCompiler:
             for v in range(lo, lo + fext(env)):
                 env[k] = v
                 body(env)
+
+        return loop
+
+    def _jumping_loop(self, var: Var, fmin: Fn, fext: Fn, body: Callable[[Env], bool]) -> Run:
+        """A serial loop whose body breaks or continues it (`body` says True to leave)."""
+        k = self.slots.of(var)
+
+        def loop(env: Env) -> None:
+            lo = fmin(env)
+            for v in range(lo, lo + fext(env)):
+                env[k] = v
+                if body(env):
+                    return
 
         return loop
 

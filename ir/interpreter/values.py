@@ -40,6 +40,18 @@ class ReturnValue(Exception):  # noqa: N818 (control flow, not an error)
         self.value = value
 
 
+class LoopJump(Exception):  # noqa: N818 (control flow, not an error)
+    """`T.break_loop()` / `T.continue_loop()` unwinding to the innermost loop that runs it."""
+
+
+class BreakLoop(LoopJump):
+    """Leave the innermost loop."""
+
+
+class ContinueLoop(LoopJump):
+    """Go on with the next iteration of the innermost loop."""
+
+
 class Unset:
     """The value of a variable slot before its definition runs."""
 

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from tirc.ir.attrs import SCHEDULED
 from tirc.ir.function import PrimFunc
 from tirc.ir.gpu.threads import thread_loops
+from tirc.ir.loop_jumps import contains_loop_jump
 from tirc.ir.module import IRModule
 from tirc.ir.printer import print_node
 from tirc.ir.target import parse_target
@@ -56,6 +57,6 @@ class GPUDefaultSchedule(PrimFuncPass):
 
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
         if func.attrs.get(SCHEDULED) or thread_loops(func.body) or \
-                opted_out(func, self.schedule):
-            return func
+                opted_out(func, self.schedule) or contains_loop_jump(func.body):
+            return func  # (the primitives refuse loops that break or continue)
         return schedule_gpu(func, ctx)

@@ -41,6 +41,7 @@ from tirc.ir.gpu.threads import (
     walk_stmts,
 )
 from tirc.ir.intrinsics import CALL_PACKED, LAUNCH_KERNEL
+from tirc.ir.loop_jumps import contains_loop_jump
 from tirc.ir.module import IRModule
 from tirc.ir.prim_call import callee_of
 from tirc.ir.rebind import used_vars
@@ -212,10 +213,12 @@ def split_function(func: PrimFunc) -> tuple[PrimFunc, list[PrimFunc]]:
         return func, []
     if not launch_regions(func.body):
         if any(isinstance(s, BufferStore) for s in walk_stmts(func.body)):
+            why = " (the default GPU schedule leaves a function that breaks or continues a " \
+                "loop alone)" if contains_loop_jump(func.body) else ""
             raise CompileError(
                 f"gpu-split-host-device: function '{func.name}' has no thread-bound loops, so "
                 "it cannot run on the GPU; bind its loops to blockIdx/threadIdx "
-                "(T.thread_binding, or sch.bind in a schedule)", func.span)
+                f"(T.thread_binding, or sch.bind in a schedule){why}", func.span)
         return func, []
     splitter = _Splitter(func)
     body = splitter.host(func.body)

@@ -39,6 +39,7 @@ from tirc.ir.gpu.threads import (
     map_regions,
     walk_stmts,
 )
+from tirc.ir.loop_jumps import escaping_loop_jumps
 from tirc.ir.module import IRModule
 from tirc.ir.rebind import used_vars
 from tirc.ir.stmt import (
@@ -151,10 +152,17 @@ class _Sync:
             # The next iteration sees this one's tail; indices of the loop's own variable
             # differ between iterations, so they cannot be proved the same there.
             _, tail = self.run(s.body, pending)
+            jumps = bool(escaping_loop_jumps(s.body))
+            if jumps:
+                # a break or continue ends an iteration early, before barriers of the body:
+                # what any part of the body did may be pending after it
+                tail = tail + self.info.accesses(s.body)
             own = {s.loop_var} if isinstance(s, For) else set()
             carried = [a if a.index is None or not used_vars(*a.index) & own
                        else Access(a.data, a.write, None) for a in tail]
             body, tail = self.run(s.body, pending + carried)
+            if jumps:
+                tail = carried + tail
             return s.replace(body=body), pending + tail  # type: ignore[return-value]
         if isinstance(s, IfThenElse):
             then, p1 = self.run(s.then_case, pending)

@@ -32,6 +32,7 @@ from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import HANDLE, INT32
 from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var, binop, cast
 from tirc.ir.gpu.threads import barrier
+from tirc.ir.loop_jumps import before_continues
 from tirc.ir.stmt import (
     Allocate,
     AttrStmt,
@@ -120,7 +121,7 @@ class Spreader:
         if isinstance(s, For):
             body = self.spread(s.body)
             if _writes_shared_memory(s.body):
-                body = seq(body, barrier())
+                body = seq(before_continues(body, barrier()), barrier())
             return s.replace(body=body)
         if isinstance(s, IfThenElse):
             other = self.spread(s.else_case) if s.else_case is not None else None

@@ -9,12 +9,17 @@ from typing import Any
 
 from tirc.ir.diagnostics import CompileError, Diagnostic
 from tirc.ir.function import PrimFunc
+from tirc.ir.loop_jumps import contains_loop_jump
 from tirc.ir.schedule import SchedInstr, SchedRef, Schedule
 from tirc.passes.schedule.primitives import PRIMITIVES
 from tirc.passes.schedule.sparse import PRIMITIVES as SPARSE_PRIMITIVES
 from tirc.passes.schedule.sparse import has_sparse_iterations
 from tirc.passes.schedule.state import ScheduleError, ScheduleState
 from tirc.passes.sparse.lower_sparse_iterations import lower_sparse
+
+# Primitives that only look (they never change the function).
+READ_ONLY = frozenset({"get_block", "get_loops", "get_child_blocks", "sample_perfect_tile",
+                       "sample_categorical"})
 
 
 def _resolve(value: Any, env: dict[str, Any]) -> Any:
@@ -48,6 +53,10 @@ def bind_call(state: ScheduleState, env: dict[str, Any],
         close = difflib.get_close_matches(ins.prim, list(PRIMITIVES), n=1)
         hint = f"; did you mean \"{close[0]}\"?" if close else ""
         raise ScheduleError(f"unknown schedule primitive \"{ins.prim}\"{hint}")
+    if ins.prim not in READ_ONLY and contains_loop_jump(state.body):
+        raise ScheduleError(f"{ins.prim}: function \"{state.name}\" breaks or continues a "
+                            "loop; schedule primitives do not transform such functions (a "
+                            "jump ties its loop's iterations together)")
     if ins.prim not in SPARSE_PRIMITIVES and has_sparse_iterations(state):
         # loop primitives act on the lowered loops
         state.func = lower_sparse(state.func, state.check_sparse_arrays)

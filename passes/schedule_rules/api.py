@@ -17,6 +17,7 @@ from typing import Any
 
 from tirc.ir.attrs import SCHEDULE, SCHEDULED
 from tirc.ir.function import PrimFunc
+from tirc.ir.loop_jumps import contains_loop_jump
 from tirc.ir.module import IRModule
 from tirc.ir.prim_call import called_functions
 from tirc.ir.stmt import BlockRealize, For, ForKind
@@ -63,8 +64,11 @@ def wants_default_schedule(func: PrimFunc, mode: str = "rules") -> bool:
     `schedule` option), not scheduled already (by its own @S.schedule or by hand), and
     calling no other loop function (the rules cannot see what the callee reads and writes:
     parallelising a loop around a call could race), and naming each block once (the
-    primitives find blocks by name; TVM allows several unnamed `T.block()`)."""
+    primitives find blocks by name; TVM allows several unnamed `T.block()`), and with no
+    break or continue (the primitives refuse loops that jump: tirc.ir.loop_jumps)."""
     if opted_out(func, mode) or func.attrs.get(SCHEDULED) or called_functions(func.body):
+        return False
+    if contains_loop_jump(func.body):
         return False
     return not hand_scheduled(func) and _unique_block_names(func)
 

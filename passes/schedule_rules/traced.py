@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tirc.ir.function import PrimFunc
+from tirc.ir.loop_jumps import contains_loop_jump
 from tirc.ir.schedule import SchedInstr, SchedLambda, SchedRef, Schedule
 from tirc.passes.schedule.primitives import PRIMITIVES
+from tirc.passes.schedule.runner import READ_ONLY
 from tirc.passes.schedule.state import BlockRV, LoopRV, ScheduleError, ScheduleState
 
 RESERVED = ("T", "S", "R", "I")  # the namespaces of a .tir file
@@ -147,6 +149,9 @@ class TracedSchedule:
              **kwargs: Any) -> Any:
         """Run primitive `prim` and record it; `out` names its results (made unique)."""
         fn = PRIMITIVES[prim]
+        if prim not in READ_ONLY and contains_loop_jump(self.state.body):
+            raise ScheduleError(f"{prim}: function \"{self.state.name}\" breaks or continues "
+                                "a loop; schedule primitives do not transform it")
         result = fn(self.state, *[_plain(a) for a in args],
                     **{k: _plain(v) for k, v in kwargs.items()})
         outputs: tuple[str, ...] = ()

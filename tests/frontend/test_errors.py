@@ -108,7 +108,29 @@ CASES: dict[str, tuple[str, list[tuple[int, int, str]]]] = {
                            [(5, 56, "unsupported: T.allocate with a condition")]),
     "bitwise_operator": (H + "    A[0, 0] = A[0, 0] & 1.0\n",
                          [(5, 15, "bitwise operator on float32 operands")]),
-    "break": (H + "    for i in range(3):\n        break\n", [(6, 9, "unsupported: 'break'")]),
+    "break_outside_loop": (H + "    if n > 0:\n        break\n",
+                           [(6, 9, "'break' outside a loop")]),
+    "continue_in_parallel": (H + "    for i in T.parallel(8):\n        if n > i:\n"
+                                 "            continue\n        A[i, 0] = 1.0\n",
+                             [(7, 13, "'continue' in a parallel loop (only a serial loop can "
+                                      "be left or continued early)")]),
+    "break_in_parallel": (H + "    for i in T.parallel(8):\n        for j in range(8):\n"
+                              "            A[i, j] = 1.0\n        break\n",
+                          [(8, 9, "'break' in a parallel loop (only a serial loop can be left "
+                                  "or continued early)")]),
+    "break_in_vectorized": (H + "    for i in T.vectorized(8):\n        T.break_loop()\n",
+                            [(6, 9, "'break' in a vectorized loop (only a serial loop can be "
+                                    "left or continued early)")]),
+    "break_in_grid": (H + "    for i, j in T.grid(8, 8):\n        break\n",
+                      [(6, 9, "'break' directly inside a loop nest of one 'for' over 2 loops "
+                              "is ambiguous (write the loops one 'for' each)")]),
+    "break_leaves_block": (H + "    for i in range(8):\n        with T.block(\"b\"):\n"
+                               "            T.break_loop()\n",
+                           [(7, 13, "'break' cannot leave a block")]),
+    "break_as_value": (H + "    for i in range(8):\n        A[0, 0] = T.break_loop()\n",
+                       [(6, 19, "T.break_loop(...) cannot be used in an expression")]),
+    "break_with_arguments": (H + "    for i in range(8):\n        T.break_loop(1)\n",
+                             [(6, 9, "T.break_loop takes 0 arguments, got 1")]),
     "ternary": (H + "    A[0, 0] = 1.0 if n > 0 else 2.0\n",
                 [(5, 15, "unsupported: conditional expressions (use T.Select or "
                          "T.if_then_else)")]),
