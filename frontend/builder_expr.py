@@ -77,6 +77,9 @@ class ExprBuilder:
         self.ctx = ctx
         self.scope = scope
         self.module: Any = None  # the module's function names (ModuleNames), when known
+        # a block match buffer without elem_offset: the offset of its region in the source, the
+        # value `M.elem_offset` reads (TVM reads 0 and requires the region to start at 0)
+        self.match_offsets: dict[int, PrimExpr] = {}
 
     # ---- entry points -------------------------------------------------------------------
 
@@ -165,6 +168,8 @@ class ExprBuilder:
                 if node.attr == "data":
                     return target.data
                 offset = target.elem_offset
+                if offset is None:
+                    offset = self.match_offsets.get(id(target))
                 return offset if offset is not None else IntImm(0, INT32, span=node.span)
         name = S.dotted(node)
         if name is not None and name.split(".")[0] in ("T", "R", "I", "S"):

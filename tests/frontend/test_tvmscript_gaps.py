@@ -3,12 +3,17 @@ the same IR, prints as a fixed point, and (where it has no GPU part) compiles fo
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import pytest
 from tirc import driver
 from tirc.frontend import parse
 from tirc.ir import IRModule, structural_equal
 from tirc.ir.diagnostics import CompileError
+from tirc.ir.interpreter import Interpreter
 from tirc.ir.printer import print_module
+from tirc.runtime import load
 
 
 def _round_trip(text: str) -> IRModule:
@@ -531,3 +536,31 @@ from tvm.script import tir as T
 def f(A: T.Buffer((8,), "float32")):
     T.evaluate(T.tvm_access_ptr(T.type_annotation(dtype="int32"), A.data, 0, 8, 1))
 ''')
+
+
+def test_elem_offset_of_a_match_buffer_is_where_its_region_starts(tmp_path: Path) -> None:
+    """`sub.elem_offset` of a tile matched without `elem_offset=`: the region's offset in its
+    source (TVM reads 0 and accepts only regions that start at 0; the offset is right for
+    both), in the interpreter and compiled."""
+    text = '''
+from tvm.script import tir as T
+
+@T.prim_func
+def tile_offsets(A: T.Buffer((32, 64), "float32"), O: T.Buffer((8,), "int32")):
+    for i, k in T.grid(2, 4):
+        with T.block():
+            T.reads([])
+            T.writes(O[i * 4 + k])
+            sub = T.match_buffer(A[i * 16 : i * 16 + 16, k * 16 : k * 16 + 16], (16, 16),
+                                 strides=[64, 1])
+            O[i * 4 + k] = sub.elem_offset
+'''
+    want = np.array([i * 16 * 64 + k * 16 for i in range(2) for k in range(4)], np.int32)
+    mod = _round_trip(text)
+    got = np.zeros(8, np.int32)
+    Interpreter(mod).call("tile_offsets", np.zeros((32, 64), np.float32), got)
+    np.testing.assert_array_equal(got, want)
+    lib = load(driver.build(mod, tmp_path / "offsets.so", "llvm", 2))
+    got = np.zeros(8, np.int32)
+    lib["tile_offsets"](np.zeros((32, 64), np.float32), got)
+    np.testing.assert_array_equal(got, want)
