@@ -6,8 +6,11 @@ earlier stages: elementwise maps with broadcasting, row and column reductions (s
 with `T.init`, transposes, matmuls, stencils, and casts through float16 and int32. Shapes are
 static or symbolic (`n = T.int64()`); loop nests are plain, split (with `T.where` when the
 factor does not divide), fused, or reordered, with parallel, vectorized and unrolled loops
-where they are legal. `random_loop_program(seed)` is deterministic in its seed, so a failing
-seed is a reproducible program.
+where they are legal. A quarter of the programs end with one more output, a row scan whose
+serial loop inside the block leaves early (`break`) or skips elements (`continue`); it draws
+from its own stream, so the stages before it are those the seed always gave.
+`random_loop_program(seed)` is deterministic in its seed, so a failing seed is a reproducible
+program.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ from tirc.ir import (
 from tirc.ir import expr as E
 from tirc.ir.analysis.block_regions import infer_regions
 from tirc.ir.dtype import BOOL, dtype
-from tirc.ir.stmt import Stmt, seq
+from tirc.ir.intrinsics import BREAK_LOOP, CONTINUE_LOOP
+from tirc.ir.stmt import Evaluate, IfThenElse, Stmt, seq
 
 from difftest.harness import Program, loop_args
 from difftest.values import INPUT_INFO, Info, combine
@@ -81,6 +85,7 @@ class _Gen:
     """The state of one program being generated."""
 
     def __init__(self, seed: int, name: str) -> None:
+        self.seed = seed
         self.rng = random.Random(seed)
         self.name = name
         self.index = dtype("int64") if self.rng.random() < 0.5 else dtype("int32")
@@ -423,12 +428,44 @@ class _Gen:
             return ForKind.VECTORIZED
         return ForKind.UNROLLED if inner else ForKind.SERIAL
 
+    def stage_scan(self) -> None:
+        """out[i] = the sum of row i of a float32 matrix up to its first element above a
+        threshold (`break`), or of its elements that are not below it (`continue`): a serial
+        loop with a jump inside a block over the rows (which may be parallel)."""
+        src = self.source("float32", rank=2)
+        rows, cols = src.dims
+        mag = src.info.mag * max(1, cols.value or cols.expr.value)
+        if mag > _limit("float32"):
+            return
+        jump = self.rng.choice((BREAK_LOOP, CONTINUE_LOOP))
+        threshold = E.const(self.rng.choice((-1, 0, 1, 2)) / 2, "float32")
+        out = self.tensor((rows,), "float32", src.info.with_(mag=mag), "out")
+        vi, k = Var("vi", self.index), Var("k", self.index)
+        x = src.buf.vload(vi, k)
+        test = binop("gt", x, threshold) if jump == BREAK_LOOP else binop("lt", x, threshold)
+        loop = For(k, IntImm(0, self.index), cols.expr, ForKind.SERIAL,
+                   seq(IfThenElse(test, Evaluate(E.call(jump, dt="int32"))),
+                       BufferStore(out.buf, binop("add", out.buf.vload(vi), x), (vi,))))
+        body = seq(BufferStore(out.buf, E.const(0, "float32"), (vi,)), loop)
+        reads, writes = infer_regions(body, None, set())
+        block = Block(self.fresh(f"{self.name}_scan"),
+                      (IterVar(vi, Range(IntImm(0, self.index), rows.expr), IterKind.SPATIAL),),
+                      reads, writes, body)
+        i = Var("i", self.index)
+        kind = ForKind.PARALLEL if not self.plain and self.rng.random() < 0.5 else ForKind.SERIAL
+        self.stages.append(For(i, IntImm(0, self.index), rows.expr, kind,
+                               BlockRealize((i,), IntImm(1, BOOL), block)))
+
     # ---- the function ----------------------------------------------------------------
 
     def build(self) -> LoopProgram:
         n = self.rng.randint(1, MAX_STAGES)
         for k in range(n):
             self.stage(last=k == n - 1)
+        jumps = random.Random(self.seed * 7919 + 17)
+        if jumps.random() < 0.25:
+            self.rng = jumps
+            self.stage_scan()
         body = seq(*self.stages)
         if self.allocs or self.plain:
             body = BlockRealize((), IntImm(1, BOOL), Block("root", (), (), (), body,
