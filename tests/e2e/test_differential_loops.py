@@ -13,7 +13,8 @@ import pytest
 from difftest.builds import compile_module, interpret_loop, loop_labels, run_loop
 from difftest.harness import Build, Checker, Report, format_report
 from difftest.loop_programs import loop_case, random_loop_program
-from tirc.ir import BufferLoad, Cast, For, IntImm, IRModule, PrimFunc, Var
+from tirc.ir import BufferLoad, Call, Cast, For, IntImm, IRModule, PrimFunc, Var
+from tirc.ir.intrinsics import BREAK_LOOP, CONTINUE_LOOP
 from tirc.ir.stmt import Block, BlockRealize
 from tirc.ir.visitor import post_order_visit
 
@@ -55,6 +56,8 @@ def _features(func: PrimFunc) -> set[str]:
             seen.add("intermediate")
         elif isinstance(node, Cast):
             seen.add(f"cast:{node.dtype}")
+        elif isinstance(node, Call) and node.op in (BREAK_LOOP, CONTINUE_LOOP):
+            seen.add(node.op)
         elif isinstance(node, BufferLoad) and len(node.indices) == 2 and \
                 isinstance(node.indices[0], Var) and node.indices[0].name == "vj":
             seen.add("transpose")
@@ -72,7 +75,8 @@ def test_generator_covers_the_language() -> None:
     want = {"dtype:float32", "dtype:float16", "dtype:int32", "symbolic", "loop:serial",
             "loop:parallel", "loop:vectorized", "loop:unrolled", "predicate",
             "binding-expression", "reduction", "reduction-3d", "intermediate",
-            "cast:float16", "cast:float32", "cast:int32", "transpose"}
+            "cast:float16", "cast:float32", "cast:int32", "transpose", BREAK_LOOP,
+            CONTINUE_LOOP}
     assert want <= seen, f"not generated: {sorted(want - seen)}"
 
 
