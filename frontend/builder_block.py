@@ -10,7 +10,7 @@ from tirc.frontend.builder_buffer import declare_buffer, range_between, region
 from tirc.frontend.context import BuildError
 from tirc.frontend.signature import Sig, check_call
 from tirc.ir.analysis.block_regions import infer_regions
-from tirc.ir.arith import construct
+from tirc.ir.analysis.regions import region_offset
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import INT32
 from tirc.ir.expr import IntImm, PrimExpr, Var, cast, const, index_dtype
@@ -209,19 +209,3 @@ def build_block(lb: LoopBuilder, s: S.With, call: S.Call, name: str) -> Stmt:
     predicate = parts.predicate if parts.predicate is not None else \
         const(True).with_span(s.span)
     return BlockRealize(tuple(parts.values), predicate, block, span=s.span)
-
-
-def region_offset(source: BufferRegion) -> PrimExpr:
-    """Where a region starts in its buffer, in elements (the buffer's own offset included)."""
-    buf = source.buffer
-    strides = list(buf.strides)
-    if not strides:
-        acc: PrimExpr = IntImm(1, INT32)
-        for d in reversed(buf.shape):
-            strides.insert(0, acc)
-            acc = construct.mul(acc, d)
-    out: PrimExpr = buf.elem_offset if buf.elem_offset is not None else IntImm(0, INT32)
-    for r, stride in zip(source.region, strides):
-        out = construct.add(out, construct.mul(r.min, stride))
-    return out
-

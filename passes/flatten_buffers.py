@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tirc.ir.analysis.regions import row_major_strides
 from tirc.ir.analysis.storage import storage_size
 from tirc.ir.arith import construct
 from tirc.ir.buffer import Buffer
@@ -35,7 +36,7 @@ from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import Allocate, AttrStmt, BufferStore, Stmt
 from tirc.ir.visitor import Mutator
-from tirc.passes.lower_blocks import has_blocks, lower_blocks, row_major_strides
+from tirc.passes.lower_blocks import has_blocks, lower_blocks
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 
 

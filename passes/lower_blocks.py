@@ -21,10 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tirc.ir.analysis.regions import region_offset, row_major_strides
 from tirc.ir.arith import construct
 from tirc.ir.buffer import Buffer, Range
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, cast, const
+from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, cast
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.rebind import rebind
@@ -53,17 +54,6 @@ def _conjunction(conds: list[PrimExpr]) -> PrimExpr | None:
     for c in conds:
         out = c if out is None else binop("and", out, c)
     return out
-
-
-def row_major_strides(shape: tuple[PrimExpr, ...]) -> list[PrimExpr]:
-    """The element strides of a compact row-major buffer of `shape`: (m * n, n, 1)."""
-    strides: list[PrimExpr] = []
-    for k in range(len(shape)):
-        stride: PrimExpr = const(1, shape[k].dtype)
-        for dim in shape[k + 1:]:
-            stride = construct.mul(stride, dim)
-        strides.append(stride)
-    return strides
 
 
 @dataclass
@@ -108,10 +98,7 @@ def _bind_match_vars(m: MatchBufferRegion, dims: list[int], vmap: dict[Any, Any]
         # `M.data` (an extern call's pointer): the source's storage, M's elem_offset from it
         vmap[buf.data] = src.data
     if isinstance(buf.elem_offset, Var) and buf.elem_offset not in vmap:
-        offset: PrimExpr = src.elem_offset if src.elem_offset is not None else const(0)
-        for r, stride in zip(region, src_strides):
-            offset = construct.add(offset, construct.mul(r.min, stride))
-        vmap[buf.elem_offset] = cast(buf.elem_offset.dtype, offset)
+        vmap[buf.elem_offset] = cast(buf.elem_offset.dtype, region_offset(m.source))
 
 
 class _MatchResolver(Mutator):

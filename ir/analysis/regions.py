@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from tirc.ir.arith import Analyzer
+from tirc.ir.arith import Analyzer, construct
 from tirc.ir.arith.linear import Linear, from_linear, is_index_dtype, to_linear
 from tirc.ir.buffer import Buffer, BufferRegion, Range
-from tirc.ir.expr import BinOp, Cast, IntImm, PrimExpr, Var, binop, cast
+from tirc.ir.expr import BinOp, Cast, IntImm, PrimExpr, Var, binop, cast, const
 from tirc.ir.stmt import For
 from tirc.ir.visitor import any_node, post_order_visit
 
@@ -349,3 +349,25 @@ def iterations_disjoint(loop: For, region: list[Bounds | None], an: Analyzer) ->
                 known = None if hi is None else hi
                 progress = True
     return known is None or (extent is not None and known >= extent)
+
+
+def row_major_strides(shape: tuple[PrimExpr, ...]) -> list[PrimExpr]:
+    """The element strides of a compact row-major buffer of `shape`: (m * n, n, 1)."""
+    strides: list[PrimExpr] = []
+    for k in range(len(shape)):
+        stride: PrimExpr = const(1, shape[k].dtype)
+        for dim in shape[k + 1:]:
+            stride = construct.mul(stride, dim)
+        strides.append(stride)
+    return strides
+
+
+def region_offset(source: BufferRegion) -> PrimExpr:
+    """Where a region starts in its buffer, in elements (the buffer's own offset included):
+    the offset of a buffer matched to it."""
+    buf = source.buffer
+    strides = list(buf.strides) if buf.strides else row_major_strides(buf.shape)
+    out: PrimExpr = buf.elem_offset if buf.elem_offset is not None else const(0)
+    for r, stride in zip(source.region, strides):
+        out = construct.add(out, construct.mul(r.min, stride))
+    return out

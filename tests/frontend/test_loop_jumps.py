@@ -4,6 +4,7 @@ as a fixed point, and lower for the CPU."""
 
 from __future__ import annotations
 
+from loop_jump_programs import TVM_LOOP_JUMPS
 from tirc import driver
 from tirc.frontend import parse
 from tirc.ir import IRModule, structural_equal
@@ -14,23 +15,7 @@ from tirc.ir.printer import print_module
 from tirc.ir.stmt import Evaluate, For
 from tirc.ir.visitor import post_order_visit
 
-# From TVM's test suite (tests/python/tvmscript/test_tvmscript_roundtrip.py).
-PYTHON_SPELLING = '''
-from tvm.script import tir as T
-
-@T.prim_func
-def main(a: T.handle, b: T.handle):
-    A = T.match_buffer(a, (4,), "float32")
-    B = T.match_buffer(b, (4,), "float32")
-    for i in range(1000):
-        if i % 13 == 0:
-            A[1] = A[1] + 1
-            continue
-        if A[0] >= B[0]:
-            break
-'''
-
-# TVM main's printed form of the same function.
+# TVM main's printed form of TVM_LOOP_JUMPS.
 TVM_SPELLING = '''
 from tvm.script import tir as T
 
@@ -62,7 +47,7 @@ def _jumps(mod: IRModule) -> list[str]:
 
 
 def test_python_spelling_round_trips_and_lowers() -> None:
-    mod = _round_trip(PYTHON_SPELLING)
+    mod = _round_trip(TVM_LOOP_JUMPS)
     assert _jumps(mod) == [CONTINUE_LOOP, BREAK_LOOP]
     assert "T.continue_loop()" in print_module(mod) and "T.break_loop()" in print_module(mod)
     driver.lower(mod, "llvm", 2)
@@ -70,8 +55,8 @@ def test_python_spelling_round_trips_and_lowers() -> None:
 
 def test_tvm_main_spelling_is_the_same_program() -> None:
     mod = _round_trip(TVM_SPELLING)
-    assert structural_equal(mod, parse(PYTHON_SPELLING))
-    assert print_module(mod) == print_module(parse(PYTHON_SPELLING))
+    assert structural_equal(mod, parse(TVM_LOOP_JUMPS))
+    assert print_module(mod) == print_module(parse(TVM_LOOP_JUMPS))
     driver.lower(mod, "llvm", 2)
 
 
@@ -105,7 +90,7 @@ def main(A: T.Buffer((16,), "int32")):
 
 
 def test_escaping_jumps_are_the_ones_a_loop_body_holds_for_its_loop() -> None:
-    mod = parse(PYTHON_SPELLING)
+    mod = parse(TVM_LOOP_JUMPS)
     loop = mod["main"].body
     while not isinstance(loop, For):
         loop = loop.block.body if hasattr(loop, "block") else loop.body  # type: ignore[attr-defined]

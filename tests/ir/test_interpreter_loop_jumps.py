@@ -5,23 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from loop_jump_programs import TVM_LOOP_JUMPS
 from tirc.frontend import parse
 from tirc.ir.interpreter import Interpreter
-
-TVM_PROGRAM = '''
-from tvm.script import tir as T
-
-@T.prim_func
-def main(a: T.handle, b: T.handle):
-    A = T.match_buffer(a, (4,), "float32")
-    B = T.match_buffer(b, (4,), "float32")
-    for i in range(1000):
-        if i % 13 == 0:
-            A[1] = A[1] + 1
-            continue
-        if A[0] >= B[0]:
-            break
-'''
 
 PROGRAMS = '''
 from tvm.script import ir as I
@@ -68,12 +54,12 @@ def _run(text: str, name: str, *args):  # type: ignore[no-untyped-def]
 
 
 def test_tvm_program_runs_all_iterations_when_the_test_never_holds() -> None:
-    A, _ = _run(TVM_PROGRAM, "main", np.zeros(4, "float32"), np.array([1, 0, 0, 0], "float32"))
+    A, _ = _run(TVM_LOOP_JUMPS, "main", np.zeros(4, "float32"), np.array([1, 0, 0, 0], "float32"))
     np.testing.assert_array_equal(A, [0, 77, 0, 0])  # i = 0, 13, ..., 988 continue
 
 
 def test_tvm_program_breaks_at_the_first_iteration_that_tests() -> None:
-    A, _ = _run(TVM_PROGRAM, "main", np.zeros(4, "float32"), np.zeros(4, "float32"))
+    A, _ = _run(TVM_LOOP_JUMPS, "main", np.zeros(4, "float32"), np.zeros(4, "float32"))
     np.testing.assert_array_equal(A, [0, 1, 0, 0])  # i = 0 continues, i = 1 breaks
 
 
