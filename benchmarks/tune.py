@@ -48,6 +48,9 @@ from typing import Any
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+# Tuning is for one machine: tirc compiles for this machine's CPU (its default target is the
+# portable x86-64-v3, AVX2 only) and MetaSchedule for the same CPU, by LLVM's name for it.
+HOST_TARGET = "llvm -mcpu=native"
 TVM_PYTHON = "/work/scratch/tune/tvm-venv/bin/python"
 TVM_FFI = "/work/scratch/tune/tvm-ffi-0.1.14"
 
@@ -292,7 +295,7 @@ def time_library(w: Workload, lib_path: Path) -> float:
 
 
 def build(w: Workload, src: Path, out: Path, tuned: Path | None = None) -> None:
-    cmd = [tirc_exe(), str(src), "-O3", "-o", str(out)]
+    cmd = [tirc_exe(), str(src), "-O3", "--target", HOST_TARGET, "-o", str(out)]
     if tuned is not None:
         cmd += ["--tuned", str(tuned)]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -301,7 +304,8 @@ def build(w: Workload, src: Path, out: Path, tuned: Path | None = None) -> None:
 def tirc_tune(w: Workload, src: Path, records: Path, budget: float) -> tuple[float, str]:
     """Run `tirc tune`; its wall seconds and its last line."""
     start = time.perf_counter()
-    done = subprocess.run([tirc_exe(), "tune", str(src), "-O3", "-o", str(records),
+    done = subprocess.run([tirc_exe(), "tune", str(src), "-O3", "--target", HOST_TARGET,
+                           "-o", str(records),
                            "--budget", f"{budget}s", "--progress", "plain"], capture_output=True,
                           text=True)
     wall = time.perf_counter() - start
@@ -319,38 +323,44 @@ def tvm_available(python: str, ffi: str) -> str:
     if not Path(python).exists():
         return f"no TVM environment at {python} (see --help)"
     probe = subprocess.run([python, "-c", f"import sys; sys.path.insert(0, {ffi!r}); "
-                            "import tvm; from tvm.s_tir import meta_schedule"],
+                            "import tvm, xgboost; from tvm.s_tir import meta_schedule"],
                            capture_output=True, text=True)
     return "" if probe.returncode == 0 else f"TVM does not import: {probe.stderr[-200:]}"
 
 
 def metaschedule(w: Workload, budget: float, workdir: Path, python: str, ffi: str
-                 ) -> tuple[float | None, float]:
+                 ) -> tuple[float | None, float, str]:
     """MetaSchedule for `budget` seconds (then stopped), its best record built and timed:
-    (seconds per call or None, wall seconds of the tuning)."""
+    (seconds per call or None, wall seconds of the tuning, and why the run ended before its
+    budget: "" when it was stopped at the time, else the end of its error output)."""
     spec = json.dumps({"name": w.name, "kind": w.kind, "args": w.args})
     import llvmlite.binding as llvm
 
     env = {**os.environ, "TVM_FFI_PATH": ffi, "TVM_NUM_THREADS": str(os.cpu_count() or 1),
-           "TVM_MCPU": llvm.get_host_cpu_name()}  # the CPU tirc compiles for by default
+           "TVM_MCPU": llvm.get_host_cpu_name()}  # the CPU of HOST_TARGET
     script = str(HERE / "tune_tvm.py")
     start = time.perf_counter()
-    proc = subprocess.Popen([python, script, "tune", spec, str(workdir)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    try:
-        proc.wait(timeout=budget)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    workdir.mkdir(parents=True, exist_ok=True)
+    log = workdir / "stderr.txt"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen([python, script, "tune", spec, str(workdir)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        ended_early = ""
+        try:
+            proc.wait(timeout=budget)
+            tail = log.read_text(errors="replace").strip().splitlines()[-1:]
+            ended_early = f"exited early, status {proc.returncode}: {' '.join(tail)[-160:]}"
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     wall = time.perf_counter() - start
     best = subprocess.run([python, script, "best", spec, str(workdir)], env=env,
                           capture_output=True, text=True)
     lines = [ln for ln in best.stdout.splitlines() if ln.startswith("{")]
     if not lines:
-        return None, wall
+        return None, wall, ended_early
     result = json.loads(lines[-1])
-    return (result["seconds"] if result["status"] == "ok" else None), wall
+    return (result["seconds"] if result["status"] == "ok" else None), wall, ended_early
 
 
 # ---- the table ---------------------------------------------------------------------------
@@ -413,10 +423,13 @@ def main() -> None:
                 if why_no_tvm:
                     row[f"MS@{b:g}"] = None
                     continue
-                seconds, wall = metaschedule(w, b, d / f"ms-{b:g}", opts.tvm_python,
-                                             opts.tvm_ffi)
+                seconds, wall, ended = metaschedule(w, b, d / f"ms-{b:g}", opts.tvm_python,
+                                                    opts.tvm_ffi)
                 row[f"MS@{b:g}"] = w.figure(seconds)
                 row[f"MS@{b:g} wall"] = wall
+                if ended:
+                    row[f"MS@{b:g} error"] = ended
+                    print(f"MetaSchedule on {w.name} {ended}", flush=True)
             results.append(row)
             print_row(row, budgets, ms_budgets, header=len(results) == 1)
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())

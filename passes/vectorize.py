@@ -11,9 +11,11 @@ Lanes: the extent when it is a constant no bigger than the maximum lanes, else t
 The maximum is the option `max-lanes` (`vectorize{max-lanes=N}`, or `--pass-config
 vectorize.max-lanes=N`), else the target's vector register bits
 over the widest element accessed in the loop (512-bit znver5 and float32: 16), else 16.
-A larger or symbolic extent is split into a serial loop over whole vectors (`i_o`) and a scalar
-tail loop (`i_t`) for the remaining `extent % lanes` iterations; the tail is omitted when a
-constant extent divides. A symbolic extent that is not known to be non-negative (it is when it
+A larger or symbolic extent is split into a serial loop over whole vectors (`i_o`) and a tail
+for the remaining `extent % lanes` iterations: for a constant extent one narrower vector of
+that many lanes (none when it divides; a 56-wide row of float32 is 3 x 16 lanes and 8 lanes,
+not 8 scalar iterations, which cost as much as 8 vectors), for a symbolic one a scalar tail
+loop (`i_t`). A symbolic extent that is not known to be non-negative (it is when it
 is built from the parameter buffers' shape variables) is clamped with `T.max(extent, 0)`.
 
 An inner loop whose bounds don't depend on the loop variable stays a loop around the vector
@@ -167,8 +169,15 @@ class _LoopVectorizer(Mutator):
                               annotations=loop.annotations, span=loop.span)
         if construct.is_int_const(rest, 0):
             return vector_part
-        vt = Var(f"{v.name}_t", dt)
         start = construct.add(lo, construct.mul(chunks, const(limit, dt)))
+        if construct.is_int_const(rest):  # a constant tail: one narrower vector
+            last = rest.value
+            if last == 1:
+                return seq(vector_part, construct.fold(fresh_copy(loop.body, {v: start})))
+            # a copy of the body, so that what it defines is not defined twice
+            return seq(vector_part, self.chunk(loop.replace(body=fresh_copy(loop.body, {})),
+                                               start, last))
+        vt = Var(f"{v.name}_t", dt)
         tail_body = fresh_copy(loop.body, {v: construct.add(start, vt)})
         tail = For(vt, const(0, dt), rest, ForKind.SERIAL, tail_body,
                    annotations=loop.annotations, span=loop.span)
@@ -177,10 +186,10 @@ class _LoopVectorizer(Mutator):
 
 @dataclass(frozen=True)
 class Vectorize(PrimFuncPass):
-    """Vectorized loops to ramps, broadcasts and vector accesses; a scalar tail when needed."""
+    """Vectorized loops to ramps, broadcasts and vector accesses; a tail when needed."""
 
     name = "vectorize"
-    description = "turn vectorized loops into vector code (ramps, broadcasts, scalar tail)"
+    description = "turn vectorized loops into vector code (ramps, broadcasts, tails)"
     optional = True  # an optimisation (see Pass.optional)
 
     max_lanes: int | None = option(None, config="vectorize.max-lanes", check=at_least(1),

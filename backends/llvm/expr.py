@@ -2,7 +2,8 @@
 
 Signed integers use floor division and modulo where the IR says `floordiv`/`floormod` (correct
 for negative operands) and truncating ones for `truncdiv`/`truncmod`/`div`; a divisor that is not
-a constant is guarded so that division by zero gives 0 instead of a trap. Float `min`/`max` are
+a constant is guarded so that division by zero gives 0 instead of a trap. Float `min`/`max` of
+vectors are compares and selects (a `vmaxps` and a NaN fix-up on x86); of scalars they are
 `llvm.minimum`/`llvm.maximum`: NaN-propagating like `np.minimum`/`np.maximum` (and, unlike
 `llvm.maxnum`, a reduction over them vectorizes on every x86 CPU model LLVM 22 knows; `maxnum`
 reductions trip an assertion in the loop vectorizer's cost model for znver4/znver5).
@@ -208,8 +209,25 @@ class ExprCodegen(MemoryAccess):
             q = call_llvm(self.ctx, b, "llvm.floor", [b.fdiv(a, c)])
             return b.fsub(a, b.fmul(q, c))
         if op in ("min", "max"):
+            if isinstance(a.type, ir.VectorType):
+                return self._vector_min_max(op, a, c)
             return call_llvm(self.ctx, b, "llvm.minimum" if op == "min" else "llvm.maximum", [a, c])
         raise CompileError(f"codegen: '{op}' on floating-point operands", e.span)
+
+    def _vector_min_max(self, op: str, a: ir.Value, c: ir.Value) -> ir.Value:
+        """Lane-wise float min/max, NaN-propagating like np.maximum/np.minimum (on a tie of
+        signed zeros either zero may come back, as with the scalar `llvm.maximum`, which orders
+        -0 below +0). x86 has no instruction for `llvm.maximum` and expands it into about six
+        dependent ones, which made a vectorized row maximum the slowest pass of a softmax. Here
+        `c > a ? c : a` (one `vmaxps`, which gives `a` when either is NaN), then NaN where `c`
+        is NaN: in `acc = max(acc, x)` only the first is on the chain through `acc`. Vectors
+        only: a scalar reduction keeps `llvm.maximum`, which LLVM's loop vectorizer recognises.
+        """
+        b = self.b
+        c_wins = b.fcmp_ordered(">" if op == "max" else "<", c, a)
+        chosen = b.select(c_wins, c, a)
+        nan = ir.Constant(a.type, [ir.Constant(a.type.element, float("nan"))] * a.type.count)
+        return b.select(b.fcmp_unordered("uno", c, c), nan, chosen)
 
     def _int_arith(self, op: str, a: ir.Value, c: ir.Value, dt: DType, e: BinOp) -> ir.Value:
         b = self.b

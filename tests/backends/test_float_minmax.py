@@ -55,3 +55,43 @@ def test_min_max_reductions_compile_and_propagate_nan(tmp_path: Path, run_tirc: 
     b, c = load(tmp_path / "row_max.so").row_max(a)
     np.testing.assert_array_equal(b, np.max(a, axis=1))
     np.testing.assert_array_equal(c, np.min(a, axis=1))
+
+
+VECTOR_SOURCE = """
+from tvm.script import tir as T
+
+
+@T.prim_func
+def lanes(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32"),
+          Mx: T.Buffer((64,), "float32"), Mn: T.Buffer((64,), "float32"),
+          R: T.Buffer((16,), "float32")):
+    T.func_attr({"global_symbol": "lanes", "tir.noalias": True})
+    for o in range(4):
+        for l in T.vectorized(16):
+            Mx[o * 16 + l] = T.max(A[o * 16 + l], B[o * 16 + l])
+            Mn[o * 16 + l] = T.min(A[o * 16 + l], B[o * 16 + l])
+    for l in T.vectorized(16):
+        R[l] = A[l]
+    for o in range(1, 4):
+        for l in T.vectorized(16):
+            R[l] = T.max(R[l], A[o * 16 + l])
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
+def test_vector_min_max_are_numpys(tmp_path: Path, run_tirc: Runner, opt: str) -> None:
+    """Vector lanes take a compare-and-select path (not `llvm.maximum`): NaN from either
+    operand as np.maximum/np.minimum, infinities and ties kept, and a NaN met by a running
+    maximum stays in it (below -O2 the loop stays scalar: the same values)."""
+    (tmp_path / "lanes.tir").write_text(VECTOR_SOURCE)
+    done = run_tirc("lanes.tir", opt, "-o", "lanes.so", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    a = np.random.default_rng(1).standard_normal(64).astype("float32")
+    b = np.random.default_rng(2).standard_normal(64).astype("float32")
+    a[3], b[5], a[7], b[7] = np.nan, np.nan, np.nan, np.nan
+    a[11] = b[11] = 1.5
+    a[20], a[40] = np.inf, -np.inf
+    mx, mn, r = load(tmp_path / "lanes.so").lanes(a, b)
+    for got, want in ((mx, np.maximum(a, b)), (mn, np.minimum(a, b)),
+                      (r, np.maximum.reduce(a.reshape(4, 16), axis=0))):
+        np.testing.assert_array_equal(got, want)

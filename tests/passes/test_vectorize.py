@@ -68,15 +68,27 @@ def test_inner_vectorized_loop_of_a_2d_nest_gets_ramps_at_row_offsets() -> None:
     assert_same_results(mod, out, "f")
 
 
-def test_extent_above_max_lanes_is_split_with_a_scalar_tail() -> None:
+def test_extent_above_max_lanes_is_split_with_a_vector_tail() -> None:
+    """A constant remainder is one narrower vector, not a scalar loop."""
     mod = elementwise(40)
     out, _ = run_pass(Vectorize(), mod)
     assert body_text(out) == (
         "for i_o in range(2):\n"
         "    B[T.Ramp(i_o * 16, 1, 16)] = A[T.Ramp(i_o * 16, 1, 16)]"
         " * T.Broadcast(T.float32(2.0), 16) + T.Broadcast(c[0], 16)\n"
-        "for i_t in range(8):\n"
-        "    B[32 + i_t] = A[32 + i_t] * T.float32(2.0) + c[0]\n")
+        "B[T.Ramp(32, 1, 8)] = A[T.Ramp(32, 1, 8)] * T.Broadcast(T.float32(2.0), 8)"
+        " + T.Broadcast(c[0], 8)\n")
+    assert_same_results(mod, out, "f")
+
+
+@pytest.mark.parametrize("extent, tail", [(17, "B[16] = A[16] * T.float32(2.0) + c[0]\n"),
+                                          (23, "B[T.Ramp(16, 1, 7)] = A[T.Ramp(16, 1, 7)]")])
+def test_a_tail_of_one_is_one_scalar_iteration_and_any_other_a_vector(extent: int,
+                                                                       tail: str) -> None:
+    mod = elementwise(extent)
+    out, _ = run_pass(Vectorize(), mod)
+    assert "B[T.Ramp(0, 1, 16)]" in body_text(out)
+    assert tail in body_text(out)
     assert_same_results(mod, out, "f")
 
 
