@@ -432,10 +432,10 @@ def main() -> None:
                     print(f"MetaSchedule on {w.name} {ended}", flush=True)
             results.append(row)
             print_row(row, budgets, ms_budgets, header=len(results) == 1)
+            if opts.json:  # after every row, so an interrupted run keeps what it measured
+                Path(opts.json).write_text(json.dumps(results, indent=1))
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"(load average {load} at the end; tuning walls in seconds are in --json)")
-    if opts.json:
-        Path(opts.json).write_text(json.dumps(results, indent=1))
 
 
 def print_row(row: dict[str, Any], budgets: list[float], ms_budgets: list[float],
