@@ -27,11 +27,18 @@ TVM's pool uses one thread on a 2-core machine otherwise). Other places: --tvm-p
     .venv/bin/python benchmarks/tune.py                 # everything: about 2 hours
     .venv/bin/python benchmarks/tune.py --quick         # budgets 10 s and 20 s, MetaSchedule 30 s
     .venv/bin/python benchmarks/tune.py --workloads sgemm,softmax --budgets 60 --ms-budgets 60
+    .venv/bin/python benchmarks/tune.py --keep runs/a && \
+        .venv/bin/python benchmarks/tune.py --retime runs/a --rounds 3
+
+A library's time moves by up to 2x within minutes on a shared machine (the same library, timed
+twice in one run), so one run's columns, timed minutes apart, can disagree by that much;
+`--retime` times everything a `--keep` run built again, side by side in interleaved rounds.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -280,18 +287,35 @@ def tirc_exe() -> str:
     return str(beside) if beside.exists() else "tirc"
 
 
-def time_library(w: Workload, lib_path: Path) -> float:
-    """Check a built library against numpy and time it."""
+def time_library(w: Workload, lib_path: Path | None) -> float:
+    """Check a built library against numpy and time it (`None`: time numpy itself), in a
+    process of its own: OpenBLAS's threads, still spinning after numpy's last call, and
+    OpenMP's, after a library's, would otherwise take the cores from whatever is timed next
+    (a conv2d library read 120 GFLOP/s after numpy in one process and 155 alone)."""
+    done = subprocess.run([sys.executable, __file__, "--time-one", w.name,
+                           str(lib_path) if lib_path else "numpy"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"timing {lib_path or 'numpy'} failed: {done.stderr[-300:]}")
+    return float(done.stdout.split()[-1])
+
+
+def time_one(name: str, what: str) -> float:
+    """The timing that time_library runs in its own process."""
+    w = next(x for x in workloads() if x.name == name)
+    args = inputs(w)
+    if what == "numpy":
+        return median_seconds(lambda: w.numpy(*args))
     import tirc.runtime as rt
 
-    fn = rt.load(lib_path)[w.name]
-    args = inputs(w)
-    expect = w.numpy(*args)
+    fn = rt.load(what)[w.name]
     got = fn(*args)
+    call = fn.prepare(tuple(args), {})
+    seconds = median_seconds(lambda: fn.call_prepared(call))
+    expect = w.numpy(*args)  # after the timing, for the same reason
     np.testing.assert_allclose(got, expect, rtol=2e-3, atol=2e-3 * max(1.0, float(
         np.abs(expect).max())))
-    call = fn.prepare(tuple(args), {})
-    return median_seconds(lambda: fn.call_prepared(call))
+    return seconds
 
 
 def build(w: Workload, src: Path, out: Path, tuned: Path | None = None) -> None:
@@ -334,10 +358,7 @@ def metaschedule(w: Workload, budget: float, workdir: Path, python: str, ffi: st
     (seconds per call or None, wall seconds of the tuning, and why the run ended before its
     budget: "" when it was stopped at the time, else the end of its error output)."""
     spec = json.dumps({"name": w.name, "kind": w.kind, "args": w.args})
-    import llvmlite.binding as llvm
-
-    env = {**os.environ, "TVM_FFI_PATH": ffi, "TVM_NUM_THREADS": str(os.cpu_count() or 1),
-           "TVM_MCPU": llvm.get_host_cpu_name()}  # the CPU of HOST_TARGET
+    env = ms_env(ffi)
     script = str(HERE / "tune_tvm.py")
     start = time.perf_counter()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -354,13 +375,28 @@ def metaschedule(w: Workload, budget: float, workdir: Path, python: str, ffi: st
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     wall = time.perf_counter() - start
-    best = subprocess.run([python, script, "best", spec, str(workdir)], env=env,
-                          capture_output=True, text=True)
+    return ms_best(w, workdir, python, ffi), wall, ended_early
+
+
+def ms_env(ffi: str) -> dict[str, str]:
+    """The environment MetaSchedule runs in: its tvm-ffi, every core, this CPU."""
+    import llvmlite.binding as llvm
+
+    return {**os.environ, "TVM_FFI_PATH": ffi, "TVM_NUM_THREADS": str(os.cpu_count() or 1),
+            "TVM_MCPU": llvm.get_host_cpu_name()}  # the CPU of HOST_TARGET
+
+
+def ms_best(w: Workload, workdir: Path, python: str, ffi: str) -> float | None:
+    """The best record of a MetaSchedule work dir, built and timed: seconds per call, or None
+    when it has none that builds and runs."""
+    spec = json.dumps({"name": w.name, "kind": w.kind, "args": w.args})
+    best = subprocess.run([python, str(HERE / "tune_tvm.py"), "best", spec, str(workdir)],
+                          env=ms_env(ffi), capture_output=True, text=True)
     lines = [ln for ln in best.stdout.splitlines() if ln.startswith("{")]
     if not lines:
-        return None, wall, ended_early
+        return None
     result = json.loads(lines[-1])
-    return (result["seconds"] if result["status"] == "ok" else None), wall, ended_early
+    return result["seconds"] if result["status"] == "ok" else None
 
 
 # ---- the table ---------------------------------------------------------------------------
@@ -383,7 +419,18 @@ def main() -> None:
     parser.add_argument("--tvm-python", default=TVM_PYTHON)
     parser.add_argument("--tvm-ffi", default=TVM_FFI)
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="build and tune in DIR (kept) instead of a temporary folder")
+    parser.add_argument("--retime", metavar="DIR",
+                        help="tune nothing: time again what a --keep run left in DIR, every "
+                             "library of a workload in --rounds interleaved rounds")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of --retime")
+    parser.add_argument("--time-one", nargs=2, metavar=("WORKLOAD", "LIB"),
+                        help=argparse.SUPPRESS)
     opts = parser.parse_args()
+    if opts.time_one:
+        print(time_one(*opts.time_one))
+        return
     budgets = [10.0, 20.0] if opts.quick else [float(x) for x in opts.budgets.split(",") if x]
     ms_budgets = [30.0] if opts.quick else [float(x) for x in opts.ms_budgets.split(",") if x]
     chosen = workloads()
@@ -397,16 +444,19 @@ def main() -> None:
           f"at the start)")
     if why_no_tvm:
         print(f"MetaSchedule: absent: {why_no_tvm}")
+    if opts.retime:
+        retime(Path(opts.retime), chosen, opts.rounds, why_no_tvm, opts)
+        return
     results = []
-    with tempfile.TemporaryDirectory(prefix="tune-bench-") as tmp:
+    with contextlib.ExitStack() as stack:
+        tmp = opts.keep or stack.enter_context(tempfile.TemporaryDirectory(prefix="tune-bench-"))
         for w in chosen:
             d = Path(tmp) / w.name
-            d.mkdir()
+            d.mkdir(parents=True)
             src = d / f"{w.name}.tir"
             src.write_text(w.source())
             row: dict[str, Any] = {"workload": w.name, "unit": w.unit}
-            args = inputs(w)
-            row["numpy"] = w.figure(median_seconds(lambda w=w, args=args: w.numpy(*args)))
+            row["numpy"] = w.figure(time_library(w, None))
             build(w, src, d / "default.so")
             row["default"] = w.figure(time_library(w, d / "default.so"))
             for b in budgets:
@@ -436,6 +486,46 @@ def main() -> None:
                 Path(opts.json).write_text(json.dumps(results, indent=1))
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"(load average {load} at the end; tuning walls in seconds are in --json)")
+
+
+def retime(root: Path, chosen: list[Workload], rounds: int, why_no_tvm: str,
+           opts: argparse.Namespace) -> None:
+    """Time again the libraries and MetaSchedule records of a --keep run: numpy, the default
+    build, each tuned build and each MetaSchedule run's best, one after another in every round,
+    and the median over the rounds (the machine's speed drifts within minutes, so only
+    figures taken side by side compare)."""
+    results = []
+    for w in chosen:
+        d = root / w.name
+        if not (d / "default.so").exists():
+            continue
+        tuned = sorted(d.glob("tuned-*.so"), key=lambda p: float(p.stem.split("-")[1]))
+        ms_dirs = [] if why_no_tvm else sorted(
+            (p for p in d.glob("ms-*") if p.is_dir()), key=lambda p: float(p.name[3:]))
+        columns: dict[str, Callable[[], float | None]] = {
+            "numpy": lambda w=w: time_library(w, None),
+            "default": lambda w=w, d=d: time_library(w, d / "default.so")}
+        for lib in tuned:
+            columns[f"tirc@{lib.stem.split('-')[1]}"] = lambda w=w, lib=lib: time_library(w, lib)
+        for ms in ms_dirs:
+            columns[f"MS@{ms.name[3:]}"] = lambda w=w, ms=ms: ms_best(
+                w, ms, opts.tvm_python, opts.tvm_ffi)
+        seen: dict[str, list[float]] = {c: [] for c in columns}
+        for _ in range(rounds):
+            for c, timer in columns.items():
+                seconds = timer()
+                if seconds is not None:
+                    seen[c].append(seconds)
+        row: dict[str, Any] = {"workload": w.name, "unit": w.unit, "rounds": rounds}
+        for c, times in seen.items():
+            row[c] = w.figure(statistics.median(times)) if times else None
+            row[f"{c} rounds"] = [w.figure(t) for t in times]
+        results.append(row)
+        budgets = [float(c[5:]) for c in columns if c.startswith("tirc@")]
+        ms_budgets = [float(c[3:]) for c in columns if c.startswith("MS@")]
+        print_row(row, budgets, ms_budgets, header=len(results) == 1)
+        if opts.json:
+            Path(opts.json).write_text(json.dumps(results, indent=1))
 
 
 def print_row(row: dict[str, Any], budgets: list[float], ms_budgets: list[float],

@@ -1,4 +1,5 @@
-"""Every loop-level sample, compiled by the `tirc` command at -O0 and -O3, agrees with NumPy.
+"""Every sample (loop and graph level), compiled by the `tirc` command at -O0 and -O3, agrees
+with NumPy.
 
 Each library is built once with the command's own arguments (`tirc SAMPLE -o OUT.so -O3`, run
 in-process through click's runner to spare a Python start per build; one test runs the real
@@ -61,12 +62,26 @@ class Libraries:
             from tirc.cli.main import cli
 
             out = self.out_dir / f"{name}{opt}.so"
-            args = [str(REFS.BY_NAME[name].path), "-o", str(out), opt]
+            args = [str(REFS.BY_NAME[name].path), "-o", str(out), opt, *self.link(name)]
             result = CliRunner().invoke(cli, args)
             assert result.exit_code == 0, (f"tirc {' '.join(args)} exited {result.exit_code}:\n"
                                            f"{result.output}{result.exception!r}")
             self.built[(name, opt)] = out
         return self.built[(name, opt)]
+
+    def link(self, name: str) -> list[str]:
+        """The linker flags of a sample that calls external functions (its C library, built
+        here once), else none."""
+        if not REFS.BY_NAME[name].externs:
+            return []
+        lib = self.out_dir / "libmlp_dps_extern.so"
+        if not lib.exists():
+            from tirc.backends.link import c_compiler
+
+            subprocess.run([*c_compiler(), "-shared", "-fPIC", "-O2", "-o", str(lib),
+                            str(ROOT / "samples" / "mlp_dps_extern.c")], check=True,
+                           capture_output=True, text=True)
+        return ["-l", "mlp_dps_extern", "-L", str(self.out_dir)]
 
     def load(self, name: str, opt: str):
         import tirc.runtime
@@ -95,6 +110,22 @@ def test_compiled_sample_matches_numpy(libraries: Libraries, name: str, opt: str
         assert REFS.mismatch(sample.output_values(args), expected) is None, (sizes, opt)
         untouched = [a for k, a in enumerate(args) if k not in sample.outputs]
         assert all(np.array_equal(a, b) for a, b in zip(untouched, inputs))
+
+
+@pytest.mark.parametrize("opt", OPT_LEVELS)
+@pytest.mark.parametrize("name", sorted(s.name for s in REFS.GRAPH_SAMPLES))
+def test_compiled_graph_sample_matches_numpy(libraries: Libraries, name: str, opt: str) -> None:
+    """A graph sample (legalized, fused, default-scheduled at -O3; kernel by kernel at -O0)
+    gives NumPy's outputs at each of its sizes, its inputs untouched."""
+    sample = REFS.BY_NAME[name]
+    fn = libraries.load(name, opt)[sample.func]
+    for sizes in sample.compiled_sizes:
+        inputs = sample.inputs(sizes, seed=2)
+        kept = [a.copy() for a in inputs]
+        returned = fn(*inputs)
+        got = list(returned) if isinstance(returned, tuple) else [returned]
+        assert REFS.mismatch(got, sample.expected(kept)) is None, (sizes, opt)
+        assert all(np.array_equal(a, b) for a, b in zip(inputs, kept))
 
 
 @pytest.mark.parametrize("name", sorted(s.name for s in REFS.LOOP_SAMPLES if s.is_dynamic))
