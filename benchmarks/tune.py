@@ -431,6 +431,8 @@ def main() -> None:
     if opts.time_one:
         print(time_one(*opts.time_one))
         return
+    if opts.keep and Path(opts.keep).exists() and any(Path(opts.keep).iterdir()):
+        parser.error(f"--keep {opts.keep}: not empty (its records would resume, not tune)")
     budgets = [10.0, 20.0] if opts.quick else [float(x) for x in opts.budgets.split(",") if x]
     ms_budgets = [30.0] if opts.quick else [float(x) for x in opts.ms_budgets.split(",") if x]
     chosen = workloads()
