@@ -14,16 +14,21 @@ TVM_PYTHON = os.environ.get("TIRC_BENCH_TVM_PYTHON", "/work/scratch/tune/tvm-ven
 TVM_FFI = os.environ.get("TIRC_BENCH_TVM_FFI", "/work/scratch/tune/tvm-ffi-0.1.14")
 
 
+def tvm_env(ffi: str) -> dict[str, str]:
+    """The environment TVM runs in: its tvm-ffi first, a thread per core (TVM's pool uses one
+    on a 2-core machine otherwise) and the CPU the benchmarks compile tirc for."""
+    import llvmlite.binding as llvm
+
+    return {**os.environ, "TVM_FFI_PATH": ffi, "TVM_NUM_THREADS": str(os.cpu_count() or 1),
+            "TVM_MCPU": llvm.get_host_cpu_name()}
+
+
 def tvm_peer(args: list[str]) -> tuple[dict[str, float], str]:
     """Seconds per call of each kernel peers_tvm.py times for `args`, and "" or why there are
     none (no environment, TVM failed, or a result differs from numpy's)."""
     if not Path(TVM_PYTHON).exists():
         return {}, f"no TVM environment at {TVM_PYTHON} (TIRC_BENCH_TVM_PYTHON)"
-    import llvmlite.binding as llvm
-
-    env = {**os.environ, "TVM_FFI_PATH": TVM_FFI, "TVM_NUM_THREADS": str(os.cpu_count() or 1),
-           "TVM_MCPU": llvm.get_host_cpu_name()}  # the CPU the benchmarks compile tirc for
-    done = subprocess.run([TVM_PYTHON, str(HERE / "peers_tvm.py"), *args], env=env,
+    done = subprocess.run([TVM_PYTHON, str(HERE / "peers_tvm.py"), *args], env=tvm_env(TVM_FFI),
                           capture_output=True, text=True)
     results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not results:

@@ -53,13 +53,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from peers import TVM_FFI, TVM_PYTHON, tvm_env
 
 HERE = Path(__file__).resolve().parent
 # Tuning is for one machine: tirc compiles for this machine's CPU (its default target is the
 # portable x86-64-v3, AVX2 only) and MetaSchedule for the same CPU, by LLVM's name for it.
 HOST_TARGET = "llvm -mcpu=native"
-TVM_PYTHON = "/work/scratch/tune/tvm-venv/bin/python"
-TVM_FFI = "/work/scratch/tune/tvm-ffi-0.1.14"
 
 MATMUL = '''
 @T.prim_func
@@ -358,7 +357,7 @@ def metaschedule(w: Workload, budget: float, workdir: Path, python: str, ffi: st
     (seconds per call or None, wall seconds of the tuning, and why the run ended before its
     budget: "" when it was stopped at the time, else the end of its error output)."""
     spec = json.dumps({"name": w.name, "kind": w.kind, "args": w.args})
-    env = ms_env(ffi)
+    env = tvm_env(ffi)
     script = str(HERE / "tune_tvm.py")
     start = time.perf_counter()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -378,20 +377,12 @@ def metaschedule(w: Workload, budget: float, workdir: Path, python: str, ffi: st
     return ms_best(w, workdir, python, ffi), wall, ended_early
 
 
-def ms_env(ffi: str) -> dict[str, str]:
-    """The environment MetaSchedule runs in: its tvm-ffi, every core, this CPU."""
-    import llvmlite.binding as llvm
-
-    return {**os.environ, "TVM_FFI_PATH": ffi, "TVM_NUM_THREADS": str(os.cpu_count() or 1),
-            "TVM_MCPU": llvm.get_host_cpu_name()}  # the CPU of HOST_TARGET
-
-
 def ms_best(w: Workload, workdir: Path, python: str, ffi: str) -> float | None:
     """The best record of a MetaSchedule work dir, built and timed: seconds per call, or None
     when it has none that builds and runs."""
     spec = json.dumps({"name": w.name, "kind": w.kind, "args": w.args})
     best = subprocess.run([python, str(HERE / "tune_tvm.py"), "best", spec, str(workdir)],
-                          env=ms_env(ffi), capture_output=True, text=True)
+                          env=tvm_env(ffi), capture_output=True, text=True)
     lines = [ln for ln in best.stdout.splitlines() if ln.startswith("{")]
     if not lines:
         return None

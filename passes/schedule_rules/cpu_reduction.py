@@ -116,9 +116,8 @@ def reduce_cols(sch: TracedSchedule, blk: BlockRV, ctx: RuleContext, main: Acces
         # 512-column matvec runs 1.7x faster); a narrower width when it divides and 4 does not.
         widths = [lanes, 2 * lanes, 4 * lanes]
         dividing = [w for w in widths if extent is not None and extent % w == 0]
-        default = 4 * lanes if extent is None or 4 * lanes in dividing or not dividing \
-            else dividing[-1]
-        width = sch.sample_choice(f"{prefix(blk.name)}_cols", widths, default)
+        width = sch.sample_choice(f"{prefix(blk.name)}_cols", widths,
+                                  dividing[-1] if dividing else 4 * lanes)
         chunk, inner = sch.split(col, [None, width])
         outer.append(chunk)
     sch.reorder(*outer, *red, inner)
