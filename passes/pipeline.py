@@ -101,6 +101,8 @@ def pipeline_steps(target: Target, opt_level: int, megakernel: str | None = None
              when=gpu),
         Step("unswitch-guards", "full tiles of a partial-tile loop without their guards",
              when=cpu and o2),
+        Step("speculate-guards", "a partial tile's accumulators updated for every row, on "
+             "clamped loads", when=cpu and o2),
         Step("vectorize", "vectorized loops -> ramps and broadcasts", when=o2),
         Step("unroll", "unrolled (and small constant) loops -> straight-line code",
              when=o2),

@@ -63,6 +63,7 @@ PASSES: dict[str, str] = _table((
     ("flatten-buffers", "tirc.passes.flatten_buffers:FlattenBuffers"),
     ("simplify", "tirc.passes.simplify:Simplify"),
     ("unswitch-guards", "tirc.passes.unswitch_guards:UnswitchGuards"),
+    ("speculate-guards", "tirc.passes.speculate_guards:SpeculateGuards"),
     ("vectorize", "tirc.passes.vectorize:Vectorize"),
     ("unroll", "tirc.passes.unroll:Unroll"),
     ("storage-rewrite", "tirc.passes.storage_rewrite:StorageRewrite"),

@@ -10,7 +10,8 @@ residual) reads the accumulators directly (the write-back is inlined into it) an
 tile; the tiles run in parallel, column panels outermost so a thread keeps its own panel of B.
 With `<block>_pack_b` (on for large constant row counts), B is first copied into panels of
 `tile_j` contiguous columns (cache_read + transform_layout) so the inner loop streams it.
-Row counts that the tile does not divide (symbolic ones included) get a guarded last tile.
+Row counts that the tile does not divide (symbolic ones included) get a guarded last tile
+(unswitch-guards and speculate-guards take the guards out of its reduction loop).
 """
 
 from __future__ import annotations
