@@ -59,7 +59,7 @@ from tirc.ir.stmt import (
     Stmt,
 )
 from tirc.ir.structural import same_expr
-from tirc.ir.visitor import Mutator, any_node, children, post_order_visit
+from tirc.ir.visitor import Mutator, any_node, children, post_order_visit, substitute
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 
 _FLIPPED = {"gt": "lt", "ge": "le"}
@@ -334,17 +334,48 @@ def _only_updates(s: Stmt, data: Var) -> bool:
     return False
 
 
-class _Clamp(Mutator):
-    """Loads from buffers other than the local one clamped into their buffer; the extents
-    that must be non-zero for the clamp to be an element are collected."""
+def _row_clamps(index: PrimExpr, slots: _Slots, loops: Ranges, an: Analyzer
+                ) -> dict[Var, PrimExpr] | None:
+    """`{row_var: row_var clamped to the rows that hold the predicate}` for a store at
+    `index` whose row is one loop variable (`index = W * v + col`) and whose guards are
+    `v + rest < 0` or `-v + rest < 0` forms; None otherwise."""
+    coefs, _ = _split(an.to_linear(index), loops, an)
+    rows = [v for v, a in coefs.items() if slots.width and a == slots.width]
+    if len(rows) != 1 or any(a > slots.width for a in coefs.values()):  # type: ignore[operator]
+        return None
+    v = rows[0]
+    clamped: PrimExpr = v
+    for c in slots.conjuncts:
+        if c.beta not in (1, -1):
+            return None
+        one = IntImm(1 if c.op == "lt" else 0, c.rest.dtype)
+        if c.beta == 1:  # v + rest < 0  <=>  v <= -rest - 1
+            bound = binop("sub", binop("sub", IntImm(0, c.rest.dtype), c.rest), one)
+            op = "min"
+        else:  # -v + rest < 0  <=>  v >= rest + 1
+            bound = binop("add", c.rest, one)
+            op = "max"
+        bound = an.simplify(bound if bound.dtype == v.dtype else Cast(bound, v.dtype))
+        clamped = binop(op, clamped, bound)
+    return {v: clamped}
 
-    def __init__(self, data: Var, an: Analyzer, nonempty: list[PrimExpr]) -> None:
-        self.data, self.an, self.nonempty = data, an, nonempty
+
+class _Clamp(Mutator):
+    """Loads from buffers other than the local one made safe for rows that fail the guard:
+    with `rows`, the row variable clamped to the last row that holds it (a row whose loads
+    the original program makes, so in bounds wherever it was); otherwise the index clamped
+    into the buffer, and the extents that must be non-zero for that are collected."""
+
+    def __init__(self, data: Var, an: Analyzer, nonempty: list[PrimExpr],
+                 rows: dict[Var, PrimExpr] | None) -> None:
+        self.data, self.an, self.nonempty, self.rows = data, an, nonempty, rows
 
     def visit_BufferLoad(self, e: BufferLoad) -> Any:
         e = self.generic_visit(e)
         if e.buffer.data is self.data:
             return e
+        if self.rows is not None:
+            return substitute(e, self.rows)
         buf: Buffer = e.buffer
         idx = e.indices[0]
         ext = buf.shape[0] if buf.shape else IntImm(1, idx.dtype)
@@ -363,19 +394,24 @@ class _Clamp(Mutator):
 
 
 class _DropGuards(Mutator):
-    """The allocation's body with the guards of its updates removed and their loads clamped
-    (the analyzer knows the loops around each load)."""
+    """The allocation's body with the guards of its updates removed and their loads made
+    safe (the analyzer and `loops` know the loops around each load)."""
 
-    def __init__(self, data: Var, an: Analyzer) -> None:
-        self.data, self.an = data, an
+    def __init__(self, data: Var, slots: _Slots, an: Analyzer) -> None:
+        self.data, self.slots, self.an = data, slots, an
         self.nonempty: list[PrimExpr] = []
-        self.clamp = _Clamp(data, an, self.nonempty)
+        self.loops: Ranges = {}
         self.dropping = 0
 
     def visit_For(self, s: For) -> Any:
         with self.an.scope():
             self.an.bind(s.loop_var, (s.min, binop("sub", binop("add", s.min, s.extent), 1)))
-            return self.generic_visit(s)
+            if isinstance(s.min, IntImm) and isinstance(s.extent, IntImm):
+                self.loops[s.loop_var] = (s.min.value, s.min.value + s.extent.value - 1)
+            try:
+                return self.generic_visit(s)
+            finally:
+                self.loops.pop(s.loop_var, None)
 
     def visit_IfThenElse(self, s: IfThenElse) -> Any:
         if s.else_case is None and _only_updates(s.then_case, self.data):
@@ -389,7 +425,9 @@ class _DropGuards(Mutator):
     def visit_BufferStore(self, s: BufferStore) -> Any:
         if not self.dropping:
             return s
-        return s.replace(value=self.clamp.visit(s.value), indices=self.clamp.visit(s.indices))
+        rows = _row_clamps(s.indices[0], self.slots, self.loops, self.an)
+        clamp = _Clamp(self.data, self.an, self.nonempty, rows)
+        return s.replace(value=clamp.visit(s.value), indices=clamp.visit(s.indices))
 
 
 class _Speculator(Mutator):
@@ -406,9 +444,9 @@ class _Speculator(Mutator):
     def visit_Allocate(self, s: Allocate) -> Any:
         s = self.generic_visit(s)
         slots = qualifies(s, self.an)
-        if slots is None:
-            return s
-        dropper = _DropGuards(s.buffer.data, self.an)
+        if slots is None or slots.width is None or slots.rows[1] <= slots.rows[0]:
+            return s  # (a single row, or a guard of no row: no row is sure to hold it)
+        dropper = _DropGuards(s.buffer.data, slots, self.an)
         body = dropper.visit(s.body)
         if body is s.body:
             return s

@@ -68,7 +68,7 @@ def test_the_default_matmul_tail_is_speculated_and_right(tmp_path: Path) -> None
     """The default schedule's register tile over a symbolic row count: its tail tile runs
     unguarded when most rows are left, and every row count gives numpy's product."""
     text = print_module(lower(parse(MATMUL), "llvm", 3))
-    assert "T.min(" in text  # the clamped load of A in the speculated tail
+    assert "T.min(" in text  # the load of A at the last row left, in the speculated tail
     lib = load(build(parse(MATMUL), tmp_path / "mm.so", "llvm", 3))
     rng = np.random.default_rng(1)
     w = rng.standard_normal((64, 48)).astype("float32")
@@ -83,3 +83,41 @@ def test_left_out_below_o2_and_when_disabled() -> None:
     for text in (print_module(lower(parse(MATMUL), "llvm", 1)),
                  print_module(lower(parse(MATMUL), "llvm", 3, disabled=["speculate-guards"]))):
         assert "T.min(" not in text
+
+
+EVENS = '''
+@T.prim_func
+def evens(a: T.handle, b: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (n, 64), "float32")
+    B = T.match_buffer(b, (n, 4), "float32")
+    for i0 in T.parallel((n + 7) // 8):
+        acc = T.decl_buffer((16,), "float32", scope="local")
+        for i1, j in T.grid(4, 4):
+            if i0 * 8 + i1 * 2 < n:
+                acc[i1 * 4 + j] = T.float32(0)
+        for k in range(16):
+            for i1 in T.unroll(4):
+                for j in range(4):
+                    if i0 * 8 + i1 * 2 < n:
+                        acc[i1 * 4 + j] = acc[i1 * 4 + j] + A[i0 * 8 + i1 * 2, k * 4 + j]
+        for i1, j in T.grid(4, 4):
+            if i0 * 8 + i1 * 2 < n:
+                B[i0 * 8 + i1 * 2, j] = acc[i1 * 4 + j]
+'''
+
+
+def test_a_row_not_one_loop_clamps_the_flat_index(tmp_path: Path) -> None:
+    """Rows `2 * i1` of the tile: no single row variable to clamp, so each load's index is
+    clamped into its buffer instead, under a check that the buffer is not empty."""
+    text = print_module(lower(parse(EVENS), "llvm", 3))
+    assert "n * 64 >= 1" in text and "A_1[n * 64 - 1]" in text  # the last row read past n
+    lib = load(build(parse(EVENS), tmp_path / "evens.so", "llvm", 3))
+    rng = np.random.default_rng(2)
+    for n in (0, 1, 5, 6, 7, 8, 13, 14, 15, 16):
+        a = rng.standard_normal((n, 64)).astype("float32")
+        b = np.full((n, 4), np.nan, "float32")
+        lib.evens(a, b)
+        expected = np.full((n, 4), np.nan, "float32")
+        expected[::2] = a[::2].reshape(-1, 16, 4).sum(axis=1)
+        np.testing.assert_allclose(b, expected, rtol=1e-5, atol=1e-5)
