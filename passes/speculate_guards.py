@@ -12,11 +12,13 @@ under the same predicate of the element it touches: its index is `W * row + col`
 `row` with the same scope-invariant rest (`tile * 8 + row < n`). Elements whose predicate fails
 are then never read by anything but the guarded updates themselves, so those updates (stores
 into the buffer whose values only compute: arithmetic, math functions, loads; no integer
-division by a variable) may run for every element. Their loads from other buffers are clamped
-into the buffer (`min(index, extent - 1)`, and `max(.., 0)` where the index is not provably
-non-negative), so an extra row reads an element that exists; where the analyzer cannot prove
-such a buffer non-empty, the speculated body runs under a check that it is, the original one
-otherwise. The write-back keeps its guard. Pre-vectorize, CPU only (see pipeline.py).
+division by a variable) may run for every row. Their loads from other buffers must stay in
+bounds: where the row is one loop variable, a row that fails the guard reads the last row
+that holds it (`min(i1, n - tile * 8 - 1)`, invariant in the reduction loop), whose loads the
+original program makes; otherwise each index is clamped into its buffer, under a check that
+the buffer is not empty. The speculated copy runs when more than a quarter of the tile's rows
+hold the guard (so some row does, and the extra rows cost less than the guards would), the
+original otherwise; the write-back keeps its guard. Pre-vectorize, CPU only (pipeline.py).
 """
 
 from __future__ import annotations
@@ -267,12 +269,16 @@ def qualifies(alloc: Allocate, an: Analyzer) -> _Slots | None:
     return _Slots(preds[0].width, preds[0].conjuncts, rows)
 
 
-def most_rows(slots: _Slots, dt: Any) -> list[PrimExpr]:
-    """Conditions under which more than half of the rows hold the predicate (each conjunct
-    is monotone in the row: it holds on a prefix of the rows when `beta > 0`, a suffix when
-    `beta < 0`): the speculated tile then does less than twice the useful work."""
+def enough_rows(slots: _Slots, dt: Any) -> list[PrimExpr]:
+    """Conditions under which more than a quarter of the rows hold the predicate (each
+    conjunct is monotone in the row: it holds on a prefix of the rows when `beta > 0`, a
+    suffix when `beta < 0`; with both kinds, more than half, so that prefix and suffix
+    overlap). Below that, the guarded tile is the faster (MLP tiles of 8 rows: the guarded
+    one costs about what the whole tile does at 3 rows). Some row then holds every conjunct,
+    which the loads of the rows that fail read instead (`_row_clamps`)."""
     lo, hi = slots.rows
-    need = (hi - lo + 1) // 2 + 1
+    signs = {c.beta > 0 for c in slots.conjuncts if c.beta}
+    need = (hi - lo + 1) // (4 if len(signs) == 1 else 2) + 1
     out = []
     for c in slots.conjuncts:
         if c.beta == 0 or hi - lo + 1 < 2:
@@ -451,12 +457,12 @@ class _Speculator(Mutator):
         if body is s.body:
             return s
         dt = slots.conjuncts[0].rest.dtype
-        conds = most_rows(slots, dt) + [binop("ge", ext, IntImm(1, ext.dtype))
+        conds = enough_rows(slots, dt) + [binop("ge", ext, IntImm(1, ext.dtype))
                                          for ext in dropper.nonempty]
         conds = [c for c in (self.an.simplify(c) for c in conds)
                  if not (isinstance(c, IntImm) and c.value)]
         if any(isinstance(c, IntImm) for c in conds):
-            return s  # never more than half the rows
+            return s  # never enough rows
         if conds:
             body = IfThenElse(and_all(conds, conds[0]), body, fresh_copy(s.body), span=s.span)
         return s.replace(body=body)

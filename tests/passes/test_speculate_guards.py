@@ -111,7 +111,7 @@ def test_a_row_not_one_loop_clamps_the_flat_index(tmp_path: Path) -> None:
     """Rows `2 * i1` of the tile: no single row variable to clamp, so each load's index is
     clamped into its buffer instead, under a check that the buffer is not empty."""
     text = print_module(lower(parse(EVENS), "llvm", 3))
-    assert "n * 64 >= 1" in text and "A_1[n * 64 - 1]" in text  # the last row read past n
+    assert "n * 64 >= 1" in text and "A_1[n * 64 - 1]" in text  # the last element read past n
     lib = load(build(parse(EVENS), tmp_path / "evens.so", "llvm", 3))
     rng = np.random.default_rng(2)
     for n in (0, 1, 5, 6, 7, 8, 13, 14, 15, 16):
