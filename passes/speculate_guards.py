@@ -55,6 +55,7 @@ from tirc.ir.stmt import (
     BufferStore,
     Evaluate,
     For,
+    ForKind,
     IfThenElse,
     LetStmt,
     SeqStmt,
@@ -90,23 +91,23 @@ class _Collector:
     data: Var
     accesses: list[_Access] = field(default_factory=list)
 
-    def stmt(self, s: Stmt, guards: list[PrimExpr] | None, loops: Ranges,
-             bound: set[Var]) -> None:
+    def stmt(self, s: Stmt, guards: list[PrimExpr] | None, loops: Ranges) -> None:
         if isinstance(s, For):
+            if s.kind == ForKind.PARALLEL or s.thread_tag is not None:
+                raise _Unsuitable  # iterations sharing the buffer at once
             self.expr(s.min, guards, loops)
             self.expr(s.extent, guards, loops)
             if isinstance(s.min, IntImm) and isinstance(s.extent, IntImm) and s.extent.value > 0:
                 lo = s.min.value
-                self.stmt(s.body, guards, {**loops, s.loop_var: (lo, lo + s.extent.value - 1)},
-                          bound)
+                self.stmt(s.body, guards, {**loops, s.loop_var: (lo, lo + s.extent.value - 1)})
             else:
-                self.stmt(s.body, guards, loops, bound | {s.loop_var})
+                self.stmt(s.body, guards, loops)
         elif isinstance(s, IfThenElse):
             self.expr(s.condition, guards, loops)
             inner = None if guards is None else guards + conjuncts(s.condition)
-            self.stmt(s.then_case, inner, loops, bound)
+            self.stmt(s.then_case, inner, loops)
             if s.else_case is not None:
-                self.stmt(s.else_case, None, loops, bound)
+                self.stmt(s.else_case, None, loops)
         elif isinstance(s, BufferStore):
             if s.buffer.data is self.data:
                 self.record(s.indices, guards, loops)
@@ -114,14 +115,16 @@ class _Collector:
                 self.expr(e, guards, loops)
         elif isinstance(s, SeqStmt):
             for c in s.seq:
-                self.stmt(c, guards, loops, bound)
+                self.stmt(c, guards, loops)
         elif isinstance(s, LetStmt):
             self.expr(s.value, guards, loops)
-            self.stmt(s.body, guards, loops, bound | {s.var})
-        elif isinstance(s, Allocate):
-            self.stmt(s.body, guards, loops, bound)
-        elif isinstance(s, AttrStmt | AssertStmt):
-            self.stmt(s.body, guards, loops, bound)
+            self.stmt(s.body, guards, loops)
+        elif isinstance(s, Allocate | AttrStmt | AssertStmt):
+            for e in (s.init,) if isinstance(s, Allocate) else \
+                    (s.value,) if isinstance(s, AttrStmt) else (s.condition,):
+                if e is not None:
+                    self.expr(e, guards, loops)
+            self.stmt(s.body, guards, loops)
         elif isinstance(s, Evaluate):
             self.expr(s.value, guards, loops)
         elif any_node(s, self.mentions):
@@ -256,7 +259,7 @@ def qualifies(alloc: Allocate, an: Analyzer) -> _Slots | None:
         return None
     collector = _Collector(buf.data)
     try:
-        collector.stmt(alloc.body, [], {}, set())
+        collector.stmt(alloc.body, [], {})
         bound = _bound_vars(alloc.body)
         preds = [_slot_predicate(a, buf.shape[0].value, an, bound) for a in collector.accesses]
     except _Unsuitable:
