@@ -16,9 +16,9 @@ division by a variable) may run for every row. Their loads from other buffers mu
 bounds: where the row is one loop variable, a row that fails the guard reads the last row
 that holds it (`min(i1, n - tile * 8 - 1)`, invariant in the reduction loop), whose loads the
 original program makes; otherwise each index is clamped into its buffer, under a check that
-the buffer is not empty. The speculated copy runs when more than a quarter of the tile's rows
-hold the guard (so some row does, and the extra rows cost less than the guards would), the
-original otherwise; the write-back keeps its guard. Pre-vectorize, CPU only (pipeline.py).
+the buffer is not empty. The speculated copy runs when at least half of the tile's rows hold
+the guard (so some row does, and the extra rows cost less than the guards would), the original
+otherwise; the write-back keeps its guard. Pre-vectorize, CPU only (pipeline.py).
 """
 
 from __future__ import annotations
@@ -273,15 +273,16 @@ def qualifies(alloc: Allocate, an: Analyzer) -> _Slots | None:
 
 
 def enough_rows(slots: _Slots, dt: Any) -> list[PrimExpr]:
-    """Conditions under which more than a quarter of the rows hold the predicate (each
-    conjunct is monotone in the row: it holds on a prefix of the rows when `beta > 0`, a
-    suffix when `beta < 0`; with both kinds, more than half, so that prefix and suffix
-    overlap). Below that, the guarded tile is the faster (MLP tiles of 8 rows: the guarded
-    one costs about what the whole tile does at 3 rows). Some row then holds every conjunct,
-    which the loads of the rows that fail read instead (`_row_clamps`)."""
+    """Conditions under which at least half of the rows hold the predicate (each conjunct is
+    monotone in the row: it holds on a prefix of the rows when `beta > 0`, a suffix when
+    `beta < 0`; with both kinds, more than half, so that prefix and suffix overlap). Below
+    that, the guarded tile is the faster (the MLP's tiles of 8 rows: the guarded one costs
+    what the whole tile does at 3 rows, a fifth more at 4). Some row then holds every
+    conjunct, which the loads of the rows that fail read instead (`_row_clamps`)."""
     lo, hi = slots.rows
-    signs = {c.beta > 0 for c in slots.conjuncts if c.beta}
-    need = (hi - lo + 1) // (4 if len(signs) == 1 else 2) + 1
+    count = hi - lo + 1
+    one_sided = len({c.beta > 0 for c in slots.conjuncts if c.beta}) == 1
+    need = max(1, count // 2) if one_sided else count // 2 + 1
     out = []
     for c in slots.conjuncts:
         if c.beta == 0 or hi - lo + 1 < 2:

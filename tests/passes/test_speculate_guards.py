@@ -121,3 +121,41 @@ def test_a_row_not_one_loop_clamps_the_flat_index(tmp_path: Path) -> None:
         expected = np.full((n, 4), np.nan, "float32")
         expected[::2] = a[::2].reshape(-1, 16, 4).sum(axis=1)
         np.testing.assert_allclose(b, expected, rtol=1e-5, atol=1e-5)
+
+
+BAND = '''
+@T.prim_func
+def band(a: T.handle, b: T.handle, m: T.int32):
+    n = T.int32()
+    A = T.match_buffer(a, (n, 64), "float32")
+    B = T.match_buffer(b, (n, 4), "float32")
+    for i0 in T.parallel((n + 7) // 8):
+        acc = T.decl_buffer((32,), "float32", scope="local")
+        for i1, j in T.grid(8, 4):
+            if i0 * 8 + i1 < n and i0 * 8 + i1 >= m:
+                acc[i1 * 4 + j] = T.float32(0)
+        for k in range(16):
+            for i1 in T.unroll(8):
+                for j in range(4):
+                    if i0 * 8 + i1 < n and i0 * 8 + i1 >= m:
+                        acc[i1 * 4 + j] = acc[i1 * 4 + j] + A[i0 * 8 + i1, k * 4 + j]
+        for i1, j in T.grid(8, 4):
+            if i0 * 8 + i1 < n and i0 * 8 + i1 >= m:
+                B[i0 * 8 + i1, j] = acc[i1 * 4 + j]
+'''
+
+
+def test_rows_cut_from_both_ends(tmp_path: Path) -> None:
+    """Rows `m <= r < n`: speculated where more than half of a tile's rows are in the band,
+    the rows outside it reading a row inside (clamped from below and above)."""
+    text = print_module(lower(parse(BAND), "llvm", 3))
+    assert "T.max(T.min(" in text or "T.min(T.max(" in text
+    lib = load(build(parse(BAND), tmp_path / "band.so", "llvm", 3))
+    rng = np.random.default_rng(3)
+    for n, m in ((0, 0), (1, 0), (7, 0), (7, 2), (8, 3), (13, 5), (16, 7), (21, 10), (21, 21)):
+        a = rng.standard_normal((n, 64)).astype("float32")
+        b = np.full((n, 4), np.nan, "float32")
+        lib.band(a, b, m)
+        expected = np.full((n, 4), np.nan, "float32")
+        expected[m:] = a[m:].reshape(-1, 16, 4).sum(axis=1)
+        np.testing.assert_allclose(b, expected, rtol=1e-5, atol=1e-5)
