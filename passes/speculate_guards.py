@@ -46,6 +46,7 @@ from tirc.ir.expr import (
     binop,
 )
 from tirc.ir.function import PrimFunc
+from tirc.ir.loop_jumps import contains_loop_jump
 from tirc.ir.module import IRModule
 from tirc.ir.rebind import fresh_copy
 from tirc.ir.stmt import (
@@ -255,7 +256,8 @@ def qualifies(alloc: Allocate, an: Analyzer) -> _Slots | None:
     """The one predicate of the element's row that guards every access to `alloc`'s buffer
     (with the rows all accesses span), or None."""
     buf = alloc.buffer
-    if buf.scope != "local" or len(buf.shape) != 1 or not isinstance(buf.shape[0], IntImm):
+    if buf.scope != "local" or len(buf.shape) != 1 or not isinstance(buf.shape[0], IntImm) \
+            or contains_loop_jump(alloc.body):  # (a row's loads happen only if no jump skips them)
         return None
     collector = _Collector(buf.data)
     try:
