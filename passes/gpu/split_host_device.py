@@ -183,7 +183,6 @@ class _Splitter:
 
         handles = [v for v in self.param_data if v in free]
         handles += sorted((v for v in free if v.dtype.is_handle and v not in handles), key=key)
-        scalars = sorted((v for v in free if not v.dtype.is_handle), key=key)
         params: list[Var] = []
         buffer_map: dict[Var, Buffer] = {}
         for data in handles:
@@ -194,6 +193,10 @@ class _Splitter:
             p = Var(buffers[data].name, HANDLE)
             params.append(p)
             buffer_map[p] = self.workspaces.get(data, buffers[data])
+        # A workspace's shape may name sizes the body never uses (the kernel reads a view of it
+        # at a constant offset): they are parameters too, so every size of the signature is bound.
+        free |= used_vars(*buffer_map.values()) - defined_vars(body)
+        scalars = sorted((v for v in free if not v.dtype.is_handle), key=key)
         params.extend(scalars)
         extents = launch_extents(region)
         tags = [t for t in ALL_TAGS if t in extents]

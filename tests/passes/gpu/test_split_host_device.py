@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from gpu_support import lower
 from tirc.frontend import parse
+from tirc.ir.analysis.regions import free_vars
 from tirc.ir.attrs import GPU_HOST, KERNEL
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import Call
@@ -125,3 +126,35 @@ def test_split_module_with_buffer_parameters_parses_back(opt_level: int) -> None
     b = np.zeros_like(a)
     GPUInterpreter(back).call("f", a, b)
     np.testing.assert_array_equal(b, 2 * a)
+
+
+# difftest graph seed 401263, trimmed: the matmul's kernel reads its 1x1 input from the shared
+# workspace at a constant offset and never uses `n`, but the workspace's shape does.
+WORKSPACE_VIEW = """
+@R.function
+def main(p3: R.Tensor(("n", 1), "float32"), p4: R.Tensor(("n", 6), "float32"),
+         p5: R.Tensor((1, 4), "float32")):
+    n = T.int64()
+    with R.dataflow():
+        lv3 = R.min(p3, axis=(0,), keepdims=True)
+        lv4 = R.split(p4, indices_or_sections=2, axis=1)
+        lv5 = lv4[1]
+        lv6 = R.matmul(lv3, p5)
+        R.output(lv5, lv6)
+    return (lv5, lv6)
+"""
+
+
+def test_a_kernel_gets_the_sizes_of_a_workspace_it_reads() -> None:
+    mod = lower(WORKSPACE_VIEW)
+    for name, func in mod.functions.items():
+        if func.attrs.get(KERNEL):
+            bound = set(func.params)
+            shapes = {v for b in func.buffer_map.values() for d in b.shape for v in free_vars(d)}
+            assert shapes <= bound, f"{name}: {sorted(v.name for v in shapes - bound)} unbound"
+    rng = np.random.default_rng(0)
+    p3, p4, p5 = (rng.standard_normal(s).astype("float32") for s in ((5, 1), (5, 6), (1, 4)))
+    lv5, lv6 = np.empty((5, 3), "float32"), np.empty((1, 4), "float32")
+    GPUInterpreter(mod).call("main", p3, p4, p5, lv5, lv6)  # lowered: outputs passed in
+    np.testing.assert_array_equal(lv5, p4[:, 3:])
+    np.testing.assert_allclose(lv6, p3.min(axis=0, keepdims=True) @ p5, rtol=1e-6)
