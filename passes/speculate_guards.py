@@ -31,7 +31,7 @@ from tirc.ir import intrinsics as intrin
 from tirc.ir.analysis.regions import and_all, conjuncts, free_vars
 from tirc.ir.arith import Analyzer
 from tirc.ir.arith.linear import Linear, from_linear
-from tirc.ir.buffer import Buffer
+from tirc.ir.buffer import Buffer, Range
 from tirc.ir.expr import (
     BinOp,
     BufferLoad,
@@ -165,8 +165,9 @@ def _split(lin: Linear, loops: Ranges, an: Analyzer) -> tuple[dict[Var, int], Pr
     inner: dict[Var, int] = {}
     rest = Linear(lin.dtype, {}, lin.const)
     for atom, coef in lin.terms.items():
-        if _widened(atom, loops) is not None:
-            atom = _widened(atom, loops)
+        widened = _widened(atom, loops)
+        if widened is not None:
+            atom = widened
         if isinstance(atom, Var) and atom in loops:
             inner[atom] = inner.get(atom, 0) + coef
         elif any(v in loops for v in free_vars(atom)):
@@ -287,7 +288,7 @@ def enough_rows(slots: _Slots, dt: Any) -> list[PrimExpr]:
     need = max(1, count // 2) if one_sided else count // 2 + 1
     out = []
     for c in slots.conjuncts:
-        if c.beta == 0 or hi - lo + 1 < 2:
+        if c.beta == 0:
             continue
         point = lo + need - 1 if c.beta > 0 else hi - need + 1
         value = binop("add", binop("mul", IntImm(c.beta, dt), IntImm(point, dt)), c.rest)
@@ -417,7 +418,7 @@ class _DropGuards(Mutator):
 
     def visit_For(self, s: For) -> Any:
         with self.an.scope():
-            self.an.bind(s.loop_var, (s.min, binop("sub", binop("add", s.min, s.extent), 1)))
+            self.an.bind(s.loop_var, Range(s.min, s.extent))
             if isinstance(s.min, IntImm) and isinstance(s.extent, IntImm):
                 self.loops[s.loop_var] = (s.min.value, s.min.value + s.extent.value - 1)
             try:
@@ -450,7 +451,7 @@ class _Speculator(Mutator):
 
     def visit_For(self, s: For) -> Any:
         with self.an.scope():
-            self.an.bind(s.loop_var, (s.min, binop("sub", binop("add", s.min, s.extent), 1)))
+            self.an.bind(s.loop_var, Range(s.min, s.extent))
             return self.generic_visit(s)
 
     def visit_Allocate(self, s: Allocate) -> Any:
