@@ -2,7 +2,7 @@
 -O0..-O3 (graph functions also as static and dynamic megakernels), with -fbounds-check, and run
 through the GPU pipeline in the GPU interpreter; every disagreement is printed with its seed.
 
-    .venv/bin/python scripts/difftest.py --count 10000            # the figures in the note
+    .venv/bin/python scripts/difftest.py --count 10000 --jobs 2   # the figures in the note
     .venv/bin/python scripts/difftest.py --count 200 --kind graph --start 5000
     .venv/bin/python scripts/difftest.py --show loop 28           # print the program of a seed
     python scripts/difftest.py --cuda sm_90 --count 500           # PTX on a real GPU instead
@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -45,30 +46,47 @@ def cuda_builds(arch: str) -> list[Build]:
     return [Build(1, cuda=arch), Build(3, cuda=arch)]
 
 
-def run_kind(kind: str, seeds: range, workdir: Path, log: bool, cuda: str | None = None
-             ) -> Report:
-    """Every seed of `seeds` checked in batches; findings printed as they come."""
-    make, builds, reference, run, labels, batch = KINDS[kind]
+def check_batch(kind: str, chunk: range, workdir: Path, cuda: str | None) -> Report:
+    """One batch of seeds checked in a fresh directory; a harness bug becomes a finding."""
+    make, builds, reference, run, labels, _ = KINDS[kind]
     if cuda:
         builds = cuda_builds(cuda)
+    with tempfile.TemporaryDirectory(dir=workdir) as batch_dir:
+        checker = Checker(Path(batch_dir), B.compile_module, reference, run, labels)
+        try:
+            return checker.check([make(seed) for seed in chunk], builds)
+        except Exception as exc:  # noqa: BLE001 (a bug of the harness: say so, go on)
+            return Report(len(chunk), [], [Finding(chunk.start, "harness", "harness-error",
+                                                   f"seeds {chunk.start}..{chunk.stop - 1}: "
+                                                   f"{type(exc).__name__}: {exc}"[:300])])
+
+
+def run_kind(kind: str, seeds: range, workdir: Path, log: bool, cuda: str | None = None,
+             jobs: int = 1) -> Report:
+    """Every seed of `seeds` checked in batches, `jobs` batches at a time in separate
+    processes; findings printed as each batch ends."""
+    batch = KINDS[kind][5]
+    chunks = [range(lo, min(lo + batch, seeds.stop))
+              for lo in range(seeds.start, seeds.stop, batch)]
     total = Report()
     start = time.time()
-    for lo in range(seeds.start, seeds.stop, batch):
-        chunk = range(lo, min(lo + batch, seeds.stop))
-        with tempfile.TemporaryDirectory(dir=workdir) as batch_dir:
-            checker = Checker(Path(batch_dir), B.compile_module, reference, run, labels)
-            try:
-                report = checker.check([make(seed) for seed in chunk], builds)
-            except Exception as exc:  # noqa: BLE001 (a bug of the harness: say so, go on)
-                report = Report(len(chunk), [], [Finding(chunk.start, "harness", "harness-error",
-                                                         f"seeds {chunk.start}..{chunk.stop - 1}: "
-                                                         f"{type(exc).__name__}: {exc}"[:300])])
+
+    def record(report: Report) -> None:
         total.add(report)
         for f in report.findings:
             print(f"{kind} {f}", flush=True)
         if log:
             print(f"# {kind}: {total.programs} programs, {len(total.findings)} findings, "
                   f"{time.time() - start:.0f} s", file=sys.stderr, flush=True)
+
+    if jobs <= 1:
+        for chunk in chunks:
+            record(check_batch(kind, chunk, workdir, cuda))
+        return total
+    with ProcessPoolExecutor(jobs) as pool:
+        for report in pool.map(check_batch, [kind] * len(chunks), chunks,
+                               [workdir] * len(chunks), [cuda] * len(chunks)):
+            record(report)
     return total
 
 
@@ -99,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cuda", metavar="ARCH",
                     help="build PTX for ARCH (sm_90, ...) and run it on the GPU instead of the "
                          "CPU builds and the GPU interpreter")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="batches checked at once, each in its own process (default 1)")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     args = ap.parse_args(argv)
     if args.show:
@@ -116,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         for kind, count in counts.items():
             if count:
                 reports[kind] = run_kind(kind, range(args.start, args.start + count),
-                                         Path(tmp), not args.quiet, args.cuda)
+                                         Path(tmp), not args.quiet, args.cuda, args.jobs)
     print(table(reports))
     found = sum(len(r.findings) for r in reports.values())
     print(f"{sum(r.programs for r in reports.values())} programs, seeds from {args.start}, "
