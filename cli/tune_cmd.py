@@ -80,7 +80,7 @@ def default_output(file: str) -> str:
               help="Progress display (default: rich on a terminal, else plain).")
 @click.option("--model", type=click.Choice(["auto", "xgboost", "analytic"]), default="auto",
               show_default=True, help="Cost model (auto: xgboost when installed).")
-@click.option("--patience", type=click.IntRange(min=1), default=2, show_default=True,
+@click.option("--patience", type=click.IntRange(min=1), default=1, show_default=True,
               metavar="N", help="Stop a function's search after N rounds in a row that each "
                                 "gained under 1%.")
 @click.option("--workers", type=click.IntRange(min=1), metavar="N",

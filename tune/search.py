@@ -47,7 +47,7 @@ class Measurer(Protocol):
 class SearchOptions:
     batch: int = 6            # candidates measured per batch
     population: int = 24      # proposals the model ranks per evolutionary batch
-    patience: int = 2         # rounds under 1% gain before stopping
+    patience: int = 1         # rounds in a row under 1% gain before stopping
     parents: int = 5          # fastest candidates that evolution starts from
 
 
