@@ -7,7 +7,10 @@ before `loop`; the reduction block becomes `<name>_update`, as in TVM.
 rfactor(loop, factor_axis) splits a reduction along reduction loop `loop`: a block `<name>_rf`
 accumulates partial states into `X_rf` for each state buffer X, with one more dimension (at
 `factor_axis`) indexed by the loop, seeded with the reducer's identity; the original block then
-merges the partial states over that dimension into X, in its own loop nest after the first. The
+merges the partial states over that dimension into X, in its own loop nest after the first.
+When the block's predicate involves its reduction loops (a split with a guarded tail), a seed
+block `<name>_rf_seed` first sets every partial state to the identity, since the rf block's
+init runs only where the predicate holds at the first reduction point. The
 reducers (reducers.py) are `X[s] = X[s] op v` with op one of +, *, max, min, and the online
 softmax merge (running maximum, sum and accumulator), whose split is split-KV attention.
 Outer loops that also hold other blocks (a row loop a norm's stages share) stay around both
@@ -264,10 +267,55 @@ def rfactor(s: ScheduleState, loop: Any, factor_axis: Any = 0) -> BlockRV:
     for x in reversed(kept):
         wb = For(wb_loops[x.loop_var], x.min, x.extent, x.kind, wb, x.thread_tag,
                  dict(x.annotations), span=x.span)
+    seed, anchor = _seed_nest(s, blk, br, red, rf_of, axis, loops, kept, spatial, lp,
+                              red_loops)
     s.replace(site.path, rf_realize, prim)
     top_path = loop_path(s.body, top.loop_var)
     assert top_path is not None
     s.set_body(insert_after(top_path, wb))
+    if seed is not None:
+        anchor_path = loop_path(s.body, anchor)
+        assert anchor_path is not None
+        s.set_body(insert_before(anchor_path, seed))
     for rf in rf_of.values():
         add_alloc(s, scope_block_name(scope_path(top_path)), rf, prim)
     return s.block_rv(rf_block_name)
+
+
+def _seed_nest(s: ScheduleState, blk: Block, br: BlockRealize, red: Any,
+               rf_of: dict[Buffer, Buffer], axis: int, loops: list[For], kept: list[For],
+               spatial: list[tuple[IterVar, PrimExpr]], lp: For, red_loops: list[For]
+               ) -> tuple[Stmt | None, Var | None]:
+    """A nest `<name>_rf_seed` setting the partial states to the reducer's identity, placed
+    just before the outermost reduction loop of the rf nest (its anchor, returned with it),
+    for a block whose predicate involves its reduction loops (a split with a guarded tail):
+    the rf block's init runs only where the predicate holds at the first reduction point, so
+    a partial state the predicate never reaches there (lane 5 of 16 when 5 elements are
+    reduced) would be merged uninitialised. (None, None) when the predicate needs no seed."""
+    red_vars = {x.loop_var for x in red_loops}
+    conds = conjuncts(br.predicate)
+    if not any(uses_any(c, red_vars) for c in conds):
+        return None, None
+    first = next(k for k, x in enumerate(loops) if x.loop_var in red_vars)
+    inner_ids = {id(x) for x in loops[first:]}
+    copied = [x for x in kept if id(x) in inner_ids]
+    loop_map = {x.loop_var: Var(x.loop_var.name + "_seed", x.loop_var.dtype) for x in copied}
+    sp_map = {iv.var: Var(iv.var.name, iv.var.dtype) for iv, _ in spatial}
+    v_lane = Var(f"v{lp.loop_var.name}", lp.loop_var.dtype)
+    ivars = [IterVar(sp_map[iv.var], iv.dom, IterKind.SPATIAL) for iv, _ in spatial]
+    ivars.append(IterVar(v_lane, Range(lp.min, lp.extent), IterKind.SPATIAL))
+    values = [substitute(v, loop_map) for _, v in spatial] + [loop_map[lp.loop_var]]
+    body = _ToPartial(rf_of, axis, v_lane).visit(substitute(red.identity, sp_map))
+    _, writes = infer_regions(body, None, set())
+    seed_blk = dataclasses.replace(blk, name=s.unique_block_name(f"{blk.name}_rf_seed"),
+                                   iter_vars=tuple(ivars), reads=(), writes=writes, body=body,
+                                   init=None, alloc_buffers=(), match_buffers=(),
+                                   annotations={})
+    dropped = {x.loop_var for x in loops[first:] if id(x) not in {id(c) for c in copied}}
+    keep = [c for c in conds if not uses_any(c, dropped | {lp.loop_var})]
+    nest: Stmt = BlockRealize(tuple(values), substitute(and_all(keep, br.predicate), loop_map),
+                              seed_blk, span=br.span)
+    for x in reversed(copied):
+        nest = For(loop_map[x.loop_var], x.min, x.extent, x.kind, nest, x.thread_tag,
+                   dict(x.annotations), span=x.span)
+    return nest, loops[first].loop_var

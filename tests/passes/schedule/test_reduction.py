@@ -4,6 +4,13 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tirc.driver import build
+from tirc.frontend import parse
+from tirc.runtime import load
 
 MATMUL = '''
 @T.prim_func
@@ -246,3 +253,53 @@ def test_an_update_that_reads_another_element_is_no_reduction(sched_error):
         rf = sch.rfactor(k, 0)
     '''))
     assert 'error: rfactor: block "C" is not a reduction' in msg
+
+
+ROWSUM_N = '''
+@T.prim_func
+def rowsum_n(a: T.handle, c: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (4, n), "float32")
+    C = T.match_buffer(c, (4,), "float32")
+    for i, k in T.grid(4, n):
+        with T.block("C"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                C[vi] = T.float32(0)
+            C[vi] = C[vi] + A[vi, vk]
+'''
+
+RFACTOR_GUARDED = '''
+    b = sch.get_block("C")
+    i, k = sch.get_loops(b)
+    k0, k1 = sch.split(k, factors=[None, 16])
+    rf = sch.rfactor(k1, 1)
+'''
+
+
+def test_rfactor_of_a_guarded_split_seeds_every_partial_state(sched):
+    """Lanes 5..15 of a 5-element row never pass the split's guard, so the rf block's init
+    never reaches them: a seed block sets all 16 to the identity before the reduction loop
+    (the SDDMM sample's features split by 16 summed stack garbage at 1 and 5 features)."""
+    r = sched(schedule(ROWSUM_N, "rowsum_n", RFACTOR_GUARDED))
+    out = r.text("rowsum_n")
+    seed = out.index('with T.block("C_rf_seed")')
+    loop = out.index("for k_0, k_1 in T.grid((n + 15) // 16, 16):")
+    assert out.index("for k_1_seed in range(16):") < seed < loop
+    assert "C_rf[vi, vk_1] = T.float32(0.0)" in out[seed:loop]
+    assert "T.where" not in out[seed:loop]
+    for n in (1, 5, 16, 21):
+        r.check_same("rowsum_n", sizes={"n": n})
+
+
+@pytest.mark.parametrize("opt", [0, 3])
+def test_rfactor_of_a_guarded_split_compiles_to_the_row_sums(tmp_path: Path, opt: int) -> None:
+    src = schedule(ROWSUM_N, "rowsum_n", RFACTOR_GUARDED)
+    lib = load(build(parse(src), tmp_path / "rowsum.so", "llvm", opt))
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 5, 15, 16, 17, 33):
+        for _ in range(3):
+            a = rng.standard_normal((4, n)).astype("float32")
+            c = np.full(4, np.nan, dtype="float32")
+            lib["rowsum_n"](a, c)
+            np.testing.assert_allclose(c, a.sum(axis=1), rtol=1e-5, atol=1e-5)
