@@ -273,7 +273,8 @@ class StmtCompiler:
                 raise InterpreterError(f"allocation of {name} with negative shape {dims}")
             size = layout(env).size if layout is not None else math.prod(dims)
             if init_fn is None:
-                return np.zeros(size, dtype=dtype)
+                return np.full(size, np.nan, dtype=dtype) if dtype.kind == "f" \
+                    else np.zeros(size, dtype=dtype)
             return np.full(size, init_fn(env), dtype=dtype)
 
         if not self.ex.buffers.tracking:

@@ -315,7 +315,10 @@ def test_runaway_while_is_stopped() -> None:
         Interpreter(module(f), max_while_iterations=100).call("f", np.zeros(1, "float32"))
 
 
-def test_block_alloc_buffer_is_fresh_each_time() -> None:
+def test_block_alloc_buffer_is_fresh_and_uninitialised_each_time() -> None:
+    """A block's buffer is allocated anew for each instance and holds NaN until written (a
+    compiled library's stack or heap holds garbage there), so a read before the first write
+    shows in the result instead of passing as a zero."""
     A, B = buf("A", (4, 3)), buf("B", (4,))
     tmp = make_buffer("tmp", (1,), "float32", scope="local")
     i, j, vi = Var("i"), Var("j"), Var("vi")
@@ -327,6 +330,10 @@ def test_block_alloc_buffer_is_fresh_each_time() -> None:
     a = np.arange(12, dtype="float32").reshape(4, 3)
     b = np.zeros(4, dtype="float32")
     run_prim_func(f, [a, b])
+    assert np.isnan(b).all()
+    seeded = block("row", [(vi, 4, "S")], [i],
+                   seq(BufferStore(tmp, f32(0.0), (zero,)), body), alloc_buffers=(tmp,))
+    run_prim_func(prim_func("f", [A, B], loop(i, 4, seeded)), [a, b])
     np.testing.assert_array_equal(b, a.sum(axis=1))
 
 

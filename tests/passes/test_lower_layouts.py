@@ -101,6 +101,8 @@ WORKERS = """
 def worker_sums(A: T.Buffer((4, 64), "float32"), S: T.Buffer((1,), "float32")):
     P = T.alloc_buffer((4, 8), "float32", layout="S[(4, 8):(1@tid, 1)]")
     for t in T.parallel(4):
+        for j in range(8):
+            P[t, j] = T.float32(0)
         for j in range(64):
             P[t, j % 8] = P[t, j % 8] + A[t, j]
     S[0] = T.float32(0)
@@ -114,6 +116,8 @@ def test_tid_shards_are_per_worker_chunks_owned_by_the_parallel_iteration() -> N
     assert body_text(after) == (
         'P = T.decl_buffer((32,), "float32")\n'
         "for t in T.parallel(4):\n"
+        "    for j in range(8):\n"
+        "        P[t * 8 + j] = T.float32(0.0)\n"
         "    for j in range(64):\n"
         "        P[t * 8 + j % 8] = P[t * 8 + j % 8] + A[t, j]\n"
         "S[0] = T.float32(0.0)\n"
@@ -152,7 +156,7 @@ def test_replica_store_writes_every_copy_once_evaluated() -> None:
 def mirrored(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
     M = T.alloc_buffer((8,), "float32", layout="S[8:1] + R[2:8]")
     for i in range(8):
-        M[i] = M[i] + A[i]
+        M[i] = A[i] + T.float32(1)
     for i in range(8):
         B[i] = M[7 - i]
 """
@@ -160,7 +164,7 @@ def mirrored(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
     assert body_text(after) == (
         'M = T.decl_buffer((16,), "float32")\n'
         "for i in range(8):\n"
-        "    M_value: T.float32 = M[i] + A[i]\n"
+        "    M_value: T.float32 = A[i] + T.float32(1.0)\n"
         "    M[i] = M_value\n"
         "    M[i + 8] = M_value\n"
         "for i in range(8):\n"
@@ -168,8 +172,8 @@ def mirrored(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
     )
     a = np.arange(8, dtype="float32")
     b = np.zeros(8, "float32")
-    np.testing.assert_array_equal(call(before, "mirrored", a, b)[1], a[::-1])
-    np.testing.assert_array_equal(call(after, "mirrored", a, b)[1], a[::-1])
+    np.testing.assert_array_equal(call(before, "mirrored", a, b)[1], a[::-1] + 1)
+    np.testing.assert_array_equal(call(after, "mirrored", a, b)[1], a[::-1] + 1)
 
 
 def test_parameter_with_a_layout_takes_its_physical_storage() -> None:
