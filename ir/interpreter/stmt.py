@@ -5,8 +5,9 @@ against their domains), is skipped when its predicate is false, and runs its `in
 reduction variable is at the minimum of its domain. Every loop kind runs serially, thread
 bindings (loops and `thread_extent` attributes) included; a parallel, vectorized or
 thread-bound loop whose iterations touch the same element, one of them writing, is a data race
-(tirc.ir.interpreter.races). Allocations are zero-filled, event tensors start at their `init`
-value.
+(tirc.ir.interpreter.races). Float allocations start as NaN (compiled storage starts as
+garbage, so a read before the first write shows), integer ones as zeros, event tensors at their
+`init` value.
 """
 
 from __future__ import annotations
@@ -260,7 +261,8 @@ class StmtCompiler:
         return allocate
 
     def _allocator(self, buf: Buffer, init: PrimExpr | None) -> Callable[[Env], np.ndarray]:
-        """A closure making fresh storage for `buf` (zeros, or `init` for event tensors)."""
+        """A closure making fresh storage for `buf` (NaN for floats, zeros for integers, or
+        `init` for event tensors)."""
         dim_fns = [self.ex.compile(d) for d in buf.shape]
         dtype = np.dtype(np.int32) if buf.scope == "event" else np_dtype(buf.dtype)
         init_fn = self.ex.compile(init) if init is not None else None
