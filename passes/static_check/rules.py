@@ -18,7 +18,7 @@ from tirc.ir.diagnostics import Diagnostic
 from tirc.ir.expr import BufferLoad, IntImm, binop
 from tirc.ir.function import PrimFunc
 from tirc.ir.printer import print_node
-from tirc.ir.stmt import BufferStore, For, ForKind, IterKind
+from tirc.ir.stmt import Allocate, BufferStore, For, ForKind, IterKind
 from tirc.ir.visitor import post_order_visit
 from tirc.passes.schedule.dependence import check_iter_kinds, check_not_carried, child_sites
 from tirc.passes.schedule.loops import outer_analyzer
@@ -120,14 +120,20 @@ def missing_init(sites: Sites) -> Iterator[Diagnostic]:
             continue
         stores: list[BufferStore] = []
         loads: set[object] = set()
+        # storage the block makes itself starts afresh in each instance: not an accumulator
+        own = {b.data for b in blk.alloc_buffers}
 
-        def visit(n: object, stores: list[BufferStore] = stores, loads: set = loads) -> None:
+        def visit(n: object, stores: list[BufferStore] = stores, loads: set = loads,
+                  own: set = own) -> None:
             if isinstance(n, BufferStore):
                 stores.append(n)
             elif isinstance(n, BufferLoad):
                 loads.add(n.buffer.data)
+            elif isinstance(n, Allocate):
+                own.add(n.buffer.data)
 
         post_order_visit(blk.body, visit)
+        stores = [s for s in stores if s.buffer.data not in own]
         mine = {id(n) for n in _nodes(blk.body)}
         first = min((order[i] for i in mine if i in order), default=None)
         for s in stores:

@@ -201,6 +201,20 @@ for i, k in T.grid(8, 16):
         vi, vk = T.axis.remap("SR", [i, k])
         B[vi] = B[vi] + A[vi, vk]
 """),
+    ("scratch_of_a_reduction_block",
+     'A: T.Buffer((8, 16), "float32"), B: T.Buffer((8,), "float32")', """
+for i in range(8):
+    with T.block("B_init"):
+        vi = T.axis.spatial(8, i)
+        B[vi] = T.float32(0)
+for i, k in T.grid(8, 16):
+    with T.block("B"):
+        vi, vk = T.axis.remap("SR", [i, k])
+        d = T.decl_buffer((1,), "float32", scope="local")
+        d[0] = T.float32(0)
+        d[0] = d[0] + A[vi, vk] * T.float32(2)
+        B[vi] = B[vi] + d[0]
+"""),
 ]
 
 
