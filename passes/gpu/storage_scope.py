@@ -9,7 +9,9 @@ its own storage. It also checks, for every allocation inside a region:
 - the scope is a device scope: a `global` allocation inside a kernel is an error (the device
   cannot allocate global memory), with a hint to allocate it outside the thread-bound loops;
 - the size is a constant (shared memory is laid out at compile time, local memory is
-  registers or the stack).
+  registers or the stack);
+- a kernel that reads a device-scope buffer also writes it (or hands its pointer to an
+  intrinsic): the storage lasts one launch, so a value left by another kernel is gone.
 Device-scope allocations no region uses are dropped. The backend maps the scopes to NVPTX
 address spaces: global 1, shared 3, local 5 (see tirc.backends.nvptx.address_space).
 """
@@ -25,7 +27,7 @@ from tirc.ir.arith import construct
 from tirc.ir.attrs import STORAGE_KIND
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.expr import IntImm, Var
+from tirc.ir.expr import BufferLoad, Call, IntImm, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.gpu.threads import (
     DEVICE_SCOPES,
@@ -36,8 +38,8 @@ from tirc.ir.gpu.threads import (
 )
 from tirc.ir.module import IRModule
 from tirc.ir.rebind import used_vars
-from tirc.ir.stmt import Allocate, AttrStmt, For, Stmt
-from tirc.ir.visitor import substitute
+from tirc.ir.stmt import Allocate, AttrStmt, BufferStore, For, Stmt
+from tirc.ir.visitor import post_order_visit, substitute
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 
 
@@ -63,6 +65,38 @@ def check_kernel_allocations(region: Stmt) -> None:
             raise CompileError(
                 f"gpu-storage-scope: {buf.scope} buffer '{buf.name}' has a symbolic size; "
                 "device buffers need a constant size", s.span or buf.span)
+
+
+def _never_written(region: Stmt, data: Var) -> BufferLoad | None:
+    """A load of the buffer behind `data` in a region that neither stores to it nor hands its
+    pointer to a call (an intrinsic such as a tensor-core store may write through it)."""
+    loads: list[BufferLoad] = []
+    written = False
+
+    def visit(n: object) -> None:
+        nonlocal written
+        if isinstance(n, BufferLoad) and n.buffer.data is data:
+            loads.append(n)
+        elif isinstance(n, BufferStore) and n.buffer.data is data:
+            written = True
+        elif isinstance(n, Call) and data in used_vars(n.args):
+            written = True
+
+    post_order_visit(region, visit)
+    return None if written or not loads else loads[0]
+
+
+def check_written_in_kernel(region: Stmt, buf: Buffer) -> None:
+    """A device-scope buffer a kernel reads is written in that kernel: shared and local memory
+    live for one launch, so a value stored in another kernel is gone (a schedule that computes
+    a shared cache in one kernel and reads it in the next would read garbage)."""
+    load = _never_written(region, buf.data)
+    if load is not None:
+        raise CompileError(
+            f"gpu-storage-scope: {buf.scope} buffer '{buf.name}' is read in a kernel that never "
+            f"writes it; {buf.scope} memory lasts one kernel launch, so the kernel would read "
+            "garbage (compute the buffer in the kernel that reads it, e.g. compute_at under "
+            "that kernel's loops)", load.span or buf.span)
 
 
 def _fresh(buf: Buffer) -> Buffer:
@@ -124,6 +158,7 @@ class _Mover:
                 buf = _fresh(a.buffer)
                 mapping[a.buffer] = buf
                 mapping[a.buffer.data] = buf.data
+            check_written_in_kernel(region, a.buffer)
             mine.append(buf)
         if mapping:
             region = substitute(region, mapping)

@@ -13,6 +13,8 @@ import dataclasses
 from typing import Any
 
 from tirc.ir.analysis.access import detect_regions
+from tirc.ir.analysis.regions import cover
+from tirc.ir.arith import Analyzer
 from tirc.ir.buffer import Buffer, BufferRegion
 from tirc.ir.expr import BufferLoad, PrimExpr, Var, is_const_int
 from tirc.ir.stmt import Block, BlockRealize, BufferStore, IterKind
@@ -55,19 +57,34 @@ def _distinct_iter_vars(prim: str, blk: Block, indices: tuple[PrimExpr, ...],
 
 
 def _loads_of(e: Any, buf: Buffer) -> list[BufferLoad]:
+    return [ld for ld in _all_loads(e) if ld.buffer is buf]
+
+
+def _all_loads(e: Any) -> list[BufferLoad]:
     found: list[BufferLoad] = []
-    post_order_visit(e, lambda n: found.append(n) if isinstance(n, BufferLoad)
-                     and n.buffer is buf else None)
+    post_order_visit(e, lambda n: found.append(n) if isinstance(n, BufferLoad) else None)
     return found
 
 
-def _refresh_reads(blk: Block, gone: Buffer) -> Block:
-    """Reads without `gone`, plus detected regions of buffers the declarations lack."""
-    kept = [r for r in blk.reads if r.buffer is not gone]
+def _refresh_reads(blk: Block, gone: Buffer, widen: frozenset[Buffer]) -> Block:
+    """Reads without `gone`; a declared region of a buffer in `widen` (one the inlined value
+    reads) grown to cover the detected accesses, as the inlined loads may reach elements the
+    declaration left out; detected regions for buffers the declarations lack."""
+    an = Analyzer()
+    detected = {r.buffer: r for r in detect_regions(blk, an)[0] if r.buffer is not gone}
+    kept = []
+    for r in blk.reads:
+        if r.buffer is gone:
+            continue
+        if r.buffer in widen and r.buffer in detected:
+            with an.scope():
+                for iv in blk.iter_vars:
+                    an.bind(iv.var, iv.dom)
+                r = cover(r.buffer, [r.region, detected[r.buffer].region], {}, an)
+        kept.append(r)
     declared = {r.buffer for r in kept}
-    detected = [r for r in detect_regions(blk)[0] if r.buffer not in declared
-                and r.buffer is not gone]
-    return dataclasses.replace(blk, reads=tuple(kept + detected))
+    return dataclasses.replace(blk, reads=tuple(kept + [r for b, r in detected.items()
+                                                        if b not in declared]))
 
 
 def _drop_alloc(s: ScheduleState, buf: Buffer) -> None:
@@ -110,6 +127,7 @@ class _InlineLoads(Mutator):
         self.buf = buf
         self.params = params
         self.value = value
+        self.widen = frozenset(ld.buffer for ld in _all_loads(value))
 
     def visit_BufferLoad(self, n: BufferLoad) -> Any:
         n = self.generic_visit(n)
@@ -120,7 +138,7 @@ class _InlineLoads(Mutator):
     def visit_Block(self, b: Block) -> Any:
         new = self.generic_visit(b)
         if any(r.buffer is self.buf for r in b.reads) or (new is not b and b.reads):
-            return _refresh_reads(new, self.buf)
+            return _refresh_reads(new, self.buf, self.widen)
         return new
 
     def visit_BufferRegion(self, r: BufferRegion) -> Any:

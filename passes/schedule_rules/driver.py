@@ -103,7 +103,7 @@ def apply_rules(sch: TracedSchedule, rules: Sequence[ScheduleRule], ctx: RuleCon
         maybe_dispatch(sch)
     for scope in scope_paths(sch):
         inline_blocks(sch, _blocks(sch, scope))
-        done: set[str] = set()
+        done = sch.scheduled
         for rule in rules:
             k = 0
             while True:

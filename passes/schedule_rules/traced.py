@@ -103,6 +103,8 @@ class TracedSchedule:
         self._keep: list[Any] = []  # results whose ids name them
         self._used: set[str] = {self.param, *RESERVED}
         self._blocks: dict[str, BlockRV] = {}
+        # blocks earlier rules scheduled: a later rule leaves them where they are
+        self.scheduled: set[str] = set()
 
     # ---- the function and its blocks ---------------------------------------------------
 

@@ -190,9 +190,65 @@ def init_through_match_buffer(A: T.Buffer((8, 8, 8), "float32"), B: T.Buffer((8,
                 BB[()] += AA[j, k]
 """
 
+# Loop seed 506199: a matmul C, its transpose Ct and max(Ct, C). compute_inline of Ct kept the
+# consumer's declared read C[vi, vj] and dropped the inlined C[vj, vi], so the default schedule
+# moved the max under C's (i, j) loop, where it read C[j, i] before it was computed (-O1 and up).
+MAX_OF_MATMUL_AND_TRANSPOSE = """
+@T.prim_func
+def max_of_matmul_and_transpose(A: T.Buffer((24, 24), "float32"),
+                                O: T.Buffer((24, 24), "float32")):
+    C = T.alloc_buffer((24, 24), "float32")
+    Ct = T.alloc_buffer((24, 24), "float32")
+    for i, j, k in T.grid(24, 24, 24):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * A[vk, vj]
+    for i, j in T.grid(24, 24):
+        with T.block("Ct"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            Ct[vi, vj] = C[vj, vi]
+    for i, j in T.grid(24, 24):
+        with T.block("O"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            O[vi, vj] = T.max(Ct[vi, vj], C[vi, vj])
+"""
+
+# Loop seed 503707: a row dot product S, an elementwise O7 of it, and a matmul of O7. The GPU
+# matmul rule put O7's shared-memory copy in the matmul's kernel; the norm rule, taking S, then
+# pulled that copy into S's kernel, so the matmul read a shared buffer no block of its kernel
+# wrote (NaN). Rules now leave blocks an earlier rule scheduled, and gpu-storage-scope refuses a
+# kernel that reads a shared buffer it never writes.
+MATMUL_OF_ROW_DOT_EPILOGUE = """
+@T.prim_func
+def matmul_of_row_dot_epilogue(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"),
+                               W: T.Buffer((16, 16), "float32"),
+                               O: T.Buffer((16, 16), "float32")):
+    S = T.alloc_buffer((16,), "float32")
+    E = T.alloc_buffer((16, 16), "float32")
+    for i, k in T.grid(16, 16):
+        with T.block("S"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                S[vi] = T.float32(0)
+            S[vi] = S[vi] + A[vi, vk] * B[vi, vk]
+    for i, j in T.grid(16, 16):
+        with T.block("E"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            E[vi, vj] = T.min(A[vi, vj] * B[vi, vj], S[vj])
+    for i, j, k in T.grid(16, 16, 16):
+        with T.block("O"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                O[vi, vj] = T.float32(0)
+            O[vi, vj] = O[vi, vj] + E[vi, vk] * W[vk, vj]
+"""
+
 GPU_PROGRAMS = {"matmul_tail": (MATMUL_TAIL, {}), "matmul_few_rows": (MATMUL_FEW_ROWS, {"n": 5}),
                 "matmul_symbolic_k": (MATMUL_SYMBOLIC_K, {"n": 37}), "full_min": (FULL_MIN, {}),
-                "matmul_then_column_min": (MATMUL_THEN_COLUMN_MIN, {})}
+                "matmul_then_column_min": (MATMUL_THEN_COLUMN_MIN, {}),
+                "matmul_of_row_dot_epilogue": (MATMUL_OF_ROW_DOT_EPILOGUE, {})}
 
 PROGRAMS = {
     "matvec": pytest.param(MATVEC, id="matvec"),
@@ -202,6 +258,8 @@ PROGRAMS = {
     "init_uses_reduction_var": pytest.param(INIT_USES_REDUCTION_VAR, id="init_uses_reduction_var"),
     "init_through_match_buffer": pytest.param(INIT_THROUGH_MATCH_BUFFER,
                                               id="init_through_match_buffer"),
+    "max_of_matmul_and_transpose": pytest.param(MAX_OF_MATMUL_AND_TRANSPOSE,
+                                                id="max_of_matmul_and_transpose"),
 }
 
 

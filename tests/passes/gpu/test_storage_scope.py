@@ -70,3 +70,23 @@ def f(a: T.handle):
 """), skip=["gpu-split-host-device"])
     assert "shared buffer 'S' has a symbolic size; device buffers need a constant size" in \
         str(info.value)
+
+
+def test_shared_buffer_read_in_a_kernel_that_never_writes_it_is_an_error() -> None:
+    """Shared memory lasts one launch: a copy made in one kernel is gone in the next (the
+    schedule rules once produced this; see tests/e2e/test_difftest_regressions.py)."""
+    with pytest.raises(CompileError) as info:
+        lower(parse("""
+@T.prim_func
+def f(A: T.Buffer((4, 32), "float32"), B: T.Buffer((4, 32), "float32")):
+    S = T.alloc_buffer((32,), "float32", scope="shared")
+    for bx in T.thread_binding(4, thread="blockIdx.x"):
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            S[tx] = A[bx, tx]
+    for bx in T.thread_binding(4, thread="blockIdx.x"):
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            B[bx, tx] = S[tx] + T.float32(1)
+""", "two.tir"))
+    assert str(info.value).startswith(
+        "two.tir:10:25: error: gpu-storage-scope: shared buffer 'S' is read in a kernel that "
+        "never writes it; shared memory lasts one kernel launch")

@@ -140,3 +140,47 @@ def test_reverse_compute_inline_second_reader(sched_error):
         sch.reverse_compute_inline(c)
     '''))
     assert 'error: reverse_compute_inline: buffer B is also read by block "D"' in msg
+
+TRANSPOSE_MAX = '''
+@T.prim_func
+def transpose_max(A: T.Buffer((8, 8), "float32"), O: T.Buffer((8, 8), "float32")):
+    C = T.alloc_buffer((8, 8), "float32")
+    Ct = T.alloc_buffer((8, 8), "float32")
+    for i, j, k in T.grid(8, 8, 8):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * A[vk, vj]
+    for i, j in T.grid(8, 8):
+        with T.block("Ct"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            Ct[vi, vj] = C[vj, vi]
+    for i, j in T.grid(8, 8):
+        with T.block("O"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            O[vi, vj] = T.max(Ct[vi, vj], C[vi, vj])
+'''
+
+
+def test_compute_inline_widens_a_read_the_consumer_declared(sched, sched_error):
+    """The consumer already reads C[vi, vj]; the inlined value reads C[vj, vi] too, so the
+    read region covers both (difftest loop seed 506199: with only C[vi, vj] declared, the
+    default schedule moved O under C's (i, j) loop and read C[j, i] before it was computed)."""
+    r = sched(schedule(TRANSPOSE_MAX, "transpose_max", '''
+        ct = sch.get_block("Ct")
+        sch.compute_inline(ct)
+    '''))
+    assert "T.reads(C[T.min(vj, vi):T.min(vj, vi) + (T.max(vj, vi) - T.min(vj, vi) + 1), " \
+        "T.min(vi, vj):T.min(vi, vj) + (T.max(vi, vj) - T.min(vi, vj) + 1)])" in r.text(
+            "transpose_max")
+    r.check_same("transpose_max")
+    msg = sched_error(schedule(TRANSPOSE_MAX, "transpose_max", '''
+        ct = sch.get_block("Ct")
+        c = sch.get_block("C")
+        o = sch.get_block("O")
+        sch.compute_inline(ct)
+        i, j, k = sch.get_loops(c)
+        sch.reverse_compute_at(o, j)
+    '''))
+    assert "error: reverse_compute_at" in msg
