@@ -45,6 +45,7 @@ from tirc.ir.expr import (
     IntImm,
     Not,
     PrimExpr,
+    Select,
     StringImm,
     Var,
     binop,
@@ -54,7 +55,18 @@ from tirc.ir.expr import (
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.prim_call import INTERNAL, called_functions, rename_calls
-from tirc.ir.stmt import AttrStmt, BufferStore, Evaluate, LetStmt, Stmt, seq
+from tirc.ir.stmt import (
+    Allocate,
+    AttrStmt,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    Stmt,
+    seq,
+)
 from tirc.ir.visitor import Mutator, post_order_visit
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 
@@ -477,11 +489,23 @@ def _compact(buf: Buffer, k: int) -> PrimExpr:
     return out
 
 
+# Above this many (output, argument) pairs the overlap check is a loop over two arrays of
+# addresses instead of one inline check per pair, whose code grows with the square of the
+# argument count (a decomposed sparse format's plan has 120 outputs: 7,000 checks, most of
+# its compile time).
+INLINE_OVERLAP_PAIRS = 64
+
+
 def _check_overlap(out: _Builder, symbol: str, buffers: dict[Var, Buffer],
                    datas: dict[Var, Var], info: dict) -> None:
     """No output may share memory with another argument (their pointers are noalias)."""
     outputs = {p["name"] for p in info["params"] if p.get("output")}
     params = list(buffers)
+    pairs = sum(len(params) - 1 for p in params if p.name in outputs)
+    if pairs > INLINE_OVERLAP_PAIRS:
+        out.add(_overlap_loop(symbol, params, [p.name in outputs for p in params],
+                              [_extent(buffers[p], datas[p]) for p in params]))
+        return
     for p in params:
         if p.name not in outputs:
             continue
@@ -494,6 +518,50 @@ def _check_overlap(out: _Builder, symbol: str, buffers: dict[Var, Buffer],
                              binop("eq", sp, ep), binop("eq", sq, eq)])
             out.add(_check(disjoint, f"{symbol}: argument {p.name} (an output) overlaps "
                            f"argument {q.name} in memory"))
+
+
+def _overlap_loop(symbol: str, params: list[Var], is_output: list[bool],
+                  extents: list[tuple[PrimExpr, PrimExpr]]) -> Stmt:
+    """The checks of _check_overlap as loops: the arguments' address ranges in stack arrays,
+    the first overlapping (output, argument) pair, in the inline checks' order, named in the
+    message."""
+    n = IntImm(len(params), INT32)
+    lo = Buffer("overlap_lo", (n,), UINT64, Var("overlap_lo", HANDLE))
+    hi = Buffer("overlap_hi", (n,), UINT64, Var("overlap_hi", HANDLE))
+    outs = Buffer("overlap_out", (n,), INT32, Var("overlap_out", HANDLE))
+    bad = Buffer("overlap_bad", (IntImm(2, INT32),), INT32, Var("overlap_bad", HANDLE))
+    fill: list[Stmt] = []
+    for k, ((start, end), output) in enumerate(zip(extents, is_output)):
+        at = (IntImm(k, INT32),)
+        fill += [BufferStore(lo, start, at), BufferStore(hi, end, at),
+                 BufferStore(outs, IntImm(int(output), INT32), at)]
+    zero, none = IntImm(0, INT32), IntImm(-1, INT32)
+    fill += [BufferStore(bad, none, (zero,)), BufferStore(bad, none, (IntImm(1, INT32),))]
+    p, q = Var("p", INT32), Var("q", INT32)
+    disjoint = _any([binop("le", hi.vload(p), lo.vload(q)), binop("le", hi.vload(q), lo.vload(p)),
+                     binop("eq", lo.vload(p), hi.vload(p)), binop("eq", lo.vload(q), hi.vload(q))])
+    wanted = _all([binop("ne", q, p), binop("or", binop("eq", outs.vload(q), zero),
+                                          binop("gt", q, p)),
+                   binop("lt", bad.vload(zero), zero), Not(disjoint)])
+    record = seq(BufferStore(bad, p, (zero,)), BufferStore(bad, q, (IntImm(1, INT32),)))
+    inner = For(q, zero, n, ForKind.SERIAL, IfThenElse(wanted, record))
+    scan = For(p, zero, n, ForKind.SERIAL,
+               IfThenElse(binop("ne", outs.vload(p), zero), inner))
+
+    def name(k: PrimExpr) -> PrimExpr:
+        chosen: PrimExpr = StringImm(params[-1].name)
+        for j in range(len(params) - 2, -1, -1):
+            chosen = Select(binop("eq", k, IntImm(j, INT32)), StringImm(params[j].name), chosen,
+                            HANDLE)
+        return chosen
+
+    check = _check(binop("lt", bad.vload(zero), zero),
+                   f"{symbol}: argument %s (an output) overlaps argument %s in memory",
+                   name(bad.vload(zero)), name(bad.vload(IntImm(1, INT32))))
+    body: Stmt = seq(*fill, scan, check)
+    for buf in (bad, outs, hi, lo):
+        body = Allocate(buf, body)
+    return body
 
 
 def _extent(buf: Buffer, data: Var) -> tuple[PrimExpr, PrimExpr]:

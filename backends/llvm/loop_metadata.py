@@ -37,6 +37,12 @@ def unroll_full(module: ir.Module) -> LoopID:
     return LoopID(module, [_hint(module, "llvm.loop.unroll.full")])
 
 
+def unroll_disable(module: ir.Module) -> LoopID:
+    """Ask LLVM to keep the loop rolled (no unrolling, no vectorizing)."""
+    return LoopID(module, [_hint(module, "llvm.loop.unroll.disable"),
+                           _hint(module, "llvm.loop.vectorize.enable", 0, I1)])
+
+
 def unroll_enable(module: ir.Module) -> LoopID:
     """Ask LLVM to unroll the loop as far as its cost model allows."""
     return LoopID(module, [_hint(module, "llvm.loop.unroll.enable")])

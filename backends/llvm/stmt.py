@@ -259,6 +259,8 @@ class StmtCodegen(ExprCodegen):
         pragma = s.annotations.get(PRAGMA_UNROLL)
         if isinstance(pragma, int) and not isinstance(pragma, bool) and pragma > 1:
             md = loop_metadata.unroll_count(self.ctx.module, pragma)
+        elif isinstance(pragma, int) and not isinstance(pragma, bool) and pragma == 0:
+            md = loop_metadata.unroll_disable(self.ctx.module)
         elif pragma:
             md = loop_metadata.unroll_enable(self.ctx.module)
         elif s.kind == ForKind.UNROLLED:

@@ -22,7 +22,7 @@ any kernel's.
 
 from __future__ import annotations
 
-from tirc.ir.attrs import GLOBAL_SYMBOL
+from tirc.ir.attrs import GLOBAL_SYMBOL, PRAGMA_UNROLL
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, DType
 from tirc.ir.expr import IntImm, PrimExpr, Var, binop, const
@@ -37,8 +37,11 @@ def _buf(name: str, shape: tuple[PrimExpr, ...], dt: DType) -> Buffer:
     return Buffer(name=name, shape=shape, dtype=dt, data=Var(name, HANDLE))
 
 
-def _loop(var: Var, extent: PrimExpr, body: Stmt) -> Stmt:
-    return For(var, IntImm(0, var.dtype), extent, ForKind.SERIAL, body)
+def _loop(var: Var, extent: PrimExpr, body: Stmt, rolled: bool = False) -> Stmt:
+    """A serial loop; `rolled` keeps it rolled in LLVM (a bucket's copy loop: unrolled and
+    vectorized for each of dozens of buckets it made the plan most of the compile time)."""
+    return For(var, IntImm(0, var.dtype), extent, ForKind.SERIAL, body,
+               annotations={PRAGMA_UNROLL: 0} if rolled else {})
 
 
 def _chunks(length: PrimExpr, widths: tuple[int, ...]) -> list[tuple[PrimExpr, PrimExpr]]:
@@ -142,7 +145,7 @@ def plan_fill(name: str, widths: tuple[int, ...], dt: DType | None, parts: int =
             if data is not None:
                 stores.append(BufferStore(outs[q][2], data.vload(pos), slot))
                 pads.append(BufferStore(outs[q][2], const(0, data.dtype), slot))
-            fill = _loop(t, w, IfThenElse(real, seq(*stores), seq(*pads)))
+            fill = _loop(t, w, IfThenElse(real, seq(*stores), seq(*pads)), rolled=True)
             chunk = LetStmt(r, binop("add", cursor.vload(k), c),
                             seq(BufferStore(outs[q][0], src.i, (r,)), fill))
             stmts.append(IfThenElse(here, seq(_loop(c, chunks, chunk), BufferStore(

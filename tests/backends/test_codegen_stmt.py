@@ -154,10 +154,28 @@ def test_unroll_pragma_metadata() -> None:
                  annotations={"pragma_unroll": True})
     count = For(j, i64(0), i64(8), ForKind.SERIAL, BufferStore(x, out.vload(j), (j,)),
                 annotations={"pragma_unroll": 4})
-    text = emit(IRModule({"p": func("p", [x, out], seq(enable, count))}), "ll", None, 0).decode()
+    k = Var("k", I64)
+    rolled = For(k, i64(0), i64(8), ForKind.SERIAL, BufferStore(out, x.vload(k), (k,)),
+                 annotations={"pragma_unroll": 0})
+    text = emit(IRModule({"p": func("p", [x, out], seq(enable, count, rolled))}), "ll", None,
+                0).decode()
     assert '!{!"llvm.loop.unroll.enable"}' in text
     assert '!{!"llvm.loop.unroll.count", i32 4}' in text
+    assert '!{!"llvm.loop.unroll.disable"}' in text
+    assert '!{!"llvm.loop.vectorize.enable", i1 false}' in text
     llvm.parse_assembly(text).verify()
+
+
+def test_rolled_loop_stays_a_loop_at_o3() -> None:
+    """`pragma_unroll = 0` (a sparse plan's copy loops): LLVM neither unrolls nor vectorizes
+    it, even with a constant trip count it would otherwise unroll completely."""
+    x, out = make_buffer("X", (i64(8),), "float32"), make_buffer("Out", (i64(8),), "float32")
+    k = Var("k", I64)
+    rolled = For(k, i64(0), i64(8), ForKind.SERIAL,
+                 BufferStore(out, x.vload(k) * x.vload(k), (k,)),
+                 annotations={"pragma_unroll": 0})
+    text = emit(IRModule({"r": func("r", [x, out], rolled)}), "ll", None, 3).decode()
+    assert "phi i64" in text and "x float>" not in text and text.count("store float") == 1
 
 
 def test_unrolled_loop_runs(lib: Any) -> None:
