@@ -89,9 +89,10 @@ LAUNCH_THREAD = "launch_thread"
 # the LLVM backend's parallel regions): for iterations of uneven cost, such as sparse rows.
 PARALLEL_CHUNK = "parallel.chunk"
 
-# A loop left for LLVM's unroller (unroll -> LLVM loop metadata): True lets LLVM's cost model
-# decide, a count N > 1 asks for N copies, 0 keeps the loop rolled (for code that runs once per
-# call and would only grow the binary and the compile time, such as a sparse plan's copies).
+# A loop left for LLVM's unroller (unroll -> LLVM loop metadata): True (or 1) lets LLVM's cost
+# model decide, a count N > 1 asks for N copies, 0 keeps the loop rolled and scalar (no unrolling,
+# no vectorizing: for code that runs once per call and would only grow the binary and the compile
+# time, such as a sparse plan's copy loops).
 PRAGMA_UNROLL = "pragma_unroll"
 
 # ---- launch-plan symbols ----------------------------------------------------------------

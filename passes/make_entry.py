@@ -501,9 +501,11 @@ def _check_overlap(out: _Builder, symbol: str, buffers: dict[Var, Buffer],
     """No output may share memory with another argument (their pointers are noalias)."""
     outputs = {p["name"] for p in info["params"] if p.get("output")}
     params = list(buffers)
-    pairs = sum(len(params) - 1 for p in params if p.name in outputs)
+    is_out = [p.name in outputs for p in params]
+    pairs = sum(1 for i in range(len(params)) if is_out[i] for j in range(len(params))
+                if j != i and not (is_out[j] and j < i))
     if pairs > INLINE_OVERLAP_PAIRS:
-        out.add(_overlap_loop(symbol, params, [p.name in outputs for p in params],
+        out.add(_overlap_loop(symbol, params, is_out,
                               [_extent(buffers[p], datas[p]) for p in params]))
         return
     for p in params:

@@ -22,6 +22,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
+from tirc.ir import intrinsics as intrin
 from tirc.ir.analysis.storage import storage_size
 from tirc.ir.arith import construct
 from tirc.ir.attrs import STORAGE_KIND
@@ -37,6 +38,7 @@ from tirc.ir.gpu.threads import (
     walk_stmts,
 )
 from tirc.ir.module import IRModule
+from tirc.ir.node import Node
 from tirc.ir.rebind import used_vars
 from tirc.ir.stmt import Allocate, AttrStmt, BufferStore, For, Stmt
 from tirc.ir.visitor import post_order_visit, substitute
@@ -67,6 +69,30 @@ def check_kernel_allocations(region: Stmt) -> None:
                 "device buffers need a constant size", s.span or buf.span)
 
 
+def _hands_out(call: Call, data: Var) -> bool:
+    """Whether `call` is given the pointer `data` (bare, or as `T.address_of` of an element),
+    through which an intrinsic such as a tensor-core store may write; reading an element as a
+    value argument (`T.exp(S[i])`) is not."""
+    if call.op == intrin.ADDRESS_OF and any(
+            isinstance(a, BufferLoad) and a.buffer.data is data for a in call.args):
+        return True
+
+    def mentions(e: object) -> bool:
+        if e is data:
+            return True
+        if isinstance(e, BufferLoad):  # an element's value, not the pointer
+            return any(mentions(i) for i in e.indices)
+        if isinstance(e, Call):  # a nested call is looked at on its own
+            return False
+        if isinstance(e, tuple):
+            return any(mentions(x) for x in e)
+        if isinstance(e, Node):
+            return any(mentions(v) for _, v in e.node_fields())
+        return False
+
+    return any(mentions(a) for a in call.args)
+
+
 def _never_written(region: Stmt, data: Var) -> BufferLoad | None:
     """A load of the buffer behind `data` in a region that neither stores to it nor hands its
     pointer to a call (an intrinsic such as a tensor-core store may write through it)."""
@@ -79,7 +105,7 @@ def _never_written(region: Stmt, data: Var) -> BufferLoad | None:
             loads.append(n)
         elif isinstance(n, BufferStore) and n.buffer.data is data:
             written = True
-        elif isinstance(n, Call) and data in used_vars(n.args):
+        elif isinstance(n, Call) and _hands_out(n, data):
             written = True
 
     post_order_visit(region, visit)

@@ -196,12 +196,14 @@ def place_epilogue(sch: TracedSchedule, acc: BlockRV, loop: LoopRV,
     consumers moved. Without `reductions`, the consumers stop at the first reduction (a GPU
     tile spreads its epilogue over threads, which a reduction's loops cannot be).
     When the result is an intermediate that one spatial block consumes, it is never stored:
-    the write-back is inlined into that block, which reads the accumulators."""
+    the write-back is inlined into that block, which reads the accumulators (only when no
+    block an earlier rule scheduled reads it too: inlining rewrites every reader)."""
     out = info_of(sch, acc).regions()[1][0].buffer
-    consumers = [b for b in later_blocks(sch, acc)
-                 if any(r.buffer is out for r in b.regions()[0])]
+    readers = [b for b in later_blocks(sch, acc, scheduled=True)
+               if any(r.buffer is out for r in b.regions()[0])]
+    consumers = [b for b in readers if b.name not in sch.scheduled]
     taken: list[str] = []
-    if len(consumers) == 1 and consumers[0].is_spatial and \
+    if len(readers) == 1 and consumers and consumers[0].is_spatial and \
             sch.attempt("compute_inline", acc)[0]:
         epi = sch.block(consumers[0].name)
         sch.reverse_compute_at(epi, loop)

@@ -74,14 +74,15 @@ def scope_of(sch: TracedSchedule, block: BlockRV | str) -> list[BlockInfo]:
     return scope_blocks(sch.state.body, scope_path(sch.state.lookup_block(name)))
 
 
-def later_blocks(sch: TracedSchedule, block: BlockRV | str) -> list[BlockInfo]:
+def later_blocks(sch: TracedSchedule, block: BlockRV | str,
+                 scheduled: bool = False) -> list[BlockInfo]:
     """The blocks of the block's scope after it, in program order, less those an earlier
-    rule scheduled (a rule that pulled one into its nest would undo that rule's placement: a
-    matmul's shared-memory copy moved into another GPU kernel)."""
+    rule scheduled unless `scheduled` (a rule that pulled one into its nest would undo that
+    rule's placement: a matmul's shared-memory copy moved into another GPU kernel)."""
     name = block if isinstance(block, str) else block.name
     blocks = scope_of(sch, name)
     k = next(i for i, b in enumerate(blocks) if b.name == name)
-    return [b for b in blocks[k + 1:] if b.name not in sch.scheduled]
+    return [b for b in blocks[k + 1:] if scheduled or b.name not in sch.scheduled]
 
 
 def loop_of(info: BlockInfo, loops: list[LoopRV], var: Any) -> LoopRV | None:

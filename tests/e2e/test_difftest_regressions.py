@@ -245,10 +245,40 @@ def matmul_of_row_dot_epilogue(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16
             O[vi, vj] = O[vi, vj] + E[vi, vk] * W[vk, vj]
 """
 
+# Found in review of that fix: a column sum y, a matrix-vector product of y, and 2 * y. The GPU
+# matvec rule, scheduled first, inlined the column sum's write-back into the matvec because it
+# saw one consumer of y (2 * y, already placed by an earlier rule, was left out of the count),
+# so the later kernel read y's register accumulator. A write-back is inlined only when no block
+# reads it besides the one it is inlined into.
+COLUMN_SUM_MATVEC_AND_SCALE = """
+@T.prim_func
+def column_sum_matvec_and_scale(A: T.Buffer((16, 24), "float32"),
+                                B: T.Buffer((8, 24), "float32"), V: T.Buffer((8,), "float32"),
+                                Z: T.Buffer((24,), "float32")):
+    y = T.alloc_buffer((24,), "float32")
+    for j, i in T.grid(24, 16):
+        with T.block("R"):
+            vj, vi = T.axis.remap("SR", [j, i])
+            with T.init():
+                y[vj] = T.float32(0)
+            y[vj] = y[vj] + A[vi, vj]
+    for r, j in T.grid(8, 24):
+        with T.block("MV"):
+            vr, vj = T.axis.remap("SR", [r, j])
+            with T.init():
+                V[vr] = T.float32(0)
+            V[vr] = V[vr] + B[vr, vj] * y[vj]
+    for j in range(24):
+        with T.block("E"):
+            vj = T.axis.spatial(24, j)
+            Z[vj] = y[vj] * T.float32(2)
+"""
+
 GPU_PROGRAMS = {"matmul_tail": (MATMUL_TAIL, {}), "matmul_few_rows": (MATMUL_FEW_ROWS, {"n": 5}),
                 "matmul_symbolic_k": (MATMUL_SYMBOLIC_K, {"n": 37}), "full_min": (FULL_MIN, {}),
                 "matmul_then_column_min": (MATMUL_THEN_COLUMN_MIN, {}),
-                "matmul_of_row_dot_epilogue": (MATMUL_OF_ROW_DOT_EPILOGUE, {})}
+                "matmul_of_row_dot_epilogue": (MATMUL_OF_ROW_DOT_EPILOGUE, {}),
+                "column_sum_matvec_and_scale": (COLUMN_SUM_MATVEC_AND_SCALE, {})}
 
 PROGRAMS = {
     "matvec": pytest.param(MATVEC, id="matvec"),

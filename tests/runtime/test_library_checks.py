@@ -266,9 +266,9 @@ def test_fuzz_of_wrong_c_calls(lib: Any, n: int, num_args: int, null_array: bool
 WIDE = "\n".join([
     "@T.prim_func",
     "def wide(" + ", ".join(f"{n}{k}: T.Buffer((4,), \"float32\")" for n in "XY"
-                           for k in range(6)) + "):",
+                           for k in range(8)) + "):",
     "    for i in range(4):",
-    *[f"        Y{k}[i] = X{k}[i] + T.float32({k})" for k in range(6)],
+    *[f"        Y{k}[i] = X{k}[i] + T.float32({k})" for k in range(8)],
 ])
 
 # (which argument shares which other's memory, the message)
@@ -276,18 +276,23 @@ ALIASED = [
     ({"Y3": "X1"}, "wide: argument Y3 (an output) overlaps argument X1 in memory"),
     ({"Y4": "Y2"}, "wide: argument Y2 (an output) overlaps argument Y4 in memory"),
     ({"Y0": "X5", "Y1": "X0"}, "wide: argument Y0 (an output) overlaps argument X5 in memory"),
+    ({"Y7": "X7"}, "wide: argument Y7 (an output) overlaps argument X7 in memory"),
     ({"X2": "X4"}, ""),  # two inputs may share memory
 ]
 
 
 @pytest.fixture(scope="module")
 def wide_libs(tmp_path_factory: pytest.TempPathFactory) -> list[Any]:
-    """`wide` (6 outputs of 12 arguments: 66 pairs) with its overlap check as a loop, and
-    with the inline checks of small functions."""
+    """`wide` (8 outputs of 16 arguments: 92 pairs to check) with its overlap check as a
+    loop, and with the inline checks of small functions."""
     from tirc.frontend import parse
+    from tirc.ir.visitor import any_node
     from tirc.passes import make_entry
 
     tmp = tmp_path_factory.mktemp("wide")
+    entry = make_entry.make_entry(parse(WIDE)["wide"])
+    assert any_node(entry.body, lambda n: getattr(n, "buffer", None) is not None
+                    and n.buffer.name == "overlap_lo")
     looped = build_library([parse(WIDE)["wide"]], tmp / "loop.so")
     limit = make_entry.INLINE_OVERLAP_PAIRS
     make_entry.INLINE_OVERLAP_PAIRS = 10**6
@@ -303,7 +308,7 @@ def test_many_outputs_overlap_check_as_a_loop(wide_libs: list[Any],
                                                aliased: tuple[dict[str, str], str]) -> None:
     """The loop names the same first overlapping pair as the inline checks; a clean call
     runs."""
-    names = [f"{n}{k}" for n in "XY" for k in range(6)]
+    names = [f"{n}{k}" for n in "XY" for k in range(8)]
     shares, message = aliased
     for lib in wide_libs:
         c = Call(lib, "wide")
@@ -315,4 +320,4 @@ def test_many_outputs_overlap_check_as_a_loop(wide_libs: list[Any],
     c = Call(wide_libs[0], "wide")
     arrays = {name: np.full(4, float(k), np.float32) for k, name in enumerate(names)}
     assert c(*[c.tensor(arrays[name]) for name in names])[0] == 0
-    assert [float(arrays[f"Y{k}"][0]) for k in range(6)] == [2.0 * k for k in range(6)]
+    assert [float(arrays[f"Y{k}"][0]) for k in range(8)] == [2.0 * k for k in range(8)]

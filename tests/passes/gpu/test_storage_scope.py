@@ -90,3 +90,21 @@ def f(A: T.Buffer((4, 32), "float32"), B: T.Buffer((4, 32), "float32")):
     assert str(info.value).startswith(
         "two.tir:10:25: error: gpu-storage-scope: shared buffer 'S' is read in a kernel that "
         "never writes it; shared memory lasts one kernel launch")
+
+
+@pytest.mark.parametrize("read", ["T.exp(S[tx])", "T.if_then_else(tx < 16, S[tx], T.float32(0))"])
+def test_a_read_as_a_call_argument_is_no_write(read: str) -> None:
+    """Passing an element's value to a call reads it; only the pointer (bare or address_of)
+    lets an intrinsic write."""
+    with pytest.raises(CompileError, match="shared buffer 'S' is read in a kernel that never"):
+        lower(parse(f"""
+@T.prim_func
+def f(A: T.Buffer((4, 32), "float32"), B: T.Buffer((4, 32), "float32")):
+    S = T.alloc_buffer((32,), "float32", scope="shared")
+    for bx in T.thread_binding(4, thread="blockIdx.x"):
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            S[tx] = A[bx, tx]
+    for bx in T.thread_binding(4, thread="blockIdx.x"):
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            B[bx, tx] = {read}
+"""))

@@ -183,4 +183,7 @@ def test_compute_inline_widens_a_read_the_consumer_declared(sched, sched_error):
         i, j, k = sch.get_loops(c)
         sch.reverse_compute_at(o, j)
     '''))
-    assert "error: reverse_compute_at" in msg
+    # O now reads C at (vj, vi) and (vi, vj): no single iteration of C's (i, j) loop holds
+    # what one iteration of O needs, and reverse_compute_at refuses
+    assert 'error: reverse_compute_at: cannot derive the iteration domain of block "O": ' \
+        'dimension 0 of its region of C uses several iteration variables' in msg
