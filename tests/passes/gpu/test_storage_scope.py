@@ -72,11 +72,8 @@ def f(a: T.handle):
         str(info.value)
 
 
-def test_shared_buffer_read_in_a_kernel_that_never_writes_it_is_an_error() -> None:
-    """Shared memory lasts one launch: a copy made in one kernel is gone in the next (the
-    schedule rules once produced this; see tests/e2e/test_difftest_regressions.py)."""
-    with pytest.raises(CompileError) as info:
-        lower(parse("""
+# Kernel 1 fills shared S; kernel 2 reads it (READ), which shared memory does not allow.
+CROSS_KERNEL = """
 @T.prim_func
 def f(A: T.Buffer((4, 32), "float32"), B: T.Buffer((4, 32), "float32")):
     S = T.alloc_buffer((32,), "float32", scope="shared")
@@ -85,8 +82,15 @@ def f(A: T.Buffer((4, 32), "float32"), B: T.Buffer((4, 32), "float32")):
             S[tx] = A[bx, tx]
     for bx in T.thread_binding(4, thread="blockIdx.x"):
         for tx in T.thread_binding(32, thread="threadIdx.x"):
-            B[bx, tx] = S[tx] + T.float32(1)
-""", "two.tir"))
+            B[bx, tx] = READ
+"""
+
+
+def test_shared_buffer_read_in_a_kernel_that_never_writes_it_is_an_error() -> None:
+    """Shared memory lasts one launch: a copy made in one kernel is gone in the next (the
+    schedule rules once produced this; see tests/e2e/test_difftest_regressions.py)."""
+    with pytest.raises(CompileError) as info:
+        lower(parse(CROSS_KERNEL.replace("READ", "S[tx] + T.float32(1)"), "two.tir"))
     assert str(info.value).startswith(
         "two.tir:10:25: error: gpu-storage-scope: shared buffer 'S' is read in a kernel that "
         "never writes it; shared memory lasts one kernel launch")
@@ -97,14 +101,4 @@ def test_a_read_as_a_call_argument_is_no_write(read: str) -> None:
     """Passing an element's value to a call reads it; only the pointer (bare or address_of)
     lets an intrinsic write."""
     with pytest.raises(CompileError, match="shared buffer 'S' is read in a kernel that never"):
-        lower(parse(f"""
-@T.prim_func
-def f(A: T.Buffer((4, 32), "float32"), B: T.Buffer((4, 32), "float32")):
-    S = T.alloc_buffer((32,), "float32", scope="shared")
-    for bx in T.thread_binding(4, thread="blockIdx.x"):
-        for tx in T.thread_binding(32, thread="threadIdx.x"):
-            S[tx] = A[bx, tx]
-    for bx in T.thread_binding(4, thread="blockIdx.x"):
-        for tx in T.thread_binding(32, thread="threadIdx.x"):
-            B[bx, tx] = {read}
-"""))
+        lower(parse(CROSS_KERNEL.replace("READ", read)))
