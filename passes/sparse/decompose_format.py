@@ -25,8 +25,9 @@ conversion routines are generated into new functions of the module (bucket_plan.
 block_plan.py) and the runtime runs them when the function is called with the CSR matrix
 (`tirc.sparse_plan` attribute). Bucket widths are fixed at compile time; which of them are
 populated follows the row-length histogram when called ("auto"). Rows longer than the last
-width are cut into chunks of the last bucket, which then holds a row more than once:
-parallelise that bucket over another axis.
+width are cut into chunks of the last bucket, which then holds a row more than once: in a
+reduction its row variable is a reduction too (the primitives refuse its rows in parallel;
+parallelise that bucket over another axis, such as the features).
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ def _bucketed(s: ScheduleState, t: _Target, widths: tuple[int, ...], parts: int)
             bmap[h] = buf
             names[key].append(h.name)
         names["sizes"].append(n_q.name)
-        stmts.append(_bucket(t, tag, iq, jq, vals, rows))
+        stmts.append(_bucket(t, tag, iq, jq, vals, rows, chunked=b == nb - 1))
     params += sizes
     s.func = func.replace(params=tuple(params), buffer_map=bmap)  # type: ignore[assignment]
     _replace_with(s, t.it, seq(*stmts))
@@ -171,8 +172,14 @@ def _bucketed(s: ScheduleState, t: _Target, widths: tuple[int, ...], parts: int)
 
 
 def _bucket(t: _Target, tag: str, iq: Axis, jq: Axis, vals: SparseBuffer | None,
-            rows: SparseBuffer) -> SparseIteration:
+            rows: SparseBuffer, chunked: bool) -> SparseIteration:
+    """One bucket's iteration. The last bucket of a partition (`chunked`) may hold a row
+    more than once, cut into chunks: in a reduction over the CSR axis its rows then accumulate
+    into the same outputs, so its row variable is a reduction too, and the schedule primitives
+    refuse to run its rows in parallel."""
     ivs, mapping = _renamed(t.it, tag, {t.ki: iq, t.kj: jq})
+    if chunked and t.reduce:
+        ivs[t.ki] = SpIterVar(ivs[t.ki].var, iq, IterKind.REDUCE)
     vi, vj = ivs[t.ki].var, ivs[t.kj].var
     body = t.it.body
     if vals is not None:

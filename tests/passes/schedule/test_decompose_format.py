@@ -14,6 +14,7 @@ import pytest
 from tirc.frontend import parse
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.interpreter import run_prim_func
+from tirc.ir.printer import print_module
 from tirc.runtime.sparse_plan import run_plan
 
 from tests.sparse_support import SDDMM, SPMM, compile_library, interpret, lowered, matrices
@@ -187,3 +188,30 @@ def test_bad_decompositions_are_diagnostics(src: str, call: str, message: str) -
     name = "sddmm" if src is SDDMM else "spmm"
     with pytest.raises(CompileError, match=message):
         lowered(parse(src + _schedule(name, call)))
+
+
+
+def _loops_of(bucket: str, then: str) -> str:
+    return CALLS["hyb"] + f'''
+    blk = sch.get_block("spmm_{bucket}")
+    i, j, k = sch.get_loops(blk)
+    {then}'''
+
+
+def test_rows_of_the_chunked_bucket_are_not_parallel(tmp_path: Path) -> None:
+    """The last bucket holds a long row as several chunks that add into the same outputs, so
+    its rows are a reduction: running them in parallel is refused (it would race), running
+    the other buckets' rows in parallel, or the last bucket's features, is not."""
+    ok = lowered(parse(SPMM + _schedule("spmm", _loops_of("b1", "sch.parallel(i)"))),
+                 "apply-schedules")
+    assert "for i1 in T.parallel(" in print_module(ok)
+    with pytest.raises(CompileError, match="loop i2 carries a dependence .*reduction variable "
+                                           "vi2 of block \"spmm_b2\""):
+        lowered(parse(SPMM + _schedule("spmm", _loops_of("b2", "sch.parallel(i)"))),
+                "apply-schedules")
+    features = _loops_of("b2", "sch.reorder(k, i, j)\n    sch.parallel(k)")
+    (tmp_path / "d.tir").write_text(SPMM + _schedule("spmm", features))
+    lib = compile_library(tmp_path / "d.tir", tmp_path / "d.so")
+    for a in matrices().values():
+        b = np.random.default_rng(3).random((a.shape[1], 4), np.float32)
+        np.testing.assert_allclose(lib.spmm(a, b), a.toarray() @ b, rtol=1e-5, atol=1e-5)
