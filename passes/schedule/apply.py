@@ -39,6 +39,14 @@ def matches(sched: Schedule, kind: str | None) -> bool:
     return sched.target is None or kind is None or target_kind(sched.target) == kind
 
 
+def format_only(sched: Schedule) -> bool:
+    """Whether `sched` only changes sparse formats and iterations (decompose_format and its
+    kin), leaving every loop to the default schedule as if it had none."""
+    from tirc.passes.schedule.sparse import PRIMITIVES as SPARSE_PRIMITIVES
+
+    return bool(sched.instrs) and all(ins.prim in SPARSE_PRIMITIVES for ins in sched.instrs)
+
+
 def schedule_seed(text: str) -> int:
     """The `schedule.seed` config text as an integer (a user error when it is not one)."""
     try:
@@ -104,7 +112,8 @@ class ApplySchedules(Pass):
                     funcs[sched.func_name] = run_schedule(func, sched, seed, intrinsics, state)
                     added = state.new_functions
                 funcs.update(added)
-                ctx.scheduled.add(sched.func_name)
+                if not format_only(sched):
+                    ctx.scheduled.add(sched.func_name)
             except CompileError as e:
                 problems.extend(e.diagnostics)
         if problems:

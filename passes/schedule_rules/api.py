@@ -25,6 +25,7 @@ from tirc.ir.visitor import any_node
 from tirc.passes.schedule.tree import walk
 from tirc.passes.schedule_rules.cpu_conv import Conv
 from tirc.passes.schedule_rules.cpu_fallback import Fallback
+from tirc.passes.schedule_rules.cpu_gather import Gather
 from tirc.passes.schedule_rules.cpu_injective import Injective
 from tirc.passes.schedule_rules.cpu_matmul import Matmul
 from tirc.passes.schedule_rules.cpu_matvec import MatVec
@@ -34,8 +35,8 @@ from tirc.passes.schedule_rules.driver import RuleTrace, trace_function
 from tirc.passes.schedule_rules.options import CONFIG_KEY, MODES, schedule_option
 from tirc.passes.schedule_rules.rule import RuleContext, ScheduleRule
 
-CPU_RULES: tuple[ScheduleRule, ...] = (Matmul(), Conv(), MatVec(), Norm(), Reduction(),
-                                       Injective(), Fallback())
+CPU_RULES: tuple[ScheduleRule, ...] = (Gather(), Matmul(), Conv(), MatVec(), Norm(),
+                                       Reduction(), Injective(), Fallback())
 
 __all__ = ["CONFIG_KEY", "MODES", "apply_rules", "opted_out", "prepare", "rule_traces",
            "schedule_function", "schedule_option", "wants_default_schedule"]
