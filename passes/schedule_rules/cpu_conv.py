@@ -5,16 +5,20 @@ The output's innermost dimension (`ow` in NCHW, the channel in NHWC) is vectoriz
 channel the weights are indexed by, when it is another dimension, is cut into a register tile
 of `<block>_tile_c` channels, unrolled, so each loaded input vector serves several channels.
 The tile accumulates in a local buffer (`cache_write`) over the reduction loops (the window and
-the input channels), its init a block of its own; the outer spatial loops run in parallel, and
-a padding block before the convolution is computed per parallel iteration, for the rows it
-needs (`compute_at`).
+the input channels), its init a block of its own; the outer spatial loops outside the channel
+tiles run in parallel (the tiles too when the rows are few), and a padding block before the
+convolution is computed per parallel iteration, for the rows it needs (`compute_at`), once for
+all the channel tiles of those rows.
 """
 
 from __future__ import annotations
 
+from math import prod
+
 from tirc.passes.schedule.state import ScheduleError
 from tirc.passes.schedule_rules.block_info import is_window_reduction
 from tirc.passes.schedule_rules.nest import (
+    PARALLEL_MIN,
     const_extent,
     loop_kinds,
     parallel_outer,
@@ -65,11 +69,12 @@ class Conv(ScheduleRule):
         acc = sch.cache_write(blk, 0, ctx.accumulators)
         p = prefix(anchor)
         inner: list = []
+        chan_tile = None
         if chan_loop is not None:
             extent = const_extent(sch, chan_loop)
             tile = 4 if extent is None or extent % 4 == 0 or extent > 4 else extent
-            c0, c1 = split_tile(sch, f"{p}_tile_c", chan_loop, tile, [1, 2, 4, 8])
-            outer.append(c0)
+            chan_tile, c1 = split_tile(sch, f"{p}_tile_c", chan_loop, tile, [1, 2, 4, 8])
+            outer.append(chan_tile)
             inner.append(c1)
         v_extent = const_extent(sch, vec)
         if v_extent is None or v_extent > 4 * lanes:
@@ -84,10 +89,22 @@ class Conv(ScheduleRule):
             sch.unroll(lp)
         sch.vectorize(vec)
         vectorize_inner(sch, init)
-        par = parallel_outer(sch, outer)
+        par = parallel_outer(sch, _parallel_part(sch, outer, chan_tile))
         if par is not None:
             bufs = {r.buffer for r in data if not sch.state.is_param_buffer(r.buffer)}
             for other in scope_of(sch, blk):
                 if other.is_spatial and {w.buffer for w in other.regions()[1]} & bufs:
                     sch.attempt("compute_at", sch.block(other.name), par)
         return taken
+
+
+def _parallel_part(sch: TracedSchedule, outer: list, chan_tile: object) -> list:
+    """The outer loops to run in parallel: those outside the channel tiles when they give
+    enough iterations (each thread then pads its input rows once for all channel tiles),
+    else all of them."""
+    if chan_tile is None or chan_tile not in outer:
+        return outer
+    rows = outer[:outer.index(chan_tile)]
+    if not rows or prod(const_extent(sch, lp) or 1 for lp in rows) < PARALLEL_MIN:
+        return outer  # (a symbolic extent, a batch say, may be 1)
+    return rows
