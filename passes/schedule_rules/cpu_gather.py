@@ -7,13 +7,13 @@ pays is rows in parallel and vector loads along the dense (feature) dimension. A
 becomes (spatial loops, feature chunks, reductions, feature lanes): the loop of the output's
 innermost dimension is vectorized innermost; in a reduction it is first split by the vector
 width (decision `<block>_lanes`) and its chunks put outside the reductions, so that the lanes
-accumulate in registers across a row; a reduction of small constant extent just outside the lanes (an ELL
-row) is unrolled; the outermost spatial loop runs in parallel. A row block holding other blocks
-(CSR SpMM's init and update, SDDMM's nonzeros and their dot products) runs its rows in
-parallel, handed out in chunks of `<block>_rows` to whichever thread asks next when the work
-per row varies, and each block inside gets the vector treatment (a dot product over the
-innermost dimension gets vector partial sums, `rfactor`). Every step is a checked primitive;
-a step an inner block refuses leaves that block as it was.
+accumulate in registers across a row; a reduction of small constant extent just outside the
+lanes (an ELL row) is unrolled; the outermost spatial loop runs in parallel. A row block
+holding other blocks (CSR SpMM's init and update, SDDMM's nonzeros and their dot products) runs
+its rows in parallel, handed out in chunks of `<block>_rows` to whichever thread asks next when
+the work per row varies, and each block inside gets the vector treatment (a dot product over
+the innermost dimension gets vector partial sums, `rfactor`). Every step is a checked
+primitive; a step an inner block refuses leaves that block as it was.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 A program is a chain of one to four stages, each a block in its own loop nest writing a new
 tensor (an intermediate `T.alloc_buffer` or an output parameter) from the inputs and the
 earlier stages: elementwise maps with broadcasting, row and column reductions (sum, max, min)
-with `T.init`, transposes, matmuls, stencils, and casts through float16 and int32. Shapes are
+with `T.init`, transposes, matmuls, stencils, one-dimensional convolutions (a window read),
+gathers through int32 index arrays (an embedding lookup, an ELL SpMM), and casts through
+float16 and int32. Shapes are
 static or symbolic (`n = T.int64()`); loop nests are plain, split (with `T.where` when the
 factor does not divide), fused, or reordered, with parallel, vectorized and unrolled loops
 where they are legal. A quarter of the programs end with one more output, a row scan whose
@@ -222,7 +224,7 @@ class _Gen:
 
     def stage(self, last: bool) -> None:
         kind = self.rng.choice(("map", "map", "reduce", "dot", "transpose", "matmul", "cast",
-                                "stencil"))
+                                "stencil", "conv", "gather"))
         getattr(self, "stage_" + kind)(last)
 
     def stage_map(self, last: bool) -> None:
@@ -357,6 +359,68 @@ class _Gen:
         out = self.result(dims, "float32", combine(op, src.info, src.info), last)
         self.emit(out, [vi, vj], dims, [IterKind.SPATIAL] * 2, BufferStore(out.buf, value,
                                                                            (vi, vj)))
+
+    def stage_conv(self, last: bool) -> None:
+        """out[f, j] = sum_{c, r} src[c, j + r] * w[f, c, r]: a one-dimensional convolution
+        over channels (a window read; static widths only)."""
+        src = self.source("float32", rank=2)
+        taps = self.rng.choice((2, 3))
+        if not src.dims[1].static or src.dims[1].expr.value < taps:
+            self.stage_map(last)
+            return
+        chans, width = src.dims
+        filters = self.dim()
+        r = Dim(IntImm(taps, self.index), 0)
+        w = self.input((filters, chans, r), "float32")
+        narrow = Dim(IntImm(width.expr.value - taps + 1, self.index), 0)
+        c = chans.value or chans.expr.value
+        info = combine("mul", src.info, w.info)
+        info = info.with_(mag=info.mag * max(1, c) * taps)
+        if info.mag > _limit("float32"):
+            self.stage_map(last)
+            return
+        out = self.result((filters, narrow), "float32", info, last)
+        vf, vj, vc, vr = (Var(n, self.index) for n in ("vf", "vj", "vc", "vr"))
+        acc = out.buf.vload(vf, vj)
+        body = BufferStore(out.buf, binop("add", acc, binop(
+            "mul", src.buf.vload(vc, vj + vr), w.buf.vload(vf, vc, vr))), (vf, vj))
+        self.emit(out, [vf, vj, vc, vr], (filters, narrow, chans, r),
+                  [IterKind.SPATIAL, IterKind.SPATIAL, IterKind.REDUCE, IterKind.REDUCE], body,
+                  init=BufferStore(out.buf, E.const(0, "float32"), (vf, vj)))
+
+    def stage_gather(self, last: bool) -> None:
+        """Rows of a table picked by an index array, `src[floormod(ids[i], rows), k]` (an
+        embedding lookup), or summed with weights over a fixed number of picks per row,
+        `sum_j a[i, j] * src[floormod(ids[i, j], rows), k]` (SpMM over an ELL matrix); the
+        indices are int32 inputs, in range by the floormod."""
+        dt = self.rng.choice(("float32", "float32", "int32"))
+        src = self.source(dt, rank=2)
+        rows, feats = src.dims
+        n = self.dim()
+        vi, vk, vj = (Var(v, self.index) for v in ("vi", "vk", "vj"))
+
+        def pick(*at: PrimExpr) -> PrimExpr:
+            picked = binop("floormod", ids.buf.vload(*at), cast("int32", rows.expr))
+            return src.buf.vload(cast(str(self.index), picked), vk)
+
+        if self.rng.random() < 0.5:
+            ids = self.input((n,), "int32")
+            out = self.result((n, feats), dt, src.info, last)
+            self.emit(out, [vi, vk], (n, feats), [IterKind.SPATIAL] * 2,
+                      BufferStore(out.buf, pick(vi), (vi, vk)))
+            return
+        width = Dim(IntImm(self.rng.choice((1, 2, 3, 4, 8)), self.index), 0)
+        ids = self.input((n, width), "int32")
+        a = self.input((n, width), dt)
+        info = combine("mul", a.info, src.info)
+        info = info.with_(mag=info.mag * width.expr.value)
+        out = self.result((n, feats), dt, info, last)
+        acc = out.buf.vload(vi, vk)
+        body = BufferStore(out.buf, binop("add", acc, binop("mul", a.buf.vload(vi, vj),
+                                                            pick(vi, vj))), (vi, vk))
+        self.emit(out, [vi, vk, vj], (n, feats, width),
+                  [IterKind.SPATIAL, IterKind.SPATIAL, IterKind.REDUCE], body,
+                  init=BufferStore(out.buf, E.const(0, dt), (vi, vk)))
 
     # ---- loop nests ------------------------------------------------------------------
 

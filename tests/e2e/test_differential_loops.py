@@ -13,10 +13,10 @@ import pytest
 from difftest.builds import compile_module, interpret_loop, loop_labels, run_loop
 from difftest.harness import Build, Checker, Report, format_report
 from difftest.loop_programs import loop_case, random_loop_program
-from tirc.ir import BufferLoad, Call, Cast, For, IntImm, IRModule, PrimFunc, Var
+from tirc.ir import BinOp, BufferLoad, Call, Cast, For, IntImm, IRModule, PrimFunc, Var
 from tirc.ir.intrinsics import BREAK_LOOP, CONTINUE_LOOP
 from tirc.ir.stmt import Block, BlockRealize
-from tirc.ir.visitor import post_order_visit
+from tirc.ir.visitor import any_node, post_order_visit
 
 SEEDS = range(0, 120)
 BUILDS = [Build(0), Build(1), Build(2), Build(3), Build(3, bounds_check=True),
@@ -61,6 +61,12 @@ def _features(func: PrimFunc) -> set[str]:
         elif isinstance(node, BufferLoad) and len(node.indices) == 2 and \
                 isinstance(node.indices[0], Var) and node.indices[0].name == "vj":
             seen.add("transpose")
+        if isinstance(node, BufferLoad):
+            if any(any_node(i, lambda n: isinstance(n, BufferLoad)) for i in node.indices):
+                seen.add("gather")
+            if any(isinstance(i, BinOp) and i.op == "add" and isinstance(i.a, Var) and
+                   isinstance(i.b, Var) for i in node.indices):
+                seen.add("window")
 
     post_order_visit(func.body, visit)
     return seen
@@ -75,8 +81,8 @@ def test_generator_covers_the_language() -> None:
     want = {"dtype:float32", "dtype:float16", "dtype:int32", "symbolic", "loop:serial",
             "loop:parallel", "loop:vectorized", "loop:unrolled", "predicate",
             "binding-expression", "reduction", "reduction-3d", "intermediate",
-            "cast:float16", "cast:float32", "cast:int32", "transpose", BREAK_LOOP,
-            CONTINUE_LOOP}
+            "cast:float16", "cast:float32", "cast:int32", "transpose", "window", "gather",
+            BREAK_LOOP, CONTINUE_LOOP}
     assert want <= seen, f"not generated: {sorted(want - seen)}"
 
 
