@@ -1,8 +1,9 @@
 """default-schedule: the CPU schedule of every loop function that has none, made by the
 schedule rules (passes/schedule_rules) through the schedule primitives.
 
-A function is left alone when it has its own schedule (an @S.schedule applied, or loops its
-author made parallel or vectorized), when two of its blocks share a name (the primitives find
+A function is left alone when it has its own schedule (an @S.schedule applied, unless it only
+changed a sparse format: passes/schedule/apply.py, or loops its author made parallel or
+vectorized), when two of its blocks share a name (the primitives find
 blocks by name), when it opts out with `T.func_attr({"tirc.schedule":
 "none"})`, or when `-fno-default-schedule` (pass config `schedule.default=none`) is given.
 The schedule applied to each function is reported as a note (shown with the IR by

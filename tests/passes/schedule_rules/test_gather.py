@@ -129,3 +129,18 @@ def test_compiled_default_schedule_agrees_with_scipy(fmt: str, tmp_path: Path) -
         for feat in (4, 37):
             b = np.random.default_rng(1).random((a.shape[1], feat), np.float32)
             np.testing.assert_allclose(lib.spmm(a, b), a.toarray() @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_a_format_only_schedule_leaves_the_loops_to_the_default_schedule() -> None:
+    """decompose_format alone does not count as the function's schedule: default-schedule
+    still schedules its loops; a schedule that also touches a loop keeps exactly that."""
+    steps = "apply-schedules,lower-sparse-iterations,default-schedule"
+    mod = lowered(parse(_program(SPMM, "spmm", FORMATS["hyb"])), steps)
+    assert _loops(mod.functions["spmm"], ForKind.PARALLEL) == 4
+    own = FORMATS["hyb"] + '''
+    blk = sch.get_block("spmm_b0")
+    i, j, k = sch.get_loops(blk)
+    sch.parallel(i)'''
+    mod = lowered(parse(_program(SPMM, "spmm", own)), steps)
+    assert _loops(mod.functions["spmm"], ForKind.PARALLEL) == 1
+    assert _loops(mod.functions["spmm"], ForKind.VECTORIZED) == 0
