@@ -94,7 +94,10 @@ class Conv(ScheduleRule):
             bufs = {r.buffer for r in data if not sch.state.is_param_buffer(r.buffer)}
             for other in scope_of(sch, blk):
                 if other.is_spatial and {w.buffer for w in other.regions()[1]} & bufs:
-                    sch.attempt("compute_at", sch.block(other.name), par)
+                    pad = sch.block(other.name)
+                    if sch.attempt("compute_at", pad, par)[0]:
+                        vectorize_inner(sch, pad)
+                        taken.append(other.name)  # (no later rule nests a parallel loop in it)
         return taken
 
 
