@@ -5,7 +5,8 @@ above); this command prints, per function, the schedule they apply, with the rul
 each block and the named decisions in comments: paste a schedule into the source file to keep
 it, or edit it (a decision's `decision=` value, a tile size) and keep that. Functions of the
 file print with their own name; kernels the graph passes make (`fused_matmul_add_relu`) are
-named as the compiler makes them. `--passes` style options are not taken: the module is
+named as the compiler makes them; a function the rules leave as it is (no block they take) is
+named in a comment only. `--passes` style options are not taken: the module is
 compiled as `tirc FILE -O<N> --target <T>` would compile it, up to the default schedule.
 """
 
@@ -34,6 +35,9 @@ def schedule_text(path: str, opt_level: int, target: str | None,
     for name, trace in traces.items():
         lines = [f"# {name}: {trace.summary()}"]
         lines += [f"#   {d.describe()}" for d in trace.decisions.values()]
+        if not trace.applied:  # nothing to paste (a sparse format's generated conversion)
+            blocks.append(lines[0] + "\n")
+            continue
         blocks.append("\n".join(lines) + "\n" + print_node(trace.schedule))
     if not blocks:
         return "# no loop function gets a default schedule\n"
