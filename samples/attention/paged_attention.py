@@ -211,6 +211,9 @@ def render_blocks(v: Variant) -> str:
     start = f"T.max({limit} - {v.window}, 0)" if v.window is not None else "0"
     logit = "dot[0]" if v.soft_cap is None else \
         f"T.float32({v.soft_cap!r}) * T.tanh(dot[0] * T.float32({1.0 / v.soft_cap!r}))"
+    # The CPU-only split-KV form computes a token's dot product in LANES partial sums and its
+    # accumulator update as one vector loop (loops inside the block, which its rfactor keeps).
+    lanes = LANES if v.splits > 1 else 1
     s_at = f"{q_row}, vh * {g} + vg"
     handles = "        indices_h: T.handle, last_h: T.handle," + \
         (" qo_h: T.handle," if append else "") + " o_h: T.handle):"
@@ -263,15 +266,11 @@ def render_blocks(v: Variant) -> str:
         '        vj, vg = T.axis.remap("RS", [j, gi])',
         f"        pos: T.int32 = {start} + vj",
         f"        page: T.int32 = kv_indices[kv_indptr[vb] + pos // {ps}]",
-        '        dot = T.decl_buffer((1,), "float32", scope="local")',
-        "        dot[0] = T.float32(0)",
-        f"        for di in range({d}):",
-        f'            dot[0] = dot[0] + T.cast(Q[{q_row}, vh * {g} + vg, di], "float32")'
-        f' * T.cast(K[page, pos % {ps}, vh, di], "float32")',
+        *_dot_product(q_row, g, d, ps, lanes),
         f"        dot[0] = dot[0] * T.float32({scale!r})",
         f"        logit: T.float32 = {logit}",
         f"        m_new: T.float32 = T.max(run_max[{s_at}], logit)",
-        f"        for di in range({d}):",
+        f"        for di in {f'T.vectorized({d})' if lanes > 1 else f'range({d})'}:",
         f"            acc[{s_at}, di] = acc[{s_at}, di] * T.exp(run_max[{s_at}] - m_new) + "
         f'T.exp(logit - m_new) * T.cast(V[page, pos % {ps}, vh, di], "float32")',
         f"        run_sum[{s_at}] = run_sum[{s_at}] * T.exp(run_max[{s_at}] - m_new) + "
@@ -287,6 +286,26 @@ def render_blocks(v: Variant) -> str:
         f'acc[vrow, vhh, vd] / run_sum[vrow, vhh], T.float32(0)), "{v.dtype}")',
     ]
     return "\n".join(lines + _cpu_schedule(v) + _cuda_schedule(v)) + "\n"
+
+
+def _dot_product(q_row: str, g: int, d: int, ps: int, lanes: int) -> list[str]:
+    """`dot[0]` = the query row times the token's key row: one scalar sum, or `lanes` partial
+    sums in a vector loop added up at the end."""
+    q = f'T.cast(Q[{q_row}, vh * {g} + vg, {{i}}], "float32")'
+    k = f'T.cast(K[page, pos % {ps}, vh, {{i}}], "float32")'
+    if lanes == 1:
+        return ['        dot = T.decl_buffer((1,), "float32", scope="local")',
+                "        dot[0] = T.float32(0)",
+                f"        for di in range({d}):",
+                "            dot[0] = dot[0] + " + q.format(i="di") + " * " + k.format(i="di")]
+    at = f"d0 * {lanes} + l"
+    return [f'        dot = T.decl_buffer(({lanes},), "float32", scope="local")',
+            f"        for l in T.vectorized({lanes}):",
+            "            dot[l] = T.float32(0)",
+            f"        for d0 in range({d // lanes}):",
+            f"            for l in T.vectorized({lanes}):",
+            "                dot[l] = dot[l] + " + q.format(i=at) + " * " + k.format(i=at),
+            "        dot[0] = " + " + ".join(f"dot[{k}]" for k in range(lanes))]
 
 
 def _cpu_schedule(v: Variant) -> list[str]:
