@@ -14,11 +14,21 @@ its rows in parallel, handed out in chunks of `<block>_rows` to whichever thread
 the work per row varies, and each block inside gets the vector treatment (a dot product over
 the innermost dimension gets vector partial sums, `rfactor`). Every step is a checked
 primitive; a step an inner block refuses leaves that block as it was.
+
+A scatter, a block that writes through a loaded index (`out[idx[i], k] = ...`), may write one
+element from two iterations (a duplicate index): the loops that pick the element stay serial, in
+the interpreter's order, and only the others run in parallel (the rule takes such a block even
+when it can do nothing else, so that no later rule parallelises it). The index arrays the
+sparse lowering writes through are trusted (`trusted_indices`: a plan's row maps, the `indptr`
+of sparse axes).
 """
 
 from __future__ import annotations
 
+from tirc.ir.analysis.regions import free_vars
+from tirc.ir.attrs import SPARSE_PLAN, SPARSE_TENSORS
 from tirc.ir.expr import BufferLoad, Var
+from tirc.ir.function import PrimFunc
 from tirc.ir.stmt import For
 from tirc.ir.visitor import any_node
 from tirc.passes.schedule.dependence import child_sites
@@ -52,6 +62,44 @@ def is_gather(info: BlockInfo) -> bool:
     if any(_has_load((r.min, r.extent)) for reg in regions for r in reg.region):
         return True
     return any(_has_load((lp.min, lp.extent)) for lp in info.loops)
+
+
+def trusted_indices(func: PrimFunc) -> set[str]:
+    """Names of the index buffers whose values tell rows apart by construction: the row maps
+    of a decomposed format (a row appears in one at most once, except in a chunked bucket,
+    whose row variable `decompose_format` makes a reduction) and the `indptr` arrays of sparse
+    axes (a row's positions `indptr[i] + j`, j below its length, are its own, as the arrays'
+    checks make sure)."""
+    params: set[str] = set()
+    plan = func.attrs.get(SPARSE_PLAN)
+    if isinstance(plan, dict):
+        params.update(plan.get("rows", ()))
+    tensors = func.attrs.get(SPARSE_TENSORS)
+    for tensor in tensors if isinstance(tensors, (list, tuple)) else ():
+        for axis in tensor.get("axes", ()) if isinstance(tensor, dict) else ():
+            if isinstance(axis, dict) and isinstance(axis.get("indptr"), str):
+                params.add(axis["indptr"])
+    return {b.name for p, b in func.buffer_map.items() if p.name in params}
+
+
+def scatter_vars(info: BlockInfo, trusted: set[str], among: set[Var] | None = None
+                 ) -> set[Var]:
+    """Variables (the block's spatial ones, or those of `among`) that pick, through a loaded
+    index, the element the block writes (`out[idx[i], k]`): two of their values may write the
+    same element (a duplicate index), so their loops stay serial, as the interpreter runs
+    them (loads from `trusted` buffers excepted: trusted_indices)."""
+    wanted = among if among is not None else {iv.var for iv in info.spatial}
+    found: set[Var] = set()
+
+    def visit(n: object) -> bool:
+        if isinstance(n, BufferLoad) and n.buffer.name not in trusted:
+            found.update(v for v in free_vars(n) if v in wanted)
+        return False
+
+    for reg in info.block.writes:
+        for r in reg.region:
+            any_node(r.min, visit)
+    return found
 
 
 def data_dependent_loops(info: BlockInfo) -> bool:
@@ -98,8 +146,11 @@ def vector_features(sch: TracedSchedule, blk: BlockRV, ctx: RuleContext,
     vec = _bound_loop(info, all_loops, out.inner) if out is not None and out.inner else None
     if vec is not None and mine[loops.index(vec)] != "S":
         vec = None
-    spatial = [lp for lp, k in zip(loops, mine) if k == "S" and lp is not vec]
-    reduce = [lp for lp, k in zip(loops, mine) if k == "R"]
+    scatter = scatter_vars(info, trusted_indices(sch.current))
+    serial = {id(_bound_loop(info, all_loops, v)) for v in scatter}
+    spatial = [lp for lp, k in zip(loops, mine) if k == "S" and lp is not vec and
+               id(lp) not in serial]
+    reduce = [lp for lp, k in zip(loops, mine) if k == "R" or id(lp) in serial]
     chunks: list[LoopRV] = []
     lanes_loop = None
     if vec is not None and out is not None:
@@ -123,7 +174,7 @@ def vector_features(sch: TracedSchedule, blk: BlockRV, ctx: RuleContext,
             if e is not None and 1 < e <= UNROLL_MAX:
                 sch.unroll(reduce[-1])
         sch.vectorize(lanes_loop)
-    elif reduce and not spatial and out is not None:
+    elif reduce and not spatial and not serial and out is not None:
         rfactor_lanes(sch, blk, ctx.lanes(out.buffer.dtype))
     leading = spatial + chunks
     if parallel and leading:
@@ -166,6 +217,15 @@ class Gather(ScheduleRule):
             return self._rows(sch, anchor, info, inner, ctx)
         if not is_gather(info):
             return None
+        if scatter_vars(info, trusted_indices(sch.current)):
+            # a scatter: whatever this rule cannot do, no later rule may run it in parallel
+            snap = sch.snapshot()
+            try:
+                if not vector_features(sch, sch.block(anchor), ctx, parallel=True):
+                    sch.restore(snap)
+            except ScheduleError:
+                sch.restore(snap)
+            return [anchor]
         if not vector_features(sch, sch.block(anchor), ctx, parallel=True):
             return None
         return [anchor]
@@ -173,6 +233,12 @@ class Gather(ScheduleRule):
     def _rows(self, sch: TracedSchedule, anchor: str, info: BlockInfo,
               inner: list[BlockInfo], ctx: RuleContext) -> list[str]:
         blk = sch.block(anchor)
+        trusted = trusted_indices(sch.current)
+        own = {iv.var for iv in info.block.iter_vars}
+        if any(scatter_vars(b, trusted, own) for b in [info, *inner]):
+            for b in inner:  # rows that may write the same element stay serial
+                _inner_block(sch, b.name, ctx)
+            return [anchor] + [b.name for b in inner]
         rows = parallel_outer(sch, sch.loops(blk))
         if rows is not None and data_dependent_loops(info):
             chunk = sch.sample_choice(f"{prefix(anchor)}_rows", ROW_CHUNKS, 32)

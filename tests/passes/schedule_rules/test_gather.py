@@ -144,3 +144,37 @@ def test_a_format_only_schedule_leaves_the_loops_to_the_default_schedule() -> No
     mod = lowered(parse(_program(SPMM, "spmm", own)), steps)
     assert _loops(mod.functions["spmm"], ForKind.PARALLEL) == 1
     assert _loops(mod.functions["spmm"], ForKind.VECTORIZED) == 0
+
+
+SCATTER = '''
+@T.prim_func
+def scatter(idx: T.Buffer((64,), "int32"), x: T.Buffer((64, 40), "float32"),
+            out: T.Buffer((16, 40), "float32")):
+    for i, k in T.grid(64, 40):
+        with T.block("put"):
+            vi, vk = T.axis.remap("SS", [i, k])
+            out[T.floormod(idx[vi], 16), vk] = out[T.floormod(idx[vi], 16), vk] + x[vi, vk]
+'''
+
+
+def test_a_scatter_keeps_its_index_loop_serial(tmp_path: Path) -> None:
+    """`out[idx[i], k] += x[i, k]` written as a spatial block: a duplicate index makes two
+    rows write one element, so the rule keeps the loop over i serial (in the interpreter's
+    order) and runs only the feature chunks in parallel; the compiled result equals the
+    serial one for an index array full of duplicates."""
+    func = parse(SCATTER)["scatter"]
+    new, trace = schedule_function(func, "llvm")
+    text = print_node(trace.schedule)
+    assert trace.summary() == "gather on put"
+    assert "sch.parallel(i)" not in text and "sch.reorder(k_0, i, k_1)" in text
+    (tmp_path / "s.tir").write_text(SCATTER)
+    lib = compile_library(tmp_path / "s.tir", tmp_path / "s.so")
+    rng = np.random.default_rng(5)
+    idx = rng.integers(0, 3, 64).astype(np.int32)  # three rows, each written ~21 times
+    x = rng.random((64, 40), np.float32)
+    out = rng.random((16, 40), np.float32)
+    want = out.astype(np.float64)
+    for i in range(64):
+        want[idx[i]] += x[i]
+    lib.scatter(idx, x, out)
+    np.testing.assert_allclose(out, want, rtol=1e-5)
