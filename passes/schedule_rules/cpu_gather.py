@@ -207,8 +207,11 @@ class Gather(ScheduleRule):
 
     def apply(self, sch: TracedSchedule, anchor: str, ctx: RuleContext) -> list[str] | None:
         info = info_of(sch, anchor)
-        if not info.loops or not info.is_simple_nest:
+        if not info.loops:
             return None
+        if not info.is_simple_nest:
+            # a scatter's loops stay as they are (a later rule would run them in parallel)
+            return [anchor] if scatter_vars(info, trusted_indices(sch.current)) else None
         inner = _inner_infos(info)
         if inner:
             if not info.is_spatial or not (data_dependent_loops(info) or

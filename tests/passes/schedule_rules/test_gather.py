@@ -178,3 +178,15 @@ def test_a_scatter_keeps_its_index_loop_serial(tmp_path: Path) -> None:
         want[idx[i]] += x[i]
     lib.scatter(idx, x, out)
     np.testing.assert_allclose(out, want, rtol=1e-5)
+
+
+def test_a_scatter_in_a_split_nest_is_left_serial() -> None:
+    """A scatter whose nest the rule cannot reshape (a split index) is still taken, and left
+    serial: the fallback rule would have run its outer loop in parallel."""
+    split = SCATTER.replace("for i, k in T.grid(64, 40):", "for i0, i1, k in T.grid(8, 8, 40):")
+    split = split.replace('vi, vk = T.axis.remap("SS", [i, k])',
+                          "vi = T.axis.spatial(64, i0 * 8 + i1)\n"
+                          "            vk = T.axis.spatial(40, k)")
+    new, trace = schedule_function(parse(split)["scatter"], "llvm")
+    assert trace.summary() == "gather on put"
+    assert _loops(new, ForKind.PARALLEL) == 0
