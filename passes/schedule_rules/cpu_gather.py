@@ -143,11 +143,11 @@ def vector_features(sch: TracedSchedule, blk: BlockRV, ctx: RuleContext,
         return False
     loops = all_loops[len(kinds) - own:]
     out = info.output
-    vec = _bound_loop(info, all_loops, out.inner) if out is not None and out.inner else None
-    if vec is not None and mine[loops.index(vec)] != "S":
-        vec = None
     scatter = scatter_vars(info, trusted_indices(sch.current))
     serial = {id(_bound_loop(info, all_loops, v)) for v in scatter}
+    vec = _bound_loop(info, all_loops, out.inner) if out is not None and out.inner else None
+    if vec is not None and (mine[loops.index(vec)] != "S" or id(vec) in serial):
+        vec = None  # (vector lanes that may store to one element would race too)
     spatial = [lp for lp, k in zip(loops, mine) if k == "S" and lp is not vec and
                id(lp) not in serial]
     reduce = [lp for lp, k in zip(loops, mine) if k == "R" or id(lp) in serial]
@@ -194,7 +194,8 @@ def _inner_block(sch: TracedSchedule, name: str, ctx: RuleContext) -> None:
         kinds = loop_kinds(inner)
         if inner.is_reduction and kinds and all(k == "R" for k in kinds):
             rfactor_lanes(sch, blk, ctx.lanes(inner.regions()[1][0].buffer.dtype))
-        elif not vector_features(sch, blk, ctx, parallel=False):
+        elif not vector_features(sch, blk, ctx, parallel=False) and \
+                not scatter_vars(inner, trusted_indices(sch.current)):
             vectorize_inner(sch, blk)
     except ScheduleError:
         sch.restore(snap)

@@ -190,3 +190,27 @@ def test_a_scatter_in_a_split_nest_is_left_serial() -> None:
     new, trace = schedule_function(parse(split)["scatter"], "llvm")
     assert trace.summary() == "gather on put"
     assert _loops(new, ForKind.PARALLEL) == 0
+
+
+def test_a_one_dimensional_scatter_is_neither_parallel_nor_vector(tmp_path: Path) -> None:
+    """`out[idx[i]] += x[i]`: vector lanes that store to one element race like threads, so
+    the loop over i is neither vectorized nor parallel, and the compiled sum is exact."""
+    src = '''
+@T.prim_func
+def scatter(idx: T.Buffer((64,), "int32"), x: T.Buffer((64,), "float32"),
+            out: T.Buffer((16,), "float32")):
+    for i in range(64):
+        with T.block("put"):
+            vi = T.axis.remap("S", [i])
+            out[T.floormod(idx[vi], 16)] = out[T.floormod(idx[vi], 16)] + x[vi]
+'''
+    new, trace = schedule_function(parse(src)["scatter"], "llvm")
+    assert trace.summary() == "gather on put"
+    assert _loops(new, ForKind.PARALLEL) == 0 and _loops(new, ForKind.VECTORIZED) == 0
+    (tmp_path / "s.tir").write_text(src)
+    lib = compile_library(tmp_path / "s.tir", tmp_path / "s.so")
+    idx = np.arange(64, dtype=np.int32) % 2
+    x = np.ones(64, np.float32)
+    out = np.zeros(16, np.float32)
+    lib.scatter(idx, x, out)
+    np.testing.assert_array_equal(out[:2], [32.0, 32.0])
