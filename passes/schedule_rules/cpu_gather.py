@@ -25,15 +25,17 @@ of sparse axes).
 
 from __future__ import annotations
 
-from tirc.ir.analysis.regions import free_vars
-from tirc.ir.attrs import SPARSE_PLAN, SPARSE_TENSORS
 from tirc.ir.expr import BufferLoad, Var
-from tirc.ir.function import PrimFunc
 from tirc.ir.stmt import For
 from tirc.ir.visitor import any_node
 from tirc.passes.schedule.dependence import child_sites
 from tirc.passes.schedule.state import BlockRV, LoopRV, ScheduleError
-from tirc.passes.schedule_rules.block_info import BlockInfo, site_info
+from tirc.passes.schedule_rules.block_info import (
+    BlockInfo,
+    scatter_vars,
+    site_info,
+    trusted_indices,
+)
 from tirc.passes.schedule_rules.nest import (
     const_extent,
     decompose_first,
@@ -62,44 +64,6 @@ def is_gather(info: BlockInfo) -> bool:
     if any(_has_load((r.min, r.extent)) for reg in regions for r in reg.region):
         return True
     return any(_has_load((lp.min, lp.extent)) for lp in info.loops)
-
-
-def trusted_indices(func: PrimFunc) -> set[str]:
-    """Names of the index buffers whose values tell rows apart by construction: the row maps
-    of a decomposed format (a row appears in one at most once, except in a chunked bucket,
-    whose row variable `decompose_format` makes a reduction) and the `indptr` arrays of sparse
-    axes (a row's positions `indptr[i] + j`, j below its length, are its own, as the arrays'
-    checks make sure)."""
-    params: set[str] = set()
-    plan = func.attrs.get(SPARSE_PLAN)
-    if isinstance(plan, dict):
-        params.update(plan.get("rows", ()))
-    tensors = func.attrs.get(SPARSE_TENSORS)
-    for tensor in tensors if isinstance(tensors, (list, tuple)) else ():
-        for axis in tensor.get("axes", ()) if isinstance(tensor, dict) else ():
-            if isinstance(axis, dict) and isinstance(axis.get("indptr"), str):
-                params.add(axis["indptr"])
-    return {b.name for p, b in func.buffer_map.items() if p.name in params}
-
-
-def scatter_vars(info: BlockInfo, trusted: set[str], among: set[Var] | None = None
-                 ) -> set[Var]:
-    """Variables (the block's spatial ones, or those of `among`) that pick, through a loaded
-    index, the element the block writes (`out[idx[i], k]`): two of their values may write the
-    same element (a duplicate index), so their loops stay serial, as the interpreter runs
-    them (loads from `trusted` buffers excepted: trusted_indices)."""
-    wanted = among if among is not None else {iv.var for iv in info.spatial}
-    found: set[Var] = set()
-
-    def visit(n: object) -> bool:
-        if isinstance(n, BufferLoad) and n.buffer.name not in trusted:
-            found.update(v for v in free_vars(n) if v in wanted)
-        return False
-
-    for reg in info.block.writes:
-        for r in reg.region:
-            any_node(r.min, visit)
-    return found
 
 
 def data_dependent_loops(info: BlockInfo) -> bool:

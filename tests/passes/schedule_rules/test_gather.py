@@ -214,3 +214,26 @@ def scatter(idx: T.Buffer((64,), "int32"), x: T.Buffer((64,), "float32"),
     out = np.zeros(16, np.float32)
     lib.scatter(idx, x, out)
     np.testing.assert_array_equal(out[:2], [32.0, 32.0])
+
+
+def test_a_gpu_scatter_keeps_its_index_loop_in_each_thread() -> None:
+    """On the GPU, the loop that picks the written element runs inside each thread, the
+    features over the grid: the GPU interpreter gives the same result in both thread orders
+    (a duplicate index bound to threads makes them differ) and the serial result."""
+    from gpu_support import lower
+    from tirc.ir.interpreter.gpu import check_races
+
+    src = SCATTER.replace("out[T.floormod(idx[vi], 16), vk] + x[vi, vk]", "x[vi, vk]")
+    func = parse(src)["scatter"]
+    _, trace = schedule_function(func, parse_target("cuda -arch=sm_80"))
+    assert trace.summary() == "gpu-scatter on put"
+    rng = np.random.default_rng(6)
+    idx = rng.integers(0, 3, 64).astype(np.int32)
+    x = rng.random((64, 40), np.float32)
+    out = np.zeros((16, 40), np.float32)
+    want = out.copy()
+    for i in range(64):
+        want[idx[i]] = x[i]
+    args = [idx, x, out]
+    check_races(lower(src), "scatter", args)
+    np.testing.assert_array_equal(args[2], want)
