@@ -7,7 +7,7 @@ none of whose loops can be spread runs on one thread (a loop of one iteration,
 
 from __future__ import annotations
 
-from tirc.passes.schedule_rules.gpu_nest import grid
+from tirc.passes.schedule_rules.gpu_nest import grid, one_thread
 from tirc.passes.schedule_rules.nest import decompose_first, loop_kinds
 from tirc.passes.schedule_rules.rule import RuleContext, ScheduleRule, info_of
 from tirc.passes.schedule_rules.traced import TracedSchedule
@@ -32,9 +32,6 @@ class GPUFallback(ScheduleRule):
             if ok:
                 decompose_first(sch, blk)
                 return [anchor]
-        unit = sch.call("add_unit_loop", loops[0] if loops else blk, out=["u"])
-        bx = sch.call("add_unit_loop", unit, out=["u"])
-        sch.bind(bx, "blockIdx.x")
-        sch.bind(unit, "threadIdx.x")
+        one_thread(sch, blk, loops)
         decompose_first(sch, blk)
         return [anchor]

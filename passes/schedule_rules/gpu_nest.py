@@ -63,6 +63,15 @@ def grid(sch: TracedSchedule, block: BlockRV, loops: list[LoopRV], default: int 
     return bx, tx
 
 
+def one_thread(sch: TracedSchedule, block: BlockRV, loops: list[LoopRV]) -> None:
+    """The block's nest (`loops`, outermost first, maybe none) on one thread of one block: two
+    loops of one iteration (`add_unit_loop`) bound to blockIdx.x and threadIdx.x."""
+    unit = sch.call("add_unit_loop", loops[0] if loops else block, out=["u"])
+    bx = sch.call("add_unit_loop", unit, out=["u"])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(unit, "threadIdx.x")
+
+
 def spread(sch: TracedSchedule, block: BlockRV, threads: int) -> None:
     """A block under a block-level loop: its own loops (spatial) fused and spread over the
     `threads` threads of the GPU block, the part that does not fit in one pass a serial loop

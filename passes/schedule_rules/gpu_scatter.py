@@ -8,7 +8,7 @@ through are trusted (block_info.trusted_indices)."""
 from __future__ import annotations
 
 from tirc.passes.schedule_rules.block_info import scatter_vars, trusted_indices
-from tirc.passes.schedule_rules.gpu_nest import grid
+from tirc.passes.schedule_rules.gpu_nest import grid, one_thread
 from tirc.passes.schedule_rules.nest import decompose_first, loop_kinds
 from tirc.passes.schedule_rules.rule import RuleContext, ScheduleRule, info_of
 from tirc.passes.schedule_rules.traced import TracedSchedule
@@ -38,9 +38,6 @@ class GPUScatter(ScheduleRule):
                 ok, _ = sch.attempt("reorder", *spread, *rest)
                 spread = spread if ok else []
         if not (spread and sch.attempt(grid, sch, blk, spread)[0]):
-            unit = sch.call("add_unit_loop", loops[0] if loops else blk, out=["u"])
-            bx = sch.call("add_unit_loop", unit, out=["u"])
-            sch.bind(bx, "blockIdx.x")
-            sch.bind(unit, "threadIdx.x")
+            one_thread(sch, blk, loops)
         decompose_first(sch, blk)
         return [anchor]
