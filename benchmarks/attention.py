@@ -1,17 +1,20 @@
 """Paged decode attention: tirc against NumPy and torch's scaled_dot_product_attention.
 
 16 requests, 32 query heads over 8 KV heads (groups of 4), head dim 128, about 17k cached
-tokens in pages of 16 handed out in a shuffled order, float16 storage. tirc compiles
+tokens in pages of 16 handed out in a shuffled order, float16 storage; the requests' lengths
+`even` (0.5-1.5x the mean) or `skewed` (one request holds half of the tokens). tirc compiles
 samples/attention/paged_decode.tir (requests x KV heads in parallel, each K/V row loaded once
-for its group of query heads, online softmax in float32) and its split-KV variant (4 parts per
-request, states merged) at -O3, checks it against a float64
-reference, and times a prepared call. The NumPy reference gathers each request's pages and runs
+for its group of query heads, online softmax in float32), its split-KV variant (4 parts per
+request, states merged by rfactor) and its balanced variant (the work items of
+samples/attention/decode_plan.py's load-balancing plan, handed out one at a time, states merged
+per request; the plan's own time is printed beside it) at -O3, checks each against a float64
+reference, and times prepared calls. The NumPy reference gathers each request's pages and runs
 softmax attention in float32; torch (2.13, CPU, when installed) gathers the pages with
 index_select and calls scaled_dot_product_attention with enable_gqa per request, the gather
 counted. Each thread count runs in its own process (OMP_NUM_THREADS; torch gets the same
-thread count). Prints medians and ratios.
+thread count). Prints medians and ratios against the unsplit kernel.
 
-    .venv/bin/python benchmarks/attention.py [--runs 10] [--threads 1,2]
+    .venv/bin/python benchmarks/attention.py [--runs 10] [--threads 1,2] [--lengths even,skewed]
 """
 
 from __future__ import annotations
@@ -90,39 +93,59 @@ def torch_decode(q, k_pages, v_pages, page_ids: list, lens: list) -> object:
     return outs
 
 
-def measure(lib_path: Path, runs: int) -> dict:
+def load_script(name: str):
+    """A module of samples/attention by file name (they import NumPy only)."""
+    path = ROOT / "samples" / "attention" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"paged_{name}", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[spec.name] = module  # type: ignore[union-attr]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def sequence_lengths(shape: str, rng: np.random.Generator) -> list[int]:
+    """`even`: lengths within 0.5-1.5x of the mean; `skewed`: the first request holds half
+    of the tokens, the others share the rest evenly (one long conversation among short ones)."""
+    if shape == "skewed":
+        rest = TOKENS // 2 // (BATCH - 1)
+        return [TOKENS - rest * (BATCH - 1)] + [rest] * (BATCH - 1)
+    lens = rng.integers(TOKENS // BATCH // 2, TOKENS // BATCH * 3 // 2, BATCH)
+    return (lens * TOKENS / lens.sum()).astype(int).tolist()
+
+
+def measure(lib_path: Path, runs: int, shape: str) -> dict:
     import tirc.runtime as rt
 
     ref = reference_module()
+    plan_module = load_script("decode_plan")
     rng = np.random.default_rng(0)
-    lens = rng.integers(TOKENS // BATCH // 2, TOKENS // BATCH * 3 // 2, BATCH)
-    lens = (lens * TOKENS / lens.sum()).astype(int).tolist()
+    lens = sequence_lengths(shape, rng)
     cache = ref.make_cache(lens, PAGE, HKV, DIM, "float16", seed=1)
     q = rng.uniform(-1, 1, (BATCH, HQ, DIM)).astype(np.float16)
-    lib = rt.load(lib_path)
-    fn = lib.paged_decode
-    out = np.zeros(q.shape, np.float16)
-    call = fn.prepare((q, cache.k, cache.v, cache.kv_indptr, cache.kv_indices,
-                       cache.kv_last_page_len, out), {})
-    fn.call_prepared(call)
     want = ref.attention(q, cache)
-    np.testing.assert_allclose(out.astype(np.float64), want, rtol=5e-3, atol=5e-3)
+    lib = rt.load(lib_path)
+    table = (q, cache.k, cache.v, cache.kv_indptr, cache.kv_indices, cache.kv_last_page_len)
+    workers = int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count() or 1)
+    plan = plan_module.plan_decode(cache.kv_indptr, cache.kv_last_page_len, PAGE, workers)
+    result: dict = {"tokens": int(sum(lens)), "items": int(plan.work_request.size)}
+    for key, name, extra in (("tirc", "paged_decode", ()), ("split", "paged_decode_split", ()),
+                             ("balanced", "paged_decode_balanced", plan.arrays())):
+        fn = getattr(lib, name)
+        out = np.zeros(q.shape, np.float16)
+        call = fn.prepare((*table, *extra, out), {})
+        fn.call_prepared(call)
+        np.testing.assert_allclose(out.astype(np.float64), want, rtol=5e-3, atol=5e-3)
+        result[key] = timings(partial(fn.call_prepared, call), runs)
+    result["plan"] = timings(partial(plan_module.plan_decode, cache.kv_indptr,
+                                     cache.kv_last_page_len, PAGE, workers), runs)
     np.testing.assert_allclose(numpy_decode(q, cache), want, rtol=5e-3, atol=5e-3)
-    split = lib.paged_decode_split
-    out_split = np.zeros(q.shape, np.float16)
-    split_call = split.prepare((q, cache.k, cache.v, cache.kv_indptr, cache.kv_indices,
-                                cache.kv_last_page_len, out_split), {})
-    split.call_prepared(split_call)
-    np.testing.assert_allclose(out_split.astype(np.float64), want, rtol=5e-3, atol=5e-3)
-    result = {"tokens": int(sum(lens)), "tirc": timings(partial(fn.call_prepared, call), runs),
-              "split": timings(partial(split.call_prepared, split_call), runs),
-              "numpy": timings(partial(numpy_decode, q, cache), max(3, runs // 3))}
+    result["numpy"] = timings(partial(numpy_decode, q, cache), max(3, runs // 3))
     try:
         import torch
     except ImportError:
         result["torch"] = None
         return result
-    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    torch.set_num_threads(workers)
     tq = torch.from_numpy(q)
     tk, tv = torch.from_numpy(cache.k), torch.from_numpy(cache.v)
     ids = [torch.from_numpy(cache.kv_indices[cache.kv_indptr[b]:cache.kv_indptr[b + 1]]
@@ -140,35 +163,42 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--lengths", default="even,skewed", help="sequence length shapes")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--shape", default="even", help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.child:
-        print(json.dumps(measure(Path(opts.child), opts.runs)))
+        print(json.dumps(measure(Path(opts.child), opts.runs, opts.shape)))
         return
     with tempfile.TemporaryDirectory() as tmp:
         lib = Path(tmp) / "paged_decode.so"
         source = Path(tmp) / "paged_decode.tir"
         source.write_text("".join((ROOT / "samples" / "attention" / f"{name}.tir").read_text()
-                                  for name in ("paged_decode", "paged_decode_split")))
+                                  for name in ("paged_decode", "paged_decode_split",
+                                               "paged_decode_balanced")))
         subprocess.run([*tirc_command(), str(source), "-O3", "-o", str(lib)], check=True)
         print(f"paged decode: {BATCH} requests, {HQ}/{HKV} heads, dim {DIM}, page {PAGE}, "
-              "float16")
-        for threads in opts.threads.split(","):
-            env = dict(os.environ, OMP_NUM_THREADS=threads)
-            r = json.loads(subprocess.run([sys.executable, __file__, "--child", str(lib),
-                                           "--runs", str(opts.runs)], env=env, check=True,
-                                          capture_output=True, text=True).stdout)
-            t, npy = r["tirc"][0], r["numpy"][0]
-            line = (f"threads {threads}: {r['tokens']} tokens  tirc {t * 1e3:8.2f} ms "
-                    f"(best {r['tirc'][1] * 1e3:.2f}; split-KV x4 {r['split'][0] * 1e3:.2f})  "
-                    f"numpy {npy * 1e3:8.2f} ms ({npy / t:5.1f}x)")
-            if r["torch"] is None:
-                line += "  torch: not installed"
-            else:
-                tt = r["torch"][0]
-                line += f"  torch {r['torch_version']} sdpa+gather {tt * 1e3:8.2f} ms " \
-                        f"({tt / t:5.2f}x)"
-            print(line)
+              "float16; ms, medians (ratios: the other's time over tirc's)")
+        for shape in opts.lengths.split(","):
+            for threads in opts.threads.split(","):
+                env = dict(os.environ, OMP_NUM_THREADS=threads)
+                r = json.loads(subprocess.run(
+                    [sys.executable, __file__, "--child", str(lib), "--runs", str(opts.runs),
+                     "--shape", shape], env=env, check=True, capture_output=True,
+                    text=True).stdout)
+                t, npy = r["tirc"][0], r["numpy"][0]
+                line = (f"{shape:6} threads {threads}: {r['tokens']} tokens  tirc "
+                        f"{t * 1e3:7.2f} (best {r['tirc'][1] * 1e3:.2f})  split-KV x4 "
+                        f"{r['split'][0] * 1e3:7.2f}  balanced {r['balanced'][0] * 1e3:7.2f} "
+                        f"({r['items']} items, plan {r['plan'][0] * 1e3:.2f})  numpy "
+                        f"{npy * 1e3:7.2f} ({npy / t:4.1f}x)")
+                if r["torch"] is None:
+                    line += "  torch: not installed"
+                else:
+                    tt = r["torch"][0]
+                    line += f"  torch {r['torch_version']} sdpa+gather {tt * 1e3:7.2f} " \
+                            f"({tt / t:4.2f}x)"
+                print(line, flush=True)
 
 
 if __name__ == "__main__":

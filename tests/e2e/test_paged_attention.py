@@ -19,6 +19,7 @@ from tests.sparse_support import compile_library, interpret, lowered
 HERE = Path(__file__).resolve().parents[2] / "samples" / "attention"
 TEMPLATE = load_script("paged_attention_template", HERE / "paged_attention.py")
 REF = load_script("paged_attention_reference", HERE / "reference.py")
+PLAN = load_script("paged_attention_plan", HERE / "decode_plan.py")
 
 SMALL = dict(page_size=4, num_kv_heads=2, head_dim=16)
 # seq lens: one page, last page of page_size tokens, last page of 1 token, empty, several
@@ -46,6 +47,11 @@ def _case(v, seed: int):
     args = [q, cache.k, cache.v, cache.kv_indptr, cache.kv_indices, cache.kv_last_page_len]
     if qo is not None:
         args.append(qo)
+    if v.form == "balanced":  # items of 1-2 pages: some requests in several items, one in none
+        plan = PLAN.plan_decode(cache.kv_indptr, cache.kv_last_page_len, v.page_size,
+                                workers=2, window=v.window, min_chunk_pages=1)
+        assert plan.work_request.size > len(SEQS) and 0 not in np.diff(plan.merge_indptr)[:3]
+        args += plan.arrays()
     args.append(np.zeros(q.shape, v.dtype))
     return args, want
 
@@ -60,6 +66,8 @@ CASES = [("paged_decode", {"group": g}) for g in (1, 4, 8)] + [
     ("paged_decode_gpu", {"group": 2, "soft_cap": 0.5, "window": 6}),
     ("paged_append_causal_gpu", {"group": 2}),
     ("paged_append_causal_gpu", {"group": 1, "window": 5}),
+    ("paged_decode_balanced", {"group": 4}),
+    ("paged_decode_balanced", {"group": 2, "soft_cap": 0.5, "window": 6}),
     ("paged_decode", {"group": 2, "dtype": "float32"}),
 ]
 
