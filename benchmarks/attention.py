@@ -7,7 +7,8 @@ samples/attention/paged_decode.tir (requests x KV heads in parallel, each K/V ro
 for its group of query heads, online softmax in float32), its split-KV variant (4 parts per
 request, states merged by rfactor) and its balanced variant (the work items of
 samples/attention/decode_plan.py's load-balancing plan, handed out one at a time, states merged
-per request; the plan's own time is printed beside it) at -O3, checks each against a float64
+per request; the plan's own time is printed beside it) and the same decode written with sparse
+axes (paged_decode_sparse) at -O3, checks each against a float64
 reference, and times prepared calls. The NumPy reference gathers each request's pages and runs
 softmax attention in float32; torch (2.13, CPU, when installed) gathers the pages with
 index_select and calls scaled_dot_product_attention with enable_gqa per request, the gather
@@ -136,6 +137,16 @@ def measure(lib_path: Path, runs: int, shape: str) -> dict:
         fn.call_prepared(call)
         np.testing.assert_allclose(out.astype(np.float64), want, rtol=5e-3, atol=5e-3)
         result[key] = timings(partial(fn.call_prepared, call), runs)
+    page_indptr = cache.page_indptr()
+    grouped = (BATCH, HKV, HQ // HKV, DIM)
+    out = np.zeros(grouped, np.float16)
+    sparse = lib.paged_decode_sparse
+    call = sparse.prepare((q.reshape(grouped), cache.k, cache.v, cache.kv_indptr,
+                           cache.kv_indices, page_indptr, int(page_indptr[-1]), out), {})
+    sparse.call_prepared(call)
+    np.testing.assert_allclose(out.reshape(q.shape).astype(np.float64), want, rtol=5e-3,
+                               atol=5e-3)
+    result["sparse"] = timings(partial(sparse.call_prepared, call), runs)
     result["plan"] = timings(partial(plan_module.plan_decode, cache.kv_indptr,
                                      cache.kv_last_page_len, PAGE, workers), runs)
     np.testing.assert_allclose(numpy_decode(q, cache), want, rtol=5e-3, atol=5e-3)
@@ -175,7 +186,8 @@ def main() -> None:
         source = Path(tmp) / "paged_decode.tir"
         source.write_text("".join((ROOT / "samples" / "attention" / f"{name}.tir").read_text()
                                   for name in ("paged_decode", "paged_decode_split",
-                                               "paged_decode_balanced")))
+                                               "paged_decode_balanced",
+                                               "paged_decode_sparse")))
         subprocess.run([*tirc_command(), str(source), "-O3", "-o", str(lib)], check=True)
         print(f"paged decode: {BATCH} requests, {HQ}/{HKV} heads, dim {DIM}, page {PAGE}, "
               "float16; ms, medians (ratios: the other's time over tirc's)")
@@ -190,7 +202,8 @@ def main() -> None:
                 line = (f"{shape:6} threads {threads}: {r['tokens']} tokens  tirc "
                         f"{t * 1e3:7.2f} (best {r['tirc'][1] * 1e3:.2f})  split-KV x4 "
                         f"{r['split'][0] * 1e3:7.2f}  balanced {r['balanced'][0] * 1e3:7.2f} "
-                        f"({r['items']} items, plan {r['plan'][0] * 1e3:.2f})  numpy "
+                        f"({r['items']} items, plan {r['plan'][0] * 1e3:.2f})  sparse axes "
+                        f"{r['sparse'][0] * 1e3:7.2f}  numpy "
                         f"{npy * 1e3:7.2f} ({npy / t:4.1f}x)")
                 if r["torch"] is None:
                     line += "  torch: not installed"

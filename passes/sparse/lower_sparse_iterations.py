@@ -104,6 +104,7 @@ class _Lowering:
 
     def __init__(self, flat: dict[SparseBuffer, Buffer]) -> None:
         self.flat = flat
+        self.searched: set[Axis] = set()  # sparse axes whose indices a lower_bound searches
 
     # ---- the nest ---------------------------------------------------------------------
 
@@ -293,8 +294,7 @@ class _Lowering:
             out.append(pos)
         return tuple(out), found, lets
 
-    @staticmethod
-    def search(axis: Axis, parent_pos: PrimExpr, coord: PrimExpr
+    def search(self, axis: Axis, parent_pos: PrimExpr, coord: PrimExpr
                ) -> tuple[PrimExpr, PrimExpr, list[tuple[Var, PrimExpr]]]:
         """The position of `coord` under `parent_pos`, the condition that it is stored, and
         the search result to bind (a variable used twice)."""
@@ -304,6 +304,7 @@ class _Lowering:
                        binop("lt", coord, binop("sub", end, begin)))
             return binop("add", begin, coord), ok, []
         assert axis.indices is not None
+        self.searched.add(axis)
         pos = Var(f"{axis.name}_pos", axis.idtype)
         inside = binop("lt", pos, end)
         stored = binop("and", inside, binop("eq", axis.indices.vload(pos), coord))
@@ -350,10 +351,14 @@ def _in_root(body: Stmt, wrap: Callable[[Stmt], Stmt]) -> Stmt:
     return body.replace(block=body.block.replace(body=wrap(body.block.body)))
 
 
-def array_checks(func: PrimFunc, body: Stmt) -> Stmt:
+def array_checks(func: PrimFunc, body: Stmt, searched: frozenset[Axis] = frozenset()
+                 ) -> Stmt:
     """`body` after checks of every axis array the function takes: `indptr` starts at 0, never
-    decreases and ends at nnz; every index is inside its axis. A compiled call with malformed
-    arrays then fails with the message instead of reading out of bounds."""
+    decreases and ends at nnz; every index is inside its axis; the indices of an axis in
+    `searched` (found by a binary search) strictly increase within each row. A compiled call
+    with malformed arrays then fails with the message instead of reading out of bounds or
+    missing a stored element. An axis nothing searches may list its coordinates in any order
+    (a paged KV cache's pages are in sequence order, not page-id order)."""
     name = str(func.attrs.get("global_symbol", func.name))
     params = set(func.buffer_map.values())
     checks: list[Stmt] = []
@@ -381,9 +386,30 @@ def array_checks(func: PrimFunc, body: Stmt) -> Stmt:
             checks.append(For(p, IntImm(0, total.dtype), total, ForKind.SERIAL, AssertStmt(
                 inside, f"{name}: axis {axis.name}: an index is outside [0, length)",
                 Evaluate(IntImm(0)))))
+            if axis in searched:
+                checks.append(_increasing_check(name, axis))
     for check in reversed(checks):  # an assert scopes over what follows, as it prints
         body = check.replace(body=body) if isinstance(check, AssertStmt) else seq(check, body)
     return body
+
+
+def _increasing_check(name: str, axis: Axis) -> Stmt:
+    """A loop over the axis's rows asserting that each row's indices strictly increase (an
+    ELL row, `sparse_fixed`, may repeat its last index as padding: never decrease)."""
+    assert axis.parent is not None and axis.indices is not None
+    rows = num_positions(axis.parent)
+    r = Var("r", rows.dtype)
+    begin, end = row_range(axis, r)
+    p = Var("p", begin.dtype)
+    idx = axis.indices
+    strict = axis.kind == AxisKind.SPARSE_VARIABLE
+    step = binop("lt" if strict else "le", idx.vload(binop("sub", p, 1)), idx.vload(p))
+    what = "strictly increasing" if strict else "nondecreasing"
+    extent = binop("max", binop("sub", end, binop("add", begin, 1)), const(0, begin.dtype))
+    inner = For(p, binop("add", begin, 1), extent, ForKind.SERIAL, AssertStmt(
+        step, f"{name}: axis {axis.name}: indices are not {what} within a row (its elements "
+        "are found by binary search)", Evaluate(IntImm(0))))
+    return For(r, IntImm(0, rows.dtype), rows, ForKind.SERIAL, inner)
 
 
 def lower_sparse(func: PrimFunc, check_arrays: bool = True) -> PrimFunc:
@@ -405,7 +431,8 @@ def lower_sparse(func: PrimFunc, check_arrays: bool = True) -> PrimFunc:
 
     body = _Iterations().visit(func.body)
     if check_arrays:
-        body = _in_root(body, lambda b: array_checks(func, b))
+        searched = frozenset(lowering.searched)
+        body = _in_root(body, lambda b: array_checks(func, b, searched))
     attrs = dict(func.attrs)
     info = sparse_tensor_info(func)
     if info:

@@ -23,6 +23,16 @@ class PagedCache:
         page_size = self.k.shape[1]
         return np.where(pages > 0, (pages - 1) * page_size + self.kv_last_page_len, 0)
 
+    def page_indptr(self) -> np.ndarray:
+        """The tokens of each page of the page table, as an indptr (nnz_pages + 1,) int32: a
+        full page, or its request's last page's `kv_last_page_len` (the ragged axis under the
+        pages in paged_decode_sparse)."""
+        page_size = self.k.shape[1]
+        tokens = np.full(self.kv_indices.size, page_size, np.int64)
+        pages = np.diff(self.kv_indptr)
+        tokens[self.kv_indptr[1:][pages > 0] - 1] = self.kv_last_page_len[pages > 0]
+        return np.concatenate([[0], np.cumsum(tokens)]).astype(np.int32)
+
     def gather(self, b: int) -> tuple[np.ndarray, np.ndarray]:
         """Request b's keys and values in sequence order: (seq_len, heads, dim) each."""
         ids = self.kv_indices[self.kv_indptr[b]:self.kv_indptr[b + 1]]

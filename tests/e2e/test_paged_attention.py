@@ -1,6 +1,7 @@
 """Paged attention from one template: decode, soft-cap, sliding window and causal append, with
 grouped-query heads, against a dense NumPy reference; the interpreter and the compiled library
-agree (block-form kernels also after their schedules: split-KV by rfactor). Cases: one page,
+agree (block-form kernels also after their schedules: split-KV by rfactor; the balanced form
+over a load-balancing plan; the form written with sparse axes, in sparse form and lowered). Cases: one page,
 last pages of 1 and of page_size tokens, permuted pages, an empty request, group sizes 1/4/8,
 float16 storage with float32 accumulation."""
 
@@ -44,6 +45,11 @@ def _case(v, seed: int):
         qo = None
         q = rng.uniform(-1, 1, (len(SEQS), hq, v.head_dim)).astype(v.dtype)
     want = REF.attention(q, cache, qo, v.soft_cap, v.window)
+    if v.form == "sparse":  # query heads as (KV head, group); the page table's token indptr
+        page_indptr = cache.page_indptr()
+        shape = (len(SEQS), v.num_kv_heads, v.group, v.head_dim)
+        return [q.reshape(shape), cache.k, cache.v, cache.kv_indptr, cache.kv_indices,
+                page_indptr, int(page_indptr[-1]), np.zeros(shape, v.dtype)], want.reshape(shape)
     args = [q, cache.k, cache.v, cache.kv_indptr, cache.kv_indices, cache.kv_last_page_len]
     if qo is not None:
         args.append(qo)
@@ -68,6 +74,8 @@ CASES = [("paged_decode", {"group": g}) for g in (1, 4, 8)] + [
     ("paged_append_causal_gpu", {"group": 1, "window": 5}),
     ("paged_decode_balanced", {"group": 4}),
     ("paged_decode_balanced", {"group": 2, "soft_cap": 0.5, "window": 6}),
+    ("paged_decode_sparse", {"group": 4}),
+    ("paged_decode_sparse", {"group": 1, "soft_cap": 0.5}),
     ("paged_decode", {"group": 2, "dtype": "float32"}),
 ]
 
@@ -94,7 +102,7 @@ def test_paged_attention_matches_numpy(lib, name: str, kw: dict) -> None:
     for stage in (mod, lowered(mod, "apply-schedules")):  # split-KV: before and after rfactor
         interpreted = interpret(stage, v.name, args)[-1]
         np.testing.assert_allclose(interpreted.astype(np.float64), want, rtol=tol, atol=tol)
-    compiled = [a.copy() for a in args]
+    compiled = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     getattr(lib, v.name)(*compiled)
     np.testing.assert_allclose(compiled[-1].astype(np.float64), want, rtol=tol, atol=tol)
 

@@ -162,3 +162,20 @@ def test_float16_storage_float32_accumulation(mods, lib) -> None:
     got = lib.spmm_f16(sp.csr_matrix((a16, a.indices, a.indptr), shape=a.shape), b16)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
+
+
+def test_unsorted_indices_of_a_searched_axis_are_refused(lib) -> None:
+    """dense_iter finds A's elements by binary search over each row's indices: a compiled
+    call with a row out of order fails with the message instead of missing elements."""
+    from tirc.runtime.errors import TircError
+
+    indptr = np.array([0, 3, 3, 5], np.int32)
+    indices = np.array([0, 2, 1, 1, 3], np.int32)  # row 0 out of order
+    data = np.ones(5, np.float32)
+    b = np.ones(4, np.float32)
+    with pytest.raises(TircError, match="dense_iter: axis J: indices are not strictly "
+                       "increasing within a row"):
+        lib.dense_iter.raw(data, b, np.zeros(3, np.float32), indptr, indices, 3, 4, 5)
+    out = np.zeros(3, np.float32)
+    lib.dense_iter.raw(data, b, out, indptr, np.array([0, 1, 2, 1, 3], np.int32), 3, 4, 5)
+    np.testing.assert_array_equal(out, [3, 0, 2])
