@@ -42,12 +42,13 @@ class Variant:
     size_dtype: str = "int32"     # of the symbolic sizes (graph functions use int64)
     splits: int = 1               # split-KV: each request's tokens in this many parts, whose
     #                               softmax states are merged (rfactor; decode, CPU only)
-    form: str = "loops"           # "sparse": SparseTIR's sparse axes over the page table
-    #                               (render_sparse); "loops": hand-scheduled CPU loops; "blocks": block form with
-    #                               CPU and CUDA schedules (render_blocks); "balanced": the
-    #                               loops over a load-balancing plan's work items, each a
+    form: str = "loops"           # "loops": hand-scheduled CPU loops; "blocks": block form
+    #                               with CPU and CUDA schedules (render_blocks); "balanced":
+    #                               the loops over a load-balancing plan's work items, each a
     #                               page-aligned piece of one request, whose partial softmax
-    #                               states are merged per request (decode; decode_plan.py)
+    #                               states are merged per request (decode; decode_plan.py);
+    #                               "sparse": SparseTIR's sparse axes over the page table
+    #                               (render_sparse; decode)
 
 
 VARIANTS = (
@@ -364,10 +365,10 @@ def render_sparse(v: Variant) -> str:
     ragged axis `L` under it (`page_indptr`: a full page, or the last page's tokens), and the
     pool of pages is read through `P`'s coordinate, the page id. One sparse iteration folds
     every token of a request into the online-softmax state of each query head (grouped heads:
-    `H` x `G`, the group innermost so a K/V row serves its group while in cache; dot product in
-    vector partial sums); a second divides by the sum. Nothing here is searched, so the pages may be in
-    any order. The lowering turns the axes into loops over `kv_indptr` and `page_indptr`;
-    the schedule runs the requests x KV heads in parallel."""
+    `H` x `G`, the group innermost so a K/V row serves its group while in cache; dot product
+    in vector partial sums); a second divides by the sum. Nothing here is searched, so the
+    pages may be in any order. The lowering turns the axes into loops over `kv_indptr` and
+    `page_indptr`; the schedule runs the requests x KV heads in parallel."""
     assert v.kind == "decode" and v.window is None and v.splits == 1
     hkv, g, d, ps = v.num_kv_heads, v.group, v.head_dim, v.page_size
     scale = 1.0 / d ** 0.5

@@ -1,9 +1,9 @@
 """Paged attention from one template: decode, soft-cap, sliding window and causal append, with
 grouped-query heads, against a dense NumPy reference; the interpreter and the compiled library
 agree (block-form kernels also after their schedules: split-KV by rfactor; the balanced form
-over a load-balancing plan; the form written with sparse axes, in sparse form and lowered). Cases: one page,
-last pages of 1 and of page_size tokens, permuted pages, an empty request, group sizes 1/4/8,
-float16 storage with float32 accumulation."""
+over a load-balancing plan; the form written with sparse axes, in sparse form and lowered).
+Cases: one page, last pages of 1 and of page_size tokens, permuted pages, an empty request,
+group sizes 1/4/8, float16 storage with float32 accumulation."""
 
 from __future__ import annotations
 
