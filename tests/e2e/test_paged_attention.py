@@ -149,3 +149,21 @@ def test_decoder_layer_over_a_paged_cache(tmp_path: Path) -> None:
             np.testing.assert_allclose(np.asarray(g, np.float64), w, rtol=1e-4, atol=1e-4)
     path = HERE / "decoder_layer.tir"
     assert path.read_text() == TEMPLATE.formatted(TEMPLATE.render_decoder_layer(), path)
+
+
+def test_the_sparse_form_checks_its_page_table(lib) -> None:
+    """Written with sparse axes, decode checks the page table on entry (the axis arrays):
+    a page id outside the pool or a token count that does not add up is an error naming the
+    axis, where the loop forms would read outside the pool."""
+    from tirc.runtime.errors import TircError
+
+    v = _variant("paged_decode_sparse", group=4)
+    args, _ = _case(v, seed=3)
+    bad_page = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    bad_page[4][1] = bad_page[1].shape[0]  # kv_indices: one past the pool
+    with pytest.raises(TircError, match="axis P: an index is outside"):
+        getattr(lib, v.name)(*bad_page)
+    bad_count = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    bad_count[6] += 1  # nnz_tokens: one more than page_indptr ends at
+    with pytest.raises(TircError, match="axis L: indptr must start at 0 and end at nnz"):
+        getattr(lib, v.name)(*bad_count)
