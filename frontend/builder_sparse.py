@@ -40,15 +40,21 @@ if TYPE_CHECKING:
 AXIS_CALLS = {"T.dense_fixed": AxisKind.DENSE_FIXED, "T.dense_variable": AxisKind.DENSE_VARIABLE,
               "T.sparse_fixed": AxisKind.SPARSE_FIXED,
               "T.sparse_variable": AxisKind.SPARSE_VARIABLE}
-SPARSE_DECLARATIONS = (*AXIS_CALLS, "T.match_sparse_buffer")
+SPARSE_DECLARATIONS = (*AXIS_CALLS, "T.match_sparse_buffer", "T.alloc_sparse_buffer")
 ITERATION_CALLS = ("T.sp_iter", "T.iter")
 
 
 def declare(fb: PrimFuncBuilder, target: S.Name, call: S.Call, name: str) -> None:
-    """`X = T.<axis>(...)` or `A = T.match_sparse_buffer(...)` at the top of a function."""
+    """`X = T.<axis>(...)`, `A = T.match_sparse_buffer(...)` or
+    `T = T.alloc_sparse_buffer(...)` at the top of a function."""
     if name == "T.match_sparse_buffer":
         buf = _match_sparse_buffer(fb, target, call)
         fb.scope.define(target.id, buf, target.span)
+        return
+    if name == "T.alloc_sparse_buffer":
+        buf = _alloc_sparse_buffer(fb, target, call)
+        fb.scope.define(target.id, buf, target.span)
+        fb.root_allocs.append(buf)
         return
     axis = _axis(fb, target, call, AXIS_CALLS[name], name)
     fb.scope.define(target.id, axis, target.span)
@@ -137,10 +143,28 @@ def _match_sparse_buffer(fb: PrimFuncBuilder, target: S.Name, call: S.Call) -> S
     if handle in fb.buffer_map:
         ctx.error(f"parameter '{first.id}' is already matched to a buffer",  # type: ignore
                   first.span)
-    axes_node = a.pos[1]
+    buf = _sparse_buffer(fb, target, call, a.pos[1], a.get(2, "dtype"), a.get(3, "scope"),
+                         "T.match_sparse_buffer")
+    fb.buffer_map[handle] = buf
+    return buf
+
+
+def _alloc_sparse_buffer(fb: PrimFuncBuilder, target: S.Name, call: S.Call) -> SparseBuffer:
+    """`T.alloc_sparse_buffer((I, J), "float32", "global")`: storage of the axes' shape that
+    the function allocates (an intermediate of a sparse computation)."""
+    a = check_call(fb.ctx, call, "T.alloc_sparse_buffer", Sig(1, 3, ("dtype", "scope")))
+    return _sparse_buffer(fb, target, call, a.pos[0], a.get(1, "dtype"), a.get(2, "scope"),
+                          "T.alloc_sparse_buffer")
+
+
+def _sparse_buffer(fb: PrimFuncBuilder, target: S.Name, call: S.Call, axes_node: S.Expr,
+                   dt_node: S.Expr | None, scope_node: S.Expr | None, what: str
+                   ) -> SparseBuffer:
+    """The sparse buffer over the axes `axes_node` names, of dtype `dt_node` (float32 when
+    not given), in global memory."""
+    ctx = fb.ctx
     if not isinstance(axes_node, (S.Tuple, S.List)) or not axes_node.elts:
-        ctx.error("T.match_sparse_buffer takes its axes as a tuple, such as (I, J)",
-                  axes_node.span)
+        ctx.error(f"{what} takes its axes as a tuple, such as (I, J)", axes_node.span)
     axes = []
     for node in axes_node.elts:
         value = fb.scope.require(node.id, node.span) if isinstance(node, S.Name) else None
@@ -149,15 +173,12 @@ def _match_sparse_buffer(fb: PrimFuncBuilder, target: S.Name, call: S.Call) -> S
         if value in axes:
             ctx.error(f"axis {value.name} appears twice in this buffer", node.span)
         axes.append(value)
-    dt_node = a.get(2, "dtype")
     dt = fb.lb.eb.dtype_arg(dt_node) if dt_node is not None else DType("float", 32)
-    if "scope" in a.kw and fb.lb.eb.str_literal(a.kw["scope"], "the scope") != "global":
-        ctx.unsupported("a sparse buffer outside global memory", a.kw["scope"].span)
-    buf = SparseBuffer(name=target.id, shape=tuple(ax.length for ax in axes), dtype=dt,
-                       data=Var(target.id, HANDLE, span=target.span), axes=tuple(axes),
-                       span=call.span)
-    fb.buffer_map[handle] = buf
-    return buf
+    if scope_node is not None and fb.lb.eb.str_literal(scope_node, "the scope") != "global":
+        ctx.unsupported("a sparse buffer outside global memory", scope_node.span)
+    return SparseBuffer(name=target.id, shape=tuple(ax.length for ax in axes), dtype=dt,
+                        data=Var(target.id, HANDLE, span=target.span), axes=tuple(axes),
+                        span=call.span)
 
 
 # ---- sparse iterations --------------------------------------------------------------------

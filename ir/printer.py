@@ -78,6 +78,7 @@ from tirc.ir.intrinsics import CALL_PRIM, NAMED, OPERATOR, STATEMENT, TYPED, int
 from tirc.ir.module import IRModule
 from tirc.ir.ops.registry import get_op
 from tirc.ir.schedule import SchedInstr, SchedLambda, SchedRef, Schedule
+from tirc.ir.sparse.buffer import SparseBuffer
 from tirc.ir.sparse.iteration import SparseIteration
 from tirc.ir.sparse.printing import declare_sparse, iteration_head, sparse_params
 from tirc.ir.stmt import (
@@ -477,12 +478,20 @@ class FuncPrinter:
         if isinstance(body, BlockRealize) and self.is_implicit_root(body):
             blk = body.block
             for b in blk.alloc_buffers:
-                self.emit(depth, f"{self.names.define(b, b.name)} = "
-                                 f"T.{self.block_alloc}({self.buffer_args(b)})")
+                self.emit(depth, f"{self.names.define(b, b.name)} = {self.alloc_call(b)}")
                 self.buffer_defined(b, depth)
             self.stmt(blk.body, depth)
         else:
             self.stmt(body, depth)
+
+    def alloc_call(self, b: Buffer) -> str:
+        """`T.alloc_buffer(...)` for `b`, or `T.alloc_sparse_buffer((I, J), "dtype")` for a
+        sparse buffer (its axes are declared at the top of the function)."""
+        if isinstance(b, SparseBuffer):
+            axes = ", ".join(self.names.get(a, a.name) for a in b.axes)
+            axes = f"({axes},)" if len(b.axes) == 1 else f"({axes})"
+            return f'T.alloc_sparse_buffer({axes}, "{b.dtype}")'
+        return f"T.{self.block_alloc}({self.buffer_args(b)})"
 
     @staticmethod
     def is_implicit_root(br: BlockRealize) -> bool:
@@ -713,8 +722,7 @@ class FuncPrinter:
         if b.annotations:
             self.emit(d, f"T.{self.block_kw}_attr({self.attr_dict(b.annotations)})")
         for buf in b.alloc_buffers:
-            self.emit(d, f"{self.names.define(buf, buf.name)} = "
-                         f"T.{self.block_alloc}({self.buffer_args(buf)})")
+            self.emit(d, f"{self.names.define(buf, buf.name)} = {self.alloc_call(buf)}")
             defined.append(buf)
             defined.extend(self.buffer_defined(buf, d))
         for mb in b.match_buffers:

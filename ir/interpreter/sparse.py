@@ -68,8 +68,19 @@ class AxisReader:
 
 
 # The variables of the sparse iterations being compiled: var -> (axis, position slot, the
-# variable iterating its parent or None). Filled by compile_iteration before its body.
-ITERATING: dict[int, tuple[Axis, int, Any]] = {}
+# variable iterating its parent or None, the variable). Filled by compile_iteration before its
+# body, so an iteration nested in another sees the enclosing one's variables.
+ITERATING: dict[int, tuple[Axis, int, Any, Any]] = {}
+
+
+def enclosing(axis: Axis) -> tuple[Any, int] | None:
+    """The variable of an enclosing sparse iteration that iterates `axis`, and its position
+    slot (the innermost such, the one compiled last)."""
+    found = None
+    for entry in ITERATING.values():
+        if entry[0] is axis:
+            found = (entry[3], entry[1])
+    return found
 
 
 def _direct(buf: SparseBuffer, indices: tuple[Any, ...] | None) -> list[int | None]:
@@ -194,10 +205,15 @@ def compile_iteration(sc: Any, it: SparseIteration) -> Run:
     var_slots = [ex.slots.of(iv.var) for iv in ivs]
     pos_slots = [ex.slots.new(f"{iv.var.name}.pos") for iv in ivs]
     parents = [iterated_parent(it, k) for k in range(n)]
+    # An attached axis whose parent this iteration does not iterate, under an iteration that
+    # does: its rows are those under the enclosing variable's position.
+    outside = [enclosing(iv.axis.parent) if parents[k] is None and iv.axis.parent is not None
+               else None for k, iv in enumerate(ivs)]
     readers = [AxisReader(iv.axis, ex.slots.of, ex.compile) for iv in ivs]
     for k, iv in enumerate(ivs):
-        q = parents[k]
-        ITERATING[id(iv.var)] = (iv.axis, pos_slots[k], ivs[q].var if q is not None else None)
+        q, o = parents[k], outside[k]
+        parent_var = ivs[q].var if q is not None else o[0] if o is not None else None
+        ITERATING[id(iv.var)] = (iv.axis, pos_slots[k], parent_var, iv.var)
     try:
         body = sc.compile(it.body)
         init = sc.compile(it.init) if it.init is not None else None
@@ -212,13 +228,14 @@ def compile_iteration(sc: Any, it: SparseIteration) -> Run:
         """Yield once per (position, coordinate) of level k, binding its slots."""
         r = readers[k]
         q = parents[k]
-        if q is None:
+        if q is None and outside[k] is None:
             for coord in range(int(r.length(env))):
                 env[var_slots[k]] = coord
                 env[pos_slots[k]] = coord
                 yield
             return
-        begin, end = r.row(env, env[pos_slots[q]])
+        parent_slot = pos_slots[q] if q is not None else outside[k][1]  # type: ignore[index]
+        begin, end = r.row(env, env[parent_slot])
         for p in range(begin, end):
             env[pos_slots[k]] = p
             env[var_slots[k]] = r.coordinate(env, p, begin)

@@ -1,10 +1,12 @@
 """Sparse iterations: `with T.sp_iter([I, J, K], "SRS", "spmm") as [i, j, k]:`.
 
 A sparse iteration runs its body once per point of the iteration space of its axes, in the
-order written: a dense axis (or an attached axis whose parent is not iterated before it) over
-its whole length, an attached axis over the positions stored under the current position of its
-parent. Variables are bound to *coordinates*; an access `A[i, j]` to a sparse buffer reads the
-element stored at those coordinates (a structural zero reads 0).
+order written: a dense axis (or an attached axis whose parent is not iterated before it, here
+or by an enclosing iteration) over its whole length, an attached axis over the positions stored
+under the current position of its parent (iterated before it in this iteration, or else by the
+innermost enclosing iteration that iterates it). Variables are bound to *coordinates*; an
+access `A[i, j]` to a sparse buffer reads the element stored at those coordinates (a
+structural zero reads 0).
 
 `init` runs once per point of the spatial variables before the reduction it starts: for each
 binding of the variables before the first reduction variable, over every binding of the

@@ -69,7 +69,7 @@ from tirc.ir.stmt import (
     Stmt,
     seq,
 )
-from tirc.ir.visitor import Mutator, any_node, substitute
+from tirc.ir.visitor import Mutator, any_node, post_order_visit, substitute
 from tirc.passes.pass_base import PassContext, PrimFuncPass, option
 
 
@@ -197,17 +197,21 @@ class _Lowering:
                 body = For(lv.loop_var, IntImm(0, lv.extent.dtype), extent, ForKind.SERIAL, body)
         return body
 
-    def lower(self, it: SparseIteration) -> Stmt:
+    def lower(self, it: SparseIteration, start: int = 0,
+              given: dict[int, Place] | None = None) -> Stmt:
+        """The loops and blocks of `it`'s variables from `start` on; `given` places the
+        variables before `start` (those of enclosing iterations, see nested)."""
         ivs = it.sp_iter_vars
         n = len(ivs)
-        first_r = next((k for k, iv in enumerate(ivs) if iv.kind == IterKind.REDUCE), None)
+        given = given or {}
+        first_r = next((k for k in range(start, n) if ivs[k].kind == IterKind.REDUCE), None)
         if first_r is None or it.init is None:
-            levels = self.levels(it, list(range(n)), {})
-            places = {k: p for lv in levels for k, p in lv.places.items()}
+            levels = self.levels(it, list(range(start, n)), given)
+            places = {**given, **{k: p for lv in levels for k, p in lv.places.items()}}
             body = self.body(it, it.body if it.init is None else seq(it.init, it.body), places)
             return self.nest(it.name, levels, body)
-        outer = self.levels(it, list(range(first_r)), {})
-        outer_places = {k: p for lv in outer for k, p in lv.places.items()}
+        outer = self.levels(it, list(range(start, first_r)), given)
+        outer_places = {**given, **{k: p for lv in outer for k, p in lv.places.items()}}
         init_vars = [k for k in range(first_r + 1, n) if ivs[k].kind == IterKind.SPATIAL]
         init_levels = self.levels(it, init_vars, outer_places)
         init_places = dict(outer_places)
@@ -224,7 +228,25 @@ class _Lowering:
 
     # ---- the body -----------------------------------------------------------------------
 
+    def nested(self, it: SparseIteration, s: Stmt, places: dict[int, Place]) -> Stmt:
+        """`s` (a part of `it`'s body) with the sparse iterations nested in it lowered inside
+        `it`'s: each as one iteration whose first variables are `it`'s, already placed, so an
+        axis attached to one `it` iterates runs under its position, and accesses through both
+        are direct."""
+        lowering = self
+
+        class _Inner(Mutator):
+            def visit_SparseIteration(self, inner: SparseIteration) -> Stmt:
+                start = len(it.sp_iter_vars)
+                merged = inner.replace(
+                    sp_iter_vars=it.sp_iter_vars + inner.sp_iter_vars,
+                    fused=tuple(tuple(k + start for k in g) for g in inner.fused))
+                return lowering.lower(merged, start, places)
+
+        return _Inner().visit(s)
+
     def body(self, it: SparseIteration, s: Stmt, places: dict[int, Place]) -> Stmt:
+        s = self.nested(it, s, places)
         var_index = {iv.var: k for k, iv in enumerate(it.sp_iter_vars)}
         lowering = self
 
@@ -419,7 +441,10 @@ def lower_sparse(func: PrimFunc, check_arrays: bool = True) -> PrimFunc:
                                                 lambda n: isinstance(n, SparseIteration)):
         return func
     flat: dict[SparseBuffer, Buffer] = {}
-    for buf in func.buffer_map.values():
+    allocated: list[Buffer] = []
+    post_order_visit(func.body, lambda n: allocated.extend(n.alloc_buffers)
+                     if isinstance(n, Block) else None)
+    for buf in (*func.buffer_map.values(), *allocated):
         if isinstance(buf, SparseBuffer):
             flat[buf] = Buffer(name=buf.name, shape=storage_shape(buf.axes), dtype=buf.dtype,
                                data=buf.data, span=buf.span)
@@ -428,6 +453,13 @@ def lower_sparse(func: PrimFunc, check_arrays: bool = True) -> PrimFunc:
     class _Iterations(Mutator):
         def visit_SparseIteration(self, it: SparseIteration) -> Stmt:
             return lowering.lower(it)
+
+        def visit_Block(self, b: Block) -> Stmt:
+            b = self.generic_visit(b)
+            if not any(isinstance(x, SparseBuffer) for x in b.alloc_buffers):
+                return b
+            return b.replace(alloc_buffers=tuple(flat.get(x, x)  # type: ignore[call-overload]
+                                                 for x in b.alloc_buffers))
 
     body = _Iterations().visit(func.body)
     if check_arrays:

@@ -81,6 +81,32 @@ def spmm_f16(a: T.handle, b: T.handle, c: T.handle, indptr: T.handle, indices: T
         C[i, k] = C[i, k] + T.cast(A[i, j], "float32") * T.cast(B[j, k], "float32")
 '''
 
+# A row softmax over the stored elements: intermediates in sparse buffers the function
+# allocates, and iterations over a row's elements nested in the iteration over the rows.
+KERNELS += '''
+
+@T.prim_func
+def row_softmax(a: T.handle, b: T.handle, indptr: T.handle, indices: T.handle, m: T.int32,
+                n: T.int32, nnz: T.int32):
+    I = T.dense_fixed(m)
+    J = T.sparse_variable(I, (n, nnz), (indptr, indices), "int32")
+    A = T.match_sparse_buffer(a, (I, J), "float32")
+    B = T.match_sparse_buffer(b, (I, J), "float32")
+    top = T.alloc_sparse_buffer((I,), "float32")
+    total = T.alloc_sparse_buffer((I,), "float32", "global")
+    with T.sp_iter([I], "S", "rows") as [i]:
+        with T.sp_iter([J], "R", "row_max") as [j]:
+            with T.init():
+                top[i] = T.min_value("float32")
+            top[i] = T.max(top[i], A[i, j])
+        with T.sp_iter([J], "R", "row_sum") as [j]:
+            with T.init():
+                total[i] = T.float32(0)
+            total[i] = total[i] + T.exp(A[i, j] - top[i])
+        with T.sp_iter([J], "S", "row_div") as [j]:
+            B[i, j] = T.exp(A[i, j] - top[i]) / total[i]
+'''
+
 MATRICES = matrices()
 
 
@@ -179,3 +205,18 @@ def test_unsorted_indices_of_a_searched_axis_are_refused(lib) -> None:
     out = np.zeros(3, np.float32)
     lib.dense_iter.raw(data, b, out, indptr, np.array([0, 1, 2, 1, 3], np.int32), 3, 4, 5)
     np.testing.assert_array_equal(out, [3, 0, 2])
+
+
+@pytest.mark.parametrize("name", ["karate", "power_law", "empty_rows", "no_nonzeros"])
+def test_nested_iterations_over_allocated_sparse_buffers(mods, lib, name: str) -> None:
+    """row_softmax: each inner iteration runs over the elements of the outer one's row."""
+    a = MATRICES[name]
+    m, n = a.shape
+    want = np.zeros(a.nnz)
+    for r in range(m):
+        row = a.data[a.indptr[r]:a.indptr[r + 1]].astype(np.float64)
+        if row.size:
+            e = np.exp(row - row.max())
+            want[a.indptr[r]:a.indptr[r + 1]] = e / e.sum()
+    _all_agree(mods, lib, "row_softmax", [a.data, np.zeros(a.nnz, np.float32), a.indptr,
+                                          a.indices, m, n, a.nnz], 1, want, tol=1e-6)

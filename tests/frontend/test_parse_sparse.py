@@ -60,6 +60,24 @@ def test_iter_is_an_alias_of_sp_iter() -> None:
     assert "T.sp_iter([I, J], \"SS\", \"x\") as [i, j]" in print_module(a)
 
 
+def test_allocated_sparse_buffers_and_nested_iterations_print_back() -> None:
+    mod = parse(HEAD + '''    A = T.match_sparse_buffer(a, (I, J), "float32")
+    top = T.alloc_sparse_buffer((I,), "float32", "global")
+    pair = T.alloc_sparse_buffer((I, J), "float16")
+    with T.sp_iter([I], "S", "rows") as [i]:
+        with T.sp_iter([J], "R", "row_max") as [j]:
+            with T.init():
+                top[i] = T.float32(0)
+            top[i] = T.max(top[i], A[i, j])
+        with T.sp_iter([J], "S", "copy") as [j]:
+            pair[i, j] = T.float16(A[i, j] - top[i])
+''')
+    text = print_module(mod)
+    assert 'top = T.alloc_sparse_buffer((I,), "float32")' in text
+    assert 'pair = T.alloc_sparse_buffer((I, J), "float16")' in text
+    assert structural_equal(mod.functions["f"], parse(text).functions["f"])
+
+
 BAD = {
     "kinds_length": ('''    A = T.match_sparse_buffer(a, (I, J), "float32")
     with T.sp_iter([I, J], "S", "x") as [i, j]:
@@ -84,6 +102,10 @@ BAD = {
     with T.sp_iter([I, J], "SS", "x") as [i, j]:
         A[i] = T.float32(0)
 ''', 10, 9, "buffer 'A' has 2 dimensions, indexed with 1"),
+    "alloc_scope": ('''    t = T.alloc_sparse_buffer((I, J), "float32", "shared")
+''', 8, 50, "unsupported: a sparse buffer outside global memory"),
+    "alloc_axes": ('''    t = T.alloc_sparse_buffer(I, "float32")
+''', 8, 31, "T.alloc_sparse_buffer takes its axes as a tuple, such as (I, J)"),
     "attach": ('''    with T.sp_iter([I, T.attach(J, I)], "SS", "x") as [i, j]:
         pass
 ''', 8, 24, "unsupported: T.attach"),
