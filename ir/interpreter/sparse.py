@@ -63,7 +63,13 @@ class AxisReader:
         if self.indices is None:
             return begin + coord if 0 <= coord < end - begin else ABSENT
         idx = env[self.indices]
-        k = begin + int(np.searchsorted(idx[begin:end], coord))
+        row = idx[begin:end]
+        steps = np.diff(row)
+        if (steps <= 0).any() if self.nnz is None else (steps < 0).any():
+            what = "strictly increasing" if self.nnz is None else "nondecreasing"
+            raise InterpreterError(f"axis {self.axis.name}: indices are not {what} within row "
+                                   f"{parent_pos} (its elements are found by binary search)")
+        k = begin + int(np.searchsorted(row, coord))
         return k if k < end and int(idx[k]) == coord else ABSENT
 
 

@@ -13,7 +13,8 @@ Accesses: a sparse buffer becomes a plain buffer of its storage shape (one dimen
 group). An index that is the variable iterating the very axis of that buffer dimension, under
 the same parent, uses the iteration's position directly; any other coordinate finds its
 position by a `lower_bound` search in the axis's `indices` (a ragged dense axis by offset),
-and a read of a coordinate that is not stored gives 0, a write there is skipped.
+and a read of a coordinate that is not stored gives 0; a write there fails with a message
+(the interpreter's error) when the function checks its arrays, and is skipped otherwise.
 
 The reduction's `init` becomes its own loop nest over the spatial variables that follow the
 first reduction variable, placed right before that variable's loop, as the interpreter runs it.
@@ -102,8 +103,9 @@ class _Lowering:
     """Lowers the sparse iterations of one function; `flat` maps sparse buffers to their
     storage buffers."""
 
-    def __init__(self, flat: dict[SparseBuffer, Buffer]) -> None:
+    def __init__(self, flat: dict[SparseBuffer, Buffer], unstored: str | None = None) -> None:
         self.flat = flat
+        self.unstored = unstored  # with a function name: a store to an unstored element fails
         self.searched: set[Axis] = set()  # sparse axes whose indices a lower_bound searches
 
     # ---- the nest ---------------------------------------------------------------------
@@ -272,7 +274,7 @@ class _Lowering:
                                                       places)
                 out: Stmt = BufferStore(lowering.flat[s.buffer], s.value, idx, span=s.span)
                 if found is not None:
-                    out = IfThenElse(found, out, None, span=s.span)
+                    out = IfThenElse(found, out, lowering.unstored_store(s.buffer), span=s.span)
                 for var, value in reversed(lets):
                     out = LetStmt(var, value, out, span=s.span)
                 return out
@@ -280,6 +282,15 @@ class _Lowering:
         out = _Access().visit(s)
         return substitute(out, {iv.var: places[k].coord for k, iv in
                                 enumerate(it.sp_iter_vars) if k in places})
+
+    def unstored_store(self, buf: SparseBuffer) -> Stmt | None:
+        """What a store to an element `buf` does not store does: fail with a message (as the
+        interpreter does) when the function checks its sparse structure, else nothing."""
+        if self.unstored is None:
+            return None
+        return AssertStmt(const(False), f"{self.unstored}: store to sparse buffer {buf.name} "
+                          "at an element that is not stored (a structural zero)",
+                          Evaluate(IntImm(0)), span=buf.span)
 
     def translate(self, it: SparseIteration, buf: SparseBuffer, indices: tuple[PrimExpr, ...],
                   var_index: dict[Var, int], places: dict[int, Place]
@@ -342,7 +353,8 @@ class LowerSparseIterations(PrimFuncPass):
 
     check_arrays: bool | None = option(
         None, config="sparse.check_arrays",
-        doc="check the axis arrays (indptr 0..nnz, nondecreasing; indices in range) on entry; "
+        doc="check the axis arrays (indptr 0..nnz, nondecreasing; indices in range, sorted "
+            "where searched) on entry, and fail a store to an element that is not stored; "
             "default: on for CPU targets, off for GPU ones (the runtime checks before the copy)")
 
     def checks_arrays(self, ctx: PassContext) -> bool:
@@ -448,7 +460,8 @@ def lower_sparse(func: PrimFunc, check_arrays: bool = True) -> PrimFunc:
         if isinstance(buf, SparseBuffer):
             flat[buf] = Buffer(name=buf.name, shape=storage_shape(buf.axes), dtype=buf.dtype,
                                data=buf.data, span=buf.span)
-    lowering = _Lowering(flat)
+    name = str(func.attrs.get("global_symbol", func.name))
+    lowering = _Lowering(flat, name if check_arrays else None)
 
     class _Iterations(Mutator):
         def visit_SparseIteration(self, it: SparseIteration) -> Stmt:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from tirc.frontend import parse
 
 from tests.sparse_support import compile_library, interpret, lowered, matrices
@@ -105,6 +106,26 @@ def row_softmax(a: T.handle, b: T.handle, indptr: T.handle, indices: T.handle, m
             total[i] = total[i] + T.exp(A[i, j] - top[i])
         with T.sp_iter([J], "S", "row_div") as [j]:
             B[i, j] = T.exp(A[i, j] - top[i]) / total[i]
+'''
+
+# Scatter a CSR matrix into a given BSR structure of 2 x 2 blocks: every store finds its block
+# by search, and a store to a block the structure lacks is an error.
+KERNELS += '''
+
+@T.prim_func
+def to_blocks(a: T.handle, b: T.handle, indptr: T.handle, indices: T.handle,
+              bindptr: T.handle, bindices: T.handle, m: T.int32, n: T.int32, nnz: T.int32,
+              nnzb: T.int32):
+    I = T.dense_fixed(m)
+    J = T.sparse_variable(I, (n, nnz), (indptr, indices), "int32")
+    IB = T.dense_fixed((m + 1) // 2)
+    JB = T.sparse_variable(IB, ((n + 1) // 2, nnzb), (bindptr, bindices), "int32")
+    BI = T.dense_fixed(2)
+    BJ = T.dense_fixed(2)
+    A = T.match_sparse_buffer(a, (I, J), "float32")
+    B = T.match_sparse_buffer(b, (IB, JB, BI, BJ), "float32")
+    with T.sp_iter([I, J], "SS", "scatter") as [i, j]:
+        B[i // 2, j // 2, i % 2, j % 2] = A[i, j]
 '''
 
 MATRICES = matrices()
@@ -220,3 +241,44 @@ def test_nested_iterations_over_allocated_sparse_buffers(mods, lib, name: str) -
             want[a.indptr[r]:a.indptr[r + 1]] = e / e.sum()
     _all_agree(mods, lib, "row_softmax", [a.data, np.zeros(a.nnz, np.float32), a.indptr,
                                           a.indices, m, n, a.nnz], 1, want, tol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["karate", "power_law", "empty_rows"])
+def test_stores_found_by_search(mods, lib, name: str) -> None:
+    """to_blocks writes each element into the block SciPy's BSR form of the matrix holds."""
+    a = MATRICES[name]
+    m, n = a.shape
+    b = a.tobsr(blocksize=(2, 2)) if m % 2 == 0 and n % 2 == 0 else None
+    if b is None:
+        pad = sp.csr_matrix((a.data, a.indices, a.indptr), shape=(m + m % 2, n + n % 2))
+        b = pad.tobsr(blocksize=(2, 2))
+    b.sort_indices()
+    args = [a.data, np.zeros(b.data.shape, np.float32), a.indptr, a.indices,
+            b.indptr.astype(np.int32), b.indices.astype(np.int32), m, n, a.nnz, b.indices.size]
+    _all_agree(mods, lib, "to_blocks", args, 1, b.data.astype(np.float64))
+
+
+def test_a_store_to_an_element_not_stored_is_an_error(mods, lib) -> None:
+    from tirc.ir.interpreter.values import InterpreterError
+    from tirc.runtime.errors import TircError
+
+    indptr = np.array([0, 1, 2, 2, 3], np.int32)  # (0, 0), (1, 3), (3, 2) of a 4 x 4 matrix
+    indices = np.array([0, 3, 2], np.int32)
+    blocks = [np.array([0, 1, 2], np.int32), np.array([0, 1], np.int32)]  # (0, 1) is missing
+    args = [np.ones(3, np.float32), np.zeros((2, 2, 2), np.float32), indptr, indices,
+            *blocks, 4, 4, 3, 2]
+    with pytest.raises(InterpreterError, match="store to sparse buffer B at \\[0, 1, 1, 1\\]"):
+        interpret(mods[0], "to_blocks", args)
+    with pytest.raises(TircError, match="to_blocks: store to sparse buffer B at an element "
+                       "that is not stored"):
+        lib.to_blocks.raw(*[x.copy() if isinstance(x, np.ndarray) else x for x in args])
+
+
+def test_the_interpreter_refuses_to_search_an_unsorted_row(mods) -> None:
+    from tirc.ir.interpreter.values import InterpreterError
+
+    args = [np.ones(3, np.float32), np.ones(4, np.float32), np.zeros(2, np.float32),
+            np.array([0, 2, 3], np.int32), np.array([2, 1, 0], np.int32), 2, 4, 3]
+    with pytest.raises(InterpreterError, match="axis J: indices are not strictly increasing "
+                       "within row 0"):
+        interpret(mods[0], "dense_iter", args)
