@@ -207,6 +207,7 @@ def build_iteration(lb: LoopBuilder, s: S.With, call: S.Call, fname: str,
             lb.scope.define(nm.id, var, nm.span)
             ivs.append(SpIterVar(var, axis, IterKind(kind), span=nm.span))
         init: list[Stmt] = []
+        attrs: list[dict] = []
 
         def hook(st: S.Stmt) -> bool:
             if isinstance(st, S.With) and S.call_name(st.items[0].context) == "T.init":
@@ -214,11 +215,17 @@ def build_iteration(lb: LoopBuilder, s: S.With, call: S.Call, fname: str,
                     ctx.error("T.init appears twice in this iteration", st.span)
                 init.append(lb.body(st.body))
                 return True
+            if isinstance(st, S.ExprStmt) and S.call_name(st.value) == "T.iter_attr":
+                a = check_call(ctx, st.value, "T.iter_attr", Sig(1, 1))
+                if attrs:
+                    ctx.error("T.iter_attr appears twice in this iteration", st.span)
+                attrs.append(lb.eb.attr_dict(a.pos[0]))
+                return True
             return False
 
         body = lb.body(s.body, hook=hook, frame=False)
     it = SparseIteration(name, tuple(ivs), body, init[0] if init else None, fused,
-                         span=s.span)
+                         attrs[0] if attrs else {}, span=s.span)
     check_iteration(lb, it, call)
     return it
 

@@ -741,6 +741,8 @@ class FuncPrinter:
     def stmt_SparseIteration(self, it: SparseIteration, depth: int) -> None:
         names = [self.names.define(iv.var, iv.var.name) for iv in it.sp_iter_vars]
         self.emit(depth, iteration_head(it, lambda x: self.names.get(x, x.name), names))
+        if it.annotations:
+            self.emit(depth + 1, f"T.iter_attr({self.attr_dict(it.annotations)})")
         if it.init is not None:
             self.emit(depth + 1, "with T.init():")
             self.body(it.init, depth + 2)

@@ -202,7 +202,25 @@ class _Lowering:
     def lower(self, it: SparseIteration, start: int = 0,
               given: dict[int, Place] | None = None) -> Stmt:
         """The loops and blocks of `it`'s variables from `start` on; `given` places the
-        variables before `start` (those of enclosing iterations, see nested)."""
+        variables before `start` (those of enclosing iterations, see nested). The
+        iteration's annotations (`T.iter_attr`) go to its outermost block."""
+        out = self.lower_nest(it, start, given)
+        if not it.annotations:
+            return out
+
+        class _First(Mutator):
+            done = False
+
+            def visit_Block(self, b: Block) -> Stmt:
+                if self.done:
+                    return b
+                self.done = True
+                return b.replace(annotations={**it.annotations, **b.annotations})
+
+        return _First().visit(out)
+
+    def lower_nest(self, it: SparseIteration, start: int = 0,
+                   given: dict[int, Place] | None = None) -> Stmt:
         ivs = it.sp_iter_vars
         n = len(ivs)
         given = given or {}

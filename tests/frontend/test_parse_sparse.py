@@ -78,6 +78,21 @@ def test_allocated_sparse_buffers_and_nested_iterations_print_back() -> None:
     assert structural_equal(mod.functions["f"], parse(text).functions["f"])
 
 
+def test_iteration_annotations_print_back_and_reach_the_lowered_block() -> None:
+    from tirc.passes.sparse.lower_sparse_iterations import lower_sparse
+
+    mod = parse(HEAD + '''    A = T.match_sparse_buffer(a, (I, J), "float32")
+    with T.iter([I, J], "SS", "prep") as [i, j]:
+        T.iter_attr({"preprocess": True})
+        A[i, j] = T.float32(1)
+''')
+    text = print_module(mod)
+    assert 'T.iter_attr({"preprocess": True})' in text
+    assert structural_equal(mod.functions["f"], parse(text).functions["f"])
+    lowered = print_module(mod.replace(functions={"f": lower_sparse(mod.functions["f"])}))
+    assert 'T.block_attr({"preprocess": True})' in lowered
+
+
 BAD = {
     "kinds_length": ('''    A = T.match_sparse_buffer(a, (I, J), "float32")
     with T.sp_iter([I, J], "S", "x") as [i, j]:
@@ -106,6 +121,10 @@ BAD = {
 ''', 8, 50, "unsupported: a sparse buffer outside global memory"),
     "alloc_axes": ('''    t = T.alloc_sparse_buffer(I, "float32")
 ''', 8, 31, "T.alloc_sparse_buffer takes its axes as a tuple, such as (I, J)"),
+    "iter_attr_twice": ('''    with T.iter([I], "S", "x") as [i]:
+        T.iter_attr({"a": 1})
+        T.iter_attr({"b": 2})
+''', 10, 9, "T.iter_attr appears twice in this iteration"),
     "attach": ('''    with T.sp_iter([I, T.attach(J, I)], "SS", "x") as [i, j]:
         pass
 ''', 8, 24, "unsupported: T.attach"),
