@@ -30,8 +30,10 @@ from tirc.ir.sparse import (
     SpIterVar,
     iterated_parent,
     num_positions,
+    parent_axis,
 )
 from tirc.ir.stmt import IterKind, Stmt
+from tirc.ir.structural import same_expr
 
 if TYPE_CHECKING:
     from tirc.frontend.builder_prim_func import PrimFuncBuilder
@@ -190,7 +192,7 @@ def build_iteration(lb: LoopBuilder, s: S.With, call: S.Call, fname: str,
     ctx = lb.ctx
     try:
         a = check_call(ctx, call, fname, Sig(3, 3))
-        axes, fused = _iter_axes(lb, a.pos[0])
+        axes, fused, attached = _iter_axes(lb, a.pos[0])
         kinds = lb.eb.str_literal(a.pos[1], "the iteration kinds")
         name = lb.eb.str_literal(a.pos[2], "the iteration name")
         if len(kinds) != len(axes) or set(kinds) - {"S", "R"}:
@@ -202,10 +204,10 @@ def build_iteration(lb: LoopBuilder, s: S.With, call: S.Call, fname: str,
         raise
     with lb.scope.frame():
         ivs = []
-        for nm, axis, kind in zip(names, axes, kinds):
+        for k, (nm, axis, kind) in enumerate(zip(names, axes, kinds)):
             var = Var(nm.id, axis.idtype, span=nm.span)
             lb.scope.define(nm.id, var, nm.span)
-            ivs.append(SpIterVar(var, axis, IterKind(kind), span=nm.span))
+            ivs.append(SpIterVar(var, axis, IterKind(kind), attached.get(k), span=nm.span))
         init: list[Stmt] = []
         attrs: list[dict] = []
 
@@ -230,28 +232,51 @@ def build_iteration(lb: LoopBuilder, s: S.With, call: S.Call, fname: str,
     return it
 
 
-def _iter_axes(lb: LoopBuilder, node: S.Expr) -> tuple[list[Axis], tuple[tuple[int, ...], ...]]:
+def _iter_axes(lb: LoopBuilder, node: S.Expr
+               ) -> tuple[list[Axis], tuple[tuple[int, ...], ...], dict[int, Axis]]:
+    """The axes of an iteration's list, its fused runs, and the axes `T.attach` attaches
+    its items to (by item index)."""
     if not isinstance(node, (S.List, S.Tuple)) or not node.elts:
         lb.ctx.error("the axes of a sparse iteration are a list, such as [I, J, K]", node.span)
     axes: list[Axis] = []
     fused: list[tuple[int, ...]] = []
+    attached: dict[int, Axis] = {}
     for item in node.elts:
         if isinstance(item, S.Call) and S.call_name(item) == "T.fuse":
             group = []
             for sub in item.args:
+                if isinstance(sub, S.Call) and S.call_name(sub) == "T.attach":
+                    lb.ctx.unsupported("T.attach inside T.fuse", sub.span)
                 group.append(len(axes))
                 axes.append(_axis_ref(lb, sub))
             if len(group) < 2:
                 lb.ctx.error("T.fuse takes two or more axes", item.span)
             fused.append(tuple(group))
+        elif isinstance(item, S.Call) and S.call_name(item) == "T.attach":
+            axis, parent = _attach(lb, item)
+            attached[len(axes)] = parent
+            axes.append(axis)
         else:
             axes.append(_axis_ref(lb, item))
-    return axes, tuple(fused)
+    return axes, tuple(fused), attached
+
+
+def _attach(lb: LoopBuilder, call: S.Call) -> tuple[Axis, Axis]:
+    """`T.attach(A, P)`: axis A, attached to a dense axis as long as P, run under the
+    coordinate of P's variable."""
+    a = check_call(lb.ctx, call, "T.attach", Sig(2, 2))
+    axis, parent = _axis_ref(lb, a.pos[0]), _axis_ref(lb, a.pos[1])
+    base = axis.parent
+    if base is None or base.kind != AxisKind.DENSE_FIXED:
+        lb.ctx.error(f"T.attach: axis {axis.name} must be attached to a dense_fixed axis "
+                     "(whose positions are coordinates)", a.pos[0].span)
+    if not same_expr(base.length, parent.length):  # type: ignore[union-attr]
+        lb.ctx.error(f"T.attach: the parent of {axis.name}, {base.name}, "  # type: ignore
+                     f"and {parent.name} differ in length", call.span)
+    return axis, parent
 
 
 def _axis_ref(lb: LoopBuilder, node: S.Expr) -> Axis:
-    if isinstance(node, S.Call) and S.call_name(node) == "T.attach":
-        lb.ctx.unsupported("T.attach (axes attached to another iteration's axis)", node.span)
     value = lb.scope.require(node.id, node.span) if isinstance(node, S.Name) else None
     if not isinstance(value, Axis):
         lb.ctx.error("expected an axis (T.dense_fixed, T.sparse_variable, ...)", node.span)
@@ -273,10 +298,14 @@ def check_iteration(lb: LoopBuilder, it: SparseIteration, call: S.Call) -> None:
     for k, iv in enumerate(ivs):
         if any(iv.axis is other.axis for other in ivs[:k]):
             lb.ctx.error(f"axis {iv.axis.name} is iterated twice", iv.span)
-        later = [q for q in range(k + 1, len(ivs)) if ivs[q].axis is iv.axis.parent]
+        parent = parent_axis(iv)
+        later = [q for q in range(k + 1, len(ivs)) if ivs[q].axis is parent]
         if later:
             lb.ctx.error(f"axis {iv.axis.name} is iterated before its parent "
-                         f"{iv.axis.parent.name}", iv.span)  # type: ignore[union-attr]
+                         f"{parent.name}", iv.span)  # type: ignore[union-attr]
+        if iv.attach is not None and iterated_parent(it, k) is None:
+            lb.ctx.error(f"T.attach: axis {iv.attach.name} is not iterated before "
+                         f"{iv.axis.name}", iv.span)
     for group in it.fused:
         for a, b in zip(group, group[1:]):
             if iterated_parent(it, b) != a:

@@ -240,7 +240,9 @@ def compile_iteration(sc: Any, it: SparseIteration) -> Run:
                 env[pos_slots[k]] = coord
                 yield
             return
-        parent_slot = pos_slots[q] if q is not None else outside[k][1]  # type: ignore[index]
+        # T.attach: the rows under the parent variable's coordinate, not its position
+        parent_slot = (var_slots[q] if ivs[k].attach is not None else pos_slots[q]) \
+            if q is not None else outside[k][1]  # type: ignore[index]
         begin, end = r.row(env, env[parent_slot])
         for p in range(begin, end):
             env[pos_slots[k]] = p

@@ -31,11 +31,15 @@ from tirc.ir.stmt import IterKind, Stmt
 
 @dataclass(frozen=True)
 class SpIterVar(Node):
-    """One variable of a sparse iteration, over `axis`, spatial or reduction."""
+    """One variable of a sparse iteration, over `axis`, spatial or reduction. With `attach`
+    (`T.attach(axis, P)`), `axis` (attached to a dense axis as long as `P`) runs under the
+    *coordinate* of the earlier variable iterating `P`: the rows of a transposed matrix under
+    the current column, for instance."""
 
     var: Var
     axis: Axis
     kind: IterKind
+    attach: Axis | None = None
 
 
 @dataclass(frozen=True)
@@ -61,13 +65,20 @@ class SparseIteration(Stmt):
         return None
 
 
+def parent_axis(iv: SpIterVar) -> Axis | None:
+    """The axis whose variable gives `iv` its rows: the one it is attached to by `T.attach`,
+    else its axis's parent."""
+    return iv.attach if iv.attach is not None else iv.axis.parent
+
+
 def iterated_parent(it: SparseIteration, k: int) -> int | None:
-    """The index of the variable iterating the parent axis of variable `k`'s axis, when that
-    variable comes before `k`; None when `k` iterates its axis on its own (dense or detached)."""
-    axis = it.sp_iter_vars[k].axis
-    if axis.parent is None:
+    """The index of the variable iterating the parent axis of variable `k`'s axis (or the axis
+    `T.attach` names), when that variable comes before `k`; None when `k` iterates its axis on
+    its own (dense or detached)."""
+    parent = parent_axis(it.sp_iter_vars[k])
+    if parent is None:
         return None
     for q in range(k):
-        if it.sp_iter_vars[q].axis is axis.parent:
+        if it.sp_iter_vars[q].axis is parent:
             return q
     return None

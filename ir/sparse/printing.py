@@ -103,7 +103,9 @@ def iteration_head(it: SparseIteration, ref: Callable[[Any], str], names: list[s
             items.append(f"T.fuse({', '.join(ref(ivs[q].axis) for q in group)})")
             k = group[-1] + 1
             continue
-        items.append(ref(ivs[k].axis))
+        attach = ivs[k].attach
+        items.append(f"T.attach({ref(ivs[k].axis)}, {ref(attach)})" if attach is not None
+                     else ref(ivs[k].axis))
         k += 1
     return (f'with T.sp_iter([{", ".join(items)}], "{it.kinds}", "{it.name}") as '
             f'[{", ".join(names)}]:')

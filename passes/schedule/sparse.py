@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tirc.ir.sparse import SparseIteration, iterated_parent
+from tirc.ir.sparse import SparseIteration, iterated_parent, parent_axis
 from tirc.ir.stmt import IterKind, Stmt
 from tirc.ir.visitor import Mutator, any_node
 from tirc.passes.schedule.state import ScheduleError, ScheduleState
@@ -111,7 +111,7 @@ def sparse_reorder(s: ScheduleState, sp: Any, order: Any) -> None:
     new = it.replace(sp_iter_vars=ivs, fused=fused)
     assert isinstance(new, SparseIteration)
     for k, iv in enumerate(ivs):
-        parent = iv.axis.parent
+        parent = parent_axis(iv)
         if parent is not None and any(o.axis is parent for o in ivs[k + 1:]):
             raise ScheduleError(f"sparse_reorder: axis {iv.axis.name} would come before its "
                                 f"parent {parent.name}")
@@ -139,6 +139,8 @@ def sparse_fuse(s: ScheduleState, sp: Any, iters: Any) -> None:
     ks = _positions(it, iters, "sparse_fuse")
     if len(ks) < 2 or ks != list(range(ks[0], ks[0] + len(ks))):
         raise ScheduleError("sparse_fuse: give two or more consecutive variables")
+    if any(it.sp_iter_vars[k].attach is not None for k in ks):
+        raise ScheduleError("sparse_fuse: a variable of T.attach cannot be fused")
     for a, b in zip(ks, ks[1:]):
         if iterated_parent(it, b) != a:
             raise ScheduleError(f"sparse_fuse: axis {it.sp_iter_vars[b].axis.name} is not "

@@ -71,6 +71,9 @@ class _Target:
     def __init__(self, s: ScheduleState, sp: Any) -> None:
         it = _iteration(s, sp, "decompose_format")
         ivs = it.sp_iter_vars
+        if any(iv.attach is not None for iv in ivs):
+            raise ScheduleError("decompose_format: an iteration with T.attach cannot be "
+                                "decomposed")
         found = [k for k, iv in enumerate(ivs) if iv.axis.kind == AxisKind.SPARSE_VARIABLE]
         if len(found) != 1 or it.fused:
             raise ScheduleError("decompose_format: the iteration must have one CSR axis and no "

@@ -139,11 +139,13 @@ class _Lowering:
 
     def single(self, it: SparseIteration, k: int, places: dict[int, Place], v: Var
                ) -> tuple[PrimExpr, Place]:
-        axis = it.sp_iter_vars[k].axis
+        iv = it.sp_iter_vars[k]
+        axis = iv.axis
         q = iterated_parent(it, k)
         if q is None:
             return axis.length, Place(v, v)
-        begin, end = row_range(axis, places[q].pos)
+        # T.attach: the rows under the parent variable's coordinate, not its position
+        begin, end = row_range(axis, places[q].coord if iv.attach is not None else places[q].pos)
         pos = binop("add", begin, v)
         coord = axis.indices.vload(pos) if axis.is_sparse else v  # type: ignore[union-attr]
         extent = axis.nnz if axis.kind == AxisKind.SPARSE_FIXED else binop("sub", end, begin)

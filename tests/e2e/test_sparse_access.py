@@ -128,6 +128,26 @@ def to_blocks(a: T.handle, b: T.handle, indptr: T.handle, indices: T.handle,
         B[i // 2, j // 2, i % 2, j % 2] = A[i, j]
 '''
 
+# Two hops over a graph: for each node, each neighbour j, each neighbour k of j (the second
+# copy of the adjacency, attached to the dense node axis and run under j's coordinate).
+KERNELS += '''
+
+@T.prim_func
+def two_hop(x: T.handle, y: T.handle, indptr: T.handle, indices: T.handle, indptr2: T.handle,
+            indices2: T.handle, n: T.int32, nnz: T.int32, feat: T.int32):
+    I = T.dense_fixed(n)
+    J = T.sparse_variable(I, (n, nnz), (indptr, indices), "int32")
+    N = T.dense_fixed(n)
+    K = T.sparse_variable(N, (n, nnz), (indptr2, indices2), "int32")
+    F = T.dense_fixed(feat)
+    X = T.match_sparse_buffer(x, (N, F), "float32")
+    Y = T.match_sparse_buffer(y, (I, F), "float32")
+    with T.sp_iter([I, F, J, T.attach(K, J)], "SSRR", "two_hop") as [i, f, j, k]:
+        with T.init():
+            Y[i, f] = T.float32(0)
+        Y[i, f] = Y[i, f] + X[k, f]
+'''
+
 MATRICES = matrices()
 
 
@@ -282,3 +302,17 @@ def test_the_interpreter_refuses_to_search_an_unsorted_row(mods) -> None:
     with pytest.raises(InterpreterError, match="axis J: indices are not strictly increasing "
                        "within row 0"):
         interpret(mods[0], "dense_iter", args)
+
+
+@pytest.mark.parametrize("name", ["karate", "power_law", "empty_rows"])
+def test_attach_runs_an_axis_under_another_ones_coordinate(mods, lib, name: str) -> None:
+    """two_hop: T.attach(K, J) visits row j of the second adjacency for each neighbour j."""
+    n = MATRICES[name].shape[0]
+    a = sp.csr_matrix(MATRICES[name][:, :n])  # square (empty_rows has 3 more columns)
+    a.sort_indices()
+    pattern = sp.csr_matrix((np.ones(a.nnz), a.indices, a.indptr), shape=a.shape)
+    x = np.random.default_rng(3).uniform(-1, 1, (n, 3)).astype(np.float32)
+    want = pattern @ (pattern @ x.astype(np.float64))
+    ptr, idx = a.indptr.astype(np.int32), a.indices.astype(np.int32)
+    _all_agree(mods, lib, "two_hop", [x, np.zeros((n, 3), np.float32), ptr, idx, ptr.copy(),
+                                      idx.copy(), n, a.nnz, 3], 1, want, tol=1e-4)

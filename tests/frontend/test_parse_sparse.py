@@ -93,6 +93,17 @@ def test_iteration_annotations_print_back_and_reach_the_lowered_block() -> None:
     assert 'T.block_attr({"preprocess": True})' in lowered
 
 
+def test_attach_prints_back() -> None:
+    mod = parse(HEAD + '''    D = T.dense_fixed(n)
+    K = T.sparse_variable(D, (n, nnz), (a, b), "int32")
+    with T.sp_iter([I, J, T.attach(K, J)], "SRR", "x") as [i, j, k]:
+        pass
+''')
+    text = print_module(mod)
+    assert 'T.sp_iter([I, J, T.attach(K, J)], "SRR", "x") as [i, j, k]' in text
+    assert structural_equal(mod.functions["f"], parse(text).functions["f"])
+
+
 BAD = {
     "kinds_length": ('''    A = T.match_sparse_buffer(a, (I, J), "float32")
     with T.sp_iter([I, J], "S", "x") as [i, j]:
@@ -125,9 +136,20 @@ BAD = {
         T.iter_attr({"a": 1})
         T.iter_attr({"b": 2})
 ''', 10, 9, "T.iter_attr appears twice in this iteration"),
-    "attach": ('''    with T.sp_iter([I, T.attach(J, I)], "SS", "x") as [i, j]:
+    "attach_sparse_parent": ('''    K = T.sparse_variable(J, (n, nnz), (a, b), "int32")
+    with T.sp_iter([I, J, T.attach(K, J)], "SSS", "x") as [i, j, k]:
         pass
-''', 8, 24, "unsupported: T.attach"),
+''', 9, 36, "T.attach: axis K must be attached to a dense_fixed axis"),
+    "attach_length": ('''    D = T.dense_fixed(nnz)
+    K = T.sparse_variable(D, (n, nnz), (a, b), "int32")
+    with T.sp_iter([I, J, T.attach(K, J)], "SSS", "x") as [i, j, k]:
+        pass
+''', 10, 27, "T.attach: the parent of K, D, and J differ in length"),
+    "attach_order": ('''    D = T.dense_fixed(n)
+    K = T.sparse_variable(D, (n, nnz), (a, b), "int32")
+    with T.sp_iter([I, T.attach(K, J), J], "SSS", "x") as [i, k, j]:
+        pass
+''', 10, 63, "axis K is iterated before its parent J"),
 }
 
 
