@@ -23,6 +23,7 @@ from llvmlite import ir
 from tirc.backends.llvm.builtins import BuiltinCalls
 from tirc.backends.llvm.context import ModuleContext
 from tirc.backends.llvm.memory import const_int
+from tirc.backends.llvm.search import SearchCalls
 from tirc.backends.llvm.stmt import StmtCodegen
 from tirc.backends.llvm.types import (
     I8,
@@ -71,7 +72,7 @@ def _const_bytes(buf: Buffer) -> int:
     return max(1, size.value) * buf.dtype.bytes
 
 
-class KernelCodegen(BuiltinCalls, StmtCodegen):
+class KernelCodegen(BuiltinCalls, SearchCalls, StmtCodegen):
     """Emits the body of one kernel (see the module docstring)."""
 
     def __init__(self, ctx: ModuleContext, fn: ir.Function, env: dict[Var, ir.Value],

@@ -173,7 +173,10 @@ class _Splitter:
         k = len(self.kernels)
         name = f"{self.func.name}_kernel" if self.count == 1 else f"{self.func.name}_kernel{k}"
         free = used_vars(body) - defined_vars(body)
-        buffers = _buffers_by_data(body)
+        # A buffer the kernel reaches only through its storage (the sparse lowering's
+        # position searches take `indptr.data`) is found among the function's parameters.
+        buffers = {**{b.data: b for b in self.func.buffer_map.values()},
+                   **_buffers_by_data(body)}
         # By name, and variables of the same name by first use (never by set order, which
         # changes from run to run).
         first = _first_use(body)

@@ -63,3 +63,41 @@ def test_sparse_ptx_passes_ptxas(name: str, arch: str, tmp_path: Path) -> None:
     done = subprocess.run([exe, f"-arch={arch}", str(ptx), "-o", str(tmp_path / "k.cubin")],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_searches_nested_iterations_and_attach_lower_for_cuda(tmp_path: Path) -> None:
+    """The access kernels of tests/e2e/test_sparse_access.py, bound by the default GPU
+    schedule: position searches (lower_bound, upper_bound: inside kernels, their arrays kernel
+    parameters), nested iterations and T.attach. The GPU interpreter agrees with the sparse
+    form, and the PTX passes ptxas."""
+    import scipy.sparse as sp
+    from tirc.frontend import parse
+
+    from tests.e2e.test_sparse_access import KERNELS
+    from tests.sparse_support import interpret
+
+    mod = parse(KERNELS)
+    gpu = GPUInterpreter(lower(mod))
+    a = sp.csr_matrix(matrices()["karate"])
+    n = a.shape[0]
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-1, 1, n).astype(np.float32)
+    feats = rng.uniform(-1, 1, (n, 3)).astype(np.float32)
+    ptr, idx = a.indptr.astype(np.int32), a.indices.astype(np.int32)
+    cases = {
+        "dense_iter": ([a.data, x, np.zeros(n, np.float32), ptr, idx, n, n, a.nnz], 2),
+        "scale_fused": ([a.data, np.zeros(a.nnz, np.float32), ptr, idx, n, n, a.nnz], 1),
+        "row_softmax": ([a.data, np.zeros(a.nnz, np.float32), ptr, idx, n, n, a.nnz], 1),
+        "two_hop": ([feats, np.zeros((n, 3), np.float32), ptr, idx, ptr, idx, n, a.nnz, 3], 1),
+    }
+    for name, (args, out) in cases.items():
+        want = interpret(mod, name, args)[out]
+        got = [v.copy() if isinstance(v, np.ndarray) else v for v in args]
+        gpu.call(name, *got)
+        np.testing.assert_allclose(got[out], want, rtol=1e-5, atol=1e-5, err_msg=name)
+    exe = require_ptxas()
+    ptx = tmp_path / "access.ptx"
+    ptx.write_text(compile_ptx(mod, "cuda -arch=sm_90").ptx)
+    done = subprocess.run([exe, "-arch=sm_90", str(ptx), "-o", str(tmp_path / "k.cubin")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
