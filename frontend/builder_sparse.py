@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tirc.frontend import syntax as S
+from tirc.frontend.builder_buffer import layout_arg
 from tirc.frontend.context import BuildError
 from tirc.frontend.signature import Sig, check_call
 from tirc.ir.buffer import Buffer
@@ -137,7 +138,7 @@ def _array(fb: PrimFuncBuilder, node: S.Expr, name: str, size: PrimExpr, dt: DTy
 
 def _match_sparse_buffer(fb: PrimFuncBuilder, target: S.Name, call: S.Call) -> SparseBuffer:
     ctx = fb.ctx
-    a = check_call(ctx, call, "T.match_sparse_buffer", Sig(2, 3, ("dtype", "scope")))
+    a = check_call(ctx, call, "T.match_sparse_buffer", Sig(2, 3, ("dtype", "scope", "layout")))
     first = a.pos[0]
     handle = fb.handles.get(first.id) if isinstance(first, S.Name) else None
     if handle is None:
@@ -146,7 +147,7 @@ def _match_sparse_buffer(fb: PrimFuncBuilder, target: S.Name, call: S.Call) -> S
         ctx.error(f"parameter '{first.id}' is already matched to a buffer",  # type: ignore
                   first.span)
     buf = _sparse_buffer(fb, target, call, a.pos[1], a.get(2, "dtype"), a.get(3, "scope"),
-                         "T.match_sparse_buffer")
+                         "T.match_sparse_buffer", a.kw.get("layout"))
     fb.buffer_map[handle] = buf
     return buf
 
@@ -154,16 +155,18 @@ def _match_sparse_buffer(fb: PrimFuncBuilder, target: S.Name, call: S.Call) -> S
 def _alloc_sparse_buffer(fb: PrimFuncBuilder, target: S.Name, call: S.Call) -> SparseBuffer:
     """`T.alloc_sparse_buffer((I, J), "float32", "global")`: storage of the axes' shape that
     the function allocates (an intermediate of a sparse computation)."""
-    a = check_call(fb.ctx, call, "T.alloc_sparse_buffer", Sig(1, 3, ("dtype", "scope")))
+    a = check_call(fb.ctx, call, "T.alloc_sparse_buffer",
+                   Sig(1, 3, ("dtype", "scope", "layout")))
     return _sparse_buffer(fb, target, call, a.pos[0], a.get(1, "dtype"), a.get(2, "scope"),
-                          "T.alloc_sparse_buffer")
+                          "T.alloc_sparse_buffer", a.kw.get("layout"))
 
 
 def _sparse_buffer(fb: PrimFuncBuilder, target: S.Name, call: S.Call, axes_node: S.Expr,
-                   dt_node: S.Expr | None, scope_node: S.Expr | None, what: str
-                   ) -> SparseBuffer:
+                   dt_node: S.Expr | None, scope_node: S.Expr | None, what: str,
+                   layout_node: S.Expr | None = None) -> SparseBuffer:
     """The sparse buffer over the axes `axes_node` names, of dtype `dt_node` (float32 when
-    not given), in global memory."""
+    not given), in global memory; with `layout=`, an Axe layout of its storage (the storage
+    shape's coordinates -> memory: column-major blocks of a BSR matrix, for instance)."""
     ctx = fb.ctx
     if not isinstance(axes_node, (S.Tuple, S.List)) or not axes_node.elts:
         ctx.error(f"{what} takes its axes as a tuple, such as (I, J)", axes_node.span)
@@ -178,9 +181,10 @@ def _sparse_buffer(fb: PrimFuncBuilder, target: S.Name, call: S.Call, axes_node:
     dt = fb.lb.eb.dtype_arg(dt_node) if dt_node is not None else DType("float", 32)
     if scope_node is not None and fb.lb.eb.str_literal(scope_node, "the scope") != "global":
         ctx.unsupported("a sparse buffer outside global memory", scope_node.span)
+    layout = layout_arg(ctx, fb.lb.eb, layout_node) if layout_node is not None else None
     return SparseBuffer(name=target.id, shape=tuple(ax.length for ax in axes), dtype=dt,
                         data=Var(target.id, HANDLE, span=target.span), axes=tuple(axes),
-                        span=call.span)
+                        layout=layout, span=call.span)
 
 
 # ---- sparse iterations --------------------------------------------------------------------

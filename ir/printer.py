@@ -490,7 +490,8 @@ class FuncPrinter:
         if isinstance(b, SparseBuffer):
             axes = ", ".join(self.names.get(a, a.name) for a in b.axes)
             axes = f"({axes},)" if len(b.axes) == 1 else f"({axes})"
-            return f'T.alloc_sparse_buffer({axes}, "{b.dtype}")'
+            layout = f", layout={_str(str(b.layout))}" if b.layout is not None else ""
+            return f'T.alloc_sparse_buffer({axes}, "{b.dtype}"{layout})'
         return f"T.{self.block_alloc}({self.buffer_args(b)})"
 
     @staticmethod

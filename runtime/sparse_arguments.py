@@ -27,6 +27,7 @@ class SparseParam:
     dtype: str
     axes: list[dict[str, Any]]
     shape: tuple[Any, ...] = ()  # parameters (or ints) given the matrix's shape, if any
+    layout: str | None = None    # an Axe layout of the storage: the caller packs it (raw)
 
     @property
     def sparse_axes(self) -> list[dict[str, Any]]:
@@ -54,7 +55,7 @@ class SparseSignature:
         self.raw = params
         planned = planned_names(plan) if plan is not None else set()
         self.tensors = {t["name"]: SparseParam(t["name"], t["dtype"], list(t["axes"]),
-                                               tuple(t.get("shape", ())))
+                                               tuple(t.get("shape", ())), t.get("layout"))
                         for t in tensors if t["name"] not in planned}
         components: set[str] = set()
         for t in self.tensors.values():
@@ -149,6 +150,10 @@ def unpack(fn: str, t: SparseParam, value: Any, scalars: dict[str, int]) -> dict
     axes = t.axes
     kinds = [a["kind"] for a in axes]
     sparse = t.sparse_axes
+    if t.layout is not None:
+        raise _fail(fn, t, f"its storage has the layout {t.layout}, which a SciPy matrix's "
+                           "arrays are not in; call the raw function with the storage packed "
+                           "in that layout")
     if len(sparse) != 1 or sparse[0]["kind"] != "sparse_variable" or kinds[0] != "dense_fixed" \
             or kinds[1] != "sparse_variable" or any(k != "dense_fixed" for k in kinds[2:]):
         raise _fail(fn, t, f"format ({', '.join(kinds)}) takes no SciPy matrix; call the "

@@ -107,17 +107,28 @@ def _direct(buf: SparseBuffer, indices: tuple[Any, ...] | None) -> list[int | No
     return out
 
 
+def storage_buffer(buf: SparseBuffer) -> Buffer:
+    """`buf` as a plain buffer of its storage shape (with its layout, if any): what the
+    layout maps to memory."""
+    return Buffer(name=buf.name, shape=storage_shape(buf.axes), dtype=buf.dtype,
+                  data=buf.data, layout=buf.layout, span=buf.span)
+
+
 def offset_fn(acc: BufferAccess, buf: SparseBuffer, index_fns: list[Fn],
               span: Span | None, indices: tuple[Any, ...] | None = None) -> Fn:
-    """The flat storage offset of `buf[coords]`, or ABSENT for a structural zero."""
+    """The flat storage offset of `buf[coords]`, or ABSENT for a structural zero: the
+    storage coordinates (a position per axis group) in row-major order, or through the
+    buffer's layout."""
     groups = axis_groups(buf.axes)
     readers = [[AxisReader(buf.axes[k], acc.slot_of, acc.compile_expr) for k in g] for g in groups]
     dim_fns = [acc.compile_expr(d) for d in storage_shape(buf.axes)]
     name = buf.name
     direct = _direct(buf, indices)
+    layout = acc.layout_map_fn(storage_buffer(buf)) if buf.layout is not None else None
 
     def offset(env: Env) -> int:
         off = 0
+        coords: list[int] = []
         for group, rs in zip(groups, readers):
             pos = ABSENT
             for k, r in zip(group, rs):
@@ -137,6 +148,10 @@ def offset_fn(acc: BufferAccess, buf: SparseBuffer, index_fns: list[Fn],
                     if pos == ABSENT:
                         return ABSENT
             off = off * int(dim_fns[groups.index(group)](env)) + pos
+            coords.append(pos)
+        if layout is not None:
+            cmap = layout(env)
+            return int(cmap.offset_of(cmap.place(coords)))
         return off
 
     return offset
@@ -189,9 +204,10 @@ def bind_argument(buf: SparseBuffer, arg: Any, check_later: list[Callable[[Env],
     if not arg.flags.c_contiguous:
         raise InterpreterError(f"argument {buf.name}: sparse storage must be contiguous")
     dims = [acc.compile_expr(d) for d in storage_shape(buf.axes)]
+    layout = acc.layout_map_fn(storage_buffer(buf)) if buf.layout is not None else None
 
     def check(env: Env) -> None:
-        want = math.prod(int(f(env)) for f in dims)
+        want = layout(env).size if layout is not None else math.prod(int(f(env)) for f in dims)
         if arg.size != want:
             raise InterpreterError(f"argument {buf.name}: sparse storage has {arg.size} "
                                    f"elements, the format needs {want}")

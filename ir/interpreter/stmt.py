@@ -33,7 +33,7 @@ from tirc.ir.interpreter.values import (
 )
 from tirc.ir.loop_jumps import escaping_loop_jumps
 from tirc.ir.span import Span
-from tirc.ir.sparse.buffer import SparseBuffer, storage_shape
+from tirc.ir.sparse.buffer import SparseBuffer
 from tirc.ir.sparse.iteration import SparseIteration
 from tirc.ir.stmt import (
     Allocate,
@@ -263,8 +263,9 @@ class StmtCompiler:
     def _allocator(self, buf: Buffer, init: PrimExpr | None) -> Callable[[Env], np.ndarray]:
         """A closure making fresh storage for `buf` (NaN for floats, zeros for integers, or
         `init` for event tensors)."""
-        shape = storage_shape(buf.axes) if isinstance(buf, SparseBuffer) else buf.shape
-        dim_fns = [self.ex.compile(d) for d in shape]
+        if isinstance(buf, SparseBuffer):
+            buf = sparse.storage_buffer(buf)
+        dim_fns = [self.ex.compile(d) for d in buf.shape]
         dtype = np.dtype(np.int32) if buf.scope == "event" else np_dtype(buf.dtype)
         init_fn = self.ex.compile(init) if init is not None else None
         name = buf.name

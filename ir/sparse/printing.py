@@ -7,6 +7,7 @@ and the `T.match_sparse_buffer` lines; `iteration_head` prints the `with T.sp_it
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -89,7 +90,8 @@ def declare_sparse(f: PrimFunc, define: Callable[[Any, str], str], ref: Callable
             name = define(buf, buf.name)
             axes = ", ".join(ref(a) for a in buf.axes)
             axes = f"({axes},)" if len(buf.axes) == 1 else f"({axes})"
-            emit(f'{name} = T.match_sparse_buffer({ref(p)}, {axes}, "{buf.dtype}")')
+            layout = f", layout={json.dumps(str(buf.layout))}" if buf.layout is not None else ""
+            emit(f'{name} = T.match_sparse_buffer({ref(p)}, {axes}, "{buf.dtype}"{layout})')
 
 
 def iteration_head(it: SparseIteration, ref: Callable[[Any], str], names: list[str]) -> str:

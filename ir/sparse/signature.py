@@ -58,8 +58,11 @@ def sparse_tensor_info(func: PrimFunc) -> tuple[dict[str, object], ...]:
                 if arr is not None:
                     entry[what] = handle_of[arr].name if arr in handle_of else arr.name
             axes.append(entry)
-        out.append({"name": p.name, "buffer": buf.name, "dtype": str(buf.dtype),
-                    "axes": tuple(axes)})
+        entry = {"name": p.name, "buffer": buf.name, "dtype": str(buf.dtype),
+                 "axes": tuple(axes)}
+        if buf.layout is not None:
+            entry["layout"] = str(buf.layout)
+        out.append(entry)
     return tuple(out)
 
 

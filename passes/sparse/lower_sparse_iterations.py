@@ -479,7 +479,7 @@ def lower_sparse(func: PrimFunc, check_arrays: bool = True) -> PrimFunc:
     for buf in (*func.buffer_map.values(), *allocated):
         if isinstance(buf, SparseBuffer):
             flat[buf] = Buffer(name=buf.name, shape=storage_shape(buf.axes), dtype=buf.dtype,
-                               data=buf.data, span=buf.span)
+                               data=buf.data, layout=buf.layout, span=buf.span)
     name = str(func.attrs.get("global_symbol", func.name))
     lowering = _Lowering(flat, name if check_arrays else None)
 

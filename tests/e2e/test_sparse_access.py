@@ -148,6 +148,28 @@ def two_hop(x: T.handle, y: T.handle, indptr: T.handle, indices: T.handle, indpt
         Y[i, f] = Y[i, f] + X[k, f]
 '''
 
+# BSR SpMM whose 2 x 2 blocks are stored column-major, as an Axe layout of the storage
+# (cuSPARSE's column block direction).
+KERNELS += '''
+
+@T.prim_func
+def bsr_colmajor(a: T.handle, b: T.handle, c: T.handle, indptr: T.handle, indices: T.handle,
+                 mb: T.int32, nb: T.int32, nnzb: T.int32, feat: T.int32):
+    I = T.dense_fixed(mb)
+    J = T.sparse_variable(I, (nb, nnzb), (indptr, indices), "int32")
+    J_detach = T.dense_fixed(nb)
+    BI = T.dense_fixed(2)
+    BJ = T.dense_fixed(2)
+    F = T.dense_fixed(feat)
+    A = T.match_sparse_buffer(a, (I, J, BI, BJ), "float32", layout="S[(nnzb, 2, 2):(4, 1, 2)]")
+    B = T.match_sparse_buffer(b, (J_detach, BJ, F), "float32")
+    C = T.match_sparse_buffer(c, (I, BI, F), "float32")
+    with T.sp_iter([I, BI, J, BJ, F], "SSRRS", "bsr_colmajor") as [i, bi, j, bj, f]:
+        with T.init():
+            C[i, bi, f] = T.float32(0)
+        C[i, bi, f] = C[i, bi, f] + A[i, j, bi, bj] * B[j, bj, f]
+'''
+
 MATRICES = matrices()
 
 
@@ -316,3 +338,25 @@ def test_attach_runs_an_axis_under_another_ones_coordinate(mods, lib, name: str)
     ptr, idx = a.indptr.astype(np.int32), a.indices.astype(np.int32)
     _all_agree(mods, lib, "two_hop", [x, np.zeros((n, 3), np.float32), ptr, idx, ptr.copy(),
                                       idx.copy(), n, a.nnz, 3], 1, want, tol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["karate", "power_law", "elasticity_fem"])
+def test_sparse_storage_with_a_layout(mods, lib, name: str) -> None:
+    """bsr_colmajor reads its blocks through the storage's layout: given the blocks packed
+    column-major it computes the product, and the SciPy path refuses the matrix (its arrays
+    are row-major blocks)."""
+    a = MATRICES[name]
+    m, n = a.shape
+    bsr = sp.csr_matrix((a.data, a.indices, a.indptr), shape=(m + m % 2, n + n % 2)) \
+        .tobsr(blocksize=(2, 2))
+    bsr.sort_indices()
+    mb, nb = bsr.shape[0] // 2, bsr.shape[1] // 2
+    x = np.random.default_rng(4).uniform(-1, 1, (nb, 2, 3)).astype(np.float32)
+    want = (bsr.toarray().astype(np.float64) @ x.reshape(-1, 3)).reshape(mb, 2, 3)
+    packed = np.ascontiguousarray(bsr.data.transpose(0, 2, 1)).reshape(-1)
+    args = [packed, x, np.zeros((mb, 2, 3), np.float32), bsr.indptr.astype(np.int32),
+            bsr.indices.astype(np.int32), mb, nb, bsr.indices.size, 3]
+    _all_agree(mods, lib, "bsr_colmajor", args, 2, want)
+    with pytest.raises(ValueError, match="sparse argument a: its storage has the layout "
+                       "S\\[\\(nnzb, 2, 2\\):\\(4, 1, 2\\)\\]"):
+        lib.bsr_colmajor(bsr, x)

@@ -104,6 +104,20 @@ def test_attach_prints_back() -> None:
     assert structural_equal(mod.functions["f"], parse(text).functions["f"])
 
 
+def test_sparse_buffer_layouts_print_back() -> None:
+    mod = parse(HEAD + '''    A = T.match_sparse_buffer(a, (I, J), "float32", layout="S[nnz:1]")
+    t = T.alloc_sparse_buffer((I,), "float32", layout="S[m:1]")
+    with T.sp_iter([I, J], "SR", "x") as [i, j]:
+        with T.init():
+            t[i] = T.float32(0)
+        t[i] = t[i] + A[i, j]
+''')
+    text = print_module(mod)
+    assert 'T.match_sparse_buffer(a, (I, J), "float32", layout="S[nnz:1]")' in text, text
+    assert 'T.alloc_sparse_buffer((I,), "float32", layout="S[m:1]")' in text
+    assert structural_equal(mod.functions["f"], parse(text).functions["f"])
+
+
 BAD = {
     "kinds_length": ('''    A = T.match_sparse_buffer(a, (I, J), "float32")
     with T.sp_iter([I, J], "S", "x") as [i, j]:
