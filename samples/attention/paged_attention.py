@@ -117,6 +117,7 @@ def render(v: Variant) -> str:
             f'    part_o = T.alloc_buffer((num_work, {hq}, {d}), "float32")',
             f'    part_max = T.alloc_buffer((num_work, {hq}), "float32")',
             f'    part_sum = T.alloc_buffer((num_work, {hq}), "float32")',
+            *_plan_checks(v),
             f'    for wh in T.parallel(num_work * {hkv}, annotations={{"parallel.chunk": 1}}):',
             f'        w: T.int32 = T.cast(wh // {hkv}, "int32")',
             f'        h: T.int32 = T.cast(wh % {hkv}, "int32")',
@@ -227,6 +228,28 @@ def render(v: Variant) -> str:
     ]
     lines += [ind + x for x in body]
     return "\n".join(lines) + "\n"
+
+
+def _plan_checks(v: Variant) -> list[str]:
+    """The balanced form checks its plan against the page table before using it: each
+    request's items in `merge_indptr` order are its own and lie within its tokens (a plan made
+    for another table would read outside the pages)."""
+    ps = v.page_size
+    where = f"{v.name}: the plan"
+    return [
+        "    assert merge_indptr[0] == 0 and merge_indptr[batch] == num_work, "
+        f'"{where}\'s merge_indptr must run from 0 to the number of work items"',
+        "    for b in range(batch):",
+        "        n_pages: T.int32 = kv_indptr[b + 1] - kv_indptr[b]",
+        f"        seq_len: T.int32 = T.if_then_else(n_pages > 0, (n_pages - 1) * {ps} "
+        "+ kv_last_page_len[b], 0)",
+        "        assert merge_indptr[b] <= merge_indptr[b + 1], "
+        f'"{where}\'s merge_indptr decreases"',
+        "        for w in range(merge_indptr[b], merge_indptr[b + 1]):",
+        "            assert work_request[w] == b and 0 <= work_start[w] and work_start[w] < "
+        f'work_end[w] and work_end[w] <= seq_len, "{where} has a work item outside its '
+        'request\'s tokens"',
+    ]
 
 
 def _merge(v: Variant) -> list[str]:

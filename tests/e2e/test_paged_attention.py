@@ -167,3 +167,26 @@ def test_the_sparse_form_checks_its_page_table(lib) -> None:
     bad_count[6] += 1  # nnz_tokens: one more than page_indptr ends at
     with pytest.raises(TircError, match="axis L: indptr must start at 0 and end at nnz"):
         getattr(lib, v.name)(*bad_count)
+
+
+@pytest.mark.parametrize("bad", ["end_past_tokens", "other_request", "merge_total"])
+def test_the_balanced_form_checks_its_plan(lib, bad: str) -> None:
+    """A plan that does not fit the page table (made for another one, or edited) is an error,
+    not a read outside the pages."""
+    from tirc.runtime.errors import TircError
+
+    v = _variant("paged_decode_balanced", group=4)
+    args, _ = _case(v, seed=5)
+    args = [a.copy() for a in args]
+    work_request, work_end, merge_indptr = args[6], args[8], args[9]
+    if bad == "end_past_tokens":
+        work_end[-1] += 1
+        message = "has a work item outside its request's tokens"
+    elif bad == "other_request":
+        work_request[0] = 1
+        message = "has a work item outside its request's tokens"
+    else:
+        merge_indptr[-1] -= 1
+        message = "merge_indptr must run from 0 to the number of work items"
+    with pytest.raises(TircError, match=f"{v.name}: the plan.*{message}"):
+        getattr(lib, v.name)(*args)
