@@ -20,6 +20,10 @@ compiled with no schedule, gpu-default-schedule binds their kernels): one call r
 arrays checked against the reference, then the whole launch plan (every kernel, intermediates
 in the device workspace) timed the same way; GFLOP/s counts the matmuls, GB/s the inputs and
 outputs once.
+
+Then the sparse samples (SpMM, SDDMM on a Cora-sized power-law graph) and the GPU forms of
+paged attention (decode and causal append over a cache in permuted pages, 17k tokens), each
+with its own CUDA schedule, checked against SciPy / NumPy and timed the same way.
 """
 
 from __future__ import annotations
@@ -235,7 +239,8 @@ def check_loop_samples(arch: str, repeats: int, compile_only: bool, small: bool,
 
 
 def run(arch: str | None, repeats: int, compile_only: bool, small: bool = False,
-        graph: tuple[str, ...] | None = None, loops: tuple[str, ...] | None = None) -> int:
+        graph: tuple[str, ...] | None = None, loops: tuple[str, ...] | None = None,
+        sparse: bool = True) -> int:
     refs = _references()
     from tirc.runtime import TircError, load
     from tirc.runtime.cuda_driver import CudaDriverError, driver
@@ -285,8 +290,110 @@ def run(arch: str | None, repeats: int, compile_only: bool, small: bool = False,
                                                          Path(tmp), graph)
         rows += graph_rows
         failures += graph_failures
+        if sparse:
+            sparse_rows, sparse_failures = check_sparse_attention(arch, repeats, compile_only,
+                                                                  small, Path(tmp))
+            rows += sparse_rows
+            failures += sparse_failures
     print("\n".join(rows))
     return 1 if failures else 0
+
+
+# ---- sparse kernels and paged attention -----------------------------------------------------
+
+SPARSE_KERNELS = {  # function: (its file, the table's name for it)
+    "spmm": (ROOT / "samples" / "sparse" / "spmm.tir", "spmm"),
+    "sddmm": (ROOT / "samples" / "sparse" / "sddmm.tir", "sddmm"),
+    "paged_decode_gpu": (ROOT / "samples" / "attention" / "paged_decode_gpu.tir",
+                         "paged decode"),
+    "paged_append_causal_gpu": (ROOT / "samples" / "attention" / "paged_append_causal_gpu.tir",
+                                "paged append"),
+}
+
+
+def _sparse_case(name: str, small: bool) -> tuple[str, list[Any], int, np.ndarray, float,
+                                                   float | None, float]:
+    """(label, arguments, output index, reference, bytes moved, flops, tolerance) of one
+    kernel: SpMM / SDDMM on a power-law graph (Cora-sized; tiny with `small`), paged decode /
+    causal append on a cache in permuted pages with ragged lengths (an empty request, a
+    one-token last page; benchmarks/attention.py's 17k tokens unless `small`)."""
+    rng = np.random.default_rng(0)
+    if name in ("spmm", "sddmm"):
+        graphs = _load("tirc_bench_sparse", ROOT / "benchmarks" / "sparse.py")
+        n, nnz, feat = (60, 240, 8) if small else (2708, 10_800, 64)
+        a = graphs.power_law_graph(n, nnz)
+        b = rng.uniform(-1, 1, (n, feat)).astype(np.float32)
+        label = f"n={n},nnz={a.nnz},f={feat}"
+        index_bytes = float(a.indptr.nbytes + a.indices.nbytes)
+        if name == "spmm":
+            c = np.zeros((n, feat), np.float32)
+            want = a.astype(np.float64) @ b.astype(np.float64)
+            args = [a.data, b, c, a.indptr, a.indices, n, n, feat, a.nnz]
+            return (label, args, 2, np.asarray(want), index_bytes + a.data.nbytes + b.nbytes
+                    + c.nbytes, 2.0 * a.nnz * feat, 1e-4)
+        x = rng.uniform(-1, 1, (n, feat)).astype(np.float32)
+        rows = np.repeat(np.arange(n), np.diff(a.indptr))
+        want = np.einsum("ij,ij->i", x[rows].astype(np.float64), b[a.indices])
+        args = [x, b, np.zeros(a.nnz, np.float32), a.indptr, a.indices, n, n, feat, a.nnz]
+        return (label, args, 2, want, index_bytes + x.nbytes + b.nbytes + 4.0 * a.nnz,
+                2.0 * a.nnz * feat, 1e-4)
+    ref = _load("paged_attention_reference", ROOT / "samples" / "attention" / "reference.py")
+    lens = [3, 17, 0] if small else rng.integers(500, 1600, 16).tolist()
+    cache = ref.make_cache(lens, 16, 8, 128, "float16", seed=1)
+    table = [cache.k, cache.v, cache.kv_indptr, cache.kv_indices, cache.kv_last_page_len]
+    label = f"b={len(lens)},tokens={sum(lens)}"
+    kv_bytes = 2.0 * sum(lens) * 8 * 128 * 2
+    if name == "paged_decode_gpu":
+        q = rng.uniform(-1, 1, (len(lens), 32, 128)).astype(np.float16)
+        args = [q, *table, np.zeros(q.shape, np.float16)]
+        want = ref.attention(q, cache)
+    else:
+        n_q = [min(2 if small else 4, n) for n in lens]
+        qo = np.concatenate([[0], np.cumsum(n_q)]).astype(np.int32)
+        q = rng.uniform(-1, 1, (int(qo[-1]), 32, 128)).astype(np.float16)
+        args = [q, *table, qo, np.zeros(q.shape, np.float16)]
+        want = ref.attention(q, cache, qo)
+        label += f",q={int(qo[-1])}"
+    return label, args, len(args) - 1, want, kv_bytes + 2.0 * q.nbytes, None, 5e-3
+
+
+def check_sparse_attention(arch: str, repeats: int, compile_only: bool, small: bool,
+                           out_dir: Path) -> tuple[list[str], int]:
+    """Table rows for the sparse samples and the GPU forms of paged attention (their own
+    `target="cuda"` schedules), checked against SciPy / NumPy, and how many did not match."""
+    from tirc.driver import compile_ptx
+    from tirc.frontend import parse_file
+    from tirc.runtime import TircError, load
+
+    rows: list[str] = []
+    failures = 0
+    for name, (source, shown) in SPARSE_KERNELS.items():
+        result = compile_ptx(parse_file(str(source)), f"cuda -arch={arch}", opt_level=3)
+        path = out_dir / f"{name}.ptx"
+        path.write_text(result.ptx)
+        from tirc.backends.nvptx.ptxas import find_ptxas
+
+        usage = result.usage() if find_ptxas() is not None else []
+        regs = f"{max((u.registers for u in usage), default=0)}max" if usage else "-"
+        if compile_only:
+            rows.append(f"{shown:<16} {'(compiled only)':<26} {'':>9} {'':>3} {'':>9} {'':>8} "
+                        f"{'':>9} {regs:>5}")
+            continue
+        label, args, out, want, nbytes, flops, tol = _sparse_case(name, small)
+        try:
+            fn = load(path)[name]
+            fn(*args)
+            got = args[out].astype(np.float64)
+            err = float(np.max(np.abs(got - want), initial=0.0))
+            ok = bool(np.allclose(got, want, rtol=tol, atol=tol))
+            ms = time_kernels(fn, args, repeats)
+        except TircError as exc:
+            failures += 1
+            rows.append(f"{shown:<16} {label:<26} ERROR {exc}")
+            continue
+        failures += not ok
+        rows.append(row(shown, label, err, ok, ms, nbytes, flops, regs))
+    return rows, failures
 
 
 # ---- GPU megakernel vs per-kernel ------------------------------------------------------------

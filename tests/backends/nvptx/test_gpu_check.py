@@ -52,7 +52,7 @@ def test_runs_end_to_end_on_a_fake_device(monkeypatch: pytest.MonkeyPatch, capsy
                             arch="sm_90"))
     monkeypatch.setattr(cuda_driver, "_DRIVER", fake)
     status = _load().run(None, repeats=1, compile_only=False, small=True, graph=("mlp",),
-                         loops=("transpose",))
+                         loops=("transpose",), sparse=False)  # sparse: the test below
     out = capsys.readouterr().out
     assert status == 0, out
     assert out.splitlines()[0] == "device: fake, sm_90, 132 SMs"
@@ -74,3 +74,17 @@ def test_compile_only_lists_the_graph_samples(capsys) -> None:
     assert {s.name for s in SAMPLE_REFS.LOOP_SAMPLES} <= listed
     (row,) = [line for line in out.splitlines() if line.startswith("mlp ")]
     assert "(compiled only)" in row and row.split()[-1].endswith("max")
+
+
+def test_sparse_and_attention_run_on_a_fake_device(monkeypatch: pytest.MonkeyPatch,
+                                                   tmp_path) -> None:
+    """The device script's sparse samples and GPU paged attention, small, on the fake driver:
+    every row matches SciPy / NumPy."""
+    script = _load()
+    fake = FakeDriver(*(lower(parse_file(str(path)), opt_level=3, arch="sm_90")
+                        for path, _ in script.SPARSE_KERNELS.values()))
+    monkeypatch.setattr(cuda_driver, "_DRIVER", fake)
+    rows, failures = script.check_sparse_attention("sm_90", 1, False, True, tmp_path)
+    assert failures == 0, rows
+    assert [r.split()[0] for r in rows] == ["spmm", "sddmm", "paged", "paged"]
+    assert all(r.split()[4 if r.startswith("paged") else 3] == "yes" for r in rows), rows
