@@ -45,15 +45,6 @@ def tirc_command() -> list[str]:
     return [str(beside)] if beside.exists() else [shutil.which("tirc") or "tirc"]
 
 
-def reference_module():
-    path = ROOT / "samples" / "attention" / "reference.py"
-    spec = importlib.util.spec_from_file_location("paged_reference", path)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules[spec.name] = module  # type: ignore[union-attr]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
-
-
 def timings(fn: Callable[[], object], runs: int) -> tuple[float, float]:
     fn()
     times = []
@@ -117,7 +108,7 @@ def sequence_lengths(shape: str, rng: np.random.Generator) -> list[int]:
 def measure(lib_path: Path, runs: int, shape: str) -> dict:
     import tirc.runtime as rt
 
-    ref = reference_module()
+    ref = load_script("reference")
     plan_module = load_script("decode_plan")
     rng = np.random.default_rng(0)
     lens = sequence_lengths(shape, rng)

@@ -66,11 +66,17 @@ def _odd_sizes(sizes: dict[str, int]) -> dict[str, int]:
 
 
 def compile_sample(sample: Any, arch: str, out_dir: Path) -> tuple[Path, list[Any]]:
+    return compile_file(Path(sample.path), sample.name, arch, out_dir)
+
+
+def compile_file(source: Path, name: str, arch: str, out_dir: Path) -> tuple[Path, list[Any]]:
+    """`source` compiled to `out_dir/name.ptx` at -O3, and its kernels' ptxas usage (none
+    without ptxas)."""
     from tirc.driver import compile_ptx
     from tirc.frontend import parse_file
 
-    result = compile_ptx(parse_file(str(sample.path)), f"cuda -arch={arch}", opt_level=3)
-    path = out_dir / f"{sample.name}.ptx"
+    result = compile_ptx(parse_file(str(source)), f"cuda -arch={arch}", opt_level=3)
+    path = out_dir / f"{name}.ptx"
     path.write_text(result.ptx)
     usage: list[Any] = []
     from tirc.backends.nvptx.ptxas import find_ptxas
@@ -361,19 +367,12 @@ def check_sparse_attention(arch: str, repeats: int, compile_only: bool, small: b
                            out_dir: Path) -> tuple[list[str], int]:
     """Table rows for the sparse samples and the GPU forms of paged attention (their own
     `target="cuda"` schedules), checked against SciPy / NumPy, and how many did not match."""
-    from tirc.driver import compile_ptx
-    from tirc.frontend import parse_file
     from tirc.runtime import TircError, load
 
     rows: list[str] = []
     failures = 0
     for name, (source, shown) in SPARSE_KERNELS.items():
-        result = compile_ptx(parse_file(str(source)), f"cuda -arch={arch}", opt_level=3)
-        path = out_dir / f"{name}.ptx"
-        path.write_text(result.ptx)
-        from tirc.backends.nvptx.ptxas import find_ptxas
-
-        usage = result.usage() if find_ptxas() is not None else []
+        path, usage = compile_file(source, name, arch, out_dir)
         regs = f"{max((u.registers for u in usage), default=0)}max" if usage else "-"
         if compile_only:
             rows.append(f"{shown:<16} {'(compiled only)':<26} {'':>9} {'':>3} {'':>9} {'':>8} "
