@@ -14,6 +14,7 @@ A sparse iteration enumerates its axes as iteration/SparseIteration documents.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,7 @@ class AxisReader:
         self.indices = slot_of(axis.indices.data) if axis.indices is not None else None
         self.nnz = compile_expr(axis.nnz) if axis.kind == AxisKind.SPARSE_FIXED else None
         self.length = compile_expr(axis.length)
+        self.checked: weakref.ref[np.ndarray] | None = None  # the indices found in order
 
     def row(self, env: Env, parent_pos: int) -> tuple[int, int]:
         """The positions [begin, end) under `parent_pos`."""
@@ -63,14 +65,33 @@ class AxisReader:
         if self.indices is None:
             return begin + coord if 0 <= coord < end - begin else ABSENT
         idx = env[self.indices]
-        row = idx[begin:end]
-        steps = np.diff(row)
-        if (steps <= 0).any() if self.nnz is None else (steps < 0).any():
+        self.check_order(env, idx)
+        k = begin + int(np.searchsorted(idx[begin:end], coord))
+        return k if k < end and int(idx[k]) == coord else ABSENT
+
+    def check_order(self, env: Env, idx: np.ndarray) -> None:
+        """Once per indices array (at its first search): each row's indices strictly increase
+        (ELL rows, whose padding may repeat: never decrease), as the compiled code checks on
+        entry for an axis it searches."""
+        if self.checked is not None and self.checked() is idx:
+            return
+        steps = np.diff(idx)
+        bad = steps <= 0 if self.nnz is None else steps < 0
+        if self.nnz is None:
+            ptr = env[self.indptr]
+            starts = ptr[(ptr > 0) & (ptr < idx.size)]
+            bad[starts - 1] = False  # the step from one row into the next
+        elif int(self.nnz(env)) > 0:
+            w = int(self.nnz(env))
+            bad[w - 1::w] = False
+        if bad.any():
+            p = int(np.argmax(bad)) + 1
+            row = int(np.searchsorted(env[self.indptr], p, side="right")) - 1 \
+                if self.nnz is None else p // int(self.nnz(env))
             what = "strictly increasing" if self.nnz is None else "nondecreasing"
             raise InterpreterError(f"axis {self.axis.name}: indices are not {what} within row "
-                                   f"{parent_pos} (its elements are found by binary search)")
-        k = begin + int(np.searchsorted(row, coord))
-        return k if k < end and int(idx[k]) == coord else ABSENT
+                                   f"{row} (its elements are found by binary search)")
+        self.checked = weakref.ref(idx)
 
 
 # The variables of the sparse iterations being compiled: var -> (axis, position slot, the
