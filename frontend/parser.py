@@ -7,12 +7,16 @@ a human message at the offending place (`expected ':'`, `unexpected indent`, ...
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection, Iterator
+from copy import copy
 from pathlib import Path
 from typing import Any
 
 from lark import Lark, Token
+from lark.common import LexerConf
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 from lark.indenter import Indenter
+from lark.lexer import BasicLexer, ContextualLexer, LexerState
 from tirc.frontend import syntax as S
 from tirc.frontend.transformer import ToSyntax
 from tirc.ir.diagnostics import CompileError
@@ -95,6 +99,66 @@ class TirIndenter(Indenter):
                 Token(self.DEDENT_type, "", 0, 1, 1, 1, 1, 0)
 
 
+class RootFirstLexer(ContextualLexer):
+    """Lark's contextual lexer, trying first the one lexer of all terminals.
+
+    The contextual lexer builds a lexer per parser state's set of acceptable terminals (about
+    150 sets), each compiling its own regular expression on the state's first token: most of a
+    small file's parse. Here a token is matched by the lexer of all terminals first and kept
+    when the parser state accepts its type; only otherwise (a `*` that must be STAR, not MULOP;
+    a keyword used as a name) is the state's own lexer built and used. The tokens are the
+    same: both lexers try terminals in one order, so when the first terminal to match among all
+    is acceptable it is also the first among the state's.
+    """
+
+    def __init__(self, conf: LexerConf, states: dict[int, Collection[str]],
+                 always_accept: Collection[str] = ()) -> None:
+        extra = frozenset(conf.ignore) | frozenset(always_accept)
+        self._conf = copy(conf)
+        self._conf.skip_validation = True  # the root lexer checks every terminal once
+        self._accepts = {state: frozenset(names) | extra for state, names in states.items()}
+        self._by_names: dict[frozenset[str], BasicLexer] = {}
+        self.root_lexer = BasicLexer(conf)
+
+    def _state_lexer(self, state: int) -> BasicLexer:
+        names = self._accepts[state]
+        lexer = self._by_names.get(names)
+        if lexer is None:
+            conf = copy(self._conf)
+            conf.terminals = [t for t in self._conf.terminals if t.name in names]
+            lexer = self._by_names[names] = BasicLexer(conf)
+        return lexer
+
+    def lex(self, lexer_state: LexerState, parser_state: Any) -> Iterator[Token]:
+        root = self.root_lexer
+        try:
+            while True:
+                ctr, last = lexer_state.line_ctr, lexer_state.last_token
+                saved = (ctr.char_pos, ctr.line, ctr.column, ctr.line_start_pos)
+                try:
+                    token = root.next_token(lexer_state, parser_state)
+                    if token.type in self._accepts[parser_state.position]:
+                        yield token
+                        continue
+                except UnexpectedCharacters:
+                    pass
+                ctr.char_pos, ctr.line, ctr.column, ctr.line_start_pos = saved
+                lexer_state.last_token = last
+                yield self._state_lexer(parser_state.position).next_token(lexer_state,
+                                                                          parser_state)
+        except EOFError:
+            pass
+        except UnexpectedCharacters as e:  # as Lark's: name the token, if any terminal matches
+            try:
+                last_token = lexer_state.last_token
+                token = root.next_token(lexer_state, parser_state)
+                raise UnexpectedToken(token, e.allowed, state=parser_state,
+                                      token_history=[last_token],
+                                      terminals_by_name=root.terminals_by_name)
+            except UnexpectedCharacters:
+                raise e from None
+
+
 _lock = threading.Lock()
 _parser: Lark | None = None
 _indenter: TirIndenter | None = None
@@ -108,7 +172,8 @@ def get_parser() -> Lark:
         _indenter = TirIndenter()
         _parser = Lark(GRAMMAR.read_text(), parser="lalr", lexer="contextual",
                        postlex=_indenter, propagate_positions=True, maybe_placeholders=True,
-                       start=["start", "expr_input"], cache=True)
+                       start=["start", "expr_input"], cache=True,
+                       _plugins={"ContextualLexer": RootFirstLexer})
     return _parser
 
 
