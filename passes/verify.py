@@ -14,7 +14,7 @@ from typing import Any
 from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Buffer, BufferRegion
 from tirc.ir.diagnostics import MAX_ERRORS, CompileError, Diagnostic
-from tirc.ir.expr import BufferLoad, IntImm, Let, Var
+from tirc.ir.expr import BinOp, BufferLoad, IntImm, Let, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import (
     BindingBlock,
@@ -110,6 +110,12 @@ def _loop_dtypes(s: For, w: _Walker) -> str | None:
     return None
 
 
+def _operand_dtypes(e: BinOp, w: _Walker) -> str | None:
+    if e.a.dtype != e.b.dtype:
+        return f"the operands of '{e.op}' are {e.a.dtype} and {e.b.dtype}"
+    return None
+
+
 def _gvar_defined(v: GVar, w: _Walker) -> str | None:
     if v not in w.live:
         return f"graph variable '{v.name}' is used before it is defined"
@@ -151,6 +157,7 @@ RULES: tuple[Rule, ...] = (
     Rule(BlockRealize, "iter-values-bound", _iter_values_bound),
     Rule(BlockRealize, "iter-values-int", _iter_values_are_ints),
     Rule(For, "loop-dtype", _loop_dtypes),
+    Rule(BinOp, "operand-dtypes", _operand_dtypes),
     Rule(GVar, "gvar-defined", _gvar_defined),
     Rule(GlobalVar, "callee-exists", _callee_exists),
     Rule(BindingBlock, "outputs-bound", _outputs_bound),

@@ -275,12 +275,18 @@ def _count_error(func: str, names: list[str], given: int,
 def place_arguments(func: str, names: list[str], is_output: list[bool], args: tuple[Any, ...],
                     kwargs: dict[str, Any]) -> tuple[list[Any], list[int]]:
     """Positional and keyword arguments in parameter order, and the indices left out; only
-    outputs may be left out (the caller allocates them). Python's own errors otherwise."""
+    outputs may be left out (the caller allocates them). Python's own errors otherwise.
+    Exactly one positional argument per input leaves every output out, also where scalars
+    follow the outputs (an `R.Shape` parameter's sizes, docs/abi.md)."""
     n = len(names)
     if len(args) > n:
         raise _count_error(func, names, len(args) + len(kwargs))
     if len(args) == n and not kwargs:
         return list(args), []
+    inputs = [i for i in range(n) if not is_output[i]]
+    if not kwargs and len(args) == len(inputs):
+        return [args[inputs.index(i)] if i in inputs else None for i in range(n)], \
+            [i for i in range(n) if is_output[i]]
     missing = object()
     slots: list[Any] = list(args) + [missing] * (n - len(args))
     for key, value in kwargs.items():

@@ -28,6 +28,22 @@ def run_passes(mod: IRModule, passes: Sequence[Pass],
     return out
 
 
+def compile_sample(name: str | Path, out: Path, opt_level: int = 2) -> Any:
+    """A graph sample (a name in samples/, or a path) through the default pipeline, loaded."""
+    from tirc.backends import build
+    from tirc.frontend import parse_file
+    from tirc.ir.target import parse_target
+    from tirc.passes.manager import run_pipeline
+    from tirc.passes.pipeline import build_pipeline, default_pipeline
+    from tirc.runtime import load
+
+    target = parse_target("llvm")
+    steps = default_pipeline(target, opt_level)
+    mod = run_pipeline(parse_file(SAMPLES / name), build_pipeline(steps))
+    build(mod, out, target, opt_level)
+    return load(out)
+
+
 def random_inputs(mod: IRModule, sizes: dict[str, int], seed: int = 0,
                   func: str = "main") -> list[np.ndarray]:
     """Arrays for a graph function's parameters, symbolic sizes taken from `sizes` by name."""

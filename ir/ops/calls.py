@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import PrimExpr, Var, binop
+from tirc.ir.expr import PrimExpr, Var, binop, cast
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import (
     GlobalVar,
@@ -41,6 +41,13 @@ def bind_shape_vars(buffers: Sequence[Buffer], shapes: Sequence[Sequence[PrimExp
             if isinstance(d, Var) and d not in values:
                 values[d] = dim(actual)
     return values
+
+
+def shape_var_bindings(buffers: Sequence[Buffer], shapes: Sequence[Sequence[PrimExpr]],
+                       known: dict[Var, PrimExpr] | None = None) -> dict[Var, PrimExpr]:
+    """`bind_shape_vars`'s values, each cast to its variable's dtype: what replaces a loop
+    function's shape variables in its body (an int32 `n` bound to a graph's int64 `n`)."""
+    return {v: cast(v.dtype, e) for v, e in bind_shape_vars(buffers, shapes, known).items()}
 
 
 def shape_mismatches(buffers: Sequence[Buffer], shapes: Sequence[Sequence[PrimExpr]],

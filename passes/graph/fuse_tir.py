@@ -34,7 +34,7 @@ from tirc.ir.graph import (
     with_branches,
 )
 from tirc.ir.module import IRModule
-from tirc.ir.ops.calls import bind_shape_vars
+from tirc.ir.ops.calls import shape_var_bindings
 from tirc.ir.rebind import fresh_copy
 from tirc.ir.stmt import Block, BlockRealize
 from tirc.ir.visitor import Mutator, substitute
@@ -174,8 +174,8 @@ def _inline_call(kernel: Kernel, call: GCall, values: dict[GVar, list[Buffer]],
     if len(call.args) > 2 and isinstance(call.args[2], ShapeExpr):
         tir_vars = list(kernel.dims(call.args[2].values))
     mapping: dict[Any, Any] = dict(zip(callee.buffers, actual))
-    mapping.update(bind_shape_vars(callee.buffers, [a.shape for a in actual],
-                                   dict(zip(scalars, tir_vars))))
+    mapping.update(shape_var_bindings(callee.buffers, [a.shape for a in actual],
+                                      dict(zip(scalars, tir_vars))))
     root = fresh_copy(callee.body, mapping)
     root = BlockNames(names).visit(root)
     if isinstance(root, BlockRealize) and root.block.name.startswith("root"):

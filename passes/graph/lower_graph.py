@@ -57,7 +57,7 @@ from tirc.ir.graph import (
     VarBinding,
 )
 from tirc.ir.module import IRModule
-from tirc.ir.ops.calls import bind_shape_vars
+from tirc.ir.ops.calls import shape_var_bindings
 from tirc.ir.ops.sinfo_util import dim, shape_text
 from tirc.ir.packed_call import call_packed
 from tirc.ir.rebind import fresh_copy
@@ -272,12 +272,11 @@ class _HostBuilder:
         if len(scalars) != len(tir_vars):
             raise self.error(f"{callee.name} takes {len(scalars)} shape values, got "
                              f"{len(tir_vars)}", call)
-        known = {v: cast(v.dtype, t) if t.dtype != v.dtype else t
-                 for v, t in zip(scalars, tir_vars)}
         mapping: dict[Any, Any] = dict(zip(buffers, actual))
         # A bare `Y.data` (an argument of a direct call) is the actual buffer's storage too.
         mapping.update({b.data: a.data for b, a in zip(buffers, actual)})
-        mapping.update(bind_shape_vars(buffers, [a.shape for a in actual], known))
+        mapping.update(shape_var_bindings(buffers, [a.shape for a in actual],
+                                          dict(zip(scalars, tir_vars))))
         body = fresh_copy(callee.body, mapping)
         self.items.append(BlockNames(self.block_names).visit(body))
 

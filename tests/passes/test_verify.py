@@ -222,3 +222,19 @@ def test_tuples_in_graph_functions_are_walked() -> None:
         VarBinding(z, Tuple((x, y))),)),), z))
     assert messages(IRModule({"main": fn})) == [
         "k.tir:6:17: error: graph variable 'y' is used before it is defined"]
+
+
+def test_operands_of_one_dtype() -> None:
+    """A pass that substitutes an int64 size for an int32 one leaves `n + 1` mixed; the
+    verifier names it where LLVM would stop with an internal error."""
+    from tirc.ir.expr import BinOp
+
+    n = Var("n", dtype("int64"))
+
+    def body(a):
+        mixed = BinOp("add", n, IntImm(1), dtype("int64"))
+        return LetStmt(n, IntImm(4, dtype("int64")),
+                       BufferStore(a, FloatImm(0.0), (mixed,), span=span(13)))
+
+    assert messages(module(body)) == [
+        "k.tir:13:5: error: the operands of 'add' are int64 and int32"]

@@ -7,22 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from graph_support import SAMPLES, interpret, random_inputs
-from tirc.backends import build
+from graph_support import SAMPLES, compile_sample, interpret, random_inputs
 from tirc.frontend import parse_file
-from tirc.ir.target import parse_target
-from tirc.passes.manager import run_pipeline
-from tirc.passes.pipeline import build_pipeline, default_pipeline
-from tirc.runtime import TircError, load
-
-
-def compile_sample(name: str | Path, out: Path, opt_level: int = 2) -> object:
-    """A graph sample (a name in samples/, or a path) through the default pipeline, loaded."""
-    target = parse_target("llvm")
-    steps = default_pipeline(target, opt_level)
-    mod = run_pipeline(parse_file(SAMPLES / name), build_pipeline(steps))
-    build(mod, out, target, opt_level)
-    return load(out)
+from tirc.runtime import TircError
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,81 @@
+"""Graph programs in the forms TVM's Relax tests write them: each compiles at -O0 and -O3 and
+agrees with the reference interpreter (or is refused with a message at its place)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from graph_support import compile_sample, interpret
+from tirc.frontend import parse_file
+from tirc.ir.interpreter import Interpreter
+
+HEADER = ("from tvm.script import ir as I\nfrom tvm.script import relax as R\n"
+          "from tvm.script import tir as T\n\n")
+
+
+def check(tmp_path: Path, text: str, args: list[np.ndarray], levels: tuple[int, ...] = (0, 3),
+          **kw: float) -> None:
+    """`main` of the module `text`, interpreted and compiled at each of `levels`, alike."""
+    path = tmp_path / "prog.tir"
+    path.write_text(HEADER + text)
+    want = interpret(parse_file(path), args)
+    for level in levels:
+        lib = compile_sample(path, tmp_path / f"prog{level}.so", level)
+        got = lib.main(*[a.copy() for a in args])  # type: ignore[attr-defined]
+        got = got if isinstance(got, tuple) else (got,)
+        assert len(got) == len(want)
+        for w, g in zip(want, got):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=kw.get("rtol", 1e-6), atol=kw.get("atol", 0))
+
+
+def test_an_int32_kernel_size_bound_to_an_int64_graph_size(tmp_path: Path) -> None:
+    """The kernel's `n` is int32, the graph's int64: inlined, the kernel's loops run over the
+    graph's `n` cast to int32 (it was left mixed, an internal error at -O1 and above)."""
+    check(tmp_path, """\
+@I.ir_module
+class Module:
+    @T.prim_func
+    def copy(x: T.handle, z: T.handle):
+        n = T.int32()
+        A = T.match_buffer(x, (n,))
+        C = T.match_buffer(z, (n,))
+        for i in range(n):
+            with T.block("c"):
+                vi = T.axis.remap("S", [i])
+                C[vi] = A[vi] * T.float32(2)
+
+    @R.function
+    def main(x: R.Tensor(("n",), "float32")) -> R.Tensor(("n",), "float32"):
+        n = T.int64()
+        gv0 = R.call_tir(Module.copy, (x,), R.Tensor((n,), dtype="float32"))
+        return gv0
+""", [np.arange(37, dtype="float32")], levels=(0, 1, 2, 3))
+
+
+def test_a_shape_parameter_is_passed_in_its_place(tmp_path: Path) -> None:
+    """`main(s: R.Shape(["m"]))` returns a tensor: its size follows the outputs in the
+    library's parameters (docs/abi.md), yet `main(4)` passes it and allocates the output."""
+    path = tmp_path / "shape.tir"
+    path.write_text(HEADER + """\
+@I.ir_module
+class Module:
+    @T.prim_func
+    def iota(x_handle: T.handle):
+        N = T.int64()
+        x = T.match_buffer(x_handle, [N], "float32")
+        for i in range(N):
+            x[i] = T.Cast("float32", i)
+
+    @R.function
+    def main(s: R.Shape(["m"])) -> R.Tensor:
+        m = T.int64()
+        gv0 = R.call_tir(Module.iota, (), R.Tensor((m + 1,), dtype="float32"))
+        return gv0
+""")
+    lib = compile_sample(path, tmp_path / "shape.so", 2)
+    want = Interpreter(parse_file(path)).call("main", (4,))
+    np.testing.assert_array_equal(want, np.arange(5, dtype="float32"))
+    np.testing.assert_array_equal(lib.main(4), want)
+    np.testing.assert_array_equal(lib.main(m=4), want)
