@@ -20,13 +20,18 @@ nests, provided they feed no reduction variable.
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import math
 from typing import Any
 
 from tirc.ir.analysis.block_regions import infer_regions
 from tirc.ir.analysis.regions import and_all, conjuncts, uses_any
+from tirc.ir.arith.construct import fold
+from tirc.ir.arith.linear import to_linear
 from tirc.ir.buffer import Buffer, Range
 from tirc.ir.dtype import HANDLE
-from tirc.ir.expr import BinOp, BufferLoad, PrimExpr, Var
+from tirc.ir.expr import BinOp, BufferLoad, IntImm, PrimExpr, Var
+from tirc.ir.printer import print_node
 from tirc.ir.stmt import (
     Block,
     BlockRealize,
@@ -64,6 +69,101 @@ def init_substitution(blk: Block, spatial_map: dict[Any, Any]
     return var_map, matches
 
 
+ENUMERATE_LIMIT = 4096  # loop points checked one by one when the bindings are not mixed radix
+
+
+def check_init_once(prim: str, blk: Block, br: BlockRealize, loops: list[For]) -> None:
+    """Refuse to move the init of `blk` out of `loops` unless it runs there exactly once per
+    spatial point, at the first iteration.
+
+    `T.init` runs wherever every reduction variable is at its domain's minimum: once, first,
+    when the bindings are that minimum plus a mixed-radix sum of the loops (`k`, or
+    `k_0 * 4 + k_1` after a split), which is checked on the expressions; otherwise point by
+    point when the loops are few and constant. A binding such as `k % 4` or `k * k // 2`
+    reaches the minimum again, and a loop that feeds no variable repeats the reduction, both
+    re-running the init inside the loops (TVM: not an affine binding), so hoisting it would
+    change the result."""
+    pairs = [(iv, v) for iv, v in zip(blk.iter_vars, br.iter_values)
+             if iv.kind != IterKind.SPATIAL]
+    spatial = [v for iv, v in zip(blk.iter_vars, br.iter_values) if iv.kind == IterKind.SPATIAL]
+    idle = [x for x in loops if not uses_any(list(br.iter_values), {x.loop_var})
+            and not (isinstance(x.extent, IntImm) and x.extent.value == 1)]
+    if idle:
+        raise ScheduleError(f"{prim}: loop {idle[0].loop_var.name} feeds no variable of block "
+                            f"\"{blk.name}\", which repeats its reduction (and init) in it")
+    if _mixed_radix(pairs, br, {x.loop_var: x for x in loops}):
+        return
+    used = [x for x in loops if uses_any([v for _, v in pairs], {x.loop_var})]
+    if _init_once_by_points(pairs, used, spatial, br):
+        return
+    raise ScheduleError(f"{prim}: the reduction variables of block \"{blk.name}\" do not "
+                        "visit their domain's minimum once, first, as the loops run "
+                        f"(bindings {', '.join(print_node(v) for _, v in pairs)}): its init runs "
+                        "again inside the loops")
+
+
+def _mixed_radix(pairs: list[tuple[IterVar, PrimExpr]], br: BlockRealize,
+                 loops: dict[Var, For]) -> bool:
+    """Each reduction binding is its minimum plus `sum(stride * (loop - loop.min))` over loops
+    of its own, with strides 1, e0, e0*e1, ... (the extents e constant but the last): one to
+    one, at the minimum only at the loops' first point; the predicate only bounds the loops
+    from above, so the first point runs whenever any does."""
+    taken: set[Var] = set()
+    for iv, value in pairs:
+        lin = to_linear(value)
+        offset = lin.const
+        stride: int | None = 1
+        for atom, coef in sorted(lin.terms.items(), key=lambda t: t[1]):
+            loop = loops.get(atom)  # type: ignore[call-overload]
+            if loop is None or atom in taken or not isinstance(loop.min, IntImm) or \
+                    stride is None or coef != stride:
+                return False
+            taken.add(atom)  # type: ignore[arg-type]
+            offset += coef * loop.min.value
+            stride = coef * loop.extent.value if isinstance(loop.extent, IntImm) else None
+        if not isinstance(iv.dom.min, IntImm) or offset != iv.dom.min.value:
+            return False
+    return all(_bounds_from_above(c, taken) for c in conjuncts(br.predicate)
+               if uses_any(c, taken))
+
+
+def _bounds_from_above(c: PrimExpr, loops: set[Var]) -> bool:
+    """`c` is `a < b` or `a <= b`, `a` growing with every loop and `b` using none: true at the
+    loops' first point whenever it is true at any."""
+    if not (isinstance(c, BinOp) and c.op in ("lt", "le")) or uses_any(c.b, loops):
+        return False
+    lin = to_linear(c.a)
+    return all(coef > 0 for atom, coef in lin.terms.items() if atom in loops) and \
+        all(not uses_any(atom, loops) for atom in lin.terms if atom not in loops)
+
+
+def _init_once_by_points(pairs: list[tuple[IterVar, PrimExpr]], loops: list[For],
+                         spatial: list[PrimExpr], br: BlockRealize) -> bool:
+    """Every point of the constant `loops` (few of them, outermost first) tried: the
+    reduction variables are all at their minima at the first point and never after."""
+    if any(uses_any(spatial, {x.loop_var}) for x in loops) or \
+            uses_any(br.predicate, {x.loop_var for x in loops}):
+        return False
+    if not all(isinstance(x.min, IntImm) and isinstance(x.extent, IntImm) for x in loops):
+        return False
+    ranges = [range(x.min.value, x.min.value + x.extent.value) for x in loops]  # type: ignore[union-attr]
+    if math.prod(len(r) for r in ranges) > ENUMERATE_LIMIT:
+        return False
+    first = True
+    for point in itertools.product(*ranges):
+        env = {x.loop_var: IntImm(p, x.loop_var.dtype) for x, p in zip(loops, point)}
+        at_min = []
+        for iv, value in pairs:
+            got = fold(substitute(value, env))
+            if not isinstance(got, IntImm) or not isinstance(iv.dom.min, IntImm):
+                return False
+            at_min.append(got.value == iv.dom.min.value)
+        if all(at_min) != first:
+            return False
+        first = False
+    return True
+
+
 def decompose_reduction(s: ScheduleState, block: Any, loop: Any) -> BlockRV:
     """Move the block's init into a block `<name>_init` before `loop`."""
     prim = "decompose_reduction"
@@ -84,6 +184,7 @@ def decompose_reduction(s: ScheduleState, block: Any, loop: Any) -> BlockRV:
             raise ScheduleError(f"{prim}: reduction loop {x.loop_var.name} is outside loop "
                                 f"{lp.loop_var.name}; the init would run once per iteration "
                                 f"of it")
+    check_init_once(prim, blk, br, inner)
     spatial = [(iv, v) for iv, v in zip(blk.iter_vars, br.iter_values)
                if iv.kind == IterKind.SPATIAL]
     spatial_values = [v for _, v in spatial]
@@ -215,6 +316,8 @@ def rfactor(s: ScheduleState, loop: Any, factor_axis: Any = 0) -> BlockRV:
         if uses_any(sp_values, {x.loop_var}):
             raise ScheduleError(f"{prim}: loop {x.loop_var.name} is bound to both spatial and "
                                 f"reduction variables of block \"{blk.name}\"")
+    if blk.init is not None:  # the partial states start once each, so must the init
+        check_init_once(prim, blk, br, red_loops)
     # The partial-state buffers and the rf block.
     rf_of: dict[Buffer, Buffer] = {}
     for buf in red.states:

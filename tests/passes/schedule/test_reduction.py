@@ -303,3 +303,72 @@ def test_rfactor_of_a_guarded_split_compiles_to_the_row_sums(tmp_path: Path, opt
             c = np.full(4, np.nan, dtype="float32")
             lib["rowsum_n"](a, c)
             np.testing.assert_allclose(c, a.sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+WRAPPED = '''
+@T.prim_func
+def wrapped(A: T.Buffer((4, 8), "float32"), B: T.Buffer((4,), "float32")):
+    for i, k in T.grid(4, 8):
+        with T.block("B"):
+            vi = T.axis.S(4, i)
+            vk = T.axis.R(4, k % 4)
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+'''
+
+
+def test_an_init_that_runs_again_inside_the_loops_stays(sched_error):
+    """`vk = k % 4` is 0 at k = 0 and k = 4: the init runs twice per row (TVM's rfactor test
+    `rowsum_not_quasi_affine` is another such binding); moving it out of k, or starting the
+    partial sums once, would sum all eight elements instead of the last four."""
+    for body in ('''
+        b = sch.get_block("B")
+        i, k = sch.get_loops(b)
+        init = sch.decompose_reduction(b, k)
+    ''', '''
+        b = sch.get_block("B")
+        i, k = sch.get_loops(b)
+        rf = sch.rfactor(k, 0)
+    '''):
+        msg = " ".join(sched_error(schedule(WRAPPED, "wrapped", body)).split())
+        assert 'the reduction variables of block "B" do not visit their domain\'s minimum ' \
+            'once, first, as the loops run (bindings k % 4): its init runs again inside the ' \
+            'loops' in msg
+    repeated = ROWSUM.replace("for i, k in T.grid(8, 16):", "for i, r, k in T.grid(8, 2, 16):")
+    msg = " ".join(sched_error(schedule(repeated, "rowsum", '''
+        b = sch.get_block("C")
+        i, r, k = sch.get_loops(b)
+        init = sch.decompose_reduction(b, r)
+    ''')).split())
+    assert 'decompose_reduction: loop r feeds no variable of block "C", which repeats its ' \
+        'reduction (and init) in it' in msg
+
+
+def test_a_split_and_a_fused_binding_still_decompose(sched):
+    split = sched(schedule(ROWSUM, "rowsum", '''
+        b = sch.get_block("C")
+        i, k = sch.get_loops(b)
+        k0, k1 = sch.split(k, factors=[None, 4])
+        sch.reorder(k1, k0)
+        init = sch.decompose_reduction(b, k1)
+    '''))
+    split.check_same("rowsum")
+    points = sched(schedule(ROWSUM.replace("vi, vk = T.axis.remap(\"SR\", [i, k])",
+                                           "vi = T.axis.S(8, i)\n            "
+                                           "vk = T.axis.R(16, (k * 5) % 16)"), "rowsum", '''
+        b = sch.get_block("C")
+        i, k = sch.get_loops(b)
+        init = sch.decompose_reduction(b, k)
+    '''))
+    assert 'T.block("C_init")' in points.text("rowsum")
+    points.check_same("rowsum")
+
+
+@pytest.mark.parametrize("opt", [0, 3])
+def test_the_default_schedule_keeps_an_init_that_runs_again(tmp_path: Path, opt: int) -> None:
+    lib = load(build(parse(WRAPPED), tmp_path / "wrapped.so", "llvm", opt))
+    a = np.arange(32, dtype="float32").reshape(4, 8)
+    b = np.full(4, np.nan, dtype="float32")
+    lib["wrapped"](a, b)
+    np.testing.assert_array_equal(b, a[:, :4].sum(axis=1))
