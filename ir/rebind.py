@@ -40,8 +40,8 @@ class _Rebinder(Mutator):
         strides = self.visit(b.strides)
         offset = self.visit(b.elem_offset)
         data = self.visit(b.data)
-        if renew:
-            data = Var(b.data.name, b.data.dtype)
+        if renew:  # the storage is defined here: its views in the copy follow it
+            data = self.mapping[b.data] = Var(b.data.name, b.data.dtype)
         if not renew and shape is b.shape and strides is b.strides and offset is b.elem_offset \
                 and data is b.data:
             new = b

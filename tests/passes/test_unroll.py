@@ -15,6 +15,7 @@ from lowering_support import (
     run_on_text,
     run_pass,
 )
+from tirc.frontend import parse
 from tirc.ir import (
     Allocate,
     CompileError,
@@ -179,3 +180,26 @@ def test_text_three_tap_filter() -> None:
         "        Y[i] = Y[i] + X[i + 1] * K[1]\n"
         "        Y[i] = Y[i] + X[i + 2] * K[2]\n")
     assert_same_results(before, after, "conv1d")
+
+
+STAGED = '''
+@T.prim_func
+def staged(src: T.Buffer((16,), "int8"), out: T.Buffer((8,), "int8")):
+    for i in T.unroll(2):
+        tmp = T.allocate([4], "int8", "global")
+        tmp_1 = T.Buffer([4], dtype="int8", data=tmp)
+        for j in range(4):
+            tmp_1[j] = src[i * 4 + j]
+            out[i * 4 + j] = tmp_1[j]
+'''
+
+
+def test_a_view_of_storage_allocated_in_the_body_follows_each_copy() -> None:
+    """Each copy allocates its own `tmp`; the view `tmp_1` (TVM's loop-partition test) must
+    view that copy's storage, not the original's, which no longer exists."""
+    before, after, _ = run_on_text(Unroll(), STAGED)
+    text = body_text(after, "staged")
+    assert text.count('tmp_1 = T.Buffer((4,), "int8", data=tmp.data)') == 2
+    assert_same_results(before, after, "staged")
+    reparsed = parse(after.script())
+    assert_same_results(before, reparsed, "staged")
