@@ -54,11 +54,13 @@ from tirc.ir.graph import (
     TensorSInfo,
     Tuple,
     TupleGetItem,
+    TupleSInfo,
     VarBinding,
 )
 from tirc.ir.module import IRModule
 from tirc.ir.ops.calls import shape_var_bindings
-from tirc.ir.ops.sinfo_util import dim, shape_text
+from tirc.ir.ops.infer import infer_expr
+from tirc.ir.ops.sinfo_util import dim, shape_text, sinfo_text
 from tirc.ir.packed_call import call_packed
 from tirc.ir.rebind import fresh_copy
 from tirc.ir.sparse.signature import CallMismatch, tensor_slots
@@ -347,7 +349,9 @@ class _HostBuilder:
             if isinstance(e, TupleGetItem):
                 s = e.tuple_value.struct_info.fields[e.index]  # type: ignore[union-attr]
             if tid is None or not isinstance(s, TensorSInfo):
-                raise self.error("a returned value must be a tensor", func.body)
+                s = s if s is not None else infer_expr(e, self.mod)[1]
+                raise self.error(f"a returned value must be a tensor, not {sinfo_text(s)}",
+                                 e if getattr(e, "span", None) else func.body)
             name = tid[0].name if len(results) == 1 else f"{tid[0].name}_out{k}"
             out = self.kernel.output(name, s)
             if tid in self.buffers or tid in [t for t, _ in copies] or \
@@ -508,5 +512,17 @@ def _fold(items: list[Any]) -> Stmt:
 
 def lower_function(func: Function, mod: IRModule) -> tuple[PrimFunc, set[str]]:
     """The host loop function of a graph function, and the kernels it inlined."""
-    builder = _HostBuilder(func, mod)
+    builder = _HostBuilder(_fields_returned(func), mod)
     return builder.build(), builder.callees
+
+
+def _fields_returned(func: Function) -> Function:
+    """`return gv` of a tuple-valued `gv` (R.split, a call_tir of several outputs) as the
+    tuple of its fields, `return (gv[0], gv[1])`: one output per field."""
+    value = func.body.body
+    s = getattr(value, "struct_info", None)
+    if not isinstance(value, GVar) or not isinstance(s, TupleSInfo):
+        return func
+    fields = tuple(TupleGetItem(value, k, span=value.span) for k in range(len(s.fields)))
+    body = dataclasses.replace(func.body, body=Tuple(fields, span=value.span))
+    return dataclasses.replace(func, body=body)

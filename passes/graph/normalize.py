@@ -27,6 +27,7 @@ from tirc.ir.graph import (
     StructInfo,
     TensorSInfo,
     Tuple,
+    TupleGetItem,
     VarBinding,
 )
 from tirc.ir.module import IRModule
@@ -74,8 +75,9 @@ def normalize_function(func: Function, mod: IRModule | None = None) -> Function:
         if p.struct_info is None:
             mapping[p] = dataclasses.replace(p, struct_info=ObjectSInfo())
         params.append(mapping.get(p, p))
-    blocks = _normalize_blocks(func.body.blocks, mapping, mod)
-    body_value = substitute(func.body.body, mapping)
+    old_blocks, body_value = _bind_returned_calls(func)
+    blocks = _normalize_blocks(old_blocks, mapping, mod)
+    body_value = substitute(body_value, mapping)
     try:
         body_value, ret = infer_expr(body_value, mod)
     except CompileError as err:
@@ -85,12 +87,55 @@ def normalize_function(func: Function, mod: IRModule | None = None) -> Function:
         raise CompileError(f"{func.name} returns {sinfo_text(ret)}, but its declared return "
                            f"type is {sinfo_text(declared)}", func.body.body.span or func.span)
     ret = more_precise(declared, ret) if declared is not None else ret
-    blocks = _same_blocks(func.body.blocks, blocks)
+    blocks = _same_blocks(old_blocks, blocks)
     body = SeqExpr(tuple(blocks), body_value, span=func.body.span)
     new = dataclasses.replace(func, params=tuple(params), body=body, ret_struct_info=ret)
     unchanged = (not mapping and body_value is func.body.body and ret == declared
+                 and len(blocks) == len(func.body.blocks)
                  and all(a is b for a, b in zip(blocks, func.body.blocks)))
     return func if unchanged else new
+
+
+def _bind_returned_calls(func: Function) -> tuple[tuple[BindingBlock, ...], GraphExpr]:
+    """`return R.add(x, y)` (or a call inside the returned tuple or indexed from it): each
+    call bound to a variable of its own in a last block, as Relax's normalizer binds it, so
+    that a function returns variables; the blocks and the returned value."""
+    taken = {p.name for p in func.params} | _bound_names(func.body)
+    bindings: list[Binding] = []
+
+    def leaf(e: GraphExpr) -> GraphExpr:
+        if isinstance(e, Tuple):
+            fields = tuple(leaf(f) for f in e.fields)
+            return e if all(a is b for a, b in zip(fields, e.fields)) else \
+                dataclasses.replace(e, fields=fields)
+        if isinstance(e, TupleGetItem):
+            inner = leaf(e.tuple_value)
+            return e if inner is e.tuple_value else dataclasses.replace(e, tuple_value=inner)
+        if not isinstance(e, GCall):
+            return e
+        name = next(n for n in ("gv", *(f"gv{k}" for k in range(1, len(taken) + 2)))
+                    if n not in taken)
+        taken.add(name)
+        var = GVar(name, None, False, span=e.span)
+        bindings.append(VarBinding(var, e, span=e.span))
+        return var
+
+    value = leaf(func.body.body)
+    if not bindings:
+        return func.body.blocks, value
+    last = BindingBlock(tuple(bindings), False, span=bindings[0].span)
+    return (*func.body.blocks, last), value
+
+
+def _bound_names(seq: SeqExpr) -> set[str]:
+    names: set[str] = set()
+    for block in seq.blocks:
+        for b in block.bindings:
+            names.add(b.var.name)
+            if isinstance(b.value, If):
+                for branch in b.value.branches:
+                    names |= _bound_names(branch)
+    return names
 
 
 def _normalize_blocks(old: tuple[BindingBlock, ...], mapping: dict[GVar, GVar],

@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from graph_support import compile_sample, interpret
 from tirc.frontend import parse_file
+from tirc.ir import CompileError
 from tirc.ir.interpreter import Interpreter
 
 HEADER = ("from tvm.script import ir as I\nfrom tvm.script import relax as R\n"
@@ -17,11 +19,12 @@ HEADER = ("from tvm.script import ir as I\nfrom tvm.script import relax as R\n"
 def check(tmp_path: Path, text: str, args: list[np.ndarray], levels: tuple[int, ...] = (0, 3),
           **kw: float) -> None:
     """`main` of the module `text`, interpreted and compiled at each of `levels`, alike."""
-    path = tmp_path / "prog.tir"
+    stem = f"prog{len(list(tmp_path.glob('*.tir')))}"  # a library path is loaded once
+    path = tmp_path / f"{stem}.tir"
     path.write_text(HEADER + text)
     want = interpret(parse_file(path), args)
     for level in levels:
-        lib = compile_sample(path, tmp_path / f"prog{level}.so", level)
+        lib = compile_sample(path, tmp_path / f"{stem}_O{level}.so", level)
         got = lib.main(*[a.copy() for a in args])  # type: ignore[attr-defined]
         got = got if isinstance(got, tuple) else (got,)
         assert len(got) == len(want)
@@ -79,3 +82,41 @@ class Module:
     np.testing.assert_array_equal(want, np.arange(5, dtype="float32"))
     np.testing.assert_array_equal(lib.main(4), want)
     np.testing.assert_array_equal(lib.main(m=4), want)
+
+
+def test_a_returned_call_and_a_returned_tuple_variable(tmp_path: Path) -> None:
+    """`return R.add(x, x)` and `gv = R.split(...); return gv`, as TVM's tests write them:
+    the call is bound to a variable of its own, the tuple returned field by field."""
+    x = np.random.default_rng(0).standard_normal((2, 10, 4)).astype("float32")
+    check(tmp_path, """\
+@R.function
+def main(x: R.Tensor((2, 10, 4), "float32")):
+    return R.add(x, R.multiply(x, x))
+""", [x])
+    check(tmp_path, """\
+@R.function
+def main(x: R.Tensor((2, 10, 4), "float32")) -> R.Tuple(R.Tensor((2, 5, 4), "float32"),
+                                                        R.Tensor((2, 5, 4), "float32")):
+    gv = R.split(x, 2, axis=1)
+    return gv
+""", [x])
+    check(tmp_path, """\
+@R.function
+def main(x: R.Tensor((2, 10, 4), "float32")):
+    return (R.exp(x), R.split(x, 2, axis=1)[1])
+""", [x])
+
+
+def test_a_returned_shape_is_refused_at_the_return(tmp_path: Path) -> None:
+    path = tmp_path / "shape.tir"
+    path.write_text(HEADER + """\
+@R.function
+def main(x: R.Tensor((2, 3), "float32")):
+    return R.shape([2, 3])
+""")
+    from tirc.cli.compile_cmd import compile_file  # noqa: F401 (the CLI's own path)
+
+    with pytest.raises(CompileError) as err:
+        compile_sample(path, tmp_path / "shape.so")
+    assert err.value.diagnostics[0].header() == \
+        f"{path}:7:12: error: lower-graph: a returned value must be a tensor, not R.Shape([2, 3])"
