@@ -192,6 +192,11 @@ class GraphBuilder:
             self.ctx.unsupported("chained assignment", s.span)
         t = s.target
         if isinstance(t, S.Tuple) and isinstance(s, S.Assign):
+            sizes = S.declared_sizes(t, s.value)
+            if sizes is not None:  # `m, n = T.int64(), T.int64()`, as TVM prints sizes
+                for name, call in sizes:
+                    self.symbolic(name, call, S.call_name(call) or "")
+                return []
             return self.unpack(t, s, dataflow)
         if not isinstance(t, S.Name):
             self.ctx.error("a binding assigns to a name", t.span)

@@ -163,6 +163,13 @@ class LoopBuilder:
             return self.store(t, s.value, s.span)
         name = S.call_name(s.value)
         if isinstance(t, S.Tuple):
+            sizes = S.declared_sizes(t, s.value)
+            if sizes is not None:  # `m, n = T.int32(), T.int32()`, as TVM prints sizes
+                for target, call in sizes:
+                    if self.declaration(target, call, S.call_name(call) or "") is not _NOTHING:
+                        self.ctx.unsupported("tuple assignment of this declaration",
+                                             call.span)
+                return _NOTHING
             if name in BLOCK_ONLY:
                 self.ctx.error(f"{name} is only allowed directly inside a block", s.value.span)
             self.ctx.unsupported("tuple assignment in a loop function", t.span)

@@ -312,6 +312,22 @@ def call_name(e: Expr) -> str | None:
     return None
 
 
+def declared_sizes(target: Expr, value: Expr) -> list[tuple[Name, Call]] | None:
+    """`m, n = T.int64(), T.int64()` (TVM's printed form of several symbolic sizes) as one
+    (name, declaration) pair per size; None for any other assignment."""
+    if not (isinstance(target, Tuple) and isinstance(value, Tuple)) or \
+            len(target.elts) != len(value.elts):
+        return None
+    pairs = []
+    for t, v in zip(target.elts, value.elts):
+        name = call_name(v)
+        if not isinstance(t, Name) or name is None or not name.startswith("T.") or \
+                not isinstance(v, Call) or v.args or v.keywords:
+            return None
+        pairs.append((t, v))
+    return pairs
+
+
 def is_literal(e: Expr) -> bool:
     """A plain number or bool literal, possibly negated: its dtype adapts to its use."""
     while isinstance(e, UnaryOp) and e.op in ("-", "+"):

@@ -120,3 +120,28 @@ def main(x: R.Tensor((2, 3), "float32")):
         compile_sample(path, tmp_path / "shape.so")
     assert err.value.diagnostics[0].header() == \
         f"{path}:7:12: error: lower-graph: a returned value must be a tensor, not R.Shape([2, 3])"
+
+
+def test_sizes_declared_together(tmp_path: Path) -> None:
+    """`m, n = T.int64(), T.int64()`: how TVM prints several sizes, in a loop function and in
+    a graph function."""
+    x = np.random.default_rng(1).standard_normal((3, 5)).astype("float32")
+    check(tmp_path, """\
+@I.ir_module
+class Module:
+    @T.prim_func
+    def add_one(x: T.handle, y: T.handle):
+        m, n = T.int64(), T.int64()
+        A = T.match_buffer(x, (m, n))
+        B = T.match_buffer(y, (m, n))
+        for i, j in T.grid(m, n):
+            with T.block("b"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj] + T.float32(1)
+
+    @R.function
+    def main(x: R.Tensor(("m", "n"), "float32")) -> R.Tensor(("m", "n"), "float32"):
+        m, n = T.int64(), T.int64()
+        gv = R.call_tir(Module.add_one, (x,), R.Tensor((m, n), dtype="float32"))
+        return gv
+""", [x])
