@@ -73,12 +73,23 @@ class BuiltinCalls:
         return [self.expr_as(a, e.dtype) for a in e.args]
 
     def builtin_shift_left(self, e: Call) -> ir.Value:
+        """`a << c`, 0 when `c` is negative or not below the width (NumPy's shift; LLVM's
+        `shl` is poison there)."""
         a, c = self._int_operands(e)
-        return self.b.shl(a, c)
+        return self.b.select(self._in_width(c, e.dtype), self.b.shl(a, c),
+                             const_like(a.type, 0))
 
     def builtin_shift_right(self, e: Call) -> ir.Value:
+        """`a >> c`, the sign (signed) or 0 (unsigned) when `c` is out of range, as NumPy."""
         a, c = self._int_operands(e)
-        return self.b.ashr(a, c) if e.dtype.kind == "int" else self.b.lshr(a, c)
+        if e.dtype.kind == "int":
+            last = const_like(c.type, e.dtype.bits - 1)
+            return self.b.ashr(a, call_llvm(self.ctx, self.b, "llvm.umin", [c, last]))
+        return self.b.select(self._in_width(c, e.dtype), self.b.lshr(a, c),
+                             const_like(a.type, 0))
+
+    def _in_width(self, c: ir.Value, dt: DType) -> ir.Value:
+        return self.b.icmp_unsigned("<", c, const_like(c.type, dt.bits))
 
     def builtin_bitwise_and(self, e: Call) -> ir.Value:
         a, c = self._int_operands(e)

@@ -39,10 +39,12 @@ from tirc.ir.interpreter.values import (
 )
 
 _INT_BITWISE = {
-    ir_intrinsics.SHIFT_LEFT: lambda a, b: a << b, ir_intrinsics.SHIFT_RIGHT: lambda a, b: a >> b,
     ir_intrinsics.BITWISE_AND: lambda a, b: a & b, ir_intrinsics.BITWISE_OR: lambda a, b: a | b,
     ir_intrinsics.BITWISE_XOR: lambda a, b: a ^ b,
 }
+# NumPy's shifts: by a negative amount or one of the width or more, `<<` gives 0 and `>>` the
+# sign (what the LLVM backend emits; C and LLVM leave those shifts undefined).
+_SHIFTS = {ir_intrinsics.SHIFT_LEFT: np.left_shift, ir_intrinsics.SHIFT_RIGHT: np.right_shift}
 
 
 def compile_call(c: Compiler, e: Call) -> Fn:
@@ -210,6 +212,15 @@ def _bitwise(c: Compiler, e: Call) -> Fn:
     if e.op == ir_intrinsics.BITWISE_NOT:
         f0 = fns[0]
         return lambda env: wrap(~f0(env))
+    if e.op in _SHIFTS:
+        shift, npdt = _SHIFTS[e.op], np_dtype(e.dtype.with_lanes(1))
+        fa, fb = fns
+
+        def shifted(env: Env) -> Any:
+            out = shift(np.asarray(fa(env)).astype(npdt), np.asarray(fb(env)).astype(npdt))
+            return int(out) if out.ndim == 0 else out
+
+        return shifted
     fn = _INT_BITWISE[e.op]
     fa, fb = fns
     return lambda env: wrap(fn(fa(env), fb(env)))

@@ -9,9 +9,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 from backend_support import build_library, elementwise, func, i64
-from tirc.ir import For, ForKind, Var, make_buffer
+from tirc.ir import For, ForKind, IRModule, Var, make_buffer
 from tirc.ir.dtype import dtype
 from tirc.ir.expr import Call, IntImm, StringImm, call, cast, const
+from tirc.ir.interpreter import Interpreter
 from tirc.ir.stmt import Allocate, BufferStore, Evaluate, seq
 
 I32 = dtype("int32")
@@ -111,3 +112,27 @@ def test_limits_and_hints(lib: Any) -> None:
 
 def test_event_counters(lib: Any) -> None:
     assert lib.events().tolist() == [2, 0]
+
+
+@pytest.mark.parametrize("opt", [0, 2])
+def test_shifts_out_of_range_are_numpys(tmp_path: Any, opt: int) -> None:
+    """A negative shift or one of the width or more: `<<` gives 0, `>>` the sign (NumPy's
+    rule, which the interpreter follows; LLVM's shl/ashr/lshr are poison there, and x86's
+    scalar shifts take the amount modulo the width while its vector shifts give 0)."""
+    lib = build_library(FUNCS[:3], tmp_path / f"shifts{opt}.so", opt)
+    a = np.resize(np.array([1, -8, 5, -1, 7, -3, 12, 2**30], dtype="int32"), 64)
+    s = np.resize(np.array([40, 40, -1, 33, 31, 32, 0, 1], dtype="int32"), 64)
+    np.testing.assert_array_equal(lib.shl_i32(a, s), np.left_shift(a, s))
+    h = np.resize(np.array([-5, 5, -32768, 100], dtype="int16"), 64)
+    hs = np.resize(np.array([16, 17, -2, 15], dtype="int16"), 64)
+    np.testing.assert_array_equal(lib.shr_i16(h, hs), np.right_shift(h, hs))
+    u = np.resize(np.array([65535, 1, 8, 9], dtype="uint16"), 64)
+    us = np.resize(np.array([16, 65535, 3, 15], dtype="uint16"), 64)
+    np.testing.assert_array_equal(lib.shr_u16(u, us), np.right_shift(u, us))
+    interp = Interpreter(IRModule({f.name: f for f in FUNCS[:3]}))
+    for name, args, ref in (("shl_i32", (a, s), np.left_shift(a, s)),
+                            ("shr_i16", (h, hs), np.right_shift(h, hs)),
+                            ("shr_u16", (u, us), np.right_shift(u, us))):
+        out = np.zeros_like(ref)
+        interp.call(name, *args, out)
+        np.testing.assert_array_equal(out, ref)
