@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tirc.ir.ops.elementwise import BINARY_OPS, UNARY_OPS
+
 
 @dataclass(frozen=True)
 class OpSig:
@@ -18,11 +20,8 @@ class OpSig:
     attrs: tuple[str, ...] = ()
 
 
-_UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "negative", "abs", "floor", "ceil",
-          "round", "sin", "cos", "erf", "nn.relu", "nn.gelu", "nn.gelu_tanh", "nn.silu",
-          "zeros_like", "ones_like")
-_BINARY = ("add", "subtract", "multiply", "divide", "floor_divide", "maximum", "minimum",
-           "power", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
+_UNARY = (*UNARY_OPS, "nn.relu", "nn.gelu", "nn.gelu_tanh", "nn.silu")
+_BINARY = BINARY_OPS
 _REDUCE = ("sum", "mean", "max", "min", "prod", "variance", "std", "argmax", "argmin")
 
 OP_SIGNATURES: dict[str, OpSig] = {
@@ -47,6 +46,9 @@ OP_SIGNATURES: dict[str, OpSig] = {
     "zeros": OpSig(1, ("dtype",)),
     "ones": OpSig(1, ("dtype",)),
     "full": OpSig(2, ("dtype",)),
+    "full_like": OpSig(2, ("dtype",)),
+    "zeros_like": OpSig(1, ("dtype",)),
+    "ones_like": OpSig(1, ("dtype",)),
     "where": OpSig(3),
     "clip": OpSig(1, ("min", "max")),
 }

@@ -64,13 +64,16 @@ for _name, _fn in {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply,
     "divide": _trunc_divide, "floor_divide": np.floor_divide, "maximum": np.maximum,
     "minimum": np.minimum, "power": np.power, "mod": np.fmod, "floor_mod": np.mod,
+    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
+    "left_shift": np.left_shift, "right_shift": np.right_shift,
 }.items():
     _binary(_name, _fn)
 
 for _name, _fn in {
     "equal": np.equal, "not_equal": np.not_equal, "less": np.less,
     "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal,
-    "logical_and": np.logical_and, "logical_or": np.logical_or,
+    "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
+    "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
 }.items():
     OPS[_name] = _fn
 
@@ -91,6 +94,9 @@ for _name, _fn in {
     "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "negative": np.negative,
     "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "round": np.rint, "sin": np.sin,
     "cos": np.cos, "square": np.square, "log2": np.log2, "exp2": np.exp2, "sign": np.sign,
+    "trunc": np.trunc, "tan": np.tan, "sinh": np.sinh, "cosh": np.cosh, "asin": np.arcsin,
+    "acos": np.arccos, "atan": np.arctan, "asinh": np.arcsinh, "acosh": np.arccosh,
+    "atanh": np.arctanh, "bitwise_not": np.invert,
     "erf": _erf, "rsqrt": lambda x: _one(x) / np.sqrt(x),
     "sigmoid": lambda x: _one(x) / (_one(x) + np.exp(-x)),
     "nn.relu": lambda x: np.maximum(x, 0),

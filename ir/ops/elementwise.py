@@ -1,17 +1,27 @@
-"""Elementwise operators: binary arithmetic and comparisons with NumPy broadcasting, unary math,
-and `astype`."""
+"""Elementwise operators: binary arithmetic, comparisons, bitwise and logical operators with
+NumPy broadcasting; unary math and predicates; `where`, `clip` and `astype`."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from tirc.ir.dtype import BOOL
 from tirc.ir.graph import StructInfo, TensorSInfo
 from tirc.ir.ops.registry import OpCall, Param, register
 from tirc.ir.ops.sinfo_util import Shape, const_dim, dims_equal, ndim_of, shape_text
 
-ARITH = ("add", "subtract", "multiply", "divide", "floor_divide", "maximum", "minimum", "power")
+ARITH = ("add", "subtract", "multiply", "divide", "floor_divide", "maximum", "minimum", "power",
+         "mod", "floor_mod")
 COMPARE = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
-FLOAT_UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid")
-ANY_UNARY = ("negative", "abs")
+BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift")
+LOGICAL = ("logical_and", "logical_or", "logical_xor")
+FLOAT_UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "floor", "ceil", "round",
+               "trunc", "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "atan", "asinh",
+               "acosh", "atanh", "erf")
+ANY_UNARY = ("negative", "abs", "square", "sign")
+FLOAT_TESTS = ("isnan", "isinf", "isfinite")  # float tensor -> bool tensor
+BINARY_OPS = ARITH + COMPARE + BITWISE + LOGICAL
+UNARY_OPS = FLOAT_UNARY + ANY_UNARY + FLOAT_TESTS + ("bitwise_not", "logical_not")
 
 
 def broadcast_shapes(oc: OpCall, a: Shape, b: Shape) -> Shape:
@@ -36,9 +46,14 @@ def broadcast_shapes(oc: OpCall, a: Shape, b: Shape) -> Shape:
 def _binary(oc: OpCall) -> StructInfo:
     x1, x2 = oc.tensor("x1", known_shape=False), oc.tensor("x2", known_shape=False)
     dt = oc.same_dtype("x1", "x2")
-    if oc.op.name in COMPARE:
+    name = oc.op.name
+    if name in BITWISE and dt is not None and not dt.is_int:
+        oc.error(f"needs integer tensors, got {dt}")
+    if name in LOGICAL and dt is not None and not dt.is_bool:
+        oc.error(f"needs bool tensors, got {dt}")
+    if name in COMPARE:
         dt = BOOL
-    elif dt is not None and dt.is_bool:
+    elif name in ARITH and dt is not None and dt.is_bool:
         oc.error("arithmetic on bool tensors")
     if x1.shape is None or x2.shape is None:
         n1, n2 = ndim_of(x1), ndim_of(x2)
@@ -60,15 +75,63 @@ def unary_any(oc: OpCall) -> StructInfo:
     return s
 
 
+def _float_test(oc: OpCall) -> StructInfo:
+    s = oc.tensor("x", known_shape=False)
+    oc.float_dtype("x")
+    return TensorSInfo(s.shape, BOOL, ndim_of(s))
+
+
+def _of_kind(kind: str) -> Callable[[OpCall], StructInfo]:
+    """Unary operators on one kind of tensor: `bitwise_not` on integers, `logical_not` on
+    bools."""
+
+    def infer(oc: OpCall) -> StructInfo:
+        s = oc.tensor("x", known_shape=False)
+        ok = s.dtype is None or (s.dtype.is_int if kind == "integer" else s.dtype.is_bool)
+        if not ok:
+            oc.error(f"needs {kind} tensors, got {s.dtype}")
+        return s
+
+    return infer
+
+
+def _where(oc: OpCall) -> StructInfo:
+    c = oc.tensor("condition", known_shape=False)
+    if c.dtype is not None and not c.dtype.is_bool:
+        oc.error(f"the condition must be a bool tensor, got {c.dtype}")
+    x1, x2 = oc.tensor("x1", known_shape=False), oc.tensor("x2", known_shape=False)
+    dt = oc.same_dtype("x1", "x2")
+    if c.shape is None or x1.shape is None or x2.shape is None:
+        return TensorSInfo(None, dt, max(ndim_of(c), ndim_of(x1), ndim_of(x2)))
+    shape = broadcast_shapes(oc, broadcast_shapes(oc, c.shape, x1.shape), x2.shape)
+    return TensorSInfo(shape, dt, len(shape))
+
+
+def _clip(oc: OpCall) -> StructInfo:
+    s = oc.tensor("x", known_shape=False)
+    if s.dtype is not None and s.dtype.is_bool:
+        oc.error("needs a numeric tensor, got bool")
+    if oc.values["min"] > oc.values["max"]:
+        oc.error(f"min {oc.values['min']} is greater than max {oc.values['max']}")
+    return s
+
+
 def _astype(oc: OpCall) -> StructInfo:
     s = oc.tensor("x", known_shape=False)
     return TensorSInfo(s.shape, oc.values["dtype"], ndim_of(s))
 
 
-for _name in ARITH + COMPARE:
+for _name in BINARY_OPS:
     register(_name, [Param("x1", "tensor"), Param("x2", "tensor")], _binary)
 for _name in FLOAT_UNARY:
     register(_name, [Param("x", "tensor")], unary_float)
 for _name in ANY_UNARY:
     register(_name, [Param("x", "tensor")], unary_any)
+for _name in FLOAT_TESTS:
+    register(_name, [Param("x", "tensor")], _float_test)
+register("bitwise_not", [Param("x", "tensor")], _of_kind("integer"))
+register("logical_not", [Param("x", "tensor")], _of_kind("bool"))
+register("where", [Param("condition", "tensor"), Param("x1", "tensor"), Param("x2", "tensor")],
+         _where)
+register("clip", [Param("x", "tensor"), Param("min", "float"), Param("max", "float")], _clip)
 register("astype", [Param("x", "tensor"), Param("dtype", "dtype")], _astype)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tirc.ir.graph import GCall, StructInfo, TensorSInfo, TupleSInfo
+from tirc.ir.ops.elementwise import BINARY_OPS, UNARY_OPS
 from tirc.ir.ops.sinfo_util import const_dim, dims_equal, normalize_axis
 
 Factor = int | None
@@ -101,10 +102,8 @@ _LINEAR_BINARY: dict[str, PartialRule] = {
     "maximum": _all_same(("max",)), "minimum": _all_same(("min",)),
 }
 _UNARY_PARTIAL = {"negative": _all_same(("sum",))}
-BINARY = ("add", "subtract", "multiply", "divide", "floor_divide", "maximum", "minimum",
-          "power", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
-UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "negative", "abs", "nn.relu",
-         "nn.gelu", "nn.silu", "floor", "ceil", "round", "sin", "cos", "erf")
+BINARY = (*BINARY_OPS, "where")
+UNARY = (*UNARY_OPS, "nn.relu", "nn.gelu", "nn.silu", "clip")
 CREATION = ("full", "zeros", "ones")
 OPAQUE = ("call_tir", "call_dps_packed")
 DECOMPOSABLE = ("nn.softmax", "nn.log_softmax", "nn.layer_norm", "nn.rms_norm")

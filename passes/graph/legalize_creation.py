@@ -1,27 +1,28 @@
-"""Legalization of `zeros ones full`: one spatial block storing the fill value."""
+"""Legalization of `zeros ones full` and their `_like` forms: one spatial block storing the
+fill value (a `_like` kernel reads nothing of the tensor it takes its shape from)."""
 
 from __future__ import annotations
 
-from tirc.ir.expr import const
+from tirc.ir.expr import cast, const
 from tirc.ir.graph import StructInfo
 from tirc.ir.ops.registry import OpCall
 from tirc.passes.graph.kernel import Kernel
 from tirc.passes.graph.legalize_table import legalizer, out_tensor
 
 
-@legalizer("zeros", "ones")
+@legalizer("zeros", "ones", "zeros_like", "ones_like")
 def filled(oc: OpCall, out: StructInfo) -> Kernel:
     name = oc.op.name
     k = Kernel(name)
     y = k.output(f"T_{name}", out_tensor(out))
-    k.compute(f"T_{name}", y, lambda i: const(1 if name == "ones" else 0, y.dtype))
+    k.compute(f"T_{name}", y, lambda i: const(1 if name.startswith("ones") else 0, y.dtype))
     return k
 
 
-@legalizer("full")
+@legalizer("full", "full_like")
 def full(oc: OpCall, out: StructInfo) -> Kernel:
-    k = Kernel("full")
+    k = Kernel(oc.op.name)
     fill = k.operand("fill_value", oc.values["fill_value"], oc.tensor("fill_value"))
     y = k.output("T_full", out_tensor(out))
-    k.compute("T_full", y, lambda i: fill())
+    k.compute("T_full", y, lambda i: cast(y.dtype, fill()))
     return k

@@ -1,10 +1,13 @@
 """A seeded generator of random valid graph functions (Relax-like), built with GraphBuilder.
 
 A program is a chain of two to six bindings over the operators tirc legalizes: elementwise
-arithmetic with broadcasting, unary math, comparisons and casts, matmul, the nn operators
+arithmetic with broadcasting, unary math (rounding, trigonometric and hyperbolic functions,
+float predicates), comparisons combined by logical operators into casts and `where`, integer
+bitwise operators, shifts and remainders, `clip`, matmul, the nn operators
 (relu, gelu, silu, softmax, log_softmax, layer_norm, rms_norm), reductions with and without
 keepdims, and the shape operators (reshape, permute_dims, expand_dims, squeeze, concat, split,
-take, broadcast_to) with creation operators (zeros, ones, full) as operands. The first
+take, broadcast_to) with creation operators (zeros, ones, full and their `_like` forms) as
+operands. The first
 dimension may be symbolic (`"n"`). Each value carries an interval of what it can hold, so that
 log, sqrt, rsqrt, divide and power get only arguments in their domain, exp no overflow, and only
 exact values reach casts to int and comparisons.
@@ -139,10 +142,17 @@ class _Gen:
             return self.param(dims, a.dt)
         if r < 0.85:
             c = self.rng.choice((0.5, 1.0, 2.0, -1.5) if a.dt != "int32" else (1, 2, -3))
+            like = self.rng.random() < 0.4  # the `_like` forms take a's shape and dtype
             if self.rng.random() < 0.3:
                 op, c = ("ones", 1) if self.rng.random() < 0.5 else ("zeros", 0)
+                if like:
+                    return self.emit(f"{op}_like", a.var, dims=a.dims, dt=a.dt, lo=c, hi=c,
+                                     exact=True)
                 return self.emit(op, ShapeExpr(a.shape), dims=a.dims, dt=a.dt, lo=c, hi=c,
                                  exact=True, dtype=dtype(a.dt))
+            if like:
+                return self.emit("full_like", a.var, Constant(c, dtype(a.dt)), dims=a.dims,
+                                 dt=a.dt, lo=c, hi=c, exact=True)
             return self.emit("full", ShapeExpr(a.shape), Constant(c, dtype(a.dt)), dims=a.dims,
                              dt=a.dt, lo=c, hi=c, exact=True)
         return self.param(a.dims, a.dt)
@@ -154,7 +164,8 @@ class _Gen:
             "binary", "binary", "binary", "unary", "unary", "matmul", "nn", "nn", "reduce",
             "reduce",
             "reshape", "permute", "expand_squeeze", "concat", "split", "take", "broadcast",
-            "cast", "compare", "divide", "power"))
+            "cast", "compare", "divide", "power", "more_unary", "bits", "logical", "clip",
+            "remainder"))
         getattr(self, "op_" + op)()
 
     def op_binary(self) -> None:
@@ -370,6 +381,116 @@ class _Gen:
         self.emit("power", a.var, exp.var, dims=a.dims, dt="float32", lo=a.lo ** e,
                   hi=a.hi ** e, exact=False)
 
+    def op_more_unary(self) -> None:
+        """Rounding (exact inputs only: a value off by an ulp may round the other way),
+        trigonometric and hyperbolic functions within their domains, square, sign, and the
+        float predicates."""
+        a = self.pick()
+        if self.rng.random() < 0.3:  # into the domains of the inverse functions first
+            inner = "sigmoid" if self.rng.random() < 0.7 or a.mag > 8 else "cosh"
+            lo, hi, exact = _unary_range(inner, a) if inner == "sigmoid" else \
+                _more_range(inner, a)
+            a = self.emit(inner, a.var, dims=a.dims, dt="float32", lo=lo, hi=hi, exact=exact)
+            op = "acosh" if inner == "cosh" else self.rng.choice(("asin", "acos", "atanh",
+                                                                   "tan"))
+            if a.mag < 0.99 or op == "acosh":
+                lo, hi, exact = _more_range(op, a)
+                self.emit(op, a.var, dims=a.dims, dt="float32", lo=lo, hi=hi, exact=exact)
+                return
+        choices = ["sin", "cos", "atan", "asinh", "erf", "square", "isnan", "isinf",
+                   "isfinite"]
+        if a.exact:
+            choices += ["floor", "ceil", "round", "trunc", "sign"]
+        if a.mag <= 8:
+            choices += ["sinh", "cosh"]
+        if a.mag < 1.2:
+            choices.append("tan")
+        if a.mag < 0.99:
+            choices += ["asin", "acos", "atanh"]
+        if a.lo >= 1:
+            choices.append("acosh")
+        op = self.rng.choice(choices)
+        if op.startswith("is"):
+            flag = self.emit(op, a.var, dims=a.dims, dt="bool", lo=0, hi=1, exact=True)
+            self.emit("astype", flag.var, dims=a.dims, dt="float32", lo=0.0, hi=1.0,
+                      exact=True, dtype=dtype("float32"))
+            return
+        lo, hi, exact = _more_range(op, a)
+        self.emit(op, a.var, dims=a.dims, dt="float32", lo=lo, hi=hi, exact=exact)
+
+    def op_bits(self) -> None:
+        """Bitwise operators on integers, shifts by 0 to 3, remainders by a constant."""
+        a = self.pick("int32")
+        if a.mag > 1000:
+            return self.op_binary()
+        op = self.rng.choice(("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+                              "left_shift", "right_shift", "mod", "floor_mod"))
+        if op == "bitwise_not":
+            self.emit(op, a.var, dims=a.dims, dt="int32", lo=-a.hi - 1, hi=-a.lo - 1,
+                      exact=True)
+            return
+        if op in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+            b = self.partner(a)
+            bound = 2.0 ** math.ceil(math.log2(max(a.mag, b.mag) + 1))
+            self.emit(op, a.var, b.var, dims=_broadcast(a.dims, b.dims), dt="int32",
+                      lo=-bound, hi=bound, exact=True)
+            return
+        c = self.rng.choice((0, 1, 2, 3) if "shift" in op else (2, 3, -3, 5))
+        b = self.emit("full", ShapeExpr(a.shape), Constant(c, dtype("int32")), dims=a.dims,
+                      dt="int32", lo=c, hi=c, exact=True)
+        if op == "left_shift":
+            lo, hi = a.lo * 2 ** c, a.hi * 2 ** c
+        elif op == "right_shift":
+            lo, hi = math.floor(a.lo / 2 ** c), math.floor(a.hi / 2 ** c)
+        elif op == "mod":
+            lo, hi = -(abs(c) - 1), abs(c) - 1
+        else:
+            lo, hi = min(0, c + 1), max(0, c - 1)
+        self.emit(op, a.var, b.var, dims=a.dims, dt="int32", lo=lo, hi=hi, exact=True)
+
+    def op_remainder(self) -> None:
+        """Float remainders (fmod and NumPy's mod) of exact values by a constant."""
+        a = self.pick()
+        if not a.exact:
+            return self.op_bits()
+        c = self.rng.choice((2.0, -1.5, 0.75))
+        b = self.emit("full", ShapeExpr(a.shape), Constant(c, dtype("float32")), dims=a.dims,
+                      dt="float32", lo=c, hi=c, exact=True)
+        op = self.rng.choice(("mod", "floor_mod"))
+        self.emit(op, a.var, b.var, dims=a.dims, dt="float32", lo=-abs(c), hi=abs(c),
+                  exact=True)
+
+    def op_logical(self) -> None:
+        """Comparisons combined by logical operators, then a cast or a `where`."""
+        a = self.pick()
+        b = self.partner(a)
+        if not (a.exact and b.exact):
+            return self.op_binary()
+        dims = _broadcast(a.dims, b.dims)
+        f1 = self.emit(self.rng.choice(("greater", "less_equal")), a.var, b.var, dims=dims,
+                       dt="bool", lo=0, hi=1, exact=True)
+        op = self.rng.choice(("logical_and", "logical_or", "logical_xor", "logical_not"))
+        if op == "logical_not":
+            flag = self.emit(op, f1.var, dims=dims, dt="bool", lo=0, hi=1, exact=True)
+        else:
+            f2 = self.emit("equal", a.var, b.var, dims=dims, dt="bool", lo=0, hi=1,
+                           exact=True)
+            flag = self.emit(op, f1.var, f2.var, dims=dims, dt="bool", lo=0, hi=1, exact=True)
+        if self.rng.random() < 0.5:
+            self.emit("where", flag.var, a.var, b.var, dims=dims, dt=a.dt,
+                      lo=min(a.lo, b.lo), hi=max(a.hi, b.hi), exact=True)
+        else:
+            self.emit("astype", flag.var, dims=dims, dt="float32", lo=0.0, hi=1.0,
+                      exact=True, dtype=dtype("float32"))
+
+    def op_clip(self) -> None:
+        a = self.pick(self.rng.choice(("float32",) * 3 + ("int32",)))
+        lo, hi = self.rng.choice((-2.0, -0.5, 0.0)), self.rng.choice((0.5, 1.0, 3.0))
+        if a.dt == "int32":
+            lo, hi = math.floor(lo), math.ceil(hi)
+        self.emit("clip", a.var, dims=a.dims, dt=a.dt, lo=min(max(a.lo, lo), hi),
+                  hi=min(max(a.hi, lo), hi), exact=a.exact, min=lo, max=hi)
+
     # ---- the function ----------------------------------------------------------------
 
     def build(self) -> tuple[Any, list[Val]]:
@@ -407,6 +528,26 @@ def _unary_range(op: str, a: Val) -> tuple[float, float, bool]:
     if op == "rsqrt":
         return 1 / math.sqrt(a.hi), 1 / math.sqrt(a.lo), False
     return math.sqrt(a.lo), math.sqrt(a.hi), False
+
+
+def _more_range(op: str, a: Val) -> tuple[float, float, bool]:
+    """The interval of `op_more_unary`'s results, and whether they are exact."""
+    if op in ("floor", "ceil", "round", "trunc"):
+        return math.floor(a.lo), math.ceil(a.hi), a.exact
+    if op == "sign":
+        return -1.0, 1.0, True
+    if op == "square":
+        low = 0.0 if a.lo <= 0 <= a.hi else min(a.lo * a.lo, a.hi * a.hi)
+        return low, a.mag * a.mag, a.exact and a.mag < 100
+    monotone = {"atan": math.atan, "asinh": math.asinh, "sinh": math.sinh, "tan": math.tan,
+                "asin": math.asin, "atanh": math.atanh, "acosh": math.acosh}
+    if op in monotone:
+        return monotone[op](a.lo), monotone[op](a.hi), False
+    if op == "acos":
+        return math.acos(a.hi), math.acos(a.lo), False
+    if op == "cosh":
+        return 1.0, math.cosh(a.mag), False
+    return -1.0, 1.0, False  # sin, cos, erf
 
 
 def _broadcast(a: tuple, b: tuple) -> tuple | None:
