@@ -220,11 +220,11 @@ class GraphBuilder:
             value = self.gexpr(a.pos[0])
             sinfo = self.sb.sinfo(a.pos[1])
             var = GVar(t.id, sinfo, is_df, span=t.span)
-            self.scope.define(t.id, var, t.span)
+            self.scope.rebind(t.id, var, t.span)
             return MatchCast(var, value, sinfo, span=s.span)
         value = self.gexpr(s.value)
         var = GVar(t.id, annotation, is_df, span=t.span)
-        self.scope.define(t.id, var, t.span)
+        self.scope.rebind(t.id, var, t.span)
         return VarBinding(var, value, span=s.span)
 
     def if_binding(self, s: S.If) -> VarBinding:

@@ -51,6 +51,16 @@ class Scope:
             self.ctx.report(f"redefinition of '{name}'", span)
         self.frames[-1][name] = value
 
+    def rebind(self, name: str, value: Any, span: Span | None) -> None:
+        """Bind `name` again where the old value is of the same kind as `value` (a graph
+        binding shadowing an earlier one, `y = R.add(x, y)`, as Relax's parser allows);
+        otherwise as `define`."""
+        old = self.frames[-1].get(name)
+        if old is not None and type(old) is type(value):
+            self.frames[-1][name] = value
+            return
+        self.define(name, value, span)
+
     def poison(self, name: str) -> None:
         """Mark a name whose definition failed, so its uses raise no further errors."""
         if name not in self.frames[-1]:

@@ -473,8 +473,10 @@ class _HostBuilder:
             self.prims[b.var] = var
         elif isinstance(value, GVar) and value in self.prims:
             self.prims[b.var] = self.prims[value]
-        elif isinstance(value, (GVar, TupleGetItem)):
-            return
+        elif isinstance(value, (GVar, TupleGetItem, ShapeExpr)):
+            return  # an alias, or a shape: known where it is used
+        elif isinstance(value, Constant):  # (fold-constants may compute a kernel into one)
+            self.buffers[(b.var, 0)] = self.tensor(value, aliases)
         elif isinstance(value, GCall) and value.op == "call_tir":
             self.call_tir(b, value, aliases)
         elif isinstance(value, GCall) and value.op == "call_dps_packed":

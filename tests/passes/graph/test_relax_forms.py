@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from graph_support import compile_sample, interpret
-from tirc.frontend import parse_file
+from tirc.frontend import parse, parse_file
 from tirc.ir import CompileError
 from tirc.ir.interpreter import Interpreter
 
@@ -145,3 +145,41 @@ class Module:
         gv = R.call_tir(Module.add_one, (x,), R.Tensor((m, n), dtype="float32"))
         return gv
 """, [x])
+
+
+def test_constants_shapes_and_names_bound_again(tmp_path: Path) -> None:
+    """`y = R.const(1)` returned (a constant gets storage of its own), `lv = R.shape(...)`
+    passed to a reshape, and a name bound a second time (`y = R.add(x, y)`, which Relax's
+    parser allows: a new variable, printed `y_1`)."""
+    check(tmp_path, """\
+@R.function
+def main() -> R.Tensor((), "int32"):
+    with R.dataflow():
+        y = R.const(1)
+        n = y
+        R.output(n)
+    return n
+""", [])
+    x = np.random.default_rng(2).standard_normal((1, 2, 3, 4)).astype("float32")
+    check(tmp_path, """\
+@R.function
+def main(x: R.Tensor((1, 2, 3, 4), "float32")) -> R.Tensor((8, 3), "float32"):
+    lv: R.Shape((8, 3)) = R.shape((8, 3))
+    gv: R.Tensor((8, 3), "float32") = R.reshape(x, lv)
+    return gv
+""", [x])
+    text = """\
+@R.function
+def main(x: R.Tensor((4, 4), "float32")):
+    y = R.add(x, x)
+    z = R.multiply(x, y)
+    y = R.add(x, y)
+    y = R.multiply(y, z)
+    x = R.subtract(y, x)
+    return x
+"""
+    a = np.random.default_rng(3).standard_normal((4, 4)).astype("float32")
+    check(tmp_path, text, [a], rtol=1e-5)
+    want = (a + (a + a)) * (a * (a + a)) - a
+    np.testing.assert_allclose(interpret(parse(HEADER + text), [a])[0], want, rtol=1e-5)
+    assert "y_1 = R.add(x, y)" in parse(HEADER + text).script()
