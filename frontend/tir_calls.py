@@ -232,6 +232,9 @@ def _select(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
     if "dtype" in a.kw:
         dt = b.dtype_arg(a.kw["dtype"])
         t, f = cast(dt, t), cast(dt, f)
+    elif t.dtype.lanes == f.dtype.lanes and t.dtype.is_float != f.dtype.is_float:
+        # TVM's BinaryOpMatchTypes: the other side becomes the float side's type
+        t, f = (t, cast(t.dtype, f)) if t.dtype.is_float else (cast(f.dtype, t), f)
     try:
         return if_then_else(cond, t, f) if name == "T.if_then_else" else select(cond, t, f)
     except IRTypeError as err:
@@ -245,6 +248,9 @@ def _assume(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
 
 def _likely(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
     cond = b.condition(a.pos[0], "the argument of T.likely")
+    if "dtype" in a.kw and b.dtype_arg(a.kw["dtype"]) != cond.dtype:  # as TVM prints it
+        b.ctx.error(f"T.likely is a {cond.dtype} condition, not {b.dtype_arg(a.kw['dtype'])}",
+                    a.kw["dtype"].span)
     return Call(LIKELY, (cond,), cond.dtype)
 
 
@@ -366,7 +372,7 @@ BUILTINS: dict[str, tuple[Sig, Handler]] = {
     "ceildiv": (Sig(2, 2), _ceildiv),
     "Select": (Sig(3, 3), _select),
     "if_then_else": (Sig(3, 3, ("dtype",)), _select),
-    "likely": (Sig(1, 1), _likely),
+    "likely": (Sig(1, 1, ("dtype",)), _likely),
     "assume": (Sig(1, 1), _assume),
     "Ramp": (Sig(3, 3), _ramp),
     "ramp": (Sig(3, 3), _ramp),

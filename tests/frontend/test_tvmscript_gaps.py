@@ -564,3 +564,34 @@ def tile_offsets(A: T.Buffer((32, 64), "float32"), O: T.Buffer((8,), "int32")):
     got = np.zeros(8, np.int32)
     lib["tile_offsets"](np.zeros((32, 64), np.float32), got)
     np.testing.assert_array_equal(got, want)
+
+
+def test_likely_with_its_dtype_and_a_select_of_float_and_int(tmp_path: Path) -> None:
+    """`T.likely(c, dtype="bool")` (TVM's compute_at tests) and `T.if_then_else(c, x_f32x4,
+    T.Broadcast(0, 4))`: the int side is cast to the float side's type, as TVM matches them."""
+    mod = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    for i in range(2):
+        B[T.Ramp(i * 4, 1, 4)] = T.if_then_else(T.likely(i == 0, dtype="bool"),
+                                                 A[T.Ramp(i * 4, 1, 4)], T.Broadcast(0, 4))
+''')
+    a = np.arange(8, dtype="float32") + 1
+    want = np.zeros(8, dtype="float32")
+    Interpreter(mod).call("main", a, want)
+    np.testing.assert_array_equal(want, [1, 2, 3, 4, 0, 0, 0, 0])
+    lib = load(driver.build(mod, tmp_path / "m.so", "llvm", 2))
+    got = np.full(8, np.nan, dtype="float32")
+    lib["main"](a, got)
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(CompileError, match="T.likely is a bool condition, not int32"):
+        parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((8,), "float32")):
+    for i in range(8):
+        A[i] = T.if_then_else(T.likely(i < 4, dtype="int32"), T.float32(1), A[i])
+''')
