@@ -17,7 +17,7 @@ from tirc.ir.expr import BinOp, BufferLoad, Call, Cast, IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.packed_call import output_loads
 from tirc.ir.prim_call import call_arguments, callee_of
-from tirc.ir.stmt import BufferStore
+from tirc.ir.stmt import BufferStore, LetStmt
 from tirc.ir.visitor import post_order_visit
 
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "floormod": "%"}
@@ -59,19 +59,43 @@ def param_buffers(func: PrimFunc) -> dict[Var, Buffer]:
     return {p: func.buffer_map[p] for p in func.params if p in func.buffer_map}
 
 
+def handle_aliases(func: PrimFunc) -> dict[Var, Var]:
+    """Each pointer the body binds to another (`B_ptr: T.handle = A_ptr`), to the pointer it
+    stands for in the end."""
+    direct: dict[Var, Var] = {}
+
+    def visit(node: Any) -> None:
+        if isinstance(node, LetStmt) and node.var.dtype.is_handle and \
+                isinstance(node.value, Var):
+            direct[node.var] = node.value
+
+    post_order_visit(func.body, visit)
+    out = {}
+    for v in direct:
+        root, seen = direct[v], {v}
+        while root in direct and root not in seen:
+            seen.add(root)
+            root = direct[root]
+        out[v] = root
+    return out
+
+
 def pointer_views(func: PrimFunc) -> dict[Var, list[Buffer]]:
     """For each bare pointer parameter (`A: T.handle("float32")`, no buffer of its own), the
-    buffers of the body that view its storage (`T.decl_buffer((n,), data=A)`), in order."""
+    buffers of the body that view its storage (`T.decl_buffer((n,), data=A)`, also through
+    a pointer bound to it), in order."""
     buffers = param_buffers(func)
     pointers = [p for p in func.params if p.dtype.is_handle and p not in buffers]
     views: dict[Var, list[Buffer]] = {p: [] for p in pointers}
     if not pointers:
         return views
+    aliases = handle_aliases(func)
 
     def visit(node: Any) -> None:
         buf = node.buffer if isinstance(node, (BufferLoad, BufferStore)) else None
-        if buf is not None and buf.data in views and buf not in views[buf.data]:
-            views[buf.data].append(buf)
+        data = aliases.get(buf.data, buf.data) if buf is not None else None
+        if buf is not None and data in views and buf not in views[data]:
+            views[data].append(buf)
 
     post_order_visit(func.body, visit)
     return views
@@ -90,12 +114,14 @@ def accessed_data(func: PrimFunc, callees: CalleeAccess | None = None,
     reads: set[Var] = set()
     writes: set[Var] = set()
     extern_outputs = output_loads(func.body)
+    aliases = handle_aliases(func)
 
     def visit(node: Any) -> None:
         if isinstance(node, BufferLoad):
-            (writes if id(node) in extern_outputs else reads).add(node.buffer.data)
+            data = aliases.get(node.buffer.data, node.buffer.data)
+            (writes if id(node) in extern_outputs else reads).add(data)
         elif isinstance(node, BufferStore):
-            writes.add(node.buffer.data)
+            writes.add(aliases.get(node.buffer.data, node.buffer.data))
         elif isinstance(node, Call) and (name := callee_of(node)) is not None:
             known = callees.get(name) if callees is not None else None
             for i, a in enumerate(call_arguments(node)):

@@ -98,3 +98,23 @@ def test_a_pointer_parameter_in_a_gpu_build_is_a_diagnostic() -> None:
     with pytest.raises(CompileError, match="the pointer parameter 'a' is supported by CPU "
                                            "builds only"):
         compile_ptx(parse(SOURCE), "cuda -arch=sm_80", opt_level=2)
+
+
+def test_a_pointer_viewed_through_a_pointer_bound_to_it(tmp_path: Any) -> None:
+    """TVM's simplify test `A_ptr_redef = A_ptr; A = T.decl_buffer(..., data=A_ptr_redef)`:
+    the view through the alias gives the parameter its dtype, and the write makes it an
+    output."""
+    mod = parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def redef(A_ptr: T.handle("float32")):
+    A_ptr_redef: T.handle("float32") = A_ptr
+    A = T.decl_buffer(1, "float32", data=A_ptr_redef)
+    A[0] = 42.0
+''')
+    fn = load(build(mod, tmp_path / "redef.so", "llvm", 2))["redef"]
+    assert str(fn) == "<tirc function redef(A_ptr: float32* (output))>"
+    a = np.zeros(3, np.float32)
+    fn(a)
+    np.testing.assert_array_equal(a, [42, 0, 0])
