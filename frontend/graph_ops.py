@@ -35,6 +35,7 @@ OP_SIGNATURES: dict[str, OpSig] = {
     "nn.layer_norm": OpSig(3, ("axes", "epsilon", "center", "scale")),
     "nn.rms_norm": OpSig(2, ("axes", "epsilon")),
     "reshape": OpSig(2),
+    "flatten": OpSig(1),
     "permute_dims": OpSig(1, ("axes",)),
     "expand_dims": OpSig(1, ("axis",)),
     "squeeze": OpSig(1, ("axis",)),

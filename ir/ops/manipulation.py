@@ -48,6 +48,12 @@ def _reshape(oc: OpCall) -> StructInfo:
     return tensor(shape, x.dtype)
 
 
+def _flatten(oc: OpCall) -> StructInfo:
+    x = oc.tensor("x")
+    assert x.shape is not None
+    return tensor([product(x.shape)], x.dtype)
+
+
 def _permute_dims(oc: OpCall) -> StructInfo:
     x = oc.tensor("x")
     assert x.shape is not None
@@ -169,6 +175,7 @@ def _broadcast_to(oc: OpCall) -> StructInfo:
 
 
 register("reshape", [Param("x", "tensor"), Param("shape", "shape")], _reshape)
+register("flatten", [Param("x", "tensor")], _flatten)
 register("permute_dims", [Param("x", "tensor"), Param("axes", "ints", None)], _permute_dims)
 register("expand_dims", [Param("x", "tensor"), Param("axis", "ints")], _expand_dims)
 register("squeeze", [Param("x", "tensor"), Param("axis", "ints", None)], _squeeze)

@@ -72,7 +72,7 @@ def reshape_groups(src: Sequence[PrimExpr], dst: Sequence[PrimExpr]
     return groups
 
 
-@legalizer("reshape")
+@legalizer("reshape", "flatten")
 def reshape(oc: OpCall, out: StructInfo) -> Kernel:
     k = Kernel("reshape")
     x = k.input("A", oc.values["x"], oc.tensor("x"))

@@ -3,14 +3,13 @@
 A program is a chain of two to six bindings over the operators tirc legalizes: elementwise
 arithmetic with broadcasting, unary math (rounding, trigonometric and hyperbolic functions,
 float predicates), comparisons combined by logical operators into casts and `where`, integer
-bitwise operators, shifts and remainders, `clip`, matmul, the nn operators
-(relu, gelu, silu, softmax, log_softmax, layer_norm, rms_norm), reductions with and without
-keepdims, and the shape operators (reshape, permute_dims, expand_dims, squeeze, concat, split,
-take, broadcast_to) with creation operators (zeros, ones, full and their `_like` forms) as
-operands. The first
-dimension may be symbolic (`"n"`). Each value carries an interval of what it can hold, so that
-log, sqrt, rsqrt, divide and power get only arguments in their domain, exp no overflow, and only
-exact values reach casts to int and comparisons.
+bitwise operators, shifts and remainders, `clip`, matmul, the nn operators (relu, gelu, silu,
+softmax, log_softmax, layer_norm, rms_norm), reductions with and without keepdims, and the
+shape operators (reshape, flatten, permute_dims, expand_dims, squeeze, concat, split, take,
+broadcast_to) with creation operators (zeros, ones, full and their `_like` forms) as operands.
+The first dimension may be symbolic (`"n"`). Each value carries an interval of what it can
+hold, so that log, sqrt, rsqrt, divide and power get only arguments in their domain, exp no
+overflow, and only exact values reach casts to int and comparisons.
 """
 
 from __future__ import annotations
@@ -256,6 +255,10 @@ class _Gen:
         if len(rest) < 2 or not all(isinstance(d, IntImm) for d, _ in rest):
             return self.op_permute()
         size = math.prod(v for _, v in rest)
+        if head == 0 and self.rng.random() < 0.15:
+            self.emit("flatten", a.var, dims=(_dim(size),), dt=a.dt, lo=a.lo, hi=a.hi,
+                      exact=a.exact)
+            return
         dims = a.dims[:head] + (_dim(size),)
         self.emit("reshape", a.var, ShapeExpr(tuple(d for d, _ in dims)), dims=dims, dt=a.dt,
                   lo=a.lo, hi=a.hi, exact=a.exact)

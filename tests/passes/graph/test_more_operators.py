@@ -1,6 +1,7 @@
-"""The elementwise, bitwise, logical, predicate and `_like` operators TVM's Relax tests use: each
-one compiled at -O0 and -O3 agrees with the reference interpreter (NumPy) on values that reach
-their edges (negatives, zeros, NaN and infinities, shifts by the width or more)."""
+"""The elementwise, bitwise, logical, predicate and `_like` operators and `flatten` that TVM's
+Relax tests use: each one compiled at -O0 and -O3 agrees with the reference interpreter (NumPy)
+on values that reach their edges (negatives, zeros, NaN and infinities, shifts by the width or
+more)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,7 @@ FUNCTIONS: dict[str, tuple[str, str]] = {
     "t_zeros_like": (X, "R.zeros_like(x)"),
     "t_ones_like": (X, 'R.ones_like(x, "int32")'),
     "t_full_like": (X, 'R.full_like(x, R.const(2.5, "float32"))'),
+    "t_flatten": (X, "R.flatten(x)"),
 }
 
 
