@@ -2,7 +2,9 @@
 
 decompose_reduction(block, loop) takes a reduction block's init out into its own block
 `<name>_init`, under copies (`i_init`, ...) of the spatial loops from `loop` down, placed just
-before `loop`; the reduction block becomes `<name>_update`, as in TVM.
+before `loop`; the reduction block becomes `<name>_update`, as in TVM. Both primitives refuse a
+block whose init would run more than once in the loops they take it out of (a binding such as
+`k % 4` reaches the reduction's minimum twice; see `check_init_once`).
 
 rfactor(loop, factor_axis) splits a reduction along reduction loop `loop`: a block `<name>_rf`
 accumulates partial states into `X_rf` for each state buffer X, with one more dimension (at
