@@ -18,6 +18,7 @@ from tirc.ir.graph import (
     PrimValue,
     ShapeExpr,
     StringValue,
+    Tuple,
 )
 
 if TYPE_CHECKING:
@@ -109,6 +110,12 @@ def _prim_value(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
     return PrimValue(g.eb.expr(a.pos[0]), span=call.span)
 
 
+def _tuple(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
+    """`R.tuple(x, y)`, TVM's spelling of the tuple `(x, y)` (and `R.tuple()` of `()`)."""
+    a = check_call(g.ctx, call, name, Sig(0, None))
+    return Tuple(tuple(g.gexpr(e) for e in a.pos), span=call.span)
+
+
 def _str(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
     a = check_call(g.ctx, call, name, Sig(1, 1))
     return StringValue(g.eb.str_literal(a.pos[0], "R.str's argument"), span=call.span)
@@ -123,4 +130,5 @@ SPECIAL_CALLS: dict[str, Callable[[GraphBuilder, S.Call, str], GraphExpr]] = {
     "shape": _shape,
     "prim_value": _prim_value,
     "str": _str,
+    "tuple": _tuple,
 }

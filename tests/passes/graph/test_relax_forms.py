@@ -183,3 +183,23 @@ def main(x: R.Tensor((4, 4), "float32")):
     want = (a + (a + a)) * (a * (a + a)) - a
     np.testing.assert_allclose(interpret(parse(HEADER + text), [a])[0], want, rtol=1e-5)
     assert "y_1 = R.add(x, y)" in parse(HEADER + text).script()
+
+
+def test_tuples_written_as_calls(tmp_path: Path) -> None:
+    """`R.tuple(x, y)` and `R.call_tir(f, R.tuple(), ...)`, as TVM's tests spell tuples."""
+    x = np.random.default_rng(4).standard_normal((2, 3)).astype("float32")
+    check(tmp_path, """\
+@I.ir_module
+class Module:
+    @T.prim_func
+    def ones(T_full: T.Buffer((2, 3), "float32")):
+        for i, j in T.grid(2, 3):
+            with T.block("T_full"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                T_full[vi, vj] = T.float32(1)
+
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32")):
+        gv = R.call_tir(Module.ones, R.tuple(), R.Tensor((2, 3), dtype="float32"))
+        return R.tuple(R.add(x, gv), gv)
+""", [x])
