@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import (
     BindingBlock,
-    Constant,
     Function,
     GCall,
     GlobalVar,
@@ -115,12 +114,7 @@ def _legalize_blocks(old: tuple[BindingBlock, ...], mod: IRModule, kernels: _Ker
         bindings = []
         for b in block.bindings:
             b = with_branches(b, branch)
-            if isinstance(b, VarBinding) and isinstance(b.value, Constant):
-                value = legalize_call(_filled_scalar(b.value), b.var.struct_info, mod, kernels)
-                if value is not b.value:
-                    b = dataclasses.replace(b, value=value)
-                    changed = True
-            elif isinstance(b, VarBinding) and isinstance(b.value, GCall):
+            if isinstance(b, VarBinding) and isinstance(b.value, GCall):
                 library = blas_matmul(b.value, b.var.struct_info,
                                       lambda a: infer_expr(a, mod)[1]) if blas else None
                 if library is not None:
@@ -155,12 +149,6 @@ def legalize_call(call: GCall, out: StructInfo | None, mod: IRModule,
     if tir_vars:
         args += (ShapeExpr(tuple(tir_vars)),)
     return GCall("call_tir", args, {}, tuple(outs), span=call.span)
-
-
-def _filled_scalar(c: Constant) -> GCall:
-    """`y = R.const(1)` as the 0-d tensor `R.full((), R.const(1))` computes, so that a constant
-    bound to a variable (and returned, or passed on) gets storage like any tensor."""
-    return GCall("full", (ShapeExpr(()), c), {"dtype": c.dtype}, span=c.span)
 
 
 def _bind_items(call: GCall, dataflow: bool) -> tuple[GCall, list[VarBinding]]:

@@ -475,7 +475,7 @@ class _HostBuilder:
             self.prims[b.var] = self.prims[value]
         elif isinstance(value, (GVar, TupleGetItem, ShapeExpr)):
             return  # an alias, or a shape: known where it is used
-        elif isinstance(value, Constant):  # (fold-constants may compute a kernel into one)
+        elif isinstance(value, Constant):  # bound as written, or computed by fold-constants
             self.buffers[(b.var, 0)] = self.tensor(value, aliases)
         elif isinstance(value, GCall) and value.op == "call_tir":
             self.call_tir(b, value, aliases)
