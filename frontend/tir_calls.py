@@ -31,6 +31,7 @@ from tirc.ir.expr import (
     const,
     if_then_else,
     select,
+    shuffle,
     unify,
 )
 from tirc.ir.intrinsics import (
@@ -277,6 +278,33 @@ def _broadcast(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
     return Broadcast(value, lanes, value.dtype.with_lanes(lanes))
 
 
+def _shuffle(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
+    """`T.Shuffle([vectors], [indices])`: lanes of the concatenated vectors at constant
+    indices (TVM's concatenation and lane extraction)."""
+    vec_node, idx_node = a.pos
+    if not isinstance(vec_node, (S.List, S.Tuple)) or not vec_node.elts:
+        b.ctx.error(f"{name}'s first argument is a list of vectors, such as [x, y]",
+                    vec_node.span)
+    if not isinstance(idx_node, (S.List, S.Tuple)) or not idx_node.elts:
+        b.ctx.error(f"{name}'s second argument is a list of lane indices, such as [0, 1]",
+                    idx_node.span)
+    vectors = [b.expr(x) for x in vec_node.elts]
+    total = sum(v.dtype.lanes for v in vectors)
+    indices: list[int] = []
+    for node in idx_node.elts:
+        index = b.expr(node)
+        if not isinstance(index, IntImm) or not index.dtype.is_int:
+            b.ctx.error(f"a lane index of {name} must be a constant integer", node.span)
+        if not 0 <= index.value < total:
+            b.ctx.error(f"lane index {index.value} of {name} is out of range: the vectors "
+                        f"have {total} lane(s)", node.span)
+        indices.append(index.value)
+    try:
+        return shuffle(vectors, indices)
+    except IRTypeError as err:
+        b.ctx.error(str(err), call.span)
+
+
 # ---- generic calls and lets ---------------------------------------------------------------
 
 
@@ -378,6 +406,7 @@ BUILTINS: dict[str, tuple[Sig, Handler]] = {
     "ramp": (Sig(3, 3), _ramp),
     "Broadcast": (Sig(2, 2), _broadcast),
     "broadcast": (Sig(2, 2), _broadcast),
+    "Shuffle": (Sig(2, 2), _shuffle),
     "call_intrin": (Sig(2, None), _call_intrin),
     "Let": (Sig(1, 1, ("where",)), _let),
     **{k: (Sig(2, 2), _binary) for k in _BINARY},

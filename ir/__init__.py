@@ -20,6 +20,7 @@ from tirc.ir.expr import (
     PrimExpr,
     Ramp,
     Select,
+    Shuffle,
     StringImm,
     Var,
     binop,
@@ -82,8 +83,8 @@ __all__ = [
     "GlobalVar", "IRModule", "IRTypeError", "IfThenElse", "IntImm", "IterKind", "IterVar", "Let",
     "LetStmt", "MatchBufferRegion", "MatchCast", "Mutator", "Not", "ObjectSInfo", "PrimExpr",
     "PrimFunc", "PrimSInfo", "PrimValue", "Ramp", "Range", "SchedInstr", "SchedLambda",
-    "SchedRef", "Schedule", "Select", "SeqExpr", "SeqStmt", "ShapeExpr", "ShapeSInfo", "Span",
-    "Stmt", "StringImm", "StructInfo", "TensorSInfo", "Tuple", "TupleGetItem", "TupleSInfo",
+    "SchedRef", "Schedule", "Select", "SeqExpr", "SeqStmt", "ShapeExpr", "ShapeSInfo", "Shuffle",
+    "Span", "Stmt", "StringImm", "StructInfo", "TensorSInfo", "Tuple", "TupleGetItem", "TupleSInfo",
     "Var", "VarBinding", "Visitor", "While", "binop", "cast", "const", "dtype", "make_buffer",
     "post_order_visit", "structural_equal", "structural_hash", "substitute",
 ]

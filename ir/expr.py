@@ -194,6 +194,16 @@ class Broadcast(PrimExpr):
 
 
 @dataclass(frozen=True)
+class Shuffle(PrimExpr):
+    """`T.Shuffle(vectors, indices)`: the lanes `indices` of the concatenated lanes of
+    `vectors` (a scalar is one lane), as TVM's Shuffle (concatenation, lane extraction)."""
+
+    vectors: tuple[PrimExpr, ...]
+    indices: tuple[int, ...]
+    dtype: DType
+
+
+@dataclass(frozen=True)
 class Let(PrimExpr):
     """`let var = value in body` inside an expression."""
 
@@ -279,10 +289,29 @@ def binop(op: str, a: ExprLike, b: ExprLike) -> PrimExpr:
         return BinOp(op, a, b, BOOL.with_lanes(a.dtype.lanes))
     if a.dtype.is_bool and op not in ("min", "max"):
         raise IRTypeError(f"arithmetic on bool operands ('{op}')")
-    if op in ("floordiv", "floormod", "truncdiv", "truncmod") and not a.dtype.is_int:
-        if op != "floordiv":
-            raise IRTypeError(f"'{op}' needs integer operands, got {a.dtype}")
+    if op in ("floordiv", "floormod", "truncdiv", "truncmod") and not (
+            a.dtype.is_int or a.dtype.is_float):
+        raise IRTypeError(f"'{op}' needs integer or floating-point operands, got {a.dtype}")
     return BinOp(op, a, b, a.dtype)
+
+
+def shuffle(vectors: tuple[PrimExpr, ...] | list[PrimExpr], indices: tuple[int, ...] | list[int]
+            ) -> Shuffle:
+    """A Shuffle of `vectors` (one element dtype) at constant `indices`; IRTypeError when
+    the element dtypes differ or an index is outside the concatenated lanes."""
+    vectors, indices = tuple(vectors), tuple(int(i) for i in indices)
+    if not vectors or not indices:
+        raise IRTypeError("T.Shuffle needs at least one vector and one index")
+    elem = vectors[0].dtype.element()
+    for v in vectors[1:]:
+        if v.dtype.element() != elem:
+            raise IRTypeError(f"T.Shuffle: vectors of different element dtypes: {elem} and "
+                              f"{v.dtype.element()}")
+    total = sum(v.dtype.lanes for v in vectors)
+    for i in indices:
+        if not 0 <= i < total:
+            raise IRTypeError(f"T.Shuffle: index {i} is out of range for {total} lane(s)")
+    return Shuffle(vectors, indices, elem.with_lanes(len(indices)))
 
 
 def cast(dt: DType | str, value: ExprLike) -> PrimExpr:

@@ -14,7 +14,8 @@ Printed forms (what the frontend must accept, besides everything in LANGUAGE.md)
   as `with T.decl_buffer(...) as B:` when statements follow it outside its scope (lets:
   `with T.LetStmt(value) as x:`);
 - constants print with their dtype unless int32 (`T.int64(4)`, `T.float32(0.5)`, `True`);
-- vectors print as `T.Ramp(base, stride, lanes)` / `T.Broadcast(value, lanes)`, casts as
+- vectors print as `T.Ramp(base, stride, lanes)` / `T.Broadcast(value, lanes)` /
+  `T.Shuffle([vectors], [indices])`, casts as
   `T.Cast("dtype", x)`, integer true division as `T.Div(a, b)`, unknown intrinsics as
   `T.call_intrin("dtype", "name", args...)`.
 """
@@ -44,6 +45,7 @@ from tirc.ir.expr import (
     PrimExpr,
     Ramp,
     Select,
+    Shuffle,
     StringImm,
     Var,
 )
@@ -223,6 +225,9 @@ class ExprPrinter:
             return f"T.Ramp({self(e.base)}, {self(e.stride)}, {e.lanes})", _ATOM
         if isinstance(e, Broadcast):
             return f"T.Broadcast({self(e.value)}, {e.lanes})", _ATOM
+        if isinstance(e, Shuffle):
+            vectors = ", ".join(self(v) for v in e.vectors)
+            return f"T.Shuffle([{vectors}], {list(e.indices)})", _ATOM
         if isinstance(e, Let):
             name = self.names.define(e.var, e.var.name)
             text = f"T.Let({self(e.body)}, where={{{name}: {self(e.value)}}})"

@@ -2,11 +2,13 @@
 
 Signed integers use floor division and modulo where the IR says `floordiv`/`floormod` (correct
 for negative operands) and truncating ones for `truncdiv`/`truncmod`/`div`; a divisor that is not
-a constant is guarded so that division by zero gives 0 instead of a trap. Float `min`/`max` of
-vectors are compares and selects (a `vmaxps` and a NaN fix-up on x86); of scalars they are
-`llvm.minimum`/`llvm.maximum`: NaN-propagating like `np.minimum`/`np.maximum` (and, unlike
-`llvm.maxnum`, a reduction over them vectorizes on every x86 CPU model LLVM 22 knows; `maxnum`
-reductions trip an assertion in the loop vectorizer's cost model for znver4/znver5).
+a constant is guarded so that division by zero gives 0 instead of a trap. On floats, as TVM
+lowers them, `floordiv` is floor(a / b), `floormod` a - floor(a / b) * b, `truncdiv` a / b and
+`truncmod` `frem` (C's fmod). Float `min`/`max` of vectors are compares and selects (a
+`vmaxps` and a NaN fix-up on x86); of scalars they are `llvm.minimum`/`llvm.maximum`:
+NaN-propagating like `np.minimum`/`np.maximum` (and, unlike `llvm.maxnum`, a reduction over
+them vectorizes on every x86 CPU model LLVM 22 knows; `maxnum` reductions trip an assertion in
+the loop vectorizer's cost model for znver4/znver5).
 Comparisons are ordered except `!=` (NaN != NaN is true).
 """
 
@@ -46,6 +48,7 @@ from tirc.ir.expr import (
     PrimExpr,
     Ramp,
     Select,
+    Shuffle,
     StringImm,
     Var,
     if_then_else,
@@ -156,6 +159,32 @@ class ExprCodegen(MemoryAccess):
     def expr_Broadcast(self, e: Broadcast) -> ir.Value:
         return splat(self.b, self.expr(e.value), e.lanes)
 
+    def expr_Shuffle(self, e: Shuffle) -> ir.Value:
+        """Lanes of the concatenated vectors: one `shufflevector` when one vector, or two of
+        one dtype, hold them all; else the lanes picked one by one (LLVM merges them)."""
+        b = self.b
+        values = [self.expr(v) for v in e.vectors]
+        dtypes = {v.dtype for v in e.vectors}
+        if e.dtype.lanes > 1 and len(values) <= 2 and len(dtypes) == 1 \
+                and e.vectors[0].dtype.lanes > 1:
+            second = values[1] if len(values) == 2 else ir.Constant(values[0].type, ir.Undefined)
+            mask = ir.Constant(ir.VectorType(I32, len(e.indices)), list(e.indices))
+            return b.shuffle_vector(values[0], second, mask)
+        where: list[tuple[ir.Value, int | None]] = []  # each lane: its value, lane within
+        for v, value in zip(e.vectors, values):
+            where += [(value, None)] if v.dtype.lanes == 1 else \
+                [(value, k) for k in range(v.dtype.lanes)]
+        picked: list[ir.Value] = []
+        for i in e.indices:
+            value, k = where[i]
+            picked.append(value if k is None else b.extract_element(value, ir.Constant(I32, k)))
+        if e.dtype.lanes == 1:
+            return picked[0]
+        out: ir.Value = ir.Constant(reg_type(e.dtype), ir.Undefined)
+        for k, lane in enumerate(picked):
+            out = b.insert_element(out, lane, ir.Constant(I32, k))
+        return out
+
     # ---- arithmetic ------------------------------------------------------------------
 
     def _operands(self, e: BinOp) -> tuple[ir.Value, ir.Value, DType]:
@@ -201,8 +230,10 @@ class ExprCodegen(MemoryAccess):
             if self.ctx.fp_contract:
                 inst.flags.append("contract")
             return inst
-        if op == "div":
+        if op in ("div", "truncdiv"):
             return b.fdiv(a, c)
+        if op == "truncmod":
+            return b.frem(a, c)  # C's fmod: the remainder with the dividend's sign
         if op == "floordiv":
             return call_llvm(self.ctx, b, "llvm.floor", [b.fdiv(a, c)])
         if op == "floormod":

@@ -20,6 +20,7 @@ from tirc.ir.expr import (
     PrimExpr,
     Ramp,
     Select,
+    Shuffle,
     Var,
     binop,
 )
@@ -50,6 +51,12 @@ def lane_of(e: PrimExpr, i: int) -> PrimExpr:
         return Call(e.op, tuple(lane_of(a, i) for a in e.args), elem)
     if isinstance(e, BufferLoad):
         return BufferLoad(e.buffer, tuple(lane_of(x, i) for x in e.indices), elem)
+    if isinstance(e, Shuffle):
+        k = e.indices[i]
+        for v in e.vectors:
+            if k < v.dtype.lanes:
+                return lane_of(v, k)
+            k -= v.dtype.lanes
     if isinstance(e, Let):
         scalar = Var(e.var.name, e.var.dtype.element())
         body = substitute(e.body, {e.var: scalar}) if e.var.dtype.lanes > 1 else e.body

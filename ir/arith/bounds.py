@@ -21,6 +21,7 @@ from tirc.ir.expr import (
     PrimExpr,
     Ramp,
     Select,
+    Shuffle,
     Var,
 )
 
@@ -211,6 +212,11 @@ def _bound(e: PrimExpr, lookup: VarLookup, memo: BoundMemo | None) -> Bound:
         base = const_int_bound(e.base, lookup, memo)
         last = bound_mul(const_int_bound(e.stride, lookup, memo), (e.lanes - 1, e.lanes - 1))
         return union(base, (_add(base[0], last[0]), _add(base[1], last[1])))
+    if isinstance(e, Shuffle) and e.dtype.is_int:
+        out = const_int_bound(e.vectors[0], lookup, memo)
+        for v in e.vectors[1:]:
+            out = union(out, const_int_bound(v, lookup, memo))
+        return out
     if isinstance(e, Let):
         value = const_int_bound(e.value, lookup, memo)
 

@@ -1,8 +1,10 @@
 """Constant folding with the IR's dtype semantics.
 
 Integers wrap to their dtype; `//` and `%` floor, `T.truncdiv`/`T.truncmod` (and integer `/`)
-truncate; a division by zero is never folded. Floats are computed in their own precision
-through numpy (float32 stays float32), and a fold that would produce inf or nan is left alone.
+truncate; a division by zero is never folded. On floats, as TVM: `floordiv` is floor(a / b),
+`floormod` a - floor(a / b) * b, `truncdiv` a / b and `truncmod` C's fmod. Floats are computed
+in their own precision through numpy (float32 stays float32), and a fold that would produce inf
+or nan is left alone.
 """
 
 from __future__ import annotations
@@ -96,10 +98,14 @@ def _fold_float(op: str, a: float, b: float, dt: DType) -> PrimExpr | None:
             v = x - y
         elif op == "mul":
             v = x * y
-        elif op == "div":
+        elif op in ("div", "truncdiv"):
             v = x / y if y != 0 else ftype("nan")
         elif op == "floordiv":
             v = np.floor(x / y) if y != 0 else ftype("nan")
+        elif op == "floormod":  # TVM's a - floor(a / b) * b, each step rounded as the code does
+            v = x - np.floor(x / y) * y if y != 0 else ftype("nan")
+        elif op == "truncmod":  # C's fmod (LLVM's frem): exact
+            v = np.fmod(x, y) if y != 0 else ftype("nan")
         elif op == "min":
             v = x if x < y else y  # as the interpreter (and a compare-select) does
         elif op == "max":

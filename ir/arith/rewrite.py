@@ -27,6 +27,7 @@ from tirc.ir.expr import (
     PrimExpr,
     Ramp,
     Select,
+    Shuffle,
 )
 
 if TYPE_CHECKING:
@@ -61,6 +62,8 @@ def expr_size(e: PrimExpr, memo: dict[int, tuple[PrimExpr, int]] | None = None) 
         size = 1 + expr_size(e.value, memo)
     elif isinstance(e, Let):
         size = 1 + expr_size(e.value, memo) + expr_size(e.body, memo)
+    elif isinstance(e, Shuffle):
+        size = 1 + sum(expr_size(v, memo) for v in e.vectors)
     else:
         return 1
     if memo is not None:
@@ -231,6 +234,14 @@ class Rewriter:
     def visit_Broadcast(self, e: Broadcast) -> PrimExpr:
         v = self.visit(e.value)
         return e if v is e.value else Broadcast(v, e.lanes, e.dtype, span=e.span)
+
+    def visit_Shuffle(self, e: Shuffle) -> PrimExpr:
+        vectors = tuple(self.visit(v) for v in e.vectors)
+        if len(vectors) == 1 and e.indices == tuple(range(vectors[0].dtype.lanes)):
+            return vectors[0]  # every lane of one vector, in order
+        if all(x is y for x, y in zip(vectors, e.vectors)):
+            return e
+        return Shuffle(vectors, e.indices, e.dtype, span=e.span)
 
     def visit_Let(self, e: Let) -> PrimExpr:
         value = self.visit(e.value)

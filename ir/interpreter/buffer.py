@@ -2,8 +2,9 @@
 
 Storage is keyed by a buffer's `data` variable, not by the Buffer object, so buffers that
 alias one allocation (a flattened view of a parameter, a `match_buffer` of a region) share it.
-Every storage is a flat 1-D numpy array; a buffer reaches it through its own shape, strides
-(explicit, or row-major from the shape) and `elem_offset`. A buffer with a layout reaches its
+Every storage is a flat 1-D numpy array (of rows of lanes, for a buffer of vector elements
+such as int32x2); a buffer reaches it through its own shape, strides (explicit, or row-major
+from the shape) and `elem_offset`. A buffer with a layout reaches its
 storage through the layout (`tirc.ir.layout.storage`); a store writes every replica copy.
 """
 
@@ -217,7 +218,7 @@ class BufferAccess:
                     if not 0 <= i < d:
                         raise _oob(buf, idx, dims, span)
                     total = total + i * s
-            size = storage_of(env, dslot, buf).size
+            size = len(storage_of(env, dslot, buf))  # elements (rows of vector elements)
             lo = total.min() if isinstance(total, np.ndarray) and total.size else total
             hi = total.max() if isinstance(total, np.ndarray) and total.size else total
             if not (0 <= lo and hi < size):
@@ -247,6 +248,19 @@ class BufferAccess:
                 record(env, o)
                 return o
 
+        if not vector and elem.lanes > 1:  # one vector element: a copy of its row
+
+            def load_lanes(env: Env) -> Any:
+                storage = env[dslot]
+                try:
+                    return storage[off(env)].copy()
+                except TypeError:
+                    raise InterpreterError(
+                        f"buffer {buf.name} is used outside its allocation") from None
+                except IndexError:
+                    raise _flat_oob(buf, off(env), storage, span) from None
+
+            return load_lanes
         if not vector and (elem.is_int or elem.is_bool):
 
             def load_item(env: Env) -> Any:

@@ -3,7 +3,8 @@
 Each PrimExpr becomes a function of the environment (a list of slot values, one slot per
 variable and per buffer storage); this is much faster than walking the tree at every step.
 Dtype semantics are exact: integers wrap, `//`/`%` floor and `T.truncdiv`/`T.truncmod`
-truncate, floats compute in their own precision.
+truncate, floats compute in their own precision (float `//` is floor(a / b), `%` is
+a - floor(a / b) * b, `T.truncmod` is fmod, as TVM lowers them).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from tirc.ir.expr import (
     PrimExpr,
     Ramp,
     Select,
+    Shuffle,
     StringImm,
     Var,
 )
@@ -43,6 +45,7 @@ from tirc.ir.interpreter.values import (
     make_wrap,
     np_dtype,
     to_scalar,
+    to_vector,
 )
 from tirc.ir.sparse.buffer import SparseBuffer
 
@@ -185,6 +188,18 @@ class ExprCompiler:
         n = e.lanes
         target = np_dtype(e.dtype)
         return lambda env: np.full(n, fv(env), dtype=target)
+
+    def c_Shuffle(self, e: Shuffle) -> Fn:
+        fns = [self.compile(v) for v in e.vectors]
+        picks = np.asarray(e.indices, dtype=np.int64)
+        elem, dt = e.dtype.element(), e.dtype
+
+        def pick(env: Env) -> Any:
+            lanes = np.concatenate([np.atleast_1d(to_vector(f(env), elem)) for f in fns])
+            out = lanes[picks]
+            return to_scalar(out[0], dt) if dt.lanes == 1 else out
+
+        return pick
 
     # ---- memory ----------------------------------------------------------------------
 
@@ -332,17 +347,21 @@ def _float_binop(op: str, fa: Fn, fb: Fn, dt: DType) -> Fn:
             return a if a > b or a != a else b
 
         return fmax
-    if op == "floordiv":
-        return lambda env: np.floor(fa(env) / fb(env))
-    if op == "floormod":
-
-        def fmod(env: Env) -> Any:
-            a = fa(env)
-            b = fb(env)
-            return a - np.floor(a / b) * b
-
-        return fmod
+    if op == "truncdiv":
+        return lambda env: fa(env) / fb(env)
+    if op in ("floordiv", "floormod", "truncmod"):
+        return lambda env: _float_division(op, fa(env), fb(env))
     raise InterpreterError(f"operator '{op}' on {dt} is not supported")
+
+
+def _float_division(op: str, a: Any, b: Any) -> Any:
+    """Float `floordiv`/`floormod`/`truncmod` of scalars or lanes, as TVM lowers them:
+    floor(a / b), a - floor(a / b) * b (each step rounded, as the generated code does) and
+    C's fmod."""
+    if op == "truncmod":
+        return np.fmod(a, b)
+    q = np.floor(a / b)
+    return q if op == "floordiv" else a - q * b
 
 
 def _vector_binop(op: str, fa: Fn, fb: Fn, operand: DType) -> Fn:
@@ -352,10 +371,12 @@ def _vector_binop(op: str, fa: Fn, fb: Fn, operand: DType) -> Fn:
         def divide(env: Env) -> Any:
             a = fa(env)
             b = fb(env)
-            if operand.is_int and np.any(b == 0):
+            if operand.is_float:
+                return a / b if op == "truncdiv" else _float_division(op, a, b)
+            if np.any(b == 0):
                 raise _div_zero(op)
             if op == "floordiv":
-                return np.floor_divide(a, b) if operand.is_int else np.floor(a / b)
+                return np.floor_divide(a, b)
             if op == "floormod":
                 return np.mod(a, b)
             rem = np.fmod(a, b)

@@ -178,6 +178,9 @@ class CompiledPrimFunc:
                                        f"{arg.shape}")
             env[slot] = arg
             return
+        if buf.dtype.lanes > 1:
+            self._bind_vector_buffer(env, buf, arg, writebacks, derived)
+            return
         if buf.strides or buf.elem_offset is not None:
             env[slot] = self._strided_storage(env, buf, arg, derived)
             return
@@ -192,6 +195,28 @@ class CompiledPrimFunc:
             copy = np.ascontiguousarray(arg)
             writebacks.append((arg, copy))
             env[slot] = copy.reshape(-1)
+
+    def _bind_vector_buffer(self, env: Env, buf: Buffer, arg: np.ndarray,
+                            writebacks: list[tuple[np.ndarray, np.ndarray]],
+                            derived: dict[tuple[int, str, int], int]) -> None:
+        """A buffer of vector elements (`T.Buffer((n,), "int32x2")`): its argument is an
+        array of the element dtype with the lanes as one more, last, axis; its storage is
+        (elements, lanes), so that one element loads and stores as a vector."""
+        lanes = buf.dtype.lanes
+        if buf.strides or buf.elem_offset is not None:
+            raise InterpreterError(f"argument {buf.name}: a buffer of {buf.dtype} elements "
+                                   f"with strides or an elem_offset is not supported")
+        if arg.ndim != buf.ndim + 1 or arg.shape[-1] != lanes:
+            raise InterpreterError(f"argument {buf.name}: a buffer of {buf.dtype} elements "
+                                   f"takes an array of shape (*shape, {lanes}), got shape "
+                                   f"{arg.shape}")
+        for k, (e, actual) in enumerate(zip(buf.shape, arg.shape[:-1])):
+            self._bind_dim(env, buf, "shape", k, e, int(actual), derived)
+        storage = arg
+        if not arg.flags.c_contiguous:
+            storage = np.ascontiguousarray(arg)
+            writebacks.append((arg, storage))
+        env[self.slots.of(buf.data)] = storage.reshape(-1, lanes)
 
     def _strided_storage(self, env: Env, buf: Buffer, arg: np.ndarray,
                          derived: dict[tuple[int, str, int], int]) -> np.ndarray:

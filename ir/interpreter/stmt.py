@@ -270,12 +270,15 @@ class StmtCompiler:
         init_fn = self.ex.compile(init) if init is not None else None
         name = buf.name
         layout = self.ex.buffers.layout_map_fn(buf) if buf.layout is not None else None
+        lanes = buf.dtype.lanes
 
         def alloc(env: Env) -> np.ndarray:
             dims = [int(f(env)) for f in dim_fns]
             if any(d < 0 for d in dims):
                 raise InterpreterError(f"allocation of {name} with negative shape {dims}")
             size = layout(env).size if layout is not None else math.prod(dims)
+            if lanes > 1:  # vector elements: one row of lanes per element
+                return np.zeros((size, lanes), dtype=dtype)
             if init_fn is None:
                 return np.full(size, np.nan, dtype=dtype) if dtype.kind == "f" \
                     else np.zeros(size, dtype=dtype)

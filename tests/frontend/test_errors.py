@@ -82,6 +82,28 @@ CASES: dict[str, tuple[str, list[tuple[int, int, str]]]] = {
                         [(5, 8, "the condition of 'if' must be bool, got float32")]),
     "and_of_ints": (H + "    if n and n:\n        pass\n",
                     [(5, 8, "'and' needs bool operands, got int32")]),
+    "floormod_of_handles": (H + "    A[0, 0] = T.floormod(A.data, A.data)\n",
+                            [(5, 15, "'floormod' needs integer or floating-point operands, "
+                                     "got handle")]),
+    # ---- vector shuffles (T.Shuffle([vectors], [indices])) ----------------------------
+    "shuffle_index_out_of_range": (
+        H + "    A[0, 0] = T.Shuffle([A[0, 0], A[0, 1]], [2])\n",
+        [(5, 46, "lane index 2 of T.Shuffle is out of range: the vectors have 2 lane(s)")]),
+    "shuffle_negative_index": (
+        H + "    A[0, 0] = T.Shuffle([A[0, 0]], [-1])\n",
+        [(5, 37, "lane index -1 of T.Shuffle is out of range: the vectors have 1 lane(s)")]),
+    "shuffle_index_not_constant": (
+        H + "    A[0, 0] = T.Shuffle([A[0, 0]], [n])\n",
+        [(5, 37, "a lane index of T.Shuffle must be a constant integer")]),
+    "shuffle_vectors_not_a_list": (
+        H + "    A[0, 0] = T.Shuffle(A[0, 0], [0])\n",
+        [(5, 25, "T.Shuffle's first argument is a list of vectors, such as [x, y]")]),
+    "shuffle_indices_not_a_list": (
+        H + "    A[0, 0] = T.Shuffle([A[0, 0]], 0)\n",
+        [(5, 36, "T.Shuffle's second argument is a list of lane indices, such as [0, 1]")]),
+    "shuffle_element_dtypes": (
+        H + "    A[0, 0] = T.Shuffle([A[0, 0], n], [0])\n",
+        [(5, 15, "T.Shuffle: vectors of different element dtypes: float32 and int32")]),
     "unknown_scope": ('@T.prim_func\ndef f():\n    B = T.alloc_buffer((4,), scope="texture")\n',
                       [(3, 36, "unknown storage scope 'texture'")]),
     # ---- blocks ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from tirc.ir.expr import (
     IntImm,
     Let,
     PrimExpr,
+    Ramp,
     Var,
     binop,
     const,
@@ -24,6 +25,7 @@ from tirc.ir.expr import (
     maximum,
     minimum,
     select,
+    shuffle,
     var,
 )
 from tirc.ir.printer import print_node
@@ -116,6 +118,19 @@ CASES = [
     (a + FloatImm(1.0, F32) + FloatImm(2.0, F32), None, "a + T.float32(1.0) + T.float32(2.0)"),
     (a * FloatImm(1.0, F32) - a, None, "a * T.float32(1.0) - a"),
     (FloatImm(1.0, F32) / FloatImm(0.0, F32), None, "T.float32(1.0) / T.float32(0.0)"),
+    # float floordiv/floormod/truncdiv/truncmod (TVM's): fold as the code computes them, and
+    # the integer rules (x % 1 is 0, x // 1 is x, bounds) never apply to floats
+    (FloatImm(-7.5, F32) // FloatImm(2.0, F32), None, "T.float32(-4.0)"),
+    (FloatImm(-7.5, F32) % FloatImm(2.0, F32), None, "T.float32(0.5)"),
+    (FloatImm(7.5, F32) % FloatImm(-2.0, F32), None, "T.float32(-0.5)"),
+    (binop("truncdiv", FloatImm(-7.5, F32), FloatImm(2.0, F32)), None, "T.float32(-3.75)"),
+    (binop("truncmod", FloatImm(-7.5, F32), FloatImm(2.0, F32)), None, "T.float32(-1.5)"),
+    (binop("truncmod", FloatImm(7.5, F32), FloatImm(-2.0, F32)), None, "T.float32(1.5)"),
+    (a % FloatImm(1.0, F32), None, "a % T.float32(1.0)"),
+    (a // FloatImm(1.0, F32), None, "a // T.float32(1.0)"),
+    (binop("truncmod", a, FloatImm(1.0, F32)), None, "T.truncmod(a, T.float32(1.0))"),
+    ((a + a) % a, None, "(a + a) % a"),
+    (FloatImm(1.0, F32) % FloatImm(0.0, F32), None, "T.float32(1.0) % T.float32(0.0)"),
     # lets
     (Let(y, x + 1, y * 2 - y, dtype("int32")), None, "T.Let(y, where={y: x + 1})"),
 ]
@@ -131,6 +146,22 @@ def test_float32_fold_matches_numpy() -> None:
     out = simplify(FloatImm(0.1, F32) * FloatImm(3.0, F32))
     assert isinstance(out, FloatImm)
     assert out.value == float(np.float32(0.1) * np.float32(3.0))
+
+
+def test_float_floormod_fold_is_tvms_formula_not_numpys_mod() -> None:
+    """1 % 0.1 folds to 1 - floor(1 / 0.1) * 0.1 (what TVM's code computes), not np.mod."""
+    one, tenth = np.float32(1.0), np.float32(0.1)
+    out = simplify(FloatImm(1.0, F32) % FloatImm(0.1, F32))
+    assert isinstance(out, FloatImm)
+    assert out.value == float(one - np.floor(one / tenth) * tenth)
+    assert np.float32(out.value) != np.mod(one, tenth)
+
+
+def test_shuffle_of_one_vector_in_order_is_the_vector() -> None:
+    ramp = Ramp(x, const(1), 4, dtype("int32x4"))
+    assert simplify(shuffle([ramp], [0, 1, 2, 3])) == ramp
+    kept = shuffle([ramp, y + 0], [4, 3])  # children simplify, the shuffle stays
+    assert print_node(simplify(kept)) == "T.Shuffle([T.Ramp(x, 1, 4), y], [4, 3])"
 
 
 def test_int64_expressions_keep_their_dtype() -> None:

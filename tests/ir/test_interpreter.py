@@ -373,6 +373,60 @@ def test_vector_loads_and_stores() -> None:
     assert str(info.value) == "out-of-bounds access A[[5, 6, 7, 8]] (shape (8,))"
 
 
+FLOAT_DIVMOD = {"floordiv": np.floor_divide, "floormod": np.mod, "truncdiv": np.divide,
+                "truncmod": np.fmod}
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+@pytest.mark.parametrize("op", sorted(FLOAT_DIVMOD))
+def test_float_division_and_modulo_match_numpy(op: str, dt: str) -> None:
+    """Scalar and lane-wise float floordiv/floormod/truncdiv/truncmod (TVM's semantics) agree
+    with numpy on operands of both signs (dyadic values, where floor(a / b) is exact)."""
+    A, B, C, D = (buf(name, (8,), dt) for name in "ABCD")
+    i, o = Var("i"), Var("o")
+    ramp = E.Ramp(o * 4, IntImm(1), 4, dtype("int32x4"))
+    vdt = dtype(dt).with_lanes(4)
+    body = seq(loop(i, 8, BufferStore(C, E.binop(op, A.vload(i), B.vload(i)), (i,))),
+               loop(o, 2, BufferStore(D, E.BinOp(op, A.vload(ramp), B.vload(ramp), vdt),
+                                      (ramp,))))
+    f = prim_func("f", [A, B, C, D], body)
+    a = np.array([7.5, -7.5, 7.5, -7.5, 3.0, -3.0, 0.25, -6.0], dt)
+    b = np.array([2.0, 2.0, -2.0, -2.0, 0.5, 1.25, -4.0, 3.0], dt)
+    c, d = np.zeros(8, dt), np.zeros(8, dt)
+    run_prim_func(f, [a, b, c, d])
+    np.testing.assert_array_equal(c, FLOAT_DIVMOD[op](a, b))
+    np.testing.assert_array_equal(d, FLOAT_DIVMOD[op](a, b))
+    assert c.dtype == d.dtype == np.dtype(dt)
+
+
+def test_float_floormod_is_tvms_formula() -> None:
+    """floormod(a, b) is a - floor(a / b) * b, rounded per step, as TVM's generated code
+    computes it (np.mod differs on 1 % 0.1)."""
+    one, tenth = np.float32(1.0), np.float32(0.1)
+    out = eval_expr(E.binop("floormod", f32(1.0), f32(0.1)))
+    assert out == one - np.floor(one / tenth) * tenth != np.mod(one, tenth)
+
+
+def test_buffers_of_vector_elements_and_shuffle() -> None:
+    """A `T.Buffer((2,), "int32x2")` argument is an int32 array of shape (2, 2); an element
+    loads and stores as a vector; T.Shuffle concatenates and picks lanes."""
+    V = buf("V", (2,), "int32x2")
+    x, y = Var("x"), Var("y")
+    first = E.shuffle([x, y], [0, 1])
+    swapped = E.shuffle([V.vload(IntImm(0)), x], [1, 0])
+    lane = E.shuffle([V.vload(IntImm(0)), y], [2])
+    f = prim_func("f", [V], seq(BufferStore(V, first, (IntImm(0),)),
+                                BufferStore(V, swapped, (IntImm(1),)),
+                                BufferStore(V, E.shuffle([lane, lane], [0, 1]), (IntImm(0),))),
+                  (x, y))
+    v = np.zeros((2, 2), np.int32)
+    run_prim_func(f, [v, 3, -4])
+    np.testing.assert_array_equal(v, [[-4, -4], [-4, 3]])
+    with pytest.raises(InterpreterError, match=r"argument V: a buffer of int32x2 elements takes "
+                                               r"an array of shape \(\*shape, 2\), got shape"):
+        run_prim_func(f, [np.zeros(4, np.int32), 3, -4])
+
+
 def test_explicit_strides_and_aliasing_views() -> None:
     # A is a (4, 4) view with row stride 8 into a larger array; F aliases C's data as 1-D.
     s0 = Var("s0")
