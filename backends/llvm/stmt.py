@@ -34,6 +34,7 @@ from tirc.ir.stmt import (
     Allocate,
     AssertStmt,
     AttrStmt,
+    BufferStore,
     Evaluate,
     For,
     ForKind,
@@ -43,6 +44,22 @@ from tirc.ir.stmt import (
     Stmt,
     While,
 )
+from tirc.ir.visitor import post_order_visit
+
+
+def guarded_store(body: Stmt) -> bool:
+    """True when a store in `body` sits under an `if`: LLVM's vectorizer cannot turn that
+    branch into a select, and a loop forced to vectorize then only earns a warning."""
+    found: list[bool] = []
+
+    def visit(n: object) -> None:
+        if isinstance(n, IfThenElse) and not found:
+            post_order_visit(n, lambda m: found.append(True) if isinstance(m, BufferStore)
+                             else None)
+
+    post_order_visit(body, visit)
+    return bool(found)
+
 
 # Without storage-rewrite's classification, allocations of at most this many bytes with a
 # constant size live on the stack.
@@ -266,7 +283,7 @@ class StmtCodegen(ExprCodegen):
         elif s.kind == ForKind.UNROLLED:
             md = loop_metadata.unroll_full(self.ctx.module) if const_int(s.extent) is not None \
                 else loop_metadata.unroll_count(self.ctx.module, 4)
-        elif s.kind == ForKind.VECTORIZED:
+        elif s.kind == ForKind.VECTORIZED and not guarded_store(s.body):
             md = loop_metadata.vectorize_enable(self.ctx.module)
         dt = s.loop_var.dtype
         begin = self.expr_as(s.min, dt)

@@ -181,3 +181,20 @@ def test_rolled_loop_stays_a_loop_at_o3() -> None:
 def test_unrolled_loop_runs(lib: Any) -> None:
     x = np.arange(8, dtype=np.float32)
     np.testing.assert_array_equal(lib.unrolled(x), x + 1)
+
+
+def test_vectorize_hint_only_where_llvm_can_take_it() -> None:
+    """A `vectorized` loop gets LLVM's vectorize hint, except one whose store is guarded by an
+    `if` (a tail guard left at -O1): LLVM cannot if-convert it and would print a warning."""
+    x, out = make_buffer("X", (i64(64),), "float32"), make_buffer("Out", (i64(64),), "float32")
+    n = Var("n", I64)
+    i, j = Var("i", I64), Var("j", I64)
+    plain = For(i, i64(0), i64(64), ForKind.VECTORIZED, BufferStore(out, x.vload(i), (i,)))
+    guarded = For(j, i64(0), i64(64), ForKind.VECTORIZED,
+                  IfThenElse(binop("lt", j, n), BufferStore(out, x.vload(j), (j,))))
+    hint = '!"llvm.loop.vectorize.enable", i1 true'
+    text = emit(IRModule({"p": func("p", [x, out], plain)}), "ll", None, 0).decode()
+    assert hint in text
+    text = emit(IRModule({"g": func("g", [x, out], guarded, (n,))}), "ll", None, 0).decode()
+    assert hint not in text
+    llvm.parse_assembly(text).verify()
