@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 from tirc.ir.dtype import DType, dtype
 from tirc.ir.interpreter.values import np_dtype
+from tirc.ir.interpreter.window_ops import WINDOW_OPS
 
-OPS: dict[str, Callable[..., Any]] = {}
+OPS: dict[str, Callable[..., Any]] = dict(WINDOW_OPS)
 
 AxisArg = int | Sequence[int] | None
 
@@ -142,6 +143,57 @@ def layer_norm(data: np.ndarray, gamma: np.ndarray, beta: np.ndarray, axes: Axis
     return _like(out, data)
 
 
+@op("nn.leakyrelu")
+def leakyrelu(data: np.ndarray, alpha: float = 0.01) -> np.ndarray:
+    return _like(np.where(data > 0, data, alpha * data), data)
+
+
+@op("nn.softplus")
+def softplus(data: np.ndarray, beta: float = 1.0, threshold: float = 20.0) -> np.ndarray:
+    scaled = beta * data.astype(np.float64)
+    return _like(np.where(scaled > threshold, data, np.log(1 + np.exp(scaled)) / beta), data)
+
+
+@op("nn.selu")
+def selu(data: np.ndarray) -> np.ndarray:
+    x = data.astype(np.float64)
+    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    return _like(scale * np.where(x > 0, x, alpha * (np.exp(x) - 1)), data)
+
+
+@op("nn.prelu")
+def prelu(data: np.ndarray, alpha: np.ndarray, axis: int = 1) -> np.ndarray:
+    shape = [1] * data.ndim
+    shape[axis] = -1
+    return _like(np.where(data > 0, data, alpha.reshape(shape) * data), data)
+
+
+@op("nn.batch_norm")
+def batch_norm(data: np.ndarray, gamma: np.ndarray, beta: np.ndarray, moving_mean: np.ndarray,
+               moving_var: np.ndarray, axis: int = 1, epsilon: float = 1e-5,
+               center: bool = True, scale: bool = True, momentum: float = 0.1,
+               training: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """TVM's topi.nn.batch_norm: batch statistics and updated moving ones when training."""
+    axis = axis % data.ndim
+    shape = [1] * data.ndim
+    shape[axis] = -1
+    x = data.astype(np.float64)
+    if training:
+        others = tuple(a for a in range(data.ndim) if a != axis)
+        mean, var = x.mean(axis=others), x.var(axis=others)
+    else:
+        mean, var = moving_mean.astype(np.float64), moving_var.astype(np.float64)
+    out = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + epsilon)
+    if scale:
+        out = out * gamma.reshape(shape)
+    if center:
+        out = out + beta.reshape(shape)
+    if training:
+        mean = (1 - momentum) * moving_mean + momentum * mean
+        var = (1 - momentum) * moving_var + momentum * var
+    return _like(out, data), _like(mean, moving_mean), _like(var, moving_var)
+
+
 @op("nn.rms_norm")
 def rms_norm(data: np.ndarray, weight: np.ndarray, axes: AxisArg = -1,
              epsilon: float = 1e-5) -> np.ndarray:
@@ -231,6 +283,21 @@ def strided_slice(x: np.ndarray, axes: Sequence[int], begin: Sequence[int],
     for a, b, e, s in zip(axes, begin, end, steps):
         index[int(a)] = slice(int(b), int(e), int(s))
     return x[tuple(index)]
+
+
+@op("flip")
+def flip(x: np.ndarray, axis: int) -> np.ndarray:
+    return np.flip(x, axis=axis).copy()
+
+
+@op("tile")
+def tile(x: np.ndarray, repeats: int | Sequence[int]) -> np.ndarray:
+    return np.tile(x, repeats)
+
+
+@op("repeat")
+def repeat(x: np.ndarray, repeats: int, axis: int | None = None) -> np.ndarray:
+    return np.repeat(x, repeats, axis=axis)
 
 
 @op("broadcast_to")

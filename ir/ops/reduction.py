@@ -1,7 +1,9 @@
-"""Reductions over axes: `sum mean max min prod` with `axis` (None: all) and `keepdims`."""
+"""Reductions over axes: `sum mean max min prod variance std` with `axis` (None: all) and
+`keepdims`; `argmax argmin` over one axis (None: the flattened tensor), giving int64."""
 
 from __future__ import annotations
 
+from tirc.ir.dtype import dtype
 from tirc.ir.graph import StructInfo, TensorSInfo
 from tirc.ir.ops.registry import OpCall, Param, register
 from tirc.ir.ops.sinfo_util import dim
@@ -35,6 +37,30 @@ def _reduce(oc: OpCall) -> StructInfo:
     return TensorSInfo(shape, s.dtype, len(shape))
 
 
+def _statistic(oc: OpCall) -> StructInfo:
+    oc.float_dtype("x")
+    return _reduce(oc)
+
+
+def _arg(oc: OpCall) -> StructInfo:
+    s = oc.tensor("x")
+    assert s.shape is not None
+    if s.dtype is not None and s.dtype.is_bool:
+        oc.error("needs a numeric tensor, got bool")
+    axis = oc.values["axis"]
+    axes = list(range(len(s.shape))) if axis is None else [oc.axis(axis, len(s.shape))]
+    if axis is not None and not s.shape:
+        oc.error("a 0-d tensor has no axis")
+    shape = reduced_shape(oc, s.shape, axes, oc.values["keepdims"])
+    return TensorSInfo(shape, dtype("int64"), len(shape))
+
+
 for _name in REDUCTIONS:
     register(_name, [Param("x", "tensor"), Param("axis", "ints", None),
                      Param("keepdims", "bool", False)], _reduce)
+for _name in ("variance", "std"):
+    register(_name, [Param("x", "tensor"), Param("axis", "ints", None),
+                     Param("keepdims", "bool", False)], _statistic)
+for _name in ("argmax", "argmin"):
+    register(_name, [Param("x", "tensor"), Param("axis", "int", None),
+                     Param("keepdims", "bool", False)], _arg)

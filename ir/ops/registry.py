@@ -99,6 +99,7 @@ _LOADED: list[bool] = []
 def _load() -> None:
     from tirc.ir.ops import (  # noqa: F401 (imported for their registrations)
         calls,
+        conv,
         creation,
         dist,
         elementwise,
@@ -106,6 +107,7 @@ def _load() -> None:
         matmul,
         nn,
         reduction,
+        slicing,
         sparse,
     )
 

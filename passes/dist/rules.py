@@ -103,7 +103,8 @@ _LINEAR_BINARY: dict[str, PartialRule] = {
 }
 _UNARY_PARTIAL = {"negative": _all_same(("sum",))}
 BINARY = (*BINARY_OPS, "where")
-UNARY = (*UNARY_OPS, "nn.relu", "nn.gelu", "nn.silu", "clip")
+UNARY = (*UNARY_OPS, "nn.relu", "nn.gelu", "nn.gelu_tanh", "nn.silu", "nn.leakyrelu",
+         "nn.softplus", "nn.selu", "clip")
 CREATION = ("full", "zeros", "ones")
 OPAQUE = ("call_tir", "call_dps_packed")
 DECOMPOSABLE = ("nn.softmax", "nn.log_softmax", "nn.layer_norm", "nn.rms_norm")

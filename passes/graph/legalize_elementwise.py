@@ -102,6 +102,15 @@ def _gelu(x: PrimExpr) -> PrimExpr:
     return binop("mul", binop("mul", half, x), binop("add", one, call("erf", scaled)))
 
 
+def _gelu_tanh(x: PrimExpr) -> PrimExpr:
+    """TVM's tanh approximation: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."""
+    half, one = const(0.5, x.dtype), const(1.0, x.dtype)
+    cube = binop("mul", binop("mul", x, x), x)
+    inner = binop("mul", const(math.sqrt(2.0 / math.pi), x.dtype),
+                  binop("add", x, binop("mul", const(0.044715, x.dtype), cube)))
+    return binop("mul", binop("mul", half, x), binop("add", one, call("tanh", inner)))
+
+
 def _intrinsic(name: str) -> Callable[[PrimExpr], PrimExpr]:
     return lambda x: call(name, x)
 
@@ -112,6 +121,7 @@ UNARY: dict[str, Callable[[PrimExpr], PrimExpr]] = {
     "abs": _abs,
     "nn.relu": lambda x: binop("max", x, const(0, x.dtype)),
     "nn.gelu": _gelu,
+    "nn.gelu_tanh": _gelu_tanh,
     "nn.silu": lambda x: binop("mul", x, call("sigmoid", x)),
     "square": lambda x: binop("mul", x, x),
     "sign": _sign,

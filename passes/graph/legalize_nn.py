@@ -1,13 +1,15 @@
-"""Legalization of softmax, log_softmax, layer_norm and rms_norm: reduction blocks into
-temporaries with the reduced axes kept as 1, then an elementwise block that reads them
-broadcast."""
+"""Legalization of softmax, log_softmax, layer_norm, rms_norm, batch_norm, variance and std:
+reduction blocks into temporaries with the reduced axes kept as 1, then an elementwise block
+that reads them broadcast; and of the activations with attributes (leakyrelu, softplus, selu,
+prelu)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tirc.ir.expr import PrimExpr, binop, call, const
-from tirc.ir.graph import StructInfo
+from tirc.ir.buffer import Buffer
+from tirc.ir.expr import PrimExpr, binop, call, const, select
+from tirc.ir.graph import StructInfo, TupleSInfo
 from tirc.ir.ops.registry import OpCall
 from tirc.ir.ops.sinfo_util import dim
 from tirc.passes.graph.kernel import Indices, Kernel, Operand
@@ -103,4 +105,142 @@ def norm(oc: OpCall, out: StructInfo) -> Kernel:
         return v
 
     k.compute(f"T_{name}", result, value)
+    return k
+
+
+@legalizer("variance", "std")
+def statistic(oc: OpCall, out: StructInfo) -> Kernel:
+    name = oc.op.name
+    k = Kernel(name)
+    x = k.operand("A", oc.values["x"], oc.tensor("x"))
+    axes = oc.axes(oc.values["axis"], len(x.shape))
+    keepdims = oc.values["keepdims"]
+    result = k.output(f"T_{name}", out_tensor(out))
+    _, squares, count = _normalizer(k, oc, x, axes, centered=True)
+
+    def value(i: Indices) -> PrimExpr:
+        rest = iter(i)
+        idx = []
+        for a in range(len(x.shape)):
+            if a in axes:
+                idx.append(dim(0))
+                if keepdims:
+                    next(rest)
+            else:
+                idx.append(next(rest))
+        v = binop("div", squares(*idx), count)
+        return call("sqrt", v) if name == "std" else v
+
+    k.compute(f"T_{name}", result, value)
+    return k
+
+
+SELU_SCALE = 1.0507009873554804934193349852946
+SELU_ALPHA = 1.6732632423543772848170429916717
+
+
+def _activation_value(name: str, oc: OpCall, x: PrimExpr) -> PrimExpr:
+    """The activation of one element (`alpha`, `beta`, `threshold` from the call)."""
+    dt = x.dtype
+    zero = const(0, dt)
+    if name == "leakyrelu":
+        return select(binop("gt", x, zero), x, binop("mul", const(oc.values["alpha"], dt), x))
+    if name == "selu":
+        neg = binop("mul", const(SELU_ALPHA, dt), binop("sub", call("exp", x), const(1, dt)))
+        return binop("mul", const(SELU_SCALE, dt), select(binop("gt", x, zero), x, neg))
+    beta = const(oc.values["beta"], dt)
+    scaled = binop("mul", beta, x)
+    smooth = binop("div", call("log", binop("add", const(1, dt), call("exp", scaled))), beta)
+    return select(binop("gt", scaled, const(oc.values["threshold"], dt)), x, smooth)
+
+
+@legalizer("nn.leakyrelu", "nn.softplus", "nn.selu")
+def activation(oc: OpCall, out: StructInfo) -> Kernel:
+    name = kernel_name(oc.op.name)
+    k = Kernel(name)
+    x = k.operand("A", oc.values["data"], oc.tensor("data"))
+    y = k.output(f"T_{name}", out_tensor(out))
+    k.compute(f"T_{name}", y, lambda i: _activation_value(name, oc, x(*i)))
+    return k
+
+
+@legalizer("nn.prelu")
+def prelu(oc: OpCall, out: StructInfo) -> Kernel:
+    k = Kernel("prelu")
+    x = k.input("A", oc.values["data"], oc.tensor("data"))
+    alpha = k.input("alpha", oc.values["alpha"], oc.tensor("alpha"))
+    y = k.output("T_prelu", out_tensor(out))
+    axis = oc.axis(oc.values["axis"], x.ndim)
+
+    def value(i: Indices) -> PrimExpr:
+        v = x.vload(*i)
+        return select(binop("gt", v, const(0, v.dtype)), v,
+                      binop("mul", alpha.vload(i[axis]), v))
+
+    k.compute("T_prelu", y, value)
+    return k
+
+
+@legalizer("nn.batch_norm")
+def batch_norm(oc: OpCall, out: StructInfo) -> Kernel:
+    """Training mode normalizes by the batch's statistics over every axis but `axis` and
+    returns the moving statistics updated with `momentum` (as TVM's topi does:
+    (1 - momentum) * moving + momentum * batch); inference mode normalizes by the moving
+    statistics and returns them unchanged."""
+    assert isinstance(out, TupleSInfo)
+    k = Kernel("batch_norm")
+    x = k.operand("A", oc.values["data"], oc.tensor("data"))
+    stats = {name: k.input(name, oc.values[name], oc.tensor(name)) for name in
+             ("gamma", "beta", "moving_mean", "moving_var")}
+    y = k.output("T_batch_norm", out_tensor(out.fields[0]))
+    new_mean = k.output("T_moving_mean", out_tensor(out.fields[1]))
+    new_var = k.output("T_moving_var", out_tensor(out.fields[2]))
+    dt = y.dtype
+    axis = oc.axis(oc.values["axis"], len(x.shape))
+    eps = const(oc.values["epsilon"], dt)
+    training = oc.values["training"]
+
+    def channel(c: PrimExpr) -> Indices:
+        return tuple(c if a == axis else dim(0) for a in range(len(x.shape)))
+
+    if training:
+        axes = [a for a in range(len(x.shape)) if a != axis]
+        sums, squares, count = _normalizer(k, oc, x, axes, centered=True)
+        assert sums is not None
+
+        def mean(c: PrimExpr) -> PrimExpr:
+            return binop("div", sums(*channel(c)), count)
+
+        def var(c: PrimExpr) -> PrimExpr:
+            return binop("div", squares(*channel(c)), count)
+    else:
+        def mean(c: PrimExpr) -> PrimExpr:
+            return stats["moving_mean"].vload(c)
+
+        def var(c: PrimExpr) -> PrimExpr:
+            return stats["moving_var"].vload(c)
+
+    def value(i: Indices) -> PrimExpr:
+        c = i[axis]
+        v = binop("div", binop("sub", x(*i), mean(c)),
+                  call("sqrt", binop("add", var(c), eps)))
+        if oc.values["scale"]:
+            v = binop("mul", v, stats["gamma"].vload(c))
+        if oc.values["center"]:
+            v = binop("add", v, stats["beta"].vload(c))
+        return v
+
+    k.compute("T_batch_norm", y, value)
+    m = const(oc.values["momentum"], dt)
+    keep = binop("sub", const(1, dt), m)
+    for result, name, batch in ((new_mean, "moving_mean", mean), (new_var, "moving_var", var)):
+        moving = stats[name]
+
+        def update(i: Indices, moving: Buffer = moving, batch: object = batch) -> PrimExpr:
+            if not training:
+                return moving.vload(*i)
+            return binop("add", binop("mul", keep, moving.vload(*i)),
+                         binop("mul", m, batch(i[0])))  # type: ignore[operator]
+
+        k.compute(result.name, result, update)
     return k

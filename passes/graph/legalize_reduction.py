@@ -1,16 +1,19 @@
 """Legalization of reductions (`sum mean max min prod`): one reduction block over the reduced
-axes; `mean` adds a block dividing by the number of reduced elements."""
+axes; `mean` adds a block dividing by the number of reduced elements. `argmax` and `argmin`
+reduce twice: the extreme value, then the first position holding it (or, for floats, the first
+NaN, as NumPy answers)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import PrimExpr, binop, cast, const
+from tirc.ir.expr import PrimExpr, binop, cast, const, select
 from tirc.ir.graph import StructInfo
 from tirc.ir.ops.registry import OpCall
-from tirc.ir.ops.sinfo_util import product
-from tirc.passes.graph.kernel import Indices, Kernel, Operand, limit
+from tirc.ir.ops.sinfo_util import INT64, dim, product
+from tirc.passes.graph.kernel import ZERO, Indices, Kernel, Operand, limit
+from tirc.passes.graph.legalize_manipulation import linear_index
 from tirc.passes.graph.legalize_table import legalizer, out_tensor
 
 
@@ -70,4 +73,46 @@ def reduction(oc: OpCall, out: StructInfo) -> Kernel:
     count = element_count([x.shape[a] for a in axes], result.dtype)
     div = "div" if result.dtype.is_float else "truncdiv"
     k.compute("T_mean", result, lambda i: binop(div, total.vload(*i), count))
+    return k
+
+
+@legalizer("argmax", "argmin")
+def arg_reduction(oc: OpCall, out: StructInfo) -> Kernel:
+    name = oc.op.name
+    k = Kernel(name)
+    x = k.input("A", oc.values["x"], oc.tensor("x"))
+    axis = oc.values["axis"]
+    axes = list(range(x.ndim)) if axis is None else [oc.axis(axis, x.ndim)]
+    keepdims = oc.values["keepdims"]
+    result = k.output(f"T_{name}", out_tensor(out))
+    combine = "max" if name == "argmax" else "min"
+    kept = tuple(dim(1) if a in axes else d for a, d in enumerate(x.shape))
+    best = k.temp(f"T_{combine}", kept, x.dtype)
+    reduce_axes(k, f"T_{combine}", best, Operand.of(x), axes, True, combine)
+    extents = [x.shape[a] for a in axes]
+    total = product(extents)
+    is_float = x.dtype.is_float
+
+    def position(v: PrimExpr, xi: Indices, s: Indices) -> PrimExpr:
+        """The flat position of a tap holding the extreme (offset by `total` for floats, so
+        that a NaN, at its plain position, comes first), else past every position."""
+        flat = linear_index([xi[a] for a in axes], extents)
+        m = best.vload(*[ZERO if a in axes else xi[a] for a in range(x.ndim)])
+        if not is_float:
+            return select(binop("eq", v, m), flat, total)
+        hit = select(binop("eq", v, m), binop("add", flat, total),
+                     binop("mul", total, dim(2)))
+        return select(binop("ne", v, v), flat, hit)
+
+    if not is_float:
+        reduce_axes(k, f"T_{name}", result, Operand.of(x), axes, keepdims, "min", position)
+        return k
+    found = k.temp("T_position", result.shape, INT64)
+    reduce_axes(k, "T_position", found, Operand.of(x), axes, keepdims, "min", position)
+
+    def unshift(i: Indices) -> PrimExpr:
+        p = found.vload(*i)
+        return select(binop("ge", p, total), binop("sub", p, total), p)
+
+    k.compute(f"T_{name}", result, unshift)
     return k

@@ -55,12 +55,14 @@ def get_legalizer(op: str) -> Legalizer | None:
     """The legalizer of `op`, loading every family on first use."""
     if not LEGALIZERS:
         from tirc.passes.graph import (  # noqa: F401 (imported for their registrations)
+            legalize_conv,
             legalize_creation,
             legalize_elementwise,
             legalize_manipulation,
             legalize_matmul,
             legalize_nn,
             legalize_reduction,
+            legalize_slicing,
             legalize_sparse,
         )
     return LEGALIZERS.get(op)

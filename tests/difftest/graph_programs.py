@@ -3,10 +3,12 @@
 A program is a chain of two to six bindings over the operators tirc legalizes: elementwise
 arithmetic with broadcasting, unary math (rounding, trigonometric and hyperbolic functions,
 float predicates), comparisons combined by logical operators into casts and `where`, integer
-bitwise operators, shifts and remainders, `clip`, matmul, the nn operators (relu, gelu, silu,
-softmax, log_softmax, layer_norm, rms_norm), reductions with and without keepdims, and the
-shape operators (reshape, flatten, permute_dims, expand_dims, squeeze, concat, split, take,
-broadcast_to) with creation operators (zeros, ones, full and their `_like` forms) as operands.
+bitwise operators, shifts and remainders, `clip`, matmul, the nn operators (relu, gelu, gelu_tanh,
+silu, leakyrelu, softplus, selu, prelu, softmax, log_softmax, layer_norm, rms_norm, batch_norm,
+convolution and pooling), reductions with and without keepdims (argmax, argmin, variance and
+std among them), and the shape operators (reshape, flatten, permute_dims, expand_dims, squeeze,
+concat, split, take, broadcast_to, flip, tile, repeat, strided_slice) with creation operators
+(zeros, ones, full and their `_like` forms) as operands.
 The first dimension may be symbolic (`"n"`). Each value carries an interval of what it can
 hold, so that log, sqrt, rsqrt, divide and power get only arguments in their domain, exp no
 overflow, and only exact values reach casts to int and comparisons.
@@ -164,7 +166,7 @@ class _Gen:
             "reduce",
             "reshape", "permute", "expand_squeeze", "concat", "split", "take", "broadcast",
             "cast", "compare", "divide", "power", "more_unary", "bits", "logical", "clip",
-            "remainder"))
+            "remainder", "window", "rearrange", "batch_norm", "activation"))
         getattr(self, "op_" + op)()
 
     def op_binary(self) -> None:
@@ -180,7 +182,8 @@ class _Gen:
 
     def op_unary(self) -> None:
         a = self.pick()
-        choices = ["negative", "abs", "tanh", "sigmoid", "nn.relu", "nn.gelu", "nn.silu"]
+        choices = ["negative", "abs", "tanh", "sigmoid", "nn.relu", "nn.gelu", "nn.gelu_tanh",
+                   "nn.silu"]
         if a.hi <= 6:
             choices.append("exp")
         if a.lo >= 0.01:
@@ -235,6 +238,8 @@ class _Gen:
         axis = self.rng.randrange(len(a.dims))
         keep = self.rng.random() < 0.4
         count = a.dims[axis][1]
+        if self.rng.random() < 0.3:
+            return self.statistic(a, axis, keep)
         if op == "prod" and (a.mag > 2 or count > 4 or a.dt == "int32"):
             op = "sum"
         if op == "mean" and a.dt == "int32":
@@ -247,6 +252,28 @@ class _Gen:
                      k != axis)
         self.emit(op, a.var, dims=dims, dt=a.dt, lo=lo, hi=hi,
                   exact=a.exact and op in ("sum", "max", "min"), axis=[axis], keepdims=keep)
+
+    def statistic(self, a: Val, axis: int, keep: bool) -> None:
+        """argmax / argmin of exact values (a value off by an ulp could move the answer), over
+        one axis or the flattened tensor; variance / std of floats over one axis."""
+        if a.exact and (a.dt == "int32" or self.rng.random() < 0.5):
+            op = self.rng.choice(("argmax", "argmin"))
+            whole = self.rng.random() < 0.3
+            reduced = [k for k in range(len(a.dims)) if whole or k == axis]
+            count = math.prod(a.dims[k][1] for k in reduced)
+            dims = tuple(d if k not in reduced else _dim(1) for k, d in enumerate(a.dims)
+                         if keep or k not in reduced)
+            self.emit(op, a.var, dims=dims, dt="int64", lo=0, hi=max(count - 1, 0), exact=True,
+                      axis=None if whole else axis, keepdims=keep)
+            return
+        if a.dt != "float32":
+            return self.op_unary()
+        op = self.rng.choice(("variance", "std"))
+        dims = tuple(d if k != axis else _dim(1) for k, d in enumerate(a.dims) if keep or
+                     k != axis)
+        hi = a.mag * a.mag if op == "variance" else a.mag
+        self.emit(op, a.var, dims=dims, dt="float32", lo=0.0, hi=hi, exact=False, axis=[axis],
+                  keepdims=keep)
 
     def op_reshape(self) -> None:
         a = self.pick(rank=self.rng.choice((2, 3)))
@@ -494,6 +521,152 @@ class _Gen:
         self.emit("clip", a.var, dims=a.dims, dt=a.dt, lo=min(max(a.lo, lo), hi),
                   hi=min(max(a.hi, lo), hi), exact=a.exact, min=lo, max=hi)
 
+    def op_batch_norm(self) -> None:
+        """batch_norm over a random channel axis, training (batch statistics, updated moving
+        ones) or inference (a positive moving variance); any of its three results is used."""
+        a = self.pick(rank=self.rng.choice((2, 3, 4)) if self.rng.random() < 0.3 else None)
+        axis = self.rng.randrange(len(a.dims))
+        chan = (a.dims[axis],)
+        gamma, beta, mean = self.param(chan), self.param(chan), self.param(chan)
+        raw = self.param(chan)
+        var = self.emit("exp", raw.var, dims=chan, dt="float32", lo=math.exp(raw.lo),
+                        hi=math.exp(raw.hi), exact=False)
+        training = self.rng.random() < 0.6
+        count = math.prod(v for k, (_, v) in enumerate(a.dims) if k != axis)
+        spread = math.sqrt(max(count, 1)) if training else (a.mag + mean.mag) / math.sqrt(var.lo)
+        bound = spread * gamma.mag + beta.mag
+        parts = self.gb.emit("nn.batch_norm", a.var, gamma.var, beta.var, mean.var, var.var,
+                             axis=axis, training=training, momentum=self.rng.choice((0.1, 0.5)))
+        field = self.rng.choice((0, 0, 1, 2))
+        if field == 0:
+            self.emit(TupleGetItem(parts, 0), dims=a.dims, dt="float32", lo=-bound, hi=bound,
+                      exact=False)
+        else:
+            stat = mean if field == 1 else var
+            hi = max(stat.hi, a.mag * a.mag if field == 2 else a.mag)
+            self.emit(TupleGetItem(parts, field), dims=chan, dt="float32",
+                      lo=-hi if field == 1 else 0.0, hi=hi, exact=False)
+
+    def op_activation(self) -> None:
+        """leakyrelu, softplus (both sides of its threshold), selu and prelu."""
+        a = self.pick()
+        op = self.rng.choice(("nn.leakyrelu", "nn.softplus", "nn.selu", "nn.prelu"))
+        if op == "nn.prelu":
+            axis = self.rng.randrange(len(a.dims))
+            alpha = self.param((a.dims[axis],))
+            self.emit(op, a.var, alpha.var, dims=a.dims, dt="float32", lo=-a.mag * alpha.mag,
+                      hi=a.mag * alpha.mag, exact=False, axis=axis)
+            return
+        attrs: dict[str, Any] = {}
+        lo, hi = -2 * a.mag, 2 * a.mag + 1
+        if op == "nn.leakyrelu":
+            attrs["alpha"] = self.rng.choice((0.01, 0.2))
+        elif op == "nn.softplus":
+            if a.mag > 30:
+                return self.op_unary()
+            attrs.update(beta=self.rng.choice((1.0, 2.0)), threshold=self.rng.choice((1.0, 20.0)))
+            lo, hi = 0.0, a.mag + 1
+        elif a.mag > 30:
+            return self.op_unary()
+        self.emit(op, a.var, dims=a.dims, dt="float32", lo=lo, hi=hi, exact=False, **attrs)
+
+    def op_rearrange(self) -> None:
+        """flip, tile, repeat, or a strided_slice with negative bounds and strides."""
+        a = self.pick(self.rng.choice(("float32", "float32", "int32")))
+        rng = self.rng
+        op = rng.choice(("flip", "tile", "repeat", "strided_slice"))
+        keep = dict(dt=a.dt, lo=a.lo, hi=a.hi, exact=a.exact)
+        if op == "flip":
+            self.emit(op, a.var, dims=a.dims, axis=rng.randrange(len(a.dims)), **keep)
+        elif op == "tile":
+            reps = [rng.choice((1, 2, 3)) for _ in range(rng.randint(1, len(a.dims) + 1))]
+            lead = tuple(_dim(1) for _ in range(len(reps) - len(a.dims)))
+            full = [1] * (len(a.dims) - len(reps)) + reps
+            dims = tuple(_scaled(d, r) for d, r in zip(lead + a.dims, full))
+            self.emit(op, a.var, dims=dims, repeats=reps, **keep)
+        elif op == "repeat":
+            r = rng.choice((1, 2, 3))
+            if rng.random() < 0.3 and all(isinstance(d, IntImm) for d, _ in a.dims):
+                size = math.prod(v for _, v in a.dims) * r
+                self.emit(op, a.var, dims=(_dim(size),), repeats=r, **keep)
+                return
+            axis = rng.randrange(len(a.dims))
+            dims = tuple(_scaled(d, r) if k == axis else d for k, d in enumerate(a.dims))
+            self.emit(op, a.var, dims=dims, repeats=r, axis=axis, **keep)
+        else:
+            fixed = [k for k, (d, _) in enumerate(a.dims) if isinstance(d, IntImm)]
+            if not fixed:
+                return self.op_binary()
+            axis = rng.choice(fixed)
+            size = a.dims[axis][1]
+            step = rng.choice((1, 1, 2, -1, -2))
+            begin, end = rng.randint(-size - 1, size + 1), rng.randint(-size - 1, size + 1)
+            if not range(*slice(begin, end, step).indices(size)):
+                begin, end, step = 0, size, 1
+            count = len(range(*slice(begin, end, step).indices(size)))
+            dims = tuple(_dim(count) if k == axis else d for k, d in enumerate(a.dims))
+            self.emit(op, a.var, dims=dims, axes=[axis], begin=[begin], end=[end],
+                      strides=[step], **keep)
+
+    def op_window(self) -> None:
+        """A convolution, a max or average pooling or an adaptive average pooling over 1 to 3
+        spatial axes, channels first or last, with random strides, dilation, padding, groups
+        and ceil mode, on a fresh data tensor whose batch may be symbolic."""
+        rng = self.rng
+        rank = rng.choice((1, 2, 2, 3))
+        spatial = "DHW"[3 - rank:]
+        last = rng.random() < 0.25
+        layout = "N" + spatial + "C" if last else "NC" + spatial
+        sizes = [rng.choice((2, 3, 4, 5, 7) if rank < 3 else (2, 3, 4)) for _ in spatial]
+        batch = self.n if self.n is not None and rng.random() < 0.5 else _dim(rng.choice((1, 2)))
+        channels = rng.choice((1, 2, 3, 4))
+        kind = rng.choice(("conv", "conv", "max", "avg", "adaptive"))
+        dt = "int32" if kind == "max" and rng.random() < 0.3 else "float32"
+        by = {"N": batch, "C": _dim(channels), **{c: _dim(v) for c, v in zip(spatial, sizes)}}
+        x = self.param(tuple(by[c] for c in layout), dt)
+        attrs: dict[str, Any] = {}
+        if kind == "adaptive":
+            out = [rng.randint(1, v) for v in sizes] if rng.random() < 0.8 else sizes
+            if out != sizes or rng.random() < 0.5:
+                attrs["output_size"] = out
+            op, lo, hi, exact, out_c = f"nn.adaptive_avg_pool{rank}d", x.lo, x.hi, False, channels
+        else:
+            window = [rng.choice((1, 2, 3)) for _ in spatial]
+            strides = [rng.choice((1, 1, 2)) for _ in spatial]
+            dilation = [rng.choice((1, 1, 2)) for _ in spatial]
+            before = [rng.randint(0, w - 1) for w in window]
+            after = [rng.randint(0, w - 1) for w in window]
+            ceil = kind != "conv" and rng.random() < 0.4
+            if not all(_windows_reach_data(*a, ceil) for a in
+                       zip(sizes, window, strides, dilation, before, after)):
+                window, dilation, ceil = [1] * rank, [1] * rank, False
+                before = after = [0] * rank
+            out = [(n + b + a - d * (w - 1) - 1 + (s - 1 if ceil else 0)) // s + 1 for
+                   n, w, s, d, b, a in zip(sizes, window, strides, dilation, before, after)]
+            attrs.update(strides=strides, padding=before + after, dilation=dilation)
+            out_c = channels
+            if kind == "conv":
+                groups = rng.choice([g for g in (1, 2, channels) if channels % g == 0])
+                out_c = groups * rng.choice((1, 2))
+                kernel = (spatial + "IO") if last else ("OI" + spatial)
+                kdims = {"O": out_c, "I": channels // groups, **dict(zip(spatial, window))}
+                w = self.param(tuple(_dim(kdims[c]) for c in kernel), dt)
+                bound = x.mag * w.mag * math.prod(window) * (channels // groups)
+                op, lo, hi, exact = f"nn.conv{rank}d", -bound, bound, x.exact and w.exact
+                attrs.update(groups=groups, data_layout=layout, kernel_layout=kernel)
+                self.emit(op, x.var, w.var, dims=_arranged(layout, by, out_c, spatial, out),
+                          dt=dt, lo=lo, hi=hi, exact=exact, **attrs)
+                return
+            attrs.update(pool_size=window, ceil_mode=ceil)
+            op, lo, hi, exact = f"nn.{kind}_pool{rank}d", x.lo, x.hi, x.exact and kind == "max"
+            if kind == "avg":
+                include = rng.random() < 0.5
+                attrs["count_include_pad"] = include
+                lo, hi = (min(lo, 0.0), max(hi, 0.0)) if include else (lo, hi)
+        attrs["layout"] = layout
+        self.emit(op, x.var, dims=_arranged(layout, by, out_c, spatial, out), dt=dt, lo=lo,
+                  hi=hi, exact=exact, **attrs)
+
     # ---- the function ----------------------------------------------------------------
 
     def build(self) -> tuple[Any, list[Val]]:
@@ -522,7 +695,7 @@ def _unary_range(op: str, a: Val) -> tuple[float, float, bool]:
         return math.tanh(max(a.lo, -20.0)), math.tanh(min(a.hi, 20.0)), False
     if op == "sigmoid":
         return 1 / (1 + math.exp(-max(a.lo, -30.0))), 1 / (1 + math.exp(-min(a.hi, 30.0))), False
-    if op in ("nn.gelu", "nn.silu"):
+    if op in ("nn.gelu", "nn.gelu_tanh", "nn.silu"):
         return -0.3, max(0.0, a.hi), False
     if op == "exp":
         return math.exp(a.lo), math.exp(a.hi), False
@@ -551,6 +724,32 @@ def _more_range(op: str, a: Val) -> tuple[float, float, bool]:
     if op == "cosh":
         return 1.0, math.cosh(a.mag), False
     return -1.0, 1.0, False  # sin, cos, erf
+
+
+def _windows_reach_data(size: int, window: int, stride: int, dil: int, before: int,
+                        after: int, ceil: bool) -> bool:
+    """Every window position along an axis holds at least one element of the data (a window
+    wholly in the padding would average nothing), and there is at least one position."""
+    count = (size + before + after - dil * (window - 1) - 1 + (stride - 1 if ceil else 0))
+    count = count // stride + 1
+    if count < 1:
+        return False
+    return all(any(0 <= p * stride - before + t * dil < size for t in range(window))
+               for p in range(count))
+
+
+def _scaled(d: tuple[PrimExpr, int], r: int) -> tuple[PrimExpr, int]:
+    """A dim times `r` (a symbolic one as `n * r`, as shape inference simplifies it)."""
+    if isinstance(d[0], IntImm):
+        return _dim(d[1] * r)
+    return (d[0] * r if r != 1 else d[0]), d[1] * r
+
+
+def _arranged(layout: str, by: dict[str, tuple[PrimExpr, int]], channels: int, spatial: str,
+              out: list[int]) -> tuple[tuple[PrimExpr, int], ...]:
+    """The dims of a window operator's result in `layout`."""
+    sizes = {"N": by["N"], "C": _dim(channels), **{c: _dim(v) for c, v in zip(spatial, out)}}
+    return tuple(sizes[c] for c in layout)
 
 
 def _broadcast(a: tuple, b: tuple) -> tuple | None:

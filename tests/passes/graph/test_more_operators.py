@@ -1,7 +1,9 @@
-"""The elementwise, bitwise, logical, predicate and `_like` operators and `flatten` that TVM's
-Relax tests use: each one compiled at -O0 and -O3 agrees with the reference interpreter (NumPy)
-on values that reach their edges (negatives, zeros, NaN and infinities, shifts by the width or
-more)."""
+"""The elementwise, bitwise, logical, predicate and `_like` operators, `flatten`, the statistics
+(argmax, argmin, variance, std), the slicing operators (flip, tile, repeat, strided_slice), the
+activations with attributes and batch_norm that TVM's Relax tests use: each one compiled at -O0
+and -O3 agrees with the reference interpreter (NumPy) on values that reach their edges
+(negatives, zeros, NaN and infinities, shifts by the width or more; argmax finds the first NaN,
+as NumPy's); batch_norm also against its definition, channel by channel."""
 
 from __future__ import annotations
 
@@ -55,6 +57,24 @@ FUNCTIONS: dict[str, tuple[str, str]] = {
     "t_ones_like": (X, 'R.ones_like(x, "int32")'),
     "t_full_like": (X, 'R.full_like(x, R.const(2.5, "float32"))'),
     "t_flatten": (X, "R.flatten(x)"),
+    "s_argmax": (X, "R.argmax(x, axis=1)"),
+    "s_argmin_all": (X, "R.argmin(x)"),
+    "s_argmax_int": (XI, "R.argmax(x, axis=0, keepdims=True)"),
+    "s_argmin_int_all": (XI, "R.argmin(x, keepdims=True)"),
+    "s_variance": (X, "R.variance(x, axis=1)"),
+    "s_std": (X, "R.std(x, keepdims=True)"),
+    "t_flip": (X, "R.flip(x, axis=1)"),
+    "t_tile": (XI, "R.tile(x, (2, 1, 2))"),
+    "t_repeat": (X, "R.repeat(x, 2, axis=0)"),
+    "t_repeat_flat": (XI, "R.repeat(x, 3)"),
+    "t_strided_slice": (X, "R.strided_slice(x, axes=[0, 1], begin=[3, 1], end=[-5, 100], "
+                           "strides=[-1, 3])"),
+    "a_leakyrelu": (X, "R.nn.leakyrelu(x, alpha=0.2)"),
+    "a_softplus": (X, "R.nn.softplus(x, beta=2.0, threshold=3.0)"),
+    "a_selu": (X, "R.nn.selu(x)"),
+    "a_gelu_tanh": (X, "R.nn.gelu_tanh(x)"),
+    "a_prelu": ('x: R.Tensor((4, 8), "float32"), a: R.Tensor((4,), "float32")',
+                "R.nn.prelu(x, a, axis=0)"),
 }
 
 
@@ -112,6 +132,18 @@ def test_compiled_agrees_with_the_interpreter(built: tuple[Path, dict[int, Any]]
     ('R.where(x, x, x)', "R.where: the condition must be a bool tensor, got float32"),
     ('R.clip(x, 2, 1)', "R.clip: min 2.0 is greater than max 1.0"),
     ('R.full_like(x, x)', "R.full_like: fill_value must be a scalar (R.const or a 0-d tensor)"),
+    ('R.argmax(x, axis=2)', "R.argmax: axis 2 is out of range for a tensor of rank 2"),
+    ('R.variance(R.astype(x, "int32"))', "R.variance: needs a floating-point tensor, got int32"),
+    ('R.flip(x, axis=-3)', "R.flip: axis -3 is out of range for a tensor of rank 2"),
+    ('R.tile(x, (2, -1))', "R.tile: repeats must not be negative, got (2, -1)"),
+    ('R.repeat(x, -2)', "R.repeat: repeats must not be negative, got -2"),
+    ('R.nn.prelu(x, R.sum(x, axis=0), axis=0)', "R.nn.prelu: 'alpha' must have shape (4,) "
+     "(axis 0 of (4, 8)), got (8,)"),
+    ('R.nn.batch_norm(x, x, x, x, x, axis=1)', "R.nn.batch_norm: 'gamma' must have shape (8,) "
+     "(the normalized axes of (4, 8)), got (4, 8)"),
+    ('R.strided_slice(x, [0], [1], [2], [0])', "R.strided_slice: a stride must not be 0"),
+    ('R.strided_slice(x, [0, 1], [1], [2])', "R.strided_slice: axes, begin, end and strides "
+     "need one value each per axis, got 2, 1, 1 and 2"),
 ])
 def test_wrong_operands_are_diagnostics(body: str, message: str) -> None:
     text = module({"main": (X, body)})
@@ -120,3 +152,71 @@ def test_wrong_operands_are_diagnostics(body: str, message: str) -> None:
     with pytest.raises(CompileError) as err:
         Normalize()(parse(text))
     assert message in err.value.diagnostics[0].message
+
+
+def test_slicing_a_symbolic_axis_is_a_diagnostic() -> None:
+    from tirc.passes.graph.normalize import Normalize
+
+    text = module({"main": ('x: R.Tensor(("n", 4), "float32")',
+                            "R.strided_slice(x, [0], [1], [2])")})
+    with pytest.raises(CompileError) as err:
+        Normalize()(parse(text))
+    assert err.value.diagnostics[0].message == (
+        "R.strided_slice: axis 0 has the symbolic size n; only an axis of constant size can "
+        "be sliced")
+
+
+BATCH_NORM = module({
+    "train": ('x: R.Tensor((2, 3, 4), "float32"), g: R.Tensor((3,), "float32"), '
+              'b: R.Tensor((3,), "float32"), mm: R.Tensor((3,), "float32"), '
+              'mv: R.Tensor((3,), "float32")',
+              "R.nn.batch_norm(x, g, b, mm, mv, axis=1, momentum=0.25)"),
+    "infer": ('x: R.Tensor((2, 4, 3), "float32"), g: R.Tensor((3,), "float32"), '
+              'b: R.Tensor((3,), "float32"), mm: R.Tensor((3,), "float32"), '
+              'mv: R.Tensor((3,), "float32")',
+              "R.nn.batch_norm(x, g, b, mm, mv, -1, 1e-3, False, True, 0.1, False)"),
+})
+
+
+def naive_batch_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, mm: np.ndarray,
+                     mv: np.ndarray, axis: int, eps: float, center: bool, momentum: float,
+                     training: bool) -> tuple[np.ndarray, ...]:
+    """Channel by channel: normalize by the batch's (or the moving) mean and variance."""
+    out = np.empty_like(x, dtype=np.float64)
+    means, variances = mm.astype(np.float64).copy(), mv.astype(np.float64).copy()
+    for c in range(x.shape[axis]):
+        part = np.take(x, c, axis=axis).astype(np.float64)
+        mean, var = (part.mean(), ((part - part.mean()) ** 2).mean()) if training \
+            else (float(mm[c]), float(mv[c]))
+        y = (part - mean) / np.sqrt(var + eps) * g[c] + (b[c] if center else 0.0)
+        index = [slice(None)] * x.ndim
+        index[axis] = c
+        out[tuple(index)] = y
+        if training:
+            means[c] = (1 - momentum) * mm[c] + momentum * mean
+            variances[c] = (1 - momentum) * mv[c] + momentum * var
+    return out, means, variances
+
+
+@pytest.mark.parametrize("name, axis, eps, center, momentum, training", [
+    ("train", 1, 1e-5, True, 0.25, True), ("infer", 2, 1e-3, False, 0.1, False)])
+def test_batch_norm_is_the_definition_at_every_level(tmp_path: Path, name: str, axis: int,
+                                                     eps: float, center: bool, momentum: float,
+                                                     training: bool) -> None:
+    path = tmp_path / "bn.tir"
+    path.write_text(BATCH_NORM)
+    mod = parse_file(path)
+    rng = np.random.default_rng(5)
+    shape = tuple(int(d.value) for d in mod[name].params[0].struct_info.shape)
+    x = rng.standard_normal(shape).astype("float32")
+    g, b, mm = (rng.standard_normal(3).astype("float32") for _ in range(3))
+    mv = (rng.random(3) + 0.5).astype("float32")
+    want = naive_batch_norm(x, g, b, mm, mv, axis, eps, center, momentum, training)
+    got = Interpreter(mod).call(name, x, g, b, mm, mv)
+    for level in (None, 0, 3):
+        if level is not None:
+            lib = compile_sample(path, tmp_path / f"bn{level}.so", level)
+            got = getattr(lib, name)(x, g, b, mm, mv)
+        for field, expected in zip(got, want):
+            np.testing.assert_allclose(field, expected, rtol=1e-5, atol=1e-5,
+                                       err_msg=f"{name} at {level}")

@@ -1,0 +1,97 @@
+"""Slicing, flipping and repeating: `strided_slice`, `flip`, `tile`, `repeat` (NumPy's
+semantics: a slice's begin and end wrap when negative and are clamped to the axis)."""
+
+from __future__ import annotations
+
+from tirc.ir.expr import PrimExpr, binop
+from tirc.ir.graph import StructInfo
+from tirc.ir.ops.registry import OpCall, Param, register
+from tirc.ir.ops.sinfo_util import const_dim, dim, dim_text, simplify_dim, tensor
+
+
+def slice_ranges(oc: OpCall) -> dict[int, tuple[int, int, int]]:
+    """Per sliced axis, NumPy's (start, stop, step) for its constant size."""
+    x = oc.tensor("x")
+    assert x.shape is not None
+    axes, begin, end = oc.values["axes"], oc.values["begin"], oc.values["end"]
+    strides = oc.values["strides"]
+    strides = (1,) * len(axes) if strides is None else strides
+    if not len(axes) == len(begin) == len(end) == len(strides):
+        oc.error(f"axes, begin, end and strides need one value each per axis, got "
+                 f"{len(axes)}, {len(begin)}, {len(end)} and {len(strides)}")
+    out: dict[int, tuple[int, int, int]] = {}
+    for a, b, e, s in zip(axes, begin, end, strides):
+        axis = oc.axis(a, len(x.shape))
+        if axis in out:
+            oc.error(f"axis {a} is sliced twice")
+        if s == 0:
+            oc.error("a stride must not be 0")
+        size = const_dim(x.shape[axis])
+        if size is None:
+            oc.error(f"axis {a} has the symbolic size {dim_text(x.shape[axis])}; only an axis "
+                     "of constant size can be sliced")
+        out[axis] = slice(b, e, s).indices(size)
+    return out
+
+
+def _strided_slice(oc: OpCall) -> StructInfo:
+    x = oc.tensor("x")
+    assert x.shape is not None
+    shape = list(x.shape)
+    for axis, bounds in slice_ranges(oc).items():
+        shape[axis] = dim(len(range(*bounds)))
+    return tensor(shape, x.dtype)
+
+
+def _flip(oc: OpCall) -> StructInfo:
+    x = oc.tensor("x")
+    assert x.shape is not None
+    oc.axis(oc.values["axis"], len(x.shape))
+    return x
+
+
+def tile_repeats(oc: OpCall) -> tuple[int, ...]:
+    """The repeats per result axis (ones prepended up to the data's rank, as NumPy's)."""
+    x = oc.tensor("x")
+    assert x.shape is not None
+    reps = oc.values["repeats"]
+    reps = (reps,) if isinstance(reps, int) else tuple(reps)
+    if any(r < 0 for r in reps):
+        oc.error(f"repeats must not be negative, got {reps}")
+    return (1,) * (len(x.shape) - len(reps)) + reps
+
+
+def _tile(oc: OpCall) -> StructInfo:
+    x = oc.tensor("x")
+    assert x.shape is not None
+    reps = tile_repeats(oc)
+    shape = (dim(1),) * (len(reps) - len(x.shape)) + tuple(x.shape)
+    return tensor([simplify_dim(binop("mul", d, dim(r))) for d, r in zip(shape, reps)],
+                  x.dtype)
+
+
+def _repeat(oc: OpCall) -> StructInfo:
+    x = oc.tensor("x")
+    assert x.shape is not None
+    reps = oc.values["repeats"]
+    if reps < 0:
+        oc.error(f"repeats must not be negative, got {reps}")
+    axis = oc.values["axis"]
+    if axis is None:
+        total: PrimExpr = dim(1)
+        for d in x.shape:
+            total = binop("mul", total, d)
+        return tensor([simplify_dim(binop("mul", total, dim(reps)))], x.dtype)
+    a = oc.axis(axis, len(x.shape))
+    shape = list(x.shape)
+    shape[a] = simplify_dim(binop("mul", shape[a], dim(reps)))
+    return tensor(shape, x.dtype)
+
+
+register("strided_slice", [Param("x", "tensor"), Param("axes", "ints"), Param("begin", "ints"),
+                           Param("end", "ints"), Param("strides", "ints", None),
+                           Param("assume_inbound", "bool", False)], _strided_slice)
+register("flip", [Param("x", "tensor"), Param("axis", "int")], _flip)
+register("tile", [Param("x", "tensor"), Param("repeats", "int_or_ints")], _tile)
+register("repeat", [Param("x", "tensor"), Param("repeats", "int"), Param("axis", "int", None)],
+         _repeat)
