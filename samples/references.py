@@ -229,6 +229,45 @@ def _transformer_block(x: np.ndarray, mask: np.ndarray, norm1: np.ndarray, wq: n
     return [_f32(h + (act * (hn @ _f64(w_up))) @ _f64(w_down))]
 
 
+def _conv3x3(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Stride 1, zero padding 1: a sum over the nine taps of shifted slices."""
+    n, _, h, wd = x.shape
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    out = np.zeros((n, w.shape[0], h, wd))
+    for i in range(3):
+        for j in range(3):
+            out += np.einsum("nchw,oc->nohw", padded[:, :, i:i + h, j:j + wd], w[:, :, i, j])
+    return out
+
+
+def _resnet_block(x: np.ndarray, *params: np.ndarray) -> list[np.ndarray]:
+    w1, g1, b1, m1, v1, w2, g2, b2, m2, v2, fc_w, fc_b = (_f64(p) for p in params)
+
+    def bn(y: np.ndarray, g: np.ndarray, b: np.ndarray, m: np.ndarray,
+           v: np.ndarray) -> np.ndarray:
+        c = (slice(None), None, None)
+        return (y - m[c]) / np.sqrt(v[c] + 1e-5) * g[c] + b[c]
+
+    h = np.maximum(bn(_conv3x3(_f64(x), w1), g1, b1, m1, v1), 0.0)
+    h = np.maximum(bn(_conv3x3(h, w2), g2, b2, m2, v2) + _f64(x), 0.0)
+    padded = np.pad(h, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+    pooled = np.full(h.shape[:2] + (8, 8), -np.inf)
+    for i in range(3):
+        for j in range(3):
+            pooled = np.maximum(pooled, padded[:, :, i:i + 16:2, j:j + 16:2])
+    return [_f32(pooled.mean(axis=(2, 3)) @ fc_w.T + fc_b)]
+
+
+def _resnet_inputs(s: Sizes, rng: np.random.Generator) -> list[np.ndarray]:
+    def norm() -> list[np.ndarray]:
+        return [_randn(rng, 8, scale=0.5) + 1, _randn(rng, 8, scale=0.1),
+                _randn(rng, 8, scale=0.1), (rng.random(8) + 0.5).astype(np.float32)]
+
+    return [_randn(rng, s["n"], 8, 16, 16), _randn(rng, 8, 8, 3, 3, scale=0.2), *norm(),
+            _randn(rng, 8, 8, 3, 3, scale=0.2), *norm(), _randn(rng, 10, 8, scale=0.3),
+            _randn(rng, 10)]
+
+
 def _transformer_inputs(s: Sizes, rng: np.random.Generator) -> list[np.ndarray]:
     seq = s["s"]
     causal = np.triu(np.full((seq, seq), -1e9, dtype=np.float32), k=1)
@@ -332,6 +371,10 @@ SAMPLES: tuple[Sample, ...] = (
                         _randn(rng, 128), _randn(rng, 128, 10, scale=0.2)],
         _mlp_dps, (), {"n": 3}, ({"n": 2}, {"n": 16}),
         externs={"mlp_bias_relu": _bias_relu_dps},
+    ),
+    Sample(
+        "resnet_block.tir", "main", "graph",
+        _resnet_inputs, _resnet_block, (), {"n": 2}, ({"n": 1}, {"n": 4}),
     ),
     Sample(
         "transformer_block.tir", "main", "graph",

@@ -29,8 +29,10 @@ from megakernel_support import SAMPLES  # noqa: E402
 MODES = ("static", "dynamic", "none")
 SHAPES = {"mlp": [{"n": 1}, {"n": 7}, {"n": 33}],
           "mlp_dps": [{"n": 1}, {"n": 5}, {"n": 16}],
-          "transformer_block": [{"b": 1, "s": 1}, {"b": 2, "s": 5}, {"b": 1, "s": 17}]}
-SMALL = {"mlp": {"n": 3}, "mlp_dps": {"n": 2}, "transformer_block": {"b": 1, "s": 3}}
+          "transformer_block": [{"b": 1, "s": 1}, {"b": 2, "s": 5}, {"b": 1, "s": 17}],
+          "resnet_block": [{"n": 1}, {"n": 3}]}
+SMALL = {"mlp": {"n": 3}, "mlp_dps": {"n": 2}, "transformer_block": {"b": 1, "s": 3},
+         "resnet_block": {"n": 2}}
 THREADS = (1, 2, 2 * (os.cpu_count() or 2) + 1)
 RUNNER = """
 import sys, numpy as np

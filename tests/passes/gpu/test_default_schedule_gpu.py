@@ -27,7 +27,7 @@ def _gpu_steps(opt_level: int) -> list[str]:
 
 # Small sizes: the GPU interpreter runs every thread in Python.
 INTERP_SIZES = {"mlp": [{"n": 3}, {"n": 1}, {"n": 17}],
-                "transformer_block": [{"b": 1, "s": 3}]}
+                "transformer_block": [{"b": 1, "s": 3}], "resnet_block": [{"n": 1}]}
 
 
 def launches(mod: IRModule, host: str = "main") -> list[tuple[str, list[str]]]:
