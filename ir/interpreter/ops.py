@@ -300,6 +300,15 @@ def repeat(x: np.ndarray, repeats: int, axis: int | None = None) -> np.ndarray:
     return np.repeat(x, repeats, axis=axis)
 
 
+@op("nn.pad")
+def pad(data: np.ndarray, pad_width: Sequence[int], pad_mode: str = "constant",
+        pad_value: float = 0.0) -> np.ndarray:
+    widths = [(int(pad_width[2 * a]), int(pad_width[2 * a + 1])) for a in range(data.ndim)]
+    if pad_mode == "constant":
+        return np.pad(data, widths, constant_values=np.asarray(pad_value, dtype=data.dtype))
+    return np.pad(data, widths, mode=pad_mode)  # type: ignore[call-overload]
+
+
 @op("broadcast_to")
 def broadcast_to(x: np.ndarray, shape: Sequence[int]) -> np.ndarray:
     return np.broadcast_to(x, tuple(int(d) for d in shape)).copy()
@@ -320,13 +329,28 @@ def clip(x: np.ndarray, min: Any, max: Any) -> np.ndarray:  # noqa: A002 (Relax 
     return _like(np.clip(x, min, max), x)
 
 
-@op("cumsum")
-def cumsum(data: np.ndarray, axis: int | None = None, dtype: Any = None,
-           exclusive: bool = False) -> np.ndarray:
-    out = np.cumsum(data, axis=axis)
-    if exclusive:
-        out = out - (data if axis is not None else data.reshape(-1))
-    return out.astype(to_np_dtype(dtype)) if dtype else _like(out, data)
+def _scan(fn: Callable[..., np.ndarray], identity: int) -> Callable[..., np.ndarray]:
+    """cumsum / cumprod in the result dtype; `exclusive` shifts in the identity (the sums of
+    the elements before each position, not the inclusive result minus the element)."""
+
+    def scan(data: np.ndarray, axis: int | None = None, dtype: Any = None,
+             exclusive: bool = False) -> np.ndarray:
+        dt = to_np_dtype(dtype) if dtype else np.asarray(data).dtype
+        x = np.asarray(data).astype(dt)
+        if axis is None:
+            x, axis = x.reshape(-1), 0
+        out = fn(x, axis=axis, dtype=dt)
+        if exclusive:
+            first = np.full_like(np.take(out, [0], axis=axis), identity)
+            rest = np.take(out, range(out.shape[axis] - 1), axis=axis)
+            out = np.concatenate([first, rest], axis=axis)
+        return out
+
+    return scan
+
+
+OPS["cumsum"] = _scan(np.cumsum, 0)
+OPS["cumprod"] = _scan(np.cumprod, 1)
 
 
 @op("zeros")

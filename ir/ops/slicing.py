@@ -1,5 +1,6 @@
-"""Slicing, flipping and repeating: `strided_slice`, `flip`, `tile`, `repeat` (NumPy's
-semantics: a slice's begin and end wrap when negative and are clamped to the axis)."""
+"""Slicing, flipping, repeating, padding and scans: `strided_slice`, `flip`, `tile`, `repeat`,
+`nn.pad` and `cumsum`/`cumprod`, with NumPy's semantics (a slice's begin and end wrap when
+negative and are clamped to the axis; `edge` and `reflect` padding as `np.pad`'s)."""
 
 from __future__ import annotations
 
@@ -95,3 +96,62 @@ register("flip", [Param("x", "tensor"), Param("axis", "int")], _flip)
 register("tile", [Param("x", "tensor"), Param("repeats", "int_or_ints")], _tile)
 register("repeat", [Param("x", "tensor"), Param("repeats", "int"), Param("axis", "int", None)],
          _repeat)
+
+
+PAD_MODES = ("constant", "edge", "reflect")
+
+
+def pad_widths(oc: OpCall) -> list[tuple[int, int]]:
+    """`pad_width` (before and after, axis by axis, flattened as TVM stores it) per axis."""
+    x = oc.tensor("data")
+    assert x.shape is not None
+    flat = oc.values["pad_width"]
+    if len(flat) != 2 * len(x.shape):
+        oc.error(f"pad_width needs 2 values per axis ({2 * len(x.shape)} for rank "
+                 f"{len(x.shape)}), got {len(flat)}")
+    if any(v < 0 for v in flat):
+        oc.error(f"pad_width must not be negative, got {flat}")
+    return [(flat[2 * a], flat[2 * a + 1]) for a in range(len(x.shape))]
+
+
+def _pad(oc: OpCall) -> StructInfo:
+    x = oc.tensor("data")
+    assert x.shape is not None
+    widths = pad_widths(oc)
+    mode = oc.values["pad_mode"]
+    if mode not in PAD_MODES:
+        oc.error(f"pad_mode must be one of {', '.join(PAD_MODES)}, got '{mode}'")
+    for a, (before, after) in enumerate(widths):
+        size = const_dim(x.shape[a])
+        if mode == "reflect" and (before or after) and (size is None or max(before, after)
+                                                        >= size):
+            oc.error(f"reflect padding of {max(before, after)} along axis {a} needs more "
+                     f"elements than that, got {dim_text(x.shape[a])}")
+        if mode == "edge" and (before or after) and (size is None or size == 0):
+            oc.error(f"edge padding along axis {a} needs a constant size of at least 1, got "
+                     f"{dim_text(x.shape[a])}")
+    return tensor([simplify_dim(binop("add", d, dim(b + e))) for d, (b, e) in
+                   zip(x.shape, widths)], x.dtype)
+
+
+def _scan(oc: OpCall) -> StructInfo:
+    x = oc.tensor("data")
+    assert x.shape is not None
+    if x.dtype is not None and x.dtype.is_bool:
+        oc.error("needs a numeric tensor, got bool")
+    dt = oc.values["dtype"] if oc.values["dtype"] is not None else x.dtype
+    if oc.values["axis"] is None:
+        total: PrimExpr = dim(1)
+        for d in x.shape:
+            total = binop("mul", total, d)
+        return tensor([simplify_dim(total)], dt)
+    oc.axis(oc.values["axis"], len(x.shape))
+    return tensor(x.shape, dt)
+
+
+register("nn.pad", [Param("data", "tensor"), Param("pad_width", "ints"),
+                    Param("pad_mode", "str", "constant"), Param("pad_value", "float", 0.0)],
+         _pad)
+for _name in ("cumsum", "cumprod"):
+    register(_name, [Param("data", "tensor"), Param("axis", "int", None),
+                     Param("dtype", "dtype", None), Param("exclusive", "bool", False)], _scan)

@@ -1,13 +1,14 @@
-"""Legalization of `strided_slice`, `flip`, `tile` and `repeat`: each output element reads the
-one input element it copies."""
+"""Legalization of `strided_slice`, `flip`, `tile`, `repeat` and `nn.pad`: each output element
+reads the one input element it copies (a constant where `pad` fills); `cumsum` and `cumprod`
+as a reduction over the axis up to each position."""
 
 from __future__ import annotations
 
-from tirc.ir.expr import PrimExpr, binop
+from tirc.ir.expr import PrimExpr, binop, cast, const, if_then_else, maximum, minimum, select
 from tirc.ir.graph import StructInfo
 from tirc.ir.ops.registry import OpCall
 from tirc.ir.ops.sinfo_util import dim
-from tirc.ir.ops.slicing import slice_ranges, tile_repeats
+from tirc.ir.ops.slicing import pad_widths, slice_ranges, tile_repeats
 from tirc.passes.graph.kernel import Indices, Kernel
 from tirc.passes.graph.legalize_manipulation import unravel
 from tirc.passes.graph.legalize_table import legalizer, out_tensor
@@ -77,4 +78,72 @@ def repeat(oc: OpCall, out: StructInfo) -> Kernel:
         return x.vload(*idx)
 
     k.compute("T_repeat", y, value)
+    return k
+
+
+def _source(i: PrimExpr, before: int, size: PrimExpr, mode: str) -> PrimExpr:
+    """The input position an `edge` or `reflect` padded position copies."""
+    pos = binop("sub", i, dim(before))
+    last = binop("sub", size, dim(1))
+    if mode == "edge":
+        return minimum(maximum(pos, dim(0)), last)
+    low = select(binop("lt", pos, dim(0)), binop("sub", dim(0), pos), pos)
+    return select(binop("gt", low, last), binop("sub", binop("mul", last, dim(2)), low), low)
+
+
+@legalizer("nn.pad")
+def pad(oc: OpCall, out: StructInfo) -> Kernel:
+    k = Kernel("pad")
+    x = k.input("A", oc.values["data"], oc.tensor("data"))
+    y = k.output("PadInput", out_tensor(out))
+    widths = pad_widths(oc)
+    mode = oc.values["pad_mode"]
+
+    def value(i: Indices) -> PrimExpr:
+        if mode != "constant":
+            return x.vload(*[_source(v, b, d, mode) if (b or e) else v
+                             for v, (b, e), d in zip(i, widths, x.shape)])
+        guards, idx = [], []
+        for v, (b, e), d in zip(i, widths, x.shape):
+            pos = binop("sub", v, dim(b)) if b else v
+            if b:
+                guards.append(binop("ge", pos, dim(0)))
+            if e:
+                guards.append(binop("lt", pos, d))
+            idx.append(pos)
+        load = x.vload(*idx)
+        if not guards:
+            return load
+        cond = guards[0]
+        for g in guards[1:]:
+            cond = binop("and", cond, g)
+        return if_then_else(cond, load, const(oc.values["pad_value"], x.dtype))
+
+    k.compute("PadInput", y, value)
+    return k
+
+
+@legalizer("cumsum", "cumprod")
+def scan(oc: OpCall, out: StructInfo) -> Kernel:
+    """Each output position reduces the inputs up to it (before it when `exclusive`), in
+    order; a flattened scan (no axis) reads the input through its row-major position."""
+    name = oc.op.name
+    k = Kernel(name)
+    x = k.input("A", oc.values["data"], oc.tensor("data"))
+    y = k.output(f"T_{name}", out_tensor(out))
+    axis = oc.values["axis"]
+    a = oc.axis(axis, x.ndim) if axis is not None else 0
+    extent = y.shape[a]
+    combine = "add" if name == "cumsum" else "mul"
+    identity = const(0 if combine == "add" else 1, y.dtype)
+    before = "lt" if oc.values["exclusive"] else "le"
+
+    def value(s: Indices, r: Indices) -> PrimExpr:
+        idx = list(s)
+        idx[a] = r[0]
+        v = x.vload(*idx) if axis is not None else x.vload(*unravel(r[0], x.shape))
+        v = v if v.dtype == y.dtype else cast(y.dtype, v)
+        return select(binop(before, r[0], s[a]), v, identity)
+
+    k.reduce(f"T_{name}", y, [extent], combine, identity, value)
     return k

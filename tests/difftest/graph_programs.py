@@ -7,8 +7,8 @@ bitwise operators, shifts and remainders, `clip`, matmul, the nn operators (relu
 silu, leakyrelu, softplus, selu, prelu, softmax, log_softmax, layer_norm, rms_norm, batch_norm,
 convolution and pooling), reductions with and without keepdims (argmax, argmin, variance and
 std among them), and the shape operators (reshape, flatten, permute_dims, expand_dims, squeeze,
-concat, split, take, broadcast_to, flip, tile, repeat, strided_slice) with creation operators
-(zeros, ones, full and their `_like` forms) as operands.
+concat, split, take, broadcast_to, flip, tile, repeat, strided_slice, pad, cumsum, cumprod)
+with creation operators (zeros, ones, full and their `_like` forms) as operands.
 The first dimension may be symbolic (`"n"`). Each value carries an interval of what it can
 hold, so that log, sqrt, rsqrt, divide and power get only arguments in their domain, exp no
 overflow, and only exact values reach casts to int and comparisons.
@@ -574,10 +574,26 @@ class _Gen:
         """flip, tile, repeat, or a strided_slice with negative bounds and strides."""
         a = self.pick(self.rng.choice(("float32", "float32", "int32")))
         rng = self.rng
-        op = rng.choice(("flip", "tile", "repeat", "strided_slice"))
+        op = rng.choice(("flip", "tile", "repeat", "strided_slice", "nn.pad", "scan"))
         keep = dict(dt=a.dt, lo=a.lo, hi=a.hi, exact=a.exact)
         if op == "flip":
             self.emit(op, a.var, dims=a.dims, axis=rng.randrange(len(a.dims)), **keep)
+        elif op == "nn.pad":
+            mode = rng.choice(("constant", "constant", "edge", "reflect"))
+            widths = []
+            for d, v in a.dims:
+                fixed = isinstance(d, IntImm)
+                most = 0 if not fixed and mode != "constant" else \
+                    (v - 1 if mode == "reflect" else 2)
+                widths.append((rng.randint(0, max(most, 0)), rng.randint(0, max(most, 0))))
+            dims = tuple(_grown(d, b + e) for d, (b, e) in zip(a.dims, widths))
+            fill = rng.choice((0.0, 1.5, -2.0)) if a.dt == "float32" else rng.choice((0, 3))
+            lo, hi = min(a.lo, fill), max(a.hi, fill)
+            self.emit(op, a.var, dims=dims, dt=a.dt, lo=lo, hi=hi, exact=a.exact,
+                      pad_width=[w for pair in widths for w in pair], pad_mode=mode,
+                      pad_value=fill)
+        elif op == "scan":
+            self.scan(a)
         elif op == "tile":
             reps = [rng.choice((1, 2, 3)) for _ in range(rng.randint(1, len(a.dims) + 1))]
             lead = tuple(_dim(1) for _ in range(len(reps) - len(a.dims)))
@@ -607,6 +623,18 @@ class _Gen:
             dims = tuple(_dim(count) if k == axis else d for k, d in enumerate(a.dims))
             self.emit(op, a.var, dims=dims, axes=[axis], begin=[begin], end=[end],
                       strides=[step], **keep)
+
+    def scan(self, a: Val) -> None:
+        """cumsum or cumprod along an axis or over the flattened tensor, maybe exclusive."""
+        rng = self.rng
+        whole = rng.random() < 0.25 and all(isinstance(d, IntImm) for d, _ in a.dims)
+        axis = None if whole else rng.randrange(len(a.dims))
+        length = math.prod(v for _, v in a.dims) if whole else a.dims[axis][1]
+        op = "cumprod" if a.mag <= 8 and length <= 6 and rng.random() < 0.4 else "cumsum"
+        bound = a.mag * length if op == "cumsum" else max(a.mag, 1.0) ** length
+        dims = (_dim(length),) if whole else a.dims
+        self.emit(op, a.var, dims=dims, dt=a.dt, lo=-bound, hi=bound, exact=a.exact,
+                  axis=axis, exclusive=rng.random() < 0.3)
 
     def op_window(self) -> None:
         """A convolution, a max or average pooling or an adaptive average pooling over 1 to 3
@@ -736,6 +764,13 @@ def _windows_reach_data(size: int, window: int, stride: int, dil: int, before: i
         return False
     return all(any(0 <= p * stride - before + t * dil < size for t in range(window))
                for p in range(count))
+
+
+def _grown(d: tuple[PrimExpr, int], extra: int) -> tuple[PrimExpr, int]:
+    """A dim plus `extra` (a symbolic one as `n + extra`)."""
+    if isinstance(d[0], IntImm):
+        return _dim(d[1] + extra)
+    return (d[0] + extra if extra else d[0]), d[1] + extra
 
 
 def _scaled(d: tuple[PrimExpr, int], r: int) -> tuple[PrimExpr, int]:

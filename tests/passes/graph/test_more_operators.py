@@ -1,9 +1,9 @@
 """The elementwise, bitwise, logical, predicate and `_like` operators, `flatten`, the statistics
 (argmax, argmin, variance, std), the slicing operators (flip, tile, repeat, strided_slice), the
-activations with attributes and batch_norm that TVM's Relax tests use: each one compiled at -O0
-and -O3 agrees with the reference interpreter (NumPy) on values that reach their edges
-(negatives, zeros, NaN and infinities, shifts by the width or more; argmax finds the first NaN,
-as NumPy's); batch_norm also against its definition, channel by channel."""
+activations with attributes, batch_norm, pad and the scans that TVM's Relax tests use: each one
+compiled at -O0 and -O3 agrees with the reference interpreter (NumPy) on values that reach their
+edges (negatives, zeros, NaN and infinities, shifts by the width or more; argmax finds the first
+NaN, as NumPy's); batch_norm also against its definition, channel by channel."""
 
 from __future__ import annotations
 
@@ -73,6 +73,12 @@ FUNCTIONS: dict[str, tuple[str, str]] = {
     "a_softplus": (X, "R.nn.softplus(x, beta=2.0, threshold=3.0)"),
     "a_selu": (X, "R.nn.selu(x)"),
     "a_gelu_tanh": (X, "R.nn.gelu_tanh(x)"),
+    "p_constant": (X, "R.nn.pad(x, pad_width=[1, 2, 0, 3], pad_value=1.5)"),
+    "p_edge": (XI, 'R.nn.pad(x, [2, 1, 3, 0], "edge")'),
+    "p_reflect": (X, 'R.nn.pad(x, [3, 2, 1, 7], pad_mode="reflect")'),
+    "c_cumsum": (X, "R.cumsum(x, axis=1)"),
+    "c_cumsum_flat_exclusive": (XI, 'R.cumsum(x, dtype="int64", exclusive=True)'),
+    "c_cumprod": (X, "R.cumprod(x, axis=0, exclusive=True)"),
     "a_prelu": ('x: R.Tensor((4, 8), "float32"), a: R.Tensor((4,), "float32")',
                 "R.nn.prelu(x, a, axis=0)"),
 }
@@ -137,6 +143,13 @@ def test_compiled_agrees_with_the_interpreter(built: tuple[Path, dict[int, Any]]
     ('R.flip(x, axis=-3)', "R.flip: axis -3 is out of range for a tensor of rank 2"),
     ('R.tile(x, (2, -1))', "R.tile: repeats must not be negative, got (2, -1)"),
     ('R.repeat(x, -2)', "R.repeat: repeats must not be negative, got -2"),
+    ('R.nn.pad(x, [1, 1, 1])', "R.nn.pad: pad_width needs 2 values per axis (4 for rank 2), "
+     "got 3"),
+    ('R.nn.pad(x, [1, 1, 0, 8], "reflect")', "R.nn.pad: reflect padding of 8 along axis 1 "
+     "needs more elements than that, got 8"),
+    ('R.nn.pad(x, [0, 0, 1, 1], "wrap")', "R.nn.pad: pad_mode must be one of constant, edge, "
+     "reflect, got 'wrap'"),
+    ('R.cumsum(x, axis=2)', "R.cumsum: axis 2 is out of range for a tensor of rank 2"),
     ('R.nn.prelu(x, R.sum(x, axis=0), axis=0)', "R.nn.prelu: 'alpha' must have shape (4,) "
      "(axis 0 of (4, 8)), got (8,)"),
     ('R.nn.batch_norm(x, x, x, x, x, axis=1)', "R.nn.batch_norm: 'gamma' must have shape (8,) "
