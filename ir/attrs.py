@@ -22,6 +22,9 @@ PARAM_BUFFERS = "param_buffers"
 ENTRY = "tirc.entry"
 # The host loop function lower-graph made from a graph function.
 GRAPH_FUNC = "tirc.graph_func"
+# Its result parameters, by name (lower-graph -> the entry signature): a result is an output
+# even where nothing is stored into it (an empty tensor).
+GRAPH_RESULTS = "tirc.graph_results"
 # The fusion pattern of a generated kernel (annotate-op-pattern -> fuse-ops, default-schedule).
 OP_PATTERN = "op_pattern"
 # A fused graph function that fuse-tir turns into one kernel (fuse-ops -> fuse-tir, memory-plan).

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tirc.ir.attrs import PARAM_BUFFERS, SHARDING
+from tirc.ir.attrs import GRAPH_RESULTS, PARAM_BUFFERS, SHARDING
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import BinOp, BufferLoad, Call, Cast, IntImm, PrimExpr, Var
@@ -176,6 +176,7 @@ def signature(func: PrimFunc, symbol: str, bound_from: dict[Var, str],
     buffers = param_buffers(func)
     flat = {p: func.buffer_map.get(p) for p in func.params}
     reads, writes = accessed_data(func, callees)
+    results = set(func.attrs.get(GRAPH_RESULTS, ()))
     params: list[dict[str, Any]] = []
     for p in func.params:
         buf = buffers.get(p)
@@ -195,7 +196,7 @@ def signature(func: PrimFunc, symbol: str, bound_from: dict[Var, str],
             "dtype": str(buf.dtype),
             "shape": [shape_text(d) for d in buf.shape],
             "input": bool(datas & reads),
-            "output": bool(datas & writes),
+            "output": bool(datas & writes) or p.name in results,
         }
         if buf.strides:
             entry["strides"] = [shape_text(s) for s in buf.strides]

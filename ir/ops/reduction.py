@@ -6,7 +6,7 @@ from __future__ import annotations
 from tirc.ir.dtype import dtype
 from tirc.ir.graph import StructInfo, TensorSInfo
 from tirc.ir.ops.registry import OpCall, Param, register
-from tirc.ir.ops.sinfo_util import dim
+from tirc.ir.ops.sinfo_util import const_dim, dim, shape_text
 
 REDUCTIONS = ("sum", "mean", "max", "min", "prod")
 
@@ -51,6 +51,9 @@ def _arg(oc: OpCall) -> StructInfo:
     axes = list(range(len(s.shape))) if axis is None else [oc.axis(axis, len(s.shape))]
     if axis is not None and not s.shape:
         oc.error("a 0-d tensor has no axis")
+    if any(const_dim(s.shape[a]) == 0 for a in axes):
+        oc.error(f"the reduced elements of {shape_text(s.shape)} are none: an empty axis has no "
+                 "position of an extreme")
     shape = reduced_shape(oc, s.shape, axes, oc.values["keepdims"])
     return TensorSInfo(shape, dtype("int64"), len(shape))
 

@@ -24,6 +24,7 @@ from typing import Any
 from tirc.ir.attrs import (
     GLOBAL_SYMBOL,
     GRAPH_FUNC,
+    GRAPH_RESULTS,
     NOALIAS,
     PRIMITIVE,
     SHARDING,
@@ -392,7 +393,9 @@ class _HostBuilder:
         if self.prim_params:
             prim = dataclasses.replace(prim, params=self._with_prim_params(prim))
         symbol = str(func.attrs.get(GLOBAL_SYMBOL, func.name))
-        attrs: dict[str, Any] = {GLOBAL_SYMBOL: symbol, NOALIAS: True, GRAPH_FUNC: True}
+        attrs: dict[str, Any] = {GLOBAL_SYMBOL: symbol, NOALIAS: True, GRAPH_FUNC: True,
+                                 GRAPH_RESULTS: tuple(h.name for h, b in prim.buffer_map.items()
+                                                      if b in self.kernel.outputs)}
         if SHARDING in func.attrs:
             attrs[SHARDING] = func.attrs[SHARDING]
         if self.sparse_info:

@@ -233,3 +233,35 @@ def test_batch_norm_is_the_definition_at_every_level(tmp_path: Path, name: str, 
         for field, expected in zip(got, want):
             np.testing.assert_allclose(field, expected, rtol=1e-5, atol=1e-5,
                                        err_msg=f"{name} at {level}")
+
+
+EMPTY = module({
+    "repeat_none": ('x: R.Tensor((2, 3), "float32")', "R.repeat(x, 0)"),
+    "tile_none": ('x: R.Tensor((2, 3), "float32")', "R.tile(x, (0, 2))"),
+    "slice_none": ('x: R.Tensor((2, 3), "float32")', "R.strided_slice(x, [1], [2], [1])"),
+    "cumsum_none": ('x: R.Tensor((0,), "float32")', "R.cumsum(x)"),
+})
+
+
+@pytest.mark.parametrize("name, shape", [("repeat_none", (0,)), ("tile_none", (0, 6)),
+                                         ("slice_none", (2, 0)), ("cumsum_none", (0,))])
+def test_empty_results_are_outputs(tmp_path: Path, name: str, shape: tuple[int, ...]) -> None:
+    """A result with no elements is still an output the runtime allocates and returns (the
+    entry signature once counted only the buffers something is stored into)."""
+    path = tmp_path / "empty.tir"
+    path.write_text(EMPTY)
+    lib = compile_sample(path, tmp_path / "empty.so", 2)
+    x = np.ones((0,) if name == "cumsum_none" else (2, 3), "float32")
+    got = getattr(lib, name)(x)
+    assert got.shape == shape == Interpreter(parse_file(path)).call(name, x).shape
+
+
+def test_argmax_of_an_empty_axis_is_a_diagnostic() -> None:
+    from tirc.passes.graph.normalize import Normalize
+
+    text = module({"main": ('x: R.Tensor((0, 3), "float32")', "R.argmax(x, axis=0)")})
+    with pytest.raises(CompileError) as err:
+        Normalize()(parse(text))
+    assert err.value.diagnostics[0].message == (
+        "R.argmax: the reduced elements of (0, 3) are none: an empty axis has no position of "
+        "an extreme")

@@ -48,7 +48,8 @@ def test_task_graph_prints_and_reparses() -> None:
     mod = task_graph("mlp.tir")
     text = mod.script()
     assert 'T.func_attr({"global_symbol": "main", "tir.noalias": True, ' \
-        '"tirc.graph_func": True, "megakernel": "static"})' in text
+        '"tirc.graph_func": True, "tirc.graph_results": ("gv",), "megakernel": "static"})' \
+        in text
     assert "T.event_tensor((" in text and "T.event_wait(E_" in text
     assert re.search(r'annotations=\{"task": "bias_relu"\}', text)
     again = parse(text)
