@@ -265,3 +265,12 @@ def test_argmax_of_an_empty_axis_is_a_diagnostic() -> None:
     assert err.value.diagnostics[0].message == (
         "R.argmax: the reduced elements of (0, 3) are none: an empty axis has no position of "
         "an extreme")
+
+
+def test_printed_calls_read_back() -> None:
+    """Each call prints with its attributes and parses back to the same module."""
+    from tirc.ir.printer import print_module
+
+    for text in (module(FUNCTIONS), BATCH_NORM):
+        printed = print_module(parse(text))
+        assert print_module(parse(printed)) == printed
