@@ -72,4 +72,11 @@ OP_SIGNATURES: dict[str, OpSig] = {
        for r in (1, 2, 3) for kind in ("max", "avg")},
     **{f"nn.adaptive_avg_pool{r}d": OpSig(1, ("output_size", "layout", "out_layout"))
        for r in (1, 2, 3)},
+    **{f"nn.conv{r}d_transpose": OpSig(2, ("strides", "padding", "output_padding", "dilation",
+                                           "groups", "data_layout", "kernel_layout",
+                                           "out_layout", "out_dtype")) for r in (1, 2)},
+    "nn.attention": OpSig(4, ("scale", "causal_mask", "window_size")),
+    "image.resize2d": OpSig(2, ("roi", "layout", "method", "coordinate_transformation_mode",
+                                "rounding_method", "cubic_alpha", "cubic_exclude",
+                                "extrapolation_value", "out_dtype")),
 }

@@ -13,10 +13,13 @@ from typing import Any
 
 import numpy as np
 from tirc.ir.dtype import DType, dtype
+from tirc.ir.interpreter.attention_ops import ATTENTION_OPS
+from tirc.ir.interpreter.image_ops import IMAGE_OPS
+from tirc.ir.interpreter.transpose_ops import TRANSPOSE_OPS
 from tirc.ir.interpreter.values import np_dtype
 from tirc.ir.interpreter.window_ops import WINDOW_OPS
 
-OPS: dict[str, Callable[..., Any]] = dict(WINDOW_OPS)
+OPS: dict[str, Callable[..., Any]] = {**WINDOW_OPS, **ATTENTION_OPS, **TRANSPOSE_OPS, **IMAGE_OPS}
 
 AxisArg = int | Sequence[int] | None
 

@@ -37,7 +37,7 @@ REQUIRED = object()
 
 # Parameter kinds: graph values stay arguments; the rest are attributes with Python values.
 GRAPH_KINDS = ("tensor", "sparse", "tensors", "shape", "scalar", "callee")
-ATTR_KINDS = ("int", "ints", "int_or_ints", "bool", "float", "dtype", "str", "sinfo")
+ATTR_KINDS = ("int", "ints", "int_or_ints", "bool", "float", "floats", "dtype", "str", "sinfo")
 
 
 @dataclass(frozen=True)
@@ -98,11 +98,14 @@ _LOADED: list[bool] = []
 
 def _load() -> None:
     from tirc.ir.ops import (  # noqa: F401 (imported for their registrations)
+        attention,
         calls,
         conv,
+        conv_transpose,
         creation,
         dist,
         elementwise,
+        image,
         manipulation,
         matmul,
         nn,
@@ -279,7 +282,8 @@ def _convert(p: Param, v: Any, err: Callable[[str], NoReturn]) -> Any:
     except (_NotConvertible, DTypeError):
         kinds = {"int": "an integer", "ints": "an integer or a tuple of integers",
                  "int_or_ints": "an integer or a tuple of integers", "bool": "a bool",
-                 "float": "a number", "dtype": "a dtype", "str": "a string"}
+                 "float": "a number", "floats": "a number or a tuple of numbers",
+                 "dtype": "a dtype", "str": "a string"}
         err(f"argument '{p.name}' must be {kinds[p.kind]}")
 
 
@@ -346,6 +350,14 @@ def _to_float(v: Any) -> float:
     raise _NotConvertible
 
 
+def _to_floats(v: Any) -> tuple[float, ...]:
+    if isinstance(v, (tuple, list)):
+        return tuple(_to_float(x) for x in v)
+    if isinstance(v, Tuple):
+        return tuple(_to_float(x) for x in v.fields)
+    return (_to_float(v),)
+
+
 def _to_str(v: Any) -> str:
     if isinstance(v, (StringValue, StringImm)):
         return v.value
@@ -356,7 +368,8 @@ def _to_str(v: Any) -> str:
 
 _ATTR: dict[str, Callable[[Any], Any]] = {
     "int": _to_int, "ints": _to_ints, "int_or_ints": _to_int_or_ints, "bool": _to_bool,
-    "float": _to_float, "dtype": lambda v: dtype(_to_str(v)), "str": _to_str,
+    "float": _to_float, "floats": _to_floats, "dtype": lambda v: dtype(_to_str(v)),
+    "str": _to_str,
 }
 
 

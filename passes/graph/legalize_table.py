@@ -55,9 +55,12 @@ def get_legalizer(op: str) -> Legalizer | None:
     """The legalizer of `op`, loading every family on first use."""
     if not LEGALIZERS:
         from tirc.passes.graph import (  # noqa: F401 (imported for their registrations)
+            legalize_attention,
             legalize_conv,
+            legalize_conv_transpose,
             legalize_creation,
             legalize_elementwise,
+            legalize_image,
             legalize_manipulation,
             legalize_matmul,
             legalize_nn,

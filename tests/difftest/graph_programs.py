@@ -5,10 +5,11 @@ arithmetic with broadcasting, unary math (rounding, trigonometric and hyperbolic
 float predicates), comparisons combined by logical operators into casts and `where`, integer
 bitwise operators, shifts and remainders, `clip`, matmul, the nn operators (relu, gelu, gelu_tanh,
 silu, leakyrelu, softplus, selu, prelu, softmax, log_softmax, layer_norm, rms_norm, batch_norm,
-convolution and pooling), reductions with and without keepdims (argmax, argmin, variance and
-std among them), and the shape operators (reshape, flatten, permute_dims, expand_dims, squeeze,
-concat, split, take, broadcast_to, flip, tile, repeat, strided_slice, pad, cumsum, cumprod)
-with creation operators (zeros, ones, full and their `_like` forms) as operands.
+convolution and pooling, transposed convolution, attention), `image.resize2d`, reductions
+with and without keepdims (argmax, argmin, variance and std among them), and the shape
+operators (reshape, flatten, permute_dims, expand_dims, squeeze, concat, split, take,
+broadcast_to, flip, tile, repeat, strided_slice, pad, cumsum, cumprod) with creation operators
+(zeros, ones, full and their `_like` forms) as operands.
 The first dimension may be symbolic (`"n"`). Each value carries an interval of what it can
 hold, so that log, sqrt, rsqrt, divide and power get only arguments in their domain, exp no
 overflow, and only exact values reach casts to int and comparisons.
@@ -166,7 +167,8 @@ class _Gen:
             "reduce",
             "reshape", "permute", "expand_squeeze", "concat", "split", "take", "broadcast",
             "cast", "compare", "divide", "power", "more_unary", "bits", "logical", "clip",
-            "remainder", "window", "rearrange", "batch_norm", "activation"))
+            "remainder", "window", "rearrange", "batch_norm", "activation", "attention",
+            "upsample"))
         getattr(self, "op_" + op)()
 
     def op_binary(self) -> None:
@@ -694,6 +696,97 @@ class _Gen:
         attrs["layout"] = layout
         self.emit(op, x.var, dims=_arranged(layout, by, out_c, spatial, out), dt=dt, lo=lo,
                   hi=hi, exact=exact, **attrs)
+
+    def op_attention(self) -> None:
+        """Fused multi-head attention on fresh query, key and value tensors (the batch may be
+        symbolic), with or without a broadcast bias, a scale and a causal mask."""
+        rng = self.rng
+        batch = self.n if self.n is not None and rng.random() < 0.5 else _dim(rng.choice((1, 2)))
+        seq, seq_kv = _dim(rng.randint(1, 4)), _dim(rng.randint(1, 5))
+        heads, head_dim, head_dim_v = (_dim(rng.choice(c)) for c in ((1, 2), (1, 2, 4), (1, 3)))
+        q = self.param((batch, seq, heads, head_dim))
+        k = self.param((batch, seq_kv, heads, head_dim))
+        v = self.param((batch, seq_kv, heads, head_dim_v))
+        args = [q.var, k.var, v.var]
+        if rng.random() < 0.4:
+            keep = (batch, heads, seq)
+            dims = tuple(d if rng.random() < 0.5 else _dim(1) for d in keep) + (seq_kv,)
+            args.append(self.param(dims).var)
+        attrs: dict[str, Any] = {}
+        if rng.random() < 0.4:
+            attrs["scale"] = rng.choice((0.25, 0.5))
+        mask = rng.choice((None, "TopLeft", "BottomRight"))
+        if mask is not None:
+            attrs["causal_mask"] = mask
+        self.emit("nn.attention", *args, dims=(batch, seq, heads, head_dim_v), dt="float32",
+                  lo=v.lo, hi=v.hi, exact=False, **attrs)
+
+    def op_upsample(self) -> None:
+        """A transposed convolution (1 or 2 spatial axes) or an image resize, on fresh data
+        whose batch may be symbolic, channels first or last."""
+        rng = self.rng
+        batch = self.n if self.n is not None and rng.random() < 0.5 else _dim(rng.choice((1, 2)))
+        channels = rng.choice((1, 2, 3, 4))
+        if rng.random() < 0.4:
+            return self.resize(batch, channels)
+        rank = rng.choice((1, 2))
+        spatial = "HW"[2 - rank:]
+        last = rng.random() < 0.25
+        layout = "N" + spatial + "C" if last else "NC" + spatial
+        kernel = rng.choice(("IO" + spatial, spatial + "IO", "OI" + spatial))
+        sizes = [rng.choice((1, 2, 3, 4)) for _ in spatial]
+        taps = [rng.choice((1, 2, 3)) for _ in spatial]
+        strides = [rng.choice((1, 2, 3)) for _ in spatial]
+        dilation = [rng.choice((1, 1, 2)) for _ in spatial]
+        extra = [rng.randint(0, s - 1) for s in strides]
+        before = [rng.randint(0, d * (t - 1) + 1) for d, t in zip(dilation, taps)]
+        after = [rng.randint(0, d * (t - 1)) for d, t in zip(dilation, taps)]
+        out = [(n - 1) * s - b - a + d * (t - 1) + e + 1 for n, s, b, a, d, t, e in
+               zip(sizes, strides, before, after, dilation, taps, extra)]
+        if min(out) < 1:
+            before = after = [0] * rank
+            out = [(n - 1) * s + d * (t - 1) + e + 1 for n, s, d, t, e in
+                   zip(sizes, strides, dilation, taps, extra)]
+        groups = rng.choice([g for g in (1, 2, channels) if channels % g == 0])
+        per_group_out = rng.choice((1, 2))
+        by = {"N": batch, "C": _dim(channels), **{c: _dim(v) for c, v in zip(spatial, sizes)}}
+        x = self.param(tuple(by[c] for c in layout))
+        kdims = {"I": channels, "O": per_group_out, **dict(zip(spatial, taps))}
+        w = self.param(tuple(_dim(kdims[c]) for c in kernel))
+        bound = x.mag * w.mag * math.prod(taps) * (channels // groups)
+        self.emit(f"nn.conv{rank}d_transpose", x.var, w.var,
+                  dims=_arranged(layout, by, groups * per_group_out, spatial, out),
+                  dt="float32", lo=-bound, hi=bound, exact=x.exact and w.exact,
+                  strides=strides, padding=before + after, output_padding=extra,
+                  dilation=dilation, groups=groups, data_layout=layout, kernel_layout=kernel)
+
+    def resize(self, batch: tuple[PrimExpr, int], channels: int) -> None:
+        """`image.resize2d`, nearest or bilinear, in every coordinate mode and rounding. The
+        nearest neighbour gets output sizes whose coordinates are exact in float32, so that
+        no rounding boundary depends on how the compiled code fuses its multiply-adds."""
+        rng = self.rng
+        layout = rng.choice(("NCHW", "NCHW", "NHWC"))
+        method = rng.choice(("nearest_neighbor", "linear"))
+        mode = rng.choice(("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
+                           "tf_half_pixel_for_nn"))
+        sizes = [rng.randint(1, 5) for _ in "HW"]
+        if mode == "align_corners":
+            choices: tuple[int, ...] = (2, 3, 5)
+        elif method == "nearest_neighbor" and mode != "asymmetric":
+            choices = (1, 2, 4, 8)
+        else:
+            choices = tuple(range(1, 9))
+        out = [rng.choice(choices) for _ in "HW"]
+        by = {"N": batch, "C": _dim(channels), "H": _dim(sizes[0]), "W": _dim(sizes[1])}
+        x = self.param(tuple(by[c] for c in layout))
+        attrs: dict[str, Any] = dict(layout=layout, method=method,
+                                     coordinate_transformation_mode=mode)
+        if method == "nearest_neighbor":
+            attrs["rounding_method"] = rng.choice(("round", "floor", "ceil", "round_prefer_floor",
+                                                   "round_prefer_ceil", ""))
+        self.emit("image.resize2d", x.var, ShapeExpr((_dim(out[0])[0], _dim(out[1])[0])),
+                  dims=_arranged(layout, by, channels, "HW", out), dt="float32", lo=x.lo,
+                  hi=x.hi, exact=x.exact and method == "nearest_neighbor", **attrs)
 
     # ---- the function ----------------------------------------------------------------
 

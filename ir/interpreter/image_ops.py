@@ -1,0 +1,102 @@
+"""NumPy image resizing for the reference interpreter (`image.resize2d`).
+
+Written apart from the legalization: each axis gets the vector of source coordinates of all
+its output positions at once, the nearest indices or the interpolation weights follow from
+it, and the pixels are gathered with NumPy indexing. The arithmetic is TOPI's, in float32 and
+in TOPI's order (the data is read as float32 and the result cast to the output dtype), so the
+nearest index of a coordinate on a rounding boundary is the one TVM picks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from tirc.ir.dtype import dtype
+from tirc.ir.interpreter.values import np_dtype
+
+F32 = np.float32
+
+
+def source_coordinates(out_size: int, in_size: int, mode: str) -> np.ndarray:
+    """The float32 input coordinate of each output position along one axis (TOPI's
+    `get_inx`)."""
+    x = np.arange(out_size).astype(F32)
+    scale = F32(in_size) / F32(out_size)
+    if mode in ("half_pixel", "pytorch_half_pixel"):
+        coords = (x + F32(0.5)) * scale - F32(0.5)
+        if mode == "pytorch_half_pixel" and out_size <= 1:
+            coords = np.zeros_like(x)
+        return coords
+    if mode == "align_corners":
+        return F32(in_size - 1) / F32(out_size - 1) * x
+    if mode == "asymmetric":
+        return scale * x
+    if mode == "tf_half_pixel_for_nn":
+        return (x + F32(0.5)) * scale
+    raise ValueError(f"unsupported coordinate_transformation_mode '{mode}'")
+
+
+def integer_ratio(out_size: int, in_size: int) -> bool:
+    """Whether TOPI maps asymmetric nearest-neighbour coordinates by integer division: the
+    output size a whole multiple of the input size (`can_convert_multiply_to_intdiv`)."""
+    return out_size % in_size == 0 and out_size / in_size <= 1 / (1e-5 * in_size + 1e-5)
+
+
+def nearest_indices(out_size: int, in_size: int, mode: str, rounding: str) -> np.ndarray:
+    """The input index each output position copies along one axis, clamped to the input."""
+    if mode == "asymmetric" and integer_ratio(out_size, in_size):
+        index = np.arange(out_size) // (out_size // in_size)
+    else:
+        coords = source_coordinates(out_size, in_size, mode)
+        if not rounding:
+            rounding = "round" if mode == "align_corners" else "floor"
+        eps = F32(1e-5)
+        rounded = {"round": lambda c: np.rint(c),
+                   "round_prefer_floor": lambda c: np.ceil(c - F32(0.5)),
+                   "round_prefer_ceil": lambda c: np.floor(c + F32(0.5)),
+                   "floor": lambda c: np.floor(c + eps),
+                   "ceil": lambda c: np.ceil(c - eps)}[rounding](coords)
+        index = rounded.astype(np.int64)
+    return np.clip(index, 0, in_size - 1)
+
+
+def resize2d(data: np.ndarray, size: Sequence[int], roi: Sequence[float] | None = None,
+             layout: str = "NCHW", method: str = "linear",
+             coordinate_transformation_mode: str = "half_pixel", rounding_method: str = "round",
+             cubic_alpha: float = -0.5, cubic_exclude: int = 0,
+             extrapolation_value: float = 0.0, out_dtype: Any = None) -> np.ndarray:
+    """Nearest-neighbour or bilinear resizing of the `H` and `W` axes to `size`."""
+    if method not in ("nearest_neighbor", "linear"):
+        raise ValueError(f"unsupported method '{method}'")
+    mode = coordinate_transformation_mode
+    arr = np.asarray(data)
+    dt = arr.dtype if out_dtype in (None, "void") else np_dtype(dtype(str(out_dtype)))
+    x = np.transpose(arr, [layout.index(c) for c in "NCHW"]).astype(F32)
+    in_h, in_w = x.shape[2:]
+    out_h, out_w = (int(v) for v in size)
+    if method == "nearest_neighbor":
+        ys = nearest_indices(out_h, in_h, mode, rounding_method)
+        xs = nearest_indices(out_w, in_w, mode, rounding_method)
+        result = x[:, :, ys[:, None], xs[None, :]]
+    else:
+        cy = source_coordinates(out_h, in_h, mode)
+        cx = source_coordinates(out_w, in_w, mode)
+        y0, x0 = np.floor(cy).astype(np.int64), np.floor(cx).astype(np.int64)
+        ty = (cy - y0.astype(F32))[:, None]
+        tx = (cx - x0.astype(F32))[None, :]
+
+        def pixel(dy: int, dx: int) -> np.ndarray:
+            rows = np.clip(y0 + dy, 0, in_h - 1)[:, None]
+            cols = np.clip(x0 + dx, 0, in_w - 1)[None, :]
+            return x[:, :, rows, cols]
+
+        one = F32(1.0)
+        top = pixel(0, 0) * (one - tx) + pixel(0, 1) * tx
+        bottom = pixel(1, 0) * (one - tx) + pixel(1, 1) * tx
+        result = top * (one - ty) + bottom * ty
+    return np.transpose(result.astype(dt), ["NCHW".index(c) for c in layout])
+
+
+IMAGE_OPS: dict[str, Callable[..., Any]] = {"image.resize2d": resize2d}

@@ -1,0 +1,98 @@
+"""Image resizing (`image.resize2d`), with TVM Relax's parameters and TOPI's formulas.
+
+The `H` and `W` axes of the data (layout: any order of `NCHW`) take the sizes of `size`.
+Methods `nearest_neighbor` and `linear` (bilinear) are supported with the coordinate
+transformation modes `half_pixel`, `align_corners`, `asymmetric`, `pytorch_half_pixel` and
+`tf_half_pixel_for_nn`, and for the nearest neighbour the rounding methods `round` (ties to
+even), `floor`, `ceil`, `round_prefer_floor`, `round_prefer_ceil` (and `""`: TOPI's default,
+`round` under `align_corners`, else `floor`). `cubic` and `tf_crop_and_resize` (the only mode
+that reads `roi` and `extrapolation_value`) are refused, and so is a non-zero `roi`.
+"""
+
+from __future__ import annotations
+
+from tirc.ir.expr import PrimExpr
+from tirc.ir.graph import ShapeExpr, ShapeSInfo, StructInfo, TensorSInfo
+from tirc.ir.ops.conv import layout_axes, out_dtype_of
+from tirc.ir.ops.registry import OpCall, Param, register
+from tirc.ir.ops.sinfo_util import const_dim, dim, shape_text
+
+METHODS = ("nearest_neighbor", "linear")
+COORDINATE_MODES = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
+                    "tf_half_pixel_for_nn")
+ROUNDING_METHODS = ("round", "floor", "ceil", "round_prefer_floor", "round_prefer_ceil", "")
+
+
+def integer_ratio(out_size: int, in_size: int) -> bool:
+    """Whether TOPI maps asymmetric nearest-neighbour coordinates of an axis by integer
+    division, `out // (out_size // in_size)` (its `can_convert_multiply_to_intdiv`): the
+    output size a whole multiple of the input size, both constant."""
+    if out_size % in_size:
+        return False
+    return out_size / in_size <= 1 / (1e-5 * in_size + 1e-5)
+
+
+def resize_size(oc: OpCall) -> tuple[PrimExpr, PrimExpr]:
+    """The output (height, width) of a resize2d call: a shape of two dimensions."""
+    size = oc.values["size"]
+    values = size.values if isinstance(size, ShapeExpr) else None
+    s = oc.sinfo.get("size")
+    if values is None and isinstance(s, ShapeSInfo):
+        values = s.values
+    if values is None:
+        oc.error("'size' must be a shape of known values, such as (16, 16)")
+    if len(values) != 2:
+        oc.error(f"'size' needs 2 values (height, width), got {len(values)}")
+    for v in values:
+        n = const_dim(v)
+        if n is not None and n < 1:
+            oc.error(f"'size' must be positive, got {shape_text(values)}")
+    return dim(values[0]), dim(values[1])
+
+
+def _resize2d(oc: OpCall) -> StructInfo:
+    data = oc.tensor("data")
+    assert data.shape is not None
+    if len(data.shape) != 4:
+        oc.error(f"'data' must have 4 dimensions, got {shape_text(data.shape)}")
+    if data.dtype is not None and data.dtype.is_bool:
+        oc.error("needs a numeric tensor, got bool")
+    axes = layout_axes(oc, "layout", "NCHW")
+    method = oc.values["method"]
+    if method == "cubic":
+        oc.error("method 'cubic' is not supported (use 'nearest_neighbor' or 'linear')")
+    if method not in METHODS:
+        oc.error(f"unknown method '{method}' (expected 'nearest_neighbor' or 'linear')")
+    mode = oc.values["coordinate_transformation_mode"]
+    if mode == "tf_crop_and_resize":
+        oc.error("coordinate_transformation_mode 'tf_crop_and_resize' is not supported")
+    if mode not in COORDINATE_MODES:
+        oc.error(f"unknown coordinate_transformation_mode '{mode}' (expected one of "
+                 f"{', '.join(COORDINATE_MODES)})")
+    rounding = oc.values["rounding_method"]
+    if rounding not in ROUNDING_METHODS:
+        oc.error(f"unknown rounding_method '{rounding}' (expected one of "
+                 f"{', '.join(r for r in ROUNDING_METHODS if r)})")
+    roi = oc.values["roi"]
+    if roi is not None and len(roi) != 4:
+        oc.error(f"'roi' needs 4 values (start_h, start_w, end_h, end_w), got {len(roi)}")
+    if roi is not None and any(roi):
+        oc.error("a non-zero 'roi' is only read by coordinate_transformation_mode "
+                 "'tf_crop_and_resize', which is not supported")
+    height, width = resize_size(oc)
+    if mode == "align_corners":
+        for name, v in (("height", height), ("width", width)):
+            if const_dim(v) == 1:
+                oc.error(f"'align_corners' needs an output {name} of at least 2, got 1")
+    shape = list(data.shape)
+    shape[axes["H"]], shape[axes["W"]] = height, width
+    return TensorSInfo(tuple(shape), out_dtype_of(oc) or data.dtype, 4)
+
+
+register("image.resize2d", [
+    Param("data", "tensor"), Param("size", "shape"), Param("roi", "floats", None),
+    Param("layout", "str", "NCHW"), Param("method", "str", "linear"),
+    Param("coordinate_transformation_mode", "str", "half_pixel"),
+    Param("rounding_method", "str", "round"), Param("cubic_alpha", "float", -0.5),
+    Param("cubic_exclude", "int", 0), Param("extrapolation_value", "float", 0.0),
+    Param("out_dtype", "dtype", None)], _resize2d)

@@ -1,0 +1,118 @@
+"""Legalization of image resizing (`image.resize2d`), after TOPI's `_resize_2d`: one spatial
+block whose value at each output position maps the position to input coordinates in float32
+(`get_inx`), then copies the nearest pixel (`get_closest_index`) or blends the four around it
+bilinearly, reading the data as float32 and clamping every index to the image."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tirc.ir.buffer import Buffer
+from tirc.ir.dtype import dtype
+from tirc.ir.expr import PrimExpr, binop, call, cast, const, maximum, minimum, select
+from tirc.ir.graph import StructInfo
+from tirc.ir.ops.conv import layout_axes
+from tirc.ir.ops.image import integer_ratio
+from tirc.ir.ops.registry import OpCall
+from tirc.ir.ops.sinfo_util import INT64, const_dim, dim
+from tirc.passes.graph.kernel import Indices, Kernel
+from tirc.passes.graph.legalize_table import legalizer, out_tensor
+
+F32 = dtype("float32")
+
+
+def _f(value: float) -> PrimExpr:
+    return const(value, F32)
+
+
+def source_coordinate(o: PrimExpr, in_size: PrimExpr, out_size: PrimExpr,
+                      mode: str) -> PrimExpr:
+    """The float32 input coordinate of output position `o` along one axis (TOPI's
+    `get_inx`)."""
+    x = cast(F32, o)
+    scale = binop("div", cast(F32, in_size), cast(F32, out_size))
+    if mode in ("half_pixel", "pytorch_half_pixel"):
+        coord = binop("sub", binop("mul", binop("add", x, _f(0.5)), scale), _f(0.5))
+        if mode == "half_pixel":
+            return coord
+        many = const_dim(out_size)
+        if many is not None:
+            return coord if many > 1 else _f(0.0)
+        return select(binop("gt", out_size, dim(1)), coord, _f(0.0))
+    if mode == "align_corners":
+        ratio = binop("div", cast(F32, binop("sub", in_size, dim(1))),
+                      cast(F32, binop("sub", out_size, dim(1))))
+        return binop("mul", ratio, x)
+    if mode == "asymmetric":
+        return binop("mul", scale, x)
+    assert mode == "tf_half_pixel_for_nn", mode
+    return binop("mul", binop("add", x, _f(0.5)), scale)
+
+
+ROUNDING: dict[str, Callable[[PrimExpr], PrimExpr]] = {
+    "round": lambda c: call("round", c),
+    "round_prefer_floor": lambda c: call("ceil", binop("sub", c, _f(0.5))),
+    "round_prefer_ceil": lambda c: call("floor", binop("add", c, _f(0.5))),
+    "floor": lambda c: call("floor", binop("add", c, _f(1e-5))),
+    "ceil": lambda c: call("ceil", binop("sub", c, _f(1e-5))),
+}
+
+
+def _clamp(i: PrimExpr, size: PrimExpr) -> PrimExpr:
+    return maximum(minimum(i, binop("sub", size, dim(1))), dim(0))
+
+
+def nearest_index(o: PrimExpr, in_size: PrimExpr, out_size: PrimExpr, mode: str,
+                  rounding: str) -> PrimExpr:
+    """The input index output position `o` copies, clamped to the image."""
+    n_in, n_out = const_dim(in_size), const_dim(out_size)
+    if mode == "asymmetric" and n_in is not None and n_out is not None and \
+            integer_ratio(n_out, n_in):
+        return _clamp(binop("floordiv", o, dim(n_out // n_in)), in_size)
+    if not rounding:
+        rounding = "round" if mode == "align_corners" else "floor"
+    coord = source_coordinate(o, in_size, out_size, mode)
+    return _clamp(cast(INT64, ROUNDING[rounding](coord)), in_size)
+
+
+@legalizer("image.resize2d")
+def resize2d(oc: OpCall, out: StructInfo) -> Kernel:
+    k = Kernel("resize2d")
+    x = k.input("A", oc.values["data"], oc.tensor("data"))
+    y = k.output("T_resize2d", out_tensor(out))
+    axes = layout_axes(oc, "layout", "NCHW")
+    mode = oc.values["coordinate_transformation_mode"]
+    rounding = oc.values["rounding_method"]
+    h, w = axes["H"], axes["W"]
+    in_h, in_w = x.shape[h], x.shape[w]
+    out_h, out_w = y.shape[h], y.shape[w]
+
+    def pixel(data: Buffer, i: Indices, row: PrimExpr, col: PrimExpr) -> PrimExpr:
+        idx = list(i)
+        idx[h], idx[w] = row, col
+        return cast(F32, data.vload(*idx))
+
+    def nearest(i: Indices) -> PrimExpr:
+        row = nearest_index(i[h], in_h, out_h, mode, rounding)
+        col = nearest_index(i[w], in_w, out_w, mode, rounding)
+        return cast(y.dtype, pixel(x, i, row, col))
+
+    def bilinear(i: Indices) -> PrimExpr:
+        cy = source_coordinate(i[h], in_h, out_h, mode)
+        cx = source_coordinate(i[w], in_w, out_w, mode)
+        y0, x0 = cast(INT64, call("floor", cy)), cast(INT64, call("floor", cx))
+        ty, tx = binop("sub", cy, cast(F32, y0)), binop("sub", cx, cast(F32, x0))
+
+        def at(dy: int, dx: int) -> PrimExpr:
+            return pixel(x, i, _clamp(binop("add", y0, dim(dy)), in_h),
+                         _clamp(binop("add", x0, dim(dx)), in_w))
+
+        def lerp(a: PrimExpr, b: PrimExpr, t: PrimExpr) -> PrimExpr:
+            return binop("add", binop("mul", a, binop("sub", _f(1.0), t)), binop("mul", b, t))
+
+        top, bottom = lerp(at(0, 0), at(0, 1), tx), lerp(at(1, 0), at(1, 1), tx)
+        return cast(y.dtype, lerp(top, bottom, ty))
+
+    k.compute("T_resize2d", y, nearest if oc.values["method"] == "nearest_neighbor"
+              else bilinear)
+    return k
