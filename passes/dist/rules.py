@@ -106,6 +106,13 @@ BINARY = (*BINARY_OPS, "where")
 UNARY = (*UNARY_OPS, "nn.relu", "nn.gelu", "nn.gelu_tanh", "nn.silu", "nn.leakyrelu",
          "nn.softplus", "nn.selu", "clip")
 CREATION = ("full", "zeros", "ones")
+LIKE = ("zeros_like", "ones_like", "full_like")
+MOVING = ("flip", "strided_slice", "tile", "repeat", "nn.pad")
+SCANS = ("cumsum", "cumprod")
+STATISTICS = ("argmax", "argmin", "variance", "std")
+WINDOWS = tuple(f"nn.{kind}{r}d" for r in (1, 2, 3) for kind in
+                ("conv", "max_pool", "avg_pool", "adaptive_avg_pool")) + \
+    ("nn.conv1d_transpose", "nn.conv2d_transpose", "image.resize2d")
 OPAQUE = ("call_tir", "call_dps_packed")
 DECOMPOSABLE = ("nn.softmax", "nn.log_softmax", "nn.layer_norm", "nn.rms_norm")
 
@@ -314,8 +321,123 @@ def _rule_for(call: GCall, operands: Sequence[TensorSInfo], out: StructInfo) -> 
                     replicated={fs[axis]}, partial=_first_only)
     if op in CREATION:
         return Rule([], [fx.new(len(_shape(results[0])))])
+    if op in LIKE:
+        return _broadcast(fx, operands, results[0], lambda ops: None)
+    if op == "flatten":
+        return _reshape(fx, operands[0], results[0])
+    if op in MOVING or op in SCANS:
+        return _moving(fx, call, operands, results[0])
+    if op in STATISTICS:
+        return _statistic(fx, call, operands[0])
+    if op == "nn.prelu":
+        fs = fx.new(len(_shape(operands[0])))
+        axis = normalize_axis(int(call.attrs.get("axis", 1)), len(fs)) or 0
+        return Rule([list(fs), [fs[axis]]], [list(fs)])
+    if op == "nn.batch_norm":
+        return _batch_norm(fx, call, operands)
+    if op in WINDOWS:
+        return _window(fx, call, operands, results[0])
+    if op == "nn.attention":
+        return _attention(fx, operands)
     return Rule([[None] * len(_shape(s)) for s in operands],
                 [[None] * len(_shape(s)) for s in results])
+
+
+def _moving(fx: _Factors, call: GCall, operands: Sequence[TensorSInfo],
+            out: TensorSInfo) -> Rule:
+    """Elements move along some axes only (flip, slice, tile, repeat, pad, a scan): those
+    stay whole, the others split alike; a flattening form (no axis) keeps everything whole."""
+    shape = _shape(operands[0])
+    nd = len(shape)
+    fs = fx.new(nd)
+    attrs = call.attrs
+    lead = len(_shape(out)) - nd
+    if call.op in ("repeat",) + SCANS and attrs.get("axis") is None:
+        return Rule([[None] * nd], [[None] * len(_shape(out))])
+    if call.op == "tile":
+        reps = attrs.get("repeats", 1)
+        reps = (reps,) if isinstance(reps, int) else tuple(reps)
+        reps = (1,) * (nd - len(reps)) + reps
+        moved = {a for a, r in enumerate(reps[len(reps) - nd:]) if r != 1}
+    elif call.op == "strided_slice":
+        moved = set(_axes(attrs.get("axes"), nd))
+    elif call.op == "nn.pad":
+        widths = list(attrs.get("pad_width", ()))
+        moved = {a for a in range(nd) if any(widths[2 * a:2 * a + 2])}
+    else:
+        moved = set(_axes(attrs.get("axis"), nd))
+    result: list[Factor] = [None] * lead + list(fs)
+    linear = _first_only if call.op in ("flip", "strided_slice", "tile", "repeat") else \
+        (lambda ops: None)
+    return Rule([list(fs)] + [[None] * len(_shape(s)) for s in operands[1:]], [result],
+                replicated={fs[a] for a in moved}, partial=linear)
+
+
+def _statistic(fx: _Factors, call: GCall, x: TensorSInfo) -> Rule:
+    """argmax/argmin, variance and std: the reduced axes stay whole (partial results do not
+    combine), the others split alike."""
+    shape = _shape(x)
+    fs = fx.new(len(shape))
+    axes = _axes(call.attrs.get("axis"), len(shape))
+    keep = bool(call.attrs.get("keepdims", False))
+    out = [None if k in axes else f for k, f in enumerate(fs) if keep or k not in axes]
+    return Rule([list(fs)], [out], replicated={fs[a] for a in axes})
+
+
+def _batch_norm(fx: _Factors, call: GCall, operands: Sequence[TensorSInfo]) -> Rule:
+    """The channel axis splits data, statistics and results alike; in training mode the
+    other axes are the batch statistics' reduction and stay whole."""
+    shape = _shape(operands[0])
+    fs = fx.new(len(shape))
+    axis = normalize_axis(int(call.attrs.get("axis", 1)), len(shape)) or 0
+    channel = [fs[axis]]
+    training = bool(call.attrs.get("training", True))
+    whole = {f for a, f in enumerate(fs) if a != axis} if training else set()
+    return Rule([list(fs)] + [list(channel) for _ in operands[1:]],
+                [list(fs), list(channel), list(channel)], replicated=whole)
+
+
+def _window(fx: _Factors, call: GCall, operands: Sequence[TensorSInfo],
+            out: TensorSInfo) -> Rule:
+    """Convolution, pooling and resizing: the batch splits; pooling and resizing also split
+    channels, a convolution of one group its output channels (with the weight's); the
+    spatial axes and a convolution's input channels stay whole."""
+    nd = len(_shape(operands[0]))
+    spatial = "DHW"[3 - (nd - 2):]
+    attrs = call.attrs
+    conv = call.op.startswith("nn.conv")
+    layout = str(attrs.get("data_layout" if conv else "layout", "") or "NC" + spatial)
+    out_layout = str(attrs.get("out_layout") or layout)
+    (batch,) = fx.new()
+    (channel,) = fx.new()
+    data: list[Factor] = [batch if c == "N" else (None if conv else channel if c == "C" else None)
+                          for c in layout]
+    result: list[Factor] = [batch if c == "N" else None for c in out_layout]
+    ops = [data]
+    if conv:
+        kernel = str(attrs.get("kernel_layout", "") or
+                     ("IO" if call.op.endswith("_transpose") else "OI") + spatial)
+        whole_o = int(attrs.get("groups", 1)) == 1
+        ops.append([channel if c == "O" and whole_o else None for c in kernel])
+        if whole_o:
+            result[out_layout.index("C")] = channel
+    else:
+        result[out_layout.index("C")] = channel
+    ops += [[None] * len(_shape(s)) for s in operands[len(ops):]]
+    return Rule(ops, [result])
+
+
+def _attention(fx: _Factors, operands: Sequence[TensorSInfo]) -> Rule:
+    """Batch and heads split query, key, value, bias and result alike; the sequences and the
+    head dimensions stay whole (a causal mask reads global positions)."""
+    batch, heads = fx.new(2)
+    bsnh: list[Factor] = [batch, None, heads, None]
+    ops = [list(bsnh) for _ in operands[:3]]
+    if len(operands) > 3:
+        bias = _shape(operands[3])
+        ops.append([batch if const_dim(bias[0]) != 1 else None,
+                    heads if const_dim(bias[1]) != 1 else None, None, None])
+    return Rule(ops, [list(bsnh)])
 
 
 def _astype_partial(call: GCall) -> PartialRule:
@@ -327,5 +449,7 @@ def _astype_partial(call: GCall) -> PartialRule:
 def has_rule(op: str) -> bool:
     """True when `op` has a rule of its own (not the opaque, replicate-everything one)."""
     return op in BINARY or op in UNARY or op in REDUCTION_OPS or op in DECOMPOSABLE or \
-        op in CREATION or op in ("astype", "broadcast_to", "matmul", "permute_dims",
-                                 "expand_dims", "squeeze", "reshape", "concat", "split", "take")
+        op in CREATION or op in LIKE or op in MOVING or op in SCANS or op in STATISTICS or \
+        op in WINDOWS or op in ("astype", "broadcast_to", "matmul", "permute_dims",
+                                "expand_dims", "squeeze", "reshape", "flatten", "concat",
+                                "split", "take", "nn.prelu", "nn.batch_norm", "nn.attention")

@@ -21,14 +21,57 @@ def case(ops: str | tuple[str, ...], params: list[tuple[str, tuple[int, ...], st
         CASES[op] = (params, body.replace("OP", op))
 
 
-X = ("x", (6, 8), F)
+X = ("x", (6, 8), F)  # the first parameter is the one split, along each of its dimensions
 case(("add", "subtract", "multiply", "divide", "maximum", "minimum", "power"),
      [X, ("y", (6, 8), F), ("b", (8,), F)], "R.OP(R.OP(x, y), b)")
 case(("floor_divide",), [X, ("y", (6, 8), F)], "R.OP(x, y)")
 case(("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"),
      [X, ("b", (8,), F)], "R.OP(x, b)")
 case(("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "negative", "abs", "nn.relu",
-      "nn.gelu", "nn.silu"), [X], "R.OP(x)")
+      "nn.gelu", "nn.silu", "floor", "ceil", "round", "trunc", "sin", "cos", "tan", "sinh",
+      "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "erf", "square", "sign",
+      "nn.gelu_tanh", "nn.leakyrelu", "nn.softplus", "nn.selu"), [X], "R.OP(x)")
+case(("isnan", "isinf", "isfinite"), [X], "R.astype(R.OP(x), \"float32\")")
+case(("mod", "floor_mod"), [X, ("y", (6, 8), F)], "R.OP(x, y)")
+XI = ("x", (6, 8), "int32")
+case(("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"),
+     [XI, ("y", (8,), "int32")], "R.OP(x, y)")
+case("bitwise_not", [XI], "R.bitwise_not(x)")
+XB = ("x", (6, 8), "bool")
+case(("logical_and", "logical_or", "logical_xor"), [XB, ("y", (6, 8), "bool")], "R.OP(x, y)")
+case("logical_not", [XB], "R.logical_not(x)")
+case("where", [XB, ("a", (6, 8), F), ("b", (8,), F)], "R.where(x, a, b)")
+case("clip", [X], "R.clip(x, -0.5, 0.5)")
+case(("zeros_like", "ones_like"), [X], "R.add(x, R.OP(x))")
+case("full_like", [X], "R.add(x, R.full_like(x, R.const(2.0, \"float32\")))")
+case("flatten", [X], "R.flatten(x)")
+case(("argmax", "argmin"), [X], "R.OP(x, axis=1)")
+case(("variance", "std"), [X], "R.OP(x, axis=[0])")
+case(("cumsum", "cumprod"), [X], "R.OP(x, axis=1)")
+case("flip", [X], "R.flip(x, axis=0)")
+case("strided_slice", [X], "R.strided_slice(x, axes=[1], begin=[1], end=[7], strides=[2])")
+case("tile", [X], "R.tile(x, (2, 1))")
+case("repeat", [X], "R.repeat(x, 2, axis=1)")
+case("nn.pad", [X], "R.nn.pad(x, [0, 0, 1, 2], pad_value=1.0)")
+case("nn.prelu", [X, ("a", (8,), F)], "R.nn.prelu(x, a, axis=1)")
+C = [("g", (3,), F), ("b", (3,), F), ("m", (3,), F), ("v", (3,), F)]
+case("nn.batch_norm", [("x", (4, 3, 2, 2), F), *C], "R.nn.batch_norm(x, g, b, m, v, axis=1)[0]")
+case("nn.conv1d", [("x", (2, 4, 9), F), ("w", (6, 4, 3), F)], "R.nn.conv1d(x, w, padding=1)")
+case("nn.conv2d", [("x", (2, 4, 5, 5), F), ("w", (6, 4, 3, 3), F)],
+     "R.nn.conv2d(x, w, padding=1)")
+case("nn.conv3d", [("x", (2, 2, 3, 4, 4), F), ("w", (3, 2, 2, 2, 2), F)],
+     "R.nn.conv3d(x, w, padding=1)")
+case("nn.conv1d_transpose", [("x", (2, 4, 5), F), ("w", (4, 3, 3), F)],
+     "R.nn.conv1d_transpose(x, w, strides=2)")
+case("nn.conv2d_transpose", [("x", (2, 4, 3, 3), F), ("w", (4, 3, 3, 3), F)],
+     "R.nn.conv2d_transpose(x, w, strides=2)")
+for r, shape in ((1, (2, 3, 8)), (2, (2, 3, 6, 6)), (3, (2, 2, 4, 4, 4))):
+    case((f"nn.max_pool{r}d", f"nn.avg_pool{r}d"), [("x", shape, F)],
+         "R.OP(x, pool_size=2, strides=2, padding=1)")
+    case(f"nn.adaptive_avg_pool{r}d", [("x", shape, F)], "R.OP(x, output_size=3)")
+case("nn.attention", [("q", (2, 4, 2, 8), F), ("k", (2, 5, 2, 8), F), ("v", (2, 5, 2, 8), F)],
+     "R.nn.attention(q, k, v)")
+case("image.resize2d", [("x", (2, 3, 4, 4), F)], "R.image.resize2d(x, (6, 5))")
 case("astype", [X], "R.astype(x, \"float64\")")
 case("matmul", [X, ("w", (8, 5), F)], "R.matmul(x, w)")
 case(("sum", "mean", "max", "min", "prod"), [X], "R.OP(x, axis=[1], keepdims=False)")
@@ -59,7 +102,16 @@ def program(op: str, mesh: int, split: int) -> tuple[str, list[np.ndarray]]:
             decls.append(f"{name}: R.Tensor({shape}, \"{dt}\")")
         if dt == "int64":
             args.append(rng.integers(0, 6, shape).astype(dt))
-        elif op in ("log", "sqrt", "rsqrt", "power", "prod", "floor_divide"):
+        elif dt == "int32":
+            args.append(rng.integers(-20, 21, shape).astype(dt) if k == 0 else
+                        rng.integers(0, 4, shape).astype(dt))  # shift by 0..3
+        elif dt == "bool":
+            args.append(rng.integers(0, 2, shape).astype(dt))
+        elif op in ("asin", "acos", "atanh"):
+            args.append(rng.uniform(-0.9, 0.9, shape).astype(dt))
+        elif op == "acosh":
+            args.append(rng.uniform(1.1, 3.0, shape).astype(dt))
+        elif op in ("log", "sqrt", "rsqrt", "power", "prod", "floor_divide", "cumprod"):
             args.append(rng.uniform(0.5, 1.5, shape).astype(dt))
         else:
             args.append(rng.standard_normal(shape).astype(dt))
