@@ -266,6 +266,7 @@ class StmtCompiler:
         if isinstance(buf, SparseBuffer):
             buf = sparse.storage_buffer(buf)
         dim_fns = [self.ex.compile(d) for d in buf.shape]
+        stride_fns = [self.ex.compile(s) for s in buf.strides] if buf.strides else None
         dtype = np.dtype(np.int32) if buf.scope == "event" else np_dtype(buf.dtype)
         init_fn = self.ex.compile(init) if init is not None else None
         name = buf.name
@@ -277,6 +278,10 @@ class StmtCompiler:
             if any(d < 0 for d in dims):
                 raise InterpreterError(f"allocation of {name} with negative shape {dims}")
             size = layout(env).size if layout is not None else math.prod(dims)
+            if stride_fns is not None and layout is None:  # up to the last element's offset
+                strides = [int(f(env)) for f in stride_fns]
+                size = 0 if 0 in dims else \
+                    1 + sum((d - 1) * s for d, s in zip(dims, strides))
             if lanes > 1:  # vector elements: one row of lanes per element
                 return np.zeros((size, lanes), dtype=dtype)
             if init_fn is None:

@@ -540,3 +540,23 @@ def f(A: T.Buffer((4, 16), "float32")):
     assert str(info.value) == "out-of-bounds access A[0, 16] (shape (4, 16))"
     assert info.value.span is not None
     assert (info.value.span.file, info.value.span.line) == ("oob.tir", 5)
+
+
+def test_allocation_with_strides_holds_its_last_element() -> None:
+    """`T.alloc_buffer(..., strides=[17, 1])` (TVM's lower_opaque_block test) reaches offset
+    3 * 17 + 15: its storage covers the strides, not just the product of the shape."""
+    from tirc.frontend import parse
+
+    mod = parse('''
+@T.prim_func
+def f(A: T.Buffer((4, 16), "float32"), C: T.Buffer((4, 16), "float32")):
+    B = T.alloc_buffer([4, 16], "float32", strides=[17, 1])
+    for i, j in T.grid(4, 16):
+        B[i, j] = A[i, j] + 1.0
+    for i, j in T.grid(4, 16):
+        C[i, j] = B[i, j]
+''')
+    a = np.arange(64, dtype=np.float32).reshape(4, 16)
+    c = np.zeros_like(a)
+    Interpreter(mod).call("f", a, c)
+    np.testing.assert_array_equal(c, a + 1)
