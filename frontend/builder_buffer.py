@@ -16,6 +16,9 @@ from tirc.ir.expr import BinOp, IntImm, IRTypeError, PrimExpr, Var, cast, const
 
 BUFFER_KWARGS = ("shape", "dtype", "data", "strides", "elem_offset", "scope", "align",
                  "offset_factor", "buffer_type", "axis_separators", "layout", "annotations")
+# TVM's order of the parameters after shape and dtype, which may also be given positionally
+# (`T.decl_buffer((4,), "float32", A.data)`).
+AFTER_DTYPE = BUFFER_KWARGS[2:10]
 # Allocation annotations TVM 0.27 prints on every T.alloc_buffer: the alignment (kept as the
 # buffer's `align`) and the address an allocator may have fixed (none: an empty list).
 ALLOC_ANNOTATIONS = ("buffer_data_alignment", "buffer_allocated_addr")
@@ -36,12 +39,26 @@ def alias_data(eb: ExprBuilder, node: S.Expr) -> Var:
     return value
 
 
+def keyword_form(call: S.Call, skip: int = 0) -> S.Call:
+    """`call` with the positional arguments after shape and dtype written as the keywords
+    they are in TVM's order (data, strides, elem_offset, scope, ...); a name then given twice
+    is reported by the arity check."""
+    extra = call.args[skip + 2:skip + 2 + len(AFTER_DTYPE)]
+    if not extra:
+        return call
+    named = [S.Keyword(k, v, v.span) for k, v in zip(AFTER_DTYPE, extra)]
+    rest = call.args[skip + 2 + len(extra):]
+    return S.Call(span=call.span, func=call.func, args=call.args[:skip + 2] + rest,
+                  keywords=named + call.keywords)
+
+
 def declare_buffer(eb: ExprBuilder, name: str, call: S.Call, fname: str, skip: int = 0,
                    scope: str | None = None, alias: bool = False,
                    like: BufferRegion | None = None) -> Buffer:
     """A buffer from `fname(shape, dtype, key=value...)`; `skip` leading positional arguments
     (the handle of T.match_buffer) are the caller's; `scope` forces a storage scope; `like`
     gives the shape (its extents) and dtype when they are not written."""
+    call = keyword_form(call, skip)
     args = check_call(eb.ctx, call, fname, Sig(skip, skip + 2, BUFFER_KWARGS))
     return buffer_from_args(eb, name, call, fname, args, skip, scope, alias, like)
 

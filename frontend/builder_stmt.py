@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tirc.frontend import syntax as S
-from tirc.frontend.builder_buffer import declare_buffer, event_tensor, region
+from tirc.frontend.builder_buffer import declare_buffer, event_tensor, keyword_form, region
 from tirc.frontend.builder_expr import BIN_OPS, ExprBuilder, access_dtype, literal_value
 from tirc.frontend.builder_sparse import ITERATION_CALLS, build_iteration
 from tirc.frontend.context import TOO_DEEP, BuildError, Context, spanned
@@ -187,6 +187,8 @@ class LoopBuilder:
         """`x = T.<declaration>(...)`: symbolic vars, buffers, thread vars. None if `call`
         is an ordinary value; a declaration that binds without a statement defines `t` and
         returns None after marking it in scope."""
+        if name == "T.decl_buffer":
+            call = keyword_form(call)
         if name == "T.decl_buffer" and _has_data(call):
             # A declaration over existing storage (TVM's DeclBuffer): an alias, no allocation.
             call, bind = self.data_expression(t, call)
@@ -331,7 +333,9 @@ class LoopBuilder:
             return value
         if value.dtype == dt.element() and dt.lanes > 1:
             return Broadcast(value, dt.lanes, dt, span=node.span)
-        self.ctx.error(f"cannot {verb} a value of dtype {value.dtype} {target}", node.span)
+        self.ctx.error(f"cannot {verb} a value of dtype {value.dtype} {target}", node.span,
+                       note=f'convert it explicitly, T.Cast("{dt}", ...): tirc does not cast '
+                            "on assignment as TVM's parser does")
 
     def store(self, t: S.Subscript, value_node: S.Expr, span: Span) -> Stmt:
         buf = self.eb.buffer(t.value)

@@ -595,3 +595,23 @@ def main(A: T.Buffer((8,), "float32")):
     for i in range(8):
         A[i] = T.if_then_else(T.likely(i < 4, dtype="int32"), T.float32(1), A[i])
 ''')
+
+
+def test_buffer_parameters_after_dtype_may_be_positional() -> None:
+    """TVM's order after shape and dtype (data, strides, elem_offset, scope, ...) may be
+    written positionally, as TVM's compact_buffer_region tests do: `T.decl_buffer((16,),
+    "float32", A.data)` is `data=A.data`."""
+    text = '''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((16,), "float32")):
+    V = T.decl_buffer((16,), "float32", {})
+    for i in range(16):
+        A[i] = V[i] * 2.0
+'''
+    positional = parse(text.format("A.data"))
+    assert structural_equal(positional, parse(text.format("data=A.data")))
+    with pytest.raises(CompileError) as err:
+        parse(text.format("A.data, data=A.data"))
+    assert "got argument 'data' twice" in err.value.diagnostics[0].message
