@@ -19,6 +19,7 @@ from tirc.ir.graph import (
     ShapeExpr,
     StringValue,
     Tuple,
+    TupleGetItem,
 )
 
 if TYPE_CHECKING:
@@ -116,6 +117,15 @@ def _tuple(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
     return Tuple(tuple(g.gexpr(e) for e in a.pos), span=call.span)
 
 
+def _tuple_get_item(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
+    """`R.TupleGetItem(t, 1)`, TVM's constructor spelling of `t[1]`."""
+    a = check_call(g.ctx, call, name, Sig(2, 2))
+    idx = literal_value(a.pos[1])
+    if not isinstance(idx, int) or isinstance(idx, bool) or idx < 0:
+        g.ctx.error("a tuple index is a non-negative integer literal", a.pos[1].span)
+    return TupleGetItem(g.gexpr(a.pos[0]), idx, span=call.span)
+
+
 def _str(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
     a = check_call(g.ctx, call, name, Sig(1, 1))
     return StringValue(g.eb.str_literal(a.pos[0], "R.str's argument"), span=call.span)
@@ -131,4 +141,5 @@ SPECIAL_CALLS: dict[str, Callable[[GraphBuilder, S.Call, str], GraphExpr]] = {
     "prim_value": _prim_value,
     "str": _str,
     "tuple": _tuple,
+    "TupleGetItem": _tuple_get_item,
 }

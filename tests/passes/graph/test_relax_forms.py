@@ -203,3 +203,19 @@ class Module:
         gv = R.call_tir(Module.ones, R.tuple(), R.Tensor((2, 3), dtype="float32"))
         return R.tuple(R.add(x, gv), gv)
 """, [x])
+
+
+def test_tuple_get_item_written_as_a_call(tmp_path: Path) -> None:
+    """`R.TupleGetItem(t, 1)`, TVM's parser test spelling of `t[1]`."""
+    x = np.random.default_rng(5).standard_normal((2, 4)).astype("float32")
+    check(tmp_path, """\
+@R.function
+def main(x: R.Tensor((2, 4), "float32")):
+    t = R.split(x, 2, axis=1)
+    b = R.TupleGetItem(t, 1)
+    return R.add(t[0], b)
+""", [x])
+    with pytest.raises(CompileError) as err:
+        parse(HEADER + "@R.function\ndef f(x: R.Tensor((2,), \"float32\")):\n"
+              "    return R.TupleGetItem((x, x), -1)\n")
+    assert "a tuple index is a non-negative integer literal" in str(err.value)
