@@ -5,6 +5,8 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import shutil
+import tempfile
 from typing import Any
 
 from tirc.runtime.cpu_check import check_cpu
@@ -13,6 +15,27 @@ from tirc.runtime.function import Function
 from tirc.runtime.function_table import FunctionTable
 
 SUPPORTED_ABI = (1, 2)  # 2 added per-function C symbols and per-library helper names
+# The file each path was opened as (device, inode, mtime, size): the dynamic loader hands back
+# the library already loaded under a path, so a library rebuilt at the same path is opened
+# through a fresh copy instead of silently giving the old code.
+_OPENED: dict[str, tuple[int, int, int, int]] = {}
+
+
+def _open(path: str) -> ctypes.CDLL:
+    """dlopen `path`; through a private copy when another file was loaded under that path."""
+    st = os.stat(path)
+    identity = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+    seen = _OPENED.get(path)
+    if seen is None or seen == identity:
+        _OPENED[path] = identity
+        return ctypes.CDLL(path)
+    fd, copy = tempfile.mkstemp(suffix=os.path.basename(path), prefix="tirc-reload-")
+    os.close(fd)
+    try:
+        shutil.copyfile(path, copy)
+        return ctypes.CDLL(copy)
+    finally:
+        os.unlink(copy)  # the mapping outlives the name
 
 
 class Module(FunctionTable):
@@ -21,7 +44,7 @@ class Module(FunctionTable):
     def __init__(self, path: str) -> None:
         self.path = os.path.abspath(path)
         try:
-            self._lib = ctypes.CDLL(self.path)
+            self._lib = _open(self.path)
         except OSError as exc:
             raise TircError(f"cannot load '{path}': {exc}") from None
         # Looked up through this library's own handle: another tirc library's cannot answer.
