@@ -87,3 +87,26 @@ def kernel_calls(mod: IRModule, func: str = "main") -> list[str]:
             elif isinstance(v, GCall) and v.op in mod.functions:
                 names.append(v.op)
     return names
+
+
+def functions_module(functions: dict[str, tuple[str, str]]) -> str:
+    """The text of a module of graph functions `name: (parameters, returned expression)`."""
+    out = ["from tvm.script import ir as I", "from tvm.script import relax as R", "",
+           "@I.ir_module", "class Module:"]
+    for name, (params, expr) in functions.items():
+        out += ["    @R.function", f"    def {name}({params}):", f"        return {expr}", ""]
+    return "\n".join(out)
+
+
+def small_arguments(mod: IRModule, name: str, rng: np.random.Generator,
+                    size: int = 3) -> list[np.ndarray]:
+    """Arguments for `name`'s parameters: integers in [-5, 5], else standard normal floats;
+    a symbolic dimension is `size`."""
+    out = []
+    for p in mod[name].params:
+        s = p.struct_info
+        shape = tuple(int(d.value) if hasattr(d, "value") else size for d in s.shape)
+        dt = str(s.dtype)
+        raw = rng.integers(-5, 6, shape) if "int" in dt else rng.standard_normal(shape)
+        out.append(raw.astype(dt))
+    return out

@@ -13,29 +13,15 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from tirc.ir.dtype import dtype
 from tirc.ir.interpreter.values import np_dtype
+from tirc.ir.interpreter.window_ops import IntsArg, padding_pairs, per_axis
 
 SPATIAL = {1: "W", 2: "HW"}
-IntsArg = int | Sequence[int]
-
-
-def _per_axis(v: IntsArg, rank: int) -> tuple[int, ...]:
-    values = (v,) if isinstance(v, int) else tuple(int(x) for x in v)
-    return values * rank if len(values) == 1 else values
-
-
-def _padding(v: IntsArg, rank: int) -> list[tuple[int, int]]:
-    values = (v,) if isinstance(v, int) else tuple(int(x) for x in v)
-    if len(values) == 1:
-        values = values * (2 * rank)
-    elif len(values) == rank:
-        values = values + values
-    return [(values[k], values[rank + k]) for k in range(rank)]
 
 
 def conv_transpose(data: np.ndarray, weight: np.ndarray, strides: IntsArg = 1,
@@ -52,8 +38,8 @@ def conv_transpose(data: np.ndarray, weight: np.ndarray, strides: IntsArg = 1,
         np.dtype(np.float32) if dt.kind == "f" else dt
     x = np.transpose(np.asarray(data), [data_layout.index(c) for c in "NC" + sp]).astype(acc)
     w = np.transpose(np.asarray(weight), [kernel_layout.index(c) for c in "IO" + sp]).astype(acc)
-    s, d = _per_axis(strides, rank), _per_axis(dilation, rank)
-    pads, extra = _padding(padding, rank), _per_axis(output_padding, rank)
+    s, d = per_axis(strides, rank), per_axis(dilation, rank)
+    pads, extra = padding_pairs(padding, rank), per_axis(output_padding, rank)
     n, channels = x.shape[:2]
     per_group, out_per_group = channels // groups, w.shape[1]
     ins, taps = x.shape[2:], w.shape[2:]

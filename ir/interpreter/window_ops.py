@@ -23,12 +23,15 @@ SPATIAL = {1: "W", 2: "HW", 3: "DHW"}
 IntsArg = int | Sequence[int]
 
 
-def _per_axis(v: IntsArg, rank: int) -> tuple[int, ...]:
+def per_axis(v: IntsArg, rank: int) -> tuple[int, ...]:
+    """An attribute given once or once per spatial axis, one value per axis."""
     values = (v,) if isinstance(v, int) else tuple(int(x) for x in v)
     return values * rank if len(values) == 1 else values
 
 
-def _padding(v: IntsArg, rank: int) -> list[tuple[int, int]]:
+def padding_pairs(v: IntsArg, rank: int) -> list[tuple[int, int]]:
+    """TVM's padding (one value, one per axis, or all befores then all afters) as a
+    (before, after) pair per spatial axis."""
     values = (v,) if isinstance(v, int) else tuple(int(x) for x in v)
     if len(values) == 1:
         values = values * (2 * rank)
@@ -76,7 +79,7 @@ def conv(data: np.ndarray, weight: np.ndarray, strides: IntsArg = 1, padding: In
     acc = np.dtype(np.float64) if dt.kind == "f" and dt.itemsize >= 4 else dt
     x = _to_canonical(np.asarray(data), data_layout, "NC" + sp).astype(acc)
     w = _to_canonical(np.asarray(weight), kernel_layout, "OI" + sp).astype(acc)
-    s, d, pads = _per_axis(strides, rank), _per_axis(dilation, rank), _padding(padding, rank)
+    s, d, pads = per_axis(strides, rank), per_axis(dilation, rank), padding_pairs(padding, rank)
     out = _out_sizes(x.shape[2:], w.shape[2:], s, d, pads)
     x = np.pad(x, [(0, 0), (0, 0), *pads])
     n, o, per_group = x.shape[0], w.shape[0], w.shape[1]
@@ -121,8 +124,8 @@ def pool(data: np.ndarray, pool_size: IntsArg = 1, strides: IntsArg = 1,
     if count_include_pad is None:
         count_include_pad = kind == "avg" and rank != 2
     x = _to_canonical(np.asarray(data), layout, "NC" + sp)
-    window, s = _per_axis(pool_size, rank), _per_axis(strides, rank)
-    d, pads = _per_axis(dilation, rank), _padding(padding, rank)
+    window, s = per_axis(pool_size, rank), per_axis(strides, rank)
+    d, pads = per_axis(dilation, rank), padding_pairs(padding, rank)
     out = _out_sizes(x.shape[2:], window, s, d, pads, ceil_mode)
     extra = [max(0, (o - 1) * st + dl * (w - 1) + 1 - (n + b + a))
              for o, st, dl, w, n, (b, a) in zip(out, s, d, window, x.shape[2:], pads)]
@@ -158,7 +161,7 @@ def adaptive_avg_pool(data: np.ndarray, output_size: IntsArg | None = None, layo
     layout = layout or "NC" + sp
     x = _to_canonical(np.asarray(data), layout, "NC" + sp)
     sizes = x.shape[2:]
-    out = list(sizes) if output_size is None else list(_per_axis(output_size, rank))
+    out = list(sizes) if output_size is None else list(per_axis(output_size, rank))
     result = np.zeros((*x.shape[:2], *out), dtype=x.dtype)
     for pos in itertools.product(*(range(m) for m in out)):
         index: list[slice] = [slice(None), slice(None)]

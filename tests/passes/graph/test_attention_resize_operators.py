@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from graph_support import compile_sample
+from graph_support import compile_sample, functions_module, small_arguments
 from tirc.frontend import parse, parse_file
 from tirc.ir import CompileError
 from tirc.ir.interpreter import Interpreter
@@ -90,30 +90,11 @@ CASES: dict[str, tuple[str, str]] = {
 }
 
 
-def module(cases: dict[str, tuple[str, str]]) -> str:
-    out = ["from tvm.script import ir as I", "from tvm.script import relax as R", "",
-           "@I.ir_module", "class Module:"]
-    for name, (params, expr) in cases.items():
-        out += ["    @R.function", f"    def {name}({params}):", f"        return {expr}", ""]
-    return "\n".join(out)
-
-
-def arguments(mod: Any, name: str, rng: np.random.Generator) -> list[np.ndarray]:
-    out = []
-    for p in mod[name].params:
-        s = p.struct_info
-        shape = tuple(int(d.value) if hasattr(d, "value") else 3 for d in s.shape)
-        dt = str(s.dtype)
-        raw = rng.integers(-5, 6, shape) if "int" in dt else rng.standard_normal(shape)
-        out.append(raw.astype(dt))
-    return out
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[int, Any]]:
     tmp = tmp_path_factory.mktemp("attention_resize")
     path = tmp / "ops.tir"
-    path.write_text(module(CASES))
+    path.write_text(functions_module(CASES))
     return path, {level: compile_sample(path, tmp / f"ops{level}.so", level)
                   for level in (0, 3)}
 
@@ -123,7 +104,7 @@ def test_compiled_agrees_with_the_interpreter(built: tuple[Path, dict[int, Any]]
                                               name: str) -> None:
     path, libs = built
     mod = parse_file(path)
-    args = arguments(mod, name, np.random.default_rng(11))
+    args = small_arguments(mod, name, np.random.default_rng(11))
     want = Interpreter(mod).call(name, *[a.copy() for a in args])
     tol = 2e-3 if want.dtype == np.float16 else 1e-5
     for level, lib in libs.items():
@@ -136,7 +117,7 @@ def test_compiled_agrees_with_the_interpreter(built: tuple[Path, dict[int, Any]]
 
 
 def run(params: str, call: str, *args: np.ndarray) -> np.ndarray:
-    return Interpreter(parse(module({"main": (params, call)}))).call("main", *args)
+    return Interpreter(parse(functions_module({"main": (params, call)}))).call("main", *args)
 
 
 def naive_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray | None,
@@ -313,14 +294,14 @@ def test_interpreter_resize_rounds_ties_to_even_and_divides_integer_ratios() -> 
 
 
 def test_printed_calls_read_back() -> None:
-    mod = parse(module(CASES))
+    mod = parse(functions_module(CASES))
     again = parse(print_module(mod))
     assert print_module(again) == print_module(mod)
 
 
 def test_tvm_printed_forms_parse() -> None:
     """TVM prints `roi` as a list of `T.float32` values and the shape as `R.shape([...])`."""
-    text = module({"main": (f"x: {tensor('(1, 2, 3, 4)')}",
+    text = functions_module({"main": (f"x: {tensor('(1, 2, 3, 4)')}",
                             "R.image.resize2d(x, R.shape([6, 8]), roi=[T.float32(0.0), "
                             "T.float32(0.0), T.float32(0.0), T.float32(0.0)], layout=\"NCHW\", "
                             "method=\"linear\", coordinate_transformation_mode=\"half_pixel\", "
@@ -405,5 +386,5 @@ def test_wrong_calls_are_diagnostics(params: str, body: str, message: str) -> No
     from tirc.passes.graph.normalize import Normalize
 
     with pytest.raises(CompileError) as err:
-        Normalize()(parse(module({"main": (params, body)})))
+        Normalize()(parse(functions_module({"main": (params, body)})))
     assert message in err.value.diagnostics[0].message

@@ -12,12 +12,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from graph_support import compile_sample
+from graph_support import compile_sample, functions_module
 from tirc.frontend import parse, parse_file
 from tirc.ir import CompileError
 from tirc.ir.interpreter import Interpreter
 
-HEADER = "from tvm.script import relax as R\n\n"
 FLOAT_UNARY = ("floor", "ceil", "round", "trunc", "sin", "cos", "tan", "sinh", "cosh", "asin",
                "acos", "atan", "asinh", "acosh", "atanh", "erf", "square", "sign", "isnan",
                "isinf", "isfinite")
@@ -25,14 +24,6 @@ INT_BINARY = ("mod", "floor_mod", "bitwise_and", "bitwise_or", "bitwise_xor", "l
               "right_shift")
 FLOAT_BINARY = ("mod", "floor_mod")
 LOGICAL = ("logical_and", "logical_or", "logical_xor")
-
-
-def module(functions: dict[str, tuple[str, str]]) -> str:
-    """A module of graph functions `name: (parameters, returned expression)`."""
-    out = ["from tvm.script import ir as I", HEADER, "@I.ir_module", "class Module:"]
-    for name, (params, expr) in functions.items():
-        out += ["    @R.function", f"    def {name}({params}):", f"        return {expr}", ""]
-    return "\n".join(out)
 
 
 X = 'x: R.Tensor((4, 8), "float32")'
@@ -109,7 +100,7 @@ def arguments(mod: Any, name: str, rng: np.random.Generator) -> list[np.ndarray]
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[int, Any]]:
     tmp = tmp_path_factory.mktemp("ops")
     path = tmp / "ops.tir"
-    path.write_text(module(FUNCTIONS))
+    path.write_text(functions_module(FUNCTIONS))
     return path, {level: compile_sample(path, tmp / f"ops{level}.so", level)
                   for level in (0, 3)}
 
@@ -159,7 +150,7 @@ def test_compiled_agrees_with_the_interpreter(built: tuple[Path, dict[int, Any]]
      "need one value each per axis, got 2, 1, 1 and 2"),
 ])
 def test_wrong_operands_are_diagnostics(body: str, message: str) -> None:
-    text = module({"main": (X, body)})
+    text = functions_module({"main": (X, body)})
     from tirc.passes.graph.normalize import Normalize
 
     with pytest.raises(CompileError) as err:
@@ -170,7 +161,7 @@ def test_wrong_operands_are_diagnostics(body: str, message: str) -> None:
 def test_slicing_a_symbolic_axis_is_a_diagnostic() -> None:
     from tirc.passes.graph.normalize import Normalize
 
-    text = module({"main": ('x: R.Tensor(("n", 4), "float32")',
+    text = functions_module({"main": ('x: R.Tensor(("n", 4), "float32")',
                             "R.strided_slice(x, [0], [1], [2])")})
     with pytest.raises(CompileError) as err:
         Normalize()(parse(text))
@@ -179,7 +170,7 @@ def test_slicing_a_symbolic_axis_is_a_diagnostic() -> None:
         "be sliced")
 
 
-BATCH_NORM = module({
+BATCH_NORM = functions_module({
     "train": ('x: R.Tensor((2, 3, 4), "float32"), g: R.Tensor((3,), "float32"), '
               'b: R.Tensor((3,), "float32"), mm: R.Tensor((3,), "float32"), '
               'mv: R.Tensor((3,), "float32")',
@@ -235,7 +226,7 @@ def test_batch_norm_is_the_definition_at_every_level(tmp_path: Path, name: str, 
                                        err_msg=f"{name} at {level}")
 
 
-EMPTY = module({
+EMPTY = functions_module({
     "repeat_none": ('x: R.Tensor((2, 3), "float32")', "R.repeat(x, 0)"),
     "tile_none": ('x: R.Tensor((2, 3), "float32")', "R.tile(x, (0, 2))"),
     "slice_none": ('x: R.Tensor((2, 3), "float32")', "R.strided_slice(x, [1], [2], [1])"),
@@ -259,7 +250,7 @@ def test_empty_results_are_outputs(tmp_path: Path, name: str, shape: tuple[int, 
 def test_argmax_of_an_empty_axis_is_a_diagnostic() -> None:
     from tirc.passes.graph.normalize import Normalize
 
-    text = module({"main": ('x: R.Tensor((0, 3), "float32")', "R.argmax(x, axis=0)")})
+    text = functions_module({"main": ('x: R.Tensor((0, 3), "float32")', "R.argmax(x, axis=0)")})
     with pytest.raises(CompileError) as err:
         Normalize()(parse(text))
     assert err.value.diagnostics[0].message == (
@@ -271,6 +262,6 @@ def test_printed_calls_read_back() -> None:
     """Each call prints with its attributes and parses back to the same module."""
     from tirc.ir.printer import print_module
 
-    for text in (module(FUNCTIONS), BATCH_NORM):
+    for text in (functions_module(FUNCTIONS), BATCH_NORM):
         printed = print_module(parse(text))
         assert print_module(parse(printed)) == printed

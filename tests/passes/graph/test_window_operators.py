@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from graph_support import compile_sample
+from graph_support import compile_sample, functions_module, small_arguments
 from tirc.frontend import parse, parse_file
 from tirc.ir import CompileError
 from tirc.ir.interpreter import Interpreter
@@ -70,30 +70,11 @@ CASES: dict[str, tuple[str, str]] = {
 }
 
 
-def module(cases: dict[str, tuple[str, str]]) -> str:
-    out = ["from tvm.script import ir as I", "from tvm.script import relax as R", "",
-           "@I.ir_module", "class Module:"]
-    for name, (params, expr) in cases.items():
-        out += ["    @R.function", f"    def {name}({params}):", f"        return {expr}", ""]
-    return "\n".join(out)
-
-
-def arguments(mod: Any, name: str, rng: np.random.Generator) -> list[np.ndarray]:
-    out = []
-    for p in mod[name].params:
-        s = p.struct_info
-        shape = tuple(int(d.value) if hasattr(d, "value") else 3 for d in s.shape)
-        dt = str(s.dtype)
-        raw = rng.integers(-5, 6, shape) if "int" in dt else rng.standard_normal(shape)
-        out.append(raw.astype(dt))
-    return out
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[int, Any]]:
     tmp = tmp_path_factory.mktemp("window")
     path = tmp / "window.tir"
-    path.write_text(module(CASES))
+    path.write_text(functions_module(CASES))
     return path, {level: compile_sample(path, tmp / f"window{level}.so", level)
                   for level in (0, 3)}
 
@@ -103,7 +84,7 @@ def test_compiled_agrees_with_the_interpreter(built: tuple[Path, dict[int, Any]]
                                               name: str) -> None:
     path, libs = built
     mod = parse_file(path)
-    args = arguments(mod, name, np.random.default_rng(7))
+    args = small_arguments(mod, name, np.random.default_rng(7))
     want = Interpreter(mod).call(name, *[a.copy() for a in args])
     tol = 2e-3 if want.dtype == np.float16 else 1e-5
     for level, lib in libs.items():
@@ -158,14 +139,14 @@ def test_interpreter_conv2d_is_the_definition() -> None:
     rng = np.random.default_rng(3)
     x = rng.standard_normal((2, 4, 7, 6))
     w = rng.standard_normal((6, 2, 3, 2))
-    text = module({"main": ('x: R.Tensor((2, 4, 7, 6), "float64"), '
+    text = functions_module({"main": ('x: R.Tensor((2, 4, 7, 6), "float64"), '
                             'w: R.Tensor((6, 2, 3, 2), "float64")',
                             "R.nn.conv2d(x, w, strides=(2, 1), padding=(1, 0, 2, 1), "
                             "dilation=(1, 2), groups=2)")})
     got = Interpreter(parse(text)).call("main", x, w)
     want = naive_conv2d(x, w, (2, 1), (1, 0, 2, 1), (1, 2), 2)
     np.testing.assert_allclose(got, want, rtol=1e-12)
-    nhwc = module({"main": ('x: R.Tensor((2, 7, 6, 4), "float64"), '
+    nhwc = functions_module({"main": ('x: R.Tensor((2, 7, 6, 4), "float64"), '
                             'w: R.Tensor((3, 2, 2, 6), "float64")',
                             "R.nn.conv2d(x, w, strides=(2, 1), padding=(1, 0, 2, 1), "
                             'dilation=(1, 2), groups=2, data_layout="NHWC", '
@@ -182,14 +163,14 @@ def test_interpreter_pooling_is_the_definition(kind: str, include: bool, ceil: b
     x = np.random.default_rng(4).standard_normal((2, 3, 10))
     call = (f"R.nn.{kind}_pool1d(x, pool_size=3, strides=2, padding=1, ceil_mode={ceil}, "
             f"count_include_pad={include})")
-    text = module({"main": ('x: R.Tensor((2, 3, 10), "float64")', call)})
+    text = functions_module({"main": ('x: R.Tensor((2, 3, 10), "float64")', call)})
     got = Interpreter(parse(text)).call("main", x)
     np.testing.assert_allclose(got, naive_pool1d(x, 3, 2, 1, ceil, kind, include), rtol=1e-12)
 
 
 def test_interpreter_adaptive_pooling_windows() -> None:
     x = np.arange(10.0).reshape(1, 1, 10)
-    text = module({"main": ('x: R.Tensor((1, 1, 10), "float64")',
+    text = functions_module({"main": ('x: R.Tensor((1, 1, 10), "float64")',
                             "R.nn.adaptive_avg_pool1d(x, output_size=4)")})
     got = Interpreter(parse(text)).call("main", x)
     windows = [(0, 3), (2, 5), (5, 8), (7, 10)]  # [floor(o*10/4), ceil((o+1)*10/4))
@@ -197,7 +178,7 @@ def test_interpreter_adaptive_pooling_windows() -> None:
 
 
 def test_printed_calls_read_back() -> None:
-    mod = parse(module(CASES))
+    mod = parse(functions_module(CASES))
     again = parse(print_module(mod))
     assert print_module(again) == print_module(mod)
 
@@ -234,5 +215,5 @@ def test_wrong_calls_are_diagnostics(params: str, body: str, message: str) -> No
     from tirc.passes.graph.normalize import Normalize
 
     with pytest.raises(CompileError) as err:
-        Normalize()(parse(module({"main": (params, body)})))
+        Normalize()(parse(functions_module({"main": (params, body)})))
     assert message in err.value.diagnostics[0].message
