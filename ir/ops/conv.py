@@ -118,21 +118,27 @@ def conv_geometry(oc: OpCall, rank: int) -> Geometry:
                     before, after)
 
 
-def _conv(oc: OpCall, rank: int) -> StructInfo:
-    data, weight = oc.tensor("data"), oc.tensor("weight")
-    assert data.shape is not None and weight.shape is not None
-    for name, s in (("data", data), ("weight", weight)):
-        if len(s.shape) != rank + 2:  # type: ignore[arg-type]
+def conv_operands(oc: OpCall, rank: int) -> DType | None:
+    """Check a (transposed) convolution's data and weight (rank, one numeric dtype) and
+    `groups`; the result dtype (`out_dtype`, else the operands')."""
+    for name in ("data", "weight"):
+        s = oc.tensor(name)
+        assert s.shape is not None
+        if len(s.shape) != rank + 2:
             oc.error(f"'{name}' must have {rank + 2} dimensions, got {shape_text(s.shape)}")
     dt = oc.same_dtype("data", "weight")
     if dt is not None and dt.is_bool:
         oc.error("needs numeric tensors, got bool")
-    out_dtype = oc.values["out_dtype"]
-    if out_dtype is not None and str(out_dtype) != "void":
-        dt = out_dtype
+    if oc.values["groups"] < 1:
+        oc.error(f"'groups' must be positive, got {oc.values['groups']}")
+    return out_dtype_of(oc) or dt
+
+
+def _conv(oc: OpCall, rank: int) -> StructInfo:
+    data, weight = oc.tensor("data"), oc.tensor("weight")
+    assert data.shape is not None and weight.shape is not None
+    dt = conv_operands(oc, rank)
     groups = oc.values["groups"]
-    if groups < 1:
-        oc.error(f"'groups' must be positive, got {groups}")
     daxes = data_axes(oc, "data_layout", rank)
     kaxes = layout_axes(oc, "kernel_layout", "OI" + SPATIAL[rank])
     geo = conv_geometry(oc, rank)

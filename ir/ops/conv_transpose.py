@@ -18,9 +18,9 @@ from tirc.ir.graph import StructInfo, TensorSInfo
 from tirc.ir.ops.conv import (
     SPATIAL,
     arrange,
+    conv_operands,
     data_axes,
     layout_axes,
-    out_dtype_of,
     output_layout,
     padding,
     per_axis,
@@ -31,7 +31,6 @@ from tirc.ir.ops.sinfo_util import (
     dim,
     dim_text,
     dims_equal,
-    shape_text,
     simplify_dim,
 )
 
@@ -85,16 +84,8 @@ def transpose_geometry(oc: OpCall, rank: int) -> TransposeGeometry:
 def _conv_transpose(oc: OpCall, rank: int) -> StructInfo:
     data, weight = oc.tensor("data"), oc.tensor("weight")
     assert data.shape is not None and weight.shape is not None
-    for name, s in (("data", data), ("weight", weight)):
-        if len(s.shape) != rank + 2:  # type: ignore[arg-type]
-            oc.error(f"'{name}' must have {rank + 2} dimensions, got {shape_text(s.shape)}")
-    dt = oc.same_dtype("data", "weight")
-    if dt is not None and dt.is_bool:
-        oc.error("needs numeric tensors, got bool")
-    dt = out_dtype_of(oc) or dt
+    dt = conv_operands(oc, rank)
     groups = oc.values["groups"]
-    if groups < 1:
-        oc.error(f"'groups' must be positive, got {groups}")
     daxes = data_axes(oc, "data_layout", rank)
     kaxes = layout_axes(oc, "kernel_layout", "IO" + SPATIAL[rank])
     geo = transpose_geometry(oc, rank)
