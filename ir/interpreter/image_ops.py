@@ -38,28 +38,20 @@ def source_coordinates(out_size: int, in_size: int, mode: str) -> np.ndarray:
     raise ValueError(f"unsupported coordinate_transformation_mode '{mode}'")
 
 
-def integer_ratio(out_size: int, in_size: int) -> bool:
-    """Whether TOPI maps asymmetric nearest-neighbour coordinates by integer division: the
-    output size a whole multiple of the input size (`can_convert_multiply_to_intdiv`)."""
-    return out_size % in_size == 0 and out_size / in_size <= 1 / (1e-5 * in_size + 1e-5)
-
-
 def nearest_indices(out_size: int, in_size: int, mode: str, rounding: str) -> np.ndarray:
-    """The input index each output position copies along one axis, clamped to the input."""
-    if mode == "asymmetric" and integer_ratio(out_size, in_size):
-        index = np.arange(out_size) // (out_size // in_size)
-    else:
-        coords = source_coordinates(out_size, in_size, mode)
-        if not rounding:
-            rounding = "round" if mode == "align_corners" else "floor"
-        eps = F32(1e-5)
-        rounded = {"round": lambda c: np.rint(c),
-                   "round_prefer_floor": lambda c: np.ceil(c - F32(0.5)),
-                   "round_prefer_ceil": lambda c: np.floor(c + F32(0.5)),
-                   "floor": lambda c: np.floor(c + eps),
-                   "ceil": lambda c: np.ceil(c - eps)}[rounding](coords)
-        index = rounded.astype(np.int64)
-    return np.clip(index, 0, in_size - 1)
+    """The input index each output position copies along one axis, clamped to the input: the
+    source coordinate rounded as asked (TVM 0.27's legalization rounds an asymmetric integer
+    upscale too, `T.round(0.5 * i)`, rather than dividing)."""
+    coords = source_coordinates(out_size, in_size, mode)
+    if not rounding:
+        rounding = "round" if mode == "align_corners" else "floor"
+    eps = F32(1e-5)
+    rounded = {"round": lambda c: np.rint(c),
+               "round_prefer_floor": lambda c: np.ceil(c - F32(0.5)),
+               "round_prefer_ceil": lambda c: np.floor(c + F32(0.5)),
+               "floor": lambda c: np.floor(c + eps),
+               "ceil": lambda c: np.ceil(c - eps)}[rounding](coords)
+    return np.clip(rounded.astype(np.int64), 0, in_size - 1)
 
 
 def resize2d(data: np.ndarray, size: Sequence[int], roi: Sequence[float] | None = None,

@@ -41,6 +41,9 @@ def padding_pairs(v: IntsArg, rank: int) -> list[tuple[int, int]]:
 
 
 def _to_canonical(x: np.ndarray, layout: str, letters: str) -> np.ndarray:
+    if sorted(layout) != sorted(letters) or x.ndim != len(letters):
+        raise ValueError(f"layout '{layout}' of a {x.ndim}-d tensor is not an order of the "
+                         f"axes {letters}")
     return np.transpose(x, [layout.index(c) for c in letters])
 
 

@@ -23,15 +23,6 @@ COORDINATE_MODES = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_p
 ROUNDING_METHODS = ("round", "floor", "ceil", "round_prefer_floor", "round_prefer_ceil", "")
 
 
-def integer_ratio(out_size: int, in_size: int) -> bool:
-    """Whether TOPI maps asymmetric nearest-neighbour coordinates of an axis by integer
-    division, `out // (out_size // in_size)` (its `can_convert_multiply_to_intdiv`): the
-    output size a whole multiple of the input size, both constant."""
-    if out_size % in_size:
-        return False
-    return out_size / in_size <= 1 / (1e-5 * in_size + 1e-5)
-
-
 def resize_size(oc: OpCall) -> tuple[PrimExpr, PrimExpr]:
     """The output (height, width) of a resize2d call: a shape of two dimensions."""
     size = oc.values["size"]

@@ -12,7 +12,6 @@ from tirc.ir.dtype import dtype
 from tirc.ir.expr import PrimExpr, binop, call, cast, const, maximum, minimum, select
 from tirc.ir.graph import StructInfo
 from tirc.ir.ops.conv import layout_axes
-from tirc.ir.ops.image import integer_ratio
 from tirc.ir.ops.registry import OpCall
 from tirc.ir.ops.sinfo_util import INT64, const_dim, dim
 from tirc.passes.graph.kernel import Indices, Kernel
@@ -65,10 +64,6 @@ def _clamp(i: PrimExpr, size: PrimExpr) -> PrimExpr:
 def nearest_index(o: PrimExpr, in_size: PrimExpr, out_size: PrimExpr, mode: str,
                   rounding: str) -> PrimExpr:
     """The input index output position `o` copies, clamped to the image."""
-    n_in, n_out = const_dim(in_size), const_dim(out_size)
-    if mode == "asymmetric" and n_in is not None and n_out is not None and \
-            integer_ratio(n_out, n_in):
-        return _clamp(binop("floordiv", o, dim(n_out // n_in)), in_size)
     if not rounding:
         rounding = "round" if mode == "align_corners" else "floor"
     coord = source_coordinate(o, in_size, out_size, mode)

@@ -217,3 +217,14 @@ def test_wrong_calls_are_diagnostics(params: str, body: str, message: str) -> No
     with pytest.raises(CompileError) as err:
         Normalize()(parse(functions_module({"main": (params, body)})))
     assert message in err.value.diagnostics[0].message
+
+
+def test_interpreter_names_a_blocked_layout() -> None:
+    """Run without shape inference, the interpreter still refuses `NCHW16c` by name."""
+    from tirc.ir.interpreter import InterpreterError
+
+    text = functions_module({"main": ('x: R.Tensor((1, 2, 4, 4, 16), "float32")',
+                                      'R.nn.max_pool2d(x, pool_size=2, layout="NCHW16c")')})
+    with pytest.raises(InterpreterError, match="layout 'NCHW16c' of a 5-d tensor is not an "
+                                               "order of the axes NCHW"):
+        Interpreter(parse(text)).call("main", np.zeros((1, 2, 4, 4, 16), np.float32))
