@@ -110,3 +110,26 @@ def small_arguments(mod: IRModule, name: str, rng: np.random.Generator,
         raw = rng.integers(-5, 6, shape) if "int" in dt else rng.standard_normal(shape)
         out.append(raw.astype(dt))
     return out
+
+
+def compile_levels(text: str, tmp: Path, levels: tuple[int, ...] = (0, 3)
+                   ) -> tuple[Path, dict[int, Any]]:
+    """The module `text` written under `tmp` and compiled once per -O level, loaded."""
+    path = tmp / "ops.tir"
+    path.write_text(text)
+    return path, {level: compile_sample(path, tmp / f"ops{level}.so", level) for level in levels}
+
+
+def assert_levels_agree(path: Path, libs: dict[int, Any], name: str, seed: int) -> None:
+    """`name` of each compiled library equals the interpreter on `small_arguments` (float16
+    results within 2e-3, others within 1e-5)."""
+    from tirc.frontend import parse_file
+
+    mod = parse_file(path)
+    args = small_arguments(mod, name, np.random.default_rng(seed))
+    want = Interpreter(mod).call(name, *[a.copy() for a in args])
+    tol = 2e-3 if want.dtype == np.float16 else 1e-5
+    for level, lib in libs.items():
+        got = getattr(lib, name)(*[a.copy() for a in args])
+        assert got.dtype == want.dtype and got.shape == want.shape, (name, level)
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"{name} -O{level}")

@@ -10,6 +10,7 @@ and legalization share.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tirc.ir.dtype import DType
@@ -107,13 +108,16 @@ def arrange(axes: dict[str, int], sizes: dict[str, PrimExpr]) -> tuple[PrimExpr,
     return tuple(out)
 
 
-def conv_geometry(oc: OpCall, rank: int) -> Geometry:
-    """The window geometry of a convolution call (window sizes from the weight)."""
-    weight = oc.tensor("weight")
-    assert weight.shape is not None
+def conv_geometry(oc: OpCall, rank: int,
+                  weight_shape: Sequence[PrimExpr] | None = None) -> Geometry:
+    """The window geometry of a convolution call, the window sizes read from the weight's
+    shape (`weight_shape`: the same shape over a kernel's own size variables)."""
+    if weight_shape is None:
+        weight_shape = oc.tensor("weight").shape
+    assert weight_shape is not None
     kaxes = layout_axes(oc, "kernel_layout", "OI" + SPATIAL[rank])
     before, after = padding(oc, rank)
-    return Geometry(tuple(weight.shape[kaxes[c]] for c in SPATIAL[rank]),
+    return Geometry(tuple(weight_shape[kaxes[c]] for c in SPATIAL[rank]),
                     per_axis(oc, "strides", rank), per_axis(oc, "dilation", rank),
                     before, after)
 

@@ -92,9 +92,7 @@ def conv(oc: OpCall, out: StructInfo) -> Kernel:
     w = k.input("W", oc.values["weight"], oc.tensor("weight"))
     y = k.output(f"T_{kernel_name(oc.op.name)}", out_tensor(out))
     dt = y.dtype
-    geo = conv_geometry(oc, rank)
-    geo = Geometry(tuple(w.shape[i] for i in _spatial(oc, "kernel_layout", rank)),
-                   geo.strides, geo.dilation, geo.pad_before, geo.pad_after)
+    geo = conv_geometry(oc, rank, w.shape)
     daxes = data_axes(oc, "data_layout", rank)
     kaxes = layout_axes(oc, "kernel_layout", "OI" + SPATIAL[rank])
     oaxes = output_layout(oc, "data_layout", rank)
@@ -120,11 +118,6 @@ def conv(oc: OpCall, out: StructInfo) -> Kernel:
 
     k.reduce(y.name, y, [per_group, *geo.window], "add", const(0, dt), value)
     return k
-
-
-def _spatial(oc: OpCall, name: str, rank: int) -> list[int]:
-    axes = layout_axes(oc, name, "OI" + SPATIAL[rank])
-    return [axes[c] for c in SPATIAL[rank]]
 
 
 def _to(dt: object, v: PrimExpr) -> PrimExpr:

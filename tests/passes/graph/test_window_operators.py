@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from graph_support import compile_sample, functions_module, small_arguments
-from tirc.frontend import parse, parse_file
+from graph_support import assert_levels_agree, compile_levels, functions_module
+from tirc.frontend import parse
 from tirc.ir import CompileError
 from tirc.ir.interpreter import Interpreter
 from tirc.ir.printer import print_module
@@ -72,25 +72,13 @@ CASES: dict[str, tuple[str, str]] = {
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[int, Any]]:
-    tmp = tmp_path_factory.mktemp("window")
-    path = tmp / "window.tir"
-    path.write_text(functions_module(CASES))
-    return path, {level: compile_sample(path, tmp / f"window{level}.so", level)
-                  for level in (0, 3)}
+    return compile_levels(functions_module(CASES), tmp_path_factory.mktemp("window"))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_compiled_agrees_with_the_interpreter(built: tuple[Path, dict[int, Any]],
                                               name: str) -> None:
-    path, libs = built
-    mod = parse_file(path)
-    args = small_arguments(mod, name, np.random.default_rng(7))
-    want = Interpreter(mod).call(name, *[a.copy() for a in args])
-    tol = 2e-3 if want.dtype == np.float16 else 1e-5
-    for level, lib in libs.items():
-        got = getattr(lib, name)(*[a.copy() for a in args])
-        assert got.dtype == want.dtype and got.shape == want.shape, (name, level)
-        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"{name} -O{level}")
+    assert_levels_agree(*built, name, 7)
 
 
 # ---- the interpreter against the definitions, one output element at a time ----------------
