@@ -8,6 +8,8 @@ subcommands and the compile options. `@FILE` anywhere reads more arguments from 
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 
 import click
 from tirc.cli.response_files import ResponseFileError, expand_response_files
@@ -23,11 +25,16 @@ COMMANDS = {
     "schedule": "tirc.cli.schedule_cmd:schedule_command",
     "tune": "tirc.cli.tune_cmd:tune_command",
 }
+# Commands after which the process may leave without tearing the interpreter down: they leave
+# no threads, child processes or exit handlers behind (`run` may finalise MPI, `tune` a pool).
+FAST_EXIT_COMMANDS = frozenset({"compile", "fmt", "passes"})
 
 
 class DefaultCommandGroup(click.Group):
     """A group whose first argument, when it is not a subcommand, goes to `compile`; its
     subcommands load on first use."""
+
+    resolved: str | None = None  # the subcommand that ran (or was last looked up)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -37,6 +44,7 @@ class DefaultCommandGroup(click.Group):
         if where is None:
             return None
         module, _, attr = where.partition(":")
+        type(self).resolved = cmd_name
         command: click.Command = getattr(importlib.import_module(module), attr)
         return command
 
@@ -70,8 +78,34 @@ def cli() -> None:
 
 
 def main() -> None:
-    """Entry point of the `tirc` console script."""
-    cli(prog_name="tirc")
+    """Entry point of the `tirc` console script. After a compile, `fmt` or `passes` the process
+    exits at once (`exit_now`), skipping the interpreter's teardown: about 45 ms of a 0.7 s
+    compile, spent freeing what the process is about to drop anyway."""
+    try:
+        cli(prog_name="tirc")
+        code: object = 0
+    except SystemExit as exc:
+        if DefaultCommandGroup.resolved not in FAST_EXIT_COMMANDS:
+            raise
+        code = exc.code
+    if DefaultCommandGroup.resolved not in FAST_EXIT_COMMANDS:
+        return
+    exit_now(code)
+
+
+def exit_now(code: object) -> None:
+    """End the process with `code` as `sys.exit(code)` would (None is 0, a message is printed
+    and is 1), flushing the standard streams first but freeing nothing, as LLVM's tools do
+    (`-disable-free`)."""
+    if code is not None and not isinstance(code, int):
+        sys.stderr.write(f"{code}\n")
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: what was lost is lost either way
+            code = code or 1
+    os._exit(code or 0)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ from typing import Any
 
 from tirc.ir.span import Span
 
+_NODE_FIELDS: dict[type, tuple[str, ...]] = {}  # a class's field names but span, found once
+
 
 @dataclass(frozen=True)
 class Node:
@@ -18,9 +20,13 @@ class Node:
 
     def node_fields(self) -> Iterator[tuple[str, Any]]:
         """The node's fields other than span, in declaration order."""
-        for f in dataclasses.fields(self):
-            if f.name != "span":
-                yield f.name, getattr(self, f.name)
+        cls = type(self)
+        names = _NODE_FIELDS.get(cls)
+        if names is None:
+            names = _NODE_FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls)
+                                              if f.name != "span")
+        for name in names:
+            yield name, getattr(self, name)
 
     def compared_fields(self) -> Iterator[tuple[str, Any]]:
         """The fields that take part in equality (span and bookkeeping fields excluded)."""

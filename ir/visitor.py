@@ -142,15 +142,33 @@ def post_order_visit(node: Any, fn: Callable[[Node], None]) -> None:
 
 
 def any_node(node: Any, pred: Callable[[Node], bool]) -> bool:
-    """Whether `pred` holds for some node under `node` (`node` included)."""
-    found = False
+    """Whether `pred` holds for some node under `node` (`node` included); nodes are tried in
+    post-order, and the search stops at the first that holds."""
 
-    def check(n: Node) -> None:
-        nonlocal found
-        found = found or pred(n)
+    def search(n: Any) -> bool:
+        if isinstance(n, Node):
+            names = field_names(type(n))
+            if names is None:
+                for _, value in n.node_fields():
+                    if search(value):
+                        return True
+            else:
+                for name in names:
+                    value = getattr(n, name)
+                    if type(value) not in _LEAVES and search(value):
+                        return True
+            return pred(n)
+        if isinstance(n, (tuple, list)):
+            for item in n:
+                if search(item):
+                    return True
+        elif isinstance(n, dict):
+            for k, v in n.items():
+                if search(k) or search(v):
+                    return True
+        return False
 
-    post_order_visit(node, check)
-    return found
+    return search(node)
 
 
 def substitute(node: Any, mapping: dict[Any, Any]) -> Any:

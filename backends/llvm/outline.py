@@ -7,26 +7,18 @@ from typing import Any
 from llvmlite import ir
 from tirc.ir.expr import Var
 from tirc.ir.node import Node
-from tirc.ir.visitor import Visitor
+from tirc.ir.visitor import post_order_visit
 
 
 def captured_vars(node: Any, env: dict[Var, ir.Value]) -> list[Var]:
     """Variables used under `node` that are defined outside it (present in `env`), in order."""
     seen: dict[Var, None] = {}
 
-    class _Collect(Visitor):
-        def visit(self, n: Any) -> None:
-            if isinstance(n, Var):
-                if n in env and n not in seen:
-                    seen[n] = None
-                return
-            super().visit(n)
+    def note(n: Node) -> None:
+        if isinstance(n, Var) and n in env:
+            seen[n] = None
 
-        def generic_visit(self, n: Node) -> None:
-            for _, value in n.node_fields():
-                self.visit(value)
-
-    _Collect().visit(node)
+    post_order_visit(node, note)
     return list(seen)
 
 

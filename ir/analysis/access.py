@@ -141,9 +141,27 @@ def detect_regions(block: Block, an: Analyzer | None = None
         return _combine(c.reads, an), _combine(c.writes, an)
 
 
+_REGIONS: dict[int, tuple[Block, list[BufferRegion], list[BufferRegion]]] = {}
+_MAX_REGIONS = 512  # blocks whose regions are remembered (a schedule asks again and again)
+
+
 def effective_regions(block: Block, an: Analyzer | None = None
                       ) -> tuple[list[BufferRegion], list[BufferRegion]]:
-    """Declared regions, plus detected ones for buffers the declarations leave out."""
+    """Declared regions, plus detected ones for buffers the declarations leave out. Without
+    an analyzer (knowing nothing beyond the block) the answer depends on the block alone and
+    is remembered for it: blocks are immutable."""
+    if an is not None:
+        return _effective_regions(block, an)
+    hit = _REGIONS.get(id(block))
+    if hit is None or hit[0] is not block:
+        if len(_REGIONS) >= _MAX_REGIONS:
+            _REGIONS.clear()
+        hit = _REGIONS[id(block)] = (block, *_effective_regions(block, None))
+    return list(hit[1]), list(hit[2])
+
+
+def _effective_regions(block: Block, an: Analyzer | None
+                       ) -> tuple[list[BufferRegion], list[BufferRegion]]:
     reads, writes = detect_regions(block, an)
     declared_r = {r.buffer for r in block.reads}
     declared_w = {r.buffer for r in block.writes}
