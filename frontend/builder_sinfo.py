@@ -103,6 +103,9 @@ class SInfoBuilder:
             text = self.eb.str_literal(dtype_node, "a tensor dtype")
             dt = self.eb.parse_dtype(text, dtype_node) if text else None
         ndim = self.eb.int_literal(a.kw["ndim"], "ndim") if "ndim" in a.kw else -1
+        if ndim < -1:
+            self.ctx.error(f"ndim={ndim}: a rank is a non-negative integer, or -1 for unknown",
+                           a.kw["ndim"].span)
         shape = None
         if shape_node is not None and not _is_none(shape_node):
             shape = self.dims(shape_node)

@@ -25,6 +25,10 @@ GRAPH_FUNC = "tirc.graph_func"
 # Its result parameters, by name (lower-graph -> the entry signature): a result is an output
 # even where nothing is stored into it (an empty tensor).
 GRAPH_RESULTS = "tirc.graph_results"
+# Its tuple parameters: per `R.Tuple` parameter, its name and the names of the consecutive
+# parameters that take its fields (lower-graph -> make-entry, which copies it into the entry
+# metadata's "tuples", which the runtime reads to accept one tuple for them).
+GRAPH_TUPLES = "tirc.graph_tuples"
 # The fusion pattern of a generated kernel (annotate-op-pattern -> fuse-ops, default-schedule).
 OP_PATTERN = "op_pattern"
 # A fused graph function that fuse-tir turns into one kernel (fuse-ops -> fuse-tir, memory-plan).

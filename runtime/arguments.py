@@ -303,6 +303,56 @@ def place_arguments(func: str, names: list[str], is_output: list[bool], args: tu
     return slots, absent
 
 
+@dataclass(frozen=True)
+class ParamGroups:
+    """The parameters a caller passes, each one C parameter or, for a graph function's tuple
+    parameter (the metadata's `tuples`), the consecutive parameters of its fields."""
+
+    func: str
+    groups: tuple[tuple[str, tuple[int, ...], bool], ...]  # (name, parameter indices, tuple?)
+
+    @staticmethod
+    def from_metadata(meta: dict[str, Any]) -> ParamGroups:
+        names = [p["name"] for p in meta["params"]]
+        tuples = {f: (t["name"], t["params"]) for t in meta.get("tuples", ())
+                  for f in t["params"]}
+        groups: list[tuple[str, tuple[int, ...], bool]] = []
+        for i, name in enumerate(names):
+            if name not in tuples:
+                groups.append((name, (i,), False))
+            elif tuples[name][1][0] == name:
+                group, fields = tuples[name]
+                groups.append((group, tuple(names.index(f) for f in fields), True))
+        return ParamGroups(meta["name"], tuple(groups))
+
+    def place(self, specs: list[ParamSpec], args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> tuple[list[Any], list[int]]:
+        """`place_arguments` over the parameters a caller passes, each tuple then spread over
+        its fields' parameters (a tuple or list of as many arrays, else TypeError)."""
+        if not any(is_tuple for _, _, is_tuple in self.groups):
+            return place_arguments(self.func, [s.name for s in specs],
+                                   [s.output for s in specs], args, kwargs)
+        outputs = [not t and specs[i[0]].output for _, i, t in self.groups]
+        given, left_out = place_arguments(self.func, [g[0] for g in self.groups], outputs,
+                                          args, kwargs)
+        slots: list[Any] = [None] * len(specs)
+        absent: list[int] = []
+        for k, (name, indices, is_tuple) in enumerate(self.groups):
+            value = given[k]
+            if k in left_out:
+                absent += indices
+            elif not is_tuple:
+                slots[indices[0]] = value
+            elif not isinstance(value, (tuple, list)) or len(value) != len(indices):
+                got = f"a tuple of {len(value)}" if isinstance(value, (tuple, list)) else \
+                    type(value).__name__
+                raise TypeError(f"{self.func}: argument {name}: expected a tuple of "
+                                f"{len(indices)} arrays, got {got}")
+            else:
+                slots[indices[0]:indices[-1] + 1] = list(value)
+        return slots, absent
+
+
 def returned_outputs(specs: list[ParamSpec], absent: set[int]) -> list[ParamSpec]:
     """The outputs a call returns: those it allocated (`absent`) and those passed that it only
     writes (torch's out=); when every output was passed and each is also read (an in-place

@@ -29,9 +29,9 @@ import numpy as np
 from tirc.runtime import shape_expr
 from tirc.runtime.arguments import (
     Binder,
+    ParamGroups,
     ParamSpec,
     call_result,
-    place_arguments,
     returned_outputs,
 )
 from tirc.runtime.cuda_host_calls import find_symbol, open_libraries, run_host_call
@@ -158,6 +158,7 @@ class CudaFunction:
         self.params: list[dict[str, Any]] = meta["params"]
         self._specs = [ParamSpec.from_metadata(i, p) for i, p in enumerate(self.params)]
         self._names = [p["name"] for p in self.params]
+        self._groups = ParamGroups.from_metadata(meta)
         self.launches: list[dict[str, Any]] = meta.get("launches", [])
         self.workspaces: list[dict[str, Any]] = meta.get("workspaces", [])
         self.checks: list[dict[str, Any]] = meta.get("checks", [])
@@ -172,8 +173,7 @@ class CudaFunction:
         return f"<tirc cuda function {self.name}({', '.join(self._names)})>"
 
     def _slots(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], list[int]]:
-        return place_arguments(self.name, self._names, [s.output for s in self._specs], args,
-                               kwargs)
+        return self._groups.place(self._specs, args, kwargs)
 
     def _check(self, binder: Binder, spec: ParamSpec, value: Any) -> Any:
         """A checked buffer argument: a numpy array, or a DeviceArray."""

@@ -11,6 +11,10 @@ the outputs tirc allocates are torch tensors sharing the allocation (through DLP
 torch is never imported here: a torch tensor is recognised by its type's module, and torch is
 already loaded.
 
+A graph function's `R.Tuple` parameter is one parameter per field in the library (the
+metadata's `tuples` names them): the call takes one tuple or list of arrays for it,
+`f((a, b))` or `f(t=(a, b))`.
+
 A function that returns a value (`-> T.float32`, the metadata's `result`) takes one more
 argument, a 0-d tensor the runtime allocates: the call returns the value as a Python number
 (after the outputs it returns, as the last item of a tuple, when there are any).
@@ -26,10 +30,10 @@ from typing import Any
 import numpy as np
 from tirc.runtime.arguments import (
     Binder,
+    ParamGroups,
     ParamSpec,
     call_result,
     empty_aligned,
-    place_arguments,
     returned_outputs,
 )
 from tirc.runtime.dlpack import ArgsPacker
@@ -57,6 +61,15 @@ def _torch_of(values: list[Any]) -> Any:
     return None
 
 
+def _param_text(s: ParamSpec) -> str:
+    """A parameter's type for signatures: `float32[n, 64]`, `float32*`, `float32`."""
+    if s.kind == "scalar":
+        return s.dtype_name
+    if s.kind == "pointer":
+        return f"{s.dtype_name}*"
+    return f"{s.dtype_name}[{', '.join(str(d) for d in s.shape)}]"
+
+
 class Function:
     """A library function with its metadata; see the module docstring for calling."""
 
@@ -79,6 +92,7 @@ class Function:
         self._packer = ArgsPacker([len(s.shape) for s in self._specs] + [0] * len(extra),
                                   [s.dtype_name for s in [*self._specs, *extra]],
                                   [s.strides is not None for s in [*self._specs, *extra]])
+        self._groups = ParamGroups.from_metadata(meta)
         tensors = meta.get("sparse_tensors")
         self._sparse = SparseSignature(self.name, self.params, tensors,
                                        meta.get("sparse_plan")) if tensors else None
@@ -93,17 +107,17 @@ class Function:
         return [s.name for s in self._specs if s.output]
 
     def signature(self) -> str:
-        """`name(A: float32[64, 64], ..., C: float32[64, 64] (output))`."""
+        """`name(A: float32[64, 64], ..., C: float32[64, 64] (output))`; a tuple parameter
+        `t: (float32[3, 4], float32[3, 5])`."""
         parts = []
-        for s in self._specs:
-            if s.kind == "scalar":
-                parts.append(f"{s.name}: {s.dtype_name}")
-            elif s.kind == "pointer":
-                parts.append(f"{s.name}: {s.dtype_name}*" + (" (output)" if s.output else ""))
-            else:
-                dims = ", ".join(str(d) for d in s.shape)
-                parts.append(f"{s.name}: {s.dtype_name}[{dims}]" + (" (output)" if s.output
-                                                                    else ""))
+        for name, indices, is_tuple in self._groups.groups:
+            if is_tuple:
+                fields = ", ".join(_param_text(self._specs[i]) for i in indices)
+                parts.append(f"{name}: ({fields}{',' if len(indices) == 1 else ''})")
+                continue
+            s = self._specs[indices[0]]
+            parts.append(f"{s.name}: {_param_text(s)}" + (" (output)" if s.output and
+                                                           s.kind != "scalar" else ""))
         ret = f" -> {self._result.dtype_name}" if self._result is not None else ""
         return f"{self.name}({', '.join(parts)}){ret}"
 
@@ -111,8 +125,7 @@ class Function:
         return f"<tirc function {self.signature()}>"
 
     def _slots(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], list[int]]:
-        return place_arguments(self.name, self._names, [s.output for s in self._specs], args,
-                               kwargs)
+        return self._groups.place(self._specs, args, kwargs)
 
     def prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any],
                 raw: bool = False) -> PreparedCall:

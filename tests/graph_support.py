@@ -58,10 +58,16 @@ def random_inputs(mod: IRModule, sizes: dict[str, int], seed: int = 0,
     return out
 
 
+def copy_arg(a: Any) -> Any:
+    """A copy of an argument: an array, or a tuple of them."""
+    return tuple(copy_arg(x) for x in a) if isinstance(a, tuple) else a.copy()
+
+
 def interpret(mod: IRModule, args: list[np.ndarray], func: str = "main",
               externs: dict[str, Any] | None = None) -> tuple[np.ndarray, ...]:
-    """`func` of `mod` run by the reference interpreter; results as a tuple."""
-    got = Interpreter(mod, externs).call(func, *[a.copy() for a in args])
+    """`func` of `mod` run by the reference interpreter; results as a tuple (an argument
+    that is a tuple, for an `R.Tuple` parameter, is copied array by array)."""
+    got = Interpreter(mod, externs).call(func, *[copy_arg(a) for a in args])
     return got if isinstance(got, tuple) else (got,)
 
 

@@ -3,14 +3,15 @@
 For each parameter: its name, whether it is a buffer or a scalar, dtype, shape (integers, and
 symbolic dimensions as expression strings such as "n" or "n * 2"), and whether the function
 reads and/or writes it (written buffers are outputs). Symbolic variables are listed with the
-argument dimension they are bound from.
+argument dimension they are bound from; a graph function's tuple parameters with the
+parameters that take their fields ("tuples").
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tirc.ir.attrs import GRAPH_RESULTS, PARAM_BUFFERS, SHARDING
+from tirc.ir.attrs import GRAPH_RESULTS, GRAPH_TUPLES, PARAM_BUFFERS, SHARDING
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import BinOp, BufferLoad, Call, Cast, IntImm, PrimExpr, Var
@@ -205,6 +206,9 @@ def signature(func: PrimFunc, symbol: str, bound_from: dict[Var, str],
     out = {"name": symbol, "kind": "prim_func", "params": params, "vars": variables}
     if SHARDING in func.attrs:
         out["sharding"] = _json_ready(func.attrs[SHARDING])
+    if GRAPH_TUPLES in func.attrs:  # a graph function's tuple parameters
+        out["tuples"] = [{"name": name, "params": list(fields)}
+                         for name, fields in func.attrs[GRAPH_TUPLES]]
     return out
 
 

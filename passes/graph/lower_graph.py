@@ -10,9 +10,14 @@ host function runs the kernels in order with no call overhead. Each `R.call_dps_
 a `tirc.call_packed` intrinsic call of the C function (see tirc.ir.packed_call). Returned values
 that no call writes (a parameter, a tensor returned twice) are copied into their result.
 An `R.Prim` parameter is a scalar parameter of the host function, in its place among the
-inputs. An `if` becomes an `IfThenElse` on its condition, each branch running its own kernels;
-the call that computes a branch's result writes it into the if's tensor (otherwise the branch
-copies its result there), and the intermediates of both branches live in the workspace.
+inputs. A parameter whose shape or dtype is unknown (`x: R.Tensor("float32")`) is taken with
+the type of the `R.match_cast` that refines it before any other use (`_refined_params`), so
+that the entry's argument checks make the match_cast's. An `R.Tuple` parameter of tensors is
+one parameter per field, consecutive (`t_0`, `t_1`; the metadata's `tuples` names them so that
+the runtime takes one tuple for them). An `if` becomes an `IfThenElse` on its condition, each
+branch running its own kernels; the call that computes a branch's result writes it into the
+if's tensor (otherwise the branch copies its result there), and the intermediates of both
+branches live in the workspace.
 """
 
 from __future__ import annotations
@@ -25,13 +30,14 @@ from tirc.ir.attrs import (
     GLOBAL_SYMBOL,
     GRAPH_FUNC,
     GRAPH_RESULTS,
+    GRAPH_TUPLES,
     NOALIAS,
     PRIMITIVE,
     SHARDING,
     SPARSE_TENSORS,
 )
 from tirc.ir.buffer import Buffer
-from tirc.ir.diagnostics import CompileError
+from tirc.ir.diagnostics import CompileError, DiagnosticContext
 from tirc.ir.dist.collective import collective_call, is_collective
 from tirc.ir.dtype import HANDLE, INT64
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, cast
@@ -46,6 +52,7 @@ from tirc.ir.graph import (
     GVar,
     If,
     MatchCast,
+    ObjectSInfo,
     PrimSInfo,
     PrimValue,
     SeqExpr,
@@ -61,7 +68,7 @@ from tirc.ir.graph import (
 from tirc.ir.module import IRModule
 from tirc.ir.ops.calls import shape_var_bindings
 from tirc.ir.ops.infer import infer_expr
-from tirc.ir.ops.sinfo_util import dim, shape_text, sinfo_text
+from tirc.ir.ops.sinfo_util import dim, shape_text, shape_vars, sinfo_text
 from tirc.ir.packed_call import call_packed
 from tirc.ir.rebind import fresh_copy
 from tirc.ir.sparse.signature import CallMismatch, tensor_slots
@@ -76,6 +83,7 @@ from tirc.ir.stmt import (
     seq,
 )
 from tirc.ir.visitor import post_order_visit, substitute
+from tirc.passes.graph.fuse_ops import used_vars
 from tirc.passes.graph.fuse_tir import BlockNames
 from tirc.passes.graph.kernel import Kernel
 from tirc.passes.graph.memory_plan import (
@@ -103,10 +111,16 @@ class LowerGraph(Pass):
             return mod
         out = mod
         used: set[str] = set()
+        diag = DiagnosticContext()
         for name, func in graph.items():
-            host, callees = lower_function(func, mod)
+            try:
+                host, callees = lower_function(func, mod)
+            except CompileError as err:  # every function's errors, not the first one's only
+                diag.diagnostics.extend(err.diagnostics)
+                continue
             used |= callees
             out = out.without_function(name).with_function(name, host)
+        diag.check()
         for name, f in mod.functions.items():
             if isinstance(f, Function) and f.attrs.get(PRIMITIVE):
                 out = out.without_function(name)
@@ -132,6 +146,8 @@ class _HostBuilder:
         self.sparse_info: list[dict[str, object]] = []
         self.prims: dict[GVar, PrimExpr] = {}  # R.Prim values: parameters and bindings
         self.prim_params: dict[int, Var] = {}  # host scalar parameter by graph position
+        self.refined, self.absorbed = _refined_params(func)
+        self.tuples: list[tuple[str, tuple[str, ...]]] = []  # R.Tuple parameters' fields
 
     def error(self, message: str, node: Any) -> CompileError:
         return CompileError(f"lower-graph: {message}", getattr(node, "span", None))
@@ -151,10 +167,38 @@ class _HostBuilder:
             if isinstance(s, SparseTensorSInfo):
                 self.sparse_param(p, s)
                 continue
+            if isinstance(s, TupleSInfo):
+                self.tuple_param(p, s)
+                continue
+            s = self.refined.get(p, s)
             if not isinstance(s, TensorSInfo) or s.shape is None or s.dtype is None:
-                raise self.error(f"parameter '{p.name}' must be a tensor of known shape and "
-                                 "dtype", p)
+                raise self.error(_unknown_param_message(p), p)
             self.buffers[(p, 0)] = self.kernel.input(p.name, p, s)
+
+    def tuple_param(self, p: GVar, s: TupleSInfo) -> None:
+        """An `R.Tuple` parameter of tensors: one input per field, `p_0`, `p_1`, ..., in order
+        (each field is the tensor `p[k]`)."""
+        taken = {q.name for q in self.func.params}
+        if not s.fields:
+            raise self.error(f"parameter '{p.name}' is an empty tuple: it passes nothing; "
+                             "leave it out", p)
+        names = []
+        for k, f in enumerate(s.fields):
+            if isinstance(f, TupleSInfo):
+                raise self.error(f"parameter '{p.name}': field {k} is a tuple; a tuple "
+                                 "parameter holds tensors only (pass the inner tuple's tensors "
+                                 "as fields of their own)", p)
+            if not _complete(f):
+                raise self.error(f"parameter '{p.name}': field {k} must be a tensor of known "
+                                 f"shape and dtype, not {sinfo_text(f)}", p)
+            name = f"{p.name}_{k}"
+            if name in taken:
+                raise self.error(f"parameter '{p.name}': its field {k} is passed as '{name}', "
+                                 "the name of another parameter; rename one of them", p)
+            assert isinstance(f, TensorSInfo)
+            self.buffers[(p, k)] = self.kernel.input(name, p, f)
+            names.append(name)
+        self.tuples.append((p.name, tuple(names)))
 
     def prim_param(self, k: int, p: GVar, s: PrimSInfo) -> None:
         """An `R.Prim` parameter: a scalar parameter of the host function (passed as a 0-d
@@ -314,6 +358,9 @@ class _HostBuilder:
     def match_cast(self, b: MatchCast, aliases: dict[GVar, TensorId]) -> None:
         src = self.tensor(b.value, aliases)
         s = b.struct_info
+        if b.var in self.absorbed:  # the entry took the parameter with this type
+            self.buffers[(b.var, 0)] = dataclasses.replace(src, name=b.var.name)
+            return
         if not isinstance(s, TensorSInfo) or s.shape is None:
             raise self.error("R.match_cast needs a tensor shape", b)
         if len(s.shape) != len(src.shape):
@@ -349,11 +396,18 @@ class _HostBuilder:
             s = getattr(e, "struct_info", None)
             if isinstance(e, TupleGetItem):
                 s = e.tuple_value.struct_info.fields[e.index]  # type: ignore[union-attr]
+            if tid is not None and tid[1] == 0 and tid[0] in self.refined:
+                s = self.refined[tid[0]]  # a refined parameter, returned
             if tid is None or not isinstance(s, TensorSInfo):
                 s = s if s is not None else infer_expr(e, self.mod)[1]
                 raise self.error(f"a returned value must be a tensor, not {sinfo_text(s)}",
                                  e if getattr(e, "span", None) else func.body)
+            if not _complete(s):
+                raise self.error("a returned tensor must have a known shape and dtype, not "
+                                 f"{sinfo_text(s)}", e if getattr(e, "span", None) else func.body)
             name = tid[0].name if len(results) == 1 else f"{tid[0].name}_out{k}"
+            if name in {p.name for p in func.params}:  # a parameter returned as it is
+                name = f"{name}_out"
             out = self.kernel.output(name, s)
             if tid in self.buffers or tid in [t for t, _ in copies] or \
                     not self._is_produced(tid):
@@ -400,6 +454,8 @@ class _HostBuilder:
             attrs[SHARDING] = func.attrs[SHARDING]
         if self.sparse_info:
             attrs[SPARSE_TENSORS] = tuple(self.sparse_info)
+        if self.tuples:
+            attrs[GRAPH_TUPLES] = tuple(self.tuples)
         return dataclasses.replace(prim, attrs=attrs)
 
     def _with_prim_params(self, prim: PrimFunc) -> tuple[Var, ...]:
@@ -410,6 +466,8 @@ class _HostBuilder:
         for k, p in enumerate(self.func.params):
             if k in self.prim_params:
                 ordered.append(self.prim_params[k])
+            elif isinstance(p.struct_info, TupleSInfo):
+                ordered += [next(inputs) for _ in p.struct_info.fields]
             elif p not in self.sparse and not isinstance(p.struct_info, ShapeSInfo):
                 ordered.append(next(inputs))
             elif p in self.sparse:
@@ -513,6 +571,88 @@ def _fold(items: list[Any]) -> Stmt:
         else:
             body = Allocate(item[1], rest)
     return body if body is not None else seq()
+
+
+def _complete(s: object) -> bool:
+    """Whether `s` is a tensor type the entry can check: a known shape and dtype."""
+    return isinstance(s, TensorSInfo) and s.shape is not None and s.dtype is not None
+
+
+def _refined_params(func: Function) -> tuple[dict[GVar, TensorSInfo], set[GVar]]:
+    """For each parameter of unknown shape or dtype (`R.Tensor`, `R.Tensor("float32")`,
+    `R.Tensor(ndim=2)`, `R.Object`) that a top-level `R.match_cast` (itself or an alias of it)
+    refines before any other use, the type the entry takes it with: the declared shape when
+    there is one (it binds its sizes), else the cast's, and the dtype either gives. Also the
+    variables of the match_casts whose whole check the entry makes then (the parameter had no
+    shape of its own): those only name the parameter."""
+    open_params = {p for p in func.params if isinstance(p.struct_info, (TensorSInfo, ObjectSInfo))
+                   and not _complete(p.struct_info)}
+    refined: dict[GVar, TensorSInfo] = {}
+    casts: dict[GVar, GVar] = {}  # a parameter -> the match_cast the entry's checks make
+    names: dict[GVar, GVar] = {p: p for p in open_params}  # a parameter or its alias -> it
+    stopped: set[GVar] = set()  # parameters used otherwise first: left as declared
+    for block in func.body.blocks:
+        for b in block.bindings:
+            value = getattr(b, "value", None)
+            if isinstance(b, VarBinding) and isinstance(value, GVar) and value in names:
+                names[b.var] = names[value]
+                continue
+            if isinstance(b, MatchCast) and isinstance(value, GVar) and value in names:
+                p = names[value]
+                if p not in refined and p not in stopped:
+                    declared, cast = p.struct_info, b.struct_info
+                    shape = getattr(declared, "shape", None)
+                    dtype = getattr(declared, "dtype", None)
+                    if isinstance(cast, TensorSInfo):
+                        merged = TensorSInfo(shape if shape is not None else cast.shape,
+                                             dtype if dtype is not None else cast.dtype,
+                                             cast.ndim if shape is None else len(shape))
+                        if _complete(merged):
+                            refined[p] = merged
+                            if shape is None:
+                                casts[p] = b.var
+                    stopped.add(p)
+                continue
+            stopped |= {names[v] for v in used_vars(value) if v in names}
+    while True:  # a size only the body binds (a match_cast of a computed tensor) stays there
+        bound = _entry_sizes(func, refined)
+        unbound = [p for p, r in refined.items()
+                   if any(v not in bound for v in shape_vars(r.shape or ()))]
+        if not unbound:
+            return refined, {casts[p] for p in refined if p in casts}
+        for p in unbound:
+            del refined[p]
+
+
+def _entry_sizes(func: Function, refined: dict[GVar, TensorSInfo]) -> set[Var]:
+    """The sizes the entry binds: whole dimensions of its tensors, `R.Prim(value=n)`."""
+    found: set[Var] = set()
+    for p in func.params:
+        s = refined.get(p, p.struct_info)
+        fields = s.fields if isinstance(s, TupleSInfo) else (s,)
+        for f in fields:
+            dims = getattr(f, "shape", None) or getattr(f, "values", None) or ()
+            found |= {d for d in dims if isinstance(d, Var)}
+            if isinstance(f, PrimSInfo) and isinstance(f.value, Var):
+                found.add(f.value)
+    return found
+
+
+def _unknown_param_message(p: GVar) -> str:
+    """Why parameter `p` cannot be an argument of the entry, and the annotations that would
+    make it one."""
+    s = p.struct_info
+    if isinstance(s, (TensorSInfo, ObjectSInfo)):
+        shape = getattr(s, "shape", None)
+        dtype = getattr(s, "dtype", None)
+        missing = " and ".join(w for w, gone in (("shape", shape is None),
+                                                 ("dtype", dtype is None)) if gone)
+        example = f'R.Tensor({shape_text(shape)}, "float32")' if shape is not None else \
+            'R.Tensor((n, 4), "float32")'
+        return (f"parameter '{p.name}' must be a tensor of known shape and dtype, not "
+                f"{sinfo_text(s)} (its {missing} unknown): annotate it as a tensor with both, "
+                f"such as {example}, or R.match_cast it to one before its first use")
+    return f"parameter '{p.name}' must be a tensor of known shape and dtype, not {sinfo_text(s)}"
 
 
 def lower_function(func: Function, mod: IRModule) -> tuple[PrimFunc, set[str]]:

@@ -88,6 +88,13 @@ def test_graph_calls_that_need_python_or_a_registry(call: str, col: int, what: s
     assert (line, c) == (3, col) and message.startswith(what)
 
 
+def test_a_negative_rank_is_refused_at_ndim() -> None:
+    """TVM's parser test `dim is expected to be non-negative int or -1 for unknown`."""
+    text = '@R.function\ndef f(x: R.Tensor(dtype="float32", ndim=-2)):\n    return x\n'
+    assert _error(text)[:3] == (
+        2, 41, "ndim=-2: a rank is a non-negative integer, or -1 for unknown")
+
+
 # ---- random edits of the new constructs -----------------------------------------------------
 
 SEEDS = sorted(p.read_text() for p in HERE.glob("*.tir"))

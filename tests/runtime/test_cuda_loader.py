@@ -207,3 +207,26 @@ def test_kernel_arguments_are_passed_by_address() -> None:
     assert ctypes.cast(packed[0], ctypes.POINTER(ctypes.c_uint64))[0] == 0xDEAD0000
     assert ctypes.cast(packed[1], ctypes.POINTER(ctypes.c_int64))[0] == -5
     assert ctypes.cast(packed[2], ctypes.POINTER(ctypes.c_float))[0] == 1.5
+
+
+def test_a_tuple_parameter_takes_one_tuple(tmp_path: Path) -> None:
+    """A graph function's `R.Tuple` parameter: one buffer per field in the launch plan, one
+    tuple from the caller, as in a CPU library (metadata `tuples`)."""
+    mod = parse("""\
+from tvm.script import relax as R
+
+
+@R.function
+def main(t: R.Tuple(R.Tensor((3, 4), "float32"), R.Tensor((3, 5), "float32"))):
+    return R.concat(t, axis=1)
+""")
+    path, fake = _build(mod, tmp_path)
+    f = load_ptx(path, fake).main
+    assert f.meta["tuples"] == [{"name": "t", "params": ["t_0", "t_1"]}]
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    b = np.ones((3, 5), np.float32)
+    np.testing.assert_array_equal(f((a, b)), np.concatenate([a, b], axis=1))
+    np.testing.assert_array_equal(f(t=[a, b]), np.concatenate([a, b], axis=1))
+    with pytest.raises(TypeError, match="main: argument t: expected a tuple of 2 arrays, got "
+                       "ndarray"):
+        f(a)

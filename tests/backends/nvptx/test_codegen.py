@@ -110,10 +110,10 @@ def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
     return x
 """)
     (f,) = compile_ptx(mod, "cuda").metadata["functions"]
-    assert [p["name"] for p in f["params"]] == ["x", "x"]  # the input, then the result
+    assert [p["name"] for p in f["params"]] == ["x", "x_out"]  # the input, then the result
     (launch,) = f["launches"]  # the copy of the returned parameter
     assert launch["kernel"] == "main_kernel" and launch["block"] == [4, 1, 1]
-    assert [(a["param"], a["index"]) for a in launch["args"]] == [("x", 0), ("x", 1)]
+    assert [(a["param"], a["index"]) for a in launch["args"]] == [("x", 0), ("x_out", 1)]
 
 
 def test_unknown_arch_is_an_error() -> None:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from graph_support import compile_sample, interpret
+from graph_support import compile_sample, copy_arg, interpret
 from tirc.frontend import parse, parse_file
 from tirc.ir import CompileError
-from tirc.ir.interpreter import Interpreter
+from tirc.ir.interpreter import Interpreter, InterpreterError
 
 HEADER = ("from tvm.script import ir as I\nfrom tvm.script import relax as R\n"
           "from tvm.script import tir as T\n\n")
@@ -25,7 +25,7 @@ def check(tmp_path: Path, text: str, args: list[np.ndarray], levels: tuple[int, 
     want = interpret(parse_file(path), args)
     for level in levels:
         lib = compile_sample(path, tmp_path / f"{stem}_O{level}.so", level)
-        got = lib.main(*[a.copy() for a in args])  # type: ignore[attr-defined]
+        got = lib.main(*[copy_arg(a) for a in args])  # type: ignore[attr-defined]
         got = got if isinstance(got, tuple) else (got,)
         assert len(got) == len(want)
         for w, g in zip(want, got):
@@ -219,3 +219,157 @@ def main(x: R.Tensor((2, 4), "float32")):
         parse(HEADER + "@R.function\ndef f(x: R.Tensor((2,), \"float32\")):\n"
               "    return R.TupleGetItem((x, x), -1)\n")
     assert "a tuple index is a non-negative integer literal" in str(err.value)
+
+
+MATCH_CAST_PARAMS = """\
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(dtype="float32"), y: R.Tensor("float32", ndim=1)):
+        n, m = T.int64(), T.int64()
+        q = x
+        x0 = R.match_cast(q, R.Tensor((n, m), "float32"))
+        with R.dataflow():
+            y0 = R.match_cast(y, R.Tensor((m,), "float32"))
+            z = R.add(x0, y0)
+            R.output(z)
+        return z
+
+    @R.function
+    def obj(x: R.Object):
+        n = T.int64()
+        _ = R.match_cast(x, R.Tensor((n,), "int32"))
+        return x
+
+    @R.function
+    def shaped(x: R.Tensor(("n", 4)), y: R.Tensor(("n", 4), "float32")):
+        n = T.int64()
+        x0 = R.match_cast(x, R.Tensor((n, 4), "float32"))
+        return R.multiply(x0, y)
+"""
+
+
+def test_parameters_refined_by_match_cast_are_taken_with_the_refined_type(
+        tmp_path: Path) -> None:
+    """A parameter of unknown shape or dtype that an `R.match_cast` refines before any other
+    use: the entry takes it with the cast's type and checks it as the match_cast does."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((3, 5)).astype("float32")
+    y = rng.standard_normal(5).astype("float32")
+    check(tmp_path, MATCH_CAST_PARAMS, [x, y])
+    np.testing.assert_array_equal(interpret(parse(HEADER + MATCH_CAST_PARAMS), [x, y])[0],
+                                  x + y)
+    path = tmp_path / "prog0.tir"
+    lib = compile_sample(path, tmp_path / "again.so", 0)
+    assert str(lib.main) == "<tirc function main(x: float32[n, m], y: float32[m], " \
+        "z: float32[n, m] (output))>"
+    assert str(lib.obj) == "<tirc function obj(x: int32[n], x_out: int32[n] (output))>"
+    a = np.arange(7, dtype="int32")
+    np.testing.assert_array_equal(lib.obj(a), a)
+    w = rng.standard_normal((2, 4)).astype("float32")
+    np.testing.assert_allclose(lib.shaped(w, w), w * w)
+    with pytest.raises(TypeError, match="main: argument x: expected dtype float32, got float64"):
+        lib.main(x.astype("float64"), y)
+    with pytest.raises(ValueError, match=r"main: argument y: expected shape \(5,\), got \(4,\)"):
+        lib.main(x, y[:4])
+    with pytest.raises(ValueError, match="main: argument x: expected 2 dimensions, got 1"):
+        lib.main(y, y)
+    with pytest.raises(TypeError, match="shaped: argument x: expected dtype float32, got int32"):
+        lib.shaped(w.astype("int32"), w)
+    with pytest.raises(InterpreterError, match="match_cast of y0, dimension 0: dimension is 4"):
+        Interpreter(parse_file(path)).call("main", x, y[:4])
+
+
+@pytest.mark.parametrize("params,body,why,example", [
+    ("x: R.Tensor", "    return R.add(x, x)", "R.Tensor() (its shape and dtype unknown)",
+     "(n, 4)"),
+    ('x: R.Tensor("float32", ndim=1)',
+     "    y = R.add(x, x)\n    n = T.int64()\n"
+     '    x0 = R.match_cast(x, R.Tensor((n,), "float32"))\n    return x0',
+     'R.Tensor(ndim=1, "float32") (its shape unknown)', "(n, 4)"),
+    ('x: R.Tensor(("m", "n"))', "    return R.add(x, x)", "R.Tensor((m, n)) (its dtype unknown)",
+     "(m, n)"),
+    ('x: R.Tensor("float32"), y: R.Tensor((4,), "float32")',  # `n` only the body binds
+     '    n = T.int64()\n    t = R.match_cast(R.add(y, y), R.Tensor((n,), "float32"))\n'
+     '    x0 = R.match_cast(x, R.Tensor((n * 2,), "float32"))\n    return x0',
+     'R.Tensor("float32") (its shape unknown)', "(n, 4)"),
+])
+def test_a_parameter_of_unknown_type_used_before_any_match_cast_is_refused(
+        tmp_path: Path, params: str, body: str, why: str, example: str) -> None:
+    path = tmp_path / "unknown.tir"
+    path.write_text(HEADER + f"@R.function\ndef main({params}):\n{body}\n")
+    with pytest.raises(CompileError) as err:
+        compile_sample(path, tmp_path / "unknown.so")
+    assert err.value.diagnostics[0].header() == (
+        f"{path}:6:10: error: lower-graph: parameter 'x' must be a tensor of known shape and "
+        f"dtype, not {why}: annotate it as a tensor with both, such as R.Tensor({example}, "
+        '"float32"), or R.match_cast it to one before its first use')
+
+
+TUPLE_PARAMS = """\
+@I.ir_module
+class Module:
+    @R.function
+    def main(
+        t: R.Tuple(R.Tensor(("a", "b0"), "float32"), R.Tensor(("a", "b1"), "float32")),
+        c: R.Prim("float32"),
+        u: R.Tuple([R.Tensor((3,), "int32")]),
+    ):
+        a, b0, b1 = T.int64(), T.int64(), T.int64()
+        with R.dataflow():
+            y = R.concat(t, axis=1)
+            z = R.multiply(y, R.const(2, "float32"))
+            w = t[1]
+            R.output(z, w)
+        return (z, w, u[0])
+"""
+
+
+def test_a_tuple_parameter_takes_one_tuple_of_arrays(tmp_path: Path) -> None:
+    """An `R.Tuple` parameter of tensors is one library parameter per field (`t_0`, `t_1`);
+    the runtime takes one tuple or list for it, the interpreter the same tuple."""
+    rng = np.random.default_rng(7)
+    t = (rng.standard_normal((2, 3)).astype("float32"),
+         rng.standard_normal((2, 4)).astype("float32"))
+    u = (np.arange(3, dtype="int32"),)
+    path = tmp_path / "tuples.tir"
+    path.write_text(HEADER + TUPLE_PARAMS)
+    want = Interpreter(parse_file(path)).call("main", t, 1.5, u)
+    np.testing.assert_array_equal(want[0], np.concatenate(t, axis=1) * 2)
+    for level in (0, 3):
+        lib = compile_sample(path, tmp_path / f"tuples{level}.so", level)
+        assert str(lib.main) == (
+            "<tirc function main(t: (float32[a, b0], float32[a, b1]), c: float32, "
+            "u: (int32[3],), z_out0: float32[a, b0 + b1] (output), "
+            "t_out1: float32[a, b1] (output), u_out2: int32[3] (output))>")
+        assert [p["name"] for p in lib.main.params] == [  # type: ignore[attr-defined]
+            "t_0", "t_1", "c", "u_0", "z_out0", "t_out1", "u_out2"]
+        assert lib.main.meta["tuples"] == [  # type: ignore[attr-defined]
+            {"name": "t", "params": ["t_0", "t_1"]}, {"name": "u", "params": ["u_0"]}]
+        for got in (lib.main(t, 1.5, u), lib.main(list(t), c=1.5, u=list(u))):
+            for w, g in zip(want, got):
+                np.testing.assert_array_equal(g, w)
+        with pytest.raises(TypeError, match="main: argument t: expected a tuple of 2 arrays, "
+                                            "got a tuple of 1"):
+            lib.main(t[:1], 1.5, u)
+        with pytest.raises(TypeError, match="main: argument u: expected a tuple of 1 arrays, "
+                                            "got ndarray"):
+            lib.main(t, 1.5, u[0])
+        with pytest.raises(ValueError,
+                           match=r"main: argument t_1: expected shape \(2, 4\), got \(1, 4\)"):
+            lib.main((t[0], t[1][:1]), 1.5, u)
+
+
+def test_vm_set_input_tuple(tmp_path: Path) -> None:
+    """TVM's test_vm_set_input_tuple: a tuple parameter, one field returned."""
+    x = (np.arange(32, dtype="float32"), np.ones(32, "float32"))
+    check(tmp_path, """\
+@I.ir_module
+class MyMod:
+    @R.function
+    def main(
+        x: R.Tuple([R.Tensor((32,), "float32"), R.Tensor((32,), "float32")]),
+    ) -> R.Tensor:
+        y = x[0]
+        return y
+""", [x])  # type: ignore[list-item]
