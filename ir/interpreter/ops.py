@@ -15,11 +15,13 @@ import numpy as np
 from tirc.ir.dtype import DType, dtype
 from tirc.ir.interpreter.attention_ops import ATTENTION_OPS
 from tirc.ir.interpreter.image_ops import IMAGE_OPS
+from tirc.ir.interpreter.training_ops import TRAINING_OPS
 from tirc.ir.interpreter.transpose_ops import TRANSPOSE_OPS
 from tirc.ir.interpreter.values import np_dtype
 from tirc.ir.interpreter.window_ops import WINDOW_OPS
 
-OPS: dict[str, Callable[..., Any]] = {**WINDOW_OPS, **ATTENTION_OPS, **TRANSPOSE_OPS, **IMAGE_OPS}
+OPS: dict[str, Callable[..., Any]] = {**WINDOW_OPS, **ATTENTION_OPS, **TRANSPOSE_OPS, **IMAGE_OPS,
+                                     **TRAINING_OPS}
 
 AxisArg = int | Sequence[int] | None
 

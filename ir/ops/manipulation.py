@@ -1,5 +1,5 @@
 """Shape manipulation: reshape, permute_dims, expand_dims, squeeze, concat, split, take,
-broadcast_to."""
+broadcast_to, and scatter_elements (ONNX's ScatterElements, TVM's reductions)."""
 
 from __future__ import annotations
 
@@ -174,6 +174,40 @@ def _broadcast_to(oc: OpCall) -> StructInfo:
     return tensor(shape, x.dtype)
 
 
+SCATTER_REDUCTIONS = ("update", "add", "mul", "mean", "min", "max")
+
+
+def _scatter_elements(oc: OpCall) -> StructInfo:
+    """data, indices and updates of one rank, indices and updates of one shape, no larger than
+    the data's outside `axis`; the result is the data's."""
+    x, idx, upd = oc.tensor("data"), oc.tensor("indices"), oc.tensor("updates")
+    assert x.shape is not None and idx.shape is not None and upd.shape is not None
+    if idx.dtype is not None and not idx.dtype.is_int:
+        oc.error(f"indices must be integers, got {idx.dtype}")
+    oc.same_dtype("data", "updates")
+    reduction = oc.values["reduction"]
+    if reduction not in SCATTER_REDUCTIONS:
+        oc.error(f"reduction must be one of {', '.join(SCATTER_REDUCTIONS)}, got '{reduction}'")
+    if reduction == "mean" and x.dtype is not None and not x.dtype.is_float:
+        oc.error(f"reduction 'mean' needs a floating-point tensor, got {x.dtype}")
+    if x.dtype is not None and x.dtype.is_bool and reduction != "update":
+        oc.error(f"reduction '{reduction}' needs a numeric tensor, got bool")
+    if len(idx.shape) != len(x.shape):
+        oc.error(f"indices {shape_text(idx.shape)} must have the rank of the data "
+                 f"{shape_text(x.shape)}")
+    if len(upd.shape) != len(idx.shape) or not all(dims_equal(a, b) for a, b in
+                                                   zip(upd.shape, idx.shape)):
+        oc.error(f"updates {shape_text(upd.shape)} must have the shape of the indices "
+                 f"{shape_text(idx.shape)}")
+    axis = oc.axis(oc.values["axis"], len(x.shape))
+    for a, (d, i) in enumerate(zip(x.shape, idx.shape)):
+        cd, ci = const_dim(d), const_dim(i)
+        if a != axis and cd is not None and ci is not None and ci > cd:
+            oc.error(f"indices {shape_text(idx.shape)} are larger than the data "
+                     f"{shape_text(x.shape)} along axis {a}")
+    return x
+
+
 register("reshape", [Param("x", "tensor"), Param("shape", "shape")], _reshape)
 register("flatten", [Param("x", "tensor")], _flatten)
 register("permute_dims", [Param("x", "tensor"), Param("axes", "ints", None)], _permute_dims)
@@ -185,3 +219,6 @@ register("split", [Param("x", "tensor"), Param("indices_or_sections", "int_or_in
 register("take", [Param("x", "tensor"), Param("indices", "tensor"),
                   Param("axis", "int", None)], _take)
 register("broadcast_to", [Param("x", "tensor"), Param("shape", "shape")], _broadcast_to)
+register("scatter_elements", [Param("data", "tensor"), Param("indices", "tensor"),
+                              Param("updates", "tensor"), Param("axis", "int", 0),
+                              Param("reduction", "str", "update")], _scatter_elements)

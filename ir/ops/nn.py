@@ -1,11 +1,12 @@
-"""Neural-network operators: activations, softmax, layer, RMS and batch normalization."""
+"""Neural-network operators: activations, softmax, layer, RMS, batch and group normalization,
+and the losses `nll_loss` and `cross_entropy_with_logits`."""
 
 from __future__ import annotations
 
 from tirc.ir.graph import StructInfo, TupleSInfo
 from tirc.ir.ops.elementwise import unary_any, unary_float
 from tirc.ir.ops.registry import OpCall, Param, register
-from tirc.ir.ops.sinfo_util import dims_equal, shape_text
+from tirc.ir.ops.sinfo_util import const_dim, dim_text, dims_equal, shape_text, shapes_equal, tensor
 
 
 def _softmax(oc: OpCall) -> StructInfo:
@@ -102,3 +103,93 @@ register("nn.layer_norm", [Param("data", "tensor"), Param("gamma", "tensor"),
 register("nn.rms_norm", [Param("data", "tensor"), Param("weight", "tensor"),
                          Param("axes", "ints", (-1,)), Param("epsilon", "float", 1e-5)],
          lambda oc: _norm(oc, ("weight",)))
+
+
+def group_norm_axes(oc: OpCall) -> tuple[int, list[int], int]:
+    """The channel axis, the other normalized axes and the channels per group; an error for a
+    channel axis among `axes`, a symbolic channel count or one `num_groups` does not divide."""
+    data = oc.tensor("data")
+    assert data.shape is not None
+    nd = len(data.shape)
+    channel = oc.axis(oc.values["channel_axis"], nd, "channel_axis")
+    axes = oc.axes(oc.values["axes"], nd, "axes")
+    if channel in axes:
+        oc.error(f"channel_axis {oc.values['channel_axis']} must not be among the axes "
+                 f"{tuple(oc.values['axes'])}")
+    groups = oc.values["num_groups"]
+    if groups < 1:
+        oc.error(f"num_groups must be positive, got {groups}")
+    channels = const_dim(data.shape[channel])
+    if channels is None:
+        oc.error(f"the channel axis {channel} has the symbolic size "
+                 f"{dim_text(data.shape[channel])}; group_norm needs a constant number of "
+                 "channels")
+    if channels % groups:
+        oc.error(f"{channels} channels (axis {channel}) do not split into {groups} groups")
+    return channel, axes, channels // groups
+
+
+def _group_norm(oc: OpCall) -> StructInfo:
+    data = oc.tensor("data")
+    assert data.shape is not None
+    oc.float_dtype("data")
+    oc.same_dtype("data", "gamma", "beta")
+    channel, _, _ = group_norm_axes(oc)
+    for name in ("gamma", "beta"):
+        _check_scale(oc, name, [channel])
+    return data
+
+
+NLL_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _nll_loss(oc: OpCall) -> StructInfo:
+    """predictions (C,), (N, C) or (N, C, d1, ...); targets the same without C, integers;
+    weights (C,); the loss per target (`none`) or their weighted mean or sum."""
+    pred, targets = oc.tensor("predictions"), oc.tensor("targets")
+    assert pred.shape is not None and targets.shape is not None
+    dt = oc.float_dtype("predictions")
+    if targets.dtype is not None and not targets.dtype.is_int:
+        oc.error(f"targets must be integers, got {targets.dtype}")
+    reduction = oc.values["reduction"]
+    if reduction not in NLL_REDUCTIONS:
+        oc.error(f"reduction must be one of {', '.join(NLL_REDUCTIONS)}, got '{reduction}'")
+    if not pred.shape:
+        oc.error("predictions need at least one axis (the classes), got a 0-d tensor")
+    want = pred.shape[:1] + pred.shape[2:] if len(pred.shape) > 1 else ()
+    if not shapes_equal(targets.shape, want):
+        oc.error(f"targets must have shape {shape_text(want)} (the predictions "
+                 f"{shape_text(pred.shape)} without the class axis), got "
+                 f"{shape_text(targets.shape)}")
+    if oc.values["weights"] is not None:
+        oc.same_dtype("predictions", "weights")
+        w = oc.tensor("weights")
+        assert w.shape is not None
+        classes = pred.shape[1 if len(pred.shape) > 1 else 0]
+        if len(w.shape) != 1 or not dims_equal(w.shape[0], classes):
+            oc.error(f"weights must have shape {shape_text((classes,))} (one per class), got "
+                     f"{shape_text(w.shape)}")
+    return tensor(targets.shape if reduction == "none" else (), dt)
+
+
+def _cross_entropy(oc: OpCall) -> StructInfo:
+    pred, labels = oc.tensor("predictions"), oc.tensor("labels")
+    assert pred.shape is not None and labels.shape is not None
+    dt = oc.float_dtype("predictions")
+    oc.same_dtype("predictions", "labels")
+    if not shapes_equal(pred.shape, labels.shape):
+        oc.error(f"predictions {shape_text(pred.shape)} and labels {shape_text(labels.shape)} "
+                 "must have the same shape")
+    return tensor((), dt)
+
+
+register("nn.group_norm", [Param("data", "tensor"), Param("gamma", "tensor"),
+                           Param("beta", "tensor"), Param("num_groups", "int"),
+                           Param("channel_axis", "int"), Param("axes", "ints"),
+                           Param("epsilon", "float", 1e-5), Param("center", "bool", True),
+                           Param("scale", "bool", True)], _group_norm)
+register("nn.nll_loss", [Param("predictions", "tensor"), Param("targets", "tensor"),
+                         Param("weights", "tensor", None), Param("reduction", "str", "mean"),
+                         Param("ignore_index", "int", -100)], _nll_loss)
+register("nn.cross_entropy_with_logits", [Param("predictions", "tensor"),
+                                          Param("labels", "tensor")], _cross_entropy)

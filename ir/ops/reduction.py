@@ -1,12 +1,16 @@
 """Reductions over axes: `sum mean max min prod variance std` with `axis` (None: all) and
-`keepdims`; `argmax argmin` over one axis (None: the flattened tensor), giving int64."""
+`keepdims`; `argmax argmin` over one axis (None: the flattened tensor), giving int64;
+`collapse_sum_like` and `collapse_sum_to`, the sum over the axes NumPy broadcasting would add to
+reach the data's shape from a target's."""
 
 from __future__ import annotations
 
 from tirc.ir.dtype import dtype
+from tirc.ir.expr import PrimExpr
 from tirc.ir.graph import StructInfo, TensorSInfo
+from tirc.ir.ops.manipulation import target_shape
 from tirc.ir.ops.registry import OpCall, Param, register
-from tirc.ir.ops.sinfo_util import const_dim, dim, shape_text
+from tirc.ir.ops.sinfo_util import const_dim, dim, dim_text, dims_equal, shape_text, tensor
 
 REDUCTIONS = ("sum", "mean", "max", "min", "prod")
 
@@ -67,3 +71,52 @@ for _name in ("variance", "std"):
 for _name in ("argmax", "argmin"):
     register(_name, [Param("x", "tensor"), Param("axis", "int", None),
                      Param("keepdims", "bool", False)], _arg)
+
+
+def collapse_axes(oc: OpCall, data: tuple[PrimExpr, ...], target: tuple[PrimExpr, ...]
+                  ) -> tuple[list[int], list[int]]:
+    """The data axes summed away (those before the target's) and those summed into a size-1
+    target axis, matched from the last axis as TVM's collapse_sum does; an error where the
+    target does not broadcast to the data."""
+    if len(target) > len(data):
+        oc.error(f"cannot collapse {shape_text(data)} to {shape_text(target)}: the target has "
+                 "more axes than the data")
+    lead = len(data) - len(target)
+    kept_one = []
+    for a in range(lead, len(data)):
+        d, t = data[a], target[a - lead]
+        if dims_equal(d, t):
+            continue
+        if const_dim(t) == 1:
+            kept_one.append(a)
+            continue
+        if const_dim(d) is not None and const_dim(t) is not None:
+            oc.error(f"cannot collapse {shape_text(data)} to {shape_text(target)}: axis {a} "
+                     f"has {dim_text(d)} elements and the target's {dim_text(t)}")
+        oc.error(f"cannot collapse {shape_text(data)} to {shape_text(target)}: the sizes "
+                 f"{dim_text(d)} and {dim_text(t)} of axis {a} are not provably equal")
+    return list(range(lead)), kept_one
+
+
+def collapse_target(oc: OpCall) -> tuple[PrimExpr, ...]:
+    """The shape a collapse_sum reduces to: the target tensor's, or the shape argument."""
+    if oc.op.name == "collapse_sum_like":
+        target = oc.tensor("collapse_target")
+        assert target.shape is not None
+        return tuple(target.shape)
+    return target_shape(oc)
+
+
+def _collapse_sum(oc: OpCall) -> StructInfo:
+    x = oc.tensor("data")
+    assert x.shape is not None
+    if x.dtype is not None and x.dtype.is_bool:
+        oc.error("needs a numeric tensor, got bool")
+    target = collapse_target(oc)
+    collapse_axes(oc, tuple(x.shape), target)
+    return tensor(target, x.dtype)
+
+
+register("collapse_sum_like", [Param("data", "tensor"), Param("collapse_target", "tensor")],
+         _collapse_sum)
+register("collapse_sum_to", [Param("data", "tensor"), Param("shape", "shape")], _collapse_sum)

@@ -11,8 +11,9 @@ After propagate-sharding every value is an `R.DTensor` (global shape, placement)
   cannot read it from its own arguments;
 - each `R.dist.redistribute` becomes the collectives of its plan (passes/dist/plan.py):
   `R.ccl.allreduce`, `allgather`, `reduce_scatter`, `all_to_all`, `broadcast`, `shard`;
-- operators whose attributes hold sizes get local ones (reshape, broadcast_to, full, zeros,
-  ones), and a `mean` over a split dimension divides its local sum by the global count.
+- operators whose attributes hold sizes get local ones (reshape, broadcast_to,
+  collapse_sum_to, full, zeros, ones), and a `mean` over a split dimension divides its local
+  sum by the global count.
 
 The function records its global view in the attribute `tirc.sharding` (mesh shape and the
 placement of every parameter and result), which the runtime reads to scatter and gather.
@@ -57,7 +58,7 @@ from tirc.passes.graph.normalize import normalize_function
 from tirc.passes.pass_base import Pass, PassContext
 
 COORD_PARAM = "device_coord"
-SIZED = ("reshape", "broadcast_to", "full", "zeros", "ones")
+SIZED = ("reshape", "broadcast_to", "collapse_sum_to", "full", "zeros", "ones")
 
 
 @dataclass(frozen=True)
@@ -255,7 +256,7 @@ class _Lowering:
             local = self.local(result)
             assert isinstance(local, TensorSInfo) and local.shape is not None
             args = list(call.args)
-            k = 1 if call.op in ("reshape", "broadcast_to") else 0
+            k = 1 if call.op in ("reshape", "broadcast_to", "collapse_sum_to") else 0
             if k < len(args) and isinstance(args[k], ShapeExpr):
                 args[k] = ShapeExpr(local.shape, span=args[k].span)
             return dataclasses.replace(call, args=tuple(args))

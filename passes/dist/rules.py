@@ -115,6 +115,8 @@ WINDOWS = tuple(f"nn.{kind}{r}d" for r in (1, 2, 3) for kind in
     ("nn.conv1d_transpose", "nn.conv2d_transpose", "image.resize2d")
 OPAQUE = ("call_tir", "call_dps_packed")
 DECOMPOSABLE = ("nn.softmax", "nn.log_softmax", "nn.layer_norm", "nn.rms_norm")
+COLLAPSES = ("collapse_sum_like", "collapse_sum_to")
+LOSSES = ("nn.nll_loss", "nn.cross_entropy_with_logits")
 
 
 # ---- operands ---------------------------------------------------------------------------
@@ -335,6 +337,14 @@ def _rule_for(call: GCall, operands: Sequence[TensorSInfo], out: StructInfo) -> 
         return Rule([list(fs), [fs[axis]]], [list(fs)])
     if op == "nn.batch_norm":
         return _batch_norm(fx, call, operands)
+    if op in COLLAPSES:
+        return _collapse(fx, operands, results[0])
+    if op == "nn.group_norm":
+        return _group_norm(fx, call, operands)
+    if op == "scatter_elements":
+        return _scatter(fx, call, operands)
+    if op in LOSSES:
+        return _loss(fx, call, operands)
     if op in WINDOWS:
         return _window(fx, call, operands, results[0])
     if op == "nn.attention":
@@ -397,6 +407,72 @@ def _batch_norm(fx: _Factors, call: GCall, operands: Sequence[TensorSInfo]) -> R
                 [list(fs), list(channel), list(channel)], replicated=whole)
 
 
+def _collapse(fx: _Factors, operands: Sequence[TensorSInfo], out: TensorSInfo) -> Rule:
+    """collapse_sum: the axes summed away and those summed into a 1 are reduction factors (a
+    split one leaves a partial sum), the others split alike; the target tensor of
+    collapse_sum_like (its shape is the result's) splits as the result does."""
+    shape, target = _shape(operands[0]), _shape(out)
+    fs = fx.new(len(shape))
+    lead = len(shape) - len(target)
+    result: list[Factor] = []
+    summed: dict[int, str] = {}
+    for a, f in enumerate(fs):
+        if a >= lead and dims_equal(shape[a], target[a - lead]):
+            result.append(f)
+            continue
+        summed[f] = "sum"
+        if a >= lead:
+            result.append(None)
+    ops = [list(fs)] + [list(result) for _ in operands[1:]]
+    return Rule(ops, [result], reduction=summed, partial=_reduce_partial("sum"))
+
+
+def _group_norm(fx: _Factors, call: GCall, operands: Sequence[TensorSInfo]) -> Rule:
+    """The channel axis (with gamma and beta) and the normalized axes stay whole (a group's
+    statistics need all of them); the other axes split data and result alike."""
+    shape = _shape(operands[0])
+    fs = fx.new(len(shape))
+    channel = normalize_axis(int(call.attrs.get("channel_axis", 1)), len(shape)) or 0
+    whole = {fs[channel]} | {fs[a] for a in _axes(call.attrs.get("axes"), len(shape))}
+    return Rule([list(fs), [fs[channel]], [fs[channel]]], [list(fs)], replicated=whole)
+
+
+def _scatter(fx: _Factors, call: GCall, operands: Sequence[TensorSInfo]) -> Rule:
+    """scatter_elements: updates move along `axis` only, so the other axes split data,
+    indices, updates and result alike where the indices span the data's whole axis; the
+    scatter axis, and any axis the indices cover only part of, stay whole."""
+    sx, si = _shape(operands[0]), _shape(operands[1])
+    fs = fx.new(len(sx))
+    axis = normalize_axis(int(call.attrs.get("axis", 0)), len(sx)) or 0
+    fi: list[Factor] = [fs[a] if a != axis and dims_equal(si[a], sx[a]) else None
+                        for a in range(len(sx))]
+    whole = {fs[a] for a in range(len(sx)) if fi[a] is None}
+    return Rule([list(fs), list(fi), list(fi)], [list(fs)], replicated=whole)
+
+
+def _loss(fx: _Factors, call: GCall, operands: Sequence[TensorSInfo]) -> Rule:
+    """nll_loss: the class axis stays whole; the batch and spatial axes split predictions,
+    targets and (`none`) the result alike, or (`sum`) are summed, a split one leaving a
+    partial sum; a `mean` divides two sums and keeps everything whole.
+    cross_entropy_with_logits sums every axis but the batch it divides by, which stays
+    whole (an axis of a 1-D input is summed)."""
+    shape = _shape(operands[0])
+    fs = fx.new(len(shape))
+    if call.op == "nn.cross_entropy_with_logits":
+        summed = fs[1:] if len(fs) > 1 else fs
+        return Rule([list(fs), list(fs)], [[]], reduction={f: "sum" for f in summed},
+                    replicated=set(fs) - set(summed))
+    classes = fs[1] if len(fs) > 1 else fs[0]
+    per_target = [f for f in fs if f != classes]
+    ops = [list(fs), list(per_target)] + [[classes] for _ in operands[2:]]
+    reduction = str(call.attrs.get("reduction", "mean"))
+    if reduction == "none":
+        return Rule(ops, [list(per_target)], replicated={classes})
+    if reduction == "sum":
+        return Rule(ops, [[]], reduction={f: "sum" for f in per_target}, replicated={classes})
+    return Rule(ops, [[]], replicated=set(fs))
+
+
 def _window(fx: _Factors, call: GCall, operands: Sequence[TensorSInfo],
             out: TensorSInfo) -> Rule:
     """Convolution, pooling and resizing: the batch splits; pooling and resizing also split
@@ -450,6 +526,7 @@ def has_rule(op: str) -> bool:
     """True when `op` has a rule of its own (not the opaque, replicate-everything one)."""
     return op in BINARY or op in UNARY or op in REDUCTION_OPS or op in DECOMPOSABLE or \
         op in CREATION or op in LIKE or op in MOVING or op in SCANS or op in STATISTICS or \
-        op in WINDOWS or op in ("astype", "broadcast_to", "matmul", "permute_dims",
-                                "expand_dims", "squeeze", "reshape", "flatten", "concat",
-                                "split", "take", "nn.prelu", "nn.batch_norm", "nn.attention")
+        op in WINDOWS or op in COLLAPSES or op in LOSSES or \
+        op in ("astype", "broadcast_to", "matmul", "permute_dims", "expand_dims", "squeeze",
+               "reshape", "flatten", "concat", "split", "take", "nn.prelu", "nn.batch_norm",
+               "nn.attention", "nn.group_norm", "scatter_elements")

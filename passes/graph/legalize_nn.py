@@ -1,19 +1,21 @@
-"""Legalization of softmax, log_softmax, layer_norm, rms_norm, batch_norm, variance and std:
-reduction blocks into temporaries with the reduced axes kept as 1, then an elementwise block
-that reads them broadcast; and of the activations with attributes (leakyrelu, softplus, selu,
-prelu)."""
+"""Legalization of softmax, log_softmax, layer_norm, rms_norm, batch_norm, group_norm, variance
+and std: reduction blocks into temporaries with the reduced axes kept as 1, then an elementwise
+block that reads them broadcast; of the activations with attributes (leakyrelu, softplus, selu,
+prelu); and of the losses nll_loss and cross_entropy_with_logits."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import PrimExpr, binop, call, const, select
+from tirc.ir.dtype import FLOAT32, DType
+from tirc.ir.expr import PrimExpr, binop, call, cast, const, if_then_else, select
 from tirc.ir.graph import StructInfo, TupleSInfo
+from tirc.ir.ops.nn import group_norm_axes
 from tirc.ir.ops.registry import OpCall
-from tirc.ir.ops.sinfo_util import dim
+from tirc.ir.ops.sinfo_util import INT64, dim
 from tirc.passes.graph.kernel import Indices, Kernel, Operand
-from tirc.passes.graph.legalize_reduction import element_count, reduce_axes
+from tirc.passes.graph.legalize_reduction import element_count, init_value, reduce_axes
 from tirc.passes.graph.legalize_table import kernel_name, legalizer, out_tensor
 
 
@@ -243,4 +245,137 @@ def batch_norm(oc: OpCall, out: StructInfo) -> Kernel:
                          binop("mul", m, batch(i[0])))  # type: ignore[operator]
 
         k.compute(result.name, result, update)
+    return k
+
+
+def accumulator(dt: DType) -> DType:
+    """The type statistics are summed in: float32 for the half-precision types (as TOPI's
+    group_norm does), the data's own otherwise."""
+    return FLOAT32 if dt.bits < 32 else dt
+
+
+@legalizer("nn.group_norm")
+def group_norm(oc: OpCall, out: StructInfo) -> Kernel:
+    """The statistics of each group (its channels and `axes`) in temporaries whose channel
+    axis counts groups, summed in float32 for half precision: the sum, then the sum of
+    squared deviations from the mean; then every element normalized by its group's."""
+    k = Kernel("group_norm")
+    x = k.input("A", oc.values["data"], oc.tensor("data"))
+    gamma = k.input("gamma", oc.values["gamma"], oc.tensor("gamma"))
+    beta = k.input("beta", oc.values["beta"], oc.tensor("beta"))
+    result = k.output("T_group_norm", out_tensor(out))
+    channel, axes, per_group = group_norm_axes(oc)
+    acc = accumulator(x.dtype)
+    size = dim(per_group)
+    stats_shape = tuple(dim(oc.values["num_groups"]) if a == channel else dim(1) if a in axes
+                        else d for a, d in enumerate(x.shape))
+    extents = [size] + [x.shape[a] for a in axes]
+    count = element_count(extents, acc)
+
+    def element(s: Indices, r: Indices) -> PrimExpr:
+        """The data element of group statistics `s` at reduction position `r`."""
+        idx = [binop("add", binop("mul", s[a], size), r[0]) if a == channel else
+               r[1 + axes.index(a)] if a in axes else s[a] for a in range(x.ndim)]
+        return cast(acc, x.vload(*idx))
+
+    def group(i: Indices) -> Indices:
+        """The statistics of the group of data element `i`."""
+        return tuple(binop("floordiv", i[a], size) if a == channel else dim(0) if a in axes
+                     else i[a] for a in range(x.ndim))
+
+    sums = k.temp("T_sum", stats_shape, acc)
+    k.reduce("T_sum", sums, extents, "add", init_value("add", acc), element)
+    squares = k.temp("T_sqsum", stats_shape, acc)
+
+    def deviation(s: Indices, r: Indices) -> PrimExpr:
+        d = binop("sub", element(s, r), binop("div", sums.vload(*s), count))
+        return binop("mul", d, d)
+
+    k.reduce("T_sqsum", squares, extents, "add", init_value("add", acc), deviation)
+
+    def value(i: Indices) -> PrimExpr:
+        g = group(i)
+        mean = binop("div", sums.vload(*g), count)
+        inv = call("rsqrt", binop("add", binop("div", squares.vload(*g), count),
+                                  const(oc.values["epsilon"], acc)))
+        v = binop("mul", binop("sub", cast(acc, x.vload(*i)), mean), inv)
+        if oc.values["scale"]:
+            v = binop("mul", v, cast(acc, gamma.vload(i[channel])))
+        if oc.values["center"]:
+            v = binop("add", v, cast(acc, beta.vload(i[channel])))
+        return v
+
+    k.compute("T_group_norm", result, value)
+    return k
+
+
+@legalizer("nn.nll_loss")
+def nll_loss(oc: OpCall, out: StructInfo) -> Kernel:
+    """The loss of each target, `-weights[c] * predictions[n, c, d...]` read only where `c` is
+    not `ignore_index` (an out-of-range class reads out of bounds, as `take` does); then its
+    sum, or that sum over the sum of the weights of the targets not ignored (`mean`)."""
+    k = Kernel("nll_loss")
+    pred = k.input("predictions", oc.values["predictions"], oc.tensor("predictions"))
+    targets = k.input("targets", oc.values["targets"], oc.tensor("targets"))
+    weights = (k.input("weights", oc.values["weights"], oc.tensor("weights"))
+               if oc.values["weights"] is not None else None)
+    result = k.output("T_nll_loss", out_tensor(out))
+    dt = result.dtype
+    ignore = const(oc.values["ignore_index"], INT64)
+    reduction = oc.values["reduction"]
+
+    def weight(c: PrimExpr) -> PrimExpr:
+        return weights.vload(c) if weights is not None else const(1, dt)
+
+    def loss(t: Indices) -> PrimExpr:
+        c = cast(INT64, targets.vload(*t))
+        at = (c,) if pred.ndim == 1 else (t[0], c, *t[1:])
+        term = binop("mul", binop("sub", const(0, dt), pred.vload(*at)), weight(c))
+        return if_then_else(binop("ne", c, ignore), term, const(0, dt))
+
+    def counted(t: Indices) -> PrimExpr:
+        c = cast(INT64, targets.vload(*t))
+        return if_then_else(binop("ne", c, ignore), weight(c), const(0, dt))
+
+    if reduction == "none" or targets.ndim == 0:
+        if reduction == "mean":
+            k.compute("T_nll_loss", result, lambda i: binop("div", loss(()), counted(())))
+        else:
+            k.compute("T_nll_loss", result, loss)
+        return k
+    extents = list(targets.shape)
+    if reduction == "sum":
+        k.reduce("T_nll_loss", result, extents, "add", const(0, dt), lambda s, r: loss(r))
+        return k
+    total = k.temp("T_loss_sum", (), dt)
+    k.reduce("T_loss_sum", total, extents, "add", const(0, dt), lambda s, r: loss(r))
+    weights_total = k.temp("T_weight_sum", (), dt)
+    k.reduce("T_weight_sum", weights_total, extents, "add", const(0, dt),
+             lambda s, r: counted(r))
+    k.compute("T_nll_loss", result,
+              lambda i: binop("div", total.vload(), weights_total.vload()))
+    return k
+
+
+@legalizer("nn.cross_entropy_with_logits")
+def cross_entropy_with_logits(oc: OpCall, out: StructInfo) -> Kernel:
+    """`-sum(predictions * labels)`, over the batch size (the first axis) when rank > 1."""
+    k = Kernel("cross_entropy_with_logits")
+    x = k.input("predictions", oc.values["predictions"], oc.tensor("predictions"))
+    y = k.input("labels", oc.values["labels"], oc.tensor("labels"))
+    result = k.output("T_cross_entropy", out_tensor(out))
+    dt = result.dtype
+    if x.ndim == 0:
+        k.compute("T_cross_entropy", result,
+                  lambda i: binop("sub", const(0, dt), binop("mul", x.vload(), y.vload())))
+        return k
+    total = k.temp("T_sum", (), dt)
+    k.reduce("T_sum", total, list(x.shape), "add", const(0, dt),
+             lambda s, r: binop("mul", x.vload(*r), y.vload(*r)))
+
+    def value(i: Indices) -> PrimExpr:
+        v = binop("sub", const(0, dt), total.vload())
+        return binop("div", v, cast(dt, x.shape[0])) if x.ndim > 1 else v
+
+    k.compute("T_cross_entropy", result, value)
     return k

@@ -1,7 +1,8 @@
 """Legalization of reductions (`sum mean max min prod`): one reduction block over the reduced
 axes; `mean` adds a block dividing by the number of reduced elements. `argmax` and `argmin`
 reduce twice: the extreme value, then the first position holding it (or, for floats, the first
-NaN, as NumPy answers)."""
+NaN, as NumPy answers). `collapse_sum_like`/`collapse_sum_to` reduce the axes broadcasting
+added: one reduction block into the target's shape."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Callable, Sequence
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import PrimExpr, binop, cast, const, select
 from tirc.ir.graph import StructInfo
+from tirc.ir.ops.reduction import collapse_axes, collapse_target
 from tirc.ir.ops.registry import OpCall
 from tirc.ir.ops.sinfo_util import INT64, dim, product
 from tirc.passes.graph.kernel import ZERO, Indices, Kernel, Operand, limit
@@ -115,4 +117,25 @@ def arg_reduction(oc: OpCall, out: StructInfo) -> Kernel:
         return select(binop("ge", p, total), binop("sub", p, total), p)
 
     k.compute(f"T_{name}", result, unshift)
+    return k
+
+
+@legalizer("collapse_sum_like", "collapse_sum_to")
+def collapse_sum(oc: OpCall, out: StructInfo) -> Kernel:
+    """Each target element sums the data over the leading axes and those where the target
+    has 1: the kept axes read the output index, the reduced ones a reduction variable."""
+    k = Kernel("collapse_sum")
+    x = k.input("A", oc.values["data"], oc.tensor("data"))
+    result = k.output("T_collapse_sum", out_tensor(out))
+    data_shape = tuple(oc.tensor("data").shape or ())
+    lead, ones = collapse_axes(oc, data_shape, collapse_target(oc))
+    reduced = lead + ones
+
+    def value(s: Indices, r: Indices) -> PrimExpr:
+        idx = [r[reduced.index(a)] if a in reduced else s[a - len(lead)]
+               for a in range(x.ndim)]
+        return x.vload(*idx)
+
+    k.reduce("T_collapse_sum", result, [x.shape[a] for a in reduced], "add",
+             init_value("add", result.dtype), value)
     return k

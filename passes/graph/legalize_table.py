@@ -66,6 +66,7 @@ def get_legalizer(op: str) -> Legalizer | None:
             legalize_matmul,
             legalize_nn,
             legalize_reduction,
+            legalize_scatter,
             legalize_slicing,
             legalize_sparse,
         )

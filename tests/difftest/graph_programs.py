@@ -8,8 +8,10 @@ silu, leakyrelu, softplus, selu, prelu, softmax, log_softmax, layer_norm, rms_no
 convolution and pooling, transposed convolution, attention), `image.resize2d`, reductions
 with and without keepdims (argmax, argmin, variance and std among them), and the shape
 operators (reshape, flatten, permute_dims, expand_dims, squeeze, concat, split, take,
-broadcast_to, flip, tile, repeat, strided_slice, pad, cumsum, cumprod) with creation operators
-(zeros, ones, full and their `_like` forms) as operands.
+broadcast_to, flip, tile, repeat, strided_slice, pad, cumsum, cumprod, collapse_sum_like and
+collapse_sum_to, scatter_elements with every reduction and negative indices) with creation
+operators (zeros, ones, full and their `_like` forms) as operands, group_norm, and the losses
+nll_loss and cross_entropy_with_logits.
 The first dimension may be symbolic (`"n"`). Each value carries an interval of what it can
 hold, so that log, sqrt, rsqrt, divide and power get only arguments in their domain, exp no
 overflow, and only exact values reach casts to int and comparisons.
@@ -111,7 +113,7 @@ class _Gen:
         self.params_dims.append((name, dims, dt, index_range))
         lo, hi = (-4.0, 4.0) if dt != "int32" else (-8.0, 8.0)
         if index_range is not None:
-            lo, hi = 0.0, float(index_range - 1)
+            lo, hi = float(min(index_range, 0)), float(abs(index_range) - 1)
         val = Val(var, dims, dt, lo, hi, True)
         if index_range is None:
             self.vals.append(val)
@@ -168,7 +170,7 @@ class _Gen:
             "reshape", "permute", "expand_squeeze", "concat", "split", "take", "broadcast",
             "cast", "compare", "divide", "power", "more_unary", "bits", "logical", "clip",
             "remainder", "window", "rearrange", "batch_norm", "activation", "attention",
-            "upsample"))
+            "upsample", "collapse", "group_norm", "scatter", "loss"))
         getattr(self, "op_" + op)()
 
     def op_binary(self) -> None:
@@ -788,6 +790,116 @@ class _Gen:
                   dims=_arranged(layout, by, channels, "HW", out), dt="float32", lo=x.lo,
                   hi=x.hi, exact=x.exact and method == "nearest_neighbor", **attrs)
 
+    def op_collapse(self) -> None:
+        """collapse_sum_to or collapse_sum_like of a value to a shape that broadcasts to it:
+        some leading axes dropped, some of the others made 1."""
+        rng = self.rng
+        a = self.pick(rng.choice(("float32", "float32", "int32")))
+        drop = rng.randint(0, len(a.dims) - 1)
+        dims, count = [], 1
+        for k, d in enumerate(a.dims):
+            if k >= drop and rng.random() < 0.6:
+                dims.append(d)
+                continue
+            count *= d[1]
+            if k >= drop:
+                dims.append(_dim(1))
+        if a.mag * count > 1e4:
+            return self.op_binary()
+        keep = dict(dims=tuple(dims), dt=a.dt, lo=a.lo * count, hi=a.hi * count, exact=a.exact)
+        if rng.random() < 0.5:
+            target = self.param(tuple(dims), a.dt)
+            self.emit("collapse_sum_like", a.var, target.var, **keep)
+            return
+        self.emit("collapse_sum_to", a.var, ShapeExpr(tuple(d for d, _ in dims)), **keep)
+
+    def op_group_norm(self) -> None:
+        """group_norm over a constant channel axis split into groups, with or without other
+        normalized axes, scale and shift."""
+        rng = self.rng
+        a = self.pick(rank=rng.choice((2, 3, 4)))
+        fixed = [k for k, (d, _) in enumerate(a.dims) if isinstance(d, IntImm)]
+        if not fixed:
+            return self.op_nn()
+        channel = rng.choice(fixed)
+        channels = a.dims[channel][1]
+        groups = rng.choice([g for g in (1, 2, 3, channels) if channels % g == 0])
+        axes = [k for k in range(len(a.dims)) if k != channel and rng.random() < 0.6]
+        gamma, beta = self.param((a.dims[channel],)), self.param((a.dims[channel],))
+        count = channels // groups * math.prod(a.dims[k][1] for k in axes)
+        bound = math.sqrt(max(count, 1)) * gamma.mag + beta.mag
+        attrs: dict[str, Any] = dict(num_groups=groups, axes=axes,
+                                     channel_axis=channel - len(a.dims) * rng.randint(0, 1))
+        if rng.random() < 0.3:
+            attrs.update(epsilon=1e-3, center=rng.random() < 0.5, scale=rng.random() < 0.5)
+        self.emit("nn.group_norm", a.var, gamma.var, beta.var, dims=a.dims, dt="float32",
+                  lo=-bound, hi=bound, exact=False, **attrs)
+
+    def op_scatter(self) -> None:
+        """scatter_elements along a random axis with indices (some negative, repeated) that
+        may cover only part of the data off the axis, with each reduction its dtype allows."""
+        rng = self.rng
+        a = self.pick(rng.choice(("float32", "float32", "int32")))
+        axis = rng.randrange(len(a.dims))
+        size = a.dims[axis][1]
+        count = rng.randint(1, 4)
+        dims = tuple(_dim(count) if k == axis else
+                     _dim(rng.randint(1, v)) if isinstance(d, IntImm) and rng.random() < 0.3
+                     else (d, v) for k, (d, v) in enumerate(a.dims))
+        idx = self.param(dims, "int32", index_range=-size if rng.random() < 0.4 else size)
+        upd = self.param(dims, a.dt)
+        choices = ["update", "add", "min", "max", "mul"] + (["mean"] if a.dt == "float32" else [])
+        reduction = rng.choice(choices)
+        lo, hi = min(a.lo, upd.lo), max(a.hi, upd.hi)
+        exact = a.exact and upd.exact
+        if reduction == "add":
+            lo, hi = a.lo + count * min(upd.lo, 0.0), a.hi + count * max(upd.hi, 0.0)
+        elif reduction == "mul":
+            hi = a.mag * max(upd.mag, 1.0) ** count
+            lo, exact = -hi, exact and a.dt == "int32"
+        elif reduction == "mean":
+            exact = False
+        if max(abs(lo), abs(hi)) > 1e4:
+            reduction, lo, hi = "update", min(a.lo, upd.lo), max(a.hi, upd.hi)
+        self.emit("scatter_elements", a.var, idx.var, upd.var, dims=a.dims, dt=a.dt, lo=lo,
+                  hi=hi, exact=exact, axis=axis - len(a.dims) * rng.randint(0, 1),
+                  reduction=reduction)
+
+    def op_loss(self) -> None:
+        """cross_entropy_with_logits of a value and fresh labels, or nll_loss of 1- to 3-d
+        predictions with fresh targets (some ignored), weights and each reduction."""
+        rng = self.rng
+        if rng.random() < 0.35:
+            a = self.pick()
+            labels = self.param(a.dims)
+            batch = a.dims[0][1] if len(a.dims) > 1 else 1
+            bound = a.mag * labels.mag * math.prod(v for _, v in a.dims) / max(batch, 1)
+            self.emit("nn.cross_entropy_with_logits", a.var, labels.var, dims=(), dt="float32",
+                      lo=-bound, hi=bound, exact=False)
+            return
+        a = self.pick(rank=rng.choice((1, 2, 2, 3)))
+        classes = a.dims[1] if len(a.dims) > 1 else a.dims[0]
+        kept = a.dims[:1] + a.dims[2:] if len(a.dims) > 1 else ()
+        targets = self.param(kept, "int32", index_range=classes[1])
+        reduction = rng.choice(("none", "sum", "mean"))
+        args, w_mag = [a.var, targets.var], 1.0
+        if rng.random() < 0.5:
+            raw = self.param((classes,))
+            w_mag = raw.mag
+            if reduction == "mean":  # a positive total weight
+                raw = self.emit("exp", raw.var, dims=(classes,), dt="float32",
+                                lo=math.exp(raw.lo), hi=math.exp(raw.hi), exact=False)
+                w_mag = raw.hi
+            args.append(raw.var)
+        attrs: dict[str, Any] = dict(reduction=reduction)
+        if reduction != "mean" and rng.random() < 0.4:
+            attrs["ignore_index"] = rng.randrange(classes[1])
+        count = math.prod(v for _, v in kept)
+        bound = a.mag * (1.0 if reduction == "mean" else w_mag * (count if reduction == "sum"
+                                                                  else 1))
+        self.emit("nn.nll_loss", *args, dims=kept if reduction == "none" else (), dt="float32",
+                  lo=-bound, hi=bound, exact=False, **attrs)
+
     # ---- the function ----------------------------------------------------------------
 
     def build(self) -> tuple[Any, list[Val]]:
@@ -905,7 +1017,8 @@ def graph_case(seed: int) -> Program:
         out = []
         for shape, dt, index_range in specs:
             if index_range is not None:
-                out.append(rng.integers(0, index_range, size=shape).astype(np.int32))
+                low = index_range if index_range < 0 else 0  # negative: [-n, n), wrapped
+                out.append(rng.integers(low, abs(index_range), size=shape).astype(np.int32))
             else:
                 out.append(random_input(shape, dt, rng))
         return out

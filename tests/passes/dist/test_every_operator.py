@@ -86,6 +86,16 @@ case("reshape", [X], "R.reshape(x, R.shape([6, 2, 4]))")
 case("concat", [X, ("y", (6, 8), F)], "R.concat((x, y), axis=1)")
 case("split", [X], "R.split(x, 2, axis=1)")
 case("take", [X, ("i", (4,), "int64")], "R.take(x, i, axis=0)")
+case("collapse_sum_to", [("x", (6, 4, 8), F)], "R.collapse_sum_to(x, R.shape([4, 1]))")
+case("collapse_sum_like", [("x", (6, 4, 8), F), ("y", (1, 8), F)], "R.collapse_sum_like(x, y)")
+case("nn.group_norm", [("x", (2, 6, 4), F), ("g", (6,), F), ("b", (6,), F)],
+     "R.nn.group_norm(x, g, b, num_groups=3, channel_axis=1, axes=[2])")
+case("scatter_elements", [X, ("i", (6, 3), "int64"), ("u", (6, 3), F)],
+     "R.scatter_elements(x, i, u, axis=1, reduction=\"add\")")
+case("nn.nll_loss", [("p", (4, 6, 3), F), ("t", (4, 3), "int64"), ("w", (6,), F)],
+     "R.nn.nll_loss(p, t, w, reduction=\"sum\")")
+case("nn.cross_entropy_with_logits", [X, ("l", (6, 8), F)],
+     "R.nn.cross_entropy_with_logits(x, l)")
 case("broadcast_to", [("b", (8,), F)], "R.broadcast_to(b, R.shape([6, 8]))")
 case(("zeros", "ones"), [X], "R.add(x, R.OP(R.shape([6, 8]), \"float32\"))")
 case("full", [X], "R.add(x, R.full(R.shape([6, 8]), R.const(2.0, \"float32\"), \"float32\"))")
