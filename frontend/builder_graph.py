@@ -212,6 +212,9 @@ class GraphBuilder:
                 and not call.args and not call.keywords:
             self.symbolic(t, call, name)
             return None
+        if name == "T.Var" and isinstance(call, S.Call):
+            self.symbolic(t, call, "T." + self.var_dtype(call))
+            return None
         annotation = self.sb.sinfo(s.annotation) if isinstance(s, S.AnnAssign) else None
         is_df = dataflow is not None and t.id not in dataflow
         if name == "R.match_cast":
@@ -310,6 +313,15 @@ class GraphBuilder:
             self.scope.define(e.id, var, e.span)
             out.append(VarBinding(var, TupleGetItem(tmp, i, span=e.span), span=s.span))
         return out
+
+    def var_dtype(self, call: S.Call) -> str:
+        """The dtype of `a = T.Var("a", "int64")` (TVM's other spelling of `a = T.int64()`)."""
+        kw = {k.name: k.value for k in call.keywords}
+        if set(kw) - {"name", "dtype"} or len(call.args) + len(kw) != 2:
+            self.ctx.error('T.Var takes a name and a dtype: T.Var("n", "int64")', call.span)
+        args = [*call.args, *(kw[k] for k in ("name", "dtype") if k in kw)]
+        self.eb.str_literal(args[0], "the name of T.Var")
+        return self.eb.str_literal(args[1], "the dtype of T.Var")
 
     def symbolic(self, t: S.Name, call: S.Call, name: str) -> None:
         """`n = T.int64()`: a symbolic size (the same variable as a `"n"` in a signature)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from tirc.frontend import parse, parse_file
 from tirc.ir import (
     BinOp,
@@ -24,6 +25,7 @@ from tirc.ir import (
     Var,
     VarBinding,
 )
+from tirc.ir.diagnostics import CompileError
 
 MLP = Path(__file__).resolve().parents[2] / "samples" / "mlp.tir"
 HEADER = "from tvm.script import relax as R\nfrom tvm.script import tir as T\n\n"
@@ -139,3 +141,29 @@ def main(x: R.Tensor((2,), "float32")) -> R.Tensor((2,), "float32"):
 ''')
     (y,) = f.body.blocks[0].bindings
     assert y.var.struct_info.shape[0].value == 2 and not y.var.is_dataflow
+
+
+def test_t_var_declares_a_symbolic_size_as_t_int64_does() -> None:
+    f = graph('''\
+@R.function
+def main(x: R.Tensor(("a", "b"), "float32")) -> R.Tensor(("a * b",), "float32"):
+    a = T.Var("a", "int64")
+    b = T.Var(name="b", dtype="int64")
+    c = T.Var("c", "int32")
+    r = R.reshape(x, (a * b,))
+    return r
+''')
+    (r,) = f.body.blocks[0].bindings
+    a, b = f.params[0].struct_info.shape
+    product = r.value.args[1].values[0]
+    assert product.a is a and product.b is b
+
+
+def test_t_var_without_a_dtype_is_an_error() -> None:
+    with pytest.raises(CompileError, match=r'error: T.Var takes a name and a dtype'):
+        graph('''\
+@R.function
+def main(x: R.Tensor((2,), "float32")):
+    a = T.Var("a")
+    return x
+''')
