@@ -16,7 +16,7 @@ from tirc.frontend.builder_buffer import declare_buffer, event_tensor, keyword_f
 from tirc.frontend.builder_expr import BIN_OPS, ExprBuilder, access_dtype, literal_value
 from tirc.frontend.builder_sparse import ITERATION_CALLS, build_iteration
 from tirc.frontend.context import TOO_DEEP, BuildError, Context, spanned
-from tirc.frontend.loop_heads import launch_thread, loop_header
+from tirc.frontend.loop_heads import launch_thread, loop_header, stepped_loop
 from tirc.frontend.prim_calls import is_module_call, prim_call
 from tirc.frontend.scope import EnvThread, Scope
 from tirc.frontend.signature import Sig, check_call
@@ -303,14 +303,23 @@ class LoopBuilder:
 
     def annotation_dtype(self, ann: S.Expr) -> DType | None:
         """The dtype of a variable annotation: `T.float32`, `T.let[T.int32]`,
-        `T.handle("float32")` (a pointer: the handle dtype); None for a bare `T.let`, whose
-        dtype is the value's."""
+        `T.handle("float32")` or TVM's `T.Ptr[T.float32]` (a pointer: the handle dtype); None
+        for a bare `T.let`, whose dtype is the value's."""
         if isinstance(ann, S.Subscript) and S.dotted(ann.value) == "T.let":
             if len(ann.items) != 1:
                 self.ctx.error("write T.let[<dtype>]", ann.span)
             ann = ann.items[0]
         elif S.dotted(ann) == "T.let":
             return None
+        if isinstance(ann, S.Subscript) and S.dotted(ann.value) == "T.Ptr":
+            element = S.dotted(ann.items[0]) if ann.items else None
+            scope = ann.items[1:]
+            if (element is None or not element.startswith("T.") or len(scope) > 1
+                    or any(not (isinstance(x, S.Constant) and x.kind == "str") for x in scope)):
+                self.ctx.error('write T.Ptr[<dtype>] or T.Ptr[<dtype>, "<storage scope>"]',
+                               ann.span)
+            self.eb.parse_dtype(element[2:], ann.items[0])
+            return HANDLE
         if isinstance(ann, S.Call) and S.dotted(ann.func) == "T.handle":
             check_call(self.ctx, ann, "T.handle", Sig(0, 2, ("dtype", "storage_scope"),
                                                          positional_kw=False))
@@ -450,8 +459,8 @@ class LoopBuilder:
                                     f"{len(loops)} loops is ambiguous (write the loops one "
                                     "'for' each)", jump.span)
         for head in reversed(loops):
-            body = For(head.var, head.min, head.extent, head.kind, body, span=s.span,
-                       **head.extra)
+            var, lo, extent, body = stepped_loop(head, body)
+            body = For(var, lo, extent, head.kind, body, span=s.span, **head.extra)
         return body
 
     def poison_loop_targets(self, target: S.Expr) -> None:

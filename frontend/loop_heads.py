@@ -11,8 +11,10 @@ from tirc.frontend.builder_buffer import range_between
 from tirc.frontend.builder_expr import literal_value
 from tirc.frontend.scope import EnvThread
 from tirc.frontend.signature import Sig, check_call
-from tirc.ir.expr import IntImm, IRTypeError, PrimExpr, Var, cast, unify
+from tirc.ir.arith import construct
+from tirc.ir.expr import IntImm, IRTypeError, PrimExpr, Var, binop, cast, unify
 from tirc.ir.stmt import For, ForKind, Stmt
+from tirc.ir.visitor import substitute
 
 if TYPE_CHECKING:
     from tirc.frontend.builder_stmt import LoopBuilder, Wrapper
@@ -23,13 +25,33 @@ LOOP_KINDS = {"range": ForKind.SERIAL, "T.serial": ForKind.SERIAL,
 
 
 class LoopHead(NamedTuple):
-    """One loop of a `for` statement (T.grid gives several), before its body is built."""
+    """One loop of a `for` statement (T.grid gives several), before its body is built;
+    `min`/`extent` span the values the variable takes, every `step`-th of them."""
 
     var: Var
     min: PrimExpr
     extent: PrimExpr
     kind: ForKind
     extra: dict  # thread_tag, annotations
+    step: int = 1
+
+
+def stepped_loop(head: LoopHead, body: Stmt) -> tuple[Var, PrimExpr, PrimExpr, Stmt]:
+    """Variable, min, extent and body of the loop `head` opens over `body`: a loop with a
+    step counts its iterations from 0 and the body reads `min + k * step`, as TVM's
+    CanonicalizeLoop rewrites it."""
+    if head.step == 1:
+        return head.var, head.min, head.extent, body
+    counter = Var(head.var.name, head.var.dtype, span=head.var.span)
+    value = construct.add(construct.mul(counter, IntImm(head.step, counter.dtype)), head.min)
+    extent = head.extent
+    if isinstance(extent, IntImm):
+        count: PrimExpr = IntImm(max(0, -(-extent.value // head.step)), extent.dtype,
+                                 span=extent.span)
+    else:
+        count = binop("floordiv", construct.add(extent, IntImm(head.step - 1, extent.dtype)),
+                      IntImm(head.step, extent.dtype))
+    return counter, IntImm(0, counter.dtype), count, substitute(body, {head.var: value})
 
 
 def loop_header(lb: LoopBuilder, s: S.For) -> list[LoopHead]:
@@ -62,6 +84,7 @@ def loop_header(lb: LoopBuilder, s: S.For) -> list[LoopHead]:
         lb.ctx.error(f"{name} binds one loop variable, not {len(names)}", s.target.span)
     kind = LOOP_KINDS[name]
     extra: dict = {}
+    step = 1
     if kind == ForKind.THREAD_BINDING:
         a = check_call(lb.ctx, it, name, Sig(1, 3, ("thread", "annotations")))
         pos = list(a.pos)
@@ -70,16 +93,12 @@ def loop_header(lb: LoopBuilder, s: S.For) -> list[LoopHead]:
         a = check_call(lb.ctx, it, name, Sig(1, 3, ("annotations",)))
         pos = list(a.pos)
         if len(pos) == 3:
-            if literal_value(pos[2]) != 1:
-                lb.ctx.unsupported("range with a step", pos[2].span)
-            pos.pop()
+            step = _step(lb, name, pos.pop())
     else:
         a = check_call(lb.ctx, it, name, Sig(1, 3, ("annotations", "step", "thread")))
         pos = list(a.pos)
         if len(pos) == 3 or "step" in a.kw:
-            step = pos.pop() if len(pos) == 3 else a.kw["step"]
-            if literal_value(step) != 1:
-                lb.ctx.unsupported(f"{name} with a step", step.span)
+            step = _step(lb, name, pos.pop() if len(pos) == 3 else a.kw["step"])
         if "thread" in a.kw:
             lb.ctx.error(f"thread= belongs to T.thread_binding, not {name}", a.kw["thread"].span)
     if not 1 <= len(pos) <= 2:
@@ -87,7 +106,17 @@ def loop_header(lb: LoopBuilder, s: S.For) -> list[LoopHead]:
     if "annotations" in a.kw:
         extra["annotations"] = lb.eb.attr_dict(a.kw["annotations"])
     lo, extent = loop_range(lb, pos, it)
-    return [loop_var(names[0], lo, extent, kind, extra)]
+    return [loop_var(names[0], lo, extent, kind, extra)._replace(step=step)]
+
+
+def _step(lb: LoopBuilder, name: str, node: S.Expr) -> int:
+    """A loop's step: a positive integer constant (TVM's `range(1, 128, 5)`)."""
+    value = literal_value(node)
+    if not isinstance(value, int) or isinstance(value, bool):
+        lb.ctx.unsupported(f"{name} with a step that is not an integer constant", node.span)
+    if value <= 0:
+        lb.ctx.error(f"the step of {name} must be positive, not {value}", node.span)
+    return value
 
 
 def _thread_tag(lb: LoopBuilder, it: S.Call, pos: list[S.Expr],

@@ -206,6 +206,8 @@ def _math(b: ExprBuilder, call: S.Call, name: str, op: str) -> PrimExpr:
         out = _math(b, S.Call(call.span, call.func, call.args, []), name, op)
         return cast(b.dtype_arg(a.kw["dtype"]), out)
     args = [b.expr(x) for x in a.pos]
+    if op == "ldexp" and args[0].dtype.is_float and args[1].dtype.is_int:
+        args[1] = cast(args[0].dtype, args[1])  # TVM's ldexp(x, n) takes an integer exponent
     args = [_float_arg(b, e, node, name, op) for e, node in zip(args, a.pos)]
     try:
         for i in range(1, len(args)):

@@ -176,8 +176,9 @@ BITWISE_OR = _declare("bitwise_or", ("int", "int"), "operand", OPERATOR, "bitwis
 BITWISE_XOR = _declare("bitwise_xor", ("int", "int"), "operand", OPERATOR, "bitwise", "a ^ b")
 BITWISE_NOT = _declare("bitwise_not", ("int",), "operand", OPERATOR, "bitwise", "~a")
 POPCOUNT = _declare("popcount", ("int",), "operand", NAMED, "bitcount", "the number of set bits")
-CLZ = _declare("clz", ("int",), "operand", NAMED, "bitcount",
-               "the number of leading zero bits (the bit width for zero)")
+CLZ = _declare("clz", ("int",), "int32", NAMED, "bitcount",
+               "the number of leading zero bits of the operand in its width (the width for "
+               "zero), an int32 for any operand as in TVM")
 Q_MULTIPLY_SHIFT = _declare("q_multiply_shift", ("int", "int", "int", "int"), "operand", NAMED,
                             "fixed_point",
                             "TVM's fixed-point multiply: round(x * y * 2^-(q - s)), ties up, "
@@ -213,7 +214,7 @@ CALL_LLVM_INTRIN = _declare("call_llvm_intrin", ("any|str", "any|str?", "..."), 
 LLVM_LOOKUP_INTRINSIC_ID = _declare("llvm_lookup_intrinsic_id", ("str",), "int32", NAMED, None,
                                     "the LLVM intrinsic of that name (an operand of "
                                     "call_llvm_pure_intrin)")
-ADDRESS_OF = _declare("address_of", ("any",), "handle", NAMED, None,
+ADDRESS_OF = _declare("address_of", ("any",), "handle", NAMED, "address",
                       "the address of a buffer element A[i]")
 
 # ---- scalable vectors (SVE): no meaning on fixed-width targets --------------------------

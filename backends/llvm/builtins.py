@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable
 
 from llvmlite import ir
+from tirc.backends.llvm.casts import convert
 from tirc.backends.llvm.context import ModuleContext
 from tirc.backends.llvm.intrinsics import call_llvm
 from tirc.backends.llvm.types import (
@@ -112,10 +113,15 @@ class BuiltinCalls:
         return call_llvm(self.ctx, self.b, "llvm.ctpop", [a])
 
     def builtin_clz(self, e: Call) -> ir.Value:
-        (a,) = self._int_operands(e)
+        """The leading zero bits of the operand in its own width, as the call's dtype (int32
+        for any operand, as TVM declares `T.clz`)."""
+        src = e.args[0].dtype
+        if not src.is_int:
+            raise CompileError(f"codegen: T.clz needs an integer operand, got {src}", e.span)
+        a = self.expr(e.args[0])
         fn = self.ctx.declare(f"llvm.ctlz.{intrinsic_suffix(a.type)}",
                               ir.FunctionType(a.type, [a.type, I1]))
-        return self.b.call(fn, [a, ir.Constant(I1, 0)])
+        return convert(self.b, self.b.call(fn, [a, ir.Constant(I1, 0)]), src, e.dtype)
 
     def builtin_q_multiply_shift(self, e: Call) -> ir.Value:
         """round(x * y * 2^-(q - s)), ties up: ((x << max(s,0)) * y + 2^(t-1)) >> t in int64,

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 from tirc.ir import intrinsics as ir_intrinsics
-from tirc.ir.expr import Call, StringImm, Var
+from tirc.ir.expr import BufferLoad, Call, StringImm, Var
+from tirc.ir.interpreter.buffer import storage_of
 from tirc.ir.interpreter.extern import compile_c_call, compile_packed_call
 from tirc.ir.interpreter.values import (
     BreakLoop,
@@ -343,6 +344,22 @@ def _loop_jump(c: Compiler, e: Call) -> Fn:
     return run
 
 
+def _address_of(c: Compiler, e: Call) -> Fn:
+    """`T.address_of(A[i])`: A's storage from element i on, a view sharing its memory, so a
+    buffer declared on the pointer (`T.decl_buffer(..., data=p)`) reads and writes A's
+    elements (the statement compiler checks that such buffers have A's dtype)."""
+    load = e.args[0]
+    if not isinstance(load, BufferLoad) or load.dtype.lanes != 1:
+        raise InterpreterError("T.address_of needs one buffer element like A[i]", e.span)
+    buf, off = c.address(load)
+    dslot = c.slots.of(buf.data)
+
+    def address(env: Env) -> np.ndarray:
+        return storage_of(env, dslot, buf)[int(off(env)):]
+
+    return address
+
+
 def _packed(c: Compiler, e: Call) -> Fn:
     return compile_packed_call(c, e)
 
@@ -359,5 +376,5 @@ RULES: dict[str, Callable[[Compiler, Call], Fn]] = {
     "packed": _packed, "bitcount": _bitcount, "fixed_point": _fixed_point,
     "float_class": _float_class, "halves": _halves, "extern": _extern, "search": _search,
     "bounds_check": _bounds_check, "call_prim": _call_prim, "ret": _ret,
-    "loop_jump": _loop_jump,
+    "loop_jump": _loop_jump, "address": _address_of,
 }

@@ -16,11 +16,12 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+from tirc.ir import intrinsics as ir_intrinsics
 from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var
 from tirc.ir.interpreter import sparse
-from tirc.ir.interpreter.buffer import row_major_strides, storage_of
+from tirc.ir.interpreter.buffer import storage_of
 from tirc.ir.interpreter.expr import ExprCompiler
 from tirc.ir.interpreter.races import Tracking, races_of, tracking_of
 from tirc.ir.interpreter.values import (
@@ -52,6 +53,7 @@ from tirc.ir.stmt import (
     Stmt,
     While,
 )
+from tirc.ir.visitor import post_order_visit
 
 Run = Callable[[Env], None]
 
@@ -60,6 +62,26 @@ THREAD_ATTRS = (THREAD_EXTENT, VIRTUAL_THREAD)
 
 def _noop(env: Env) -> None:
     return None
+
+
+def _check_address_views(s: LetStmt) -> None:
+    """A pointer bound to `T.address_of(A[i])` is viewed only by buffers of A's dtype: the
+    interpreter's view is A's storage itself, in its element type."""
+    v = s.value
+    if not (isinstance(v, Call) and v.op == ir_intrinsics.ADDRESS_OF
+            and isinstance(v.args[0], BufferLoad)):
+        return
+    source = v.args[0].buffer
+
+    def check(node: object) -> None:
+        if isinstance(node, (BufferLoad, BufferStore)) and node.buffer.data is s.var \
+                and node.buffer.dtype.element() != source.dtype.element():
+            raise InterpreterError(
+                f"buffer {node.buffer.name} views T.address_of({source.name}[...]) as "
+                f"{node.buffer.dtype.element()}, not {source.name}'s {source.dtype.element()}; "
+                f"the interpreter cannot reinterpret storage", node.span)
+
+    post_order_visit(s.body, check)
 
 
 def _jumps_caught(body: Run) -> Callable[[Env], bool]:
@@ -121,6 +143,7 @@ class StmtCompiler:
         return evaluate
 
     def s_LetStmt(self, s: LetStmt) -> Run:
+        _check_address_views(s)
         k = self.slots.of(s.var)
         fv = self.ex.compile(s.value)
         body = self.compile(s.body)
@@ -407,7 +430,9 @@ class StmtCompiler:
         return match
 
     def _declared_geometry(self, buf: Buffer) -> Callable[[Env, tuple], None]:
-        """Bind or check the shape/strides/elem_offset a matched buffer declares."""
+        """Bind or check the shape/strides/elem_offset a matched buffer declares; one that
+        declares no strides views its region with the source's, contiguous or not, as
+        lower-blocks and TVM's LowerMatchBuffer rewrite its accesses."""
         items: list[tuple[str, int, PrimExpr]] = []
         for k, d in enumerate(buf.shape):
             items.append(("dims", k, d))
@@ -417,14 +442,9 @@ class StmtCompiler:
             items.append(("offset", 0, buf.elem_offset))
         binders = [(kind, k, e, self.slots.of(e) if isinstance(e, Var) else None,
                     None if isinstance(e, Var) else self.ex.compile(e)) for kind, k, e in items]
-        implicit = not buf.strides
 
         def check(env: Env, geo: tuple) -> None:
             dims, strides, offset = geo
-            dense = row_major_strides(dims)
-            if implicit and any(d > 1 and s != r for d, s, r in zip(dims, strides, dense)):
-                raise InterpreterError(f"match_buffer {buf.name}: the region is not contiguous; "
-                                       f"declare strides to view it")
             for kind, k, _, slot, fn in binders:
                 actual = dims[k] if kind == "dims" else strides[k] if kind == "strides" else offset
                 if slot is not None:

@@ -190,6 +190,24 @@ def init_through_match_buffer(A: T.Buffer((8, 8, 8), "float32"), B: T.Buffer((8,
                 BB[()] += AA[j, k]
 """
 
+# From TVM's lower_match_buffer tests (a TVM-corpus sweep): match buffers declaring no strides
+# over regions that are not contiguous (4 x 1 x 2 of a 16 x 16 x 16 buffer). TVM's
+# LowerMatchBuffer and lower-blocks index them through the source; the interpreter refused
+# them ("the region is not contiguous"), so no build was compared with it.
+MATCH_STRIDED_REGION = """
+@T.prim_func
+def match_strided_region(A: T.Buffer((16, 16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
+    for i, j, k in T.grid(4, 16, 8):
+        with T.block():
+            T.reads(C[i * 4:i * 4 + 4, k * 2:k * 2 + 2])
+            T.writes(A[i * 4:i * 4 + 4, j, k * 2:k * 2 + 2])
+            sub_A = T.match_buffer(A[i * 4:i * 4 + 4, j, k * 2:k * 2 + 2], (4, 1, 2),
+                                   offset_factor=1)
+            sub_C = T.match_buffer(C[i * 4:i * 4 + 4, k * 2:k * 2 + 2], (4, 2), offset_factor=1)
+            for ii, kk in T.grid(4, 2):
+                sub_A[ii, 0, kk] += sub_C[ii, kk]
+"""
+
 # Loop seed 506199: a matmul C, its transpose Ct and max(Ct, C). compute_inline of Ct kept the
 # consumer's declared read C[vi, vj] and dropped the inlined C[vj, vi], so the default schedule
 # moved the max under C's (i, j) loop, where it read C[j, i] before it was computed (-O1 and up).
@@ -290,6 +308,7 @@ PROGRAMS = {
                                               id="init_through_match_buffer"),
     "max_of_matmul_and_transpose": pytest.param(MAX_OF_MATMUL_AND_TRANSPOSE,
                                                 id="max_of_matmul_and_transpose"),
+    "match_strided_region": pytest.param(MATCH_STRIDED_REGION, id="match_strided_region"),
 }
 
 
@@ -319,6 +338,11 @@ def test_minimal_programs_are_right_at_o0(tmp_path: Path) -> None:
     b = np.full(8, 7, np.float32)
     interpret_loop(parse(INIT_THROUGH_MATCH_BUFFER), "init_through_match_buffer", [a3, b])
     np.testing.assert_allclose(b, a3[:, :, 4:].sum((1, 2)), rtol=1e-5)
+    a16 = rng.integers(-4, 5, (16, 16, 16)).astype(np.float32)
+    c16 = rng.integers(-4, 5, (16, 16)).astype(np.float32)
+    want16 = a16 + c16[:, None, :]
+    interpret_loop(parse(MATCH_STRIDED_REGION), "match_strided_region", [a16, c16])
+    np.testing.assert_array_equal(a16, want16)
 
 
 @pytest.mark.parametrize("name", list(GPU_PROGRAMS))

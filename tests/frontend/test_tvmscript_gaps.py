@@ -615,3 +615,129 @@ def f(A: T.Buffer((16,), "float32")):
     with pytest.raises(CompileError) as err:
         parse(text.format("A.data, data=A.data"))
     assert "got argument 'data' twice" in err.value.diagnostics[0].message
+
+
+PTR_VIEW = '''
+from tvm.script import tir as T
+
+@T.prim_func
+def expected(A_data: T.handle("float32")):
+    A_buf = T.decl_buffer(32, "float32", data=A_data)
+    B_data: T.Ptr[{}] = T.address_of(A_buf[16])
+    B_buf = T.decl_buffer(16, "{}", data=B_data)
+    for i in range(16):
+        B_buf[i] = A_buf[i] * 2.0
+'''
+
+
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
+def test_pointer_annotation_and_a_buffer_on_an_element_address(level: int,
+                                                                tmp_path: Path) -> None:
+    """TVM's test_specialize_buffer_var_to_expr: `B_data: T.Ptr[T.float32] =
+    T.address_of(A_buf[16])` binds a pointer (T.Ptr was refused) that a buffer views; the
+    interpreter views A's storage from element 16 on (it refused T.address_of), so B_buf's
+    stores land in A[16:32], in the interpreter as in every build."""
+    mod = _round_trip(PTR_VIEW.format("T.float32", "float32"))
+    a = np.arange(32, dtype="float32")
+    want = a.copy()
+    want[16:] = a[:16] * 2
+    got = a.copy()
+    Interpreter(mod).call("expected", got)
+    np.testing.assert_array_equal(got, want)
+    lib = load(driver.build(mod, tmp_path / f"ptr_o{level}.so", "llvm", level))
+    got = a.copy()
+    lib["expected"](got)
+    np.testing.assert_array_equal(got, want)
+    assert structural_equal(mod, parse(PTR_VIEW.format('T.float32, "global"', "float32")))
+
+
+def test_pointer_annotation_errors() -> None:
+    with pytest.raises(CompileError) as err:
+        parse(PTR_VIEW.format('"float32"', "float32"))
+    assert err.value.diagnostics[0].message == (
+        'write T.Ptr[<dtype>] or T.Ptr[<dtype>, "<storage scope>"]')
+    mod = parse(PTR_VIEW.format("T.float32", "int32").replace("A_buf[i] * 2.0",
+                                                              'T.Cast("int32", A_buf[i])'))
+    with pytest.raises(Exception, match=r"^buffer B_buf views T.address_of\(A_buf\[...\]\) as "
+                                        r"int32, not A_buf's float32; the interpreter cannot "
+                                        r"reinterpret storage$"):
+        Interpreter(mod).call("expected", np.zeros(32, np.float32))
+
+
+STEPPED = '''
+from tvm.script import tir as T
+
+@T.prim_func
+def before(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32")):
+    for i in range(1, 128, 5):
+        for j in T.serial(2, 128, step=3):
+            B[i, j] = A[i, j] + 1.0
+
+@T.prim_func
+def symbolic(a: T.handle, b: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (n,))
+    B = T.match_buffer(b, (n,))
+    for i in T.parallel(0, n, 4):
+        B[i] = A[i] * 2.0
+'''
+
+CANONICAL = '''
+from tvm.script import tir as T
+
+@T.prim_func
+def before(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32")):
+    for i in T.serial(0, 26):
+        for j in T.serial(0, 42):
+            B[i * 5 + 1, j * 3 + 2] = A[i * 5 + 1, j * 3 + 2] + 1.0
+
+@T.prim_func
+def symbolic(a: T.handle, b: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (n,))
+    B = T.match_buffer(b, (n,))
+    for i in T.parallel((n + 3) // 4):
+        B[i * 4] = A[i * 4] * 2.0
+'''
+
+
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
+def test_loops_with_a_step(level: int, tmp_path: Path) -> None:
+    """TVM's canonicalize_loop programs: `range(1, 128, 5)` and `T.serial(2, 128, step=3)`
+    (refused as "range with a step") build the loops TVM's CanonicalizeLoop makes of them,
+    and run every step-th iteration in the interpreter and in every build."""
+    mod = _round_trip(STEPPED)
+    assert structural_equal(mod, parse(CANONICAL))
+    a = np.arange(128 * 128, dtype="float32").reshape(128, 128)
+    want = np.zeros_like(a)
+    want[1::5, 2::3] = a[1::5, 2::3] + 1
+    v = np.arange(10, dtype="float32")
+    want_v = np.zeros(10, "float32")
+    want_v[::4] = v[::4] * 2
+    lib = load(driver.build(mod, tmp_path / f"step_o{level}.so", "llvm", level))
+    for run in (Interpreter(mod).call, lambda name, *args: lib[name](*args)):
+        got = np.zeros_like(a)
+        run("before", a, got)
+        np.testing.assert_array_equal(got, want)
+        got_v = np.zeros(10, "float32")
+        run("symbolic", v, got_v)
+        np.testing.assert_array_equal(got_v, want_v)
+
+
+@pytest.mark.parametrize(("step", "message"), [
+    ("-3", "error: the step of T.serial must be positive, not -3"),
+    ("0", "error: the step of T.serial must be positive, not 0"),
+    ("n", "error: unsupported: T.serial with a step that is not an integer constant"),
+])
+def test_loop_step_errors(step: str, message: str) -> None:
+    """TVM's canonicalize_loop refusals: a negative or dynamic step."""
+    with pytest.raises(CompileError) as err:
+        parse(f'''
+from tvm.script import tir as T
+
+@T.prim_func
+def before(A: T.Buffer((128,), "float32"), n: T.int32):
+    for i in T.serial(0, 127, step={step}):
+        A[i] = A[i] + 1.0
+''')
+    assert message in str(err.value)
