@@ -29,6 +29,11 @@ GRAPH_RESULTS = "tirc.graph_results"
 # parameters that take its fields (lower-graph -> make-entry, which copies it into the entry
 # metadata's "tuples", which the runtime reads to accept one tuple for them).
 GRAPH_TUPLES = "tirc.graph_tuples"
+# Its returned value when that is not one tensor or a flat tuple of tensors: the value's
+# structure over its result parameters (a tensor's name, {"shape": name} for an int64 result
+# of one entry per dimension, {"prim": name} for a 0-d one, a tuple for a tuple); lower-graph
+# -> make-entry, which copies it into the metadata's "returns", which the runtime reads.
+GRAPH_RETURNS = "tirc.graph_returns"
 # The fusion pattern of a generated kernel (annotate-op-pattern -> fuse-ops, default-schedule).
 OP_PATTERN = "op_pattern"
 # A fused graph function that fuse-tir turns into one kernel (fuse-ops -> fuse-tir, memory-plan).

@@ -362,6 +362,20 @@ def returned_outputs(specs: list[ParamSpec], absent: set[int]) -> list[ParamSpec
     return chosen or outputs
 
 
+def returned_value(structure: Any, outputs: dict[str, Any]) -> Any:
+    """A graph function's returned value from its results by name, as the metadata's
+    `returns` builds it: a tensor's name is that array, `{"shape": name}` the int64 array's
+    entries as a tuple of ints, `{"prim": name}` the 0-d array's value as a Python number, a
+    list a tuple of such values."""
+    if isinstance(structure, list):
+        return tuple(returned_value(item, outputs) for item in structure)
+    if isinstance(structure, dict):
+        (kind, name), = structure.items()
+        values = np.asarray(outputs[name])
+        return tuple(int(v) for v in values.reshape(-1)) if kind == "shape" else values.item()
+    return outputs[structure]
+
+
 def call_result(results: list[Any]) -> Any:
     """What a call returns: None, its one result, or a tuple of them in parameter order."""
     if not results:

@@ -33,6 +33,7 @@ from tirc.runtime.arguments import (
     ParamSpec,
     call_result,
     returned_outputs,
+    returned_value,
 )
 from tirc.runtime.cuda_host_calls import find_symbol, open_libraries, run_host_call
 from tirc.runtime.dlpack import dtype_label
@@ -159,6 +160,7 @@ class CudaFunction:
         self._specs = [ParamSpec.from_metadata(i, p) for i, p in enumerate(self.params)]
         self._names = [p["name"] for p in self.params]
         self._groups = ParamGroups.from_metadata(meta)
+        self.returns: Any = meta.get("returns")  # a graph function's returned value's structure
         self.launches: list[dict[str, Any]] = meta.get("launches", [])
         self.workspaces: list[dict[str, Any]] = meta.get("workspaces", [])
         self.checks: list[dict[str, Any]] = meta.get("checks", [])
@@ -265,6 +267,9 @@ class CudaFunction:
             bound.fetch()
         finally:
             bound.free()
+        if self.returns is not None:
+            return returned_value(self.returns, {s.name: values[s.index] for s in self._specs
+                                                 if s.output})
         return call_result(results)
 
     def bind(self, binder: Binder, values: list[Any]) -> BoundCall:

@@ -15,6 +15,9 @@ A graph function's `R.Tuple` parameter is one parameter per field in the library
 metadata's `tuples` names them): the call takes one tuple or list of arrays for it,
 `f((a, b))` or `f(t=(a, b))`.
 
+A graph function that returns an `R.Shape`, an `R.Prim` value or nested tuples (the metadata's
+`returns`) returns that structure: a shape as a tuple of ints, a scalar as a Python number.
+
 A function that returns a value (`-> T.float32`, the metadata's `result`) takes one more
 argument, a 0-d tensor the runtime allocates: the call returns the value as a Python number
 (after the outputs it returns, as the last item of a tuple, when there are any).
@@ -35,6 +38,7 @@ from tirc.runtime.arguments import (
     call_result,
     empty_aligned,
     returned_outputs,
+    returned_value,
 )
 from tirc.runtime.dlpack import ArgsPacker
 from tirc.runtime.errors import TircError
@@ -51,6 +55,7 @@ class PreparedCall:
     packed: Any = field(repr=False)
     results: list[Any] = field(default_factory=list)
     value: np.ndarray | None = None  # the 0-d result of a function returning a value
+    named: dict[str, Any] = field(default_factory=dict)  # every output, as `results` holds it
 
 
 def _torch_of(values: list[Any]) -> Any:
@@ -93,6 +98,7 @@ class Function:
                                   [s.dtype_name for s in [*self._specs, *extra]],
                                   [s.strides is not None for s in [*self._specs, *extra]])
         self._groups = ParamGroups.from_metadata(meta)
+        self._returns = meta.get("returns")  # a graph function's returned value's structure
         tensors = meta.get("sparse_tensors")
         self._sparse = SparseSignature(self.name, self.params, tensors,
                                        meta.get("sparse_plan")) if tensors else None
@@ -158,19 +164,20 @@ class Function:
             allocated.append(arrays[i])
         self._check_aliasing(arrays, set(absent))
         torch = _torch_of([slots[s.index] for s in given])
-        results = []
-        for s in returned_outputs(self._specs, set(absent)):
-            if s.index not in absent:
-                results.append(slots[s.index])
-            else:
+        named = {}
+        for s in self._specs:
+            if s.output and s.index not in absent:
+                named[s.name] = slots[s.index]
+            elif s.output:
                 fresh = arrays[s.index]
-                results.append(torch.from_dlpack(fresh) if torch is not None else fresh)
+                named[s.name] = torch.from_dlpack(fresh) if torch is not None else fresh
+        results = [named[s.name] for s in returned_outputs(self._specs, set(absent))]
         value = None
         if self._result is not None:
             value = empty_aligned((), self._result.np_dtype or np.dtype(np.uint16))
             arrays.append(value)
         packed = self._packer.pack(arrays, binder.addresses, binder.strides)
-        return PreparedCall(arrays, allocated, packed, results, value)
+        return PreparedCall(arrays, allocated, packed, results, value, named)
 
     def _check_aliasing(self, arrays: list[np.ndarray], fresh: set[int]) -> None:
         for p in self._specs:
@@ -186,6 +193,8 @@ class Function:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         call = self.prepare(args, kwargs)
         self.call_prepared(call)
+        if self._returns is not None:
+            return returned_value(self._returns, call.named)
         if call.value is not None:
             return call_result([*call.results, call.value[()].item()])
         return call_result(call.results)

@@ -4,14 +4,15 @@ For each parameter: its name, whether it is a buffer or a scalar, dtype, shape (
 symbolic dimensions as expression strings such as "n" or "n * 2"), and whether the function
 reads and/or writes it (written buffers are outputs). Symbolic variables are listed with the
 argument dimension they are bound from; a graph function's tuple parameters with the
-parameters that take their fields ("tuples").
+parameters that take their fields ("tuples"), and the structure of its returned value over its
+result parameters where that is not one tensor or a flat tuple of them ("returns").
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tirc.ir.attrs import GRAPH_RESULTS, GRAPH_TUPLES, PARAM_BUFFERS, SHARDING
+from tirc.ir.attrs import GRAPH_RESULTS, GRAPH_RETURNS, GRAPH_TUPLES, PARAM_BUFFERS, SHARDING
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import BinOp, BufferLoad, Call, Cast, IntImm, PrimExpr, Var
@@ -209,6 +210,8 @@ def signature(func: PrimFunc, symbol: str, bound_from: dict[Var, str],
     if GRAPH_TUPLES in func.attrs:  # a graph function's tuple parameters
         out["tuples"] = [{"name": name, "params": list(fields)}
                          for name, fields in func.attrs[GRAPH_TUPLES]]
+    if GRAPH_RETURNS in func.attrs:  # a graph function returning shapes, scalars, nested tuples
+        out["returns"] = _json_ready(func.attrs[GRAPH_RETURNS])
     return out
 
 

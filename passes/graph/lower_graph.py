@@ -17,7 +17,10 @@ one parameter per field, consecutive (`t_0`, `t_1`; the metadata's `tuples` name
 the runtime takes one tuple for them). An `if` becomes an `IfThenElse` on its condition, each
 branch running its own kernels; the call that computes a branch's result writes it into the
 if's tensor (otherwise the branch copies its result there), and the intermediates of both
-branches live in the workspace.
+branches live in the workspace. A returned `R.Shape` is an int64 result of one entry per
+dimension and a returned `R.Prim` value a 0-d result, both stored after the kernels; where the
+returned value is not one tensor or a flat tuple of tensors, `tirc.graph_returns` records its
+structure over the results (the metadata's `returns`, which the runtime rebuilds).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from tirc.ir.attrs import (
     GLOBAL_SYMBOL,
     GRAPH_FUNC,
     GRAPH_RESULTS,
+    GRAPH_RETURNS,
     GRAPH_TUPLES,
     NOALIAS,
     PRIMITIVE,
@@ -92,6 +96,7 @@ from tirc.passes.graph.memory_plan import (
     branch_result,
     plan_memory,
     produced_tensors,
+    returned_leaves,
     returned_tensors,
     tensor_of,
 )
@@ -388,11 +393,11 @@ class _HostBuilder:
         aliases = aliases_of(func)
         plan = plan_memory(func)
         self.params()
-        returned = returned_tensors(func, aliases)
+        leaves = returned_leaves(func.body.body)
         copies: list[tuple[TensorId, Buffer]] = []
-        results = func.body.body.fields if isinstance(func.body.body, Tuple) \
-            else (func.body.body,)
-        for k, (e, tid) in enumerate(zip(results, returned)):
+        values: list[tuple[Buffer, GraphExpr, ShapeSInfo | PrimSInfo]] = []  # R.Shape, R.Prim
+        entries: list[Any] = []  # each result's place in the metadata's "returns"
+        for k, (e, tid) in enumerate(zip(leaves, returned_tensors(func, aliases))):
             s = getattr(e, "struct_info", None)
             if isinstance(e, TupleGetItem):
                 s = e.tuple_value.struct_info.fields[e.index]  # type: ignore[union-attr]
@@ -400,15 +405,20 @@ class _HostBuilder:
                 s = self.refined[tid[0]]  # a refined parameter, returned
             if tid is None or not isinstance(s, TensorSInfo):
                 s = s if s is not None else infer_expr(e, self.mod)[1]
-                raise self.error(f"a returned value must be a tensor, not {sinfo_text(s)}",
+                if isinstance(s, (ShapeSInfo, PrimSInfo)):
+                    entries.append(self.value_result(e, s, k, len(leaves), values))
+                    continue
+                raise self.error("a returned value must be a tensor, an R.Shape or an R.Prim "
+                                 f"value (or a tuple of them), not {sinfo_text(s)}",
                                  e if getattr(e, "span", None) else func.body)
             if not _complete(s):
                 raise self.error("a returned tensor must have a known shape and dtype, not "
                                  f"{sinfo_text(s)}", e if getattr(e, "span", None) else func.body)
-            name = tid[0].name if len(results) == 1 else f"{tid[0].name}_out{k}"
+            name = tid[0].name if len(leaves) == 1 else f"{tid[0].name}_out{k}"
             if name in {p.name for p in func.params}:  # a parameter returned as it is
                 name = f"{name}_out"
             out = self.kernel.output(name, s)
+            entries.append(name)
             if tid in self.buffers or tid in [t for t, _ in copies] or \
                     not self._is_produced(tid):
                 copies.append((tid, out))
@@ -430,6 +440,8 @@ class _HostBuilder:
         self.lower_blocks(func.body, aliases)
         for tid, out in copies:
             self.copy(tid, out)
+        for out, e, s in values:  # after the bindings, whose R.Prim values they may use
+            self.items += self.value_stores(out, e, s)
         body = _fold(self.items)
         for ws in workspaces.values():
             body = Allocate(ws, body)
@@ -456,7 +468,55 @@ class _HostBuilder:
             attrs[SPARSE_TENSORS] = tuple(self.sparse_info)
         if self.tuples:
             attrs[GRAPH_TUPLES] = tuple(self.tuples)
+        value = func.body.body
+        if any(isinstance(x, dict) for x in entries) or isinstance(value, Tuple) and \
+                any(isinstance(f, Tuple) for f in value.fields):
+            attrs[GRAPH_RETURNS] = _structure(value, iter(entries))
         return dataclasses.replace(prim, attrs=attrs)
+
+    def value_result(self, e: GraphExpr, s: ShapeSInfo | PrimSInfo, k: int, count: int,
+                     values: list[tuple[Buffer, GraphExpr, ShapeSInfo | PrimSInfo]]
+                     ) -> dict[str, str]:
+        """A returned `R.Shape` (an int64 result of one entry per dimension) or `R.Prim` value
+        (a 0-d result of its dtype): its result parameter, added to `values` (value_stores
+        fills it), and its entry in the metadata's "returns"."""
+        base = e.name if isinstance(e, GVar) else "shape" if isinstance(s, ShapeSInfo) \
+            else "value"
+        name = base if count == 1 else f"{base}_out{k}"
+        taken = {p.name for p in self.func.params} | {b.name for b in self.kernel.inputs} | \
+            {b.name for b in self.kernel.outputs} | {v.name for v in self.scalar_params}
+        while name in taken:
+            name = f"{name}_out"
+        if isinstance(s, ShapeSInfo):
+            shape = e.values if isinstance(e, ShapeExpr) else s.values
+            if shape is None:
+                raise self.error(f"a returned shape must have known values, not {sinfo_text(s)}"
+                                 ": return R.shape([...]) of its sizes",
+                                 e if getattr(e, "span", None) else self.func.body)
+            out = self.kernel.output(name, TensorSInfo((IntImm(len(shape), INT64),), INT64))
+        else:
+            out = self.kernel.output(name, TensorSInfo((), s.dtype))
+        values.append((out, e, s))
+        return {"shape" if isinstance(s, ShapeSInfo) else "prim": name}
+
+    def value_stores(self, out: Buffer, e: GraphExpr, s: ShapeSInfo | PrimSInfo) -> list[Stmt]:
+        """The stores of a returned shape's entries, or of a returned scalar, into `out`."""
+        if isinstance(s, ShapeSInfo):
+            shape = e.values if isinstance(e, ShapeExpr) else s.values
+            assert shape is not None
+            return [BufferStore(out, cast(INT64, self.prim(v)), (IntImm(j, INT64),))
+                    for j, v in enumerate(shape)]
+        if isinstance(e, GVar) and e in self.prims:
+            value = self.prims[e]
+        elif isinstance(e, PrimValue):
+            value = self.prim(e.value)
+        elif s.value is not None:
+            value = self.prim(s.value)
+        else:
+            raise self.error(f"a returned {sinfo_text(s)} must be a value the function knows: "
+                             "an R.Prim parameter, an R.prim_value(...) or an expression of the "
+                             "sizes", e if getattr(e, "span", None) else self.func.body)
+        return [BufferStore(out, cast(s.dtype, value), ())]
 
     def _with_prim_params(self, prim: PrimFunc) -> tuple[Var, ...]:
         """The host parameters with each `R.Prim` scalar at its graph position among the
@@ -534,8 +594,8 @@ class _HostBuilder:
             self.prims[b.var] = var
         elif isinstance(value, GVar) and value in self.prims:
             self.prims[b.var] = self.prims[value]
-        elif isinstance(value, (GVar, TupleGetItem, ShapeExpr)):
-            return  # an alias, or a shape: known where it is used
+        elif isinstance(value, (GVar, TupleGetItem, ShapeExpr, Tuple)):
+            return  # an alias, a shape or a tuple of values: known where it is used
         elif isinstance(value, Constant):  # bound as written, or computed by fold-constants
             self.buffers[(b.var, 0)] = self.tensor(value, aliases)
         elif isinstance(value, GCall) and value.op == "call_tir":
@@ -662,12 +722,28 @@ def lower_function(func: Function, mod: IRModule) -> tuple[PrimFunc, set[str]]:
 
 
 def _fields_returned(func: Function) -> Function:
-    """`return gv` of a tuple-valued `gv` (R.split, a call_tir of several outputs) as the
-    tuple of its fields, `return (gv[0], gv[1])`: one output per field."""
-    value = func.body.body
-    s = getattr(value, "struct_info", None)
-    if not isinstance(value, GVar) or not isinstance(s, TupleSInfo):
+    """`return gv` of a tuple-valued `gv` (R.split, a call_tir of several outputs, a tuple
+    parameter), also inside a returned tuple, as the tuple of its fields, `return (gv[0],
+    gv[1])`: one output per field."""
+    def fields(value: GraphExpr) -> GraphExpr:
+        if isinstance(value, Tuple):
+            inner = tuple(fields(f) for f in value.fields)
+            return value if all(a is b for a, b in zip(inner, value.fields)) else \
+                dataclasses.replace(value, fields=inner)
+        s = getattr(value, "struct_info", None)
+        if not isinstance(value, GVar) or not isinstance(s, TupleSInfo):
+            return value
+        return Tuple(tuple(TupleGetItem(value, k, span=value.span)
+                           for k in range(len(s.fields))), span=value.span)
+
+    value = fields(func.body.body)
+    if value is func.body.body:
         return func
-    fields = tuple(TupleGetItem(value, k, span=value.span) for k in range(len(s.fields)))
-    body = dataclasses.replace(func.body, body=Tuple(fields, span=value.span))
-    return dataclasses.replace(func, body=body)
+    return dataclasses.replace(func, body=dataclasses.replace(func.body, body=value))
+
+
+def _structure(value: GraphExpr, entries: Any) -> Any:
+    """The returned value's structure over its results' entries (consumed in order)."""
+    if isinstance(value, Tuple):
+        return tuple(_structure(f, entries) for f in value.fields)
+    return next(entries)

@@ -107,11 +107,16 @@ def tensor_of(e: object, aliases: dict[GVar, TensorId]) -> TensorId | None:
     return None
 
 
+def returned_leaves(value: object) -> list[object]:
+    """The values a function returns, in order, with nested tuples flattened depth first."""
+    if not isinstance(value, Tuple):
+        return [value]
+    return [leaf for f in value.fields for leaf in returned_leaves(f)]
+
+
 def returned_tensors(func: Function, aliases: dict[GVar, TensorId]) -> list[TensorId | None]:
-    """The tensors the function returns, in order."""
-    body = func.body.body
-    items = body.fields if isinstance(body, Tuple) else (body,)
-    return [tensor_of(e, aliases) for e in items]
+    """The tensors the function returns, in order (nested tuples flattened)."""
+    return [tensor_of(e, aliases) for e in returned_leaves(func.body.body)]
 
 
 def aliases_of(func: Function) -> dict[GVar, TensorId]:

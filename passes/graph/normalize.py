@@ -34,7 +34,7 @@ from tirc.ir.module import IRModule
 from tirc.ir.ops.infer import infer_expr, match_cast_conflict, more_precise, sinfo_agrees
 from tirc.ir.ops.sinfo_util import sinfo_text
 from tirc.ir.span import Span
-from tirc.ir.visitor import substitute
+from tirc.ir.visitor import Mutator, post_order_visit, substitute
 from tirc.passes.pass_base import Pass, PassContext
 
 
@@ -75,6 +75,7 @@ def normalize_function(func: Function, mod: IRModule | None = None) -> Function:
         if p.struct_info is None:
             mapping[p] = dataclasses.replace(p, struct_info=ObjectSInfo())
         params.append(mapping.get(p, p))
+    func = _tuple_items_resolved(func)
     old_blocks, body_value = _bind_returned_calls(func)
     blocks = _normalize_blocks(old_blocks, mapping, mod)
     body_value = substitute(body_value, mapping)
@@ -94,6 +95,94 @@ def normalize_function(func: Function, mod: IRModule | None = None) -> Function:
                  and len(blocks) == len(func.body.blocks)
                  and all(a is b for a, b in zip(blocks, func.body.blocks)))
     return func if unchanged else new
+
+
+def _tuple_items_resolved(func: Function) -> Function:
+    """`t[k]` of a variable bound to a tuple of values (`t = (x, y)`) replaced by the field
+    itself, and such a variable in the returned value (or a tuple of it) by its tuple: exact,
+    as a tuple only gathers its fields, and what lower-graph can follow (it has no tuple
+    objects, only the tensors, shapes and scalars in them)."""
+    literals: dict[GVar, Tuple] = {}
+
+    def collect(seq: SeqExpr) -> None:
+        for block in seq.blocks:
+            for b in block.bindings:
+                value = getattr(b, "value", None)
+                if isinstance(b, VarBinding) and isinstance(value, Tuple):
+                    literals[b.var] = value
+                for branch in value.branches if isinstance(value, If) else ():
+                    collect(branch)
+
+    collect(func.body)
+    if not literals:
+        return func
+
+    class _Items(Mutator):
+        def visit_TupleGetItem(self, node: TupleGetItem) -> GraphExpr:
+            inner = self.visit(node.tuple_value)
+            inner = literals.get(inner, inner) if isinstance(inner, GVar) else inner
+            if isinstance(inner, Tuple) and 0 <= node.index < len(inner.fields):
+                return self.visit(inner.fields[node.index])
+            return node if inner is node.tuple_value else \
+                dataclasses.replace(node, tuple_value=inner)
+
+    items = _Items()
+
+    def returned(e: GraphExpr) -> GraphExpr:
+        if isinstance(e, GVar) and e in literals:
+            return returned(literals[e])
+        if isinstance(e, Tuple):
+            fields = tuple(returned(f) for f in e.fields)
+            return e if all(a is b for a, b in zip(fields, e.fields)) else \
+                dataclasses.replace(e, fields=fields)
+        return items.visit(e)
+
+    body = returned(items.visit(func.body.body))
+    blocks = tuple(dataclasses.replace(block, bindings=tuple(items.visit(b)
+                                                             for b in block.bindings))
+                   for block in func.body.blocks)
+    projected = {b.var for block in func.body.blocks for b in block.bindings
+                 if isinstance(getattr(b, "value", None), TupleGetItem)}
+    renamed = {b.var: b.value for block in blocks for b in block.bindings  # type: ignore[attr-defined]
+               if b.var in projected and b.var.is_dataflow and isinstance(b.value, GVar)}  # type: ignore[attr-defined]
+    if renamed:  # `w = t[1]` in a dataflow block: its uses, all in the block, use the field
+        blocks = tuple(dataclasses.replace(block, bindings=tuple(
+            substitute(b, renamed) for b in block.bindings if b.var not in renamed))
+            for block in blocks)
+        body = substitute(body, renamed)
+    blocks = _unused_tuples_dropped(blocks, body, set(literals))
+    if body is func.body.body and all(
+            len(x.bindings) == len(y.bindings) and all(a is b for a, b in zip(x.bindings,
+                                                                               y.bindings))
+            for x, y in zip(blocks, func.body.blocks)):
+        return func
+    return dataclasses.replace(func, body=dataclasses.replace(func.body, blocks=blocks,
+                                                              body=body))
+
+
+def _unused_tuples_dropped(blocks: tuple[BindingBlock, ...], body: GraphExpr,
+                           tuples: set[GVar]) -> tuple[BindingBlock, ...]:
+    """The blocks without the bindings of `tuples` that nothing uses any more (a tuple has
+    no effect, and a use left would keep its fields' producers out of fusion)."""
+    used: set[GVar] = set()
+
+    def use(n: object) -> None:
+        if isinstance(n, GVar):
+            used.add(n)
+
+    while True:
+        used.clear()
+        post_order_visit(body, use)
+        for block in blocks:
+            used.update(block.outputs)
+            for b in block.bindings:
+                post_order_visit(b.value, use)  # type: ignore[attr-defined]
+        dead = {b.var for block in blocks for b in block.bindings
+                if b.var in tuples and b.var not in used}
+        if not dead:
+            return blocks
+        blocks = tuple(dataclasses.replace(block, bindings=tuple(
+            b for b in block.bindings if b.var not in dead)) for block in blocks)
 
 
 def _bind_returned_calls(func: Function) -> tuple[tuple[BindingBlock, ...], GraphExpr]:

@@ -78,3 +78,43 @@ def test_several_outputs_come_back_passed_or_allocated(lib: Any) -> None:
     a, b = np.zeros(4, np.float32), np.zeros(4, np.float32)
     both = lib.split(X, a, b)
     assert both[0] is a and both[1] is b
+
+
+GRAPH = '''from tvm.script import relax as R
+from tvm.script import tir as T
+
+
+@R.function
+def main(x: R.Tensor(("n", 2), "float32"), c: R.Prim("int32")):
+    n = T.int64()
+    y = R.add(x, x)
+    return ((y, R.shape([n, n * 3])), c)
+'''
+
+
+def test_a_graph_function_returns_its_value_structured(tmp_path: Path) -> None:
+    """The metadata's `returns`: nested tuples, a shape as a tuple of ints and a scalar as a
+    Python number; an output passed by the caller is its own array in the structure."""
+    import tirc.runtime as rt
+
+    (tmp_path / "graph.tir").write_text(GRAPH)
+    result = CliRunner().invoke(cli, [str(tmp_path / "graph.tir"), "-o",
+                                      str(tmp_path / "graph.so")], prog_name="tirc")
+    assert result.exit_code == 0, result.output
+    main = rt.load(tmp_path / "graph.so").main
+    assert main.meta["returns"] == [["y_out0", {"shape": "shape_out1"}], {"prim": "c_out2"}]
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    (y, shape), c = main(x, 7)
+    assert y.tolist() == (2 * x).tolist() and shape == (3, 9) and c == 7 and type(c) is int
+    out = np.zeros((3, 2), np.float32)
+    (y, shape), c = main(x, 7, y_out0=out)
+    assert y is out and out.tolist() == (2 * x).tolist() and shape == (3, 9)
+
+
+def test_returned_value_reads_each_result_as_returns_says() -> None:
+    from tirc.runtime.arguments import returned_value
+
+    outputs = {"a": np.ones(2), "s": np.array([4, 5], np.int64), "v": np.array(1.5, np.float32)}
+    got = returned_value(["a", [{"shape": "s"}, {"prim": "v"}]], outputs)
+    assert got[0] is outputs["a"] and got[1] == ((4, 5), 1.5) and type(got[1][1]) is float
+    assert returned_value({"shape": "s"}, outputs) == (4, 5)

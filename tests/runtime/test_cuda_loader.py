@@ -209,6 +209,29 @@ def test_kernel_arguments_are_passed_by_address() -> None:
     assert ctypes.cast(packed[2], ctypes.POINTER(ctypes.c_float))[0] == 1.5
 
 
+def test_a_graph_function_returns_shapes_and_scalars(tmp_path: Path) -> None:
+    """A returned `R.Shape` and `R.Prim` value (one-thread kernels store them), in nested
+    tuples: the call returns the structure the metadata's `returns` gives, as on the CPU."""
+    mod = parse("""\
+from tvm.script import relax as R
+from tvm.script import tir as T
+
+
+@R.function
+def main(x: R.Tensor(("n", 4), "float32"), c: R.Prim("float32")):
+    n = T.int64()
+    y = R.add(x, x)
+    return ((y, R.shape([n * 2, 4])), c)
+""")
+    path, fake = _build(mod, tmp_path)
+    f = load_ptx(path, fake).main
+    assert f.meta["returns"] == [["y_out0", {"shape": "shape_out1"}], {"prim": "c_out2"}]
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    (y, shape), c = f(x, 1.5)
+    np.testing.assert_array_equal(y, x + x)
+    assert shape == (6, 4) and c == 1.5 and type(c) is float
+
+
 def test_a_tuple_parameter_takes_one_tuple(tmp_path: Path) -> None:
     """A graph function's `R.Tuple` parameter: one buffer per field in the launch plan, one
     tuple from the caller, as in a CPU library (metadata `tuples`)."""

@@ -107,19 +107,147 @@ def main(x: R.Tensor((2, 10, 4), "float32")):
 """, [x])
 
 
-def test_a_returned_shape_is_refused_at_the_return(tmp_path: Path) -> None:
-    path = tmp_path / "shape.tir"
+def _copies(args: list[object]) -> list[object]:
+    return [copy_arg(a) if isinstance(a, np.ndarray) else a for a in args]
+
+
+def check_returns(tmp_path: Path, text: str, args: list[object],
+                  levels: tuple[int, ...] = (0, 1, 2, 3),
+                  lib_args: list[object] | None = None) -> object:
+    """`main` of `text` interpreted and compiled at each of `levels` (given `lib_args` when
+    the library takes other arguments, as a shape parameter's sizes): the same returned
+    value, structure and types included (shapes as tuples of ints, scalars as Python
+    numbers); the library's function, from the last level."""
+    stem = f"prog{len(list(tmp_path.glob('*.tir')))}"
+    path = tmp_path / f"{stem}.tir"
+    path.write_text(HEADER + text)
+    want = Interpreter(parse_file(path)).call("main", *_copies(args))
+
+    def same(w: object, g: object) -> None:
+        if isinstance(w, tuple):
+            assert isinstance(g, tuple) and len(g) == len(w), (g, w)
+            for a, b in zip(w, g):
+                same(a, b)
+        elif isinstance(w, np.ndarray):
+            assert isinstance(g, np.ndarray) and g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_array_equal(g, w)
+        else:  # an R.Prim value: a Python number of the same kind
+            assert type(g) is type(np.asarray(w).item()) and g == w, (g, w)
+
+    lib = None
+    for level in levels:
+        lib = compile_sample(path, tmp_path / f"{stem}_O{level}.so", level)
+        same(want, lib.main(*_copies(args if lib_args is None else lib_args)))  # type: ignore[attr-defined]
+    return lib.main  # type: ignore[attr-defined]
+
+
+def test_a_returned_shape_is_a_tuple_of_ints(tmp_path: Path) -> None:
+    """`return R.shape([n * 2, m * 3])` of sizes a match_cast binds (TVM's
+    test_vm_compile_stage2): an int64 result of two entries, which the runtime returns as a
+    tuple of ints (the metadata's "returns")."""
+    main = check_returns(tmp_path, """\
+@R.function
+def main(x: R.Tensor(dtype="float32")) -> R.Shape:
+    n, m = T.int64(), T.int64()
+    _ = R.match_cast(x, R.Tensor((n, m), "float32"))
+    return R.shape([n * 2, m * 3])
+""", [np.zeros((3, 5), "float32")])
+    assert main(np.zeros((4, 1), "float32")) == (8, 3)  # type: ignore[operator]
+    meta = main.meta  # type: ignore[attr-defined]
+    assert meta["returns"] == {"shape": "shape"}
+    assert meta["params"][-1] == {"name": "shape", "kind": "buffer", "buffer": "shape",
+                                  "dtype": "int64", "shape": [2], "input": False,
+                                  "output": True}
+
+
+def test_a_tensor_and_a_shape_returned_together(tmp_path: Path) -> None:
+    """`return (x0, R.shape([m, n * 2]))` (TVM's parser tests): a tensor and a shape, each a
+    result; a shape of a shape parameter's sizes and an empty one too."""
+    main = check_returns(tmp_path, """\
+@R.function
+def main(x: R.Tensor("float32"), y: R.Tensor("float32")):
+    m = T.int64()
+    n = T.int64()
+    x0 = R.match_cast(x, R.Tensor([m], "float32"))
+    with R.dataflow():
+        y0 = R.match_cast(y, R.Tensor([n], "float32"))
+        gv = y0
+        R.output(gv)
+    return (x0, R.shape([m, n * 2]))
+""", [np.arange(3, dtype="float32"), np.arange(4, dtype="float32")])
+    assert main.meta["returns"] == ["x_out0", {"shape": "shape_out1"}]  # type: ignore[attr-defined]
+    check_returns(tmp_path, """\
+@R.function
+def main(s: R.Shape(["m", "n"])):
+    m = T.int64()
+    n = T.int64()
+    return (R.shape([2 * m, 3 * n]), R.shape([]))
+""", [(4, 5)], levels=(0, 3), lib_args=[4, 5])
+
+
+def test_a_returned_prim_value_is_a_python_number(tmp_path: Path) -> None:
+    """`return R.prim_value(n * n)` of an `R.Prim(value="n")` parameter (TVM's
+    test_vm_symbolic_prim_value), a float parameter returned as it is, and a bool: 0-d
+    results the runtime returns as Python numbers."""
+    main = check_returns(tmp_path, """\
+@R.function
+def main(shape: R.Prim(value="n")):
+    n = T.int64()
+    return R.prim_value(n * n)
+""", [7])
+    assert main.meta["returns"] == {"prim": "value"}  # type: ignore[attr-defined]
+    check_returns(tmp_path, """\
+@R.function
+def main(x: R.Tensor((2, 3), "float32"), a: R.Prim("float32"), c: R.Prim("bool")):
+    b = R.prim_value(T.int32(5))
+    y = R.add(x, x)
+    return ((y, a), (c, b))
+""", [np.ones((2, 3), "float32"), 1.5, True])
+
+
+def test_tuples_of_the_function_own_are_indexed_and_returned(tmp_path: Path) -> None:
+    """`t = (x, y); z = t[0]` and a nested tuple returned through variables (TVM's
+    test_tuple_binding): normalize resolves `t[k]` to the field and a returned tuple variable
+    to its fields, so the results are the tensors and shapes themselves."""
+    main = check_returns(tmp_path, """\
+@R.function
+def main(x: R.Tensor("float32", ndim=2)):
+    n, m = T.int64(), T.int64()
+    x0 = R.match_cast(x, R.Tensor((n, m), "float32"))
+    t0 = (x, x0)
+    t1 = (x, R.shape([n, m]), t0)
+    return t1
+""", [np.arange(6, dtype="float32").reshape(2, 3)])
+    assert main.meta["returns"] == ["x_out0", {"shape": "shape_out1"},  # type: ignore[attr-defined]
+                                    ["x_out2", "x_out3"]]
+    check_returns(tmp_path, """\
+@R.function
+def main(x: R.Tensor((2, 3), "float32"), y: R.Tensor((2, 3), "float32")):
+    with R.dataflow():
+        t = (x, y)
+        z = R.add(t[0], t[1])
+        u = (t, z)
+        w = u[0][1]
+        v = R.multiply(w, z)
+        R.output(v, u)
+    return (u, v)
+""", [np.ones((2, 3), "float32"), np.full((2, 3), 2, "float32")])
+
+
+def test_a_returned_string_is_refused_at_its_binding(tmp_path: Path) -> None:
+    """A result that is no tensor, shape or scalar: the message says what a result may be."""
+    path = tmp_path / "str.tir"
     path.write_text(HEADER + """\
 @R.function
 def main(x: R.Tensor((2, 3), "float32")):
-    return R.shape([2, 3])
+    s = R.str("hi")
+    return (x, s)
 """)
-    from tirc.cli.compile_cmd import compile_file  # noqa: F401 (the CLI's own path)
-
     with pytest.raises(CompileError) as err:
-        compile_sample(path, tmp_path / "shape.so")
-    assert err.value.diagnostics[0].header() == \
-        f"{path}:7:12: error: lower-graph: a returned value must be a tensor, not R.Shape([2, 3])"
+        compile_sample(path, tmp_path / "str.so")
+    assert err.value.diagnostics[0].header() == (
+        f"{path}:7:5: error: lower-graph: a returned value must be a tensor, an R.Shape or an "
+        "R.Prim value (or a tuple of them), not R.Object")
 
 
 def test_sizes_declared_together(tmp_path: Path) -> None:
