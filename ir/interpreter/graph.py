@@ -40,7 +40,7 @@ from tirc.ir.graph import (
     TupleSInfo,
 )
 from tirc.ir.interpreter.expr import eval_expr
-from tirc.ir.interpreter.ops import OPS
+from tirc.ir.interpreter.ops import BROADCAST_BINARY, OPS
 from tirc.ir.interpreter.prim_func import CompiledPrimFunc
 from tirc.ir.interpreter.sparse_tensor import SparseValue, sparse_value
 from tirc.ir.interpreter.values import InterpreterError, np_dtype
@@ -224,6 +224,8 @@ class GraphRunner:
         if fn is None:
             raise InterpreterError(f"the interpreter has no implementation of R.{e.op}")
         args = [self.eval(a) for a in e.args]
+        if e.op in BROADCAST_BINARY:
+            args = [_scalar_operand(a, v) for a, v in zip(e.args, args)]
         attrs = {k: self.attr(v) for k, v in e.attrs.items()}
         try:
             with np.errstate(all="ignore"):
@@ -266,7 +268,12 @@ class GraphRunner:
             func = self.interp.mod.functions.get(callee.name)
             if not isinstance(func, PrimFunc):
                 raise InterpreterError(f"R.call_tir: no loop function named '{callee.name}'")
-            self.interp.prim_func(callee.name)(*_raw_arguments(func, inputs + outs, extra))
+            fields = e.args[1].fields if isinstance(e.args[1], Tuple) else [None] * len(inputs)
+            scalar = [_is_scalar_argument(f, v) for f, v in zip(fields, inputs)]
+            tensors = [v for v, sc in zip(inputs, scalar) if not sc]
+            prims = [v for v, sc in zip(inputs, scalar) if sc]
+            self.interp.prim_func(callee.name)(*_raw_arguments(func, tensors + outs,
+                                                               prims + extra))
         else:
             symbol = callee.symbol if isinstance(callee, ExternFunc) else str(self.eval(callee))
             fn = self.interp.externs.get(symbol)
@@ -276,9 +283,35 @@ class GraphRunner:
         return outs[0] if single else tuple(outs)
 
 
+def _prim_sinfo(e: GraphExpr | None) -> PrimSInfo | None:
+    """The `R.Prim` type of an argument expression (a literal or a variable), else None."""
+    s = PrimSInfo(e.value.dtype) if isinstance(e, PrimValue) else getattr(e, "struct_info", None)
+    return s if isinstance(s, PrimSInfo) else None
+
+
+def _scalar_operand(e: GraphExpr, value: Any) -> Any:
+    """A binary operator's operand; an `R.Prim` scalar as TVM broadcasts it, a tensor of shape
+    (1,) of its dtype (so a 0-d tensor and a scalar give shape (1,), as TVM's struct info)."""
+    s = _prim_sinfo(e)
+    if s is None:
+        return value
+    return np.asarray(value, dtype=np_dtype(s.dtype)).reshape(1)
+
+
+def _is_scalar_argument(e: GraphExpr | None, value: Any) -> bool:
+    """Whether a call_tir argument is an `R.Prim` scalar: by its type where the expression has
+    one, else by its value (an array or a sparse matrix is a tensor)."""
+    if _prim_sinfo(e) is not None:
+        return True
+    if getattr(e, "struct_info", None) is not None:
+        return False
+    return not isinstance(value, (np.ndarray, SparseValue))
+
+
 def _raw_arguments(func: PrimFunc, tensors: list[Any], scalars: list[Any]) -> list[Any]:
     """A call_tir's values as the loop function's parameters: a sparse tensor fills its
-    parameter's data and axis arrays (tensor_slots), the scalars fill the rest in order."""
+    parameter's data and axis arrays (tensor_slots), the scalars (its `R.Prim` arguments,
+    then its `tir_vars`) fill the rest in order."""
     try:
         slots = tensor_slots(func, [isinstance(t, SparseValue) for t in tensors])
     except CallMismatch as exc:

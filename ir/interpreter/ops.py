@@ -83,6 +83,13 @@ for _name, _fn in {
 }.items():
     OPS[_name] = _fn
 
+# The broadcasting binary operators, whose operands may be R.Prim scalars (see graph.py).
+BROADCAST_BINARY = frozenset(
+    ("add", "subtract", "multiply", "divide", "floor_divide", "maximum", "minimum", "power",
+     "mod", "floor_mod", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
+     "right_shift", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+     "logical_and", "logical_or", "logical_xor"))
+
 
 def _unary(name: str, fn: Callable[[np.ndarray], Any]) -> None:
     OPS[name] = lambda x: _like(fn(np.asarray(x)), x)

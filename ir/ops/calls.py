@@ -3,7 +3,9 @@
 `R.call_tir(kernel, (args,), out_sinfo=...)` is checked against the loop function: the number
 of tensors, their ranks and dtypes, and every buffer dimension that the arguments determine
 (`n` binds from the first buffer that has it as a dimension, or from the trailing
-`tir_vars` shape argument).
+`tir_vars` shape argument). An `R.Prim` argument (`R.prim_value(T.float32(1))`) fills a scalar
+parameter (`b: T.float32`): the scalar arguments fill the function's scalar parameters in
+order, then the `tir_vars` the rest (`call_scalars`), each of the parameter's dtype.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from tirc.ir.expr import PrimExpr, Var, binop, cast
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import (
     GlobalVar,
+    PrimSInfo,
     ShapeExpr,
     ShapeSInfo,
     SparseTensorSInfo,
@@ -106,40 +109,58 @@ def _call_tir(oc: OpCall) -> StructInfo:
     return _result(oc, outs)
 
 
-def _call_args(oc: OpCall) -> list[TensorSInfo | SparseTensorSInfo]:
-    """The struct info of a call's arguments: tensors of known shape, or sparse tensors."""
+def _call_args(oc: OpCall) -> list[TensorSInfo | SparseTensorSInfo | PrimSInfo]:
+    """The struct info of a call's arguments: tensors of known shape, sparse tensors, or
+    scalars (`R.Prim`) for the function's scalar parameters."""
     fields = oc.sinfo.get("args")
     if not isinstance(fields, tuple):
         oc.error("argument 'args' must be a tuple of tensors")
-    out: list[TensorSInfo | SparseTensorSInfo] = []
+    out: list[TensorSInfo | SparseTensorSInfo | PrimSInfo] = []
     for k, f in enumerate(fields):
-        if isinstance(f, SparseTensorSInfo) or (isinstance(f, TensorSInfo) and
-                                                f.shape is not None):
+        if isinstance(f, (SparseTensorSInfo, PrimSInfo)) or (isinstance(f, TensorSInfo) and
+                                                             f.shape is not None):
             out.append(f)
             continue
-        oc.error(f"element {k} of 'args' must be a tensor of known shape, got {sinfo_text(f)}")
+        oc.error(f"element {k} of 'args' must be a tensor of known shape or an R.Prim scalar, "
+                 f"got {sinfo_text(f)}")
     return out
 
 
+def call_scalars(func: PrimFunc, prims: Sequence[Any], tir_vars: Sequence[Any]
+                 ) -> dict[Var, Any] | None:
+    """The value of each scalar parameter of a call_tir's function: its `R.Prim` arguments
+    fill the scalar parameters in order, then the `tir_vars` the rest (None when the counts
+    differ)."""
+    scalars = [p for p in func.params if p not in func.buffer_map]
+    if len(scalars) != len(prims) + len(tir_vars):
+        return None
+    return dict(zip(scalars, [*prims, *tir_vars]))
+
+
 def check_call_tir(oc: OpCall, func: PrimFunc,
-                   inputs: Sequence[TensorSInfo | SparseTensorSInfo],
+                   args: Sequence[TensorSInfo | SparseTensorSInfo | PrimSInfo],
                    outs: list[StructInfo]) -> None:
-    """Tensors, ranks, dtypes and shapes of a call_tir against the loop function."""
+    """Tensors, scalars, ranks, dtypes and shapes of a call_tir against the loop function."""
+    places = [k for k, a in enumerate(args) if not isinstance(a, PrimSInfo)]
+    inputs = [args[k] for k in places]
+    prims = [(k, a) for k, a in enumerate(args) if isinstance(a, PrimSInfo)]
+    known = _check_scalars(oc, func, prims)
     if any(isinstance(a, SparseTensorSInfo) for a in inputs):
-        _check_sparse_call(oc, func, inputs, outs)
+        _check_sparse_call(oc, func, inputs, outs, known, len(prims))  # type: ignore[arg-type]
         return
     buffers = func.buffers
     scalars = [p for p in func.params if p not in func.buffer_map]
     tir_vars = tir_var_values(oc)
     tensors = list(inputs) + [s for s in outs if isinstance(s, TensorSInfo)]
-    if len(buffers) != len(tensors) or len(scalars) != len(tir_vars):
-        extra = f" and {len(scalars)} shape values" if scalars else ""
-        oc.error(f"{func.name} takes {len(buffers)} tensors{extra}, got {len(inputs)} inputs "
-                 f"and {len(outs)} outputs" + (f" and {len(tir_vars)} shape values"
-                                               if tir_vars else ""))
-    names = [f"argument {k}" for k in range(len(inputs))] + \
-        [f"output {k}" for k in range(len(outs))]
-    spans = [oc.element_span("args", k) for k in range(len(inputs))] + \
+    if len(buffers) != len(tensors) or len(scalars) != len(prims) + len(tir_vars):
+        extra = f" and {len(scalars)} scalars" if scalars else ""
+        given = [f"{len(inputs)} inputs"] + \
+            ([f"{len(prims)} R.Prim arguments"] if prims else []) + [f"{len(outs)} outputs"] + \
+            ([f"{len(tir_vars)} shape values"] if tir_vars else [])
+        oc.error(f"{func.name} takes {len(buffers)} tensors{extra}, got "
+                 f"{', '.join(given[:-1])} and {given[-1]}")
+    names = [f"argument {k}" for k in places] + [f"output {k}" for k in range(len(outs))]
+    spans = [oc.element_span("args", k) for k in places] + \
         [oc.element_span("out_sinfo", k) for k in range(len(outs))]
     for name, at, buf, t in zip(names, spans, buffers, tensors):
         if t.dtype is not None and t.dtype != buf.dtype:
@@ -151,14 +172,36 @@ def check_call_tir(oc: OpCall, func: PrimFunc,
     shapes = [t.shape for t in tensors]
     if any(s is None for s in shapes):
         return
-    values = bind_shape_vars(buffers, shapes, dict(zip(scalars, tir_vars)))  # type: ignore[arg-type]
+    values = bind_shape_vars(buffers, shapes,  # type: ignore[arg-type]
+                             {**known, **dict(zip(scalars[len(prims):], tir_vars))})
     for k, message in shape_mismatches(buffers, shapes, values):  # type: ignore[arg-type]
         oc.error(f"{names[k]} of {func.name} ({buffers[k].name}): {message}", spans[k])
 
 
+def _check_scalars(oc: OpCall, func: PrimFunc, prims: Sequence[tuple[int, PrimSInfo]]
+                   ) -> dict[Var, PrimExpr]:
+    """Each `R.Prim` argument against the scalar parameter it fills (in order, before the
+    `tir_vars`): a scalar parameter there, of the same dtype. Returns the known values."""
+    scalars = [p for p in func.params if p not in func.buffer_map]
+    known: dict[Var, PrimExpr] = {}
+    for j, (k, a) in enumerate(prims):
+        at = oc.element_span("args", k)
+        if j >= len(scalars):
+            oc.error(f"argument {k} of {func.name} is a scalar ({sinfo_text(a)}), but "
+                     f"{func.name} has {len(scalars)} scalar parameters", at)
+        p = scalars[j]
+        if a.dtype != p.dtype:
+            oc.error(f"argument {k} of {func.name} ({p.name}): expected R.Prim(\"{p.dtype}\"), "
+                     f"got {sinfo_text(a)}", at)
+        if isinstance(a.value, PrimExpr):
+            known[p] = a.value
+    return known
+
+
 def _check_sparse_call(oc: OpCall, func: PrimFunc,
                        inputs: Sequence[TensorSInfo | SparseTensorSInfo],
-                       outs: list[StructInfo]) -> None:
+                       outs: list[StructInfo], known: dict[Var, PrimExpr],
+                       n_prims: int) -> None:
     """A call_tir with sparse tensor arguments (tirc.ir.sparse.signature.tensor_slots): each
     fills a CSR/BSR parameter of the same dtype, index dtype, block and sizes."""
     args = list(inputs) + [s for s in outs if isinstance(s, TensorSInfo)]
@@ -168,7 +211,7 @@ def _check_sparse_call(oc: OpCall, func: PrimFunc,
         slots = tensor_slots(func, [isinstance(a, SparseTensorSInfo) for a in args])
     except CallMismatch as exc:
         oc.error(str(exc))
-    scalars = [p for p in func.params if p not in func.buffer_map]
+    scalars = [p for p in func.params if p not in func.buffer_map][n_prims:]
     tir_vars = tir_var_values(oc)
     if len(scalars) != len(tir_vars):
         oc.error(f"{func.name} takes {len(scalars)} shape values, got {len(tir_vars)}")
@@ -184,7 +227,7 @@ def _check_sparse_call(oc: OpCall, func: PrimFunc,
                      f"got {ndim_of(t)}")
     shapes = [t.shape for _, _, t in dense]  # type: ignore[union-attr]
     values = bind_shape_vars([b for _, b, _ in dense], shapes,  # type: ignore[arg-type]
-                             dict(zip(scalars, tir_vars)))
+                             {**known, **dict(zip(scalars, tir_vars))})
     for k, message in shape_mismatches([b for _, b, _ in dense], shapes,  # type: ignore[arg-type]
                                        values):
         oc.error(f"{dense[k][0]} of {func.name} ({dense[k][1].name}): {message}")

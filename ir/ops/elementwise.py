@@ -1,12 +1,17 @@
 """Elementwise operators: binary arithmetic, comparisons, bitwise and logical operators with
-NumPy broadcasting; unary math and predicates; `where`, `clip` and `astype`."""
+NumPy broadcasting; unary math and predicates; `where`, `clip` and `astype`.
+
+An operand of a binary operator may be an `R.Prim` scalar (`R.add(x, R.prim_value(...))`), as
+TVM's binary operators allow: it broadcasts as a tensor of shape `(1,)` of its dtype
+(`operand_sinfo`), so a tensor's shape is kept and a 0-d tensor gives `(1,)`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from tirc.ir.dtype import BOOL
-from tirc.ir.graph import StructInfo, TensorSInfo
+from tirc.ir.dtype import BOOL, INT64
+from tirc.ir.expr import IntImm
+from tirc.ir.graph import PrimSInfo, StructInfo, TensorSInfo
 from tirc.ir.ops.registry import OpCall, Param, register
 from tirc.ir.ops.sinfo_util import Shape, const_dim, dims_equal, ndim_of, shape_text
 
@@ -43,9 +48,23 @@ def broadcast_shapes(oc: OpCall, a: Shape, b: Shape) -> Shape:
     return tuple(reversed(out))
 
 
+def operand_sinfo(oc: OpCall, name: str) -> TensorSInfo:
+    """A binary operand's struct info: a tensor's own, an `R.Prim` scalar's as TVM broadcasts
+    it (a tensor of shape `(1,)`); two scalars are refused, their result not being a tensor."""
+    s = oc.sinfo.get(name)
+    if not isinstance(s, PrimSInfo):
+        return oc.tensor(name, known_shape=False)
+    if all(isinstance(oc.sinfo.get(n), PrimSInfo) for n in ("x1", "x2")):
+        oc.error("both operands are R.Prim scalars, whose result is an R.Prim (TVM's), not "
+                 "a tensor: not supported yet; make one operand a tensor")
+    return TensorSInfo((IntImm(1, INT64),), s.dtype, 1)
+
+
 def _binary(oc: OpCall) -> StructInfo:
-    x1, x2 = oc.tensor("x1", known_shape=False), oc.tensor("x2", known_shape=False)
-    dt = oc.same_dtype("x1", "x2")
+    x1, x2 = operand_sinfo(oc, "x1"), operand_sinfo(oc, "x2")
+    if x1.dtype is not None and x2.dtype is not None and x1.dtype != x2.dtype:
+        oc.error(f"dtype mismatch: {x1.dtype} and {x2.dtype}")
+    dt = x1.dtype if x1.dtype is not None else x2.dtype
     name = oc.op.name
     if name in BITWISE and dt is not None and not dt.is_int:
         oc.error(f"needs integer tensors, got {dt}")

@@ -24,6 +24,8 @@ from tirc.ir.graph import (
     GCall,
     GlobalVar,
     GVar,
+    PrimSInfo,
+    PrimValue,
     SeqExpr,
     ShapeExpr,
     TensorSInfo,
@@ -74,14 +76,21 @@ class _Group:
 
 def call_pattern(value: object, mod: IRModule) -> OpPattern:
     """The pattern of a bound value: a call_tir's kernel pattern (with or without `tir_vars`,
-    one or several outputs), else opaque."""
+    one or several outputs), else opaque. A call with an `R.Prim` argument stays opaque:
+    fuse-tir's groups take tensors only."""
     if isinstance(value, GCall) and value.op == "call_tir" and len(value.args) in (2, 3) \
             and isinstance(value.args[0], GlobalVar) and isinstance(value.args[1], Tuple) \
-            and (len(value.args) == 2 or isinstance(value.args[2], ShapeExpr)):
+            and (len(value.args) == 2 or isinstance(value.args[2], ShapeExpr)) \
+            and not any(_is_prim(a) for a in value.args[1].fields):
         func = mod.functions.get(value.args[0].name)
         if isinstance(func, PrimFunc) and value.sinfo_args:
             return pattern_of(func)
     return OpPattern.OPAQUE
+
+
+def _is_prim(e: object) -> bool:
+    """Whether a call argument is an `R.Prim` value rather than a tensor."""
+    return isinstance(e, PrimValue) or isinstance(getattr(e, "struct_info", None), PrimSInfo)
 
 
 def is_call_tir(b: Binding) -> bool:

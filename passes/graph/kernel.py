@@ -7,7 +7,9 @@ every stage is a loop nest around one `T.block` with its iteration variables, re
 regions and, for reductions, an `init`; temporaries are allocated in the root block.
 
 A size that is no whole dimension of any parameter buffer (only `n * 2` appears, say) cannot be
-bound from the buffers; it becomes a scalar parameter, given by `call_tir`'s `tir_vars`.
+bound from the buffers; it becomes a scalar parameter, given by `call_tir`'s `tir_vars`. An
+`R.Prim` operand that is not a constant (`scalar_operand`) is a scalar parameter before those,
+passed among the call's arguments.
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from dataclasses import dataclass, field
 from tirc.ir.attrs import NOALIAS
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import BOOL, HANDLE, DType
-from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, cast, const
+from tirc.ir.expr import BufferLoad, FloatImm, IntImm, PrimExpr, Var, binop, cast, const
 from tirc.ir.function import PrimFunc
-from tirc.ir.graph import Constant, GraphExpr, TensorSInfo
+from tirc.ir.graph import Constant, GraphExpr, PrimValue, TensorSInfo
 from tirc.ir.ops.sinfo_util import INT64, const_dim, dim, shape_vars
 from tirc.ir.stmt import (
     Block,
@@ -59,6 +61,7 @@ class Kernel:
     stages: list[Stmt] = field(default_factory=list)
     sizes: dict[Var, Var] = field(default_factory=dict)
     args: list[GraphExpr] = field(default_factory=list)
+    scalar_args: list[Var] = field(default_factory=list)  # R.Prim arguments, in order
 
     # ---- buffers -------------------------------------------------------------------------
 
@@ -87,6 +90,17 @@ class Kernel:
             return Operand(None, const(arg.value, arg.dtype), ())
         buf = self.input(name, arg, sinfo)
         return Operand(buf, None, buf.shape)
+
+    def scalar_operand(self, name: str, arg: GraphExpr, dt: DType) -> Operand:
+        """An elementwise operand that is an `R.Prim` scalar: a constant is folded in, anything
+        else is a scalar parameter (before the sizes, as R.call_tir fills them)."""
+        value = arg.value if isinstance(arg, PrimValue) else None
+        if isinstance(value, (IntImm, FloatImm)):
+            return Operand(None, cast(dt, value), ())
+        var = Var(name, dt)
+        self.scalar_args.append(var)
+        self.args.append(arg)
+        return Operand(None, var, ())
 
     def output(self, name: str, sinfo: TensorSInfo) -> Buffer:
         """A parameter buffer for a result (destination-passing style)."""
@@ -153,7 +167,8 @@ class Kernel:
                             if v not in bare and v not in forced]
         handles = [Var(f"{handle_prefix}{b.name}", HANDLE) for b in buffers]
         root = Block("root", (), (), (), seq(*self.stages), alloc_buffers=tuple(self.temps))
-        func = PrimFunc(self.name, (*handles, *scalars), dict(zip(handles, buffers)),
+        func = PrimFunc(self.name, (*handles, *self.scalar_args, *scalars),
+                        dict(zip(handles, buffers)),
                         BlockRealize((), TRUE, root), {NOALIAS: True})
         return func, [inverse[v] for v in scalars]
 

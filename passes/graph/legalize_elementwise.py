@@ -1,5 +1,6 @@
 """Legalization of elementwise operators: one spatial block over the output, with NumPy
-broadcasting of each operand."""
+broadcasting of each operand (an `R.Prim` operand of a binary operator is a scalar, constant or
+a parameter of the kernel)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ import math
 from collections.abc import Callable
 
 from tirc.ir.expr import Not, PrimExpr, binop, call, cast, const, select
-from tirc.ir.graph import StructInfo
+from tirc.ir.graph import PrimSInfo, StructInfo
 from tirc.ir.ops.elementwise import FLOAT_UNARY
 from tirc.ir.ops.registry import OpCall
-from tirc.passes.graph.kernel import Kernel
+from tirc.passes.graph.kernel import Kernel, Operand
 from tirc.passes.graph.legalize_table import kernel_name, legalizer, out_tensor
 
 Binary = Callable[[PrimExpr, PrimExpr], PrimExpr]
@@ -137,12 +138,19 @@ UNARY: dict[str, Callable[[PrimExpr], PrimExpr]] = {
 def binary(oc: OpCall, out: StructInfo) -> Kernel:
     name = kernel_name(oc.op.name)
     k = Kernel(name)
-    a = k.operand("A", oc.values["x1"], oc.tensor("x1"))
-    b = k.operand("B", oc.values["x2"], oc.tensor("x2"))
+    a, b = (_binary_operand(oc, k, x, n) for x, n in (("x1", "A"), ("x2", "B")))
     c = k.output(f"T_{name}", out_tensor(out))
     fn = BINARY[oc.op.name]
     k.compute(f"T_{name}", c, lambda i: fn(a.at(i, c.shape), b.at(i, c.shape)))
     return k
+
+
+def _binary_operand(oc: OpCall, k: Kernel, param: str, name: str) -> Operand:
+    """A binary operand: a tensor, or an `R.Prim` scalar (folded in, or a scalar parameter)."""
+    s = oc.sinfo.get(param)
+    if isinstance(s, PrimSInfo):
+        return k.scalar_operand(name.lower(), oc.values[param], s.dtype)
+    return k.operand(name, oc.values[param], oc.tensor(param))
 
 
 @legalizer(*UNARY)

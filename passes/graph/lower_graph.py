@@ -10,9 +10,11 @@ host function runs the kernels in order with no call overhead. Each `R.call_dps_
 a `tirc.call_packed` intrinsic call of the C function (see tirc.ir.packed_call). Returned values
 that no call writes (a parameter, a tensor returned twice) are copied into their result.
 An `R.Prim` parameter is a scalar parameter of the host function, in its place among the
-inputs. A parameter whose shape or dtype is unknown (`x: R.Tensor("float32")`) is taken with
-the type of the `R.match_cast` that refines it before any other use (`_refined_params`), so
-that the entry's argument checks make the match_cast's. An `R.Tuple` parameter of tensors is
+inputs; an `R.Prim` argument of a call_tir (a parameter, a binding, an `R.prim_value`) gives
+its value to the kernel's scalar parameter (tirc.ir.ops.calls.call_scalars). A parameter
+whose shape or dtype is unknown (`x: R.Tensor("float32")`) is taken with the type of the
+`R.match_cast` that refines it before any other use (`_refined_params`), so that the entry's
+argument checks make the match_cast's. An `R.Tuple` parameter of tensors is
 one parameter per field, consecutive (`t_0`, `t_1`; the metadata's `tuples` names them so that
 the runtime takes one tuple for them). An `if` becomes an `IfThenElse` on its condition, each
 branch running its own kernels; the call that computes a branch's result writes it into the
@@ -70,7 +72,7 @@ from tirc.ir.graph import (
     VarBinding,
 )
 from tirc.ir.module import IRModule
-from tirc.ir.ops.calls import shape_var_bindings
+from tirc.ir.ops.calls import call_scalars, shape_var_bindings
 from tirc.ir.ops.infer import infer_expr
 from tirc.ir.ops.sinfo_util import dim, shape_text, shape_vars, sinfo_text
 from tirc.ir.packed_call import call_packed
@@ -230,12 +232,19 @@ class _HostBuilder:
                 self.kernel.dims([v])
         return substitute(e, self.kernel.sizes)
 
+    def is_scalar(self, e: GraphExpr) -> bool:
+        """Whether `e` is an `R.Prim` value the host function has (a parameter, a binding, an
+        `R.prim_value(...)`)."""
+        return (isinstance(e, GVar) and e in self.prims) or isinstance(e, PrimValue)
+
+    def scalar(self, e: GraphExpr) -> PrimExpr:
+        """The loop-level value of an `R.Prim` value (is_scalar)."""
+        return self.prims[e] if isinstance(e, GVar) else self.prim(e.value)  # type: ignore[attr-defined]
+
     def condition(self, e: GraphExpr, aliases: dict[GVar, TensorId]) -> PrimExpr:
         """The scalar an `if` tests: an `R.Prim` value, or a 0-d boolean tensor's element."""
-        if isinstance(e, GVar) and e in self.prims:
-            return self.prims[e]
-        if isinstance(e, PrimValue):
-            return self.prim(e.value)
+        if self.is_scalar(e):
+            return self.scalar(e)
         s = getattr(e, "struct_info", None)
         if isinstance(s, TensorSInfo) and s.shape == ():
             buf = self.tensor(e, aliases)
@@ -301,7 +310,9 @@ class _HostBuilder:
             raise self.error(f"R.call_tir of '{callee.name}', which returns a value: R.call_tir "
                              "calls a function that writes its outputs", call)
         self.callees.add(callee.name)
-        args = call.args[1].fields if isinstance(call.args[1], Tuple) else (call.args[1],)
+        given = call.args[1].fields if isinstance(call.args[1], Tuple) else (call.args[1],)
+        args = [a for a in given if not self.is_scalar(a)]
+        prims = [self.scalar(a) for a in given if self.is_scalar(a)]
         outputs = [self.buffers[tid] for tid, _ in produced_tensors(call, b.var)]
         is_sparse = [isinstance(a, GVar) and a in self.sparse for a in args]
         try:
@@ -317,18 +328,18 @@ class _HostBuilder:
                 continue
             buffers += [callee.buffer_map[v] for v in (param, sp.indptr, sp.indices)]
             actual += self.sparse[a]
-        scalars = [p for p in callee.params if p not in callee.buffer_map]
         tir_vars: list[PrimExpr] = []
         if len(call.args) > 2 and isinstance(call.args[2], ShapeExpr):
             tir_vars = list(self.kernel.dims(call.args[2].values))
-        if len(scalars) != len(tir_vars):
-            raise self.error(f"{callee.name} takes {len(scalars)} shape values, got "
-                             f"{len(tir_vars)}", call)
+        known = call_scalars(callee, prims, tir_vars)
+        if known is None:
+            scalars = [p for p in callee.params if p not in callee.buffer_map]
+            raise self.error(f"{callee.name} takes {len(scalars)} scalars, got {len(prims)} "
+                             f"R.Prim arguments and {len(tir_vars)} shape values", call)
         mapping: dict[Any, Any] = dict(zip(buffers, actual))
         # A bare `Y.data` (an argument of a direct call) is the actual buffer's storage too.
         mapping.update({b.data: a.data for b, a in zip(buffers, actual)})
-        mapping.update(shape_var_bindings(buffers, [a.shape for a in actual],
-                                          dict(zip(scalars, tir_vars))))
+        mapping.update(shape_var_bindings(buffers, [a.shape for a in actual], known))
         body = fresh_copy(callee.body, mapping)
         self.items.append(BlockNames(self.block_names).visit(body))
 

@@ -501,3 +501,110 @@ class MyMod:
         y = x[0]
         return y
 """, [x])  # type: ignore[list-item]
+
+
+PRIM_ARGUMENTS = """\
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def add(lhs: T.Buffer((4, 8), "float32"), rhs: T.float32, out: T.Buffer((4, 8), "float32")):
+        for i, j in T.grid(4, 8):
+            with T.block("add"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                out[vi, vj] = lhs[vi, vj] + rhs
+
+    @T.prim_func(private=True)
+    def scale(x: T.handle, s: T.float32, k: T.int64, y: T.handle):
+        n = T.int64()
+        X = T.match_buffer(x, (n, 8))
+        Y = T.match_buffer(y, (n, 8))
+        for i, j in T.grid(n, 8):
+            with T.block("scale"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                Y[vi, vj] = X[vi, vj] * s + T.Cast("float32", k)
+
+    @R.function
+    def main(x: R.Tensor((4, 8), "float32"), y: R.Prim("float32")):
+        cls = Module
+        with R.dataflow():
+            a = R.call_tir(cls.add, (x, y), R.Tensor((4, 8), dtype="float32"))
+            h = R.prim_value(T.float32(0.5))
+            b = R.call_tir(cls.scale, (a, h, R.prim_value(T.int64(3))),
+                           R.Tensor((4, 8), dtype="float32"))
+            c = R.call_tir(cls.add, (b, R.prim_value(T.float32(-1.25))),
+                           R.Tensor((4, 8), dtype="float32"))
+            R.output(c)
+        return c
+"""
+
+
+def test_prim_arguments_of_call_tir_fill_the_scalar_parameters(tmp_path: Path) -> None:
+    """TVM's `R.call_tir(cls.add, (x, y), ...)` with `y: R.Prim("float32")` (and literal
+    `R.prim_value`s): each scalar fills the next scalar parameter, wherever it stands."""
+    x = np.arange(32, dtype="float32").reshape(4, 8)
+    args = [x, np.float32(0.75)]
+    np.testing.assert_array_equal(interpret(parse(HEADER + PRIM_ARGUMENTS), args)[0],
+                                  (x + 0.75) * 0.5 + 3 - 1.25)
+    check(tmp_path, PRIM_ARGUMENTS, args, levels=(0, 1, 2, 3))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ("T.float32(0.5)", "T.int32(1)",
+     '30:43: error: R.call_tir: argument 1 of scale (s): expected R.Prim("float32"), got '
+     'R.Prim("int32")'),
+    ("(a, h, R.prim_value(T.int64(3)))", "(a, h, x)",
+     "30:17: error: R.call_tir: scale takes 2 tensors and 2 scalars, got 2 inputs, 1 R.Prim "
+     "arguments and 1 outputs"),
+])
+def test_a_prim_argument_that_does_not_fit_is_refused(tmp_path: Path, old: str, new: str,
+                                                      message: str) -> None:
+    path = tmp_path / "bad.tir"
+    path.write_text(HEADER + PRIM_ARGUMENTS.replace(old, new))
+    with pytest.raises(CompileError) as err:
+        compile_sample(path, tmp_path / "bad.so")
+    assert err.value.diagnostics[0].header() == f"{path}:{message}"
+
+
+PRIM_OPERANDS = """\
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 8), "float32"), y: R.Prim("float32"), z: R.Tensor((), "float32")):
+        with R.dataflow():
+            a = R.add(x, y)
+            b = R.divide(a, R.prim_value(T.float32(2)))
+            c = R.subtract(y, b)
+            d = R.multiply(c, c)
+            e = R.add(z, y)
+            f = R.less(y, d)
+            R.output(d, e, f)
+        return (d, e, f)
+"""
+
+
+def test_prim_operands_of_binary_operators_broadcast(tmp_path: Path) -> None:
+    """TVM's `R.add(x, y)` with `y: R.Prim("float32")`: the scalar broadcasts as a tensor of
+    shape (1,), so a 0-d tensor plus a scalar has shape (1,), as TVM infers."""
+    x = np.arange(32, dtype="float32").reshape(4, 8)
+    y, z = np.float32(0.75), np.asarray(1.5, "float32")
+    d = (y - (x + y) / np.float32(2)) ** 2
+    want = interpret(parse(HEADER + PRIM_OPERANDS), [x, y, z])  # type: ignore[list-item]
+    np.testing.assert_array_equal(want[0], d)
+    np.testing.assert_array_equal(want[1], np.array([2.25], "float32"))
+    np.testing.assert_array_equal(want[2], y < d)
+    check(tmp_path, PRIM_OPERANDS, [x, y, z], levels=(0, 1, 2, 3))  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    ("R.add(x, R.prim_value(T.int32(1)))", "R.add: dtype mismatch: float32 and int32"),
+    ("R.add(y, y)", "R.add: both operands are R.Prim scalars, whose result is an R.Prim "
+                    "(TVM's), not a tensor: not supported yet; make one operand a tensor"),
+])
+def test_prim_operands_that_do_not_fit_are_refused(tmp_path: Path, call: str,
+                                                   message: str) -> None:
+    path = tmp_path / "prim.tir"
+    path.write_text(HEADER + '@R.function\ndef main(x: R.Tensor((4,), "float32"), '
+                    f'y: R.Prim("float32")):\n    a = {call}\n    return a\n')
+    with pytest.raises(CompileError) as err:
+        compile_sample(path, tmp_path / "prim.so")
+    assert err.value.diagnostics[0].header() == f"{path}:7:9: error: {message}"
