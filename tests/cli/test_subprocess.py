@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 from cli_inputs import ADD_ONE, LIB, USES_LIB
@@ -79,3 +80,23 @@ def test_failed_compile_leaves_no_output_and_no_depfile(run_tirc, tmp_path: Path
     assert "Traceback" not in r.stderr
     assert (tmp_path / "out.tir").read_text() == "old\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.tir", "out.tir"]
+
+
+def test_output_through_a_pipe_arrives_whole(run_tirc, tmp_path: Path) -> None:
+    """The process leaves without the interpreter's teardown (cli.main.exit_now), after
+    flushing: everything written to standard output reaches the reader."""
+    (tmp_path / "add_one.tir").write_text(ADD_ONE)
+    assert run_tirc("add_one.tir", "--emit", "ll", "-o", "f.ll", cwd=tmp_path).returncode == 0
+    r = run_tirc("add_one.tir", "--emit", "ll", "-o", "-", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == (tmp_path / "f.ll").read_text() and len(r.stdout) > 1000
+
+
+def test_exit_now_keeps_sys_exit_codes() -> None:
+    """exit_now(code) ends the process as sys.exit(code) would: None is 0, a number is itself,
+    a message goes to standard error with status 1."""
+    for code, status, err in (("None", 0, ""), ("3", 3, ""), ("'stop here'", 1, "stop here\n")):
+        r = subprocess.run([sys.executable, "-c", "import sys; sys.stdout.write('kept'); "
+                            f"from tirc.cli.main import exit_now; exit_now({code})"],
+                           capture_output=True, text=True, timeout=60)
+        assert (r.returncode, r.stdout, r.stderr) == (status, "kept", err)
