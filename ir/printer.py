@@ -457,7 +457,9 @@ class FuncPrinter:
         if f.attrs:
             self.emit(body_depth, f"T.func_attr({self.attr_dict(f.attrs)})")
         defined = {id(v) for v in f.params}
-        sized = [buf for _, buf, _ in matches] + [f.buffer_map[v] for v in sparse]
+        # in parameter order: `sparse` is a set, whose order would change the printed text
+        sized = [buf for _, buf, _ in matches] + [f.buffer_map[v] for v in f.params
+                                                  if v in sparse]
         for buf in sized:
             for sv in free_vars(buf.shape, buf.strides, buf.elem_offset):
                 if id(sv) not in defined:

@@ -3,6 +3,11 @@ ones get diagnostics at their place."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from tirc.frontend import parse
 from tirc.ir import structural_equal
@@ -175,3 +180,18 @@ def test_bad_sparse_programs_get_diagnostics(case: str) -> None:
     diags = info.value.diagnostics
     assert any(d.span is not None and (d.span.line, d.span.col) == (line, col)
                and message in d.message for d in diags), [(d.span, d.message) for d in diags]
+
+
+def test_printing_does_not_depend_on_the_hash_seed() -> None:
+    """The sizes a sparse function declares print in parameter order: the printer once took
+    them from a set, and the text changed from one process to the next."""
+    sample = Path(__file__).resolve().parents[2] / "samples" / "attention" / \
+        "paged_decode_sparse.tir"
+    code = ("import sys; from tirc.frontend import parse_file; from tirc.ir.printer import "
+            f"print_module; sys.stdout.write(print_module(parse_file({str(sample)!r})))")
+    texts = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True, env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
+             for seed in range(4)}
+    assert len(texts) == 1
+    (text,) = texts
+    assert text.index("num_pages = T.int32()") < text.index("nnz_pages = T.int32()")
