@@ -136,3 +136,16 @@ VOID = DType("void", 0)
 
 SCALAR_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                 "float16", "bfloat16", "float32", "float64")
+
+
+def wrap_int(value: int, dt: DType) -> int:
+    """`value` reduced to the range of integer dtype `dt` (two's complement wrap-around)."""
+    if dt.is_bool:
+        return 1 if value else 0
+    bits = dt.bits
+    if dt.kind == "uint":
+        return value & ((1 << bits) - 1)
+    half = 1 << (bits - 1)
+    if -half <= value < half:
+        return value
+    return ((value + half) & ((1 << bits) - 1)) - half

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tirc.ir import intrinsics as intrin
-from tirc.ir.dtype import BOOL, INT32, INT64, DType, dtype
+from tirc.ir.dtype import BOOL, INT32, INT64, DType, dtype, wrap_int
 from tirc.ir.node import IdentityNode, Node
 
 ARITH_OPS = ("add", "sub", "mul", "div", "floordiv", "floormod", "truncdiv", "truncmod",
@@ -321,8 +321,11 @@ def cast(dt: DType | str, value: ExprLike) -> PrimExpr:
     if value.dtype == dt:
         return value
     if isinstance(value, IntImm) and dt.lanes == 1:
-        return const(value.value if not dt.is_float else float(value.value), dt) \
-            if not dt.is_bool else IntImm(int(bool(value.value)), dt)
+        if dt.is_bool:
+            return IntImm(int(bool(value.value)), dt)
+        if dt.is_int:
+            return IntImm(wrap_int(value.value, dt), dt)  # a narrowing cast wraps
+        return const(float(value.value), dt)
     if isinstance(value, FloatImm) and dt.is_float and dt.lanes == 1:
         return FloatImm(value.value, dt)
     return Cast(value, dt)

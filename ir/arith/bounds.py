@@ -261,9 +261,13 @@ def _bound_binop(e: BinOp, lookup: VarLookup, memo: BoundMemo | None) -> Bound:
 
 
 def _clip_to_dtype(b: Bound, dt: DType) -> Bound:
-    """A bound that may leave the dtype's range wraps: then only the dtype range is known."""
+    """A bound that may leave the dtype's range wraps: then only the dtype range is known.
+    An unknown end may leave it too, unless the dtype is int32 or int64, whose arithmetic
+    never overflows (compiled code takes it as undefined, as C and TVM do)."""
     lo, hi = _full_dtype_range(dt)
     if (b[0] is not None and b[0] < lo) or (b[1] is not None and b[1] > hi):
+        return dtype_bound(dt)
+    if None in b and not (dt.kind == "int" and dt.bits >= 32):
         return dtype_bound(dt)
     return b
 
@@ -275,5 +279,11 @@ def _bound_cast(e: Cast, lookup: VarLookup, memo: BoundMemo | None) -> Bound:
     if e.dtype.is_bool:
         return (0, 1)
     if src.is_int or src.is_bool:
-        return _clip_to_dtype(const_int_bound(e.value, lookup, memo), e.dtype)
+        lo, hi = const_int_bound(e.value, lookup, memo)
+        if src.kind == "uint":
+            # an unknown end of an unsigned source is its dtype's end, which may wrap in the
+            # target (uint64 values above 2**63 are negative int64s)
+            top = _full_dtype_range(src)[1]
+            lo, hi = 0 if lo is None else lo, top if hi is None else hi
+        return _clip_to_dtype((lo, hi), e.dtype)
     return dtype_bound(e.dtype)

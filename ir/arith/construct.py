@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tirc.ir.arith.fold import trunc_div, trunc_mod
-from tirc.ir.arith.linear import wrap_int
+from tirc.ir.dtype import wrap_int
 from tirc.ir.expr import BinOp, Broadcast, Call, IntImm, PrimExpr, Ramp, binop, cast
 from tirc.ir.visitor import Mutator, any_node
 

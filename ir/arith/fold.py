@@ -12,8 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tirc.ir.arith.linear import wrap_int
-from tirc.ir.dtype import BOOL, DType
+from tirc.ir.dtype import BOOL, DType, wrap_int
 from tirc.ir.expr import FloatImm, IntImm, PrimExpr
 
 

@@ -10,21 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tirc.ir.dtype import DType
+from tirc.ir.dtype import DType, wrap_int
 from tirc.ir.expr import BinOp, IntImm, PrimExpr
-
-
-def wrap_int(value: int, dt: DType) -> int:
-    """`value` reduced to the range of integer dtype `dt` (two's complement wrap-around)."""
-    if dt.is_bool:
-        return 1 if value else 0
-    bits = dt.bits
-    if dt.kind == "uint":
-        return value & ((1 << bits) - 1)
-    half = 1 << (bits - 1)
-    if -half <= value < half:
-        return value
-    return ((value + half) & ((1 << bits) - 1)) - half
 
 
 @dataclass
@@ -70,8 +57,13 @@ class Linear:
 
 
 def is_index_dtype(dt: DType) -> bool:
-    """Scalar integers (not bool): the dtypes the linear form applies to."""
-    return dt.is_int and dt.lanes == 1
+    """Scalar signed integers of 32 or 64 bits: the dtypes the linear form applies to.
+
+    Their arithmetic is taken not to overflow (the LLVM backend marks it `nsw`, as TVM does),
+    so `x * 2 // 2` is `x` and `x + 1 > x` holds. Narrower and unsigned integers wrap (in the
+    interpreter and in compiled code alike), where those rewrites would change the value.
+    """
+    return dt.kind == "int" and dt.bits >= 32 and dt.lanes == 1
 
 
 LinearMemo = dict[int, tuple[PrimExpr, Linear]]

@@ -12,9 +12,10 @@ import math
 from typing import TYPE_CHECKING
 
 from tirc.ir import intrinsics as intrin
+from tirc.ir.arith.bounds import bound_mul
 from tirc.ir.arith.fold import fold_binop, fold_cast, is_false, is_true
 from tirc.ir.arith.linear import Linear, from_linear, is_index_dtype
-from tirc.ir.dtype import BOOL
+from tirc.ir.dtype import BOOL, DType
 from tirc.ir.expr import (
     BinOp,
     Broadcast,
@@ -189,7 +190,7 @@ class Rewriter:
             return Cast(v.value, e.dtype, span=e.span)  # through a type that loses nothing
         if isinstance(v, BinOp) and v.op in ("add", "sub", "mul") and e.dtype.is_int and \
                 v.dtype.is_int and e.dtype.bits > v.dtype.bits and e.dtype.kind == v.dtype.kind \
-                and all(self._fits(x, v.dtype) for x in (v, v.a, v.b)):
+                and self._exact_in(v, v.dtype):
             # widening a sum that does not overflow: widen its operands (int64(int32(x) + 31)
             # becomes x + 31 when x is an int64 index)
             wide = BinOp(v.op, self.visit(Cast(v.a, e.dtype)), self.visit(Cast(v.b, e.dtype)),
@@ -197,12 +198,31 @@ class Rewriter:
             return self.visit(wide)
         return e if v is e.value else Cast(v, e.dtype, span=e.span)
 
-    def _fits(self, x: PrimExpr, dt: object) -> bool:
+    def _exact_in(self, v: BinOp, dt: DType) -> bool:
+        """Whether `v` (an add, sub or mul) never wraps in `dt`: its operands' bounds give a
+        result inside the dtype's range (the bound of `v` itself is clipped to that range when
+        it may wrap, so it cannot tell)."""
+        a, b = self.an.bound_of(v.a), self.an.bound_of(v.b)
+        if None in a or None in b:
+            return False
+        if v.op == "mul":
+            lo, hi = bound_mul(a, b)
+        elif v.op == "add":
+            lo, hi = a[0] + b[0], a[1] + b[1]  # type: ignore[operator]
+        else:
+            lo, hi = a[0] - b[1], a[1] - b[0]  # type: ignore[operator]
+        return self._fits_range(lo, hi, dt)
+
+    def _fits(self, x: PrimExpr, dt: DType) -> bool:
         """Whether every value `x` takes (by the analyzer's bounds) is one of `dt`'s."""
-        bits = dt.bits  # type: ignore[attr-defined]
-        tlo, thi = ((0, (1 << bits) - 1) if dt.kind == "uint"  # type: ignore[attr-defined]
+        return self._fits_range(*self.an.bound_of(x), dt)
+
+    @staticmethod
+    def _fits_range(lo: int | None, hi: int | None, dt: DType) -> bool:
+        """Whether [lo, hi] (None: unknown) lies inside integer dtype `dt`'s range."""
+        bits = dt.bits
+        tlo, thi = ((0, (1 << bits) - 1) if dt.kind == "uint"
                     else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1))
-        lo, hi = self.an.bound_of(x)
         return lo is not None and hi is not None and tlo <= lo and hi <= thi
 
     def visit_Call(self, e: Call) -> PrimExpr:

@@ -17,6 +17,7 @@ from tirc.ir.expr import (
     Ramp,
     Var,
     binop,
+    cast,
     const,
     if_then_else,
     logical_and,
@@ -34,6 +35,7 @@ F32 = dtype("float32")
 x, y, z, n, i = var("x"), var("y"), var("z"), var("n"), var("i")
 c = var("c", "bool")
 a = var("a", "float32")
+I8, U8 = var("x_i8", "int8"), var("x_u8", "uint8")
 
 
 def rng(lo: int, extent: PrimExpr | int) -> Range:
@@ -133,6 +135,19 @@ CASES = [
     (FloatImm(1.0, F32) % FloatImm(0.0, F32), None, "T.float32(1.0) % T.float32(0.0)"),
     # lets
     (Let(y, x + 1, y * 2 - y, dtype("int32")), None, "T.Let(y, where={y: x + 1})"),
+    # narrow and unsigned integers wrap: no rule that assumes they do not overflow applies
+    (binop("floordiv", U8 * IntImm(3, U8.dtype), IntImm(3, U8.dtype)), None,
+     "x_u8 * T.uint8(3) // T.uint8(3)"),
+    (binop("floordiv", I8 * IntImm(2, I8.dtype), IntImm(2, I8.dtype)), None,
+     "x_i8 * T.int8(2) // T.int8(2)"),
+    (BinOp("gt", I8 + IntImm(1, I8.dtype), I8, dtype("bool")), None, "x_i8 + T.int8(1) > x_i8"),
+    (Cast(U8 + IntImm(200, U8.dtype), dtype("uint32")), None,
+     'T.Cast("uint32", x_u8 + T.uint8(200))'),
+    (minimum(IntImm(0, dtype("int64")), Cast(Cast(I8, dtype("uint64")), dtype("int64"))), None,
+     'T.min(T.int64(0), T.Cast("int64", T.Cast("uint64", x_i8)))'),
+    # ... while int32 and int64 do not overflow (compiled code takes overflow as undefined)
+    (x * 2 // 2, None, "x"),
+    (BinOp("gt", x + 1, x, dtype("bool")), None, "True"),
 ]
 
 
@@ -247,3 +262,12 @@ def test_can_prove_function() -> None:
 def test_var_identity_not_name() -> None:
     other_x = Var("x")
     assert text(x - other_x) == "x - x"
+
+
+def test_cast_of_an_integer_constant_wraps_into_the_dtype() -> None:
+    """`T.Cast("uint64", T.int32(-2))` is the constant 2**64 - 2, which prints and parses
+    back (it was an out-of-range uint64 -2, printed as text that does not parse)."""
+    assert print_node(cast("uint64", IntImm(-2))) == "T.uint64(18446744073709551614)"
+    assert print_node(cast("int8", IntImm(300))) == "T.int8(44)"
+    assert print_node(cast("uint8", IntImm(-1))) == "T.uint8(255)"
+    assert print_node(cast("bool", IntImm(-1))) == "True"
