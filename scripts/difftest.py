@@ -1,9 +1,11 @@
-"""The long differential run: random loop and graph functions, interpreted and compiled at
--O0..-O3 (graph functions also as static and dynamic megakernels), with -fbounds-check, and run
-through the GPU pipeline in the GPU interpreter; every disagreement is printed with its seed.
+"""The long differential run: random loop, expression and graph functions, interpreted and
+compiled at -O0..-O3 (graph functions also as static and dynamic megakernels), with
+-fbounds-check, and run through the GPU pipeline in the GPU interpreter; every disagreement is
+printed with its seed.
 
     .venv/bin/python scripts/difftest.py --count 10000 --jobs 2   # the figures in the note
     .venv/bin/python scripts/difftest.py --count 200 --kind graph --start 5000
+    .venv/bin/python scripts/difftest.py --count 500 --kind expr   # scalar semantics, all dtypes
     .venv/bin/python scripts/difftest.py --show loop 28           # print the program of a seed
     python scripts/difftest.py --cuda sm_90 --count 500           # PTX on a real GPU instead
 
@@ -25,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from difftest import builds as B  # noqa: E402
+from difftest.expr_programs import expr_case  # noqa: E402
 from difftest.graph_programs import graph_case  # noqa: E402
 from difftest.harness import Build, Checker, Finding, Report  # noqa: E402
 from difftest.loop_programs import loop_case  # noqa: E402
@@ -37,6 +40,7 @@ GRAPH_BUILDS = [Build(0), Build(1), Build(2), Build(3), Build(2, "static"),
 KINDS = {
     "loop": (loop_case, LOOP_BUILDS, B.interpret_loop, B.run_loop, B.loop_labels, 100),
     "graph": (graph_case, GRAPH_BUILDS, B.interpret_graph, B.run_graph, B.graph_labels, 40),
+    "expr": (expr_case, LOOP_BUILDS, B.interpret_loop, B.run_loop, B.loop_labels, 100),
 }
 
 
@@ -107,7 +111,9 @@ def table(reports: dict[str, Report]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=1000, help="programs in all (default 1000)")
-    ap.add_argument("--kind", choices=("both", "loop", "graph"), default="both")
+    ap.add_argument("--kind", choices=("both", "loop", "graph", "expr"), default="both",
+                    help="both: loop and graph functions; expr: scalar expressions in every "
+                         "dtype (tests/difftest/expr_programs.py)")
     ap.add_argument("--graph-share", type=float, default=0.3,
                     help="share of graph functions when --kind both (default 0.3)")
     ap.add_argument("--start", type=int, default=100_000,
@@ -126,10 +132,9 @@ def main(argv: list[str] | None = None) -> int:
         program = KINDS[kind][0](seed)
         print(IRModule({program.name: program.func}).script())
         return 0
-    counts = {"loop": args.count, "graph": 0} if args.kind == "loop" else \
-        {"loop": 0, "graph": args.count} if args.kind == "graph" else \
-        {"graph": round(args.count * args.graph_share),
-         "loop": args.count - round(args.count * args.graph_share)}
+    graphs = round(args.count * args.graph_share)
+    counts = {args.kind: args.count} if args.kind != "both" else \
+        {"graph": graphs, "loop": args.count - graphs}
     reports: dict[str, Report] = {}
     start = time.time()
     with tempfile.TemporaryDirectory(prefix="difftest") as tmp:
