@@ -5,8 +5,11 @@
 - `parallel_dependence`: a `T.parallel` or `T.vectorized` loop over a reduction axis, with a
   dependence between blocks (the checks `sch.parallel` and `sch.vectorize` make), or whose
   iterations touch the same element with one of them writing;
-- `missing_init`: a reduction block that accumulates into its output with no `T.init` and no
-  earlier write of that output (a warning: it adds to whatever the output held).
+- `missing_init`: a reduction block that accumulates into its output with no `T.init`, no
+  earlier write of that output and no init of its own on the first reduction iteration
+  (`if vk == 0:`, TVM's lowered form) (a warning: it adds to whatever the output held);
+- `unwritten_reads`: a read of a buffer the function allocates and nothing writes (a warning:
+  the values read are whatever the memory held).
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ from collections.abc import Iterator
 
 from tirc.ir.arith import simplify
 from tirc.ir.diagnostics import Diagnostic
-from tirc.ir.expr import BufferLoad, IntImm, binop
+from tirc.ir.expr import BinOp, BufferLoad, IntImm, PrimExpr, Var, binop
 from tirc.ir.function import PrimFunc
 from tirc.ir.printer import print_node
-from tirc.ir.stmt import Allocate, BufferStore, For, ForKind, IterKind
-from tirc.ir.visitor import post_order_visit
+from tirc.ir.stmt import Allocate, Block, BufferStore, For, ForKind, IfThenElse, IterKind
+from tirc.ir.structural import same_expr
+from tirc.ir.visitor import Visitor, post_order_visit
 from tirc.passes.schedule.dependence import check_iter_kinds, check_not_carried, child_sites
 from tirc.passes.schedule.loops import outer_analyzer
 from tirc.passes.schedule.state import ScheduleError
@@ -137,7 +141,8 @@ def missing_init(sites: Sites) -> Iterator[Diagnostic]:
         mine = {id(n) for n in _nodes(blk.body)}
         first = min((order[i] for i in mine if i in order), default=None)
         for s in stores:
-            if s.buffer.data not in loads or first is None:
+            if s.buffer.data not in loads or first is None \
+                    or _initialised_on_first_iteration(blk, s.buffer.data):
                 continue
             earlier = [a for a in sites.accesses[:first]
                        if a.is_write and a.buffer.data is s.buffer.data]
@@ -150,7 +155,98 @@ def missing_init(sites: Sites) -> Iterator[Diagnostic]:
                 break
 
 
+def _initialised_on_first_iteration(blk: Block, data: Var) -> bool:
+    """Whether the block starts its accumulator itself, as TVM's LowerInitBlock writes its
+    init: `if vk == 0: B[i] = 0` (every reduction variable at the start of its domain),
+    storing a value that does not read the accumulator."""
+    starts = {iv.var: iv.dom.min for iv in blk.iter_vars if iv.kind == IterKind.REDUCE}
+    found = False
+
+    def visit(n: object) -> None:
+        nonlocal found
+        if isinstance(n, IfThenElse) and n.else_case is None \
+                and _first_iteration(n.condition, starts) \
+                and any(isinstance(x, BufferStore) and x.buffer.data is data
+                        and not any(isinstance(y, BufferLoad) and y.buffer.data is data
+                                    for y in _nodes(x.value))
+                        for x in _nodes(n.then_case)):
+            found = True
+
+    post_order_visit(blk.body, visit)
+    return found
+
+
+def _first_iteration(cond: PrimExpr, starts: dict[Var, PrimExpr]) -> bool:
+    """`cond` is a conjunction of `v == start` covering every reduction variable."""
+    terms: list[PrimExpr] = []
+    stack = [cond]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, BinOp) and e.op == "and":
+            stack += [e.a, e.b]
+        else:
+            terms.append(e)
+    seen: set[Var] = set()
+    for t in terms:
+        if not (isinstance(t, BinOp) and t.op == "eq"):
+            return False
+        v, c = (t.a, t.b) if isinstance(t.a, Var) else (t.b, t.a)
+        if not isinstance(v, Var) or v not in starts or not same_expr(c, starts[v]):
+            return False
+        seen.add(v)
+    return seen == set(starts)
+
+
 def _nodes(body: object) -> list[object]:
     found: list[object] = []
     post_order_visit(body, found.append)
     return found
+
+
+def unwritten_reads(func: PrimFunc, sites: Sites) -> Iterator[Diagnostic]:
+    """Reads of a buffer the function allocates that no store, call or block can write."""
+    allocated = set(sites.allocated_in)
+    if not allocated:
+        return
+    written = {a.buffer.data for a in sites.accesses if a.is_write}
+    escapes = _Escapes(allocated)
+    escapes.visit(func.body)
+    reported: set[Var] = set()
+    for a in sites.accesses:
+        data = a.buffer.data
+        if a.is_write or data not in allocated or data in written or data in escapes.found \
+                or data in reported:
+            continue
+        reported.add(data)
+        yield Diagnostic("warning", f"read of {_access_text(a)}, which nothing writes: "
+                         f"'{a.buffer.name}' is allocated by the function and never stored "
+                         "to, so the values read are undefined", a.span)
+
+
+class _Escapes(Visitor):
+    """The data variables of allocated buffers that something other than a load or store of
+    the buffer uses (a call's argument, a match_buffer's source, an alias, a block's declared
+    write, an initialised allocation): such storage may be written where no store shows it."""
+
+    def __init__(self, allocated: set[Var]) -> None:
+        self.allocated = allocated
+        self.found: set[Var] = set()
+
+    def visit_Var(self, v: Var) -> None:
+        if v in self.allocated:
+            self.found.add(v)
+
+    def visit_BufferLoad(self, e: BufferLoad) -> None:
+        self.visit(e.indices)
+
+    def visit_BufferStore(self, s: BufferStore) -> None:
+        self.visit((s.value, s.indices))
+
+    def visit_Allocate(self, s: Allocate) -> None:
+        if s.init is not None:
+            self.found.add(s.buffer.data)
+        self.visit((s.init, s.body))
+
+    def visit_Block(self, b: Block) -> None:
+        # a declared read writes nothing; the block's own allocations are definitions
+        self.visit((b.iter_vars, b.writes, b.match_buffers, b.annotations, b.init, b.body))

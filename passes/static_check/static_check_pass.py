@@ -4,7 +4,8 @@ Errors (each a `file:line:col` diagnostic, all of a module reported at once): an
 index provably leaves its buffer, a block binding that provably leaves its domain, a
 `T.parallel` or `T.vectorized` loop over a reduction axis or whose iterations touch the same
 element with one of them writing. Warnings (errors under `-Werror`): a reduction without
-`T.init` that accumulates into an output nothing initialised. The pass runs on the program as
+`T.init` that accumulates into an output nothing initialised, and a read of storage the
+function allocates that nothing writes. The pass runs on the program as
 written, before schedules and the graph lowering add functions of their own; accesses it
 cannot decide are left to `-fbounds-check`.
 """
@@ -16,32 +17,41 @@ from dataclasses import dataclass
 from tirc.ir.diagnostics import MAX_ERRORS, CompileError, Diagnostic
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
+from tirc.ir.parallel_private import privatize_parallel_buffers
 from tirc.passes.pass_base import Pass, PassContext
 from tirc.passes.static_check.rules import (
     binding_outside_domain,
     missing_init,
     out_of_bounds,
     parallel_dependence,
+    unwritten_reads,
 )
 from tirc.passes.static_check.sites import collect_sites
 
 
 def check_function(func: PrimFunc) -> list[Diagnostic]:
-    """Every diagnostic for one loop function, in rule order."""
+    """Every diagnostic for one loop function, in rule order (read with its parallel-private
+    buffers allocated in their loops, as the compiler and the interpreter run it)."""
+    body = privatize_parallel_buffers(func.body)
+    if body is not func.body:
+        func = func.replace(body=body)  # type: ignore[assignment]
     sites = collect_sites(func)
     found = [*binding_outside_domain(sites), *out_of_bounds(sites),
-             *parallel_dependence(func, sites), *missing_init(sites)]
+             *parallel_dependence(func, sites), *missing_init(sites),
+             *unwritten_reads(func, sites)]
     return found
 
 
 @dataclass(frozen=True)
 class StaticCheck(Pass):
     """Reports accesses out of bounds, bindings out of their domains, parallel loops that are
-    not independent (errors) and reductions without an init (warnings)."""
+    not independent (errors), reductions without an init and reads of storage nothing writes
+    (warnings)."""
 
     name = "static-check"
     description = ("compile-time checks: accesses and bindings out of bounds, parallel or "
-                   "vectorized loops with a dependence, reductions without T.init")
+                   "vectorized loops with a dependence, reductions without T.init, reads of "
+                   "storage nothing writes")
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         found: list[Diagnostic] = []

@@ -129,6 +129,35 @@ for i in range(16):
 """, "warning: reduction block 'S' has no T.init and nothing writes 'S' before it: it "
      "accumulates into whatever 'S' holds (the caller's values for an output); add "
      "`with T.init():` to start from a value"),
+    ("init_on_a_later_iteration", F16, """
+S = T.alloc_buffer((1,), "float32")
+for k in range(16):
+    with T.block("S"):
+        vk = T.axis.reduce(16, k)
+        if vk == 3:
+            S[0] = T.float32(0)
+        S[0] = S[0] + A[vk]
+for i in range(16):
+    with T.block("B"):
+        vi = T.axis.spatial(16, i)
+        B[vi] = S[0]
+""", "warning: reduction block 'S' has no T.init and nothing writes 'S' before it: it "
+     "accumulates into whatever 'S' holds (the caller's values for an output); add "
+     "`with T.init():` to start from a value"),
+    ("read_of_a_buffer_nothing_writes", F16, """
+S = T.alloc_buffer((16,), "float32")
+for i in range(16):
+    with T.block("B"):
+        vi = T.axis.spatial(16, i)
+        B[vi] = S[vi] + A[vi]
+""", "warning: read of S[vi], which nothing writes: 'S' is allocated by the function and never "
+     "stored to, so the values read are undefined"),
+    ("decl_buffer_read_before_any_store", F16, """
+for i in range(16):
+    t = T.decl_buffer((1,), "float32", scope="local")
+    B[i] = t[0]
+""", "warning: read of t[0], which nothing writes: 't' is allocated by the function and never "
+     "stored to, so the values read are undefined"),
 ]
 
 
@@ -200,6 +229,41 @@ for i, k in T.grid(8, 16):
     with T.block("B"):
         vi, vk = T.axis.remap("SR", [i, k])
         B[vi] = B[vi] + A[vi, vk]
+"""),
+    ("scratch_written_through_an_alias", F16, """
+S = T.alloc_buffer((16,), "float32")
+S2 = T.decl_buffer((16,), "float32", data=S.data)
+for i in range(16):
+    S2[i] = A[i]
+for i in range(16):
+    B[i] = S[i]
+"""),
+    ("scratch_written_by_a_call", F16, """
+S = T.alloc_buffer((16,), "float32")
+T.evaluate(T.call_extern("int32", "fill", S.data, 16))
+for i in range(16):
+    B[i] = S[i]
+"""),
+    ("scratch_written_through_a_match_buffer", F16, """
+S = T.alloc_buffer((16,), "float32")
+for i in range(16):
+    with T.block("W"):
+        vi = T.axis.spatial(16, i)
+        T.reads(A[vi])
+        T.writes(S[vi])
+        W = T.match_buffer(S[vi], (1,), "float32")
+        W[0] = A[vi]
+for i in range(16):
+    B[i] = S[i]
+"""),
+    ("init_lowered_into_the_block", 'A: T.Buffer((4, 16), "int32"), C: T.Buffer((4, 8), "int32")',
+     """
+for c, j, k in T.grid(4, 8, 3):
+    with T.block("P2"):
+        cc, vj, vk = T.axis.remap("SSR", [c, j, k])
+        if vk == 0:
+            C[cc, vj] = 0
+        C[cc, vj] = C[cc, vj] + A[cc, vj + vk]
 """),
     ("scratch_of_a_reduction_block",
      'A: T.Buffer((8, 16), "float32"), B: T.Buffer((8,), "float32")', """
