@@ -5,7 +5,8 @@ Each `BlockRealize` is replaced by its block's body, where:
 - `init` (when `lower-init` has not already turned it into an `if`) runs first, under
   `if <every reduce iteration variable is at its domain minimum>:` (always, when the block has
   no reduce variable);
-- each `alloc_buffer` becomes an `Allocate` around init and body;
+- each `alloc_buffer` becomes an `Allocate` around init and body, except one used only inside
+  a `T.parallel` loop, allocated in each iteration of it (tirc.ir.parallel_private);
 - each `match_buffer` is resolved: an access `M[i, j]` to a buffer matched to `A[r0, r1, r2]`
   becomes `A[r0.min + .., ..]`, the matched buffer's dimensions lined up with the region's
   non-unit dimensions (then unit ones from the right); variables that name its shape, strides
@@ -28,6 +29,7 @@ from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, cast
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
+from tirc.ir.parallel_private import privatize_parallel_buffers
 from tirc.ir.rebind import rebind
 from tirc.ir.stmt import (
     Allocate,
@@ -166,8 +168,9 @@ class _BlockLowerer(Mutator):
 
 
 def lower_blocks(stmt: Stmt) -> Stmt:
-    """`stmt` with every block lowered to plain statements."""
-    return _BlockLowerer().visit(stmt)
+    """`stmt` with every block lowered to plain statements (a block's buffer used only inside
+    a `T.parallel` loop allocated in each iteration of it: tirc.ir.parallel_private)."""
+    return _BlockLowerer().visit(privatize_parallel_buffers(stmt))
 
 
 def has_blocks(stmt: Stmt) -> bool:

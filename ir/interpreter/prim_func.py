@@ -31,6 +31,7 @@ from tirc.ir.interpreter.values import (
     to_scalar,
 )
 from tirc.ir.loop_jumps import loop_jump_errors
+from tirc.ir.parallel_private import privatize_parallel_buffers
 from tirc.ir.sparse.buffer import SparseBuffer, is_dense
 
 DEFAULT_MAX_WHILE = 10_000_000
@@ -54,7 +55,8 @@ class CompiledPrimFunc:
             self._compile_arg_checks(buf)
         for message, span in loop_jump_errors(func.body):
             raise InterpreterError(message, span)
-        self.body = StmtCompiler(self.ex, max_while_iterations).compile(func.body)
+        self.body = StmtCompiler(self.ex, max_while_iterations).compile(
+            privatize_parallel_buffers(func.body))
 
     def _compile_arg_checks(self, buf: Buffer) -> None:
         self.slots.of(buf.data)
@@ -182,6 +184,12 @@ class CompiledPrimFunc:
             self._bind_vector_buffer(env, buf, arg, writebacks, derived)
             return
         if buf.strides or buf.elem_offset is not None:
+            if not buf.strides and arg.ndim == buf.ndim and not arg.flags.c_contiguous:
+                # an elem_offset alone declares a compact layout: as for a plain buffer, the
+                # function runs on a contiguous copy (its storage is read as row-major)
+                copy = np.ascontiguousarray(arg)
+                writebacks.append((arg, copy))
+                arg = copy
             env[slot] = self._strided_storage(env, buf, arg, derived)
             return
         if arg.ndim != buf.ndim:
@@ -235,6 +243,11 @@ class CompiledPrimFunc:
             raise InterpreterError(f"argument {buf.name}: strides {arg.strides} are not "
                                    f"nonnegative multiples of the element size")
         elem_strides = [s // item for s in arg.strides]
+        if arg.flags.c_contiguous:
+            # an empty array or extent-1 dimensions may report any strides there; a
+            # C-contiguous array is compact (TVM passes it with no strides), as in tirc.runtime
+            elem_strides = [int(np.prod([max(d, 1) for d in arg.shape[k + 1:]], dtype=np.int64))
+                            for k in range(arg.ndim)]
         for k, (e, actual) in enumerate(zip(buf.shape, arg.shape)):
             self._bind_dim(env, buf, "shape", k, e, int(actual), derived)
         for k, (e, actual) in enumerate(zip(buf.strides, elem_strides)):
