@@ -39,6 +39,10 @@ def alias_data(eb: ExprBuilder, node: S.Expr) -> Var:
     return value
 
 
+# A block's own buffers: TVM compacts them, so their layout is not the program's to observe.
+BLOCK_ALLOCS = ("T.alloc_buffer", "T.sblock_alloc_buffer")
+
+
 def keyword_form(call: S.Call, skip: int = 0) -> S.Call:
     """`call` with the positional arguments after shape and dtype written as the keywords
     they are in TVM's order (data, strides, elem_offset, scope, ...); a name then given twice
@@ -101,7 +105,11 @@ def buffer_from_args(eb: ExprBuilder, name: str, call: S.Call | S.Subscript, fna
     strides: tuple[PrimExpr, ...] = ()
     if "strides" in kw and not _empty(kw["strides"]):
         strides = shape_dims(eb, kw["strides"], "stride")
-        if len(strides) != len(shape):
+        if len(strides) != len(shape) and fname in BLOCK_ALLOCS:
+            # TVM's cache_index writes `strides=[1]` whatever the rank; a block's own buffer
+            # is compacted (laid out densely) by TVM, which drops such strides, and so here
+            strides = ()
+        elif len(strides) != len(shape):
             ctx.error(f"{len(strides)} strides for a buffer of {len(shape)} dimensions",
                       kw["strides"].span)
     elem_offset = None

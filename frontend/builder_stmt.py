@@ -365,17 +365,41 @@ class LoopBuilder:
 
     def stmt_Assert(self, s: S.Assert) -> Wrapper:
         cond = self.eb.condition(s.test, "an assertion")
-        msg = self.eb.str_literal(s.msg, "the assertion message") if s.msg is not None else ""
+        msg = self.assert_message(s.msg) if s.msg is not None else ""
         return lambda body: AssertStmt(cond, msg, body, span=s.span)
+
+    def assert_message(self, node: S.Expr) -> str:
+        """An assertion's message: a string, or TVM 0.27's `("ValueError", ["part", ...])`
+        (an error kind and message parts, which TVM prints for every assert); the parts are
+        joined. The kind is not kept: a failing assert is an error of the call whatever it
+        names (docs/language.md)."""
+        if not isinstance(node, S.Tuple):
+            return self.eb.str_literal(node, "the assertion message")
+        if len(node.elts) != 2 or not isinstance(node.elts[1], (S.List, S.Tuple)):
+            self.ctx.error('the assertion message must be a string or ("Kind", ["part", ...])',
+                           node.span)
+        kind = self.eb.str_literal(node.elts[0], "the assertion's error kind")
+        if not kind.isidentifier():
+            self.ctx.error(f'"{kind}" is not an error kind such as "ValueError"',
+                           node.elts[0].span)
+        parts = node.elts[1].elts  # type: ignore[attr-defined]
+        return "".join(self.eb.str_literal(p, "a part of the assertion message") for p in parts)
 
     def stmt_Return(self, s: S.Return) -> Stmt:
         if s.value is None:
             self.ctx.unsupported("'return' without a value in a loop function", s.span)
         return self.return_stmt(s.value, s.span)
 
-    def return_stmt(self, node: S.Expr, span: Span) -> Stmt:
+    def return_stmt(self, node: S.Expr, span: Span, dt: DType | None = None,
+                    dt_span: Span | None = None) -> Stmt:
         """`return value` / `T.ret(value)`: the value, of the function's declared result
-        dtype, as the `ret` intrinsic."""
+        dtype, as the `ret` intrinsic; `dt` is the dtype `T.ret(..., dtype=)` names, which
+        must be that result dtype (or sets it, without a `->` annotation)."""
+        if dt is not None and self.ret_dtype is None:
+            self.ret_dtype = dt
+        elif dt is not None and dt != self.ret_dtype:
+            self.ctx.error(f"T.ret: dtype {dt} is not the function's result dtype "
+                           f"{self.ret_dtype}", dt_span or span)
         if self.ret_dtype is None:
             # no `->` annotation (TVM reads none either): the first value returned sets the
             # result dtype, which later returns must have

@@ -38,8 +38,11 @@ def _evaluate(lb: LoopBuilder, call: S.Call) -> Stmt:
 
 
 def _ret(lb: LoopBuilder, call: S.Call) -> Stmt:
-    a = check_call(lb.ctx, call, f"T.{intrin.RET}", Sig(1, 1))
-    return lb.return_stmt(a.pos[0], call.span)
+    """`T.ret(v)`, or TVM's `T.ret(v, dtype="int8")` naming the result dtype."""
+    a = check_call(lb.ctx, call, f"T.{intrin.RET}", Sig(1, 2, ("dtype",), positional_kw=True))
+    dt_node = a.get(1, "dtype")
+    dt = lb.eb.dtype_arg(dt_node) if dt_node is not None else None
+    return lb.return_stmt(a.pos[0], call.span, dt, dt_node.span if dt_node else None)
 
 
 _JUMPS = (f"T.{intrin.BREAK_LOOP}", f"T.{intrin.CONTINUE_LOOP}")

@@ -192,6 +192,21 @@ def _binary(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
     return b.binop(op, b.expr(a.pos[0]), b.expr(a.pos[1]), call.span)
 
 
+# TVM 0.27's node constructors of the bitwise and logical operators: `T.LShift(x, 2)` is
+# `x << 2`, `T.BitwiseNot(x)` is `~x`, `T.Not(c)` is `not c`.
+_BITWISE_NODES = {"LShift": "<<", "RShift": ">>", "BitwiseAnd": "&", "BitwiseOr": "|",
+                  "BitwiseXor": "^"}
+_UNARY_NODES = {"BitwiseNot": "~", "Not": "not"}
+
+
+def _bitwise_node(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
+    return b.expr(S.BinOp(call.span, _BITWISE_NODES[name[2:]], a.pos[0], a.pos[1]))
+
+
+def _unary_node(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
+    return b.expr(S.UnaryOp(call.span, _UNARY_NODES[name[2:]], a.pos[0]))
+
+
 def _ceildiv(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
     """`T.ceildiv(x, y)` is `(x + (y - 1)) // y` on integers."""
     x, y = b.index(a.pos[0], "T.ceildiv's operand"), b.index(a.pos[1], "T.ceildiv's operand")
@@ -412,6 +427,8 @@ BUILTINS: dict[str, tuple[Sig, Handler]] = {
     "call_intrin": (Sig(2, None), _call_intrin),
     "Let": (Sig(1, 1, ("where",)), _let),
     **{k: (Sig(2, 2), _binary) for k in _BINARY},
+    **{k: (Sig(2, 2), _bitwise_node) for k in _BITWISE_NODES},
+    **{k: (Sig(1, 1), _unary_node) for k in _UNARY_NODES},
 }
 
 

@@ -46,6 +46,19 @@ def library_of(value: Any) -> str:
     return type(value).__module__.split(".")[0] or "numpy"
 
 
+def element_strides(arr: np.ndarray) -> tuple[int, ...]:
+    """The strides of `arr` in elements; those of an array numpy calls C-contiguous are the
+    compact row-major ones (an empty array, or one with extent-1 dimensions, may report any
+    strides there; TVM passes such an array with no strides, that is compact)."""
+    if arr.flags.c_contiguous:
+        out, step = [], 1
+        for d in reversed(arr.shape):
+            out.append(step)
+            step *= max(int(d), 1)
+        return tuple(reversed(out))
+    return tuple(b // arr.itemsize for b in arr.strides)
+
+
 def contiguous_hint(value: Any, name: str) -> str:
     """How the caller's library makes a compact row-major copy of argument `name`."""
     lib = library_of(value)
@@ -238,7 +251,7 @@ class Binder:
         if any(b < 0 or b % size for b in arr.strides):
             raise ValueError(f"{self.where(p)}: strides {_shape_str(arr.strides)} bytes are not "
                              f"non-negative multiples of the element size ({size} bytes)")
-        got = tuple(b // size for b in arr.strides)
+        got = element_strides(arr)
         for k, (want, have) in enumerate(zip(p.strides, got)):
             if arr.shape[k] == 1:
                 continue  # a dimension of one element has no meaningful stride

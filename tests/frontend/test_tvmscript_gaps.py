@@ -432,6 +432,102 @@ def f(A: T.Buffer((4,), "int32")) -> T.int32:
     driver.lower(a, "llvm", 2)
 
 
+def test_ret_with_a_dtype_returns_in_that_dtype() -> None:
+    """TVM's `T.ret(x * y, dtype="int8")` (test_tir_imm_values) returns an int8 that wraps;
+    a dtype other than the function's result dtype is a diagnostic at it."""
+    mod = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def imm_multiply(x: T.int8, y: T.int8) -> T.int8:
+    T.evaluate(T.ret(x * y, dtype="int8"))
+''')
+    assert Interpreter(mod).call("imm_multiply", 127, 127) == 1
+    with pytest.raises(CompileError, match="3:25: error: T.ret: dtype int32 is not the "
+                                           "function's result dtype int8"):
+        parse('''@T.prim_func
+def f(x: T.int8) -> T.int8:
+    T.evaluate(T.ret(x, "int32"))
+''')
+
+
+def test_assert_with_a_kind_and_message_parts() -> None:
+    """TVM 0.27 prints every assert as `assert c, ("Kind", ["part", ...])`
+    (test_codegen_assert): the parts are the message; anything else there is a diagnostic."""
+    mod = _round_trip('''
+from tvm.script import tirx as T
+
+@T.prim_func(s_tir=True)
+def f(x: T.int32):
+    assert x > 0, ("ValueError", ["Expected shape ", "4", " but got ", "8"])
+''')
+    Interpreter(mod).call("f", 1)
+    with pytest.raises(Exception, match="Expected shape 4 but got 8"):
+        Interpreter(mod).call("f", 0)
+    with pytest.raises(CompileError, match=r'3:19: error: the assertion message must be a '
+                                           r'string or \("Kind", \["part", ...\]\)'):
+        parse('''@T.prim_func
+def f(x: T.int32):
+    assert x > 0, ("ValueError", "x", "y")
+''')
+
+
+def test_block_buffer_strides_of_another_rank_are_dropped() -> None:
+    """TVM's cache_index writes `T.alloc_buffer([80, 80], "int32", strides=[1])`; TVM
+    compacts a block's buffer, dropping them. Elsewhere the count must match the rank."""
+    mod = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4, 4), "int32"), B: T.Buffer((4, 4), "int32")):
+    idx = T.alloc_buffer([4, 4], dtype="int32", strides=[1])
+    for i, j in T.grid(4, 4):
+        with T.block("index"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            idx[vi, vj] = vi * 4 + vj
+    for i, j in T.grid(4, 4):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] + idx[vi, vj]
+''')
+    a = np.arange(16, dtype="int32").reshape(4, 4)
+    b = np.zeros_like(a)
+    Interpreter(mod).call("f", a, b)
+    np.testing.assert_array_equal(b, 2 * a)
+    with pytest.raises(CompileError, match="2:44: error: 1 strides for a buffer of 2 dim"):
+        parse('''@T.prim_func
+def f(A: T.Buffer((4, 4), "int32", strides=[1])):
+    T.evaluate(0)
+''')
+
+
+def test_bitwise_and_logical_node_constructors() -> None:
+    """TVM 0.27's `T.LShift`, `T.RShift`, `T.BitwiseAnd/Or/Xor/Not` and `T.Not` are its
+    operators `<<`, `>>`, `&`, `|`, `^`, `~` and `not`."""
+    a = _round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4,), "int32"), B: T.Buffer((4,), "int32")):
+    for i in range(4):
+        B[i] = T.BitwiseXor(T.BitwiseOr(T.LShift(A[i], 2), T.RShift(A[i], 1)), T.BitwiseAnd(
+            T.BitwiseNot(A[i]), 3)) + T.Cast("int32", T.Not(A[i] > 0))
+''')
+    b = parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4,), "int32"), B: T.Buffer((4,), "int32")):
+    for i in range(4):
+        B[i] = ((A[i] << 2 | A[i] >> 1) ^ (~A[i] & 3)) + T.Cast("int32", not A[i] > 0)
+''')
+    assert structural_equal(a, b)
+    x = np.array([-5, 0, 2, 7], dtype="int32")
+    out = np.zeros(4, dtype="int32")
+    Interpreter(a).call("f", x, out)
+    np.testing.assert_array_equal(out, ((x << 2 | x >> 1) ^ (~x & 3)) + (x <= 0))
+
+
 def test_float_variable_declared_for_a_let_expression() -> None:
     """`x = T.float32()` declares the variable a `T.Let(..., where={x: v})` binds."""
     mod = _round_trip('''

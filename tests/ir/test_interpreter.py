@@ -484,6 +484,28 @@ def test_match_buffer_of_a_strided_region_without_strides() -> None:
     np.testing.assert_array_equal(a, want)
 
 
+def test_parameter_with_only_an_elem_offset_takes_a_non_contiguous_array() -> None:
+    """`T.match_buffer(a, (8, 4), elem_offset=off)` declares a compact layout; a strided
+    view (a column slice) is read and written as a contiguous copy, as for a plain buffer
+    (it was read through the view's storage as if row-major: wrong values)."""
+    from tirc.frontend import parse
+
+    mod = parse('''
+@T.prim_func
+def h(a: T.handle, b: T.handle):
+    off = T.int32()
+    A = T.match_buffer(a, (8, 4), elem_offset=off, offset_factor=1)
+    B = T.match_buffer(b, (8, 4), elem_offset=off, offset_factor=1)
+    for i, j in T.grid(8, 4):
+        B[i, j] = A[i, j] * T.float32(2)
+''')
+    big = np.arange(64, dtype="float32").reshape(8, 8)
+    out = np.zeros((8, 8), dtype="float32")
+    Interpreter(mod).call("h", big[:, 2:6], out[:, 1:5])
+    np.testing.assert_array_equal(out[:, 1:5], big[:, 2:6] * 2)
+    assert not out[:, [0, 5, 6, 7]].any()
+
+
 def test_event_tensor_counts_and_deadlock() -> None:
     A = buf("A", (2,))
     ev = make_buffer("E", (2,), "int32", scope="event")

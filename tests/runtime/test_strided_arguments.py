@@ -90,3 +90,17 @@ def test_an_undeclared_stride_still_wants_a_compact_array(lib: Any) -> None:
     a = np.zeros((4, 8), np.float32)[:, :4]
     with pytest.raises(ValueError, match="argument b: expected a compact row-major"):
         lib.symbolic(np.zeros((4, 4), np.float32), a)
+
+
+def test_an_empty_or_one_row_contiguous_array_is_compact(lib: Any) -> None:
+    """numpy gives an empty array strides (0, 0) and keeps a one-row slice's row stride;
+    both are C-contiguous, so compact (TVM passes them without strides): the library and
+    the interpreter take them, the interpreter binding the same strides."""
+    empty = np.zeros((0, 4), np.float32)
+    lib.symbolic(empty, np.zeros((0, 4), np.float32))
+    run_prim_func(parse(SOURCE)["symbolic"], [empty, np.zeros((0, 4), np.float32)])
+    row = np.arange(32, dtype=np.float32).reshape(4, 8)[2:3, :4]
+    for run in (lib.symbolic, lambda a, b: run_prim_func(parse(SOURCE)["symbolic"], [a, b])):
+        b = np.zeros((1, 4), np.float32)
+        run(row, b)
+        np.testing.assert_array_equal(b, row + 1)
