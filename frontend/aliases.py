@@ -4,9 +4,10 @@
 namespace to another name, and TVM's newest programs import its block-level half apart
 (`from tvm.script import s_tir as Ts`, `@Ts.function`, `Ts.sblock`, `Ts.axis.remap`). Every
 name bound to `tir`, `tirx` or `s_tir` reads as `T`, to `relax` as `R`, to `ir` as `I`;
-`@Ts.function` is `@T.prim_func(s_tir=True)`, a `T.Tensor(shape, dtype)` parameter is a
-`T.Buffer`, and TVM main's `T.alloc_tensor` / `T.decl_tensor` are `T.alloc_buffer` /
-`T.decl_buffer`.
+`relax.op.<name>` (the Python API TVM's tests call inside scripts, `relax.op.add(x, y)`) is
+`R.<name>`; `@Ts.function` is `@T.prim_func(s_tir=True)`, a `T.Tensor(shape, dtype)`
+parameter is a `T.Buffer`, and TVM main's `T.alloc_tensor` / `T.decl_tensor` are
+`T.alloc_buffer` / `T.decl_buffer`.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ def _rewrite(node: Any, aliases: dict[str, str]) -> Any:
         return dataclasses.replace(node, id=aliases[node.id])
     if isinstance(node, S.Attribute):
         value = _rewrite(node.value, aliases)
+        if S.dotted(value) == "relax.op":  # `relax.op.add` (tvm.relax.op) is `R.add`
+            value = S.Name(value.span, "R")
         node = dataclasses.replace(node, value=value) if value is not node.value else node
         dotted = S.dotted(node)
         if dotted in RENAMED:

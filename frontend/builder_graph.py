@@ -28,6 +28,7 @@ from tirc.ir.graph import (
     GVar,
     If,
     MatchCast,
+    PrimValue,
     SeqExpr,
     ShapeExpr,
     StringValue,
@@ -209,7 +210,7 @@ class GraphBuilder:
         name = S.call_name(s.value)
         call = s.value
         if name is not None and name.startswith("T.") and isinstance(call, S.Call) \
-                and not call.args and not call.keywords:
+                and S.is_size_declaration(call):
             self.symbolic(t, call, name)
             return None
         if name == "T.Var" and isinstance(call, S.Call):
@@ -483,6 +484,13 @@ class GraphBuilder:
         return self.op_call(call, op)
 
     def op_call(self, call: S.Call, op: str) -> GCall:
+        if op == "nn.attention_bias":  # TVM's attention with a bias: R.nn.attention's 4th
+            if len(call.args) < 4 and not any(k.name == "bias" for k in call.keywords):
+                self.ctx.error("R.nn.attention_bias takes a bias: (query, key, value, bias)",
+                               call.span)
+            op = "nn.attention"
+        if op in ("sort", "argsort"):
+            return self.sort_call(call, op)
         sig = OP_SIGNATURES.get(op)
         args: list[GraphExpr] = []
         attrs: dict[str, Any] = {}
@@ -492,7 +500,7 @@ class GraphBuilder:
                 if k >= len(sig.attrs):
                     self.ctx.error(f"R.{op} takes at most {sig.operands + len(sig.attrs)} "
                                    f"positional arguments, got {len(call.args)}", a.span)
-                attrs[sig.attrs[k]] = self.eb.attr_value(a)
+                attrs[sig.attrs[k]] = self.attr_operand(a)
             else:
                 args.append(self.operand(a))
         sinfo_args: tuple[StructInfo, ...] = ()
@@ -502,8 +510,37 @@ class GraphBuilder:
             if kw.name == "out_sinfo":
                 sinfo_args = self.out_sinfo(kw.value)
             else:
-                attrs[kw.name] = self.eb.attr_value(kw.value)
+                attrs[kw.name] = self.attr_operand(kw.value)
+        # TVM prints a dtype left unset as "void" (`R.full_like(x, v, dtype="void")`; older
+        # ones as ""): the operator's default (the input's dtype) applies, as if not written
+        attrs = {k: v for k, v in attrs.items()
+                 if not (k.endswith("dtype") and v in ("void", ""))}
         return GCall(op, tuple(args), attrs, sinfo_args, span=call.span)
+
+    def sort_call(self, call: S.Call, op: str) -> GCall:
+        """TVM's `R.sort(x, axis=-1, descending=False)` and `R.argsort(x, axis=-1,
+        descending=False, dtype="int32")`: the whole axis in order (equal values by position),
+        as `R.topk` with k=0 gives its values or positions."""
+        names = ("axis", "descending") + (("dtype",) if op == "argsort" else ())
+        a = check_call(self.ctx, call, f"R.{op}", Sig(1, 1 + len(names), names))
+        attrs: dict[str, Any] = {"k": 0, "ret_type": "indices" if op == "argsort" else "values"}
+        for n, name in enumerate(names):
+            node = a.get(1 + n, name)
+            if node is not None:
+                attrs["largest" if name == "descending" else name] = self.attr_operand(node)
+        attrs.setdefault("largest", False)
+        return GCall("topk", (self.operand(a.pos[0]),), attrs, span=call.span)
+
+    def attr_operand(self, node: S.Expr) -> Any:
+        """An operator attribute: TVM passes some (`R.clip`'s bounds, `R.strided_slice`'s
+        `(R.prim_value(1),)`) as graph values, written `R.prim_value(...)` or `R.const(...)`;
+        the operator table reads those as numbers."""
+        if S.call_name(node) in ("R.prim_value", "R.const"):
+            value = self.gexpr(node)
+            return value.value if isinstance(value, (PrimValue, Constant)) else value
+        if isinstance(node, (S.Tuple, S.List)):
+            return tuple(self.attr_operand(e) for e in node.elts)
+        return self.eb.attr_value(node)
 
     def operand(self, node: S.Expr) -> GraphExpr:
         """An operator operand: a graph value, a shape `(n, 4)`, or a number (a constant)."""

@@ -82,7 +82,8 @@ def _call_dps_packed(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
 
 def _const(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
     a = check_call(g.ctx, call, name, Sig(1, 2, ("dtype",)))
-    value = literal_value(a.pos[0])
+    value = _special_float(a.pos[0]) if S.call_name(a.pos[0]) == "float" \
+        else literal_value(a.pos[0])
     if not isinstance(value, (int, float)):
         g.ctx.unsupported("R.const of anything but a number", a.pos[0].span)
     dt_node = a.get(1, "dtype")
@@ -96,6 +97,18 @@ def _const(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
     elif isinstance(value, float):
         g.ctx.error(f"R.const of a float literal with dtype {dt}", a.pos[0].span)
     return Constant(value, dt, span=call.span)
+
+
+def _special_float(node: S.Expr) -> float | None:
+    """`float("inf")`, `float("-inf")` or `float("nan")`: how TVM writes a constant that is
+    not a finite number (None for any other `float(...)`)."""
+    assert isinstance(node, S.Call)
+    if len(node.args) != 1 or node.keywords:
+        return None
+    text = literal_value(node.args[0])
+    if text not in ("inf", "-inf", "nan", "+inf"):
+        return None
+    return float(text)
 
 
 def _shape(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:

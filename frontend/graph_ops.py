@@ -20,7 +20,7 @@ class OpSig:
     attrs: tuple[str, ...] = ()
 
 
-_UNARY = (*UNARY_OPS, "nn.relu", "nn.gelu", "nn.gelu_tanh", "nn.silu")
+_UNARY = (*UNARY_OPS, "nn.relu", "nn.relu6", "nn.gelu", "nn.gelu_tanh", "nn.silu")
 _BINARY = BINARY_OPS
 _REDUCE = ("sum", "mean", "max", "min", "prod", "variance", "std", "argmax", "argmin")
 
@@ -29,6 +29,9 @@ OP_SIGNATURES: dict[str, OpSig] = {
     **{op: OpSig(2) for op in _BINARY},
     **{op: OpSig(1, ("axis", "keepdims")) for op in _REDUCE},
     "matmul": OpSig(2, ("out_dtype",)),
+    "topk": OpSig(1, ("k", "axis", "ret_type", "largest", "dtype")),
+    "bucketize": OpSig(2, ("out_int32", "right")),
+    "einsum": OpSig(1, ("subscripts",)),
     "sparse.matmul": OpSig(2, ("out_dtype",)),
     "nn.softmax": OpSig(1, ("axis",)),
     "nn.log_softmax": OpSig(1, ("axis",)),
@@ -37,6 +40,7 @@ OP_SIGNATURES: dict[str, OpSig] = {
     "nn.batch_norm": OpSig(5, ("axis", "epsilon", "center", "scale", "momentum", "training")),
     "nn.group_norm": OpSig(3, ("num_groups", "channel_axis", "axes", "epsilon", "center",
                                "scale")),
+    "nn.instance_norm": OpSig(3, ("channel_axis", "axes", "epsilon", "center", "scale")),
     "nn.nll_loss": OpSig(3, ("reduction", "ignore_index")),
     "nn.cross_entropy_with_logits": OpSig(2),
     "nn.leakyrelu": OpSig(1, ("alpha",)),
@@ -50,12 +54,14 @@ OP_SIGNATURES: dict[str, OpSig] = {
     "squeeze": OpSig(1, ("axis",)),
     "concat": OpSig(1, ("axis",)),
     "split": OpSig(1, ("indices_or_sections", "axis")),
-    "take": OpSig(2, ("axis",)),
+    "take": OpSig(2, ("axis", "mode")),
     "scatter_elements": OpSig(3, ("axis", "reduction")),
+    "gather_elements": OpSig(2, ("axis",)),
     "broadcast_to": OpSig(2),
     "collapse_sum_like": OpSig(2),
     "collapse_sum_to": OpSig(2),
     "astype": OpSig(1, ("dtype",)),
+    "arange": OpSig(0, ("start", "end", "step", "dtype")),
     "zeros": OpSig(1, ("dtype",)),
     "ones": OpSig(1, ("dtype",)),
     "full": OpSig(2, ("dtype",)),
@@ -64,6 +70,7 @@ OP_SIGNATURES: dict[str, OpSig] = {
     "ones_like": OpSig(1, ("dtype",)),
     "where": OpSig(3),
     "strided_slice": OpSig(1, ("axes", "begin", "end", "strides", "assume_inbound")),
+    "slice_scatter": OpSig(2, ("start", "end", "step", "axis")),
     "flip": OpSig(1, ("axis",)),
     "tile": OpSig(1, ("repeats",)),
     "repeat": OpSig(1, ("repeats", "axis")),

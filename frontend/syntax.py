@@ -322,10 +322,17 @@ def declared_sizes(target: Expr, value: Expr) -> list[tuple[Name, Call]] | None:
     for t, v in zip(target.elts, value.elts):
         name = call_name(v)
         if not isinstance(t, Name) or name is None or not name.startswith("T.") or \
-                not isinstance(v, Call) or v.args or v.keywords:
+                not isinstance(v, Call) or not is_size_declaration(v):
             return None
         pairs.append((t, v))
     return pairs
+
+
+def is_size_declaration(call: Call) -> bool:
+    """`T.int64()` or TVM's `T.int64(is_size_var=True)` (a size, never negative; PyTorch's
+    exporter declares its dynamic dimensions so): no arguments but that literal flag."""
+    return not call.args and all(k.name == "is_size_var" and isinstance(k.value, Constant)
+                                 and k.value.kind == "bool" for k in call.keywords)
 
 
 def is_literal(e: Expr) -> bool:

@@ -896,7 +896,10 @@ class FuncPrinter:
         if isinstance(e, ExternFunc):
             return _str(e.symbol)
         if isinstance(e, Constant):
-            return f"R.const({self.attr_value(e.value)}, {_str(str(e.dtype))})"
+            value = self.attr_value(e.value)
+            if isinstance(e.value, float) and not math.isfinite(e.value):
+                value = f"float({value})"  # TVM's spelling: R.const(float("inf"), "float32")
+            return f"R.const({value}, {_str(str(e.dtype))})"
         if isinstance(e, PrimValue):
             return f"R.prim_value({self.p(e.value)})"
         if isinstance(e, StringValue):

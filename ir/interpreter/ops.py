@@ -113,6 +113,7 @@ for _name, _fn in {
     "erf": _erf, "rsqrt": lambda x: _one(x) / np.sqrt(x),
     "sigmoid": lambda x: _one(x) / (_one(x) + np.exp(-x)),
     "nn.relu": lambda x: np.maximum(x, 0),
+    "nn.relu6": lambda x: np.minimum(np.maximum(x, 0), 6).astype(x.dtype),
     "nn.silu": lambda x: x * (_one(x) / (_one(x) + np.exp(-x))),
     "nn.gelu": lambda x: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0))),
     "nn.gelu_tanh": lambda x: 0.5 * x * (1.0 + np.tanh(
@@ -286,6 +287,21 @@ def take(x: np.ndarray, indices: np.ndarray, axis: int | None = None,
     return np.take(x, indices, axis=axis, mode=np_mode)  # type: ignore[call-overload]
 
 
+@op("gather_elements")
+def gather_elements(data: np.ndarray, indices: np.ndarray, axis: int = 0) -> np.ndarray:
+    """out[i] = data[i with its `axis` coordinate replaced by indices[i]] (negative from the
+    end); an index outside [-size, size) is an error."""
+    a = axis % data.ndim
+    size = data.shape[a]
+    idx = np.asarray(indices, dtype=np.int64)
+    if idx.size and (idx.min() < -size or idx.max() >= size):
+        raise IndexError(f"an index of {sorted({int(idx.min()), int(idx.max())})} is out of "
+                         f"bounds for axis {a} with size {size}")
+    rows = tuple(slice(0, n) for n in idx.shape)
+    return np.take_along_axis(data[rows[:a] + (slice(None),) + rows[a + 1:]], idx % size,
+                              axis=a)
+
+
 @op("strided_slice")
 def strided_slice(x: np.ndarray, axes: Sequence[int], begin: Sequence[int],
                   end: Sequence[int], strides: Sequence[int] | None = None,
@@ -295,6 +311,17 @@ def strided_slice(x: np.ndarray, axes: Sequence[int], begin: Sequence[int],
     for a, b, e, s in zip(axes, begin, end, steps):
         index[int(a)] = slice(int(b), int(e), int(s))
     return x[tuple(index)]
+
+
+@op("slice_scatter")
+def slice_scatter(input_tensor: np.ndarray, src: np.ndarray, start: int, end: int,
+                  step: int = 1, axis: int = 0) -> np.ndarray:
+    """A copy of the input whose Python slice `start:end:step` along `axis` is `src`."""
+    out = np.array(input_tensor, copy=True)
+    index: list[slice] = [slice(None)] * out.ndim
+    index[int(axis)] = slice(int(start), int(end), int(step))
+    out[tuple(index)] = src
+    return out
 
 
 @op("flip")
@@ -363,6 +390,55 @@ def _scan(fn: Callable[..., np.ndarray], identity: int) -> Callable[..., np.ndar
 
 OPS["cumsum"] = _scan(np.cumsum, 0)
 OPS["cumprod"] = _scan(np.cumprod, 1)
+
+
+@op("bucketize")
+def bucketize(input_tensor: np.ndarray, boundaries: np.ndarray, out_int32: bool = False,
+              right: bool = False) -> np.ndarray:
+    """How many boundaries lie below each element (`right`: at or below), PyTorch's bucket
+    for sorted boundaries."""
+    x = np.asarray(input_tensor)[..., None]
+    below = (boundaries <= x) if right else (boundaries < x)
+    return below.sum(-1).astype(np.int32 if out_int32 else np.int64)
+
+
+@op("topk")
+def topk(data: np.ndarray, k: int = 1, axis: int = -1, ret_type: str = "both",
+         largest: bool = True, dtype: Any = "int32") -> Any:
+    """The k first elements along `axis` sorted (largest first, or smallest), equal ones in
+    their order along the axis; NaN has no place in that order (an error)."""
+    x = np.asarray(data)
+    if x.dtype.kind == "f" and np.isnan(x).any():
+        raise ValueError("topk of NaN is not defined")
+    a = axis % x.ndim
+    moved = np.moveaxis(x, a, -1)
+    if largest:  # descending, ties by position: a stable sort of the reversed axis, reversed
+        order = np.flip(moved.shape[-1] - 1 - np.argsort(np.flip(moved, -1), -1, kind="stable"),
+                        -1)
+    else:
+        order = np.argsort(moved, -1, kind="stable")
+    order = order[..., :moved.shape[-1] if k < 1 else k]
+    values = np.moveaxis(np.take_along_axis(moved, order, -1), -1, a)
+    indices = np.moveaxis(order, -1, a).astype(to_np_dtype(dtype))
+    return {"both": (values, indices), "values": values, "indices": indices}[ret_type]
+
+
+@op("einsum")
+def einsum(operands: Sequence[np.ndarray], subscripts: str) -> np.ndarray:
+    """NumPy's Einstein summation, in the operands' dtype."""
+    return np.asarray(np.einsum(subscripts, *operands)).astype(np.asarray(operands[0]).dtype)
+
+
+@op("arange")
+def arange(start: float, end: float | None = None, step: float = 1,
+           dtype: Any = None) -> np.ndarray:
+    """NumPy's arange of the bounds in int64 (all integers) or float64, cast to `dtype` (int64
+    or float32 by default), as TOPI computes `start + step * i` in the bounds' type."""
+    if end is None:
+        start, end = 0, start
+    whole = all(isinstance(v, int) for v in (start, end, step))
+    values = np.arange(start, end, step, dtype=np.int64 if whole else np.float64)
+    return values.astype(to_np_dtype(dtype) if dtype else np.int64 if whole else np.float32)
 
 
 @op("zeros")

@@ -58,6 +58,14 @@ def group_norm(data: np.ndarray, gamma: np.ndarray, beta: np.ndarray, num_groups
     return out.astype(np.asarray(data).dtype)
 
 
+def instance_norm(data: np.ndarray, gamma: np.ndarray, beta: np.ndarray, channel_axis: int = 1,
+                  axes: Sequence[int] = (), epsilon: float = 1e-5, center: bool = True,
+                  scale: bool = True) -> np.ndarray:
+    """Each channel of each instance normalized over `axes` alone: a group per channel."""
+    channels = np.shape(data)[channel_axis % np.ndim(data)]
+    return group_norm(data, gamma, beta, channels, channel_axis, axes, epsilon, center, scale)
+
+
 def _combine(reduction: str) -> Callable[[Any, Any], Any]:
     """How an update meets the element already there (TVM's `mean` averages the two)."""
     return {
@@ -130,6 +138,7 @@ TRAINING_OPS: dict[str, Callable[..., Any]] = {
     "collapse_sum_like": collapse_sum_like,
     "collapse_sum_to": collapse_sum_to,
     "nn.group_norm": group_norm,
+    "nn.instance_norm": instance_norm,
     "scatter_elements": scatter_elements,
     "nn.nll_loss": nll_loss,
     "nn.cross_entropy_with_logits": cross_entropy_with_logits,

@@ -1,7 +1,9 @@
-"""Tensor creation: `zeros ones full` of a (possibly symbolic) shape, and `zeros_like
-ones_like full_like` of another tensor's."""
+"""Tensor creation: `zeros ones full` of a (possibly symbolic) shape, `zeros_like
+ones_like full_like` of another tensor's, and `arange`."""
 
 from __future__ import annotations
+
+import math
 
 from tirc.ir.dtype import dtype
 from tirc.ir.graph import StructInfo, TensorSInfo
@@ -39,3 +41,36 @@ for _name in ("zeros", "ones"):
              _filled)
 register("full", [Param("shape", "shape"), Param("fill_value", "scalar"),
                   Param("dtype", "dtype", None)], _full)
+
+
+
+def arange_bounds(values: dict[str, object]) -> tuple[int | float, int | float, int | float]:
+    """`R.arange`'s start, end and step as TVM reads them: `arange(n)` is `arange(0, n)`."""
+    start, end, step = values["start"], values["end"], values["step"]
+    if end is None:
+        start, end = 0, start
+    return start, end, step  # type: ignore[return-value]
+
+
+def arange_length(start: float, end: float, step: float) -> int:
+    """How many values `R.arange` makes: ceil((end - start) / step), at least 0."""
+    if all(isinstance(v, int) for v in (start, end, step)):
+        return max(0, -((start - end) // step))  # type: ignore[operator]
+    return max(0, math.ceil((end - start) / step))
+
+
+def _arange(oc: OpCall) -> StructInfo:
+    start, end, step = arange_bounds(oc.values)
+    if step == 0:
+        oc.error("step must not be 0")
+    if not all(math.isfinite(v) for v in (start, end, step)):
+        oc.error(f"start, end and step must be finite, got {start}, {end} and {step}")
+    dt = oc.values["dtype"] or dtype(
+        "int64" if all(isinstance(v, int) for v in (start, end, step)) else "float32")
+    if dt.is_bool:
+        oc.error("needs a numeric dtype, got bool")
+    return tensor((arange_length(start, end, step),), dt)
+
+
+register("arange", [Param("start", "number"), Param("end", "number", None),
+                    Param("step", "number", 1), Param("dtype", "dtype", None)], _arange)

@@ -72,8 +72,8 @@ def _binary(oc: OpCall) -> StructInfo:
         oc.error(f"needs bool tensors, got {dt}")
     if name in COMPARE:
         dt = BOOL
-    elif name in ARITH and dt is not None and dt.is_bool:
-        oc.error("arithmetic on bool tensors")
+    elif name in ARITH and dt is not None and dt.is_bool and name != "multiply":
+        oc.error("arithmetic on bool tensors")  # multiply is `and` (NumPy's, LLVM's i1)
     if x1.shape is None or x2.shape is None:
         n1, n2 = ndim_of(x1), ndim_of(x2)
         return TensorSInfo(None, dt, max(n1, n2) if n1 >= 0 and n2 >= 0 else -1)

@@ -149,16 +149,42 @@ def _split(oc: OpCall) -> StructInfo:
     return TupleSInfo(tuple(fields))
 
 
+# TVM's take modes: "fast" reads an index in [-size, size) (negative from the end), "clip"
+# clamps it into [0, size - 1], "wrap" takes it modulo the size.
+TAKE_MODES = ("fast", "clip", "wrap")
+
+
 def _take(oc: OpCall) -> StructInfo:
     x, idx = oc.tensor("x"), oc.tensor("indices")
     assert x.shape is not None and idx.shape is not None
     if idx.dtype is not None and not idx.dtype.is_int:
         oc.error(f"indices must be integers, got {idx.dtype}")
+    if oc.values["mode"] not in TAKE_MODES:
+        oc.error(f"mode must be one of {', '.join(TAKE_MODES)}, got '{oc.values['mode']}'")
     axis = oc.values["axis"]
     if axis is None:
         return tensor(idx.shape, x.dtype)
     a = oc.axis(axis, len(x.shape))
     return tensor(x.shape[:a] + idx.shape + x.shape[a + 1:], x.dtype)
+
+
+def _gather_elements(oc: OpCall) -> StructInfo:
+    """data and indices of one rank, indices no larger than the data off `axis`; the result
+    has the indices' shape and the data's dtype (ONNX's GatherElements, PyTorch's gather)."""
+    x, idx = oc.tensor("data"), oc.tensor("indices")
+    assert x.shape is not None and idx.shape is not None
+    if idx.dtype is not None and not idx.dtype.is_int:
+        oc.error(f"indices must be integers, got {idx.dtype}")
+    if len(idx.shape) != len(x.shape):
+        oc.error(f"indices {shape_text(idx.shape)} must have the rank of the data "
+                 f"{shape_text(x.shape)}")
+    axis = oc.axis(oc.values["axis"], len(x.shape))
+    for a, (d, i) in enumerate(zip(x.shape, idx.shape)):
+        cd, ci = const_dim(d), const_dim(i)
+        if a != axis and cd is not None and ci is not None and ci > cd:
+            oc.error(f"indices {shape_text(idx.shape)} are larger than the data "
+                     f"{shape_text(x.shape)} along axis {a}")
+    return tensor(idx.shape, x.dtype)
 
 
 def _broadcast_to(oc: OpCall) -> StructInfo:
@@ -217,7 +243,9 @@ register("concat", [Param("tensors", "tensors"), Param("axis", "int", 0)], _conc
 register("split", [Param("x", "tensor"), Param("indices_or_sections", "int_or_ints"),
                    Param("axis", "int", 0)], _split)
 register("take", [Param("x", "tensor"), Param("indices", "tensor"),
-                  Param("axis", "int", None)], _take)
+                  Param("axis", "int", None), Param("mode", "str", "fast")], _take)
+register("gather_elements", [Param("data", "tensor"), Param("indices", "tensor"),
+                             Param("axis", "int", 0)], _gather_elements)
 register("broadcast_to", [Param("x", "tensor"), Param("shape", "shape")], _broadcast_to)
 register("scatter_elements", [Param("data", "tensor"), Param("indices", "tensor"),
                               Param("updates", "tensor"), Param("axis", "int", 0),

@@ -81,6 +81,7 @@ def _batch_norm(oc: OpCall) -> StructInfo:
 for _name in ("nn.gelu", "nn.gelu_tanh", "nn.silu"):
     register(_name, [Param("x", "tensor")], unary_float)
 register("nn.relu", [Param("x", "tensor")], unary_any)
+register("nn.relu6", [Param("x", "tensor")], unary_any)  # TVM's: clip(x, 0, 6)
 register("nn.leakyrelu", [Param("data", "tensor"), Param("alpha", "float", 0.01)], _activation)
 register("nn.softplus", [Param("data", "tensor"), Param("beta", "float", 1.0),
                          Param("threshold", "float", 20.0)], _activation)
@@ -107,7 +108,8 @@ register("nn.rms_norm", [Param("data", "tensor"), Param("weight", "tensor"),
 
 def group_norm_axes(oc: OpCall) -> tuple[int, list[int], int]:
     """The channel axis, the other normalized axes and the channels per group; an error for a
-    channel axis among `axes`, a symbolic channel count or one `num_groups` does not divide."""
+    channel axis among `axes`, a symbolic channel count or one `num_groups` does not divide.
+    `nn.instance_norm` is the group norm with one group per channel."""
     data = oc.tensor("data")
     assert data.shape is not None
     nd = len(data.shape)
@@ -116,14 +118,14 @@ def group_norm_axes(oc: OpCall) -> tuple[int, list[int], int]:
     if channel in axes:
         oc.error(f"channel_axis {oc.values['channel_axis']} must not be among the axes "
                  f"{tuple(oc.values['axes'])}")
-    groups = oc.values["num_groups"]
-    if groups < 1:
-        oc.error(f"num_groups must be positive, got {groups}")
     channels = const_dim(data.shape[channel])
+    groups = oc.values.get("num_groups", channels)
+    if groups is not None and groups < 1:
+        oc.error(f"num_groups must be positive, got {groups}")
     if channels is None:
         oc.error(f"the channel axis {channel} has the symbolic size "
-                 f"{dim_text(data.shape[channel])}; group_norm needs a constant number of "
-                 "channels")
+                 f"{dim_text(data.shape[channel])}; {oc.op.name[3:]} needs a constant number "
+                 "of channels")
     if channels % groups:
         oc.error(f"{channels} channels (axis {channel}) do not split into {groups} groups")
     return channel, axes, channels // groups
@@ -188,6 +190,11 @@ register("nn.group_norm", [Param("data", "tensor"), Param("gamma", "tensor"),
                            Param("channel_axis", "int"), Param("axes", "ints"),
                            Param("epsilon", "float", 1e-5), Param("center", "bool", True),
                            Param("scale", "bool", True)], _group_norm)
+register("nn.instance_norm", [Param("data", "tensor"), Param("gamma", "tensor"),
+                              Param("beta", "tensor"), Param("channel_axis", "int", 1),
+                              Param("axes", "ints"), Param("epsilon", "float", 1e-5),
+                              Param("center", "bool", True), Param("scale", "bool", True)],
+         _group_norm)
 register("nn.nll_loss", [Param("predictions", "tensor"), Param("targets", "tensor"),
                          Param("weights", "tensor", None), Param("reduction", "str", "mean"),
                          Param("ignore_index", "int", -100)], _nll_loss)

@@ -1,13 +1,14 @@
 """Reductions over axes: `sum mean max min prod variance std` with `axis` (None: all) and
 `keepdims`; `argmax argmin` over one axis (None: the flattened tensor), giving int64;
 `collapse_sum_like` and `collapse_sum_to`, the sum over the axes NumPy broadcasting would add to
-reach the data's shape from a target's."""
+reach the data's shape from a target's; `topk`, the k largest (or smallest) along an axis;
+`bucketize`, how many boundaries lie below each element."""
 
 from __future__ import annotations
 
 from tirc.ir.dtype import dtype
 from tirc.ir.expr import PrimExpr
-from tirc.ir.graph import StructInfo, TensorSInfo
+from tirc.ir.graph import StructInfo, TensorSInfo, TupleSInfo
 from tirc.ir.ops.manipulation import target_shape
 from tirc.ir.ops.registry import OpCall, Param, register
 from tirc.ir.ops.sinfo_util import const_dim, dim, dim_text, dims_equal, shape_text, tensor
@@ -120,3 +121,63 @@ def _collapse_sum(oc: OpCall) -> StructInfo:
 register("collapse_sum_like", [Param("data", "tensor"), Param("collapse_target", "tensor")],
          _collapse_sum)
 register("collapse_sum_to", [Param("data", "tensor"), Param("shape", "shape")], _collapse_sum)
+
+
+TOPK_RETURNS = ("both", "values", "indices")
+
+
+def topk_axis(oc: OpCall) -> tuple[int, int]:
+    """topk's axis and k (below 1: the whole axis, as TVM's); the axis needs a constant size."""
+    x = oc.tensor("data")
+    assert x.shape is not None
+    axis = oc.axis(oc.values["axis"], len(x.shape))
+    size = const_dim(x.shape[axis])
+    if size is None:
+        oc.error(f"axis {oc.values['axis']} has the symbolic size {dim_text(x.shape[axis])}; "
+                 "topk needs an axis of constant size")
+    k = size if oc.values["k"] < 1 else oc.values["k"]
+    if k > size:
+        oc.error(f"k {k} is larger than the axis ({size} elements)")
+    return axis, k
+
+
+def _topk(oc: OpCall) -> StructInfo:
+    """The k first elements along the axis in order (largest first, or smallest), ties by
+    position: their values, their positions (`dtype`) or both."""
+    x = oc.tensor("data")
+    assert x.shape is not None
+    if x.dtype is not None and x.dtype.is_bool:
+        oc.error("needs a numeric tensor, got bool")
+    if oc.values["ret_type"] not in TOPK_RETURNS:
+        oc.error(f"ret_type must be one of {', '.join(TOPK_RETURNS)}, got "
+                 f"'{oc.values['ret_type']}'")
+    if not oc.values["dtype"].is_int:
+        oc.error(f"dtype must be an integer type, got {oc.values['dtype']}")
+    axis, k = topk_axis(oc)
+    shape = list(x.shape)
+    shape[axis] = dim(k)
+    values, indices = tensor(shape, x.dtype), tensor(shape, oc.values["dtype"])
+    return {"both": TupleSInfo((values, indices)), "values": values,
+            "indices": indices}[oc.values["ret_type"]]
+
+
+register("topk", [Param("data", "tensor"), Param("k", "int", 1), Param("axis", "int", -1),
+                  Param("ret_type", "str", "both"), Param("largest", "bool", True),
+                  Param("dtype", "dtype", dtype("int32"))], _topk)
+
+
+def _bucketize(oc: OpCall) -> StructInfo:
+    """The input's shape; each element's bucket among 1-D boundaries of its dtype."""
+    x, b = oc.tensor("input_tensor"), oc.tensor("boundaries")
+    assert x.shape is not None and b.shape is not None
+    if len(b.shape) != 1:
+        oc.error(f"boundaries must be 1-D, got {shape_text(b.shape)}")
+    dt = oc.same_dtype("input_tensor", "boundaries")
+    if dt is not None and dt.is_bool:
+        oc.error("needs a numeric tensor, got bool")
+    return tensor(x.shape, "int32" if oc.values["out_int32"] else "int64")
+
+
+register("bucketize", [Param("input_tensor", "tensor"), Param("boundaries", "tensor"),
+                       Param("out_int32", "bool", False), Param("right", "bool", False)],
+         _bucketize)

@@ -37,7 +37,8 @@ REQUIRED = object()
 
 # Parameter kinds: graph values stay arguments; the rest are attributes with Python values.
 GRAPH_KINDS = ("tensor", "sparse", "tensors", "shape", "scalar", "callee")
-ATTR_KINDS = ("int", "ints", "int_or_ints", "bool", "float", "floats", "dtype", "str", "sinfo")
+ATTR_KINDS = ("int", "ints", "int_or_ints", "bool", "float", "floats", "number", "dtype", "str",
+              "sinfo")
 
 
 @dataclass(frozen=True)
@@ -283,6 +284,7 @@ def _convert(p: Param, v: Any, err: Callable[[str], NoReturn]) -> Any:
         kinds = {"int": "an integer", "ints": "an integer or a tuple of integers",
                  "int_or_ints": "an integer or a tuple of integers", "bool": "a bool",
                  "float": "a number", "floats": "a number or a tuple of numbers",
+                 "number": "a number",
                  "dtype": "a dtype", "str": "a string"}
         err(f"argument '{p.name}' must be {kinds[p.kind]}")
 
@@ -350,6 +352,19 @@ def _to_float(v: Any) -> float:
     raise _NotConvertible
 
 
+def _to_number(v: Any) -> int | float:
+    """A number that stays an int when written as one (`R.arange`'s bounds pick its dtype)."""
+    if isinstance(v, PrimValue):
+        v = v.value
+    if isinstance(v, Constant):
+        v = v.value
+    if isinstance(v, IntImm) and not v.dtype.is_bool:
+        return v.value
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    return _to_float(v)
+
+
 def _to_floats(v: Any) -> tuple[float, ...]:
     if isinstance(v, (tuple, list)):
         return tuple(_to_float(x) for x in v)
@@ -368,7 +383,8 @@ def _to_str(v: Any) -> str:
 
 _ATTR: dict[str, Callable[[Any], Any]] = {
     "int": _to_int, "ints": _to_ints, "int_or_ints": _to_int_or_ints, "bool": _to_bool,
-    "float": _to_float, "floats": _to_floats, "dtype": lambda v: dtype(_to_str(v)),
+    "float": _to_float, "floats": _to_floats, "number": _to_number,
+    "dtype": lambda v: dtype(_to_str(v)),
     "str": _to_str,
 }
 

@@ -1,13 +1,22 @@
-"""Slicing, flipping, repeating, padding and scans: `strided_slice`, `flip`, `tile`, `repeat`,
-`nn.pad` and `cumsum`/`cumprod`, with NumPy's semantics (a slice's begin and end wrap when
-negative and are clamped to the axis; `edge` and `reflect` padding as `np.pad`'s)."""
+"""Slicing, flipping, repeating, padding and scans: `strided_slice`, `slice_scatter`, `flip`,
+`tile`, `repeat`, `nn.pad` and `cumsum`/`cumprod`, with NumPy's semantics (a slice's begin and
+end wrap when negative and are clamped to the axis; `edge` and `reflect` padding as
+`np.pad`'s)."""
 
 from __future__ import annotations
 
 from tirc.ir.expr import PrimExpr, binop
 from tirc.ir.graph import StructInfo
 from tirc.ir.ops.registry import OpCall, Param, register
-from tirc.ir.ops.sinfo_util import const_dim, dim, dim_text, simplify_dim, tensor
+from tirc.ir.ops.sinfo_util import (
+    const_dim,
+    dim,
+    dim_text,
+    dims_equal,
+    shape_text,
+    simplify_dim,
+    tensor,
+)
 
 
 def slice_ranges(oc: OpCall) -> dict[int, tuple[int, int, int]]:
@@ -42,6 +51,34 @@ def _strided_slice(oc: OpCall) -> StructInfo:
     for axis, bounds in slice_ranges(oc).items():
         shape[axis] = dim(len(range(*bounds)))
     return tensor(shape, x.dtype)
+
+
+def scatter_range(oc: OpCall) -> tuple[int, tuple[int, int, int]]:
+    """slice_scatter's axis and NumPy's (start, stop, step) along it (a positive step)."""
+    x = oc.tensor("input_tensor")
+    assert x.shape is not None
+    axis = oc.axis(oc.values["axis"], len(x.shape))
+    if oc.values["step"] < 1:
+        oc.error(f"step must be positive, got {oc.values['step']}")
+    size = const_dim(x.shape[axis])
+    if size is None:
+        oc.error(f"axis {oc.values['axis']} has the symbolic size {dim_text(x.shape[axis])}; "
+                 "only an axis of constant size can be sliced")
+    return axis, slice(oc.values["start"], oc.values["end"], oc.values["step"]).indices(size)
+
+
+def _slice_scatter(oc: OpCall) -> StructInfo:
+    """The input's struct info; src must have the shape of the slice it replaces."""
+    x, src = oc.tensor("input_tensor"), oc.tensor("src")
+    assert x.shape is not None and src.shape is not None
+    oc.same_dtype("input_tensor", "src")
+    axis, bounds = scatter_range(oc)
+    want = list(x.shape)
+    want[axis] = dim(len(range(*bounds)))
+    if len(src.shape) != len(want) or not all(dims_equal(a, b) for a, b in zip(src.shape, want)):
+        oc.error(f"src {shape_text(src.shape)} must have the shape of the slice it replaces, "
+                 f"{shape_text(want)}")
+    return x
 
 
 def _flip(oc: OpCall) -> StructInfo:
@@ -92,6 +129,9 @@ def _repeat(oc: OpCall) -> StructInfo:
 register("strided_slice", [Param("x", "tensor"), Param("axes", "ints"), Param("begin", "ints"),
                            Param("end", "ints"), Param("strides", "ints", None),
                            Param("assume_inbound", "bool", False)], _strided_slice)
+register("slice_scatter", [Param("input_tensor", "tensor"), Param("src", "tensor"),
+                           Param("start", "int"), Param("end", "int"), Param("step", "int", 1),
+                           Param("axis", "int", 0)], _slice_scatter)
 register("flip", [Param("x", "tensor"), Param("axis", "int")], _flip)
 register("tile", [Param("x", "tensor"), Param("repeats", "int_or_ints")], _tile)
 register("repeat", [Param("x", "tensor"), Param("repeats", "int"), Param("axis", "int", None)],

@@ -103,7 +103,7 @@ _LINEAR_BINARY: dict[str, PartialRule] = {
 }
 _UNARY_PARTIAL = {"negative": _all_same(("sum",))}
 BINARY = (*BINARY_OPS, "where")
-UNARY = (*UNARY_OPS, "nn.relu", "nn.gelu", "nn.gelu_tanh", "nn.silu", "nn.leakyrelu",
+UNARY = (*UNARY_OPS, "nn.relu", "nn.relu6", "nn.gelu", "nn.gelu_tanh", "nn.silu", "nn.leakyrelu",
          "nn.softplus", "nn.selu", "clip")
 CREATION = ("full", "zeros", "ones")
 LIKE = ("zeros_like", "ones_like", "full_like")
@@ -323,6 +323,9 @@ def _rule_for(call: GCall, operands: Sequence[TensorSInfo], out: StructInfo) -> 
                     replicated={fs[axis]}, partial=_first_only)
     if op in CREATION:
         return Rule([], [fx.new(len(_shape(results[0])))])
+    if op == "arange":  # each device would count from 0: its values stay whole
+        (f,) = fx.new(1)
+        return Rule([], [[f]], replicated={f})
     if op in LIKE:
         return _broadcast(fx, operands, results[0], lambda ops: None)
     if op == "flatten":
@@ -339,8 +342,23 @@ def _rule_for(call: GCall, operands: Sequence[TensorSInfo], out: StructInfo) -> 
         return _batch_norm(fx, call, operands)
     if op in COLLAPSES:
         return _collapse(fx, operands, results[0])
-    if op == "nn.group_norm":
+    if op in ("nn.group_norm", "nn.instance_norm"):
         return _group_norm(fx, call, operands)
+    if op == "gather_elements":
+        return _gather(fx, call, operands)
+    if op == "einsum":
+        return _einsum(fx, call)
+    if op == "bucketize":  # the data and result split alike; the boundaries stay whole
+        fs, (fb,) = fx.new(len(_shape(operands[0]))), fx.new(1)
+        return Rule([list(fs), [fb]], [list(fs)], replicated={fb})
+    if op == "topk":  # the sorted axis stays whole; the others split data and results alike
+        fs = fx.new(len(_shape(operands[0])))
+        axis = normalize_axis(int(call.attrs.get("axis", -1)), len(fs)) or 0
+        return Rule([list(fs)], [list(fs) for _ in results], replicated={fs[axis]})
+    if op == "slice_scatter":  # the sliced axis stays whole; the others split all alike
+        fs = fx.new(len(_shape(operands[0])))
+        axis = normalize_axis(int(call.attrs.get("axis", 0)), len(fs)) or 0
+        return Rule([list(fs), list(fs)], [list(fs)], replicated={fs[axis]})
     if op == "scatter_elements":
         return _scatter(fx, call, operands)
     if op in LOSSES:
@@ -437,6 +455,36 @@ def _group_norm(fx: _Factors, call: GCall, operands: Sequence[TensorSInfo]) -> R
     return Rule([list(fs), [fs[channel]], [fs[channel]]], [list(fs)], replicated=whole)
 
 
+def _einsum(fx: _Factors, call: GCall) -> Rule:
+    """A factor per label: the result's labels split operands and result alike, the others
+    are reductions by sum (a product is linear in each operand); a label an operand repeats
+    (its diagonal) stays whole."""
+    subs = str(call.attrs.get("subscripts", "")).replace(" ", "")
+    lhs, arrow, rhs = subs.partition("->")
+    inputs = lhs.split(",")
+    if not arrow:
+        rhs = "".join(sorted(c for c in set(lhs) - {","} if lhs.count(c) == 1))
+    labels = list(dict.fromkeys(lhs.replace(",", "")))
+    of = dict(zip(labels, fx.new(len(labels))))
+    diagonal = {of[c] for labels_ in inputs for c in labels_ if labels_.count(c) > 1}
+    return Rule([[of[c] for c in labels_] for labels_ in inputs], [[of[c] for c in rhs]],
+                reduction={of[c]: "sum" for c in labels if c not in rhs},
+                replicated=diagonal, partial=_exactly_one())
+
+
+def _gather(fx: _Factors, call: GCall, operands: Sequence[TensorSInfo]) -> Rule:
+    """gather_elements: the other axes split data, indices and result alike where the
+    indices span the data's whole axis; the gather axis, and any axis the indices cover only
+    part of, stay whole."""
+    sx, si = _shape(operands[0]), _shape(operands[1])
+    fs = fx.new(len(sx))
+    axis = normalize_axis(int(call.attrs.get("axis", 0)), len(sx)) or 0
+    fi: list[Factor] = [fs[a] if a != axis and dims_equal(si[a], sx[a]) else None
+                        for a in range(len(sx))]
+    whole = {fs[a] for a in range(len(sx)) if fi[a] is None}
+    return Rule([list(fs), list(fi)], [list(fi)], replicated=whole)
+
+
 def _scatter(fx: _Factors, call: GCall, operands: Sequence[TensorSInfo]) -> Rule:
     """scatter_elements: updates move along `axis` only, so the other axes split data,
     indices, updates and result alike where the indices span the data's whole axis; the
@@ -529,4 +577,6 @@ def has_rule(op: str) -> bool:
         op in WINDOWS or op in COLLAPSES or op in LOSSES or \
         op in ("astype", "broadcast_to", "matmul", "permute_dims", "expand_dims", "squeeze",
                "reshape", "flatten", "concat", "split", "take", "nn.prelu", "nn.batch_norm",
-               "nn.attention", "nn.group_norm", "scatter_elements")
+               "arange",
+               "nn.attention", "nn.group_norm", "nn.instance_norm", "scatter_elements",
+               "gather_elements", "slice_scatter", "einsum", "topk", "bucketize")

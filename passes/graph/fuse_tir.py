@@ -15,9 +15,10 @@ from typing import Any
 
 from tirc.ir.attrs import OP_PATTERN, PRIMITIVE
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import BufferLoad, PrimExpr, Var
+from tirc.ir.expr import BufferLoad, PrimExpr, Var, const
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import (
+    Constant,
     Function,
     GCall,
     GlobalVar,
@@ -161,6 +162,14 @@ def _result_slots(bindings: tuple[Any, ...], results: list[GVar]
     return slots
 
 
+def _constant_buffer(kernel: Kernel, c: Constant) -> Buffer:
+    """A 0-d buffer holding a scalar constant argument of a call (`R.take(x, R.const(0,
+    "int64"))`), stored before the callee's blocks read it."""
+    buf = kernel.temp(f"{kernel.name}_const{len(kernel.temps)}", (), c.dtype)
+    kernel.compute(buf.name, buf, lambda i: const(c.value, c.dtype))
+    return buf
+
+
 def _inline_call(kernel: Kernel, call: GCall, values: dict[GVar, list[Buffer]],
                  outs: list[Buffer], mod: IRModule, names: set[str]) -> None:
     """The callee's blocks copied into the kernel, bound to the actual buffers and sizes
@@ -168,7 +177,8 @@ def _inline_call(kernel: Kernel, call: GCall, values: dict[GVar, list[Buffer]],
     callee = mod.functions[call.args[0].name]  # type: ignore[union-attr]
     assert isinstance(callee, PrimFunc)
     args = call.args[1].fields if isinstance(call.args[1], Tuple) else ()
-    actual = [values[a][0] for a in args] + outs  # type: ignore[index]
+    actual = [_constant_buffer(kernel, a) if isinstance(a, Constant) else values[a][0]
+              for a in args] + outs  # type: ignore[index]
     scalars = [p for p in callee.params if p not in callee.buffer_map]
     tir_vars: list[PrimExpr] = []
     if len(call.args) > 2 and isinstance(call.args[2], ShapeExpr):

@@ -56,7 +56,7 @@ def _intrinsic2(name: str) -> Binary:
 BINARY: dict[str, Binary] = {
     "add": lambda a, b: binop("add", a, b),
     "subtract": lambda a, b: binop("sub", a, b),
-    "multiply": lambda a, b: binop("mul", a, b),
+    "multiply": lambda a, b: binop("and" if a.dtype.is_bool else "mul", a, b),
     "divide": _divide,
     "floor_divide": _floor_divide,
     "maximum": lambda a, b: binop("max", a, b),
@@ -121,6 +121,7 @@ UNARY: dict[str, Callable[[PrimExpr], PrimExpr]] = {
     "negative": lambda x: binop("sub", const(0, x.dtype), x),
     "abs": _abs,
     "nn.relu": lambda x: binop("max", x, const(0, x.dtype)),
+    "nn.relu6": lambda x: binop("min", binop("max", x, const(0, x.dtype)), const(6, x.dtype)),
     "nn.gelu": _gelu,
     "nn.gelu_tanh": _gelu_tanh,
     "nn.silu": lambda x: binop("mul", x, call("sigmoid", x)),

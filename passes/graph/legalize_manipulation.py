@@ -204,17 +204,43 @@ def take(oc: OpCall, out: StructInfo) -> Kernel:
     axis = oc.values["axis"]
     a = oc.axis(axis, x.ndim) if axis is not None else None
 
+    mode = oc.values["mode"]
+
+    def position(raw: PrimExpr, size: PrimExpr) -> PrimExpr:
+        """The element an index names under TVM's `mode`."""
+        if mode == "clip":
+            return binop("max", binop("min", raw, binop("sub", size, 1)), ZERO)
+        if mode == "wrap":
+            return binop("floormod", raw, size)
+        return select(binop("lt", raw, ZERO), binop("add", raw, size), raw)
+
     def value(i: Indices) -> PrimExpr:
         lo = a if a is not None else 0
         raw = cast(INT64, ind.vload(*i[lo:lo + ind.ndim]))
         if a is None:
-            size = product(x.shape)
-            flat = select(binop("lt", raw, ZERO), binop("add", raw, size), raw)
-            return x.vload(*unravel(flat, x.shape))
-        idx = select(binop("lt", raw, ZERO), binop("add", raw, x.shape[a]), raw)
-        return x.vload(*i[:a], idx, *i[a + ind.ndim:])
+            return x.vload(*unravel(position(raw, product(x.shape)), x.shape))
+        return x.vload(*i[:a], position(raw, x.shape[a]), *i[a + ind.ndim:])
 
     k.compute("T_take", y, value)
+    return k
+
+
+@legalizer("gather_elements")
+def gather_elements(oc: OpCall, out: StructInfo) -> Kernel:
+    """Each output element reads the data at its own coordinates, the `axis` one replaced by
+    its index (a negative index from the end)."""
+    k = Kernel("gather_elements")
+    x = k.input("A", oc.values["data"], oc.tensor("data"))
+    ind = k.input("indices", oc.values["indices"], oc.tensor("indices"))
+    y = k.output("T_gather_elements", out_tensor(out))
+    a = oc.axis(oc.values["axis"], x.ndim)
+
+    def value(i: Indices) -> PrimExpr:
+        raw = cast(INT64, ind.vload(*i))
+        idx = select(binop("lt", raw, ZERO), binop("add", raw, x.shape[a]), raw)
+        return x.vload(*i[:a], idx, *i[a + 1:])
+
+    k.compute("T_gather_elements", y, value)
     return k
 
 

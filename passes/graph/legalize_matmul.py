@@ -1,10 +1,12 @@
 """Legalization of `matmul`: one reduction block `C[b, i, j] += A[b, i, k] * B[b, k, j]`, with
-broadcast batch dimensions and 1-D operands as NumPy treats them."""
+broadcast batch dimensions and 1-D operands as NumPy treats them; `einsum`: one block summing
+the product of the operands over the labels the result does not keep."""
 
 from __future__ import annotations
 
 from tirc.ir.expr import PrimExpr, binop, cast
-from tirc.ir.graph import StructInfo
+from tirc.ir.graph import StructInfo, Tuple, TupleGetItem
+from tirc.ir.ops.matmul import einsum_labels
 from tirc.ir.ops.registry import OpCall
 from tirc.passes.graph.kernel import Indices, Kernel, broadcast_indices
 from tirc.passes.graph.legalize_reduction import init_value
@@ -34,4 +36,34 @@ def matmul(oc: OpCall, out: StructInfo) -> Kernel:
         return binop("mul", cast(c.dtype, x), cast(c.dtype, y))
 
     k.reduce("matmul", c, [reduce_extent], "add", init_value("add", c.dtype), value)
+    return k
+
+
+@legalizer("einsum")
+def einsum(oc: OpCall, out: StructInfo) -> Kernel:
+    """`T[out labels] += A0[labels 0] * A1[labels 1] * ...` over the labels only the operands
+    have (none: one spatial block); a label repeated in an operand reads its diagonal."""
+    inputs, rhs, sizes = einsum_labels(oc)
+    arg = oc.values["operands"]
+    fields = list(arg.fields) if isinstance(arg, Tuple) else \
+        [TupleGetItem(arg, n) for n in range(len(inputs))]
+    k = Kernel("einsum")
+    bufs = [k.input(f"A{n}", f, t) for n, (f, t) in
+            enumerate(zip(fields, oc.tensors("operands")))]
+    y = k.output("T_einsum", out_tensor(out))
+    summed = [c for c in dict.fromkeys("".join(inputs)) if c not in rhs]
+
+    def value(s: Indices, r: Indices) -> PrimExpr:
+        at = {**dict(zip(rhs, s)), **dict(zip(summed, r))}
+        loads = [b.vload(*(at[c] for c in labels)) for labels, b in zip(inputs, bufs)]
+        product = loads[0]
+        for v in loads[1:]:
+            product = binop("mul", product, v)
+        return product
+
+    if summed:
+        k.reduce("T_einsum", y, [sizes[c] for c in summed], "add", init_value("add", y.dtype),
+                 value)
+    else:
+        k.compute("T_einsum", y, lambda i: value(i, ()))
     return k

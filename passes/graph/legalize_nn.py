@@ -13,7 +13,7 @@ from tirc.ir.expr import PrimExpr, binop, call, cast, const, if_then_else, selec
 from tirc.ir.graph import StructInfo, TupleSInfo
 from tirc.ir.ops.nn import group_norm_axes
 from tirc.ir.ops.registry import OpCall
-from tirc.ir.ops.sinfo_util import INT64, dim
+from tirc.ir.ops.sinfo_util import INT64, const_dim, dim
 from tirc.passes.graph.kernel import Indices, Kernel, Operand
 from tirc.passes.graph.legalize_reduction import element_count, init_value, reduce_axes
 from tirc.passes.graph.legalize_table import kernel_name, legalizer, out_tensor
@@ -254,20 +254,23 @@ def accumulator(dt: DType) -> DType:
     return FLOAT32 if dt.bits < 32 else dt
 
 
-@legalizer("nn.group_norm")
+@legalizer("nn.group_norm", "nn.instance_norm")
 def group_norm(oc: OpCall, out: StructInfo) -> Kernel:
-    """The statistics of each group (its channels and `axes`) in temporaries whose channel
-    axis counts groups, summed in float32 for half precision: the sum, then the sum of
-    squared deviations from the mean; then every element normalized by its group's."""
-    k = Kernel("group_norm")
+    """The statistics of each group (its channels and `axes`; instance_norm: one channel) in
+    temporaries whose channel axis counts groups, summed in float32 for half precision: the
+    sum, then the sum of squared deviations from the mean; then every element normalized by
+    its group's."""
+    name = oc.op.name[3:]
+    k = Kernel(name)
     x = k.input("A", oc.values["data"], oc.tensor("data"))
     gamma = k.input("gamma", oc.values["gamma"], oc.tensor("gamma"))
     beta = k.input("beta", oc.values["beta"], oc.tensor("beta"))
-    result = k.output("T_group_norm", out_tensor(out))
+    result = k.output(f"T_{name}", out_tensor(out))
     channel, axes, per_group = group_norm_axes(oc)
     acc = accumulator(x.dtype)
     size = dim(per_group)
-    stats_shape = tuple(dim(oc.values["num_groups"]) if a == channel else dim(1) if a in axes
+    groups = dim((const_dim(x.shape[channel]) or 0) // per_group)
+    stats_shape = tuple(groups if a == channel else dim(1) if a in axes
                         else d for a, d in enumerate(x.shape))
     extents = [size] + [x.shape[a] for a in axes]
     count = element_count(extents, acc)
@@ -305,7 +308,7 @@ def group_norm(oc: OpCall, out: StructInfo) -> Kernel:
             v = binop("add", v, cast(acc, beta.vload(i[channel])))
         return v
 
-    k.compute("T_group_norm", result, value)
+    k.compute(f"T_{name}", result, value)
     return k
 
 

@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import PrimExpr, binop, cast, const, select
-from tirc.ir.graph import StructInfo
-from tirc.ir.ops.reduction import collapse_axes, collapse_target
+from tirc.ir.graph import StructInfo, TupleSInfo
+from tirc.ir.ops.reduction import collapse_axes, collapse_target, topk_axis
 from tirc.ir.ops.registry import OpCall
 from tirc.ir.ops.sinfo_util import INT64, dim, product
 from tirc.passes.graph.kernel import ZERO, Indices, Kernel, Operand, limit
@@ -138,4 +138,60 @@ def collapse_sum(oc: OpCall, out: StructInfo) -> Kernel:
 
     k.reduce("T_collapse_sum", result, [x.shape[a] for a in reduced], "add",
              init_value("add", result.dtype), value)
+    return k
+
+
+@legalizer("topk")
+def topk(oc: OpCall, out: StructInfo) -> Kernel:
+    """Each element's rank along the axis (how many come before it: larger ones, or equal
+    ones earlier, for `largest`), then for each of the k first ranks the position holding
+    it (the one element of that rank) and the data there."""
+    axis, count = topk_axis(oc)
+    k = Kernel("topk")
+    x = k.input("A", oc.values["data"], oc.tensor("data"))
+    ret = oc.values["ret_type"]
+    fields = out.fields if isinstance(out, TupleSInfo) else (out,)
+    values = k.output("T_topk_values", out_tensor(fields[0])) if ret != "indices" else None
+    dt = oc.values["dtype"]
+    shape = [dim(count) if a == axis else d for a, d in enumerate(x.shape)]
+    positions = k.output("T_topk_indices", out_tensor(fields[-1])) if ret != "values" else \
+        k.temp("T_topk_indices", shape, dt)
+    before = "gt" if oc.values["largest"] else "lt"
+
+    def other(i: Indices, j: PrimExpr) -> Indices:
+        return (*i[:axis], j, *i[axis + 1:])
+
+    def precedes(i: Indices, r: Indices) -> PrimExpr:
+        """1 when the element at position r[0] of i's row comes before element i."""
+        them, me = x.vload(*other(i, r[0])), x.vload(*i)
+        first = binop("or", binop(before, them, me),
+                      binop("and", binop("eq", them, me), binop("lt", r[0], i[axis])))
+        return select(first, const(1, INT64), const(0, INT64))
+
+    rank = k.temp("T_rank", list(x.shape), INT64)
+    k.reduce("T_rank", rank, [x.shape[axis]], "add", const(0, INT64), precedes)
+
+    def holder(s: Indices, r: Indices) -> PrimExpr:
+        """Position r[0] when its element has the rank s[axis], else 0."""
+        return select(binop("eq", rank.vload(*other(s, r[0])), s[axis]), cast(dt, r[0]),
+                      const(0, dt))
+
+    k.reduce("T_topk_indices", positions, [x.shape[axis]], "add", const(0, dt), holder)
+    if values is not None:
+        k.compute("T_topk_values", values,
+                  lambda i: x.vload(*other(i, cast(INT64, positions.vload(*i)))))
+    return k
+
+
+@legalizer("bucketize")
+def bucketize(oc: OpCall, out: StructInfo) -> Kernel:
+    """Each element's count of the boundaries below it (at or below it, for `right`)."""
+    k = Kernel("bucketize")
+    x = k.input("A", oc.values["input_tensor"], oc.tensor("input_tensor"))
+    b = k.input("boundaries", oc.values["boundaries"], oc.tensor("boundaries"))
+    y = k.output("T_bucketize", out_tensor(out))
+    below = "le" if oc.values["right"] else "lt"
+    k.reduce("T_bucketize", y, [b.shape[0]], "add", const(0, y.dtype),
+             lambda i, r: select(binop(below, b.vload(r[0]), x.vload(*i)), const(1, y.dtype),
+                                 const(0, y.dtype)))
     return k

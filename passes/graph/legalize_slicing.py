@@ -1,6 +1,6 @@
-"""Legalization of `strided_slice`, `flip`, `tile`, `repeat` and `nn.pad`: each output element
-reads the one input element it copies (a constant where `pad` fills); `cumsum` and `cumprod`
-as a reduction over the axis up to each position."""
+"""Legalization of `strided_slice`, `slice_scatter`, `flip`, `tile`, `repeat` and `nn.pad`: each
+output element reads the one input element it copies (a constant where `pad` fills); `cumsum`
+and `cumprod` as a reduction over the axis up to each position."""
 
 from __future__ import annotations
 
@@ -8,10 +8,32 @@ from tirc.ir.expr import PrimExpr, binop, cast, const, if_then_else, maximum, mi
 from tirc.ir.graph import StructInfo
 from tirc.ir.ops.registry import OpCall
 from tirc.ir.ops.sinfo_util import dim
-from tirc.ir.ops.slicing import pad_widths, slice_ranges, tile_repeats
+from tirc.ir.ops.slicing import pad_widths, scatter_range, slice_ranges, tile_repeats
 from tirc.passes.graph.kernel import Indices, Kernel
 from tirc.passes.graph.legalize_manipulation import unravel
 from tirc.passes.graph.legalize_table import legalizer, out_tensor
+
+
+@legalizer("slice_scatter")
+def slice_scatter(oc: OpCall, out: StructInfo) -> Kernel:
+    """Each output element reads src where its position along the axis is one of the slice's
+    (`start + k * step`, k its src position), the input elsewhere."""
+    k = Kernel("slice_scatter")
+    x = k.input("A", oc.values["input_tensor"], oc.tensor("input_tensor"))
+    src = k.input("src", oc.values["src"], oc.tensor("src"))
+    y = k.output("T_slice_scatter", out_tensor(out))
+    axis, (start, stop, step) = scatter_range(oc)
+
+    def value(i: Indices) -> PrimExpr:
+        off = binop("sub", i[axis], dim(start))
+        inside = binop("and", binop("and", binop("ge", off, dim(0)),
+                                    binop("lt", i[axis], dim(stop))),
+                       binop("eq", binop("floormod", off, dim(step)), dim(0)))
+        at = [*i[:axis], binop("floordiv", off, dim(step)), *i[axis + 1:]]
+        return if_then_else(inside, src.vload(*at), x.vload(*i))
+
+    k.compute("T_slice_scatter", y, value)
+    return k
 
 
 @legalizer("strided_slice")

@@ -2,16 +2,17 @@
 
 A program is a chain of two to six bindings over the operators tirc legalizes: elementwise
 arithmetic with broadcasting, unary math (rounding, trigonometric and hyperbolic functions,
-float predicates), comparisons combined by logical operators into casts and `where`, integer
-bitwise operators, shifts and remainders, `clip`, matmul, the nn operators (relu, gelu, gelu_tanh,
-silu, leakyrelu, softplus, selu, prelu, softmax, log_softmax, layer_norm, rms_norm, batch_norm,
-convolution and pooling, transposed convolution, attention), `image.resize2d`, reductions
-with and without keepdims (argmax, argmin, variance and std among them), and the shape
-operators (reshape, flatten, permute_dims, expand_dims, squeeze, concat, split, take,
-broadcast_to, flip, tile, repeat, strided_slice, pad, cumsum, cumprod, collapse_sum_like and
-collapse_sum_to, scatter_elements with every reduction and negative indices) with creation
-operators (zeros, ones, full and their `_like` forms) as operands, group_norm, and the losses
-nll_loss and cross_entropy_with_logits.
+float predicates), comparisons combined by logical operators into casts and `where`, bucketize,
+integer bitwise operators, shifts and remainders, `clip`, matmul and einsum, the nn operators
+(relu, relu6, gelu, gelu_tanh, silu, leakyrelu, softplus, selu, prelu, softmax, log_softmax,
+layer_norm, rms_norm, batch_norm, convolution and pooling, transposed convolution, attention),
+`image.resize2d`, reductions with and without keepdims (argmax, argmin, variance and std among
+them), topk, and the shape operators (reshape, flatten, permute_dims, expand_dims, squeeze, concat,
+split, take, broadcast_to, flip, tile, repeat, strided_slice, pad, cumsum, cumprod,
+collapse_sum_like and collapse_sum_to, scatter_elements with every reduction and negative
+indices, gather_elements, slice_scatter) with creation operators (zeros, ones, full and their
+`_like` forms) as operands, `arange` as take's indices, group_norm and instance_norm, and the
+losses nll_loss and cross_entropy_with_logits.
 The first dimension may be symbolic (`"n"`). Each value carries an interval of what it can
 hold, so that log, sqrt, rsqrt, divide and power get only arguments in their domain, exp no
 overflow, and only exact values reach casts to int and comparisons.
@@ -186,8 +187,8 @@ class _Gen:
 
     def op_unary(self) -> None:
         a = self.pick()
-        choices = ["negative", "abs", "tanh", "sigmoid", "nn.relu", "nn.gelu", "nn.gelu_tanh",
-                   "nn.silu"]
+        choices = ["negative", "abs", "tanh", "sigmoid", "nn.relu", "nn.relu6", "nn.gelu",
+                   "nn.gelu_tanh", "nn.silu"]
         if a.hi <= 6:
             choices.append("exp")
         if a.lo >= 0.01:
@@ -209,6 +210,12 @@ class _Gen:
         bound = a.mag * b.mag * k[1]
         if bound > 1e4:
             return self.op_binary()
+        if self.rng.random() < 0.25:  # the same product as an einsum, its result transposed
+            lead = "abc"[:len(a.dims) - 1]
+            self.emit("einsum", Tuple((a.var, b.var)), dims=(n,) + a.dims[:-1], dt=a.dt,
+                      lo=-bound, hi=bound, exact=a.exact and b.exact,
+                      subscripts=f"{lead}k,kn->n{lead}")
+            return
         self.emit("matmul", a.var, b.var, dims=a.dims[:-1] + (n,), dt=a.dt, lo=-bound,
                   hi=bound, exact=a.exact and b.exact)
 
@@ -330,6 +337,23 @@ class _Gen:
 
     def op_split(self) -> None:
         a = self.pick(rank=2)
+        fixed = [k for k, (d, v) in enumerate(a.dims) if isinstance(d, IntImm) and v >= 1]
+        # topk: exact values order alike; constant sizes only (the GPU rules keep a symbolic
+        # row count in the per-thread rank buffer, which gpu-storage-scope refuses)
+        if a.exact and len(fixed) == len(a.dims) and self.rng.random() < 0.3:
+            axis = self.rng.choice(fixed)
+            size = a.dims[axis][1]
+            count = self.rng.randint(1, size)
+            parts = self.gb.emit("topk", a.var, k=count, axis=axis,
+                                 largest=self.rng.random() < 0.5)
+            dims = tuple(_dim(count) if k == axis else d for k, d in enumerate(a.dims))
+            if self.rng.random() < 0.5:
+                self.emit(TupleGetItem(parts, 0), dims=dims, dt=a.dt, lo=a.lo, hi=a.hi,
+                          exact=True)
+            else:
+                self.emit(TupleGetItem(parts, 1), dims=dims, dt="int32", lo=0, hi=size,
+                          exact=True)
+            return
         even = [k for k, (d, v) in enumerate(a.dims) if isinstance(d, IntImm) and v % 2 == 0]
         if not even:
             return self.op_binary()
@@ -346,7 +370,14 @@ class _Gen:
         count = _dim(self.rng.choice(EXTENTS))
         if a.dims[axis][1] < 1:
             return self.op_binary()
-        idx = self.param((count,), "int32", index_range=a.dims[axis][1])
+        if self.rng.random() < 0.3:  # positions from R.arange: forwards, backwards or strided
+            size = a.dims[axis][1]
+            start, end, step = self.rng.choice(((0, size, 1), (size - 1, -1, -1), (0, size, 2)))
+            count = _dim(len(range(start, end, step)))
+            idx = self.emit("arange", dims=(count,), dt="int64", lo=0, hi=size, exact=True,
+                            start=start, end=end, step=step)
+        else:
+            idx = self.param((count,), "int32", index_range=a.dims[axis][1])
         dims = tuple(count if k == axis else d for k, d in enumerate(a.dims))
         self.emit("take", a.var, idx.var, dims=dims, dt=a.dt, lo=a.lo, hi=a.hi, exact=a.exact,
                   axis=axis)
@@ -379,6 +410,12 @@ class _Gen:
         a = self.pick()
         if not a.exact:
             return self.op_binary()
+        if self.rng.random() < 0.2:  # bucketize: how many (exact) boundaries lie below
+            count = self.rng.randint(1, 5)
+            edges = self.param((_dim(count),), a.dt)
+            self.emit("bucketize", a.var, edges.var, dims=a.dims, dt="int64", lo=0, hi=count,
+                      exact=True, right=self.rng.random() < 0.5)
+            return
         b = self.partner(a)
         if not b.exact:
             return self.op_binary()
@@ -814,8 +851,8 @@ class _Gen:
         self.emit("collapse_sum_to", a.var, ShapeExpr(tuple(d for d, _ in dims)), **keep)
 
     def op_group_norm(self) -> None:
-        """group_norm over a constant channel axis split into groups, with or without other
-        normalized axes, scale and shift."""
+        """group_norm over a constant channel axis split into groups (instance_norm when each
+        channel is one), with or without other normalized axes, scale and shift."""
         rng = self.rng
         a = self.pick(rank=rng.choice((2, 3, 4)))
         fixed = [k for k, (d, _) in enumerate(a.dims) if isinstance(d, IntImm)]
@@ -832,12 +869,17 @@ class _Gen:
                                      channel_axis=channel - len(a.dims) * rng.randint(0, 1))
         if rng.random() < 0.3:
             attrs.update(epsilon=1e-3, center=rng.random() < 0.5, scale=rng.random() < 0.5)
-        self.emit("nn.group_norm", a.var, gamma.var, beta.var, dims=a.dims, dt="float32",
-                  lo=-bound, hi=bound, exact=False, **attrs)
+        op = "nn.group_norm"
+        if groups == channels and rng.random() < 0.5:  # a group per channel: instance_norm
+            op = "nn.instance_norm"
+            del attrs["num_groups"]
+        self.emit(op, a.var, gamma.var, beta.var, dims=a.dims, dt="float32", lo=-bound,
+                  hi=bound, exact=False, **attrs)
 
     def op_scatter(self) -> None:
-        """scatter_elements along a random axis with indices (some negative, repeated) that
-        may cover only part of the data off the axis, with each reduction its dtype allows."""
+        """scatter_elements (or gather_elements) along a random axis with indices (some
+        negative, repeated) that may cover only part of the data off the axis, with each
+        reduction its dtype allows; or slice_scatter of a strided slice of the axis."""
         rng = self.rng
         a = self.pick(rng.choice(("float32", "float32", "int32")))
         axis = rng.randrange(len(a.dims))
@@ -847,6 +889,19 @@ class _Gen:
                      _dim(rng.randint(1, v)) if isinstance(d, IntImm) and rng.random() < 0.3
                      else (d, v) for k, (d, v) in enumerate(a.dims))
         idx = self.param(dims, "int32", index_range=-size if rng.random() < 0.4 else size)
+        if rng.random() < 0.3:  # gather_elements reads where scatter_elements writes
+            self.emit("gather_elements", a.var, idx.var, dims=dims, dt=a.dt, lo=a.lo, hi=a.hi,
+                      exact=a.exact, axis=axis - len(a.dims) * rng.randint(0, 1))
+            return
+        if rng.random() < 0.2 and isinstance(a.dims[axis][0], IntImm):  # a strided slice
+            start, end, step = rng.choice(((0, size, 2), (-2, size, 1), (1, -1, 3)))
+            part = tuple(_dim(len(range(*slice(start, end, step).indices(size)))) if k == axis
+                         else d for k, d in enumerate(a.dims))
+            src = self.param(part, a.dt)
+            self.emit("slice_scatter", a.var, src.var, dims=a.dims, dt=a.dt,
+                      lo=min(a.lo, src.lo), hi=max(a.hi, src.hi), exact=a.exact and src.exact,
+                      start=start, end=end, step=step, axis=axis)
+            return
         upd = self.param(dims, a.dt)
         choices = ["update", "add", "min", "max", "mul"] + (["mean"] if a.dt == "float32" else [])
         reduction = rng.choice(choices)
@@ -924,6 +979,8 @@ def _unary_range(op: str, a: Val) -> tuple[float, float, bool]:
         return 0.0, a.mag, a.exact
     if op == "nn.relu":
         return max(0.0, a.lo), max(0.0, a.hi), a.exact
+    if op == "nn.relu6":
+        return min(max(0.0, a.lo), 6.0), min(max(0.0, a.hi), 6.0), a.exact
     if op == "tanh":
         return math.tanh(max(a.lo, -20.0)), math.tanh(min(a.hi, 20.0)), False
     if op == "sigmoid":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tirc.frontend import parse, parse_file
 from tirc.ir import (
@@ -26,6 +27,7 @@ from tirc.ir import (
     VarBinding,
 )
 from tirc.ir.diagnostics import CompileError
+from tirc.ir.interpreter import Interpreter
 
 MLP = Path(__file__).resolve().parents[2] / "samples" / "mlp.tir"
 HEADER = "from tvm.script import relax as R\nfrom tvm.script import tir as T\n\n"
@@ -128,6 +130,76 @@ def main(x: R.Tensor(("n", 4), "float32"), y: R.Tensor(ndim=1, dtype="float32"))
     assert isinstance(u, VarBinding) and isinstance(u.value, TupleGetItem)
     assert u.value.index == 1 and u.value.tuple_value is t.var
     assert p.value.op == "call_dps_packed" and p.value.args[0] == ExternFunc("my_kernel")
+
+
+def test_constants_that_are_not_finite_numbers() -> None:
+    """TVM writes an infinite constant `R.const(float("inf"), "float32")` (PyTorch's exporter
+    in isfinite and logaddexp); it reads as that value and prints back the same way."""
+    text = '''\
+@R.function
+def main(x: R.Tensor((3,), "float32")):
+    a = R.not_equal(R.abs(x), R.const(float("inf"), "float32"))
+    b = R.maximum(x, R.const(float("-inf"), "float32"))
+    return (a, b)
+'''
+    f = graph(text)
+    values = [b.value.args[1].value for b in f.body.blocks[0].bindings if b.value.args[1:]
+              and isinstance(b.value.args[1], Constant)]
+    assert values == [float("inf"), float("-inf")]
+    printed = parse(text).script()
+    assert 'R.const(float("inf"), "float32")' in printed
+    assert parse(printed).script() == printed
+    with pytest.raises(CompileError, match="R.const of anything but a number"):
+        graph(text.replace('float("-inf")', 'float("big")'))
+
+
+def test_a_void_dtype_is_the_default() -> None:
+    """TVM prints an unset dtype as "void" (`R.full_like(x, R.const(1, "int32"),
+    dtype="void")`, PyTorch's ones_like; older versions as ""): the operator's default, the
+    input's dtype, applies."""
+    text = '''\
+@R.function
+def main(x: R.Tensor((2, 3), "float32")):
+    y: R.Tensor((2, 3), "float32") = R.full_like(x, R.const(1, "int32"), dtype="void")
+    return y
+'''
+    mod = parse(text)
+    call = mod["main"].body.blocks[0].bindings[0].value
+    assert isinstance(call, GCall) and "dtype" not in call.attrs
+    older = parse(text.replace('"void"', '""'))["main"].body.blocks[0].bindings[0].value
+    assert "dtype" not in older.attrs
+    got = Interpreter(mod).call("main", np.zeros((2, 3), "float32"))
+    assert got.dtype == np.float32 and (got == 1).all()
+
+
+def test_sizes_declared_as_size_vars() -> None:
+    """PyTorch's exporter declares a dynamic dimension `s0 = T.int64(is_size_var=True)`: the
+    same size as the signature's `"s0"`, alone or in a tuple; another keyword is an error."""
+    text = '''\
+@R.function
+def main(x: R.Tensor(("s0", 4), "float32"), y: R.Tensor(("s1", 4), "float32")):
+    s0 = T.int64(is_size_var=True)
+    s1, s2 = T.int64(is_size_var=True), T.int64()
+    z: R.Tensor((s0 + s1, 4), "float32") = R.concat((x, y), axis=0)
+    return z
+'''
+    f = graph(text)
+    assert f.params[0].struct_info.shape[0].name == "s0"
+    with pytest.raises(CompileError):
+        graph(text.replace("is_size_var=True)\n", "is_size_var=1)\n"))
+
+
+def test_relax_op_calls_are_graph_operators() -> None:
+    """TVM's tests call the Python API inside scripts (`relax.op.astype(x, "int8")`,
+    `relax.op.nn.softmax`): the same operators as `R.astype` and `R.nn.softmax`."""
+    f = graph('''\
+@R.function
+def main(x: R.Tensor((2, 3), "float32")):
+    a = relax.op.astype(x, dtype="int8")
+    b = relax.op.nn.softmax(x, axis=1)
+    return (a, b)
+''')
+    assert [b.value.op for b in f.body.blocks[0].bindings[:2]] == ["astype", "nn.softmax"]
 
 
 def test_annotated_bindings_keep_their_struct_info() -> None:

@@ -27,7 +27,7 @@ case(("add", "subtract", "multiply", "divide", "maximum", "minimum", "power"),
 case(("floor_divide",), [X, ("y", (6, 8), F)], "R.OP(x, y)")
 case(("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"),
      [X, ("b", (8,), F)], "R.OP(x, b)")
-case(("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "negative", "abs", "nn.relu",
+case(("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "negative", "abs", "nn.relu", "nn.relu6",
       "nn.gelu", "nn.silu", "floor", "ceil", "round", "trunc", "sin", "cos", "tan", "sinh",
       "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "erf", "square", "sign",
       "nn.gelu_tanh", "nn.leakyrelu", "nn.softplus", "nn.selu"), [X], "R.OP(x)")
@@ -90,6 +90,14 @@ case("collapse_sum_to", [("x", (6, 4, 8), F)], "R.collapse_sum_to(x, R.shape([4,
 case("collapse_sum_like", [("x", (6, 4, 8), F), ("y", (1, 8), F)], "R.collapse_sum_like(x, y)")
 case("nn.group_norm", [("x", (2, 6, 4), F), ("g", (6,), F), ("b", (6,), F)],
      "R.nn.group_norm(x, g, b, num_groups=3, channel_axis=1, axes=[2])")
+case("nn.instance_norm", [("x", (2, 6, 4), F), ("g", (6,), F), ("b", (6,), F)],
+     "R.nn.instance_norm(x, g, b, channel_axis=1, axes=[2])")
+case("gather_elements", [X, ("i", (6, 3), "int64")], "R.gather_elements(x, i, axis=1)")
+case("einsum", [X, ("y", (8, 4), F)], "R.einsum((x, y), subscripts=\"ij,jk->ki\")")
+case("bucketize", [X, ("b", (5,), F)], "R.astype(R.bucketize(x, b, right=True), \"float32\")")
+case("topk", [X], "R.add(R.astype(R.topk(x, 3, axis=1, ret_type=\"indices\"), \"float32\"), "
+     "R.topk(x, 3, axis=1, ret_type=\"values\", largest=False))")
+case("slice_scatter", [X, ("u", (6, 3), F)], "R.slice_scatter(x, u, 1, 7, 2, axis=1)")
 case("scatter_elements", [X, ("i", (6, 3), "int64"), ("u", (6, 3), F)],
      "R.scatter_elements(x, i, u, axis=1, reduction=\"add\")")
 case("nn.nll_loss", [("p", (4, 6, 3), F), ("t", (4, 3), "int64"), ("w", (6,), F)],
@@ -98,6 +106,8 @@ case("nn.cross_entropy_with_logits", [X, ("l", (6, 8), F)],
      "R.nn.cross_entropy_with_logits(x, l)")
 case("broadcast_to", [("b", (8,), F)], "R.broadcast_to(b, R.shape([6, 8]))")
 case(("zeros", "ones"), [X], "R.add(x, R.OP(R.shape([6, 8]), \"float32\"))")
+case("arange", [X], "R.add(x, R.arange(R.prim_value(-3), R.prim_value(13), R.prim_value(2), "
+     "dtype=\"float32\"))")
 case("full", [X], "R.add(x, R.full(R.shape([6, 8]), R.const(2.0, \"float32\"), \"float32\"))")
 
 

@@ -303,6 +303,24 @@ def test_tvm_printed_forms_parse() -> None:
     assert [int(d.value) for d in out.shape] == [1, 2, 6, 8]
 
 
+def test_attention_bias_is_attention_with_a_bias() -> None:
+    """TVM's `R.nn.attention_bias(q, k, v, bias, ...)` (PyTorch's scaled_dot_product_attention
+    with a mask) is `R.nn.attention` given the bias; without one it is a diagnostic."""
+    params = f"{QKV}, b: {tensor('(1, 2, 3, 5)')}"
+    mod = parse(functions_module({"main": (params, "R.nn.attention_bias(q, k, v, b, "
+                                                   "scale=None, causal_mask=None, "
+                                                   "window_size=None)")}))
+    same = parse(functions_module({"main": (params, "R.nn.attention(q, k, v, b)")}))
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal(tuple(int(d.value) for d in p.struct_info.shape))
+            .astype("float32") for p in mod["main"].params]
+    np.testing.assert_array_equal(Interpreter(mod).call("main", *args),
+                                  Interpreter(same).call("main", *args))
+    with pytest.raises(CompileError) as err:
+        parse(functions_module({"main": (QKV, "R.nn.attention_bias(q, k, v)")}))
+    assert "R.nn.attention_bias takes a bias" in err.value.diagnostics[0].message
+
+
 Q4 = f"q: {tensor('(1, 3, 2, 4)')}, k: {tensor('(1, 5, 2, 4)')}, v: {tensor('(1, 5, 2, 3)')}"
 
 

@@ -186,3 +186,22 @@ def test_returned_tuple_stays_unfused_and_a_result_naming_an_input_is_copied() -
     assert "u: R.Tensor((n, 4), dtype=\"float32\") = x" in mods[1].script()
     assert kernel_calls(mods[-1]) == ["fused_exp_add_multiply"]
     assert_same(mods[0], mods[1:], random_inputs(mod2, {"n": 4}))
+
+
+def test_a_scalar_constant_operand_fuses() -> None:
+    """`R.take(x, R.const(0, "int64"), axis=0)` (PyTorch's `x[0]`) passes a constant to its
+    kernel; in a group it becomes a 0-d buffer the fused kernel fills before the take."""
+    from tirc.frontend import parse
+
+    mod = parse('''\
+@R.function
+def main(x: R.Tensor((3, 4), "float32")):
+    with R.dataflow():
+        a = R.take(x, R.const(2, "int64"), axis=0)
+        b = R.exp(a)
+        R.output(b)
+    return b
+''')
+    mods = run_passes(mod, PIPELINE)
+    assert kernel_calls(mods[-1]) == ["fused_take_exp"]
+    assert_same(mods[0], mods[1:], random_inputs(mod, {}))

@@ -1,8 +1,9 @@
 """The operators of training graphs and exported models: `collapse_sum_like`/`collapse_sum_to`,
-`nn.group_norm`, `scatter_elements`, `nn.nll_loss` and `nn.cross_entropy_with_logits`. Each one
-compiled at -O0..-O3 agrees with the reference interpreter; both agree with NumPy written here
-from the definitions, one output element at a time; bad operands are diagnostics at their place;
-an out-of-range scatter index is an interpreter error and never a write outside the output."""
+`nn.group_norm`, `nn.instance_norm`, `gather_elements`, `scatter_elements`, `nn.nll_loss` and
+`nn.cross_entropy_with_logits`. Each one compiled at -O0..-O3 agrees with the reference
+interpreter; both agree with NumPy written here from the definitions, one output element at a
+time; bad operands are diagnostics at their place; an out-of-range scatter index is an
+interpreter error and never a write outside the output."""
 
 from __future__ import annotations
 
@@ -44,6 +45,14 @@ CASES: dict[str, tuple[str, str, dict[str, tuple[int, int]]]] = {
     "gn_half": ('x: R.Tensor((2, 4, 3), "float16"), g: R.Tensor((4,), "float16"), '
                 'b: R.Tensor((4,), "float16")',
                 "R.nn.group_norm(x, g, b, num_groups=2, channel_axis=1, axes=[2])", {}),
+    "in": (f"x: R.Tensor((2, 3, 4, 2), {F}), g: R.Tensor((3,), {F}), b: R.Tensor((3,), {F})",
+           "R.nn.instance_norm(x, g, b, channel_axis=1, axes=[2, 3], epsilon=1e-05)", {}),
+    "in_last": (f"x: R.Tensor((2, 5, 4), {F}), g: R.Tensor((4,), {F}), b: R.Tensor((4,), {F})",
+                "R.nn.instance_norm(x, g, b, -1, [1], 1e-3, False, True)", {}),
+    "ga": (f"x: R.Tensor((4, 6), {F}), i: R.Tensor((3, 5), {I64})",
+           "R.gather_elements(x, i, axis=1)", {"i": (-6, 6)}),
+    "ga_rows": (f"x: R.Tensor((4, 6), {F}), i: R.Tensor((2, 6), {I64})",
+                "R.gather_elements(x, i)", {"i": (-4, 4)}),
     "sc_update": (f"x: R.Tensor((4, 6), {F}), i: R.Tensor((4, 5), {I64}), "
                   f"u: R.Tensor((4, 5), {F})", "R.scatter_elements(x, i, u, axis=1)",
                   {"i": (-6, 6)}),
@@ -182,6 +191,16 @@ def naive_scatter(x: np.ndarray, i: np.ndarray, u: np.ndarray, axis: int,
     return out
 
 
+def naive_gather(x: np.ndarray, i: np.ndarray, axis: int) -> np.ndarray:
+    """Each output element the data at its own coordinates, `axis` replaced by its index."""
+    out = np.empty(i.shape, dtype=np.float64)
+    axis %= x.ndim
+    for idx in np.ndindex(*i.shape):
+        src = idx[:axis] + (int(i[idx]) % x.shape[axis],) + idx[axis + 1:]
+        out[idx] = x[src]
+    return out
+
+
 def naive_nll(p: np.ndarray, t: np.ndarray, w: np.ndarray | None, reduction: str,
               ignore: int) -> np.ndarray:
     """-w[c] * p[n, c, ...] per target; summed, or divided by the counted weights."""
@@ -215,6 +234,10 @@ DEFINITIONS: dict[str, Any] = {
     "gn_no_axes": lambda x, g, b: naive_group_norm(x, g, b, 2, 1, [], 1e-5, True, False),
     "gn_symbolic": lambda x, g, b: naive_group_norm(x, g, b, 4, 1, [2], 1e-5, True, True),
     "gn_half": lambda x, g, b: naive_group_norm(x, g, b, 2, 1, [2], 1e-5, True, True),
+    "in": lambda x, g, b: naive_group_norm(x, g, b, 3, 1, [2, 3], 1e-5, True, True),
+    "in_last": lambda x, g, b: naive_group_norm(x, g, b, 4, -1, [1], 1e-3, False, True),
+    "ga": lambda x, i: naive_gather(x, i, 1),
+    "ga_rows": lambda x, i: naive_gather(x, i, 0),
     "sc_update": lambda x, i, u: naive_scatter(x, i, u, 1, "update"),
     "sc_add_rows": lambda x, i, u: naive_scatter(x, i, u, -1, "add"),
     "sc_mul": lambda x, i, u: naive_scatter(x, i, u, 0, "mul"),
@@ -337,6 +360,10 @@ NLL = f'p: R.Tensor((3, 5), {F}), t: R.Tensor((3,), {I64}), w: R.Tensor((5,), {F
      'b: R.Tensor(("c",), "float32")', "R.nn.group_norm(x, g, b, 2, 1, [2])",
      "R.nn.group_norm: the channel axis 1 has the symbolic size c; group_norm needs a "
      "constant number of channels"),
+    (SC, "R.gather_elements(x, R.reshape(i, (8,)))", "R.gather_elements: indices (8,) must "
+     "have the rank of the data (4, 6)"),
+    (SC, "R.gather_elements(x, R.zeros((5, 2), \"int64\"), axis=1)", "R.gather_elements: "
+     "indices (5, 2) are larger than the data (4, 6) along axis 0"),
     (SC, "R.scatter_elements(x, R.astype(i, \"float32\"), u)",
      "R.scatter_elements: indices must be integers, got float32"),
     (SC, "R.scatter_elements(x, i, u, reduction=\"sub\")", "R.scatter_elements: reduction "
