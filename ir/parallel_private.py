@@ -4,9 +4,10 @@ TVM allocates a block's buffer (`T.alloc_buffer`) at the lowest common ancestor 
 (PlanAndUpdateBufferAllocationLocation), so a buffer used only inside a `T.parallel` loop has
 a copy of its own in every iteration: iterations that write the same elements of it (a cache
 read MetaSchedule places under a parallel loop, rewritten on every iteration) do not race,
-and nothing written in one iteration is seen by another. tirc keeps that meaning: such a
-buffer is allocated afresh in each iteration of the innermost `T.parallel` loop that holds
-all its uses. `privatize_parallel_buffers` writes that down in the IR (the buffer leaves its
+and nothing written in one iteration is seen by another. tirc keeps that meaning where it
+cannot change a valid program's result: a buffer whose uses all lie in one `T.parallel` loop
+that no other loop of the allocating block encloses is allocated afresh in each iteration of
+that loop. `privatize_parallel_buffers` writes that down in the IR (the buffer leaves its
 block's `alloc_buffers` and an `Allocate` opens the loop's body), and the reference
 interpreter, the static checks and `lower-blocks` all read the function through it, so they
 agree on what is private.
@@ -23,8 +24,8 @@ from tirc.ir.visitor import Mutator, Visitor
 
 
 class _Uses(Visitor):
-    """The `T.parallel` loops (outermost first) around every use of some buffers' storage,
-    kept as the chain common to all uses of each buffer."""
+    """The loops (outermost first) around every use of some buffers' storage, kept as the
+    chain common to all uses of each buffer."""
 
     def __init__(self, datas: set[Var]) -> None:
         self.datas = datas
@@ -45,12 +46,9 @@ class _Uses(Visitor):
 
     def visit_For(self, s: For) -> None:
         self.visit((s.min, s.extent))
-        parallel = s.kind == ForKind.PARALLEL
-        if parallel:
-            self.stack.append(s)
+        self.stack.append(s)
         self.visit(s.body)
-        if parallel:
-            self.stack.pop()
+        self.stack.pop()
 
     def visit_Buffer(self, b: Buffer) -> None:
         """A buffer's definition is not a use of its storage."""
@@ -76,11 +74,16 @@ class _Uses(Visitor):
 
 
 def private_loops(block: Block) -> dict[Var, For]:
-    """For each buffer `block` allocates whose every use lies inside a `T.parallel` loop of
-    the block: the innermost such loop (keyed by the buffer's data variable)."""
+    """For each buffer `block` allocates whose uses all lie inside one `T.parallel` loop of
+    the block with no loop of the block around it: that loop (keyed by the buffer's data
+    variable). Under a serial loop a buffer may carry values from one of its iterations to
+    the next (`B[vi - 1, vj]` read an iteration of `i` after it was written), so it stays
+    where it is; across the iterations of the parallel loop itself nothing may flow (that
+    would be a race)."""
     uses = _Uses({b.data for b in block.alloc_buffers})
     uses.visit((block.init, block.body))
-    return {data: chain[-1] for data, chain in uses.common.items() if chain}
+    return {data: chain[0] for data, chain in uses.common.items()
+            if chain and chain[0].kind == ForKind.PARALLEL}
 
 
 class _Privatize(Mutator):
@@ -113,6 +116,7 @@ class _Privatize(Mutator):
 
 
 def privatize_parallel_buffers(body: Stmt) -> Stmt:
-    """`body` with every block buffer used only inside a `T.parallel` loop allocated in each
-    iteration of the innermost such loop (the same object when there is none)."""
+    """`body` with every block buffer used only inside a `T.parallel` loop that no other loop
+    of its block encloses allocated in each iteration of it (the same object when there is
+    none)."""
     return _Privatize().visit(body)

@@ -30,8 +30,10 @@ from typing import Any
 from tirc.ir.analysis.regions import row_major_strides
 from tirc.ir.analysis.storage import storage_size
 from tirc.ir.arith import construct
+from tirc.ir.arith.linear import is_index_dtype
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import BufferLoad, PrimExpr, const, index_dtype
+from tirc.ir.dtype import INT64
+from tirc.ir.expr import BufferLoad, PrimExpr, cast, const, index_dtype
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import Allocate, AttrStmt, BufferStore, Stmt
@@ -50,7 +52,13 @@ def _strides(b: Buffer) -> list[PrimExpr]:
 
 
 def flat_offset(b: Buffer, indices: tuple[PrimExpr, ...]) -> PrimExpr:
-    """The 1-D element offset of `b[indices]` from the buffer's data pointer."""
+    """The 1-D element offset of `b[indices]` from the buffer's data pointer. Indices of a
+    type that wraps (int8, int16, unsigned) are widened first: `i * 32 + j` over int8 loop
+    variables would wrap where the element's position does not."""
+    if not all(is_index_dtype(i.dtype) for i in indices):
+        wide = INT64 if any(i.dtype.kind == "uint" and i.dtype.bits >= 32 for i in indices) \
+            else index_dtype(*indices, *b.shape)
+        indices = tuple(i if is_index_dtype(i.dtype) else cast(wide, i) for i in indices)
     terms: list[PrimExpr] = []
     if b.elem_offset is not None and not construct.is_int_const(b.elem_offset, 0):
         terms.append(b.elem_offset)

@@ -6,7 +6,8 @@ Each `BlockRealize` is replaced by its block's body, where:
   `if <every reduce iteration variable is at its domain minimum>:` (always, when the block has
   no reduce variable);
 - each `alloc_buffer` becomes an `Allocate` around init and body, except one used only inside
-  a `T.parallel` loop, allocated in each iteration of it (tirc.ir.parallel_private);
+  a `T.parallel` loop no other loop encloses, allocated in each iteration of it
+  (tirc.ir.parallel_private);
 - each `match_buffer` is resolved: an access `M[i, j]` to a buffer matched to `A[r0, r1, r2]`
   becomes `A[r0.min + .., ..]`, the matched buffer's dimensions lined up with the region's
   non-unit dimensions (then unit ones from the right); variables that name its shape, strides

@@ -30,7 +30,7 @@ from typing import Any
 from tirc.ir import intrinsics as intrin
 from tirc.ir.analysis.regions import and_all, conjuncts, free_vars
 from tirc.ir.arith import Analyzer
-from tirc.ir.arith.linear import Linear, from_linear
+from tirc.ir.arith.linear import Linear, from_linear, is_index_dtype
 from tirc.ir.buffer import Buffer, Range
 from tirc.ir.expr import (
     BinOp,
@@ -206,7 +206,8 @@ def _slot_predicate(acc: _Access, size: int, an: Analyzer, bound: set[Var]) -> _
     guards: list[tuple[str, dict[Var, int], PrimExpr]] = []
     for c in acc.guards:
         if not isinstance(c, BinOp) or c.op not in ("lt", "le", "gt", "ge") or \
-                not c.a.dtype.is_int or any_node(c, lambda n: isinstance(n, BufferLoad | Call)):
+                not is_index_dtype(c.a.dtype) or \
+                any_node(c, lambda n: isinstance(n, BufferLoad | Call)):
             raise _Unsuitable
         op, lhs, rhs = (_FLIPPED[c.op], c.b, c.a) if c.op in _FLIPPED else (c.op, c.a, c.b)
         inner, rest = _split(an.to_linear(binop("sub", lhs, rhs)), acc.loops, an)

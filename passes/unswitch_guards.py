@@ -20,7 +20,7 @@ from typing import Any
 
 from tirc.ir.analysis.regions import conjuncts, free_vars
 from tirc.ir.arith import Analyzer
-from tirc.ir.arith.linear import from_linear
+from tirc.ir.arith.linear import from_linear, is_index_dtype
 from tirc.ir.expr import BinOp, BufferLoad, Call, IntImm, PrimExpr, Var, binop
 from tirc.ir.function import PrimFunc
 from tirc.ir.loop_jumps import contains_loop_jump
@@ -62,8 +62,8 @@ def _hoist(cond: PrimExpr, inner: dict[Var, tuple[int, int]], an: Analyzer) -> P
             return None
         if any_node(c, lambda n: isinstance(n, BufferLoad | Call)):
             return None
-        if not c.a.dtype.is_int:
-            return None
+        if not is_index_dtype(c.a.dtype):
+            return None  # a comparison of a type that wraps is not linear in the loops
         op, lhs, rhs = (_FLIPPED[c.op], c.b, c.a) if c.op in _FLIPPED else (c.op, c.a, c.b)
         lin = an.to_linear(binop("sub", lhs, rhs))
         for atom, coef in list(lin.terms.items()):

@@ -245,6 +245,8 @@ def interval_condition(cond: PrimExpr) -> bool:
     between ramps and broadcasts (each side affine in the lane number)."""
     if isinstance(cond, BinOp) and cond.op == "and":
         return interval_condition(cond.a) and interval_condition(cond.b)
+    # int32/int64 lanes only: a ramp of a type that wraps (uint8 200, 216, 232, 248, 8) is
+    # not monotonic, so its true lanes need not be contiguous
     return (isinstance(cond, BinOp) and cond.op in ("lt", "le", "gt", "ge")
-            and cond.dtype.lanes > 1
+            and cond.dtype.lanes > 1 and cond.a.dtype.kind == "int" and cond.a.dtype.bits >= 32
             and all(isinstance(x, (Ramp, Broadcast)) for x in (cond.a, cond.b)))

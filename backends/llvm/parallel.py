@@ -114,8 +114,16 @@ def emit_parallel_for(cg: FunctionCodegen, s: For) -> None:
     """Emit `s` (a parallel loop, outside any other parallel loop) as an OpenMP region."""
     ctx, b = cg.ctx, cg.b
     loop_ty = s.loop_var.dtype
+    signed = loop_ty.kind != "uint"
     begin = cg.expr_as(s.min, loop_ty)
     extent = cg.expr_as(s.extent, loop_ty)
+    loop_ir_ty = begin.type
+    narrow = loop_ir_ty.width < 32
+    if narrow:
+        # a loop over int8/int16 (or their unsigned kin) shares its range out in 32 bits: the
+        # thread numbers and the chunk arithmetic do not fit the loop's own type
+        widen = b.sext if signed else b.zext
+        begin, extent = widen(begin, I32), widen(extent, I32)
     captured = captured_vars(s.body, cg.env)
     values = [cg.env[v] for v in captured]
     ity = begin.type
@@ -137,10 +145,9 @@ def emit_parallel_for(cg: FunctionCodegen, s: For) -> None:
     lo_begin, n, *loaded = unpack(wb, data, ty, BEGIN, 2 + len(values))
     inner.env.update(zip(captured, loaded))
     tid, nth = omp_thread_num(ctx, wb), omp_num_threads(ctx, wb)
-    signed = loop_ty.kind != "uint"
-    widen = wb.sext if signed else wb.zext
     if ity != I32:
-        tid, nth = widen(tid, ity), widen(nth, ity)
+        widen_w = wb.sext if signed else wb.zext
+        tid, nth = widen_w(tid, ity), widen_w(nth, ity)
     one = ir.Constant(ity, 1)
     chunk = wb.sdiv(wb.sub(wb.add(n, nth), one), nth) if signed else \
         wb.udiv(wb.sub(wb.add(n, nth), one), nth)
@@ -155,7 +162,10 @@ def emit_parallel_for(cg: FunctionCodegen, s: For) -> None:
         wb.store(error_word, ctx.team_error)
 
     def chunk(body_cg: FunctionCodegen, args: list[ir.Value]) -> None:
-        body_cg.serial_loop(s.loop_var, args[0], args[1], lambda: body_cg.stmt(s.body))
+        lo, hi = args[0], args[1]
+        if narrow:
+            lo, hi = body_cg.b.trunc(lo, loop_ir_ty), body_cg.b.trunc(hi, loop_ir_ty)
+        body_cg.serial_loop(s.loop_var, lo, hi, lambda: body_cg.stmt(s.body))
 
     # The chunk runs in its own function so that its buffer pointers can be noalias; not a
     # team's (a megakernel's workers share event counters and hand data over through them).

@@ -211,7 +211,8 @@ def _bound(e: PrimExpr, lookup: VarLookup, memo: BoundMemo | None) -> Bound:
     if isinstance(e, Ramp):
         base = const_int_bound(e.base, lookup, memo)
         last = bound_mul(const_int_bound(e.stride, lookup, memo), (e.lanes - 1, e.lanes - 1))
-        return union(base, (_add(base[0], last[0]), _add(base[1], last[1])))
+        out = union(base, (_add(base[0], last[0]), _add(base[1], last[1])))
+        return _clip_to_dtype(out, e.dtype) if e.dtype.is_int else out
     if isinstance(e, Shuffle) and e.dtype.is_int:
         out = const_int_bound(e.vectors[0], lookup, memo)
         for v in e.vectors[1:]:
@@ -280,10 +281,12 @@ def _bound_cast(e: Cast, lookup: VarLookup, memo: BoundMemo | None) -> Bound:
         return (0, 1)
     if src.is_int or src.is_bool:
         lo, hi = const_int_bound(e.value, lookup, memo)
-        if src.kind == "uint":
-            # an unknown end of an unsigned source is its dtype's end, which may wrap in the
-            # target (uint64 values above 2**63 are negative int64s)
-            top = _full_dtype_range(src)[1]
-            lo, hi = 0 if lo is None else lo, top if hi is None else hi
+        slo, shi = (0, 1) if src.is_bool else _full_dtype_range(src)
+        tlo, thi = _full_dtype_range(e.dtype)
+        if slo < tlo or shi > thi:
+            # a cast that may not keep every source value (a narrowing or a change of sign):
+            # an unknown end is the source dtype's end, which may wrap in the target (int64
+            # values from 2**31 are negative int32s, uint64 ones from 2**63 negative int64s)
+            lo, hi = slo if lo is None else lo, shi if hi is None else hi
         return _clip_to_dtype((lo, hi), e.dtype)
     return dtype_bound(e.dtype)

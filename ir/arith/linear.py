@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tirc.ir.dtype import DType, wrap_int
-from tirc.ir.expr import BinOp, IntImm, PrimExpr
+from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var
 
 
 @dataclass
@@ -64,6 +64,14 @@ def is_index_dtype(dt: DType) -> bool:
     interpreter and in compiled code alike), where those rewrites would change the value.
     """
     return dt.kind == "int" and dt.bits >= 32 and dt.lanes == 1
+
+
+def exact_linear(e: PrimExpr) -> bool:
+    """Whether the linear form of `e` gives its value: an int32/int64 expression, or a
+    variable or constant of a narrower or unsigned integer type (nothing in it can wrap, so
+    an identity binding `vi = i` of an int16 loop is linear in `i`)."""
+    return is_index_dtype(e.dtype) or (
+        e.dtype.is_int and e.dtype.lanes == 1 and isinstance(e, (Var, IntImm)))
 
 
 LinearMemo = dict[int, tuple[PrimExpr, Linear]]

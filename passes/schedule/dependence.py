@@ -23,7 +23,7 @@ from tirc.ir.analysis.regions import (
     uses_any,
 )
 from tirc.ir.arith import Analyzer
-from tirc.ir.arith.linear import Linear, is_index_dtype, to_linear
+from tirc.ir.arith.linear import Linear, exact_linear, to_linear
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var, binop
 from tirc.ir.stmt import Block, BlockRealize, For, IterKind, Stmt
@@ -168,7 +168,7 @@ def _contained(inner: list[Bounds | None], outer: list[Bounds | None], an: Analy
 
 def _coef(e: PrimExpr, v: Var) -> int | None:
     """The coefficient of `v` in `e` when `e` is linear in it (None otherwise)."""
-    lin = to_linear(e) if is_index_dtype(e.dtype) else None
+    lin = to_linear(e) if exact_linear(e) else None
     if lin is None:
         return None
     coef = 0
@@ -266,7 +266,7 @@ def check_distinct_instances(prim: str, sites: list[BlockSite], loop: For,
 
 def _linear_in_loops(e: PrimExpr) -> Linear | None:
     """`e` as a linear form whose atoms are variables, else None."""
-    if not is_index_dtype(e.dtype):
+    if not exact_linear(e):
         return None
     lin = to_linear(e)
     return lin if all(isinstance(a, Var) for a in lin.terms) else None
@@ -285,7 +285,7 @@ def _recovered(v: Var, values: list[PrimExpr], inner: list[For]) -> list[Linear]
         if lin is not None:
             out.append(lin)
             continue
-        if not is_index_dtype(e.dtype):
+        if not exact_linear(e):
             continue
         full = to_linear(e)
         moving = [(a, k) for a, k in full.terms.items() if uses_any(a, varying)]

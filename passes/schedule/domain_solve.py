@@ -25,7 +25,7 @@ from tirc.ir.analysis.regions import (
     uses_any,
 )
 from tirc.ir.arith import Analyzer
-from tirc.ir.arith.linear import from_linear, is_index_dtype, to_linear
+from tirc.ir.arith.linear import exact_linear, from_linear, to_linear
 from tirc.ir.buffer import Buffer, BufferRegion
 from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var, binop, const, is_const_int
 from tirc.ir.stmt import Block, IterKind, IterVar
@@ -138,7 +138,7 @@ def _widen_to_one_var(prim: str, blk: Block, lo_e: PrimExpr, hi_e: PrimExpr, use
     """A dimension indexed by several variables (`B[vi * 4 + vj]`, a flattened write): solve
     for the one with the largest stride and widen the window over the others' whole ranges.
     Computing more (compute_at) or requiring more to be produced (reverse) stays sound."""
-    lin = to_linear(lo_e) if is_index_dtype(lo_e.dtype) else None
+    lin = to_linear(lo_e) if exact_linear(lo_e) else None
     coefs = {v: lin.terms.get(v, 0) for v in used} if lin is not None else {}
     if lin is None or any(atom not in coefs and uses_any(atom, set(used)) for atom in lin.terms) \
             or not all(coefs.values()):
@@ -154,7 +154,7 @@ def _widen_to_one_var(prim: str, blk: Block, lo_e: PrimExpr, hi_e: PrimExpr, use
 
 def _affine(e: PrimExpr, v: Var) -> tuple[int, PrimExpr] | None:
     """(a, b) with e == a * v + b and b free of v; None when `e` is not of that form."""
-    if not is_index_dtype(e.dtype):
+    if not exact_linear(e):
         return None
     lin = to_linear(e)
     a = lin.terms.get(v, 0)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from tirc.ir import intrinsics as intrin
+from tirc.ir.dtype import DType
 from tirc.ir.expr import BinOp, Call, Cast, IntImm, Not, PrimExpr, Select, Var
 from tirc.ir.visitor import post_order_visit
 from tirc.passes.static_check.sites import Loop
@@ -102,7 +103,7 @@ def evaluate(e: PrimExpr, env: dict[Var, np.ndarray], n: int) -> np.ndarray:
     if isinstance(e, Cast) and (e.dtype.is_int or e.dtype.is_bool) and \
             (e.value.dtype.is_int or e.value.dtype.is_bool):
         v = evaluate(e.value, env, n)
-        return v.astype(bool) if e.dtype.is_bool else v.astype(np.int64)
+        return v.astype(bool) if e.dtype.is_bool else _wrap(v.astype(np.int64), e.dtype)
     if isinstance(e, Not):
         return np.logical_not(evaluate(e.a, env, n))
     if isinstance(e, Select) or (isinstance(e, Call) and e.op == intrin.IF_THEN_ELSE):
@@ -112,10 +113,26 @@ def evaluate(e: PrimExpr, env: dict[Var, np.ndarray], n: int) -> np.ndarray:
     if isinstance(e, BinOp) and (e.a.dtype.is_int or e.a.dtype.is_bool):
         a, b = evaluate(e.a, env, n), evaluate(e.b, env, n)
         if e.op in _ARITH:
-            return _ARITH[e.op](a, b)
+            out = _ARITH[e.op](a, b)
+            return _wrap(out, e.dtype) if e.dtype.is_int else out
         if e.op in ("floordiv", "floormod", "truncdiv", "truncmod"):
-            return _division(e.op, a, b)
+            return _wrap(_division(e.op, a, b), e.dtype)
     raise NotEnumerable(type(e).__name__)
+
+
+def _wrap(v: np.ndarray, dt: DType) -> np.ndarray:
+    """Values of integer dtype `dt` as its arithmetic leaves them: int8, int16 and the unsigned
+    types wrap around (int32 and int64 are taken not to overflow; uint64 does not fit the
+    int64 points, which are then not enumerated)."""
+    if dt.kind == "int" and dt.bits >= 32:
+        return v
+    if dt.kind == "uint" and dt.bits >= 64:
+        raise NotEnumerable("uint64")
+    mask = (1 << dt.bits) - 1
+    if dt.kind == "uint":
+        return np.bitwise_and(v, mask)
+    half = 1 << (dt.bits - 1)
+    return np.bitwise_and(v + half, mask) - half
 
 
 def _division(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -49,12 +49,14 @@ class Witness:
 def find_outside(e: PrimExpr, lo: PrimExpr, hi: PrimExpr, loops: Sequence[Loop],
                  guards: Sequence[PrimExpr]) -> Witness | None:
     """A witness that `e` takes a value outside [lo, hi) on an iteration that runs."""
-    if e.dtype.lanes != 1 or not is_index_dtype(e.dtype):
+    if e.dtype.lanes != 1 or not e.dtype.is_int:
         return None
     try:
-        return _by_points(e, lo, hi, loops, guards)
+        return _by_points(e, lo, hi, loops, guards)  # exact, with narrow types' wrap-around
     except NotEnumerable:
         pass
+    if not is_index_dtype(e.dtype):
+        return None  # the corners of a linear form say nothing of a type that wraps
     return _by_corners(e, lo, hi, loops, guards)
 
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from tirc.ir import intrinsics as intrin
 from tirc.ir.arith import simplify
 from tirc.ir.diagnostics import Diagnostic
-from tirc.ir.expr import BinOp, BufferLoad, IntImm, PrimExpr, Var, binop
+from tirc.ir.expr import BinOp, BufferLoad, Call, IntImm, PrimExpr, Var, binop
 from tirc.ir.function import PrimFunc
 from tirc.ir.printer import print_node
 from tirc.ir.stmt import Allocate, Block, BufferStore, For, ForKind, IfThenElse, IterKind
@@ -142,7 +143,7 @@ def missing_init(sites: Sites) -> Iterator[Diagnostic]:
         first = min((order[i] for i in mine if i in order), default=None)
         for s in stores:
             if s.buffer.data not in loads or first is None \
-                    or _initialised_on_first_iteration(blk, s.buffer.data):
+                    or _initialised_on_first_iteration(blk, s):
                 continue
             earlier = [a for a in sites.accesses[:first]
                        if a.is_write and a.buffer.data is s.buffer.data]
@@ -155,21 +156,33 @@ def missing_init(sites: Sites) -> Iterator[Diagnostic]:
                 break
 
 
-def _initialised_on_first_iteration(blk: Block, data: Var) -> bool:
-    """Whether the block starts its accumulator itself, as TVM's LowerInitBlock writes its
-    init: `if vk == 0: B[i] = 0` (every reduction variable at the start of its domain),
-    storing a value that does not read the accumulator."""
+def _initialised_on_first_iteration(blk: Block, acc: BufferStore) -> bool:
+    """Whether the block starts the accumulator `acc` stores to itself, as TVM's
+    LowerInitBlock writes its init: `if vk == 0: B[i] = 0` (every reduction variable at the
+    start of its domain) before the accumulation, storing to the same element a value that
+    does not read the accumulator."""
     starts = {iv.var: iv.dom.min for iv in blk.iter_vars if iv.kind == IterKind.REDUCE}
+    data = acc.buffer.data
+    order = {id(n): k for k, n in enumerate(_nodes(blk.body))}
+
+    def inits(x: object) -> bool:
+        return isinstance(x, BufferStore) and x.buffer.data is data \
+            and len(x.indices) == len(acc.indices) \
+            and all(same_expr(a, b) for a, b in zip(x.indices, acc.indices)) \
+            and not any(isinstance(y, BufferLoad) and y.buffer.data is data
+                        for y in _nodes(x.value))
+
     found = False
 
     def visit(n: object) -> None:
         nonlocal found
-        if isinstance(n, IfThenElse) and n.else_case is None \
-                and _first_iteration(n.condition, starts) \
-                and any(isinstance(x, BufferStore) and x.buffer.data is data
-                        and not any(isinstance(y, BufferLoad) and y.buffer.data is data
-                                    for y in _nodes(x.value))
-                        for x in _nodes(n.then_case)):
+        if not (isinstance(n, IfThenElse) and n.else_case is None
+                and _first_iteration(n.condition, starts)):
+            return
+        inside = _nodes(n.then_case)
+        if any(x is acc for x in inside):
+            found = True  # `acc` is the init itself
+        elif order.get(id(n), -1) < order.get(id(acc), -1) and any(inits(x) for x in inside):
             found = True
 
     post_order_visit(blk.body, visit)
@@ -238,6 +251,15 @@ class _Escapes(Visitor):
 
     def visit_BufferLoad(self, e: BufferLoad) -> None:
         self.visit(e.indices)
+
+    def visit_Call(self, e: Call) -> None:
+        # `T.address_of(X[i])` (also what `X.access_ptr` and `T.tvm_access_ptr` become) hands
+        # X's storage to whatever takes the pointer
+        if e.op == intrin.ADDRESS_OF:
+            for a in e.args:
+                if isinstance(a, BufferLoad) and a.buffer.data in self.allocated:
+                    self.found.add(a.buffer.data)
+        self.generic_visit(e)
 
     def visit_BufferStore(self, s: BufferStore) -> None:
         self.visit((s.value, s.indices))

@@ -152,6 +152,29 @@ for i in range(16):
         B[vi] = S[vi] + A[vi]
 """, "warning: read of S[vi], which nothing writes: 'S' is allocated by the function and never "
      "stored to, so the values read are undefined"),
+    ("int16_index_past_the_end", 'A: T.Buffer((300,), "int32"), B: T.Buffer((300,), "int32")',
+     """
+for i in T.serial(T.int16(300)):
+    B[i + T.int16(1)] = A[i]
+""", "error: out-of-bounds write to B[i + T.int16(1)]: the index in dimension 0 reaches 300 at "
+     "i = 299, past the end of 'B' of shape (300,)"),
+    ("uint8_index_wraps_into_a_race",
+     'A: T.Buffer((300,), "int32"), B: T.Buffer((256,), "int32")', """
+for i in T.parallel(300):
+    B[T.Cast("uint8", i)] = A[i]
+""", "error: T.parallel: loop i carries a dependence: iterations i = 0 and i = 256 both write "
+     "B[0]"),
+    ("init_of_another_element", 'A: T.Buffer((8, 8), "float32"), B: T.Buffer((8,), "float32")',
+     """
+for i, k in T.grid(8, 8):
+    with T.block("B"):
+        vi, vk = T.axis.remap("SR", [i, k])
+        if vk == 0:
+            B[0] = T.float32(0)
+        B[vi] = B[vi] + A[vi, vk]
+""", "warning: reduction block 'B' has no T.init and nothing writes 'B' before it: it "
+     "accumulates into whatever 'B' holds (the caller's values for an output); add "
+     "`with T.init():` to start from a value"),
     ("decl_buffer_read_before_any_store", F16, """
 for i in range(16):
     t = T.decl_buffer((1,), "float32", scope="local")
@@ -235,6 +258,17 @@ S = T.alloc_buffer((16,), "float32")
 S2 = T.decl_buffer((16,), "float32", data=S.data)
 for i in range(16):
     S2[i] = A[i]
+for i in range(16):
+    B[i] = S[i]
+"""),
+    ("uint8_index_wraps_back_in_bounds",
+     'A: T.Buffer((16,), "float32"), B: T.Buffer((256,), "float32")', """
+for i in range(16):
+    B[T.Cast("int32", T.Cast("uint8", i * 32))] = A[i]
+"""),
+    ("scratch_written_through_address_of", F16, """
+S = T.alloc_buffer((16,), "float32")
+T.evaluate(T.call_extern("int32", "memcpy", T.address_of(S[0]), T.address_of(A[0]), 64))
 for i in range(16):
     B[i] = S[i]
 """),

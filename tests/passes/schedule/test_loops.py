@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 ADD = '''
 @T.prim_func
 def add(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
@@ -431,3 +433,25 @@ def add(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
         sch.unannotate(i, "pragma_unroll")
     '''))
     assert "error: unannotate: loop i has no annotation 'pragma_unroll'" in msg
+
+
+INT16_LOOP = '''
+@T.prim_func
+def narrow(A: T.Buffer((256,), "int32"), B: T.Buffer((256,), "int32")):
+    for i in T.serial(T.int16(256)):
+        with T.block("B"):
+            vi = T.axis.spatial(T.int16(256), i)
+            B[vi] = A[vi] + 1
+'''
+
+
+@pytest.mark.parametrize("prim", ["parallel", "vectorize"])
+def test_an_int16_loop_with_the_identity_binding_parallelizes(sched, prim):
+    """A variable of a type that wraps is still linear in itself: `vi = i` over an int16 loop
+    tells the iterations apart (the linear form is kept to int32/int64 expressions otherwise)."""
+    r = sched(schedule(INT16_LOOP, "narrow", f'''
+        b = sch.get_block("B")
+        i, = sch.get_loops(b)
+        sch.{prim}(i)
+    '''))
+    r.check_same("narrow")
