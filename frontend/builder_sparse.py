@@ -23,6 +23,8 @@ from tirc.frontend.signature import Sig, check_call
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, INT32, DType
 from tirc.ir.expr import PrimExpr, Var, binop
+from tirc.ir.rebind import used_vars
+from tirc.ir.span import Span
 from tirc.ir.sparse import (
     Axis,
     AxisKind,
@@ -213,6 +215,7 @@ def build_iteration(lb: LoopBuilder, s: S.With, call: S.Call, fname: str,
             lb.scope.define(nm.id, var, nm.span)
             ivs.append(SpIterVar(var, axis, IterKind(kind), attached.get(k), span=nm.span))
         init: list[Stmt] = []
+        init_span: list[Span | None] = []
         attrs: list[dict] = []
 
         def hook(st: S.Stmt) -> bool:
@@ -220,6 +223,7 @@ def build_iteration(lb: LoopBuilder, s: S.With, call: S.Call, fname: str,
                 if init:
                     ctx.error("T.init appears twice in this iteration", st.span)
                 init.append(lb.body(st.body))
+                init_span.append(st.span)
                 return True
             if isinstance(st, S.ExprStmt) and S.call_name(st.value) == "T.iter_attr":
                 a = check_call(ctx, st.value, "T.iter_attr", Sig(1, 1))
@@ -233,7 +237,22 @@ def build_iteration(lb: LoopBuilder, s: S.With, call: S.Call, fname: str,
     it = SparseIteration(name, tuple(ivs), body, init[0] if init else None, fused,
                          attrs[0] if attrs else {}, span=s.span)
     check_iteration(lb, it, call)
+    if init:
+        _check_init(lb, it, init_span[0])
     return it
+
+
+def _check_init(lb: LoopBuilder, it: SparseIteration, span: Span | None) -> None:
+    """An init may not read a reduction variable: it runs before the reduction, once per
+    point of the spatial variables (an empty row's too), where those have no value."""
+    used = used_vars(it.init)
+    for iv in it.sp_iter_vars:
+        if iv.kind == IterKind.REDUCE and iv.var in used:
+            lb.ctx.error(f"unsupported: the init of iteration '{it.name}' reads the reduction "
+                         f"variable {iv.var.name}", span,
+                         note="an init runs before its reduction, once per point of the "
+                         "spatial variables (an empty row's too), where no reduction "
+                         "variable has a value")
 
 
 def _iter_axes(lb: LoopBuilder, node: S.Expr

@@ -23,7 +23,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.interpreter.values import Env, Fn, InterpreterError, np_dtype
 from tirc.ir.span import Span
 from tirc.ir.sparse.axis import Axis, AxisKind
-from tirc.ir.sparse.buffer import SparseBuffer, axis_groups, storage_shape
+from tirc.ir.sparse.buffer import SparseBuffer, axis_groups, is_detached, storage_shape
 from tirc.ir.sparse.iteration import SparseIteration, iterated_parent
 from tirc.ir.stmt import IterKind
 
@@ -119,7 +119,8 @@ def _direct(buf: SparseBuffer, indices: tuple[Any, ...] | None) -> list[int | No
         prev: Any = None
         for k in group:
             found = ITERATING.get(id(indices[k]))
-            if found is None or found[0] is not buf.axes[k] or \
+            # a detached axis stores every coordinate: its storage index is the coordinate
+            if found is None or found[0] is not buf.axes[k] or is_detached(buf.axes, k) or \
                     (k != group[0] and (prev is None or found[2] is not prev)):
                 prev = None
                 continue

@@ -23,7 +23,7 @@ from tirc.ir.attrs import SPARSE_TENSORS
 from tirc.ir.dtype import DType
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
-from tirc.ir.sparse.buffer import SparseBuffer
+from tirc.ir.sparse.buffer import SparseBuffer, is_dense
 
 
 def sparse_tensor_info(func: PrimFunc) -> tuple[dict[str, object], ...]:
@@ -43,7 +43,8 @@ def sparse_tensor_info(func: PrimFunc) -> tuple[dict[str, object], ...]:
     out: list[dict[str, object]] = []
     for p in func.params:
         buf = func.buffer_map.get(p)
-        if not isinstance(buf, SparseBuffer) or all(a.parent is None for a in buf.axes):
+        # stored densely (every attached axis detached, as B over (J, K)): a plain array
+        if not isinstance(buf, SparseBuffer) or is_dense(buf):
             continue
         axes = []
         for axis in buf.axes:

@@ -11,10 +11,11 @@ an `upper_bound` search in their `indptr`.
 
 Accesses: a sparse buffer becomes a plain buffer of its storage shape (one dimension per axis
 group). An index that is the variable iterating the very axis of that buffer dimension, under
-the same parent, uses the iteration's position directly; any other coordinate finds its
-position by a `lower_bound` search in the axis's `indices` (a ragged dense axis by offset),
-and a read of a coordinate that is not stored gives 0; a write there fails with a message
-(the interpreter's error) when the function checks its arrays, and is skipped otherwise.
+the same parent, uses the iteration's position directly (not for a detached axis, which stores
+every coordinate); any other coordinate finds its position by a `lower_bound` search in the
+axis's `indices` (a ragged dense axis by offset), and a read of a coordinate that is not
+stored gives 0; a write there fails with a message (the interpreter's error) when the function
+checks its arrays, and is skipped otherwise.
 
 The reduction's `init` becomes its own loop nest over the spatial variables that follow the
 first reduction variable, placed right before that variable's loop, as the interpreter runs it.
@@ -47,6 +48,7 @@ from tirc.ir.sparse import (
     SparseBuffer,
     SparseIteration,
     axis_groups,
+    is_detached,
     iterated_parent,
     num_positions,
     row_range,
@@ -329,7 +331,9 @@ class _Lowering:
                 axis = buf.axes[k]
                 e = indices[k]
                 q = var_index.get(e) if isinstance(e, Var) else None
-                direct = q is not None and q in places and it.sp_iter_vars[q].axis is axis
+                # a detached axis stores every coordinate: its storage index is the coordinate
+                direct = q is not None and q in places and it.sp_iter_vars[q].axis is axis \
+                    and not is_detached(buf.axes, k)
                 if k == group[0]:
                     pos = places[q].pos if direct else substitute(e, coords)  # type: ignore
                     prev_var = q if direct else None

@@ -148,6 +148,26 @@ def two_hop(x: T.handle, y: T.handle, indptr: T.handle, indices: T.handle, indpt
         Y[i, f] = Y[i, f] + X[k, f]
 '''
 
+# SpMM with the dense operand over the attached axis itself, (J, K): J is stored detached
+# (every coordinate), so B[j, k] reads row j's coordinate, not the position j stands on.
+KERNELS += '''
+
+@T.prim_func
+def spmm_implicit_detach(a: T.handle, b: T.handle, c: T.handle, indptr: T.handle,
+                         indices: T.handle, m: T.int32, n: T.int32, feat: T.int32,
+                         nnz: T.int32):
+    I = T.dense_fixed(m)
+    J = T.sparse_variable(I, (n, nnz), (indptr, indices), "int32")
+    K = T.dense_fixed(feat)
+    A = T.match_sparse_buffer(a, (I, J), "float32")
+    B = T.match_sparse_buffer(b, (J, K), "float32")
+    C = T.match_sparse_buffer(c, (I, K), "float32")
+    with T.sp_iter([I, J, K], "SRS", "spmm") as [i, j, k]:
+        with T.init():
+            C[i, k] = T.float32(0)
+        C[i, k] = C[i, k] + A[i, j] * B[j, k]
+'''
+
 # BSR SpMM whose 2 x 2 blocks are stored column-major, as an Axe layout of the storage
 # (cuSPARSE's column block direction).
 KERNELS += '''
@@ -212,6 +232,18 @@ def test_search_fuse_and_ragged_access(mods, lib, name: str) -> None:
                                           a.nnz], 1,
                np.add.reduceat(np.append(a.data, 0).astype(np.float64), a.indptr[:-1])
                * (np.diff(a.indptr) > 0))
+
+
+@pytest.mark.parametrize("name", ["karate", "power_law", "empty_rows"])
+def test_an_attached_axis_left_detached_is_read_by_coordinate(mods, lib, name: str) -> None:
+    a = MATRICES[name]
+    m, n = a.shape
+    b = np.random.default_rng(5).uniform(-1, 1, (n, 3)).astype(np.float32)
+    want = a.toarray().astype(np.float64) @ b
+    _all_agree(mods, lib, "spmm_implicit_detach", [a.data, b, np.zeros((m, 3), np.float32),
+                                                   a.indptr, a.indices, m, n, 3, a.nnz], 2, want)
+    # b is stored densely, so it is a plain array of the SciPy call
+    np.testing.assert_allclose(lib.spmm_implicit_detach(a, b), want, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("name", ["karate", "power_law", "empty_rows"])

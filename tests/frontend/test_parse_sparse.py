@@ -169,6 +169,14 @@ BAD = {
     with T.sp_iter([I, T.attach(K, J), J], "SSS", "x") as [i, k, j]:
         pass
 ''', 10, 63, "axis K is iterated before its parent J"),
+    # SparseTIR's fusedmm starts a row maximum from the row's first element
+    "init_reads_reduction": ('''    A = T.match_sparse_buffer(a, (I, J), "float32")
+    B = T.match_sparse_buffer(b, (I,), "float32")
+    with T.iter([I, J], "SR", "row_max") as [i, j]:
+        with T.init():
+            B[i] = A[i, j]
+        B[i] = T.max(B[i], A[i, j])
+''', 11, 9, "unsupported: the init of iteration 'row_max' reads the reduction variable j"),
 }
 
 
