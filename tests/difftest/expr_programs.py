@@ -4,10 +4,12 @@ Where `loop_programs` varies the structure of loop nests, this varies what is co
 them: integer arithmetic in every width and signedness (int8 to int64, uint8 to uint64),
 float16/32/64, bool, casts between them, comparisons, selects, bitwise operations and shifts,
 `min`/`max`, both rounding modes of division and modulo, and rounding and math functions,
-stored by serial, parallel, vectorized, unrolled or split loops. It checks the simplifier, the
+stored (some under conditions on computed values) by serial, parallel, vectorized, unrolled
+or split loops whose variable is int32, int64, int16, int8 or uint8, and read at the loop
+variable or at a permutation of it computed in its type. It checks the simplifier, the
 vectorizer and the code generator on the semantics the interpreter defines: narrow and
 unsigned integers wrap, a shift by the width or more gives 0 (or the sign). Divisors are made
-odd (`b | 1`): a division by zero is an error in the interpreter.
+odd (`T.bitwise_or(b, 1)`): a division by zero is an error in the interpreter.
 
 Every value stays where all builds must agree:
 - int32 and int64 arithmetic never overflows (compiled code takes signed overflow of those as
@@ -40,6 +42,7 @@ FLOATS = ("float16", "float32", "float64")
 MANTISSA = {"float16": 11, "float32": 24, "float64": 53}
 FLOAT_LIMIT = {"float16": 1000.0, "float32": 1e6, "float64": 1e9}
 EXTENTS = (1, 3, 7, 16, 33, 64)
+LOOP_DTYPES = ("int32", "int32", "int32", "int32", "int64", "int16", "int8", "uint8")
 MAX_DEPTH = 4
 
 
@@ -81,11 +84,13 @@ def _float_exact(dt: str, mag: float, frac: int) -> bool:
 class _Gen:
     """One program's expressions, drawn from one random stream."""
 
-    def __init__(self, rng: random.Random, inputs: list[tuple[str, str]],
-                 specials: bool) -> None:
+    def __init__(self, rng: random.Random, inputs: list[tuple[str, str]], specials: bool,
+                 extent: int, loop_dtype: str) -> None:
         self.rng = rng
         self.inputs = inputs
         self.specials = specials
+        self.extent = extent
+        self.loop_dtype = loop_dtype
 
     # ---- leaves
 
@@ -95,20 +100,34 @@ class _Gen:
         if same and r < 0.6:
             name, _ = self.rng.choice(same)
             return self.load(name, dt)
-        if r < 0.75 and dt in ("int32", "int64"):
-            return Val("i" if dt == "int32" else 'T.Cast("int64", i)', dt, 0, self.extent - 1)
+        if r < 0.75 and dt in INTS:
+            text = "i" if dt == self.loop_dtype else f'T.Cast("{dt}", i)'
+            return Val(text, dt, 0, self.extent - 1)
         if r < 0.9 and self.inputs:
             name, src = self.rng.choice(self.inputs)
             return self.cast(self.load(name, src), dt)
         return self.constant(dt)
 
     def load(self, name: str, dt: str) -> Val:
+        at = f"{name}[{self.index()}]"
         if dt == "bool":
-            return Val(f"{name}[i]", dt, 0, 1)
+            return Val(at, dt, 0, 1)
         if dt in FLOATS:
-            return Val(f"{name}[i]", dt, -4.0, 4.0, 3, finite=not self.specials)
+            return Val(at, dt, -4.0, 4.0, 3, finite=not self.specials)
         lo, hi = int_range(dt)
-        return Val(f"{name}[i]", dt, lo, hi)
+        return Val(at, dt, lo, hi)
+
+    def index(self) -> str:
+        """`i`, or now and then a permutation of the elements computed in the loop variable's
+        type, `(i * 7 + 3) % n` (which may wrap in int8 or uint8; the modulo keeps it in
+        bounds)."""
+        if self.rng.random() >= 0.2:
+            return "i"
+        k, c = self.rng.choice((3, 5, 7, 11)), self.rng.randint(0, 9)
+        if self.loop_dtype == "int32":
+            return f"(i * {k} + {c}) % {self.extent}"
+        ldt = self.loop_dtype
+        return f"(i * T.{ldt}({k}) + T.{ldt}({c})) % T.{ldt}({self.extent})"
 
     def constant(self, dt: str) -> Val:
         rng = self.rng
@@ -231,7 +250,7 @@ class _Gen:
                 src = rng.choice(INTS + FLOATS + ("bool",))
                 return self.cast(self.expr(src, depth - 1), dt)
             a = self.expr(dt, depth - 1)
-            if r < 0.35:
+            if r < 0.5:
                 fn = rng.choice(("T.floor", "T.ceil", "T.trunc", "T.round", "T.fabs", "-",
                                  "T.exp", "T.sqrt", "T.tanh"))
                 out = _float_unary(fn, a, dt)
@@ -260,7 +279,6 @@ class _Gen:
                        a.finite and b.finite)
         return self.leaf(dt)
 
-    extent: int = 1
 
 
 def _int_op(op: str, a: Val, b: Val, dt: str) -> tuple[float, float] | None:
@@ -302,7 +320,7 @@ def _int_text(op: str, a: Val, b: Val) -> str:
         return f"~({a.text})"
     divisor = op in ("//", "%", "T.truncdiv", "T.truncmod")
     # a divisor is made odd, so never zero (a division by zero is an interpreter error)
-    rhs = f"({b.text} | T.{b.dtype}(1))" if divisor else b.text
+    rhs = f"T.bitwise_or({b.text}, T.{b.dtype}(1))" if divisor else b.text
     if op.startswith("T."):
         return f"{op}({a.text}, {rhs})"
     return f"({a.text} {op} {rhs})"
@@ -346,28 +364,34 @@ def random_expr_program(seed: int) -> ExprProgram:
     dtypes = INTS + FLOATS + ("bool",)
     inputs = [(f"A{k}", rng.choice(dtypes)) for k in range(rng.randint(1, 3))]
     specials = rng.random() < 0.3
-    gen = _Gen(rng, inputs, specials)
-    gen.extent = n
+    kind = rng.choice(("range", "T.serial", "T.parallel", "T.vectorized", "T.unroll", "split"))
+    loop_dtype = "int32" if kind == "split" else rng.choice(LOOP_DTYPES)
+    gen = _Gen(rng, inputs, specials, n, loop_dtype)
     outputs, lines, infos = [], [], {}
     for k in range(rng.randint(1, 3)):
         dt = rng.choice(dtypes)
         v = gen.expr(dt, rng.randint(1, MAX_DEPTH))
         name = f"B{k}"
         outputs.append((name, dt))
-        lines.append(f"{name}[i] = {v.text}")
+        if rng.random() < 0.25:
+            # a store under a condition on computed values (the output keeps its input
+            # values where the condition is false)
+            lines += [f"if {gen.boolean(2).text}:", f"    {name}[i] = {v.text}"]
+        else:
+            lines.append(f"{name}[i] = {v.text}")
         infos[name] = Info("int32", 0.0) if v.exact or dt not in FLOATS else \
             Info("float16" if dt == "float16" else "float32", max(v.mag, 1.0), rounded=True)
     params = ", ".join(f'{name}: T.Buffer(({n},), "{dt}")' for name, dt in inputs + outputs)
-    body = _loop(rng, n, lines)
+    body = _loop(rng, kind, n, loop_dtype, lines)
     text = f"@T.prim_func\ndef expr_{seed}({params}):\n{body}"
     func = parse(text)[f"expr_{seed}"]
     return ExprProgram(func, text, infos, specials)
 
 
-def _loop(rng: random.Random, n: int, lines: list[str]) -> str:
-    """The loop around the stores: serial, parallel, vectorized, unrolled, or split in two with
-    a guard when the factor does not divide the extent."""
-    kind = rng.choice(("range", "T.serial", "T.parallel", "T.vectorized", "T.unroll", "split"))
+def _loop(rng: random.Random, kind: str, n: int, loop_dtype: str, lines: list[str]) -> str:
+    """The loop around the stores: serial, parallel, vectorized, unrolled (over a loop
+    variable of `loop_dtype`), or split in two with a guard when the factor does not divide
+    the extent."""
     if kind == "split":
         factor = rng.choice((2, 4, 8, 16))
         inner = rng.choice(("range", "T.vectorized", "T.unroll"))
@@ -381,6 +405,10 @@ def _loop(rng: random.Random, n: int, lines: list[str]) -> str:
         else:
             pad = "            "
         return "\n".join(head + [pad + line for line in lines]) + "\n"
+    if loop_dtype != "int32":
+        kind = "T.serial" if kind == "range" else kind
+        return "\n".join([f"    for i in {kind}(T.{loop_dtype}({n})):"]
+                         + ["        " + line for line in lines]) + "\n"
     return "\n".join([f"    for i in {kind}({n}):"] + ["        " + line for line in lines]) \
         + "\n"
 

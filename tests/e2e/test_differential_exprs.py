@@ -13,7 +13,7 @@ from difftest.builds import compile_module, interpret_loop, loop_labels, run_loo
 from difftest.expr_programs import FLOATS, INTS, expr_case, random_expr_program
 from difftest.harness import Build, Checker, Report, format_report
 
-SEEDS = range(0, 60)
+SEEDS = range(0, 80)
 BUILDS = [Build(0), Build(1), Build(3), Build(2, gpu=True)]
 
 
@@ -31,13 +31,19 @@ def test_random_expressions_agree_with_the_interpreter(report: Report) -> None:
 
 
 def test_the_generator_covers_every_dtype_and_operator() -> None:
-    """The seeds the suite runs store every dtype and use every operator and loop kind."""
-    texts = [random_expr_program(seed).text for seed in range(300)]
-    whole = "\n".join(texts)
+    """Over the seeds the suite runs, the generator stores every dtype and uses every
+    operator, loop kind and loop variable dtype (the text of each program is checked, so
+    the divisor guards, written `T.bitwise_or(b, 1)`, do not count as a `|`)."""
+    whole = "\n".join(random_expr_program(seed).text for seed in SEEDS)
     for dt in (*INTS, *FLOATS, "bool"):
         assert re.search(rf'B\d: T.Buffer\(\(\d+,\), "{dt}"\)', whole), dt
     for op in (" // ", " % ", "T.truncdiv(", "T.truncmod(", " << ", " >> ", " & ", " | ",
                " ^ ", "~(", "T.min(", "T.max(", "T.Select(", "T.if_then_else(", "T.floor(",
-               "T.round(", "T.exp(", "T.sqrt(", " / ", "T.Cast(", " and ", " or ", "not ",
-               "T.parallel(", "T.vectorized(", "T.unroll(", "if i < "):
+               "T.exp(", "T.sqrt(", "T.round(", "T.tanh(", " / ", "T.Cast(", " and ", " or ",
+               "not ", "T.parallel(", "T.vectorized(", "T.unroll(", "if i < "):
         assert op in whole, op
+    for loop in ("(T.int64(", "(T.int16(", "(T.int8(", "(T.uint8("):
+        assert f"for i in T.serial{loop}" in whole or f"for i in T.parallel{loop}" in whole \
+            or f"for i in T.vectorized{loop}" in whole or f"for i in T.unroll{loop}" in whole, loop
+    assert re.search(r"\n +if .*\n +B\d\[i\] = ", whole)  # a store under a computed condition
+    assert re.search(r"\[\(i \* .*\) % ", whole)  # a load at a permuted index
