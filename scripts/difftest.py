@@ -6,6 +6,8 @@ printed with its seed.
     .venv/bin/python scripts/difftest.py --count 10000 --jobs 2   # the figures in the note
     .venv/bin/python scripts/difftest.py --count 200 --kind graph --start 5000
     .venv/bin/python scripts/difftest.py --count 500 --kind expr   # scalar semantics, all dtypes
+    .venv/bin/python scripts/difftest.py --count 2000 --kind schedule  # random @S.schedule
+    .venv/bin/python scripts/difftest.py --count 500 --kind schedule --steps 25
     .venv/bin/python scripts/difftest.py --show loop 28           # print the program of a seed
     python scripts/difftest.py --cuda sm_90 --count 500           # PTX on a real GPU instead
 
@@ -29,19 +31,38 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from difftest import builds as B  # noqa: E402
 from difftest.expr_programs import expr_case  # noqa: E402
 from difftest.graph_programs import graph_case  # noqa: E402
-from difftest.harness import Build, Checker, Finding, Report  # noqa: E402
+from difftest.harness import Build, Checker, Finding, Program, Report  # noqa: E402
 from difftest.loop_programs import loop_case  # noqa: E402
+from difftest.schedule_programs import random_schedule_case  # noqa: E402
 from tirc.ir import IRModule  # noqa: E402
 
 LOOP_BUILDS = [Build(0), Build(1), Build(2), Build(3), Build(3, bounds_check=True),
                Build(2, gpu=True)]
+# A random schedule's function, scheduled, in the interpreter and compiled; the reference is
+# the unscheduled function in the interpreter.
+SCHEDULE_BUILDS = [Build(0, scheduled=True), Build(0), Build(3)]
 GRAPH_BUILDS = [Build(0), Build(1), Build(2), Build(3), Build(2, "static"),
                 Build(2, "dynamic"), Build(2, bounds_check=True), Build(2, gpu=True)]
 KINDS = {
     "loop": (loop_case, LOOP_BUILDS, B.interpret_loop, B.run_loop, B.loop_labels, 100),
     "graph": (graph_case, GRAPH_BUILDS, B.interpret_graph, B.run_graph, B.graph_labels, 40),
     "expr": (expr_case, LOOP_BUILDS, B.interpret_loop, B.run_loop, B.loop_labels, 100),
+    "schedule": (random_schedule_case, SCHEDULE_BUILDS, B.interpret_loop, B.run_loop,
+                 B.loop_labels, 50),
 }
+STEPS: dict[str, int | None] = {"steps": None}  # --steps: primitives per random schedule
+
+
+def programs(kind: str, chunk: range) -> tuple[list[Program], list[Finding]]:
+    """The programs of a batch; for random schedules, those with a primitive that applied,
+    and a finding for each primitive that failed with an internal error, not a diagnostic."""
+    make = KINDS[kind][0]
+    if kind != "schedule":
+        return [make(seed) for seed in chunk], []
+    cases = [random_schedule_case(seed, STEPS["steps"]) for seed in chunk]
+    found = [Finding(c.program.seed, "schedule", "internal-error", e.strip()[-300:])
+             for c in cases for e in c.internal]
+    return [c.program for c in cases if c.applied], found
 
 
 def cuda_builds(arch: str) -> list[Build]:
@@ -52,13 +73,17 @@ def cuda_builds(arch: str) -> list[Build]:
 
 def check_batch(kind: str, chunk: range, workdir: Path, cuda: str | None) -> Report:
     """One batch of seeds checked in a fresh directory; a harness bug becomes a finding."""
-    make, builds, reference, run, labels, _ = KINDS[kind]
+    _, builds, reference, run, labels, _ = KINDS[kind]
     if cuda:
         builds = cuda_builds(cuda)
     with tempfile.TemporaryDirectory(dir=workdir) as batch_dir:
         checker = Checker(Path(batch_dir), B.compile_module, reference, run, labels)
         try:
-            return checker.check([make(seed) for seed in chunk], builds)
+            batch, found = programs(kind, chunk)
+            report = checker.check(batch, builds)
+            report.programs = len(chunk)
+            report.findings = found + report.findings
+            return report
         except Exception as exc:  # noqa: BLE001 (a bug of the harness: say so, go on)
             return Report(len(chunk), [], [Finding(chunk.start, "harness", "harness-error",
                                                    f"seeds {chunk.start}..{chunk.stop - 1}: "
@@ -111,9 +136,15 @@ def table(reports: dict[str, Report]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=1000, help="programs in all (default 1000)")
-    ap.add_argument("--kind", choices=("both", "loop", "graph", "expr"), default="both",
+    ap.add_argument("--kind", choices=("both", "loop", "graph", "expr", "schedule"),
+                    default="both",
                     help="both: loop and graph functions; expr: scalar expressions in every "
-                         "dtype (tests/difftest/expr_programs.py)")
+                         "dtype (tests/difftest/expr_programs.py); schedule: random "
+                         "schedules of random loop functions "
+                         "(tests/difftest/schedule_programs.py)")
+    ap.add_argument("--steps", type=int, default=None,
+                    help="--kind schedule: primitives tried per schedule (default: 1 to 10, "
+                         "drawn from the seed)")
     ap.add_argument("--graph-share", type=float, default=0.3,
                     help="share of graph functions when --kind both (default 0.3)")
     ap.add_argument("--start", type=int, default=100_000,
@@ -127,8 +158,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="batches checked at once, each in its own process (default 1)")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     args = ap.parse_args(argv)
+    STEPS["steps"] = args.steps
     if args.show:
         kind, seed = args.show[0], int(args.show[1])
+        if kind == "schedule":
+            print(random_schedule_case(seed, args.steps).text())
+            return 0
         program = KINDS[kind][0](seed)
         print(IRModule({program.name: program.func}).script())
         return 0

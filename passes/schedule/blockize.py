@@ -6,7 +6,9 @@ block gets an iteration variable `v_o = O / K` (domain extent / K) and the inner
 becomes `v_o * K + I`; a binding that uses no inner loop moves whole to the outer block (K = 1),
 and one that uses only inner loops stays inside. The outer block's regions are the inner
 block's, relaxed over the inner loops. When a reduction variable is split this way, the init
-moves to the outer block as a loop nest over the inner spatial loops, like TVM's.
+moves to the outer block as a loop nest over the inner spatial loops, like TVM's. A guard
+(`T.where`) over outer loops only moves to the outer block; one that mixes inner and outer loops
+stays inside, and the outer block is guarded to keep its bindings in their domains.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from tirc.ir.analysis.regions import and_all, conjuncts, free_vars, uses_any
 from tirc.ir.arith import Analyzer
 from tirc.ir.arith.linear import Linear, from_linear, to_linear
 from tirc.ir.buffer import Range
-from tirc.ir.expr import IntImm, PrimExpr, Var, const, is_const_int
+from tirc.ir.dtype import BOOL
+from tirc.ir.expr import IntImm, PrimExpr, Var, binop, const, is_const_int
 from tirc.ir.stmt import Block, BlockRealize, For, IterKind, IterVar, SeqStmt, Stmt
 from tirc.ir.visitor import substitute
 from tirc.passes.schedule.dependence import bind_outer_loops, child_sites
@@ -132,6 +135,8 @@ def blockize_at(s: ScheduleState, lpath: Path, lp: For, prim: str,
     # Guards on outer loops only (a split's tail) move to the outer block.
     outer_pred = [c for c in conjuncts(br.predicate) if not uses_any(c, inner)]
     inner_pred = [c for c in conjuncts(br.predicate) if uses_any(c, inner)]
+    if inner_pred:
+        outer_pred += _domain_guards(outer_ivs, outer_values, outer_pred, an)
     new_inner = dataclasses.replace(br, iter_values=tuple(inner_values), block=inner_blk,
                                     predicate=and_all(inner_pred, br.predicate))
     body = _replace_realize(lp, br, new_inner)
@@ -146,6 +151,22 @@ def blockize_at(s: ScheduleState, lpath: Path, lp: For, prim: str,
                            span=lp.span)
     s.replace(lpath, realize, prim)
     return oname
+
+
+def _domain_guards(ivs: list[IterVar], values: list[PrimExpr], pred: list[PrimExpr],
+                   an: Analyzer) -> list[PrimExpr]:
+    """Guards keeping each outer binding in its domain where the analyzer cannot prove it is.
+    A guard that mixes inner and outer loops stays on the inner block, so an outer instance
+    may fall outside the domain; every inner instance of it is then predicated off (the inner
+    binding would be outside its own domain), so skipping it keeps the meaning."""
+    guards: list[PrimExpr] = []
+    with an.scope(), an.constraint(and_all(pred, IntImm(1, BOOL))):
+        for iv, v in zip(ivs, values):
+            lo = iv.dom.min
+            for cond in (binop("ge", v, lo), binop("lt", v, lo + iv.dom.extent)):
+                if not an.can_prove(cond):
+                    guards.append(an.simplify(cond))
+    return guards
 
 
 def _replace_realize(root: Stmt, old: BlockRealize, new: BlockRealize) -> Stmt:

@@ -8,6 +8,8 @@ its `consumer_blocks` read the new buffer instead (TVM's argument; cache_read's 
 consumers that read the copy, all of them by default). A buffer index may also be a name.
 Both regions are the accesses relaxed over the scope's loops. The new buffers have the
 original's shape, as in TVM; compute_at of the copy block then shrinks what it copies.
+cache_write refuses a block that reads the buffer it writes unless it is a reduction with its
+own init (the cache starts empty: it does not copy in what was written before the block).
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from tirc.ir.analysis.regions import cover, loop_bounds
 from tirc.ir.arith import Analyzer
 from tirc.ir.buffer import SCOPES, Buffer, BufferRegion, Range
 from tirc.ir.dtype import BOOL, HANDLE
-from tirc.ir.expr import IntImm, PrimExpr, Var, binop, const, is_const_int
+from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, const, is_const_int
 from tirc.ir.stmt import Block, BlockRealize, BufferStore, For, ForKind, IterKind, IterVar, Stmt
-from tirc.ir.visitor import Mutator, substitute
+from tirc.ir.structural import structural_equal
+from tirc.ir.visitor import Mutator, post_order_visit, substitute
 from tirc.passes.schedule.dependence import BlockSite, scope_sites
 from tirc.passes.schedule.scope import (
     add_alloc,
@@ -181,7 +184,9 @@ def cache_write(s: ScheduleState, block: Any, write_buffer_index: Any,
     prim = "cache_write"
     scope = _check_scope(prim, storage_scope)
     path, br, blk = s.block(block, prim)
-    buf = _region_at(prim, blk, write_buffer_index, "write").buffer
+    written = _region_at(prim, blk, write_buffer_index, "write")
+    buf = written.buffer
+    _check_reads_own_writes(prim, blk, written)
     sites = scope_sites(s.body, path)
     me = next(x for x in sites if x.block is blk)
     sp, kids = scope_kids(s, path)
@@ -209,6 +214,25 @@ def cache_write(s: ScheduleState, block: Any, write_buffer_index: Any,
     s.set_body(_Redirect({blk.name} | {x.name for x in readers}, buf, new).visit(s.body))
     add_alloc(s, scope_block_name(sp), new, prim)
     return s.block_rv(name)
+
+
+def _check_reads_own_writes(prim: str, blk: Block, written: BufferRegion) -> None:
+    """A block that reads the buffer it writes must read only what its own init wrote (a
+    reduction): the cache starts empty, so values written before the block (by a parent's
+    init, a decomposed init block, another producer) would be lost."""
+    buf = written.buffer
+    loads: list[BufferLoad] = []
+    post_order_visit(blk.body, lambda n: loads.append(n) if isinstance(n, BufferLoad) and
+                     n.buffer is buf else None)
+    regions = [r for r in blk.reads if r.buffer is buf]
+    if (loads or regions) and blk.init is None:
+        raise ScheduleError(f"{prim}: block \"{blk.name}\" reads {buf.name} before "
+                            f"writing it (it has no init of its own); the cache would "
+                            f"not hold the values it reads")
+    for r in regions:
+        if not structural_equal(r, written):
+            raise ScheduleError(f"{prim}: block \"{blk.name}\" reads {buf.name} outside the "
+                                f"element it writes; the cache would not hold those values")
 
 
 def _allocated_written(prim: str, s: ScheduleState, block: Any, index: Any) -> Buffer:

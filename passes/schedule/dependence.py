@@ -12,6 +12,7 @@ iteration, whatever the order or parallelism of the iterations.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tirc.ir.analysis.access import binding_map, effective_regions
@@ -262,6 +263,24 @@ def check_distinct_instances(prim: str, sites: list[BlockSite], loop: For,
                 raise ScheduleError(
                     f"{prim}: different iterations of loop {v.name} may run the same instance "
                     f"of block \"{site.name}\" (its bindings do not tell the iterations apart)")
+
+
+def check_loop_used(prim: str, sites: list[BlockSite], loop: For,
+                    shared: Callable[[Buffer], bool]) -> None:
+    """Every block under `loop` that writes a `shared` buffer tells its iterations apart (a
+    binding or its predicate uses the loop): otherwise each iteration runs the same instance,
+    and two iterations at once write the same elements (a data race)."""
+    v = loop.loop_var
+    for site in sites:
+        if uses_any(site.realize.predicate, {v}) or \
+                any(uses_any(e, {v}) for e in site.realize.iter_values):
+            continue
+        for region in site.block.writes:
+            if shared(region.buffer):
+                raise ScheduleError(
+                    f"{prim}: every iteration of loop {v.name} runs the same instance of "
+                    f"block \"{site.name}\" (its bindings do not use the loop), so they all "
+                    f"write {region.buffer.name} there")
 
 
 def _linear_in_loops(e: PrimExpr) -> Linear | None:

@@ -10,15 +10,17 @@ from typing import Any
 
 from tirc.ir.analysis.regions import uses_any
 from tirc.ir.arith import Analyzer, simplify
+from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import INT32
-from tirc.ir.expr import IntImm, PrimExpr, Var, binop, cast, const, is_const_int
-from tirc.ir.stmt import BlockRealize, For, ForKind, IfThenElse, SeqStmt, Stmt
-from tirc.ir.visitor import Mutator, substitute
+from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, cast, const, is_const_int
+from tirc.ir.stmt import BlockRealize, BufferStore, For, ForKind, IfThenElse, SeqStmt, Stmt
+from tirc.ir.visitor import Mutator, post_order_visit, substitute
 from tirc.passes.schedule.cross_thread import check_cross_thread, feeds_reduction
 from tirc.passes.schedule.dependence import (
     bind_outer_loops,
     check_distinct_instances,
     check_iter_kinds,
+    check_loop_used,
     check_not_carried,
     child_sites,
 )
@@ -250,7 +252,37 @@ def _check_independent(s: ScheduleState, path: Path, lp: For, prim: str) -> None
     check_iter_kinds(prim, sites, lp, allow_reduce=False)
     an = outer_analyzer(path)
     check_distinct_instances(prim, sites, lp, an)
+    if prim in ("parallel", "vectorize") and not is_const_int(lp.extent, 1):
+        check_loop_used(prim, sites, lp,
+                        lambda buf: prim == "vectorize" or not _parallel_private(path, buf))
     check_not_carried(prim, sites, lp, [lp], an)
+
+
+def _parallel_private(path: Path, buf: Buffer) -> bool:
+    """Whether `buf` would have a copy per iteration of the loop ending `path` once it is
+    parallel (ir/parallel_private.py): its allocating block has no loop around the loop, and
+    every use of it in that block lies inside the loop."""
+    lp = path[-1]
+    for k in range(len(path) - 2, -1, -1):
+        node = path[k]
+        if isinstance(node, For):
+            return False
+        if isinstance(node, BlockRealize) and buf in node.block.alloc_buffers:
+            return _uses(node.block, buf) == _uses(lp, buf)
+    return False
+
+
+def _uses(node: Any, buf: Buffer) -> int:
+    """How many loads and stores under `node` access `buf`'s storage."""
+    count = 0
+
+    def visit(n: Any) -> None:
+        nonlocal count
+        if isinstance(n, (BufferLoad, BufferStore)) and n.buffer.data is buf.data:
+            count += 1
+
+    post_order_visit(node, visit)
+    return count
 
 
 def _set_kind(s: ScheduleState, loop: Any, kind: ForKind, prim: str,
@@ -262,7 +294,8 @@ def _set_kind(s: ScheduleState, loop: Any, kind: ForKind, prim: str,
 
 
 def parallel(s: ScheduleState, loop: Any) -> None:
-    """Run the loop's iterations on parallel threads (checked: no loop-carried dependence)."""
+    """Run the loop's iterations on parallel threads (checked: no loop-carried dependence, and
+    no two iterations run the same instance of a block writing storage they share)."""
     _set_kind(s, loop, ForKind.PARALLEL, "parallel")
 
 

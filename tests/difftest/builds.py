@@ -19,7 +19,12 @@ from difftest.harness import Build
 
 def compile_module(mod: IRModule, build: Build, stem: Path) -> Any:
     """The path of `mod`'s shared object (or PTX) built as `build` says (for the GPU
-    interpreter build, a GPU interpreter of the lowered module)."""
+    interpreter build, a GPU interpreter of the lowered module; for the scheduled build, the
+    reference interpreter of the module with its schedules applied)."""
+    if build.scheduled:
+        from tirc.passes.schedule.apply import ApplySchedules
+
+        return Interpreter(ApplySchedules()(mod))
     if build.cuda:
         from tirc.driver import compile_ptx
 

@@ -37,8 +37,11 @@ class Build:
     gpu: bool = False
     bounds_check: bool = False
     cuda: str | None = None
+    scheduled: bool = False  # only the module's schedules applied, run in the interpreter
 
     def __str__(self) -> str:
+        if self.scheduled:
+            return "interp-scheduled"
         extra = f" -fmegakernel={self.megakernel}" if self.megakernel else ""
         extra += " -fbounds-check" if self.bounds_check else ""
         where = "gpu-interp " if self.gpu else f"cuda-{self.cuda} " if self.cuda else ""
@@ -67,6 +70,7 @@ class Program:
     func: Any
     args: Callable[[np.random.Generator], list[Any]]
     outputs: dict[str, Info] = field(default_factory=dict)
+    schedule: Any = None  # an @S.schedule of the function (tirc.ir.schedule.Schedule)
 
 
 @dataclass
@@ -158,7 +162,8 @@ class Checker:
 
     def check(self, programs: list[Program], builds: Iterable[Build]) -> Report:
         report = Report(programs=len(programs))
-        mod = IRModule({p.name: p.func for p in programs})
+        mod = IRModule({p.name: p.func for p in programs},
+                       schedules=tuple(p.schedule for p in programs if p.schedule is not None))
         try:
             mod = round_trip(mod)
         except Exception as exc:  # noqa: BLE001 (a finding, whatever it is)
@@ -197,7 +202,9 @@ class Checker:
             programs = [p for p in programs if not contains_loop_jump(mod[p.name])]
             if not programs:
                 return
-        sub = IRModule({p.name: mod[p.name] for p in programs})
+        names = {p.name for p in programs}
+        sub = IRModule({p.name: mod[p.name] for p in programs},
+                       schedules=tuple(s for s in mod.schedules if s.func_name in names))
         try:
             lib = self._compile(sub, build)
         except Exception as exc:  # noqa: BLE001

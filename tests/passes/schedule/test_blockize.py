@@ -247,3 +247,29 @@ def test_blockize_preserve_unit_iters(sched):
             T.writes(C[0:8])''' in out
     assert 'vi, vk = T.axis.remap("SR", [i_1, k])' in out
     dropped.check_same("mv")
+
+
+def test_blockize_guards_outer_block_of_mixed_predicate(sched):
+    """A split's tail guard that mixes the blockized loop with outer ones stays inside; the
+    outer block gets a guard keeping its binding in its domain (found by the schedule fuzzer,
+    tests/difftest/schedule_programs.py)."""
+    text = '''
+@T.prim_func
+def f(A: T.Buffer((2,), "float32"), B: T.Buffer((2,), "float32")):
+    for i in range(2):
+        with T.block("B"):
+            vi = T.axis.spatial(2, i)
+            B[vi] = A[vi] + T.float32(1)
+'''
+    r = sched(schedule(text, "f", '''
+        b = sch.get_block("B")
+        (i,) = sch.get_loops(b)
+        i0, i1 = sch.split(i, factors=[4, None])
+        o = sch.blockize(i1)
+    '''))
+    assert '''\
+        with T.block("B_o"):
+            vi_o = T.axis.spatial(2, i_0)
+            T.where(i_0 < 2)''' in r.text("f")
+    assert "T.where(i_0 + i_1 < 2)" in r.text("f")
+    r.check_same("f")

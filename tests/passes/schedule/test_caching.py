@@ -238,3 +238,41 @@ def test_consumer_blocks_errors(sched_error):
         err('sch.cache_read(c, "X", "local")')
     assert 'error: cache_write: expected a block for consumer_blocks, got loop i' in \
         err('i, = sch.get_loops(c)\nsch.cache_write(b, 0, "local", consumer_blocks=[i])')
+
+
+def test_cache_write_refuses_update_without_own_init(sched, sched_error):
+    """A block that reads what it writes without an init of its own (the update of a
+    decomposed reduction, the inner block of a blockized one) would read the cache before
+    anything wrote it; a reduction with its own init is cached (found by the schedule fuzzer,
+    tests/difftest/schedule_programs.py)."""
+    msg = sched_error(schedule(MATMUL, "matmul", '''
+        b = sch.get_block("C")
+        i, j, k = sch.get_loops(b)
+        init = sch.decompose_reduction(b, k)
+        c = sch.cache_write(b, 0, "local")
+    '''))
+    assert 'error: cache_write: block "C_update" reads C before writing it (it has no init ' \
+        'of its own); the cache would not hold the values it reads' in msg
+    msg = sched_error(schedule(MATMUL, "matmul", '''
+        b = sch.get_block("C")
+        i, j, k = sch.get_loops(b)
+        o = sch.blockize(k)
+        c = sch.cache_write(b, 0, "local")
+    '''))
+    assert 'error: cache_write: block "C" reads C before writing it' in msg
+    msg = sched_error(schedule(MATMUL, "matmul", '''
+        b = sch.get_block("C")
+        i, j, k = sch.get_loops(b)
+        init = sch.decompose_reduction(b, i)
+        u = sch.get_block("C_update")
+        ui, uj, uk = sch.get_loops(u)
+        rf = sch.rfactor(uk, 0)
+        c = sch.cache_write(u, 0, "local")
+    '''))
+    assert 'error: cache_write: block "C_update" reads C before writing it' in msg
+    r = sched(schedule(MATMUL, "matmul", '''
+        b = sch.get_block("C")
+        c = sch.cache_write(b, 0, "local")
+    '''))
+    r.check_same("matmul")
+

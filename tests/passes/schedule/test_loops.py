@@ -455,3 +455,41 @@ def test_an_int16_loop_with_the_identity_binding_parallelizes(sched, prim):
         sch.{prim}(i)
     '''))
     r.check_same("narrow")
+
+
+HOISTED = '''
+@T.prim_func
+def f(A: T.Buffer((4,), "float32"), B: T.Buffer((8, 4), "float32"),
+      C: T.Buffer((4,), "float32")):
+    T1 = T.alloc_buffer((4,), "float32")
+    for i in range(8):
+        for j in range(4):
+            with T.block("T1"):
+                vj = T.axis.spatial(4, j)
+                T1[vj] = A[vj] * T.float32(2)
+        for j in range(4):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = T1[vj] + T.float32(1)
+'''
+
+
+def test_parallel_and_vectorize_need_the_loop_in_every_writer(sched, sched_error):
+    """A block under the loop whose bindings ignore it runs the same instance in every
+    iteration: a race on what it writes, unless each iteration of a parallel loop has its own
+    copy of the buffer (ir/parallel_private.py); found by the schedule fuzzer
+    (tests/difftest/schedule_programs.py)."""
+    body = '''
+        b = sch.get_block("B")
+        i, j = sch.get_loops(b)
+        sch.{prim}(i)
+    '''
+    sched(schedule(HOISTED, "f", body.format(prim="parallel"))).check_same("f")
+    assert 'error: vectorize: every iteration of loop i runs the same instance of block "T1" ' \
+        '(its bindings do not use the loop), so they all write T1 there' in \
+        sched_error(schedule(HOISTED, "f", body.format(prim="vectorize")))
+    param = HOISTED.replace("T1[vj] = A[vj]", "C[vj] = A[vj]").replace(
+        "T1[vj] + T.float32(1)", "A[vj] + T.float32(1)")
+    assert 'error: parallel: every iteration of loop i runs the same instance of block "T1" ' \
+        '(its bindings do not use the loop), so they all write C there' in \
+        sched_error(schedule(param, "f", body.format(prim="parallel")))

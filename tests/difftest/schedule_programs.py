@@ -1,0 +1,261 @@
+"""Random user schedules on random loop functions: a seeded fuzzer of schedule primitives.
+
+`random_schedule_case(seed)` takes the loop function of `random_loop_program(seed)` and runs
+random primitives on it (split, fuse, reorder, parallel, vectorize, unroll, compute_at,
+reverse_compute_at, compute_inline, reverse_compute_inline, cache_read, cache_write, set_scope,
+storage_align, rfactor, decompose_reduction, blockize, add_unit_loop) through the runner that
+`@S.schedule` bodies go through, choosing each argument from the function as it is at that
+step. A primitive that refuses is left out of the schedule (its refusal must be a
+ScheduleError: anything else is an internal error, kept as a finding); those that apply make
+the `@S.schedule` the case carries, beside the unscheduled function. Every accepted schedule
+must keep the function's meaning: the harness compares the scheduled function, interpreted
+and compiled, with the unscheduled one interpreted.
+"""
+
+from __future__ import annotations
+
+import random
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from tirc.ir import IRModule, PrimFunc
+from tirc.ir.schedule import SchedInstr, SchedRef, Schedule
+from tirc.ir.stmt import Block, BlockRealize
+from tirc.passes.schedule.runner import READ_ONLY, execute
+from tirc.passes.schedule.state import ScheduleError, ScheduleState
+from tirc.passes.schedule.tree import all_block_names, walk
+
+from difftest.harness import Program, loop_args
+from difftest.loop_programs import random_loop_program
+
+PRIMS = ("split", "split", "fuse", "reorder", "parallel", "vectorize", "unroll", "compute_at",
+         "compute_at", "reverse_compute_at", "reverse_compute_at", "compute_inline",
+         "reverse_compute_inline", "cache_read", "cache_write", "set_scope", "storage_align",
+         "rfactor", "decompose_reduction", "blockize", "add_unit_loop")
+SCOPES = ("global", "local", "shared")
+
+
+@dataclass
+class ScheduleCase:
+    """A loop function, the schedule of what applied to it, and what the fuzzer saw."""
+
+    program: Program
+    schedule: Schedule
+    tried: int = 0
+    refused: dict[str, int] = field(default_factory=dict)
+    internal: list[str] = field(default_factory=list)
+
+    def module(self) -> IRModule:
+        """The unscheduled function with its schedule: what a user would compile."""
+        return IRModule({self.program.name: self.program.func}, schedules=(self.schedule,))
+
+    @property
+    def applied(self) -> int:
+        """How many primitives (not lookups) the schedule applies."""
+        return sum(ins.prim not in READ_ONLY for ins in self.schedule.instrs)
+
+    def text(self) -> str:
+        return self.module().script()
+
+
+class _Fuzz:
+    """The state of one random schedule being built."""
+
+    def __init__(self, seed: int, func: PrimFunc) -> None:
+        self.rng = random.Random(seed * 7927 + 3)
+        self.state = ScheduleState(func, seed)
+        self.env: dict[str, Any] = {}
+        self.instrs: list[SchedInstr] = []
+        self.names = 0
+        self.refused: dict[str, int] = {}
+        self.internal: list[str] = []
+        self.tried = 0
+
+    def fresh(self, base: str) -> str:
+        self.names += 1
+        return f"{base}{self.names}"
+
+    def run(self, ins: SchedInstr) -> bool:
+        """Run `ins` on the state; kept when it applies, else the state is put back."""
+        before, env = self.state.func, dict(self.env)
+        try:
+            execute(self.state, self.env, ins)
+        except ScheduleError as e:
+            self.state.func, self.env = before, env
+            reason = str(e).split(":")[0] if ":" in str(e) else str(e)[:40]
+            self.refused[reason] = self.refused.get(reason, 0) + 1
+            return False
+        except Exception:  # noqa: BLE001 (an internal error: a finding)
+            self.state.func, self.env = before, env
+            self.internal.append(f"{ins.prim}: {traceback.format_exc(limit=-3)}")
+            return False
+        self.instrs.append(ins)
+        return True
+
+    def blocks(self) -> list[str]:
+        return sorted(n for n in all_block_names(self.state.body) if n != "root")
+
+    def block(self, other_than: str | None = None) -> str | None:
+        """A fresh name bound to a random block (`bN = sch.get_block("...")`), one other than
+        the block `other_than` names when given."""
+        names = self.blocks()
+        if other_than is not None:
+            names = [n for n in names if n != self.env[other_than].name]
+        if not names:
+            return None
+        out = self.fresh("b")
+        self.run(SchedInstr((out,), "get_block", (self.rng.choice(names),)))
+        return out
+
+    def loops(self, block: str) -> list[str]:
+        """Fresh names bound to the loops above `block` (`l1, l2 = sch.get_loops(b)`)."""
+        from tirc.passes.schedule.lookup import get_loops
+
+        try:
+            count = len(get_loops(self.state, self.env[block]))
+        except ScheduleError:
+            return []
+        if not count:
+            return []
+        outs = tuple(self.fresh("l") for _ in range(count))
+        if not self.run(SchedInstr(outs, "get_loops", (SchedRef(block),), unpack=True)):
+            return []
+        return list(outs)
+
+    def loop(self, other_than: str | None = None) -> str | None:
+        """A random loop above a random block (other than `other_than`)."""
+        b = self.block(other_than)
+        ls = self.loops(b) if b else []
+        return self.rng.choice(ls) if ls else None
+
+    def partner_loop(self, block: str, consumer: bool) -> str | None:
+        """Mostly a loop above a consumer (or producer) of `block`, else any other's loop."""
+        found = {p[-1].block.name: p[-1].block for p in walk(self.state.body)
+                 if isinstance(p[-1], BlockRealize)}
+        me = found.get(self.env[block].name)
+        if me is None or self.rng.random() < 0.2:
+            return self.loop(block)
+        mine = {r.buffer for r in me.writes} if consumer else {r.buffer for r in me.reads}
+        partners = sorted(n for n, b in found.items() if b is not me and mine & {
+            r.buffer for r in (b.reads if consumer else b.writes)})
+        if not partners:
+            return self.loop(block)
+        out = self.fresh("b")
+        self.run(SchedInstr((out,), "get_block", (self.rng.choice(partners),)))
+        ls = self.loops(out)
+        return self.rng.choice(ls) if ls else None
+
+    def step(self) -> None:
+        prim = self.rng.choice(PRIMS)
+        self.tried += 1
+        r = self.rng
+        if prim in ("split", "fuse", "reorder", "parallel", "vectorize", "unroll", "rfactor",
+                    "blockize", "add_unit_loop"):
+            b = self.block()
+            ls = self.loops(b) if b else []
+            if not ls:
+                return
+            lp = r.choice(ls)
+            if prim == "split":
+                n = r.choice((2, 2, 3))
+                factors: list[Any] = [r.choice((2, 3, 4, 8)) for _ in range(n)]
+                factors[r.randrange(n)] = None
+                outs = tuple(self.fresh("l") for _ in range(n))
+                self.run(SchedInstr(outs, "split", (SchedRef(lp),), {"factors": factors},
+                                    unpack=True))
+            elif prim in ("fuse", "reorder"):
+                k = r.randint(2, min(3, len(ls))) if len(ls) >= 2 else 1
+                if prim == "fuse":
+                    start = r.randrange(len(ls) - k + 1)
+                    picked = ls[start:start + k]
+                    self.run(SchedInstr((self.fresh("l"),), "fuse",
+                                        tuple(SchedRef(x) for x in picked)))
+                else:
+                    picked = r.sample(ls, k)
+                    self.run(SchedInstr((), "reorder", tuple(SchedRef(x) for x in picked)))
+            elif prim == "rfactor":
+                self.run(SchedInstr((self.fresh("b"),), "rfactor",
+                                    (SchedRef(lp), r.randint(0, 1))))
+            elif prim in ("blockize", "add_unit_loop"):
+                self.run(SchedInstr((self.fresh("b" if prim == "blockize" else "l"),), prim,
+                                    (SchedRef(lp),)))
+            else:
+                self.run(SchedInstr((), prim, (SchedRef(lp),)))
+        elif prim in ("compute_at", "reverse_compute_at"):
+            b = self.block()
+            lp = self.partner_loop(b, prim == "compute_at") if b else None
+            if b and lp:
+                kwargs = {"preserve_unit_loops": True} if r.random() < 0.3 else {}
+                self.run(SchedInstr((), prim, (SchedRef(b), SchedRef(lp)), kwargs))
+        elif prim in ("compute_inline", "reverse_compute_inline"):
+            b = self.block()
+            if b:
+                self.run(SchedInstr((), prim, (SchedRef(b),)))
+        elif prim in ("cache_read", "cache_write"):
+            b = self.block()
+            if b:
+                self.run(SchedInstr((self.fresh("b"),), prim,
+                                    (SchedRef(b), r.randint(0, 2), r.choice(SCOPES))))
+        elif prim == "set_scope":
+            b = self.block()
+            if b:
+                self.run(SchedInstr((), prim, (SchedRef(b), 0, r.choice(SCOPES))))
+        elif prim == "storage_align":
+            b = self.block()
+            if b:
+                self.run(SchedInstr((), prim, (SchedRef(b), 0, r.randint(0, 1),
+                                               r.choice((4, 8, 16)), r.randint(0, 3))))
+        elif prim == "decompose_reduction":
+            b = self.block()
+            ls = self.loops(b) if b else []
+            if ls:
+                self.run(SchedInstr((self.fresh("b"),), prim,
+                                    (SchedRef(b), SchedRef(r.choice(ls)))))
+
+
+def _has_blocks(func: PrimFunc) -> bool:
+    return any(isinstance(p[-1], BlockRealize) and isinstance(p[-1].block, Block)
+               for p in walk(func.body))
+
+
+def _refs(value: Any) -> set[str]:
+    if isinstance(value, SchedRef):
+        return {value.name}
+    if isinstance(value, (list, tuple)):
+        return set().union(*(_refs(v) for v in value)) if value else set()
+    return set()
+
+
+def _used_lookups(instrs: list[SchedInstr]) -> tuple[SchedInstr, ...]:
+    """The instructions without the lookups whose names nothing later uses (a readable
+    reproducer; lookups change nothing)."""
+    used: set[str] = set()
+    kept: list[SchedInstr] = []
+    for ins in reversed(instrs):
+        if ins.prim in READ_ONLY and not used & set(ins.outputs):
+            continue
+        kept.append(ins)
+        used |= _refs(list(ins.args)) | _refs(list(ins.kwargs.values()))
+    return tuple(reversed(kept))
+
+
+def random_schedule_case(seed: int, steps: int | None = None) -> ScheduleCase:
+    """The loop function of `seed` with a random schedule of up to `steps` primitives (drawn
+    from the seed when not given) that all apply."""
+    prog = random_loop_program(seed)
+    fuzz = _Fuzz(seed, prog.func)
+    if _has_blocks(prog.func):
+        for _ in range(steps if steps is not None else fuzz.rng.randint(1, 10)):
+            fuzz.step()
+    sched = Schedule(prog.func.name, "llvm", "_", "sch", _used_lookups(fuzz.instrs))
+    program = Program(seed, prog.func.name, prog.func, loop_args(prog.func, prog.sizes),
+                      prog.outputs, sched)
+    return ScheduleCase(program, sched, fuzz.tried, fuzz.refused, fuzz.internal)
+
+
+def scheduled(case: ScheduleCase) -> PrimFunc:
+    """The function of `case` transformed by its schedule (as `apply-schedules` does)."""
+    from tirc.passes.schedule.apply import ApplySchedules
+
+    return ApplySchedules()(case.module())[case.program.name]
