@@ -30,9 +30,8 @@ from typing import Any
 from tirc.ir.analysis.regions import row_major_strides
 from tirc.ir.analysis.storage import storage_size
 from tirc.ir.arith import construct
-from tirc.ir.arith.linear import is_index_dtype
 from tirc.ir.buffer import Buffer
-from tirc.ir.dtype import INT64
+from tirc.ir.dtype import INT64, DType
 from tirc.ir.expr import BufferLoad, PrimExpr, cast, const, index_dtype
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
@@ -51,14 +50,20 @@ def _strides(b: Buffer) -> list[PrimExpr]:
     return list(b.strides) if b.strides else row_major_strides(b.shape)
 
 
+def _wraps(dt: DType) -> bool:
+    """An index type whose arithmetic wraps (int8, int16, the unsigned ones; vectors of them)."""
+    return dt.is_int and not (dt.kind == "int" and dt.bits >= 32)
+
+
 def flat_offset(b: Buffer, indices: tuple[PrimExpr, ...]) -> PrimExpr:
     """The 1-D element offset of `b[indices]` from the buffer's data pointer. Indices of a
     type that wraps (int8, int16, unsigned) are widened first: `i * 32 + j` over int8 loop
     variables would wrap where the element's position does not."""
-    if not all(is_index_dtype(i.dtype) for i in indices):
+    if any(_wraps(i.dtype) for i in indices):
         wide = INT64 if any(i.dtype.kind == "uint" and i.dtype.bits >= 32 for i in indices) \
             else index_dtype(*indices, *b.shape)
-        indices = tuple(i if is_index_dtype(i.dtype) else cast(wide, i) for i in indices)
+        indices = tuple(cast(wide.with_lanes(i.dtype.lanes), i) if _wraps(i.dtype) else i
+                        for i in indices)
     terms: list[PrimExpr] = []
     if b.elem_offset is not None and not construct.is_int_const(b.elem_offset, 0):
         terms.append(b.elem_offset)
