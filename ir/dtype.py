@@ -138,6 +138,21 @@ SCALAR_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "u
                 "float16", "bfloat16", "float32", "float64")
 
 
+def no_overflow(dt: DType) -> bool:
+    """Whether integer arithmetic of `dt` (its lanes') is taken never to overflow: int32 and
+    int64, as C and TVM take signed arithmetic (LLVM's `nsw`). int8, int16 and the unsigned
+    types wrap around instead, so no rewrite may assume their results stay in range."""
+    return dt.kind == "int" and dt.bits >= 32
+
+
+def int_range(dt: DType) -> tuple[int, int]:
+    """The least and greatest value of integer dtype `dt`."""
+    if dt.kind == "uint":
+        return 0, (1 << dt.bits) - 1
+    half = 1 << (dt.bits - 1)
+    return -half, half - 1
+
+
 def wrap_int(value: int, dt: DType) -> int:
     """`value` reduced to the range of integer dtype `dt` (two's complement wrap-around)."""
     if dt.is_bool:

@@ -31,7 +31,7 @@ from tirc.ir.analysis.regions import row_major_strides
 from tirc.ir.analysis.storage import storage_size
 from tirc.ir.arith import construct
 from tirc.ir.buffer import Buffer
-from tirc.ir.dtype import INT64, DType
+from tirc.ir.dtype import INT64, DType, no_overflow
 from tirc.ir.expr import BufferLoad, PrimExpr, cast, const, index_dtype
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
@@ -52,7 +52,7 @@ def _strides(b: Buffer) -> list[PrimExpr]:
 
 def _wraps(dt: DType) -> bool:
     """An index type whose arithmetic wraps (int8, int16, the unsigned ones; vectors of them)."""
-    return dt.is_int and not (dt.kind == "int" and dt.bits >= 32)
+    return dt.is_int and not no_overflow(dt)
 
 
 def flat_offset(b: Buffer, indices: tuple[PrimExpr, ...]) -> PrimExpr:

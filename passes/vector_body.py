@@ -11,7 +11,7 @@ from __future__ import annotations
 from tirc.ir import intrinsics as intrin
 from tirc.ir.arith import construct
 from tirc.ir.buffer import Buffer
-from tirc.ir.dtype import DType
+from tirc.ir.dtype import DType, no_overflow
 from tirc.ir.expr import (
     BinOp,
     Broadcast,
@@ -248,5 +248,5 @@ def interval_condition(cond: PrimExpr) -> bool:
     # int32/int64 lanes only: a ramp of a type that wraps (uint8 200, 216, 232, 248, 8) is
     # not monotonic, so its true lanes need not be contiguous
     return (isinstance(cond, BinOp) and cond.op in ("lt", "le", "gt", "ge")
-            and cond.dtype.lanes > 1 and cond.a.dtype.kind == "int" and cond.a.dtype.bits >= 32
+            and cond.dtype.lanes > 1 and no_overflow(cond.a.dtype)
             and all(isinstance(x, (Ramp, Broadcast)) for x in (cond.a, cond.b)))

@@ -35,7 +35,7 @@ from tirc.backends.llvm.types import (
 )
 from tirc.ir import intrinsics as intrin
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.dtype import DType
+from tirc.ir.dtype import DType, no_overflow
 from tirc.ir.expr import (
     BinOp,
     Broadcast,
@@ -263,7 +263,7 @@ class ExprCodegen(MemoryAccess):
     def _int_arith(self, op: str, a: ir.Value, c: ir.Value, dt: DType, e: BinOp) -> ir.Value:
         b = self.b
         signed = dt.kind == "int"
-        flags = ["nsw"] if signed and dt.bits >= 32 else []
+        flags = ["nsw"] if no_overflow(dt) else []
         if op == "add":
             return b.add(a, c, flags=flags)
         if op == "sub":

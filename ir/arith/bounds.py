@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tirc.ir import intrinsics as intrin
-from tirc.ir.dtype import DType
+from tirc.ir.dtype import DType, int_range, no_overflow
 from tirc.ir.expr import (
     BinOp,
     Broadcast,
@@ -41,13 +41,6 @@ def dtype_bound(dt: DType) -> Bound:
         half = 1 << (dt.bits - 1)
         return (-half, half - 1)
     return UNBOUNDED
-
-
-def _full_dtype_range(dt: DType) -> Bound:
-    if dt.kind == "uint":
-        return (0, (1 << dt.bits) - 1)
-    half = 1 << (dt.bits - 1)
-    return (-half, half - 1)
 
 
 def _add(a: int | None, b: int | None) -> int | None:
@@ -265,10 +258,10 @@ def _clip_to_dtype(b: Bound, dt: DType) -> Bound:
     """A bound that may leave the dtype's range wraps: then only the dtype range is known.
     An unknown end may leave it too, unless the dtype is int32 or int64, whose arithmetic
     never overflows (compiled code takes it as undefined, as C and TVM do)."""
-    lo, hi = _full_dtype_range(dt)
+    lo, hi = int_range(dt)
     if (b[0] is not None and b[0] < lo) or (b[1] is not None and b[1] > hi):
         return dtype_bound(dt)
-    if None in b and not (dt.kind == "int" and dt.bits >= 32):
+    if None in b and not no_overflow(dt):
         return dtype_bound(dt)
     return b
 
@@ -281,8 +274,8 @@ def _bound_cast(e: Cast, lookup: VarLookup, memo: BoundMemo | None) -> Bound:
         return (0, 1)
     if src.is_int or src.is_bool:
         lo, hi = const_int_bound(e.value, lookup, memo)
-        slo, shi = (0, 1) if src.is_bool else _full_dtype_range(src)
-        tlo, thi = _full_dtype_range(e.dtype)
+        slo, shi = (0, 1) if src.is_bool else int_range(src)
+        tlo, thi = int_range(e.dtype)
         if slo < tlo or shi > thi:
             # a cast that may not keep every source value (a narrowing or a change of sign):
             # an unknown end is the source dtype's end, which may wrap in the target (int64

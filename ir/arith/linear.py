@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tirc.ir.dtype import DType, wrap_int
+from tirc.ir.dtype import DType, no_overflow, wrap_int
 from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var
 
 
@@ -63,7 +63,7 @@ def is_index_dtype(dt: DType) -> bool:
     so `x * 2 // 2` is `x` and `x + 1 > x` holds. Narrower and unsigned integers wrap (in the
     interpreter and in compiled code alike), where those rewrites would change the value.
     """
-    return dt.kind == "int" and dt.bits >= 32 and dt.lanes == 1
+    return no_overflow(dt) and dt.lanes == 1
 
 
 def exact_linear(e: PrimExpr) -> bool:

@@ -15,7 +15,7 @@ from tirc.ir import intrinsics as intrin
 from tirc.ir.arith.bounds import bound_mul
 from tirc.ir.arith.fold import fold_binop, fold_cast, is_false, is_true
 from tirc.ir.arith.linear import Linear, from_linear, is_index_dtype
-from tirc.ir.dtype import BOOL, DType
+from tirc.ir.dtype import BOOL, DType, int_range
 from tirc.ir.expr import (
     BinOp,
     Broadcast,
@@ -220,9 +220,7 @@ class Rewriter:
     @staticmethod
     def _fits_range(lo: int | None, hi: int | None, dt: DType) -> bool:
         """Whether [lo, hi] (None: unknown) lies inside integer dtype `dt`'s range."""
-        bits = dt.bits
-        tlo, thi = ((0, (1 << bits) - 1) if dt.kind == "uint"
-                    else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1))
+        tlo, thi = int_range(dt)
         return lo is not None and hi is not None and tlo <= lo and hi <= thi
 
     def visit_Call(self, e: Call) -> PrimExpr:

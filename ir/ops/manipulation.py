@@ -168,6 +168,17 @@ def _take(oc: OpCall) -> StructInfo:
     return tensor(x.shape[:a] + idx.shape + x.shape[a + 1:], x.dtype)
 
 
+def _indices_within(oc: OpCall, data: tuple, indices: tuple) -> None:
+    """Element-wise indices no larger than the data along every axis but `axis` (gather and
+    scatter_elements)."""
+    axis = oc.axis(oc.values["axis"], len(data))
+    for a, (d, i) in enumerate(zip(data, indices)):
+        cd, ci = const_dim(d), const_dim(i)
+        if a != axis and cd is not None and ci is not None and ci > cd:
+            oc.error(f"indices {shape_text(indices)} are larger than the data "
+                     f"{shape_text(data)} along axis {a}")
+
+
 def _gather_elements(oc: OpCall) -> StructInfo:
     """data and indices of one rank, indices no larger than the data off `axis`; the result
     has the indices' shape and the data's dtype (ONNX's GatherElements, PyTorch's gather)."""
@@ -178,12 +189,7 @@ def _gather_elements(oc: OpCall) -> StructInfo:
     if len(idx.shape) != len(x.shape):
         oc.error(f"indices {shape_text(idx.shape)} must have the rank of the data "
                  f"{shape_text(x.shape)}")
-    axis = oc.axis(oc.values["axis"], len(x.shape))
-    for a, (d, i) in enumerate(zip(x.shape, idx.shape)):
-        cd, ci = const_dim(d), const_dim(i)
-        if a != axis and cd is not None and ci is not None and ci > cd:
-            oc.error(f"indices {shape_text(idx.shape)} are larger than the data "
-                     f"{shape_text(x.shape)} along axis {a}")
+    _indices_within(oc, x.shape, idx.shape)
     return tensor(idx.shape, x.dtype)
 
 
@@ -225,12 +231,7 @@ def _scatter_elements(oc: OpCall) -> StructInfo:
                                                    zip(upd.shape, idx.shape)):
         oc.error(f"updates {shape_text(upd.shape)} must have the shape of the indices "
                  f"{shape_text(idx.shape)}")
-    axis = oc.axis(oc.values["axis"], len(x.shape))
-    for a, (d, i) in enumerate(zip(x.shape, idx.shape)):
-        cd, ci = const_dim(d), const_dim(i)
-        if a != axis and cd is not None and ci is not None and ci > cd:
-            oc.error(f"indices {shape_text(idx.shape)} are larger than the data "
-                     f"{shape_text(x.shape)} along axis {a}")
+    _indices_within(oc, x.shape, idx.shape)
     return x
 
 

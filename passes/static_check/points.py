@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from tirc.ir import intrinsics as intrin
-from tirc.ir.dtype import DType
+from tirc.ir.dtype import DType, no_overflow
 from tirc.ir.expr import BinOp, Call, Cast, IntImm, Not, PrimExpr, Select, Var
 from tirc.ir.visitor import post_order_visit
 from tirc.passes.static_check.sites import Loop
@@ -124,7 +124,7 @@ def _wrap(v: np.ndarray, dt: DType) -> np.ndarray:
     """Values of integer dtype `dt` as its arithmetic leaves them: int8, int16 and the unsigned
     types wrap around (int32 and int64 are taken not to overflow; uint64 does not fit the
     int64 points, which are then not enumerated)."""
-    if dt.kind == "int" and dt.bits >= 32:
+    if no_overflow(dt):
         return v
     if dt.kind == "uint" and dt.bits >= 64:
         raise NotEnumerable("uint64")
