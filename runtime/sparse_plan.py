@@ -6,7 +6,8 @@ ones; its metadata `sparse_plan` names them and the library's generated conversi
 then the arrays they size.
 
 - "buckets" (hyb / ell): `counts` gives each bucket's row count; `fill` writes the row maps,
-  coordinates and (for an operand) values of every bucket.
+  coordinates and values (an operand) or masks (a sparse output: 0 at padding) of every
+  bucket.
 - "bsr": `counts` gives the block row pointers (so the number of blocks), `fill` the block
   columns, `values` the blocks.
 """
@@ -26,7 +27,8 @@ def planned_names(plan: dict[str, Any]) -> set[str]:
     if plan.get("kind", "buckets") == "bsr":
         return {plan["block_indptr"], plan["block_indices"], plan["block_vals"],
                 *plan["sizes"]}
-    return {*plan["rows"], *plan["cols"], *plan["vals"], *plan["sizes"]}
+    return {*plan["rows"], *plan["cols"], *plan["vals"], *plan.get("masks", ()),
+            *plan["sizes"]}
 
 
 def run_plan(plan: dict[str, Any], functions: dict[str, Any], csr: tuple[np.ndarray, ...],
@@ -49,16 +51,19 @@ def _buckets(plan: dict[str, Any], functions: dict[str, Any], csr: tuple[np.ndar
     out: dict[str, Any] = {}
     arrays: list[np.ndarray] = []
     with_values = bool(plan["vals"])
+    masks = plan.get("masks", ())
     for q in range(total):
         n_q, w = int(counts[q]), widths[q % len(widths)]
         group = [np.zeros(n_q, np.int32), np.zeros(n_q * w, indices.dtype)]
         if with_values:
             group.append(np.zeros(n_q * w, data.dtype))
+            out[plan["vals"][q]] = group[2]
+        elif masks:
+            group.append(np.zeros(n_q * w, np.int8))
+            out[masks[q]] = group[2]
         arrays += group
         out.update({plan["rows"][q]: group[0], plan["cols"][q]: group[1],
                     plan["sizes"][q]: n_q})
-        if with_values:
-            out[plan["vals"][q]] = group[2]
     values = (data,) if with_values else ()
     functions[plan["fill"]].raw(indptr, indices, *values, *arrays, m, indices.size, n,
                                 *(int(c) for c in counts))

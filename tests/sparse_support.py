@@ -21,7 +21,7 @@ from tirc.ir.interpreter import run_prim_func
 from tirc.ir.target import parse_target
 from tirc.passes.manager import run_pipeline
 from tirc.passes.pass_base import PassContext
-from tirc.passes.pipeline import build_pipeline
+from tirc.passes.pipeline import build_pipeline, default_pipeline
 
 SPARSE_SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "sparse"
 
@@ -42,6 +42,11 @@ def sddmm(a: T.handle, b: T.handle, c: T.handle, indptr: T.handle, indices: T.ha
             C[i, j] = T.float32(0)
         C[i, j] = C[i, j] + A[i, k] * B[j, k]
 '''
+
+# A sparse output that accumulates into its own values (no init): C[i, j] += A[i, :] . B[j, :].
+SDDMM_ACCUMULATE = SDDMM.replace('''        with T.init():
+            C[i, j] = T.float32(0)
+''', "")
 
 SPMM = '''
 @T.prim_func
@@ -110,6 +115,16 @@ def lowered(mod: IRModule, passes: str = "apply-schedules,lower-sparse-iteration
     """The module after the given passes for the CPU (the interpreter runs any stage)."""
     ctx = PassContext(target=parse_target("llvm"))
     return run_pipeline(mod, build_pipeline(passes.split(",")), ctx)
+
+
+def scheduled(mod: IRModule, opt_level: int = 3, upto: str = "lower-blocks") -> IRModule:
+    """The module through the default CPU pipeline up to pass `upto` (its parallel loops
+    already chosen, so the interpreter checks them for data races)."""
+    target = parse_target("llvm")
+    steps = default_pipeline(target, opt_level)
+    names = [step.split("{")[0] for step in steps]
+    ctx = PassContext(target=target, opt_level=opt_level)
+    return run_pipeline(mod, build_pipeline(steps[:names.index(upto) + 1]), ctx)
 
 
 def interpret(mod: IRModule, name: str, args: list[Any]) -> list[Any]:

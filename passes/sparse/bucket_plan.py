@@ -7,15 +7,17 @@ of length L > 0 goes to the first bucket whose width w_b >= L; a longer run is c
 ceil(L / w_last) chunks of the last bucket. Bucket q = p * len(widths) + b is an ELL matrix of
 n_q rows: `rows_q[r]` is the source row of its row r, `cols_q[r, t]` and `vals_q[r, t]` its
 coordinates and values, padded with the chunk's last coordinate and value 0 (a padded entry
-repeats a real coordinate: a product reads the value 0 there, and a sparse output computes the
-same element twice).
+repeats a real coordinate: a product reads the value 0 there). A bucket of a sparse output
+also gets `mask_q[r, t]`, 1 at a real entry and 0 at padding (SparseTIR's hyb mask): a padded
+entry would write the element of the real one before it, so the decomposed iteration computes
+nothing where the mask is 0 (two iterations writing one element would race in parallel).
 
 Two functions, generated from the source axis, the widths and the partitions:
 - `<f>_plan_counts(indptr, indices, counts, m, nnz, n)`: counts[q] = n_q (the row-length
   histogram folded into the buckets), so the caller can size the bucket arrays;
-- `<f>_plan_fill(indptr, indices[, data], rows_0, cols_0[, vals_0], ..., m, nnz, n, n_0, ...)`:
-  fills them, in row order (`data` and `vals` only when the bucket carries values: an operand,
-  not a sparse output whose values the computation writes).
+- `<f>_plan_fill(indptr, indices[, data], rows_0, cols_0[, vals_0 | mask_0], ..., m, nnz, n,
+  n_0, ...)`: fills them, in row order (`data` and `vals` when the bucket carries values, an
+  operand; `mask` for a sparse output, whose values the computation writes).
 Both are ordinary loop functions: the interpreter runs them, so their result is checked like
 any kernel's.
 """
@@ -31,6 +33,7 @@ from tirc.ir.sparse.search import lower_bound
 from tirc.ir.stmt import Allocate, BufferStore, For, ForKind, IfThenElse, LetStmt, Stmt, seq
 
 I32 = DType("int", 32)
+MASK = DType("int", 8)
 
 
 def _buf(name: str, shape: tuple[PrimExpr, ...], dt: DType) -> Buffer:
@@ -113,8 +116,9 @@ def plan_counts(name: str, widths: tuple[int, ...], parts: int = 1) -> PrimFunc:
                     body, {GLOBAL_SYMBOL: fname})
 
 
-def plan_fill(name: str, widths: tuple[int, ...], dt: DType | None, parts: int = 1) -> PrimFunc:
-    """`<name>_plan_fill`: the bucket arrays (values too when `dt` is given)."""
+def plan_fill(name: str, widths: tuple[int, ...], dt: DType | None, parts: int = 1
+              ) -> PrimFunc:
+    """`<name>_plan_fill`: the bucket arrays (values when `dt` is given, else masks)."""
     src = _Source(parts)
     nb = len(widths)
     sizes = [Var(f"n{q}", I32) for q in range(parts * nb)]
@@ -125,6 +129,8 @@ def plan_fill(name: str, widths: tuple[int, ...], dt: DType | None, parts: int =
         group = [_buf(f"rows{q}", (n_q,), I32), _buf(f"cols{q}", (binop("mul", n_q, w),), I32)]
         if dt is not None:
             group.append(_buf(f"vals{q}", (binop("mul", n_q, w),), dt))
+        else:
+            group.append(_buf(f"mask{q}", (binop("mul", n_q, w),), MASK))
         outs.append(group)
     cursor = _buf("cursor", (const(parts * nb, I32),), I32)
     c, t, r = Var("c", I32), Var("t", I32), Var("r", I32)
@@ -145,6 +151,9 @@ def plan_fill(name: str, widths: tuple[int, ...], dt: DType | None, parts: int =
             if data is not None:
                 stores.append(BufferStore(outs[q][2], data.vload(pos), slot))
                 pads.append(BufferStore(outs[q][2], const(0, data.dtype), slot))
+            else:
+                stores.append(BufferStore(outs[q][2], const(1, MASK), slot))
+                pads.append(BufferStore(outs[q][2], const(0, MASK), slot))
             fill = _loop(t, w, IfThenElse(real, seq(*stores), seq(*pads)), rolled=True)
             chunk = LetStmt(r, binop("add", cursor.vload(k), c),
                             seq(BufferStore(outs[q][0], src.i, (r,)), fill))

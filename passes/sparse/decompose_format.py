@@ -13,8 +13,11 @@ row is `R_q[i_q]` (the bucket's row map), of the column the coordinate `j_q`. Wh
 reduction (SpMM: the matrix is an operand) its values are copied into the buckets and read as
 `A_q[i_q, j_q]`; the init runs first over the spatial variables. When J is spatial (SDDMM: the
 matrix is the output's structure) each bucket iteration keeps the init and writes the output
-at its coordinates; a padded entry repeats a coordinate of its row, which computes that element
-again to the same value.
+at its coordinates, its init and body guarded by the bucket's mask `M_q[i_q, j_q]` (0 at
+padding): a padded entry repeats a coordinate of its row, and writing it would update that
+element twice (an output that adds into its own values would be wrong even serially) and make
+two instances of a spatial (i_q, j_q) write one element, which the block model promises never
+happens (the schedule primitives and the default schedule run them in parallel: a race).
 
 **bsr.** For a reduction over J: `[IB, JB, BI, BJ, ...]` over blocks of bm x bn, the matrix read
 as `A_bsr[ib, jb, bi, bj]`, the row and column as `ib*bm + bi` and `jb*bn + bj` (elements past m
@@ -134,7 +137,8 @@ def _bucketed(s: ScheduleState, t: _Target, widths: tuple[int, ...], parts: int)
     bmap = dict(func.buffer_map)
     sizes: list[Var] = []
     stmts: list[Stmt] = t.init_first() if t.reduce else []
-    names: dict[str, list[str]] = {"rows": [], "cols": [], "vals": [], "sizes": []}
+    names: dict[str, list[str]] = {"rows": [], "cols": [], "vals": [], "masks": [],
+                                   "sizes": []}
     nb = len(widths)
     for q in range(parts * nb):
         p, b = divmod(q, nb)
@@ -152,18 +156,19 @@ def _bucketed(s: ScheduleState, t: _Target, widths: tuple[int, ...], parts: int)
         group: list[tuple[str, Var, Buffer]] = [
             ("rows", Var(f"{t.base}_rows{q}", HANDLE), rows),
             ("cols", Var(f"{t.base}_cols{q}", HANDLE), cols)]
-        vals = None
-        if t.reduce:
-            vals = SparseBuffer(name=f"{t.matrix.name}{q}", shape=(n_q, t.col.length),
-                                dtype=t.matrix.dtype, data=Var(f"{t.matrix.name}{q}", HANDLE),
-                                axes=(iq, jq))
-            group.append(("vals", Var(f"{t.base}_vals{q}", HANDLE), vals))
+        # an operand's values, or a sparse output's mask (0 at padding)
+        key, param, name, dt = \
+            ("vals", f"{t.base}_vals{q}", f"{t.matrix.name}{q}", t.matrix.dtype) if t.reduce \
+            else ("masks", f"{t.base}_mask{q}", f"{t.matrix.name}{q}_mask", bucket_plan.MASK)
+        arrays = SparseBuffer(name=name, shape=(n_q, t.col.length), dtype=dt,
+                              data=Var(name, HANDLE), axes=(iq, jq))
+        group.append((key, Var(param, HANDLE), arrays))
         for key, h, buf in group:
             params.append(h)
             bmap[h] = buf
             names[key].append(h.name)
         names["sizes"].append(n_q.name)
-        stmts.append(_bucket(t, tag, iq, jq, vals, rows, chunked=b == nb - 1))
+        stmts.append(_bucket(t, tag, iq, jq, arrays, rows, chunked=b == nb - 1))
     params += sizes
     s.func = func.replace(params=tuple(params), buffer_map=bmap)  # type: ignore[assignment]
     _replace_with(s, t.it, seq(*stmts))
@@ -174,23 +179,27 @@ def _bucketed(s: ScheduleState, t: _Target, widths: tuple[int, ...], parts: int)
                                           t.matrix.dtype if t.reduce else None, parts)])
 
 
-def _bucket(t: _Target, tag: str, iq: Axis, jq: Axis, vals: SparseBuffer | None,
+def _bucket(t: _Target, tag: str, iq: Axis, jq: Axis, arrays: SparseBuffer,
             rows: SparseBuffer, chunked: bool) -> SparseIteration:
-    """One bucket's iteration. The last bucket of a partition (`chunked`) may hold a row
-    more than once, cut into chunks: in a reduction over the CSR axis its rows then accumulate
-    into the same outputs, so its row variable is a reduction too, and the schedule primitives
-    refuse to run its rows in parallel."""
+    """One bucket's iteration, reading the matrix's values from `arrays` (a reduction over
+    the CSR axis) or guarded by its mask (a sparse output). The last bucket of a partition
+    (`chunked`) may hold a row more than once, cut into chunks: in a reduction its rows then
+    accumulate into the same outputs, so its row variable is a reduction too, and the schedule
+    primitives refuse to run its rows in parallel (a sparse output's chunks write distinct
+    elements)."""
     ivs, mapping = _renamed(t.it, tag, {t.ki: iq, t.kj: jq})
     if chunked and t.reduce:
         ivs[t.ki] = SpIterVar(ivs[t.ki].var, iq, IterKind.REDUCE)
     vi, vj = ivs[t.ki].var, ivs[t.kj].var
-    body = t.it.body
-    if vals is not None:
-        body = _ReadsOf(t.matrix, t.old_i, t.old_j, lambda: BufferLoad(vals, (vi, vj),
-                                                                        vals.dtype)).visit(body)
     mapping[t.old_i] = BufferLoad(rows, (vi,), I32)
-    init = substitute(t.it.init, mapping) if vals is None and t.it.init is not None else None
-    return SparseIteration(f"{t.it.name}_{tag}", tuple(ivs), substitute(body, mapping), init)
+    if t.reduce:
+        body = _ReadsOf(t.matrix, t.old_i, t.old_j, lambda: BufferLoad(
+            arrays, (vi, vj), arrays.dtype)).visit(t.it.body)
+        return SparseIteration(f"{t.it.name}_{tag}", tuple(ivs), substitute(body, mapping))
+    real = binop("ne", BufferLoad(arrays, (vi, vj), arrays.dtype), const(0, arrays.dtype))
+    init = None if t.it.init is None else IfThenElse(real, substitute(t.it.init, mapping))
+    return SparseIteration(f"{t.it.name}_{tag}", tuple(ivs),
+                           IfThenElse(real, substitute(t.it.body, mapping)), init)
 
 
 # ---- bsr ------------------------------------------------------------------------------------

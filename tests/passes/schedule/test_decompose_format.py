@@ -13,11 +13,20 @@ import numpy as np
 import pytest
 from tirc.frontend import parse
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.interpreter import run_prim_func
+from tirc.ir.interpreter import InterpreterError, run_prim_func
 from tirc.ir.printer import print_module
 from tirc.runtime.sparse_plan import run_plan
 
-from tests.sparse_support import SDDMM, SPMM, compile_library, interpret, lowered, matrices
+from tests.sparse_support import (
+    SDDMM,
+    SDDMM_ACCUMULATE,
+    SPMM,
+    compile_library,
+    interpret,
+    lowered,
+    matrices,
+    scheduled,
+)
 
 CALLS = {
     "hyb": 'sch.decompose_format(sp, "hyb", buckets=(1, 2, 4))',
@@ -54,8 +63,9 @@ def _plan(mod, func: str, a) -> dict:
 
 
 def _check_buckets(plan: dict, arrays: dict, a) -> None:
-    """Every nonzero lands once (padding repeats a coordinate of its row with value 0), each
-    bucket holds the row runs whose length picks it, inside its column partition."""
+    """Every nonzero lands once (padding repeats a coordinate of its row with value 0, and
+    for a sparse output mask 0), each bucket holds the row runs whose length picks it, inside
+    its column partition."""
     widths, parts = plan["widths"], plan["parts"]
     lengths = np.diff(a.indptr)
     seen = []
@@ -76,11 +86,26 @@ def _check_buckets(plan: dict, arrays: dict, a) -> None:
                     assert col in a.indices[a.indptr[row]:a.indptr[row + 1]]
                     if vals[r * w + t] != 0:
                         seen.append((int(row), col, float(vals[r * w + t])))
+        if plan["masks"]:
+            _check_mask(arrays[plan["masks"][q]].reshape(-1, w), cols.reshape(-1, w), rows,
+                        seen)
+    coo = a.tocoo()
     if plan["vals"]:
-        coo = a.tocoo()
         want = [(r, c, v) for r, c, v in zip(coo.row.tolist(), coo.col.tolist(),
                                             coo.data.astype(float).tolist()) if v != 0]
         assert sorted(seen) == sorted(want)
+    else:
+        assert sorted(seen) == sorted(zip(coo.row.tolist(), coo.col.tolist()))
+
+
+def _check_mask(mask, cols, rows, seen: list) -> None:
+    """A sparse output's bucket: each row's real entries (mask 1) come first, then its
+    padding (mask 0, repeating the last real coordinate); no row is all padding."""
+    for r, row in enumerate(rows):
+        real = int(mask[r].sum())
+        assert real >= 1 and (mask[r, :real] == 1).all() and (mask[r, real:] == 0).all()
+        assert (cols[r, real:] == cols[r, real - 1]).all()
+        seen.extend((int(row), int(c)) for c in cols[r, :real])
 
 
 def _check_blocks(plan: dict, arrays: dict, a) -> None:
@@ -152,6 +177,56 @@ def test_decomposed_sddmm_writes_the_csr_output(fmt: str, name: str) -> None:
     np.testing.assert_allclose(interpret(low, "sddmm", args)[2], want, rtol=1e-6)
 
 
+@pytest.mark.parametrize("fmt", ["hyb", "hyb_parts", "ell"])
+def test_an_accumulating_sparse_output_adds_each_entry_once(fmt: str) -> None:
+    """A sparse output that adds into its own values (no init): a padded entry that computed
+    would add its row's last element twice, even run serially."""
+    decomposed = lowered(parse(SDDMM_ACCUMULATE + _schedule("sddmm", CALLS[fmt])),
+                         "apply-schedules")
+    low = lowered(decomposed, "lower-sparse-iterations")
+    for a in matrices().values():
+        arrays = _plan(decomposed, "sddmm", a)
+        m, n = a.shape
+        rng = np.random.default_rng(4)
+        x, y = rng.random((m, 4), np.float32), rng.random((n, 4), np.float32)
+        base = [x, y, a.data.copy(), a.indptr, a.indices, m, n, 4, a.nnz]
+        rows = np.repeat(np.arange(m), np.diff(a.indptr))
+        want = a.data + np.einsum("ek,ek->e", x[rows], y[a.indices])
+        np.testing.assert_allclose(interpret(parse(SDDMM_ACCUMULATE), "sddmm", base)[2], want,
+                                   rtol=1e-5, atol=1e-6)
+        args = _raw(decomposed.functions["sddmm"], base, arrays)
+        for mod in (decomposed, low):
+            np.testing.assert_allclose(interpret(mod, "sddmm", args)[2], want, rtol=1e-5,
+                                       atol=1e-6)
+
+
+@pytest.mark.parametrize("fmt", ["hyb", "hyb_parts", "ell"])
+def test_default_scheduled_sddmm_buckets_do_not_race(fmt: str) -> None:
+    """The default schedule runs each bucket's (row, slot) pairs in parallel; the interpreter
+    checks those loops for data races. Padding writes nothing, so none is reported, and the
+    result is the CSR one. Fed all-ones masks (padding that writes, as before masks), the
+    interpreter reports the race: two slots of one row writing one element of C."""
+    mod = scheduled(parse(SDDMM + _schedule("sddmm", CALLS[fmt])))
+    func = mod.functions["sddmm"]
+    plan = func.attrs["tirc.sparse_plan"]
+    for a in matrices().values():
+        arrays = _plan(mod, "sddmm", a)
+        m, n = a.shape
+        rng = np.random.default_rng(1)
+        x, y = rng.random((m, 4), np.float32), rng.random((n, 4), np.float32)
+        base = [x, y, np.full(a.nnz, np.nan, np.float32), a.indptr, a.indices, m, n, 4, a.nnz]
+        want = interpret(parse(SDDMM), "sddmm", base)[2]
+        got = interpret(mod, "sddmm", _raw(func, base, arrays))[2]
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+        padded = sum(int((arrays[k] == 0).sum()) for k in plan["masks"])
+        if not padded:
+            continue
+        arrays.update({k: np.ones_like(arrays[k]) for k in plan["masks"]})
+        with pytest.raises(InterpreterError, match=r"data race in T\.parallel loop .* both "
+                                                   r"write C\["):
+            interpret(mod, "sddmm", _raw(func, base, arrays))
+
+
 @pytest.mark.parametrize("fmt", ["hyb", "hyb_parts", "bsr"])
 def test_compiled_library_plans_from_the_csr_matrix(fmt: str, tmp_path: Path) -> None:
     (tmp_path / "d.tir").write_text(SPMM + _schedule("spmm", CALLS[fmt]))
@@ -162,6 +237,8 @@ def test_compiled_library_plans_from_the_csr_matrix(fmt: str, tmp_path: Path) ->
 
 
 def test_compiled_sddmm_with_buckets(tmp_path: Path) -> None:
+    """The default schedule runs each bucket's (row, slot) pairs in parallel; padding writes
+    nothing (the bucket's mask), so no two threads write one element of C."""
     (tmp_path / "d.tir").write_text(SDDMM + _schedule("sddmm", CALLS["hyb_parts"]))
     lib = compile_library(tmp_path / "d.tir", tmp_path / "d.so")
     for a in matrices().values():
