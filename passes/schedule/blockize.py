@@ -8,7 +8,8 @@ and one that uses only inner loops stays inside. The outer block's regions are t
 block's, relaxed over the inner loops. When a reduction variable is split this way, the init
 moves to the outer block as a loop nest over the inner spatial loops, like TVM's. A guard
 (`T.where`) over outer loops only moves to the outer block; one that mixes inner and outer loops
-stays inside, and the outer block is guarded to keep its bindings in their domains.
+stays inside, and the outer block (and the init nest, taken out of the inner loops) is
+guarded to keep its bindings in their domains (domain_guards.py).
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ from tirc.ir.analysis.regions import and_all, conjuncts, free_vars, uses_any
 from tirc.ir.arith import Analyzer
 from tirc.ir.arith.linear import Linear, from_linear, to_linear
 from tirc.ir.buffer import Range
-from tirc.ir.dtype import BOOL
-from tirc.ir.expr import IntImm, PrimExpr, Var, binop, const, is_const_int
+from tirc.ir.expr import IntImm, PrimExpr, Var, const, is_const_int
 from tirc.ir.stmt import Block, BlockRealize, For, IterKind, IterVar, SeqStmt, Stmt
 from tirc.ir.visitor import substitute
 from tirc.passes.schedule.dependence import bind_outer_loops, child_sites
+from tirc.passes.schedule.domain_guards import domain_guards
 from tirc.passes.schedule.loops import drop_unit_iters
-from tirc.passes.schedule.reduction import init_substitution
+from tirc.passes.schedule.reduction import hoisted_predicate, init_substitution
 from tirc.passes.schedule.state import BlockRV, LoopRV, ScheduleError, ScheduleState
 from tirc.passes.schedule.tree import Path
 
@@ -136,7 +137,10 @@ def blockize_at(s: ScheduleState, lpath: Path, lp: For, prim: str,
     outer_pred = [c for c in conjuncts(br.predicate) if not uses_any(c, inner)]
     inner_pred = [c for c in conjuncts(br.predicate) if uses_any(c, inner)]
     if inner_pred:
-        outer_pred += _domain_guards(outer_ivs, outer_values, outer_pred, an)
+        # A guard mixing inner and outer loops stays inside, so an outer instance may fall
+        # outside the domain; every inner instance of it is then predicated off, so skipping
+        # it keeps the meaning.
+        outer_pred += domain_guards(outer_ivs, outer_values, outer_pred, an)
     new_inner = dataclasses.replace(br, iter_values=tuple(inner_values), block=inner_blk,
                                     predicate=and_all(inner_pred, br.predicate))
     body = _replace_realize(lp, br, new_inner)
@@ -151,22 +155,6 @@ def blockize_at(s: ScheduleState, lpath: Path, lp: For, prim: str,
                            span=lp.span)
     s.replace(lpath, realize, prim)
     return oname
-
-
-def _domain_guards(ivs: list[IterVar], values: list[PrimExpr], pred: list[PrimExpr],
-                   an: Analyzer) -> list[PrimExpr]:
-    """Guards keeping each outer binding in its domain where the analyzer cannot prove it is.
-    A guard that mixes inner and outer loops stays on the inner block, so an outer instance
-    may fall outside the domain; every inner instance of it is then predicated off (the inner
-    binding would be outside its own domain), so skipping it keeps the meaning."""
-    guards: list[PrimExpr] = []
-    with an.scope(), an.constraint(and_all(pred, IntImm(1, BOOL))):
-        for iv, v in zip(ivs, values):
-            lo = iv.dom.min
-            for cond in (binop("ge", v, lo), binop("lt", v, lo + iv.dom.extent)):
-                if not an.can_prove(cond):
-                    guards.append(an.simplify(cond))
-    return guards
 
 
 def _replace_realize(root: Stmt, old: BlockRealize, new: BlockRealize) -> Stmt:
@@ -198,10 +186,13 @@ def _init_nest(s: ScheduleState, br: BlockRealize, inner_loops: list[For],
                      tuple(substitute(r, var_map) for r in blk.writes),
                      substitute(blk.init, var_map), match_buffers=matches)
     copied_ids = {id(x) for x in copied}
-    dropped = {x.loop_var for x in inner_loops if id(x) not in copied_ids}
-    keep = [c for c in conjuncts(br.predicate)
-            if uses_any(c, {x.loop_var for x in inner_loops}) and not uses_any(c, dropped)]
-    pred = substitute(and_all(keep, br.predicate), loop_map)
+    inner_pred = and_all([c for c in conjuncts(br.predicate)
+                          if uses_any(c, {x.loop_var for x in inner_loops})], br.predicate)
+    an = Analyzer()
+    bind_outer_loops(an, copied)
+    pred = substitute(hoisted_predicate(inner_pred, [x for x in inner_loops
+                                                  if id(x) not in copied_ids],
+                                     list(ivars), [v for _, v in spatial], an), loop_map)
     nest: Stmt = BlockRealize(values, pred, init_blk)
     for x in reversed(copied):
         nest = dataclasses.replace(x, loop_var=loop_map[x.loop_var], body=nest)

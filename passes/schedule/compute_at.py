@@ -22,6 +22,13 @@ kept, rewritten over its iteration variables when it used the loops that go (a s
 guard `i_0 * 32 + i_1 < 100` becomes `vi < 100`, dropped when the domain implies it). The
 nest goes where `index` says (TVM's: -1 just before the first consumer under the loop, -2
 just after the last producer).
+
+The move is refused when a block under the loop writes what a producer moving in reads, or
+reads what a consumer moving in writes (a read before a write in program order, which the
+loop would reorder), and when a parallel or vectorized loop above the new place would then
+run dependent iterations or the same instance twice in storage its iterations share
+(`recheck_parallel_loops`): computing overlapping regions per iteration is fine serially, and
+under a parallel loop only in a buffer private to each iteration.
 """
 from __future__ import annotations
 
@@ -59,6 +66,7 @@ from tirc.passes.schedule.dependence import (
     scope_sites,
 )
 from tirc.passes.schedule.domain_solve import solve_domains, without_clamps
+from tirc.passes.schedule.loops import recheck_parallel_loops
 from tirc.passes.schedule.state import ScheduleError, ScheduleState
 from tirc.passes.schedule.tiling import check_exactly_once, div_extent_bound, min_bound
 from tirc.passes.schedule.tree import Path, loop_path, loops_in_scope, simplify_bindings
@@ -99,6 +107,7 @@ def _move(s: ScheduleState, block: Any, loop: Any, preserve_unit_loops: Any, ind
         if iv.kind == IterKind.OPAQUE:
             raise ScheduleError(f"{prim}: block \"{name}\" has the opaque iteration variable "
                                 f"{iv.var.name}")
+    before = s.func
     sites = scope_sites(s.body, bpath)
     me = next(x for x in sites if x.block is blk)
     _check_complete_or_reduction(prim, me, sites)
@@ -116,6 +125,7 @@ def _move(s: ScheduleState, block: Any, loop: Any, preserve_unit_loops: Any, ind
         if not any(x is lp for x in p.path):
             raise ScheduleError(f"{prim}: {role} block \"{p.name}\" of block \"{name}\" is not "
                                 f"under loop {lname}")
+    _check_no_anti_dependence(prim, me, sites, lp, reverse)
     kids = list(lp.body.seq) if isinstance(lp.body, SeqStmt) else [lp.body]
     pos = _insertion_point(prim, kids, me, sites, index, lname)
     an = Analyzer()
@@ -134,6 +144,11 @@ def _move(s: ScheduleState, block: Any, loop: Any, preserve_unit_loops: Any, ind
     cur_kids = list(cur.body.seq) if isinstance(cur.body, SeqStmt) else [cur.body]
     body = seq(*cur_kids[:pos], simplify_bindings(nest, an), *cur_kids[pos:])
     s.replace(new_lpath, dataclasses.replace(cur, body=body), prim)
+    try:
+        recheck_parallel_loops(s, name, prim)
+    except ScheduleError:
+        s.func = before
+        raise
 
 
 def _check_complete_or_reduction(prim: str, me: BlockSite, sites: list[BlockSite]) -> None:
@@ -161,6 +176,30 @@ def _check_complete_or_reduction(prim: str, me: BlockSite, sites: list[BlockSite
         if other is not None:
             raise ScheduleError(f"{prim}: block \"{blk.name}\" is not the only writer of "
                                 f"{w.buffer.name} (block \"{other.name}\" writes it too)")
+
+
+def _check_no_anti_dependence(prim: str, me: BlockSite, sites: list[BlockSite], lp: For,
+                              reverse: bool) -> None:
+    """No block under the loop writes what a producer moving in reads, or reads what a
+    consumer moving in writes. The loop runs after the producer and before the consumer, so
+    such a block writes after the producer read (reads before the consumer wrote) in program
+    order; inside the loop the moved block would see (clobber) it in some iterations. In a
+    program whose blocks only read what earlier ones wrote, there is no such block."""
+    mine = set(me.writes()) if reverse else set(me.reads())
+    for x in sites:
+        if x.block is me.block or not any(y is lp for y in x.path):
+            continue
+        both = sorted(b.name for b in mine & set(x.reads() if reverse else x.writes()))
+        if not both:
+            continue
+        lname = lp.loop_var.name
+        if reverse:
+            raise ScheduleError(f"{prim}: block \"{x.name}\" under loop {lname} reads {both[0]} "
+                                f"before block \"{me.name}\" writes it; inside the loop, "
+                                f"\"{me.name}\" would overwrite what it reads")
+        raise ScheduleError(f"{prim}: block \"{x.name}\" under loop {lname} writes {both[0]} "
+                            f"after block \"{me.name}\" reads it; inside the loop, "
+                            f"\"{me.name}\" would read what it writes")
 
 
 def _contains(kid: Stmt, site: BlockSite) -> bool:

@@ -26,7 +26,7 @@ from tirc.ir.analysis.regions import (
 from tirc.ir.arith import Analyzer
 from tirc.ir.arith.linear import Linear, exact_linear, to_linear
 from tirc.ir.buffer import Buffer, BufferRegion, Range
-from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var, binop
+from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var, binop, is_const_int
 from tirc.ir.stmt import Block, BlockRealize, For, IterKind, Stmt
 from tirc.ir.visitor import substitute
 from tirc.passes.schedule.state import ScheduleError
@@ -232,13 +232,17 @@ def bind_outer_loops(an: Analyzer, path: Path) -> None:
 
 
 def check_distinct_instances(prim: str, sites: list[BlockSite], loop: For,
-                             an: Analyzer) -> None:
+                             an: Analyzer,
+                             shared: Callable[[Buffer], bool] | None = None) -> None:
     """Different iterations of `loop` run different instances of every block under it: the
     values of the spatial variables it feeds, over the loops inside it, must be apart for
     each iteration (`vi = i + k` with `k` inside `i` reaches one element from two values of
-    `i`, so two threads would write it)."""
+    `i`, so two threads would write it). With `shared`, only blocks writing a buffer it
+    calls shared are checked (the others write copies private to each iteration)."""
     v = loop.loop_var
     for site in sites:
+        if shared is not None and not any(shared(r.buffer) for r in site.block.writes):
+            continue
         inner: list[For] = []
         seen = False
         for s in site.path[:-1]:
@@ -259,10 +263,15 @@ def check_distinct_instances(prim: str, sites: list[BlockSite], loop: For,
             values = [value for iv, value in zip(site.block.iter_vars, site.realize.iter_values)
                       if iv.kind == IterKind.SPATIAL and uses_any(value, {v})]
             if not iterations_disjoint(loop, region, an) and \
-                    not _recoverable(v, values, inner):
+                    not _recoverable(v, values, inner) and \
+                    not _mixed_radix(loop, values, inner):
+                bufs = [r.buffer.name for r in site.block.writes
+                        if shared is not None and shared(r.buffer)]
+                what = f", and would write {bufs[0]}, which they share" if bufs else ""
                 raise ScheduleError(
                     f"{prim}: different iterations of loop {v.name} may run the same instance "
-                    f"of block \"{site.name}\" (its bindings do not tell the iterations apart)")
+                    f"of block \"{site.name}\" (its bindings do not tell the iterations "
+                    f"apart){what}")
 
 
 def check_loop_used(prim: str, sites: list[BlockSite], loop: For,
@@ -367,6 +376,32 @@ def _digit_chains(atoms: list[PrimExpr]) -> list[Linear]:
                 break
             place = step[1] if place is None else binop("mul", place, step[1])
     return out
+
+
+def _mixed_radix(loop: For, values: list[PrimExpr], inner: list[For]) -> bool:
+    """Whether some value the bindings determine is a mixed-radix number of `loop` and the
+    loops `inner` (constant extents; sorted by stride, each stride past all the smaller
+    digits can reach), so one to one in them: `j_0 * 4 + j_1` after a reorder put `j_1`
+    outside `j_0`."""
+    digits = {x.loop_var: x for x in inner + [loop]}
+    for lin in _recovered(loop.loop_var, values, inner):
+        if not lin.terms.get(loop.loop_var):
+            continue
+        reach = 0
+        ok = True
+        # the other atoms (outer loops, sizes) are the same in both iterations compared
+        for atom, coef in sorted(((a, c) for a, c in lin.terms.items() if a in digits),
+                                 key=lambda t: abs(t[1])):
+            x = digits[atom]  # type: ignore[index]
+            if is_const_int(x.extent, 1):
+                continue
+            if not isinstance(x.extent, IntImm) or abs(coef) <= reach:
+                ok = False
+                break
+            reach += abs(coef) * (x.extent.value - 1)
+        if ok:
+            return True
+    return False
 
 
 def _recoverable(v: Var, values: list[PrimExpr], inner: list[For]) -> bool:

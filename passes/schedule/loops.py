@@ -14,7 +14,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import INT32
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, cast, const, is_const_int
 from tirc.ir.stmt import BlockRealize, BufferStore, For, ForKind, IfThenElse, SeqStmt, Stmt
-from tirc.ir.visitor import Mutator, post_order_visit, substitute
+from tirc.ir.visitor import Mutator, any_node, post_order_visit, substitute
 from tirc.passes.schedule.cross_thread import check_cross_thread, feeds_reduction
 from tirc.passes.schedule.dependence import (
     bind_outer_loops,
@@ -25,7 +25,14 @@ from tirc.passes.schedule.dependence import (
     child_sites,
 )
 from tirc.passes.schedule.state import LoopRV, ScheduleError, ScheduleState
-from tirc.passes.schedule.tree import Path, children, simplify_bindings, walk
+from tirc.passes.schedule.tree import (
+    Path,
+    block_paths,
+    children,
+    loop_path,
+    simplify_bindings,
+    walk,
+)
 
 THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y",
                "threadIdx.z", "vthread", "vthread.x", "vthread.y", "vthread.z")
@@ -143,6 +150,7 @@ def split(s: ScheduleState, loop: Any, factors: Any, preserve_unit_iters: bool =
     value = fused if is_const_int(lp.min, 0) else binop("add", lp.min, fused)
     body = substitute(lp.body, {lp.loop_var: value})
     if guard and not disable_predication:
+        _check_no_loads_in_predicates(lp)
         body = add_predicate(body, binop("lt", fused, extent))
     for v, e in reversed(list(zip(new_vars, extents))):
         body = For(v, const(0, dt), e, ForKind.SERIAL, body, span=lp.span)
@@ -150,6 +158,25 @@ def split(s: ScheduleState, loop: Any, factors: Any, preserve_unit_iters: bool =
         body = drop_unit_iters(path, body)
     s.replace(path, simplify_bindings(body, an), "split")
     return [LoopRV(v) for v in new_vars]
+
+
+def _check_no_loads_in_predicates(lp: For) -> None:
+    """A guarded tail runs the loop past its extent with the guard in each block's predicate,
+    but compiled code evaluates all of a predicate (`and` does not short-circuit): one that
+    loads from a buffer at an index over the loop (compute_at's guards on a gathered index)
+    would read out of bounds in the tail."""
+    def load_over_loop(n: Any) -> bool:
+        return isinstance(n, BufferLoad) and uses_any(n.indices, {lp.loop_var})
+
+    for path in walk(lp.body):
+        node = path[-1]
+        if isinstance(node, BlockRealize) and \
+                not any(isinstance(x, BlockRealize) for x in path[:-1]) and \
+                any_node(node.predicate, load_over_loop):
+            raise ScheduleError(
+                f"split: the predicate of block \"{node.block.name}\" loads from a buffer at an "
+                f"index over loop {lp.loop_var.name}; the guarded tail of a split that does not "
+                f"divide the extent would read it out of bounds")
 
 
 def _text(e: PrimExpr) -> str:
@@ -244,7 +271,17 @@ def reorder(s: ScheduleState, *loops: Any) -> None:
     for f in reversed(new_chain):
         assert isinstance(f, For)
         body = dataclasses.replace(f, body=body)
+    before = s.func
     s.replace(top_path, body, "reorder")
+    try:  # a parallel loop moved outward has more loops inside its iterations
+        for f in new_chain:
+            assert isinstance(f, For)
+            path = loop_path(s.body, f.loop_var)
+            assert path is not None
+            recheck_parallel_loop(path, "reorder")
+    except ScheduleError:
+        s.func = before
+        raise
 
 
 def _check_independent(s: ScheduleState, path: Path, lp: For, prim: str) -> None:
@@ -256,6 +293,42 @@ def _check_independent(s: ScheduleState, path: Path, lp: For, prim: str) -> None
         check_loop_used(prim, sites, lp,
                         lambda buf: prim == "vectorize" or not _parallel_private(path, buf))
     check_not_carried(prim, sites, lp, [lp], an)
+
+
+def recheck_parallel_loops(s: ScheduleState, block: str, prim: str) -> None:
+    """After `prim` moved `block` under loops that are already parallel or vectorized, each
+    such loop of its scope still runs independent iterations (`recheck_parallel_loop`)."""
+    for path in block_paths(s.body, block):
+        scope = max((k for k, x in enumerate(path[:-1]) if isinstance(x, BlockRealize)),
+                    default=-1)
+        for k, node in enumerate(path[:-1]):
+            if k > scope and isinstance(node, For):
+                recheck_parallel_loop(path[:k + 1], prim)
+
+
+def recheck_parallel_loop(lpath: Path, prim: str) -> None:
+    """The loop ending `lpath`, if parallel or vectorized, still runs independent iterations
+    after `prim` changed what is under it: no dependence across them, no instance run by two
+    of them. Iterations may recompute overlapping elements (compute_at under a parallel loop,
+    TVM's usual schedule) only of buffers private to each iteration of a parallel loop
+    (ir/parallel_private.py); of any other buffer two threads would write the same element
+    while another reads it."""
+    node = lpath[-1]
+    if not isinstance(node, For) or node.kind not in (ForKind.PARALLEL, ForKind.VECTORIZED):
+        return
+    kind = "parallel" if node.kind == ForKind.PARALLEL else "vectorized"
+    label = f"{prim} under {kind} loop {node.loop_var.name}"
+    sites = child_sites(lpath)
+    check_iter_kinds(label, sites, node, allow_reduce=False)
+    an = outer_analyzer(lpath)
+
+    def shared(buf: Buffer) -> bool:
+        return kind == "vectorized" or not _parallel_private(lpath, buf)
+
+    check_distinct_instances(label, sites, node, an, shared)
+    if not is_const_int(node.extent, 1):
+        check_loop_used(label, sites, node, shared)
+    check_not_carried(label, sites, node, [node], an)
 
 
 def _parallel_private(path: Path, buf: Buffer) -> bool:

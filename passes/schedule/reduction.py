@@ -4,7 +4,9 @@ decompose_reduction(block, loop) takes a reduction block's init out into its own
 `<name>_init`, under copies (`i_init`, ...) of the spatial loops from `loop` down, placed just
 before `loop`; the reduction block becomes `<name>_update`, as in TVM. Both primitives refuse a
 block whose init would run more than once in the loops they take it out of (a binding such as
-`k % 4` reaches the reduction's minimum twice; see `check_init_once`).
+`k % 4` reaches the reduction's minimum twice; see `check_init_once`). The init block keeps
+the conjuncts of the predicate over the loops it stays under, and guards its bindings to their
+domains where a split's tail guard it leaves behind bounded them (`hoisted_predicate`).
 
 rfactor(loop, factor_axis) splits a reduction along reduction loop `loop`: a block `<name>_rf`
 accumulates partial states into `X_rf` for each state buffer X, with one more dimension (at
@@ -28,6 +30,7 @@ from typing import Any
 
 from tirc.ir.analysis.block_regions import infer_regions
 from tirc.ir.analysis.regions import and_all, conjuncts, uses_any
+from tirc.ir.arith import Analyzer
 from tirc.ir.arith.construct import fold
 from tirc.ir.arith.linear import to_linear
 from tirc.ir.buffer import Buffer, Range
@@ -46,7 +49,8 @@ from tirc.ir.stmt import (
 )
 from tirc.ir.structural import same_expr
 from tirc.ir.visitor import Mutator, post_order_visit, substitute
-from tirc.passes.schedule.dependence import child_sites, scope_path
+from tirc.passes.schedule.dependence import bind_outer_loops, child_sites, scope_path
+from tirc.passes.schedule.domain_guards import domain_guards
 from tirc.passes.schedule.reducers import match_reduction
 from tirc.passes.schedule.scope import add_alloc, scope_block_name, unique_buffer_name
 from tirc.passes.schedule.state import BlockRV, ScheduleError, ScheduleState
@@ -166,6 +170,22 @@ def _init_once_by_points(pairs: list[tuple[IterVar, PrimExpr]], loops: list[For]
     return True
 
 
+def hoisted_predicate(pred: PrimExpr, dropped: list[For], ivars: list[IterVar],
+                      values: list[PrimExpr], an: Analyzer) -> PrimExpr:
+    """The predicate of a block made from one predicated by `pred` and taken out of the
+    loops `dropped` (an init, or rfactor's write-back or seed; iteration variables `ivars`
+    bound to `values`), which feed none of its variables: the conjuncts over them go, as in
+    TVM. A split's tail guard that mixes them with the bindings' loops
+    (`i_0 * 4 + i_1 + i_2 < 10`, `i_2` a unit loop the bindings no longer use) kept those in
+    their domains: guards (domain_guards, `an` knowing the loops left) put that bound back
+    where it cannot be proven."""
+    gone = {x.loop_var for x in dropped}
+    keep = [c for c in conjuncts(pred) if not uses_any(c, gone)]
+    if len(keep) < len(conjuncts(pred)):
+        keep += domain_guards(ivars, values, keep, an)
+    return and_all(keep, pred)
+
+
 def decompose_reduction(s: ScheduleState, block: Any, loop: Any) -> BlockRV:
     """Move the block's init into a block `<name>_init` before `loop`."""
     prim = "decompose_reduction"
@@ -198,9 +218,11 @@ def decompose_reduction(s: ScheduleState, block: Any, loop: Any) -> BlockRV:
     ivars = tuple(IterVar(var_map[iv.var], iv.dom, iv.kind) for iv, _ in spatial)
     values = tuple(substitute(v, loop_map) for v in spatial_values)
     copied_ids = {id(x) for x in copied}
-    dropped = {x.loop_var for x in inner if id(x) not in copied_ids}
-    keep = [c for c in conjuncts(br.predicate) if not uses_any(c, dropped)]
-    pred = substitute(and_all(keep, br.predicate), loop_map)
+    an = Analyzer()
+    bind_outer_loops(an, lpath)
+    bind_outer_loops(an, copied)
+    pred = substitute(hoisted_predicate(br.predicate, [x for x in inner if id(x) not in copied_ids],
+                                     list(ivars), [v for _, v in spatial], an), loop_map)
     name = s.unique_block_name(blk.name + "_init")
     writes = tuple(substitute(r, var_map) for r in blk.writes)
     init_blk = dataclasses.replace(blk, name=name, iter_vars=ivars, reads=(), writes=writes,
@@ -362,13 +384,15 @@ def rfactor(s: ScheduleState, loop: Any, factor_axis: Any = 0) -> BlockRV:
     inferred, wb_writes = infer_regions(wb_body, wb_init, set())
     wb_reads = tuple(r for r in inferred if r.buffer in rf_bufs)
     kept_ids = {id(x) for x in kept}
-    dropped = {x.loop_var for x in loops if id(x) not in kept_ids}
-    keep = [c for c in conjuncts(br.predicate) if not uses_any(c, dropped | {lv})]
+    an = Analyzer()
+    bind_outer_loops(an, shared + kept)
+    wb_pred = hoisted_predicate(br.predicate, [x for x in loops if id(x) not in kept_ids] + [lp],
+                                wb_ivars[:-1], sp_values, an)
     wb_blk = dataclasses.replace(blk, iter_vars=tuple(wb_ivars), reads=wb_reads,
                                  writes=wb_writes, body=wb_body, init=wb_init,
                                  alloc_buffers=())
-    wb: Stmt = BlockRealize(tuple(wb_values), substitute(and_all(keep, br.predicate), wb_loops),
-                            wb_blk, span=br.span)
+    wb: Stmt = BlockRealize(tuple(wb_values), substitute(wb_pred, wb_loops), wb_blk,
+                            span=br.span)
     for x in reversed(kept):
         wb = For(wb_loops[x.loop_var], x.min, x.extent, x.kind, wb, x.thread_tag,
                  dict(x.annotations), span=x.span)
@@ -416,10 +440,12 @@ def _seed_nest(s: ScheduleState, blk: Block, br: BlockRealize, red: Any,
                                    iter_vars=tuple(ivars), reads=(), writes=writes, body=body,
                                    init=None, alloc_buffers=(), match_buffers=(),
                                    annotations={})
-    dropped = {x.loop_var for x in loops[first:] if id(x) not in {id(c) for c in copied}}
-    keep = [c for c in conds if not uses_any(c, dropped | {lp.loop_var})]
-    nest: Stmt = BlockRealize(tuple(values), substitute(and_all(keep, br.predicate), loop_map),
-                              seed_blk, span=br.span)
+    dropped = [x for x in loops[first:] if not any(x is c for c in copied)] + [lp]
+    an = Analyzer()
+    bind_outer_loops(an, loops[:first] + copied)
+    pred = hoisted_predicate(br.predicate, dropped, ivars[:-1], [v for _, v in spatial], an)
+    nest: Stmt = BlockRealize(tuple(values), substitute(pred, loop_map), seed_blk,
+                              span=br.span)
     for x in reversed(copied):
         nest = For(loop_map[x.loop_var], x.min, x.extent, x.kind, nest, x.thread_tag,
                    dict(x.annotations), span=x.span)

@@ -5,11 +5,15 @@ random primitives on it (split, fuse, reorder, parallel, vectorize, unroll, comp
 reverse_compute_at, compute_inline, reverse_compute_inline, cache_read, cache_write, set_scope,
 storage_align, rfactor, decompose_reduction, blockize, add_unit_loop) through the runner that
 `@S.schedule` bodies go through, choosing each argument from the function as it is at that
-step. A primitive that refuses is left out of the schedule (its refusal must be a
-ScheduleError: anything else is an internal error, kept as a finding); those that apply make
-the `@S.schedule` the case carries, beside the unscheduled function. Every accepted schedule
-must keep the function's meaning: the harness compares the scheduled function, interpreted
-and compiled, with the unscheduled one interpreted.
+step; some steps combine them where checks have been weak: a compute_at or
+reverse_compute_at with a parallel or vectorized loop above where the block goes, and a split
+leaving a guarded tail (a unit factor too, bindings without unit loops) before
+decompose_reduction, rfactor, blockize, a cache or a move. A primitive that refuses is left
+out of the schedule (its refusal must be a ScheduleError: anything else is an internal error,
+kept as a finding); those that apply make the `@S.schedule` the case carries, beside the
+unscheduled function. Every accepted schedule must keep the function's meaning: the harness
+compares the scheduled function, interpreted and compiled, with the unscheduled one
+interpreted.
 """
 
 from __future__ import annotations
@@ -32,7 +36,11 @@ from difftest.loop_programs import random_loop_program
 PRIMS = ("split", "split", "fuse", "reorder", "parallel", "vectorize", "unroll", "compute_at",
          "compute_at", "reverse_compute_at", "reverse_compute_at", "compute_inline",
          "reverse_compute_inline", "cache_read", "cache_write", "set_scope", "storage_align",
-         "rfactor", "decompose_reduction", "blockize", "add_unit_loop")
+         "rfactor", "decompose_reduction", "blockize", "add_unit_loop", "parallel_move",
+         "parallel_move", "parallel_move", "tail_split", "tail_split", "tail_split")
+# After a split whose factor leaves a guarded tail (`tail_split`): what the block goes through.
+AFTER_TAIL = ("decompose_reduction", "rfactor", "cache_read", "cache_write", "blockize",
+              "compute_at", "reverse_compute_at")
 SCOPES = ("global", "local", "shared")
 
 
@@ -129,6 +137,36 @@ class _Fuzz:
         ls = self.loops(b) if b else []
         return self.rng.choice(ls) if ls else None
 
+    def reduction(self) -> str | None:
+        """A fresh name bound to a block with an init (a reduction), else to any block."""
+        names = sorted(p[-1].block.name for p in walk(self.state.body)
+                       if isinstance(p[-1], BlockRealize) and p[-1].block.init is not None)
+        if not names:
+            return self.block()
+        out = self.fresh("b")
+        self.run(SchedInstr((out,), "get_block", (self.rng.choice(names),)))
+        return out
+
+    def movable(self, producer: bool) -> str | None:
+        """A fresh name bound to a block with a consumer whose outputs are intermediate
+        buffers (`producer`: one compute_at may move), else to a block with a producer."""
+        found = [p[-1].block for p in walk(self.state.body) if isinstance(p[-1], BlockRealize)
+                 and p[-1].block.name != "root"]
+        params = set(self.state.func.buffer_map.values())
+        names = []
+        for b in found:
+            mine = {r.buffer for r in (b.writes if producer else b.reads)}
+            if producer and mine & params:
+                continue
+            if any(o is not b and mine & {r.buffer for r in (o.reads if producer else o.writes)}
+                   for o in found):
+                names.append(b.name)
+        if not names:
+            return None
+        out = self.fresh("b")
+        self.run(SchedInstr((out,), "get_block", (self.rng.choice(sorted(names)),)))
+        return out
+
     def partner_loop(self, block: str, consumer: bool) -> str | None:
         """Mostly a loop above a consumer (or producer) of `block`, else any other's loop."""
         found = {p[-1].block.name: p[-1].block for p in walk(self.state.body)
@@ -146,10 +184,72 @@ class _Fuzz:
         ls = self.loops(out)
         return self.rng.choice(ls) if ls else None
 
+    def split_kwargs(self) -> dict[str, Any]:
+        """Mostly none; sometimes bindings without unit loops (TVM's preserve_unit_iters)."""
+        return {"preserve_unit_iters": False} if self.rng.random() < 0.25 else {}
+
+    def parallel_move(self) -> None:
+        """compute_at or reverse_compute_at together with a parallel (or vectorized) loop
+        above the place the block goes: made parallel before the move or after it."""
+        r = self.rng
+        prim = r.choice(("compute_at", "reverse_compute_at"))
+        b = self.movable(prim == "compute_at")
+        lp = self.partner_loop(b, prim == "compute_at") if b else None
+        if not (b and lp):
+            return
+        kind = "parallel" if r.random() < 0.8 else "vectorize"
+        before = r.random() < 0.5
+        if before:
+            self.run(SchedInstr((), kind, (SchedRef(lp),)))
+        if not self.run(SchedInstr((), prim, (SchedRef(b), SchedRef(lp)))) or before:
+            return
+        ls = self.loops(b)
+        if ls:
+            self.run(SchedInstr((), kind, (SchedRef(r.choice(ls[:max(1, len(ls) - 1)])),)))
+
+    def tail_split(self) -> None:
+        """A split whose factor does not divide the loop (a guarded tail), perhaps with a
+        unit factor, then a primitive that takes the block, or its init, out of loops."""
+        r = self.rng
+        then = r.choice(AFTER_TAIL)
+        b = self.reduction() if then in ("decompose_reduction", "rfactor") else self.block()
+        ls = self.loops(b) if b else []
+        if not ls:
+            return
+        lp = r.choice(ls)
+        factors: list[Any] = [None, r.choice((3, 5, 6, 7))]
+        if r.random() < 0.4:
+            factors.insert(r.randrange(3), 1)
+        outs = tuple(self.fresh("l") for _ in factors)
+        if not self.run(SchedInstr(outs, "split", (SchedRef(lp),), {"factors": factors,
+                                                                      **self.split_kwargs()},
+                                   unpack=True)):
+            return
+        ls = self.loops(b)
+        if then == "decompose_reduction" and ls:
+            self.run(SchedInstr((self.fresh("b"),), then, (SchedRef(b), SchedRef(r.choice(ls)))))
+        elif then in ("rfactor", "blockize") and ls:
+            args: tuple[Any, ...] = (SchedRef(r.choice(ls)),)
+            self.run(SchedInstr((self.fresh("b"),), then,
+                                args + ((r.randint(0, 1),) if then == "rfactor" else ())))
+        elif then in ("cache_read", "cache_write"):
+            self.run(SchedInstr((self.fresh("b"),), then,
+                                (SchedRef(b), r.randint(0, 2), r.choice(SCOPES))))
+        elif then in ("compute_at", "reverse_compute_at"):
+            other = self.block(b)
+            if other and ls:
+                self.run(SchedInstr((), then, (SchedRef(other), SchedRef(r.choice(ls)))))
+
     def step(self) -> None:
         prim = self.rng.choice(PRIMS)
         self.tried += 1
         r = self.rng
+        if prim == "parallel_move":
+            self.parallel_move()
+            return
+        if prim == "tail_split":
+            self.tail_split()
+            return
         if prim in ("split", "fuse", "reorder", "parallel", "vectorize", "unroll", "rfactor",
                     "blockize", "add_unit_loop"):
             b = self.block()
@@ -162,8 +262,8 @@ class _Fuzz:
                 factors: list[Any] = [r.choice((2, 3, 4, 8)) for _ in range(n)]
                 factors[r.randrange(n)] = None
                 outs = tuple(self.fresh("l") for _ in range(n))
-                self.run(SchedInstr(outs, "split", (SchedRef(lp),), {"factors": factors},
-                                    unpack=True))
+                self.run(SchedInstr(outs, "split", (SchedRef(lp),),
+                                    {"factors": factors, **self.split_kwargs()}, unpack=True))
             elif prim in ("fuse", "reorder"):
                 k = r.randint(2, min(3, len(ls))) if len(ls) >= 2 else 1
                 if prim == "fuse":

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import textwrap
 
+import numpy as np
+from tirc.ir.interpreter import run_prim_func
+
 TWO_STAGE = '''
 @T.prim_func
 def f(A: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
@@ -645,3 +648,199 @@ def test_compute_at_cannot_cover(sched_error):
         'of its region of B is not an iteration variable times a positive constant plus an ' \
         'offset (a point or a window), nor a floor division or modulo of one by a constant' \
         in msg
+
+
+NEIGHBOURS = '''
+@T.prim_func
+def pairs(A: T.Buffer((4, 17), "float32"), C: T.Buffer((4, 16), "float32")):
+    B = T.alloc_buffer((4, 17), "float32")
+    for i, j, k in T.grid(4, 17, 8):
+        with T.block("B"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                B[vi, vj] = T.float32(0)
+            B[vi, vj] = B[vi, vj] + A[vi, vj] * T.float32(vk)
+    for i, j in T.grid(4, 16):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] + B[vi, vj + 1]
+'''
+
+
+def test_compute_at_under_a_parallel_loop_sharing_the_buffer_is_refused(sched_error):
+    """Iterations j and j + 1 of the parallel loop would both compute B[i, j + 1] (init and
+    sum) in one B, the interpreter's data race; the loop i around j keeps B shared."""
+    msg = sched_error(schedule(NEIGHBOURS, "pairs", '''
+        b = sch.get_block("B")
+        c = sch.get_block("C")
+        i, j = sch.get_loops(c)
+        sch.parallel(j)
+        sch.compute_at(b, j)
+    '''))
+    assert "sched.tir:22:5: error: compute_at under parallel loop j: different iterations of " \
+        "loop j may run the same instance of block \"B\" (its bindings do not tell the " \
+        "iterations apart), and would write B, which they share" in msg
+
+
+def test_compute_at_under_a_vectorized_loop_is_refused_too(sched_error):
+    msg = sched_error(schedule(NEIGHBOURS, "pairs", '''
+        b = sch.get_block("B")
+        c = sch.get_block("C")
+        i, j = sch.get_loops(c)
+        jo, ji = sch.split(j, factors=[None, 4])
+        sch.vectorize(ji)
+        sch.compute_at(b, ji)
+    '''))
+    assert "error: compute_at under vectorized loop j_1: different iterations of loop j_1 " \
+        "may run the same instance of block \"B\"" in msg
+
+
+NEIGHBOURS_1D = '''
+@T.prim_func
+def pairs(A: T.Buffer((17,), "float32"), C: T.Buffer((16,), "float32")):
+    B = T.alloc_buffer((17,), "float32")
+    for j, k in T.grid(17, 8):
+        with T.block("B"):
+            vj, vk = T.axis.remap("SR", [j, k])
+            with T.init():
+                B[vj] = T.float32(0)
+            B[vj] = B[vj] + A[vj] * T.float32(vk)
+    for j in range(16):
+        with T.block("C"):
+            vj = T.axis.spatial(16, j)
+            C[vj] = B[vj] + B[vj + 1]
+'''
+
+
+def test_compute_at_under_an_outer_parallel_loop_recomputes_privately(sched):
+    """With the parallel loop outermost, B is allocated afresh in each of its iterations
+    (ir/parallel_private.py): the recomputed neighbour is no race, as in TVM."""
+    r = sched(schedule(NEIGHBOURS_1D, "pairs", '''
+        b = sch.get_block("B")
+        c = sch.get_block("C")
+        j, = sch.get_loops(c)
+        sch.parallel(j)
+        sch.compute_at(b, j)
+    '''))
+    assert "for j in T.parallel(16):\n        for ax0, ax1 in T.grid(2, 8):" in r.text("pairs")
+    r.check_same("pairs")
+
+
+def test_parallel_after_compute_at_still_refused(sched_error):
+    msg = sched_error(schedule(NEIGHBOURS, "pairs", '''
+        b = sch.get_block("B")
+        c = sch.get_block("C")
+        i, j = sch.get_loops(c)
+        sch.compute_at(b, j)
+        sch.parallel(j)
+    '''))
+    assert "error: parallel: different iterations of loop j may run the same instance of " \
+        "block \"B\"" in msg
+
+
+READ_BEFORE_WRITE = '''
+@T.prim_func
+def mirror(A: T.Buffer((16,), "float32"), Y: T.Buffer((16,), "float32"),
+           C: T.Buffer((16,), "float32")):
+    B = T.alloc_buffer((16,), "float32")
+    for j in range(16):
+        with T.block("B"):
+            vj = T.axis.spatial(16, j)
+            B[vj] = A[vj] * T.float32(2)
+        with T.block("Q"):
+            vj = T.axis.spatial(16, j)
+            Y[vj] = C[15 - vj]
+    for i in range(16):
+        with T.block("C"):
+            vi = T.axis.spatial(16, i)
+            C[vi] = B[vi]
+'''
+
+
+def test_reverse_compute_at_under_a_loop_reading_its_output_first_is_refused(sched_error):
+    """Q reads C's old values before C is written; with C inside loop j, Q would read
+    C[15 - j] already overwritten for j >= 8 (Y[8:] wrong)."""
+    msg = sched_error(schedule(READ_BEFORE_WRITE, "mirror", '''
+        b = sch.get_block("B")
+        c = sch.get_block("C")
+        j, = sch.get_loops(b)
+        sch.reverse_compute_at(c, j)
+    '''))
+    assert "error: reverse_compute_at: block \"Q\" under loop j reads C before block \"C\" " \
+        "writes it; inside the loop, \"C\" would overwrite what it reads" in msg
+
+
+def test_compute_at_under_a_loop_writing_its_input_later_is_refused(sched_error):
+    """B reads A before block W overwrites it; inside W's loop B would read new values."""
+    text = '''
+@T.prim_func
+def clobber(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+    B = T.alloc_buffer((16,), "float32")
+    for i in range(16):
+        with T.block("B"):
+            vi = T.axis.spatial(16, i)
+            B[vi] = A[15 - vi]
+    for j in range(16):
+        with T.block("W"):
+            vj = T.axis.spatial(16, j)
+            A[vj] = T.float32(0)
+        with T.block("C"):
+            vj = T.axis.spatial(16, j)
+            C[vj] = B[vj]
+'''
+    msg = sched_error(schedule(text, "clobber", '''
+        b = sch.get_block("B")
+        c = sch.get_block("C")
+        j, = sch.get_loops(c)
+        sch.compute_at(b, j)
+    '''))
+    assert "error: compute_at: block \"W\" under loop j writes A after block \"B\" reads it; " \
+        "inside the loop, \"B\" would read what it writes" in msg
+
+
+GATHER = '''
+@T.prim_func
+def gather(A: T.Buffer((8, 4), "float32"), Idx: T.Buffer((4, 3), "int32"),
+           W: T.Buffer((4, 3), "float32"), O: T.Buffer((4, 4), "float32")):
+    T3 = T.alloc_buffer((8, 4), "float32")
+    for r, c in T.grid(8, 4):
+        with T.block("T3"):
+            vr, vc = T.axis.remap("SS", [r, c])
+            T3[vr, vc] = A[vr, vc] * T.float32(2)
+    for i, k, j in T.grid(4, 4, 3):
+        with T.block("O"):
+            vi, vk, vj = T.axis.remap("SSR", [i, k, j])
+            with T.init():
+                O[vi, vk] = T.float32(0)
+            O[vi, vk] = O[vi, vk] + W[vi, vj] * T3[Idx[vi, vj], vk]
+'''
+
+GATHER_AT = '''
+    b = sch.get_block("T3")
+    o = sch.get_block("O")
+    i, k, j = sch.get_loops(o)
+    sch.compute_at(b, j)
+'''
+
+
+def test_a_gathered_compute_at_computes_the_gathered_rows(sched):
+    r = sched(schedule(GATHER, "gather", GATHER_AT))
+    assert "T.where(Idx[i, j] >= 0 and Idx[i, j] < 8)" in r.text("gather")
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((8, 4)).astype("float32")
+    idx = rng.integers(0, 8, (4, 3)).astype("int32")
+    w = rng.standard_normal((4, 3)).astype("float32")
+    out = np.zeros((4, 4), "float32")
+    run_prim_func(r.after["gather"], [a, idx, w, out])
+    np.testing.assert_allclose(out, np.einsum("ij,ijk->ik", w, (a * 2)[idx]), rtol=1e-5)
+
+
+def test_a_guarded_split_under_a_predicate_that_loads_is_refused(sched_error):
+    """The tail j = 3 of the split would evaluate `Idx[i, 3]` in T3's predicate (compiled
+    code does not short-circuit `and`), past Idx's 3 columns."""
+    msg = sched_error(schedule(GATHER, "gather", GATHER_AT + '''
+    j0, j1 = sch.split(j, factors=[None, 2])
+    '''))
+    assert "error: split: the predicate of block \"T3\" loads from a buffer at an index over " \
+        "loop j; the guarded tail of a split that does not divide the extent would read it " \
+        "out of bounds" in msg

@@ -493,3 +493,42 @@ def test_parallel_and_vectorize_need_the_loop_in_every_writer(sched, sched_error
     assert 'error: parallel: every iteration of loop i runs the same instance of block "T1" ' \
         '(its bindings do not use the loop), so they all write C there' in \
         sched_error(schedule(param, "f", body.format(prim="parallel")))
+
+
+def test_parallel_outer_digit_of_a_split_loop(sched):
+    """`j_0 * 4 + j_1` with `j_1` outside `j_0` is one to one (a mixed-radix number), so
+    iterations of `j_1` run different instances."""
+    r = sched(schedule(ADD, "add", '''
+        b = sch.get_block("B")
+        i, = sch.get_loops(b)
+        i0, i1 = sch.split(i, factors=[None, 4])
+        sch.reorder(i1, i0)
+        sch.parallel(i1)
+    '''))
+    assert "for i_1 in T.parallel(4):" in r.text("add")
+    r.check_same("add")
+
+
+# Each element is copied twice (j_0 * 2 + j_1 reaches it from two pairs): harmless serially,
+# and under a parallel j_1 only while j_0 stays outside it.
+OVERLAP = '''
+@T.prim_func
+def overlap(A: T.Buffer((10,), "float32"), B: T.Buffer((10,), "float32")):
+    for j0, j1 in T.grid(4, 4):
+        with T.block("B"):
+            vj = T.axis.spatial(10, j0 * 2 + j1)
+            B[vj] = A[vj]
+'''
+
+
+def test_reorder_moving_a_parallel_loop_out_rechecks_it(sched, sched_error):
+    body = '''
+b = sch.get_block("B")
+j0, j1 = sch.get_loops(b)
+sch.parallel(j1)
+'''
+    sched(schedule(OVERLAP, "overlap", body)).check_same("overlap")
+    msg = sched_error(schedule(OVERLAP, "overlap", body + "sch.reorder(j1, j0)"))
+    assert "sched.tir:14:5: error: reorder under parallel loop j1: different iterations of " \
+        "loop j1 may run the same instance of block \"B\" (its bindings do not tell the " \
+        "iterations apart), and would write B, which they share" in msg

@@ -372,3 +372,48 @@ def test_the_default_schedule_keeps_an_init_that_runs_again(tmp_path: Path, opt:
     b = np.full(4, np.nan, dtype="float32")
     lib["wrapped"](a, b)
     np.testing.assert_array_equal(b, a[:, :4].sum(axis=1))
+
+
+ROWSUM_10 = '''
+@T.prim_func
+def rowsum10(A: T.Buffer((10, 8), "float32"), B: T.Buffer((10,), "float32")):
+    for i, k in T.grid(10, 8):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+'''
+
+# A tail guard `i_0 * 4 + i_1 + i_2 < 10` that mixes the spatial loops with a unit loop the
+# bindings no longer use: the init, taken out of that loop, must keep the guard.
+UNIT_TAIL = '''
+b = sch.get_block("B")
+i, k = sch.get_loops(b)
+i0, i1, i2 = sch.split(i, factors=[None, 4, 1], preserve_unit_iters=False)
+'''
+
+
+@pytest.mark.parametrize("then", ["sch.decompose_reduction(b, i0)", "sch.blockize(i0)",
+                                  "k0, k1 = sch.split(k, factors=[None, 4])\n"
+                                  "sch.rfactor(k1, 0)"])
+def test_an_init_taken_out_of_a_unit_loop_keeps_the_tail_guard(sched, then):
+    """Without the guard, the init (decompose_reduction, blockize) or rfactor's write-back
+    ran at i_0 * 4 + i_1 = 10 and 11, past B's 10 elements."""
+    r = sched(schedule(ROWSUM_10, "rowsum10", UNIT_TAIL + then))
+    out = r.text("rowsum10")
+    guarded = "T.where(i_0_init * 4 + i_1_init < 10)" if "rfactor" not in then else \
+        "T.where(i_0 * 4 + i_1 < 10)"
+    assert guarded in out, out
+    r.check_same("rowsum10")
+
+
+@pytest.mark.parametrize("opt", [0, 3])
+def test_a_decomposed_init_under_a_unit_tail_compiles_to_the_row_sums(tmp_path: Path,
+                                                                      opt: int) -> None:
+    src = schedule(ROWSUM_10, "rowsum10", UNIT_TAIL + "sch.decompose_reduction(b, i0)")
+    lib = load(build(parse(src), tmp_path / "rowsum10.so", "llvm", opt))
+    a = np.random.default_rng(0).standard_normal((10, 8)).astype("float32")
+    out = np.full(10, np.nan, dtype="float32")
+    lib["rowsum10"](a, out)
+    np.testing.assert_allclose(out, a.sum(axis=1), rtol=1e-5, atol=1e-5)
