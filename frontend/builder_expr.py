@@ -109,10 +109,11 @@ class ExprBuilder:
         return e
 
     def bitwise(self, op: str, a: PrimExpr, b: PrimExpr, span: Any) -> PrimExpr:
-        """`a << b`, `a & b`, ...: integer operands brought to one dtype; `&`/`|` of bools
-        are `and`/`or`."""
-        if a.dtype.is_bool and b.dtype.is_bool and op in ("bitwise_and", "bitwise_or"):
-            return self.binop("and" if op == "bitwise_and" else "or", a, b, span)
+        """`a << b`, `a & b`, ...: integer operands brought to one dtype; `&`/`|`/`^` of bools
+        are `and`/`or`/`!=` (TVM legalizes logical_xor as `x ^ y`)."""
+        logical = {"bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "ne"}
+        if a.dtype.is_bool and b.dtype.is_bool and op in logical:
+            return self.binop(logical[op], a, b, span)
         try:
             a, b = unify(a, b)
         except IRTypeError as err:

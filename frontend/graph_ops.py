@@ -72,6 +72,8 @@ OP_SIGNATURES: dict[str, OpSig] = {
     "strided_slice": OpSig(1, ("axes", "begin", "end", "strides", "assume_inbound")),
     "slice_scatter": OpSig(2, ("start", "end", "step", "axis")),
     "flip": OpSig(1, ("axis",)),
+    "tril": OpSig(1, ("k",)),
+    "triu": OpSig(1, ("k",)),
     "tile": OpSig(1, ("repeats",)),
     "repeat": OpSig(1, ("repeats", "axis")),
     "nn.pad": OpSig(1, ("pad_width", "pad_mode", "pad_value")),

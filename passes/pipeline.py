@@ -62,7 +62,8 @@ def pipeline_steps(target: Target, opt_level: int, megakernel: str | None = None
         Step("fold-constants", "scalar computations on constants at compile time",
              when=o1 or mk_gpu),
         Step("fuse-ops", "group producers, consumers and epilogues", when=o1 or mk_gpu),
-        Step("fuse-tir", "one loop function per group", when=o1 or mk_gpu),
+        # at every level: a module may hold `Primitive` groups of its own (TVM's FuseOps output)
+        Step("fuse-tir", "one loop function per group"),
         Step("dead-code-elim", "unused bindings and functions"),
         Step("default-schedule", "parallel outer, vectorized inner loops, tiled matmul",
              when=cpu and o1),

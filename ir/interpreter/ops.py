@@ -70,8 +70,8 @@ for _name, _fn in {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply,
     "divide": _trunc_divide, "floor_divide": np.floor_divide, "maximum": np.maximum,
     "minimum": np.minimum, "power": np.power, "mod": np.fmod, "floor_mod": np.mod,
-    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
-    "left_shift": np.left_shift, "right_shift": np.right_shift,
+    "atan2": np.arctan2, "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
+    "bitwise_xor": np.bitwise_xor, "left_shift": np.left_shift, "right_shift": np.right_shift,
 }.items():
     _binary(_name, _fn)
 
@@ -86,7 +86,7 @@ for _name, _fn in {
 # The broadcasting binary operators, whose operands may be R.Prim scalars (see graph.py).
 BROADCAST_BINARY = frozenset(
     ("add", "subtract", "multiply", "divide", "floor_divide", "maximum", "minimum", "power",
-     "mod", "floor_mod", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
+     "mod", "floor_mod", "atan2", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
      "right_shift", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
      "logical_and", "logical_or", "logical_xor"))
 
@@ -327,6 +327,16 @@ def slice_scatter(input_tensor: np.ndarray, src: np.ndarray, start: int, end: in
 @op("flip")
 def flip(x: np.ndarray, axis: int) -> np.ndarray:
     return np.flip(x, axis=axis).copy()
+
+
+@op("tril")
+def tril(x: np.ndarray, k: int = 0) -> np.ndarray:
+    return np.tril(x, k)
+
+
+@op("triu")
+def triu(x: np.ndarray, k: int = 0) -> np.ndarray:
+    return np.triu(x, k)
 
 
 @op("tile")

@@ -67,7 +67,10 @@ def _out_sizes(sizes: Sequence[int], window: Sequence[int], strides: Sequence[in
     out = []
     for n, w, s, d, (b, a) in zip(sizes, window, strides, dilation, pads):
         room = n + b + a - (d * (w - 1) + 1) + (s - 1 if ceil_mode else 0)
-        out.append(room // s + 1)
+        size = room // s + 1
+        if ceil_mode:  # no window starts in the padding after (window j starts at j * s - b)
+            size = min(size, (n + b - 1) // s + 1)
+        out.append(size)
     return out
 
 

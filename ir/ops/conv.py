@@ -41,13 +41,21 @@ class Geometry:
     pad_after: tuple[int, ...]
 
     def out_size(self, k: int, size: PrimExpr, ceil_mode: bool = False) -> PrimExpr:
-        """The number of window positions along spatial axis `k` of an input of `size`."""
+        """The number of window positions along spatial axis `k` of an input of `size`. In
+        ceil mode a last window that would start past the data and the padding before it (in
+        the padding after) is dropped, as TVM and PyTorch do."""
         span = binop("mul", dim(self.dilation[k]), binop("sub", self.window[k], dim(1)))
         room = binop("sub", binop("add", size, dim(self.pad_before[k] + self.pad_after[k])),
                      binop("add", span, dim(1)))
+        stride = dim(self.strides[k])
         if ceil_mode:
             room = binop("add", room, dim(self.strides[k] - 1))
-        return simplify_dim(binop("add", binop("floordiv", room, dim(self.strides[k])), dim(1)))
+        out = binop("add", binop("floordiv", room, stride), dim(1))
+        if ceil_mode:  # window j starts at j * stride - pad_before, before size
+            starts = binop("add", binop("floordiv", binop("add", size, dim(self.pad_before[k] - 1)),
+                                        stride), dim(1))
+            out = binop("min", out, starts)
+        return simplify_dim(out)
 
 
 def per_axis(oc: OpCall, name: str, rank: int) -> tuple[int, ...]:

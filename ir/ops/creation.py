@@ -1,5 +1,6 @@
 """Tensor creation: `zeros ones full` of a (possibly symbolic) shape, `zeros_like
-ones_like full_like` of another tensor's, and `arange`."""
+ones_like full_like` of another tensor's, `arange`, and `tril triu` (a tensor with the
+elements above or below a diagonal of its last two axes zeroed)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,17 @@ for _name in ("zeros", "ones"):
              _filled)
 register("full", [Param("shape", "shape"), Param("fill_value", "scalar"),
                   Param("dtype", "dtype", None)], _full)
+
+
+def _triangle(oc: OpCall) -> StructInfo:
+    s = oc.tensor("x", known_shape=False)
+    if 0 <= ndim_of(s) < 2:
+        oc.error(f"needs a tensor of rank 2 or more, got rank {ndim_of(s)}")
+    return s
+
+
+for _name in ("tril", "triu"):
+    register(_name, [Param("x", "tensor"), Param("k", "int", 0)], _triangle)
 
 
 

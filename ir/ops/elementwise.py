@@ -16,7 +16,7 @@ from tirc.ir.ops.registry import OpCall, Param, register
 from tirc.ir.ops.sinfo_util import Shape, const_dim, dims_equal, ndim_of, shape_text
 
 ARITH = ("add", "subtract", "multiply", "divide", "floor_divide", "maximum", "minimum", "power",
-         "mod", "floor_mod")
+         "mod", "floor_mod", "atan2")
 COMPARE = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
 BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift")
 LOGICAL = ("logical_and", "logical_or", "logical_xor")
@@ -68,6 +68,8 @@ def _binary(oc: OpCall) -> StructInfo:
     name = oc.op.name
     if name in BITWISE and dt is not None and not dt.is_int:
         oc.error(f"needs integer tensors, got {dt}")
+    if name == "atan2" and dt is not None and not dt.is_float:
+        oc.error(f"needs float tensors, got {dt}")
     if name in LOGICAL and dt is not None and not dt.is_bool:
         oc.error(f"needs bool tensors, got {dt}")
     if name in COMPARE:

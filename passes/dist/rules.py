@@ -355,6 +355,9 @@ def _rule_for(call: GCall, operands: Sequence[TensorSInfo], out: StructInfo) -> 
         fs = fx.new(len(_shape(operands[0])))
         axis = normalize_axis(int(call.attrs.get("axis", -1)), len(fs)) or 0
         return Rule([list(fs)], [list(fs) for _ in results], replicated={fs[axis]})
+    if op in ("tril", "triu"):  # the diagonal's two axes stay whole; the leading ones split
+        fs = fx.new(len(_shape(operands[0])))
+        return Rule([list(fs)], [list(fs)], replicated=set(fs[-2:]))
     if op == "slice_scatter":  # the sliced axis stays whole; the others split all alike
         fs = fx.new(len(_shape(operands[0])))
         axis = normalize_axis(int(call.attrs.get("axis", 0)), len(fs)) or 0
@@ -579,4 +582,4 @@ def has_rule(op: str) -> bool:
                "reshape", "flatten", "concat", "split", "take", "nn.prelu", "nn.batch_norm",
                "arange",
                "nn.attention", "nn.group_norm", "nn.instance_norm", "scatter_elements",
-               "gather_elements", "slice_scatter", "einsum", "topk", "bucketize")
+               "gather_elements", "slice_scatter", "einsum", "topk", "bucketize", "tril", "triu")

@@ -4,7 +4,9 @@ The group's parameters and results become the loop function's buffers, the value
 between its calls become buffers allocated in the root block, and each callee's blocks are
 copied in order with its buffers and symbolic sizes rebound (fresh loop and block variables,
 block names made unique). Calls of the group become `R.call_tir` of the new function, which
-takes the group's name; the graph function is removed.
+takes the group's name; the graph function is removed. A tuple parameter (nested tuples too)
+becomes one buffer per tensor field, and its call passes the fields, projected out of the
+tuple argument by bindings placed before the call.
 """
 
 from __future__ import annotations
@@ -48,8 +50,9 @@ from tirc.passes.pass_base import Pass, PassContext
 class FuseTIR(Pass):
     """Fused graph functions -> one loop function each.
 
-    Not optional: once fuse-ops made groups, lower-graph needs them merged (without fuse-ops
-    there are none and this pass returns the module as it is)."""
+    Not optional, and in the pipeline at every -O level: lower-graph needs the groups merged,
+    whether fuse-ops made them or the module wrote them itself (without any, this pass returns
+    the module as it is)."""
 
     name = "fuse-tir"
     description = "merge each fused group's loop functions into one loop function"
@@ -99,8 +102,9 @@ def fuse_group(group: Function, mod: IRModule) -> tuple[PrimFunc, list[PrimExpr]
     results = _results(group)
     values: dict[GVar, list[Buffer]] = {}
     for p in group.params:
-        assert isinstance(p.struct_info, TensorSInfo)
-        values[p] = [kernel.input(p.name, p, p.struct_info)]
+        fields = tensor_fields(p.struct_info)
+        values[p] = [kernel.input(p.name if isinstance(p.struct_info, TensorSInfo)
+                                  else f"{p.name}_{k}", p, f) for k, f in enumerate(fields)]
     out_of = {r: kernel.output(r.name, r.struct_info) for r in results}  # type: ignore[arg-type]
     target = _result_slots(block.bindings, results)
     names: set[str] = set()
@@ -108,7 +112,11 @@ def fuse_group(group: Function, mod: IRModule) -> tuple[PrimFunc, list[PrimExpr]
         value = b.value
         if isinstance(value, TupleGetItem):
             assert isinstance(value.tuple_value, GVar)
-            values[b.var] = [values[value.tuple_value][value.index]]
+            whole = value.tuple_value.struct_info
+            assert isinstance(whole, TupleSInfo)
+            start = sum(len(tensor_fields(f)) for f in whole.fields[:value.index])
+            count = len(tensor_fields(whole.fields[value.index]))
+            values[b.var] = values[value.tuple_value][start:start + count]
             continue
         if isinstance(value, Tuple):
             values[b.var] = [buf for f in value.fields for buf in values[f]]  # type: ignore[index]
@@ -134,6 +142,14 @@ def fuse_group(group: Function, mod: IRModule) -> tuple[PrimFunc, list[PrimExpr]
     prim, tir_vars = kernel.build()
     attrs = {**prim.attrs, OP_PATTERN: int(analyze(prim))}
     return dataclasses.replace(prim, attrs=attrs), tir_vars
+
+
+def tensor_fields(sinfo: StructInfo | None) -> list[TensorSInfo]:
+    """The tensors of a group parameter's type, tuples flattened in order."""
+    if isinstance(sinfo, TupleSInfo):
+        return [t for f in sinfo.fields for t in tensor_fields(f)]
+    assert isinstance(sinfo, TensorSInfo)
+    return [sinfo]
 
 
 def _result_slots(bindings: tuple[Any, ...], results: list[GVar]
@@ -203,27 +219,34 @@ def _results(group: Function) -> list[GVar]:
 
 def _replace_calls(func: Function, groups: dict[str, Function],
                    fused: dict[str, tuple[PrimFunc, list[PrimExpr]]]) -> Function:
-    body = _replace_in(func.body, groups, fused)
+    body = _replace_in(func.body, groups, fused, {})
     return func if body is func.body else dataclasses.replace(func, body=body)
 
 
 def _replace_in(seq: SeqExpr, groups: dict[str, Function],
-                fused: dict[str, tuple[PrimFunc, list[PrimExpr]]]) -> SeqExpr:
+                fused: dict[str, tuple[PrimFunc, list[PrimExpr]]],
+                tuples: dict[GVar, Tuple]) -> SeqExpr:
     """`seq` with each call of a fused group replaced by a call_tir of its kernel (inside the
-    branches of an `if` too)."""
+    branches of an `if` too); `tuples` collects the variables bound to a tuple of values."""
     blocks = []
     changed = False
     for block in seq.blocks:
         bindings = []
         for b in block.bindings:
-            new = with_branches(b, lambda s: _replace_in(s, groups, fused))
+            new = with_branches(b, lambda s: _replace_in(s, groups, fused, tuples))
             changed |= new is not b
             b = new
             if isinstance(b, VarBinding) and isinstance(b.value, GCall) and b.value.op in fused:
-                b = dataclasses.replace(b, value=_call_tir(b.value, b.var.struct_info,
-                                                           groups[b.value.op],
+                group = groups[b.value.op]
+                args: list[GraphExpr] = []
+                for p, a in zip(group.params, b.value.args):
+                    args.extend(_flat_arg(a, p.struct_info, b.var, bindings, tuples))
+                b = dataclasses.replace(b, value=_call_tir(b.value, tuple(args),
+                                                           b.var.struct_info, group,
                                                            fused[b.value.op][1]))
                 changed = True
+            if isinstance(b, VarBinding):
+                _note_tuple(b, tuples)
             bindings.append(b)
         blocks.append(dataclasses.replace(block, bindings=tuple(bindings)))
     if not changed:
@@ -231,17 +254,62 @@ def _replace_in(seq: SeqExpr, groups: dict[str, Function],
     return dataclasses.replace(seq, blocks=tuple(blocks))
 
 
-def _call_tir(call: GCall, sinfo: StructInfo | None, group: Function,
-              tir_vars: list[PrimExpr]) -> GraphExpr:
+def _note_tuple(b: VarBinding, tuples: dict[GVar, Tuple]) -> None:
+    """Records a variable bound to a tuple of values (`t = (x, (y, z))`, `u = t[1]`, `v = u`),
+    whose fields a call then passes as they are: lower-graph knows no projection of them."""
+    value = b.value
+    if isinstance(value, GVar):
+        value = tuples.get(value)  # type: ignore[assignment]
+    elif isinstance(value, TupleGetItem) and isinstance(value.tuple_value, GVar):
+        whole = tuples.get(value.tuple_value)
+        value = whole.fields[value.index] if whole is not None else None  # type: ignore[assignment]
+        if isinstance(value, GVar):
+            value = tuples.get(value)  # type: ignore[assignment]
+    if isinstance(value, Tuple):
+        tuples[b.var] = value
+
+
+def _flat_arg(arg: GraphExpr, sinfo: StructInfo | None, var: GVar, bindings: list[Any],
+              tuples: dict[GVar, Tuple]) -> list[GraphExpr]:
+    """The tensors of a call argument, for a parameter of type `sinfo`: the argument itself
+    for a tensor; for a tuple, its fields (those of a tuple of values as they are, others
+    projected by new bindings appended to `bindings`)."""
+    if not isinstance(sinfo, TupleSInfo):
+        return [arg]
+    if isinstance(arg, GVar) and arg in tuples:
+        arg = tuples[arg]
+    out: list[GraphExpr] = []
+    whole = getattr(arg, "struct_info", None)
+    for k, f in enumerate(sinfo.fields):
+        if isinstance(arg, Tuple):
+            field = arg.fields[k]
+        else:
+            fs = whole.fields[k] if isinstance(whole, TupleSInfo) else f
+            field = GVar(f"{var.name}_arg{len(bindings)}", fs, var.is_dataflow, span=var.span)
+            bindings.append(VarBinding(field, TupleGetItem(arg, k), span=var.span))
+        out.extend(_flat_arg(field, f, var, bindings, tuples))
+    return out
+
+
+def _bind_dims(ps: StructInfo | None, a_s: StructInfo | None,
+               values: dict[Var, PrimExpr]) -> None:
+    """Each size variable of a parameter's type -> the argument's size there."""
+    if isinstance(ps, TupleSInfo) and isinstance(a_s, TupleSInfo):
+        for f, g in zip(ps.fields, a_s.fields):
+            _bind_dims(f, g, values)
+    elif isinstance(ps, TensorSInfo) and isinstance(a_s, TensorSInfo):
+        for d, actual in zip(ps.shape or (), a_s.shape or ()):
+            if isinstance(d, Var) and d not in values:
+                values[d] = actual
+
+
+def _call_tir(call: GCall, flat: tuple[GraphExpr, ...], sinfo: StructInfo | None,
+              group: Function, tir_vars: list[PrimExpr]) -> GraphExpr:
     outs = sinfo.fields if isinstance(sinfo, TupleSInfo) else (sinfo,)
-    args: tuple[GraphExpr, ...] = (GlobalVar(group.name), Tuple(call.args))
+    args: tuple[GraphExpr, ...] = (GlobalVar(group.name), Tuple(flat))
     if tir_vars:
         values: dict[Var, PrimExpr] = {}
         for p, a in zip(group.params, call.args):
-            ps, a_s = p.struct_info, getattr(a, "struct_info", None)
-            if isinstance(ps, TensorSInfo) and isinstance(a_s, TensorSInfo):
-                for d, actual in zip(ps.shape or (), a_s.shape or ()):
-                    if isinstance(d, Var) and d not in values:
-                        values[d] = actual
+            _bind_dims(p.struct_info, getattr(a, "struct_info", None), values)
         args += (ShapeExpr(tuple(substitute(v, values) for v in tir_vars)),)
     return GCall("call_tir", args, {}, tuple(outs), span=call.span)  # type: ignore[arg-type]

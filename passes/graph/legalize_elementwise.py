@@ -62,6 +62,7 @@ BINARY: dict[str, Binary] = {
     "maximum": lambda a, b: binop("max", a, b),
     "minimum": lambda a, b: binop("min", a, b),
     "power": _power,
+    "atan2": _intrinsic2("atan2"),
     "equal": lambda a, b: binop("eq", a, b),
     "not_equal": lambda a, b: binop("ne", a, b),
     "less": lambda a, b: binop("lt", a, b),

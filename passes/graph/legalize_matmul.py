@@ -43,7 +43,7 @@ def matmul(oc: OpCall, out: StructInfo) -> Kernel:
 def einsum(oc: OpCall, out: StructInfo) -> Kernel:
     """`T[out labels] += A0[labels 0] * A1[labels 1] * ...` over the labels only the operands
     have (none: one spatial block); a label repeated in an operand reads its diagonal."""
-    inputs, rhs, sizes = einsum_labels(oc)
+    inputs, rhs, _ = einsum_labels(oc)
     arg = oc.values["operands"]
     fields = list(arg.fields) if isinstance(arg, Tuple) else \
         [TupleGetItem(arg, n) for n in range(len(inputs))]
@@ -61,8 +61,13 @@ def einsum(oc: OpCall, out: StructInfo) -> Kernel:
             product = binop("mul", product, v)
         return product
 
+    # a summed label's extent from the kernel's own buffer (a symbolic size is the kernel's)
+    extent = {}
+    for labels, b in zip(inputs, bufs):
+        for c, d in zip(labels, b.shape):
+            extent.setdefault(c, d)
     if summed:
-        k.reduce("T_einsum", y, [sizes[c] for c in summed], "add", init_value("add", y.dtype),
+        k.reduce("T_einsum", y, [extent[c] for c in summed], "add", init_value("add", y.dtype),
                  value)
     else:
         k.compute("T_einsum", y, lambda i: value(i, ()))

@@ -1,6 +1,7 @@
 """Legalization of `strided_slice`, `slice_scatter`, `flip`, `tile`, `repeat` and `nn.pad`: each
-output element reads the one input element it copies (a constant where `pad` fills); `cumsum`
-and `cumprod` as a reduction over the axis up to each position."""
+output element reads the one input element it copies (a constant where `pad` fills, or where
+`tril`/`triu` zero it); `cumsum` and `cumprod` as a reduction over the axis up to each
+position."""
 
 from __future__ import annotations
 
@@ -66,6 +67,24 @@ def flip(oc: OpCall, out: StructInfo) -> Kernel:
         return x.vload(*idx)
 
     k.compute("T_reverse_sequence", y, value)
+    return k
+
+
+@legalizer("tril", "triu")
+def triangle(oc: OpCall, out: StructInfo) -> Kernel:
+    """Element (.., i, j) is kept where j - i <= k (tril) or j - i >= k (triu), else 0."""
+    name = oc.op.name
+    k = Kernel(name)
+    x = k.input("A", oc.values["x"], oc.tensor("x"))
+    y = k.output(f"T_{name}", out_tensor(out))
+    keep = "le" if name == "tril" else "ge"
+
+    def value(i: Indices) -> PrimExpr:
+        offset = binop("sub", i[-1], i[-2])
+        return select(binop(keep, offset, dim(oc.values["k"])), x.vload(*i),
+                      const(0, x.dtype))
+
+    k.compute(f"T_{name}", y, value)
     return k
 
 

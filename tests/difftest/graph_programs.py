@@ -2,17 +2,17 @@
 
 A program is a chain of two to six bindings over the operators tirc legalizes: elementwise
 arithmetic with broadcasting, unary math (rounding, trigonometric and hyperbolic functions,
-float predicates), comparisons combined by logical operators into casts and `where`, bucketize,
-integer bitwise operators, shifts and remainders, `clip`, matmul and einsum, the nn operators
-(relu, relu6, gelu, gelu_tanh, silu, leakyrelu, softplus, selu, prelu, softmax, log_softmax,
-layer_norm, rms_norm, batch_norm, convolution and pooling, transposed convolution, attention),
-`image.resize2d`, reductions with and without keepdims (argmax, argmin, variance and std among
-them), topk, and the shape operators (reshape, flatten, permute_dims, expand_dims, squeeze, concat,
-split, take, broadcast_to, flip, tile, repeat, strided_slice, pad, cumsum, cumprod,
-collapse_sum_like and collapse_sum_to, scatter_elements with every reduction and negative
-indices, gather_elements, slice_scatter) with creation operators (zeros, ones, full and their
-`_like` forms) as operands, `arange` as take's indices, group_norm and instance_norm, and the
-losses nll_loss and cross_entropy_with_logits.
+atan2, float predicates), comparisons combined by logical operators into casts and `where`,
+bucketize, integer bitwise operators, shifts and remainders, `clip`, matmul and einsum, the nn
+operators (relu, relu6, gelu, gelu_tanh, silu, leakyrelu, softplus, selu, prelu, softmax,
+log_softmax, layer_norm, rms_norm, batch_norm, convolution and pooling, transposed convolution,
+attention), `image.resize2d`, reductions with and without keepdims (argmax, argmin, variance
+and std among them), topk, and the shape operators (reshape, flatten, permute_dims,
+expand_dims, squeeze, concat, split, take, broadcast_to, flip, tile, repeat, strided_slice,
+pad, cumsum, cumprod, tril, triu, collapse_sum_like and collapse_sum_to, scatter_elements with
+every reduction and negative indices, gather_elements, slice_scatter) with creation operators
+(zeros, ones, full and their `_like` forms) as operands, `arange` as take's indices, group_norm
+and instance_norm, and the losses nll_loss and cross_entropy_with_logits.
 The first dimension may be symbolic (`"n"`). Each value carries an interval of what it can
 hold, so that log, sqrt, rsqrt, divide and power get only arguments in their domain, exp no
 overflow, and only exact values reach casts to int and comparisons.
@@ -468,6 +468,11 @@ class _Gen:
                 lo, hi, exact = _more_range(op, a)
                 self.emit(op, a.var, dims=a.dims, dt="float32", lo=lo, hi=hi, exact=exact)
                 return
+        if self.rng.random() < 0.1:  # the quadrant from both signs, zeros included
+            b = self.partner(a)
+            self.emit("atan2", a.var, b.var, dims=_broadcast(a.dims, b.dims), dt="float32",
+                      lo=-math.pi, hi=math.pi, exact=False)
+            return
         choices = ["sin", "cos", "atan", "asinh", "erf", "square", "isnan", "isinf",
                    "isfinite"]
         if a.exact:
@@ -615,10 +620,16 @@ class _Gen:
         """flip, tile, repeat, or a strided_slice with negative bounds and strides."""
         a = self.pick(self.rng.choice(("float32", "float32", "int32")))
         rng = self.rng
-        op = rng.choice(("flip", "tile", "repeat", "strided_slice", "nn.pad", "scan"))
+        op = rng.choice(("flip", "tile", "repeat", "strided_slice", "nn.pad", "scan",
+                         "triangle"))
         keep = dict(dt=a.dt, lo=a.lo, hi=a.hi, exact=a.exact)
         if op == "flip":
             self.emit(op, a.var, dims=a.dims, axis=rng.randrange(len(a.dims)), **keep)
+        elif op == "triangle":
+            if len(a.dims) < 2:
+                return self.op_binary()
+            self.emit(rng.choice(("tril", "triu")), a.var, dims=a.dims, dt=a.dt,
+                      lo=min(a.lo, 0), hi=max(a.hi, 0), exact=a.exact, k=rng.randint(-2, 2))
         elif op == "nn.pad":
             mode = rng.choice(("constant", "constant", "edge", "reflect"))
             widths = []

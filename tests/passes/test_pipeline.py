@@ -96,7 +96,8 @@ def test_the_pipelines_in_order() -> None:
     assert default_pipeline(CPU, 0) == [
         "verify", "static-check", "apply-schedules", "inline-calls", "normalize",
         "propagate-sharding", "lower-sharding", "legalize-ops", "lower-sparse-iterations",
-        "annotate-op-pattern", "dead-code-elim", "memory-plan", "megakernel", "lower-graph",
+        "annotate-op-pattern", "fuse-tir", "dead-code-elim", "memory-plan", "megakernel",
+        "lower-graph",
         "megakernel-runtime", "bounds-check", "lower-init", "lower-blocks", "compact-buffers",
         "lower-layouts", "flatten-buffers", "storage-rewrite", "make-entry"]
     o2 = default_pipeline(CPU, 2)
@@ -120,10 +121,10 @@ def test_the_pipelines_in_order() -> None:
 
 
 def test_optional_steps_are_the_optimisations_o0_leaves_out() -> None:
-    """What -O0 leaves out is optional, but for fuse-tir, which lower-graph needs once fuse-ops
-    has made groups; -O0 still runs a few optimisations (memory planning, compact buffers and
-    storage rewriting make its code usable, and bisection may skip them). A step's flag is its
-    pass's (`Pass.optional`)."""
+    """What -O0 leaves out is optional (fuse-tir, which lower-graph needs once a module has
+    fused groups, runs at every level); -O0 still runs a few optimisations (memory planning,
+    compact buffers and storage rewriting make its code usable, and bisection may skip them).
+    A step's flag is its pass's (`Pass.optional`)."""
     from tirc.passes.pipeline import pipeline_steps
     from tirc.passes.registry import pass_class
 
@@ -133,7 +134,7 @@ def test_optional_steps_are_the_optimisations_o0_leaves_out() -> None:
             for step in pipeline_steps(target, level):
                 assert step.optional == pass_class(step.name).optional
                 if step.name not in o0:
-                    assert step.optional == (step.name != "fuse-tir"), step.name
+                    assert step.optional, step.name
     kept = {s.name for s in pipeline_steps(CPU, 0) if s.optional}
     assert kept == {"compact-buffers", "memory-plan", "storage-rewrite"}
     gpu_kept = {s.name for s in pipeline_steps(GPU, 0) if s.optional}

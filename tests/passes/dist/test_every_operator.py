@@ -32,7 +32,8 @@ case(("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "negative", "abs", "nn.r
       "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "erf", "square", "sign",
       "nn.gelu_tanh", "nn.leakyrelu", "nn.softplus", "nn.selu"), [X], "R.OP(x)")
 case(("isnan", "isinf", "isfinite"), [X], "R.astype(R.OP(x), \"float32\")")
-case(("mod", "floor_mod"), [X, ("y", (6, 8), F)], "R.OP(x, y)")
+case(("mod", "floor_mod", "atan2"), [X, ("y", (6, 8), F)], "R.OP(x, y)")
+case(("tril", "triu"), [("x", (2, 6, 8), F)], "R.OP(x, 1)")
 XI = ("x", (6, 8), "int32")
 case(("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"),
      [XI, ("y", (8,), "int32")], "R.OP(x, y)")
