@@ -484,8 +484,8 @@ class ExprBuilder:
         return str(node.value)
 
     def attr_value(self, node: S.Expr) -> Any:
-        """A Python value for an attribute or annotation: literals, tuples, dicts, or an
-        expression; lists are stored as tuples."""
+        """A Python value for an attribute or annotation: literals, tuples, dicts, buffers,
+        or an expression; lists are stored as tuples."""
         if isinstance(node, S.Constant):
             return node.value
         value = literal_value(node)
@@ -495,6 +495,8 @@ class ExprBuilder:
             return tuple(self.attr_value(e) for e in node.elts)
         if isinstance(node, S.Dict):
             return self.attr_dict(node)
+        if isinstance(node, S.Name) and isinstance(self.scope.lookup(node.id), Buffer):
+            return self.scope.lookup(node.id)  # e.g. layout_free_placeholders: [B]
         if S.call_name(node) == "T.target":
             assert isinstance(node, S.Call)
             a = check_call(self.ctx, node, "T.target", Sig(1, 2, ("host",)))

@@ -57,6 +57,8 @@ OP_SIGNATURES: dict[str, OpSig] = {
     "take": OpSig(2, ("axis", "mode")),
     "scatter_elements": OpSig(3, ("axis", "reduction")),
     "gather_elements": OpSig(2, ("axis",)),
+    "gather_nd": OpSig(2, ("batch_dims",)),
+    "one_hot": OpSig(3, ("depth", "axis")),
     "broadcast_to": OpSig(2),
     "collapse_sum_like": OpSig(2),
     "collapse_sum_to": OpSig(2),

@@ -98,11 +98,32 @@ def _device_entry(lb: LoopBuilder, call: S.Call) -> Wrapper:
 
 def _attr(lb: LoopBuilder, call: S.Call) -> Wrapper:
     """`T.attr(node, key, value)` without `with`: an attribute over the statements after it."""
+    if len(call.args) == 1 and not call.keywords and isinstance(call.args[0], S.Dict):
+        return _attr_dict(lb, call.args[0], call)
     launch = lb.thread_extent_attr(call)
     if launch is not None:
         return launch
     node, key, value = lb.attr_parts(call)
     return lambda body: AttrStmt(node, key, value, body, span=call.span)
+
+
+def _attr_dict(lb: LoopBuilder, d: S.Dict, call: S.Call) -> Wrapper:
+    """TVM 0.27's `T.attr({"key": value, ...})`: one attribute on no node per key, in order,
+    over the statements after it (`T.attr({"tirx.device_entry": True})` is T.device_entry())."""
+    if not d.keys:
+        lb.ctx.error("T.attr({...}) needs at least one \"key\": value", d.span)
+    attrs: list[tuple[str, PrimExpr]] = []
+    for k, v in zip(d.keys, d.values):
+        key = lb.eb.str_literal(k, "the attribute key")
+        value = StringImm(str(v.value), span=v.span) if isinstance(v, S.Constant) and \
+            v.kind == "str" else lb.eb.expr(v)
+        attrs.append((key, value))
+
+    def wrap(body: Stmt) -> Stmt:
+        for key, value in reversed(attrs):
+            body = AttrStmt(None, key, value, body, span=call.span)
+        return body
+    return wrap
 
 
 def _bind(lb: LoopBuilder, call: S.Call) -> Wrapper:

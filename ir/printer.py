@@ -528,6 +528,8 @@ class FuncPrinter:
             return self.sinfo(v)
         if isinstance(v, TargetAttr):
             return f"T.target({self.attr_value(v.spec)})"
+        if isinstance(v, Buffer):
+            return self.names.get(v, v.name)
         return _str(str(v))
 
     def attr_dict(self, d: dict[str, Any]) -> str:

@@ -40,7 +40,7 @@ from tirc.ir.graph import (
     TupleSInfo,
 )
 from tirc.ir.interpreter.expr import eval_expr
-from tirc.ir.interpreter.ops import BROADCAST_BINARY, OPS
+from tirc.ir.interpreter.ops import OPS, PRIM_OPERANDS
 from tirc.ir.interpreter.prim_func import CompiledPrimFunc
 from tirc.ir.interpreter.sparse_tensor import SparseValue, sparse_value
 from tirc.ir.interpreter.values import InterpreterError, np_dtype
@@ -224,7 +224,7 @@ class GraphRunner:
         if fn is None:
             raise InterpreterError(f"the interpreter has no implementation of R.{e.op}")
         args = [self.eval(a) for a in e.args]
-        if e.op in BROADCAST_BINARY:
+        if e.op in PRIM_OPERANDS:
             args = [_scalar_operand(a, v) for a, v in zip(e.args, args)]
         attrs = {k: self.attr(v) for k, v in e.attrs.items()}
         try:

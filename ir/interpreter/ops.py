@@ -89,6 +89,8 @@ BROADCAST_BINARY = frozenset(
      "mod", "floor_mod", "atan2", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
      "right_shift", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
      "logical_and", "logical_or", "logical_xor"))
+# Operators whose R.Prim operands reach them as arrays of shape (1,) of their dtype.
+PRIM_OPERANDS = BROADCAST_BINARY | {"one_hot"}
 
 
 def _unary(name: str, fn: Callable[[np.ndarray], Any]) -> None:
@@ -300,6 +302,41 @@ def gather_elements(data: np.ndarray, indices: np.ndarray, axis: int = 0) -> np.
     rows = tuple(slice(0, n) for n in idx.shape)
     return np.take_along_axis(data[rows[:a] + (slice(None),) + rows[a + 1:]], idx % size,
                               axis=a)
+
+
+@op("gather_nd")
+def gather_nd(data: np.ndarray, indices: np.ndarray, batch_dims: int = 0) -> np.ndarray:
+    """out[b, i, r] = data[b, indices[b, i, :], r] for indices (B..., I..., M) (negative from
+    the end); an index outside [-size, size) of its axis is an error."""
+    b = batch_dims
+    idx = np.asarray(indices, dtype=np.int64)
+    m = idx.shape[-1]
+    sizes = np.asarray(data.shape[b:b + m], dtype=np.int64)
+    bad = np.argwhere((idx < -sizes) | (idx >= sizes))
+    if bad.size:
+        pos = tuple(int(v) for v in bad[0])
+        raise IndexError(f"index {int(idx[pos])} at {pos} is out of bounds for axis "
+                         f"{b + pos[-1]} with size {sizes[pos[-1]]}")
+    idx = idx % np.maximum(sizes, 1)
+    nb = math.prod(data.shape[:b])
+    flat = data.reshape((nb, *data.shape[b:]))
+    picks = idx.reshape((nb, -1, m))
+    rows = np.arange(nb).reshape((nb, 1))
+    out = flat[(rows, *(picks[..., k] for k in range(m)))]
+    return out.reshape((*idx.shape[:-1], *data.shape[b + m:]))
+
+
+@op("one_hot")
+def one_hot(indices: np.ndarray, on_value: np.ndarray, off_value: np.ndarray, depth: int,
+            axis: int = -1) -> np.ndarray:
+    """`on_value` where the position along `axis` equals the index, else `off_value` (of the
+    values' dtype; an index outside [0, depth) is off everywhere, as TVM's)."""
+    idx = np.asarray(indices, dtype=np.int64)
+    a = axis % (idx.ndim + 1)
+    positions = np.arange(depth).reshape((depth,) + (1,) * (idx.ndim - a))
+    hit = np.expand_dims(idx, a) == positions
+    on, off = np.asarray(on_value).reshape(()), np.asarray(off_value).reshape(())
+    return np.where(hit, on, off).astype(on.dtype)
 
 
 @op("strided_slice")

@@ -1,13 +1,13 @@
 """Tensor creation: `zeros ones full` of a (possibly symbolic) shape, `zeros_like
-ones_like full_like` of another tensor's, `arange`, and `tril triu` (a tensor with the
-elements above or below a diagonal of its last two axes zeroed)."""
+ones_like full_like` of another tensor's, `arange`, `tril triu` (a tensor with the
+elements above or below a diagonal of its last two axes zeroed), and `one_hot`."""
 
 from __future__ import annotations
 
 import math
 
 from tirc.ir.dtype import dtype
-from tirc.ir.graph import StructInfo, TensorSInfo
+from tirc.ir.graph import PrimSInfo, StructInfo, TensorSInfo
 from tirc.ir.ops.manipulation import target_shape
 from tirc.ir.ops.registry import OpCall, Param, register
 from tirc.ir.ops.sinfo_util import ndim_of, tensor
@@ -53,6 +53,35 @@ def _triangle(oc: OpCall) -> StructInfo:
 
 for _name in ("tril", "triu"):
     register(_name, [Param("x", "tensor"), Param("k", "int", 0)], _triangle)
+
+
+def _one_hot(oc: OpCall) -> StructInfo:
+    """TVM's one_hot: integer indices, on and off values R.Prim scalars of one dtype (the
+    result's); the result is the indices' shape with `depth` inserted at `axis`."""
+    idx = oc.tensor("indices")
+    assert idx.shape is not None
+    if idx.dtype is not None and not idx.dtype.is_int:
+        oc.error(f"indices must be integers, got {idx.dtype}")
+    dts = []
+    for name in ("on_value", "off_value"):
+        s = oc.sinfo.get(name)
+        if not isinstance(s, PrimSInfo) or s.dtype is None:
+            oc.error(f"{name} must be a scalar R.prim_value(...) of a known dtype")
+        dts.append(s.dtype)
+    if dts[0] != dts[1]:
+        oc.error(f"on_value and off_value must have the same dtype, got {dts[0]} and {dts[1]}")
+    depth = oc.values["depth"]
+    if depth <= 0:
+        oc.error(f"depth must be positive, got {depth}")
+    axis = oc.axis(oc.values["axis"], len(idx.shape) + 1)
+    shape = list(idx.shape)
+    shape.insert(axis, depth)
+    return tensor(shape, dts[0])
+
+
+register("one_hot", [Param("indices", "tensor"), Param("on_value", "tensor"),
+                     Param("off_value", "tensor"), Param("depth", "int"),
+                     Param("axis", "int", -1)], _one_hot)
 
 
 

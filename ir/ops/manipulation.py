@@ -1,5 +1,6 @@
 """Shape manipulation: reshape, permute_dims, expand_dims, squeeze, concat, split, take,
-broadcast_to, and scatter_elements (ONNX's ScatterElements, TVM's reductions)."""
+broadcast_to, gather_elements, gather_nd, and scatter_elements (ONNX's ScatterElements, TVM's
+reductions)."""
 
 from __future__ import annotations
 
@@ -193,6 +194,34 @@ def _gather_elements(oc: OpCall) -> StructInfo:
     return tensor(idx.shape, x.dtype)
 
 
+def _gather_nd(oc: OpCall) -> StructInfo:
+    """TVM's gather_nd: integer indices (B..., I..., M) with M constant pick elements (or
+    slices) of data (B..., D1..DM, rest...); the result is (B..., I..., rest...), where B are
+    the first `batch_dims` axes of both."""
+    x, idx = oc.tensor("data"), oc.tensor("indices")
+    assert x.shape is not None and idx.shape is not None
+    if idx.dtype is not None and not idx.dtype.is_int:
+        oc.error(f"indices must be integers, got {idx.dtype}")
+    b = oc.values["batch_dims"]
+    if b < 0 or b > len(x.shape):
+        oc.error(f"batch_dims must be in [0, {len(x.shape)}] (the data's rank), got {b}")
+    if len(idx.shape) == 0 or b > len(idx.shape) - 1:
+        oc.error(f"batch_dims {b} must be less than the rank of the indices "
+                 f"{shape_text(idx.shape)}")
+    m = const_dim(idx.shape[-1])
+    if m is None:
+        oc.error(f"the last axis of the indices {shape_text(idx.shape)} must have a constant "
+                 "size")
+    if m > len(x.shape) - b:
+        oc.error(f"the last axis of the indices {shape_text(idx.shape)} must be at most the "
+                 f"data's rank {len(x.shape)} minus batch_dims {b}")
+    for a in range(b):
+        if not dims_equal(x.shape[a], idx.shape[a]):
+            oc.error(f"batch axis {a} differs: data {shape_text(x.shape)}, indices "
+                     f"{shape_text(idx.shape)}")
+    return tensor((*idx.shape[:-1], *x.shape[b + m:]), x.dtype)
+
+
 def _broadcast_to(oc: OpCall) -> StructInfo:
     x = oc.tensor("x")
     assert x.shape is not None
@@ -247,6 +276,8 @@ register("take", [Param("x", "tensor"), Param("indices", "tensor"),
                   Param("axis", "int", None), Param("mode", "str", "fast")], _take)
 register("gather_elements", [Param("data", "tensor"), Param("indices", "tensor"),
                              Param("axis", "int", 0)], _gather_elements)
+register("gather_nd", [Param("data", "tensor"), Param("indices", "tensor"),
+                       Param("batch_dims", "int", 0)], _gather_nd)
 register("broadcast_to", [Param("x", "tensor"), Param("shape", "shape")], _broadcast_to)
 register("scatter_elements", [Param("data", "tensor"), Param("indices", "tensor"),
                               Param("updates", "tensor"), Param("axis", "int", 0),

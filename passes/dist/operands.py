@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tirc.ir.graph import GCall, GraphExpr, StructInfo, TensorSInfo, Tuple
+from tirc.ir.graph import GCall, GraphExpr, PrimSInfo, StructInfo, TensorSInfo, Tuple
 from tirc.ir.ops.registry import bound_call
 
 OPAQUE = ("call_tir", "call_dps_packed")
@@ -35,7 +35,7 @@ def _slots(call: GCall, sinfo_of: Callable[[GraphExpr], StructInfo], module: Any
         if k >= len(call.args):
             break
         arg = call.args[k]
-        if p.kind == "tensor":
+        if p.kind == "tensor" and not isinstance(sinfo_of(arg), PrimSInfo):  # R.Prim: no placement
             out.append((k, None))
         elif p.kind == "tensors" and isinstance(arg, Tuple):
             out.extend((k, j) for j in range(len(arg.fields)))

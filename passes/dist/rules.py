@@ -355,6 +355,12 @@ def _rule_for(call: GCall, operands: Sequence[TensorSInfo], out: StructInfo) -> 
         fs = fx.new(len(_shape(operands[0])))
         axis = normalize_axis(int(call.attrs.get("axis", -1)), len(fs)) or 0
         return Rule([list(fs)], [list(fs) for _ in results], replicated={fs[axis]})
+    if op == "gather_nd":
+        return _gather_nd(fx, call, operands)
+    if op == "one_hot":  # the indices and result split alike; the new depth axis stays whole
+        fs, (fd,) = fx.new(len(_shape(operands[0]))), fx.new(1)
+        a = normalize_axis(int(call.attrs.get("axis", -1)), len(fs) + 1) or 0
+        return Rule([list(fs)], [[*fs[:a], fd, *fs[a:]]], replicated={fd})
     if op in ("tril", "triu"):  # the diagonal's two axes stay whole; the leading ones split
         fs = fx.new(len(_shape(operands[0])))
         return Rule([list(fs)], [list(fs)], replicated=set(fs[-2:]))
@@ -488,6 +494,17 @@ def _gather(fx: _Factors, call: GCall, operands: Sequence[TensorSInfo]) -> Rule:
     return Rule([list(fs), list(fi)], [list(fi)], replicated=whole)
 
 
+def _gather_nd(fx: _Factors, call: GCall, operands: Sequence[TensorSInfo]) -> Rule:
+    """gather_nd: the batch axes and the data's trailing (sliced) axes split data, indices and
+    result alike, the indices' own leading axes split them and the result; the indexed axes
+    and the indices' last (coordinate) axis stay whole."""
+    sx, si = _shape(operands[0]), _shape(operands[1])
+    b = int(call.attrs.get("batch_dims", 0))
+    m = const_dim(si[-1]) or 0
+    fd, fi, (fm,) = fx.new(len(sx)), fx.new(len(si) - 1 - b), fx.new(1)
+    return Rule([list(fd), [*fd[:b], *fi, fm]], [[*fd[:b], *fi, *fd[b + m:]]])
+
+
 def _scatter(fx: _Factors, call: GCall, operands: Sequence[TensorSInfo]) -> Rule:
     """scatter_elements: updates move along `axis` only, so the other axes split data,
     indices, updates and result alike where the indices span the data's whole axis; the
@@ -582,4 +599,5 @@ def has_rule(op: str) -> bool:
                "reshape", "flatten", "concat", "split", "take", "nn.prelu", "nn.batch_norm",
                "arange",
                "nn.attention", "nn.group_norm", "nn.instance_norm", "scatter_elements",
-               "gather_elements", "slice_scatter", "einsum", "topk", "bucketize", "tril", "triu")
+               "gather_elements", "slice_scatter", "einsum", "topk", "bucketize", "tril", "triu",
+               "gather_nd", "one_hot")

@@ -1,15 +1,16 @@
 """Legalization of `zeros ones full` and their `_like` forms: one spatial block storing the
 fill value (a `_like` kernel reads nothing of the tensor it takes its shape from); `arange`:
-one block storing `start + step * i`."""
+one block storing `start + step * i`; `one_hot`: the on value where the position equals the
+index, else the off value."""
 
 from __future__ import annotations
 
 from tirc.ir.dtype import INT64, dtype
-from tirc.ir.expr import cast, const
-from tirc.ir.graph import StructInfo
+from tirc.ir.expr import PrimExpr, binop, cast, const, select
+from tirc.ir.graph import PrimSInfo, StructInfo
 from tirc.ir.ops.creation import arange_bounds
 from tirc.ir.ops.registry import OpCall
-from tirc.passes.graph.kernel import Kernel
+from tirc.passes.graph.kernel import Indices, Kernel
 from tirc.passes.graph.legalize_table import legalizer, out_tensor
 
 
@@ -41,4 +42,27 @@ def arange(oc: OpCall, out: StructInfo) -> Kernel:
     y = k.output("T_arange", out_tensor(out))
     k.compute("T_arange", y,
               lambda i: cast(y.dtype, const(start, wide) + const(step, wide) * cast(wide, i[0])))
+    return k
+
+
+@legalizer("one_hot")
+def one_hot(oc: OpCall, out: StructInfo) -> Kernel:
+    """Element (.., j at `axis`, ..) is on_value where indices[..] == j, else off_value (a
+    negative or too large index matches no position, as TOPI's)."""
+    k = Kernel("one_hot")
+    ind = k.input("indices", oc.values["indices"], oc.tensor("indices"))
+    values = []
+    for name in ("on_value", "off_value"):
+        s = oc.sinfo[name]
+        assert isinstance(s, PrimSInfo) and s.dtype is not None
+        values.append(k.scalar_operand(name, oc.values[name], s.dtype))
+    on, off = values
+    y = k.output("T_one_hot", out_tensor(out))
+    a = oc.axis(oc.values["axis"], y.ndim)
+
+    def value(i: Indices) -> PrimExpr:
+        raw = cast(INT64, ind.vload(*i[:a], *i[a + 1:]))
+        return select(binop("eq", raw, i[a]), on(), off())
+
+    k.compute("T_one_hot", y, value)
     return k

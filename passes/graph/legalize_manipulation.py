@@ -244,6 +244,31 @@ def gather_elements(oc: OpCall, out: StructInfo) -> Kernel:
     return k
 
 
+@legalizer("gather_nd")
+def gather_nd(oc: OpCall, out: StructInfo) -> Kernel:
+    """Output (b.., i.., r..) reads data (b.., indices[b.., i.., 0..M-1], r..) (a negative
+    index from the end of its axis)."""
+    k = Kernel("gather_nd")
+    x = k.input("A", oc.values["data"], oc.tensor("data"))
+    ind = k.input("indices", oc.values["indices"], oc.tensor("indices"))
+    y = k.output("T_gather_nd", out_tensor(out))
+    b = oc.values["batch_dims"]
+    m = const_dim(ind.shape[-1])
+    assert m is not None
+    lead = ind.ndim - 1
+
+    def value(i: Indices) -> PrimExpr:
+        picks = []
+        for j in range(m):
+            raw = cast(INT64, ind.vload(*i[:lead], dim(j)))
+            size = x.shape[b + j]
+            picks.append(select(binop("lt", raw, ZERO), binop("add", raw, size), raw))
+        return x.vload(*i[:b], *picks, *i[lead:])
+
+    k.compute("T_gather_nd", y, value)
+    return k
+
+
 @legalizer("broadcast_to")
 def broadcast_to(oc: OpCall, out: StructInfo) -> Kernel:
     k = Kernel("broadcast_to")

@@ -10,9 +10,9 @@ attention), `image.resize2d`, reductions with and without keepdims (argmax, argm
 and std among them), topk, and the shape operators (reshape, flatten, permute_dims,
 expand_dims, squeeze, concat, split, take, broadcast_to, flip, tile, repeat, strided_slice,
 pad, cumsum, cumprod, tril, triu, collapse_sum_like and collapse_sum_to, scatter_elements with
-every reduction and negative indices, gather_elements, slice_scatter) with creation operators
-(zeros, ones, full and their `_like` forms) as operands, `arange` as take's indices, group_norm
-and instance_norm, and the losses nll_loss and cross_entropy_with_logits.
+every reduction and negative indices, gather_elements, gather_nd, one_hot, slice_scatter) with
+creation operators (zeros, ones, full and their `_like` forms) as operands, `arange` as take's
+indices, group_norm and instance_norm, and the losses nll_loss and cross_entropy_with_logits.
 The first dimension may be symbolic (`"n"`). Each value carries an interval of what it can
 hold, so that log, sqrt, rsqrt, divide and power get only arguments in their domain, exp no
 overflow, and only exact values reach casts to int and comparisons.
@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 from tirc.ir import Constant, IntImm, PrimExpr, ShapeExpr, Tuple, TupleGetItem, Var
 from tirc.ir.dtype import dtype
-from tirc.ir.graph import GVar
+from tirc.ir.expr import FloatImm
+from tirc.ir.graph import GVar, PrimValue
 from tirc.ir.ops.builder import GraphBuilder
 
 from difftest.harness import Program
@@ -887,11 +888,49 @@ class _Gen:
         self.emit(op, a.var, gamma.var, beta.var, dims=a.dims, dt="float32", lo=-bound,
                   hi=bound, exact=False, **attrs)
 
+    def op_gather_nd(self) -> None:
+        """gather_nd with 0 or 1 batch axes, indices (some negative) picking elements or
+        slices of the data through one or more of its axes."""
+        rng = self.rng
+        a = self.pick(rng.choice(("float32", "int32")))
+        b = rng.randint(0, min(1, len(a.dims) - 1))
+        m = rng.randint(1, len(a.dims) - b)
+        bound = min(v for _, v in a.dims[b:b + m])
+        lead = tuple(_dim(rng.randint(1, 4)) for _ in range(rng.randint(0, 2)))
+        idx = self.param((*a.dims[:b], *lead, _dim(m)), "int32",
+                         index_range=-bound if rng.random() < 0.4 else bound)
+        dims = (*a.dims[:b], *lead, *a.dims[b + m:])
+        self.emit("gather_nd", a.var, idx.var, dims=dims, dt=a.dt, lo=a.lo, hi=a.hi,
+                  exact=a.exact, batch_dims=b)
+
+    def op_one_hot(self) -> None:
+        """one_hot of int indices (some of them -1 or depth, matching no position) at a random
+        axis, with float or int on and off values."""
+        rng = self.rng
+        dims = self.shape(rng.choice((1, 2)))
+        depth = rng.randint(1, 5)
+        idx = self.param(dims, "int32", index_range=-(depth + 1))
+        dt = rng.choice(("float32", "int32"))
+        on, off = rng.randint(-3, 3), rng.randint(-3, 3)
+        values = [PrimValue(FloatImm(float(v), dtype(dt)) if dt == "float32" else
+                            IntImm(v, dtype(dt))) for v in (on, off)]
+        axis = rng.randint(0, len(dims))
+        out = (*dims[:axis], _dim(depth), *dims[axis:])
+        self.emit("one_hot", idx.var, *values, dims=out, dt=dt, lo=min(on, off),
+                  hi=max(on, off), exact=True, depth=depth,
+                  axis=axis - (len(dims) + 1) * rng.randint(0, 1))
+
     def op_scatter(self) -> None:
         """scatter_elements (or gather_elements) along a random axis with indices (some
         negative, repeated) that may cover only part of the data off the axis, with each
-        reduction its dtype allows; or slice_scatter of a strided slice of the axis."""
+        reduction its dtype allows; or slice_scatter of a strided slice of the axis; or
+        gather_nd, or one_hot."""
         rng = self.rng
+        r = rng.random()
+        if r < 0.15:
+            return self.op_gather_nd()
+        if r < 0.3:
+            return self.op_one_hot()
         a = self.pick(rng.choice(("float32", "float32", "int32")))
         axis = rng.randrange(len(a.dims))
         size = a.dims[axis][1]

@@ -94,6 +94,10 @@ case("nn.group_norm", [("x", (2, 6, 4), F), ("g", (6,), F), ("b", (6,), F)],
 case("nn.instance_norm", [("x", (2, 6, 4), F), ("g", (6,), F), ("b", (6,), F)],
      "R.nn.instance_norm(x, g, b, channel_axis=1, axes=[2])")
 case("gather_elements", [X, ("i", (6, 3), "int64")], "R.gather_elements(x, i, axis=1)")
+case("gather_nd", [("x", (6, 6, 8), F), ("i", (6, 3, 1), "int64")],
+     "R.gather_nd(x, i, batch_dims=1)")
+case("one_hot", [("x", (6, 8), "int64")],
+     "R.one_hot(x, R.prim_value(T.float32(2)), R.prim_value(T.float32(-1)), 5, axis=1)")
 case("einsum", [X, ("y", (8, 4), F)], "R.einsum((x, y), subscripts=\"ij,jk->ki\")")
 case("bucketize", [X, ("b", (5,), F)], "R.astype(R.bucketize(x, b, right=True), \"float32\")")
 case("topk", [X], "R.add(R.astype(R.topk(x, 3, axis=1, ret_type=\"indices\"), \"float32\"), "
