@@ -11,9 +11,10 @@ Left as loops, marked for LLVM: an unroll loop whose extent is symbolic, or a co
 than the option `max-extent` (`unroll{max-extent=N}`, or `--pass-config unroll.max-extent=N`;
 default 64), becomes a serial loop with the
 annotation `"pragma_unroll": True`, which the LLVM backend turns into `llvm.loop.unroll.enable`
-metadata (LLVM then unrolls as far as its cost model allows). So does an unroll loop whose body
-breaks or continues it (tirc.ir.loop_jumps): a copy of the body has no loop to jump in. An
-unroll loop of extent 0 or less disappears.
+metadata for a constant extent (LLVM then unrolls as far as its cost model allows) and into an
+unroll count of 4 for a symbolic one (runtime unrolling, which LLVM honours). So does an
+unroll loop whose body breaks or continues it (tirc.ir.loop_jumps): a copy of the body has no
+loop to jump in. An unroll loop of extent 0 or less disappears.
 """
 
 from __future__ import annotations

@@ -47,19 +47,29 @@ from tirc.ir.stmt import (
 from tirc.ir.visitor import post_order_visit
 
 
-def guarded_store(body: Stmt) -> bool:
-    """True when a store in `body` sits under an `if`: LLVM's vectorizer cannot turn that
-    branch into a select, and a loop forced to vectorize then only earns a warning."""
+def unvectorizable(body: Stmt) -> bool:
+    """True when `body` holds a store under an `if` (LLVM's vectorizer cannot turn that branch
+    into a select) or a loop of its own (it vectorizes innermost loops only): a loop forced to
+    vectorize would then only earn a 'loop not vectorized' warning."""
     found: list[bool] = []
 
     def visit(n: object) -> None:
-        if isinstance(n, IfThenElse) and not found:
+        if found:
+            return
+        if isinstance(n, (For, While)):
+            found.append(True)
+        elif isinstance(n, IfThenElse):
             post_order_visit(n, lambda m: found.append(True) if isinstance(m, BufferStore)
                              else None)
 
     post_order_visit(body, visit)
     return bool(found)
 
+
+# The unroll count asked of LLVM for a loop of symbolic extent: a plain "unroll.enable" there
+# needs runtime unrolling, which LLVM refuses for a loop that breaks or for the scalar remainder
+# its vectorizer leaves, and then prints "loop not unrolled" warnings; a count it always honours.
+RUNTIME_UNROLL = 4
 
 # Without storage-rewrite's classification, allocations of at most this many bytes with a
 # constant size live on the stack.
@@ -279,11 +289,12 @@ class StmtCodegen(ExprCodegen):
         elif isinstance(pragma, int) and not isinstance(pragma, bool) and pragma == 0:
             md = loop_metadata.unroll_disable(self.ctx.module)
         elif pragma:
-            md = loop_metadata.unroll_enable(self.ctx.module)
+            md = loop_metadata.unroll_enable(self.ctx.module) if const_int(s.extent) is not None \
+                else loop_metadata.unroll_count(self.ctx.module, RUNTIME_UNROLL)
         elif s.kind == ForKind.UNROLLED:
             md = loop_metadata.unroll_full(self.ctx.module) if const_int(s.extent) is not None \
-                else loop_metadata.unroll_count(self.ctx.module, 4)
-        elif s.kind == ForKind.VECTORIZED and not guarded_store(s.body):
+                else loop_metadata.unroll_count(self.ctx.module, RUNTIME_UNROLL)
+        elif s.kind == ForKind.VECTORIZED and not unvectorizable(s.body):
             md = loop_metadata.vectorize_enable(self.ctx.module)
         dt = s.loop_var.dtype
         begin = self.expr_as(s.min, dt)

@@ -93,6 +93,8 @@ _ARITH = {
 def evaluate(e: PrimExpr, env: dict[Var, np.ndarray], n: int) -> np.ndarray:
     """`e` over the points (int64 or bool arrays, or scalars that broadcast)."""
     if isinstance(e, IntImm):
+        if e.dtype.kind == "uint" and e.dtype.bits >= 64:
+            raise NotEnumerable("uint64")  # as _wrap: its values need not fit int64 points
         return np.asarray(e.value, dtype=bool if e.dtype.is_bool else np.int64)
     if isinstance(e, Var):
         if e not in env:

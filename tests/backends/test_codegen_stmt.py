@@ -11,12 +11,14 @@ import pytest
 from backend_support import build_library, emit, func, i64
 from tirc.ir import For, ForKind, IRModule, Var, make_buffer
 from tirc.ir.dtype import dtype
-from tirc.ir.expr import StringImm, binop, const
+from tirc.ir.expr import StringImm, binop, call, const
+from tirc.ir.intrinsics import BREAK_LOOP
 from tirc.ir.stmt import (
     Allocate,
     AssertStmt,
     AttrStmt,
     BufferStore,
+    Evaluate,
     IfThenElse,
     LetStmt,
     While,
@@ -198,3 +200,48 @@ def test_vectorize_hint_only_where_llvm_can_take_it() -> None:
     text = emit(IRModule({"g": func("g", [x, out], guarded, (n,))}), "ll", None, 0).decode()
     assert hint not in text
     llvm.parse_assembly(text).verify()
+
+
+@pytest.mark.parametrize("jump", [False, True])
+def test_symbolic_unroll_hint_leaves_no_llvm_warning(capfd: pytest.CaptureFixture[str],
+                                                     tmp_path: Any, jump: bool) -> None:
+    """An unroll hint on a loop of symbolic extent (what the unroll pass leaves of `T.unroll(n)`)
+    asks LLVM for a count: `unroll.enable` there needs runtime unrolling, which LLVM refused
+    for its vectorizer's remainder loop or a loop that breaks, printing 'loop not unrolled'."""
+    n = Var("n", I64)
+    x, out = make_buffer("X", (n,), "float32"), make_buffer("Out", (n,), "float32")
+    i = Var("i", I64)
+    store = BufferStore(out, x.vload(i) * 2.0, (i,))
+    body = seq(IfThenElse(x.vload(i) > 4.0, Evaluate(call(BREAK_LOOP, dt="int32"))), store) \
+        if jump else store
+    loop = For(i, i64(0), n, ForKind.SERIAL, body, annotations={"pragma_unroll": True})
+    f = func("twice", [x, out], loop, (n,))
+    text = emit(IRModule({"twice": f}), "ll", None, 0).decode()
+    assert '!{!"llvm.loop.unroll.count", i32 4}' in text
+    assert "llvm.loop.unroll.enable" not in text
+    lib = build_library([f], tmp_path / "twice.so", 3)
+    assert "loop not unrolled" not in capfd.readouterr().err
+    xs = np.arange(11, dtype=np.float32)
+    got = lib.twice(xs, np.zeros(11, np.float32), 11)
+    want = np.where(np.arange(11) < 5, xs * 2, 0) if jump else xs * 2
+    np.testing.assert_array_equal(got, want)
+
+
+def test_no_vectorize_hint_on_a_loop_around_a_loop(capfd: pytest.CaptureFixture[str],
+                                                   tmp_path: Any) -> None:
+    """A `vectorized` loop whose body holds a loop (an inner sum, left so at -O1) gets no
+    vectorize hint: LLVM vectorizes innermost loops only, and printed 'loop not vectorized'."""
+    n = Var("n", I64)
+    x, out = make_buffer("X", (i64(64) * n,), "float32"), make_buffer("Out", (i64(64),), "float32")
+    i, k = Var("i", I64), Var("k", I64)
+    body = seq(BufferStore(out, const(0.0), (i,)),
+               For(k, i64(0), n, ForKind.SERIAL,
+                   BufferStore(out, out.vload(i) + x.vload(i * n + k), (i,))))
+    f = func("rows", [x, out], For(i, i64(0), i64(64), ForKind.VECTORIZED, body), (n,))
+    text = emit(IRModule({"rows": f}), "ll", None, 0).decode()
+    assert "llvm.loop.vectorize.enable" not in text
+    lib = build_library([f], tmp_path / "rows.so", 1)
+    assert "loop not vectorized" not in capfd.readouterr().err
+    xs = np.arange(320, dtype=np.float32).reshape(64, 5)
+    np.testing.assert_array_equal(lib.rows(xs.ravel(), np.zeros(64, np.float32), 5),
+                                  xs.sum(axis=1))

@@ -142,8 +142,9 @@ def run_loop(lib: Any, calls: list[Call]) -> list[list[np.ndarray] | str]:
 
 
 def loop_labels(func: PrimFunc) -> list[str]:
-    """The buffer name of each parameter, in order (outputs' Infos are keyed by them)."""
-    return [func.buffer_map[p].name for p in func.params]
+    """The buffer name of each parameter (a scalar's own name), in order (outputs' Infos are
+    keyed by them)."""
+    return [func.buffer_map[p].name if p in func.buffer_map else p.name for p in func.params]
 
 
 def interpret_graph(mod: IRModule, name: str, args: list[Any]) -> list[np.ndarray]:

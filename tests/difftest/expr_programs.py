@@ -6,10 +6,14 @@ float16/32/64, bool, casts between them, comparisons, selects, bitwise operation
 `min`/`max`, both rounding modes of division and modulo, and rounding and math functions,
 stored (some under conditions on computed values) by serial, parallel, vectorized, unrolled
 or split loops whose variable is int32, int64, int16, int8 or uint8, and read at the loop
-variable or at a permutation of it computed in its type. It checks the simplifier, the
-vectorizer and the code generator on the semantics the interpreter defines: narrow and
-unsigned integers wrap, a shift by the width or more gives 0 (or the sign). Divisors are made
-odd (`T.bitwise_or(b, 1)`): a division by zero is an error in the interpreter.
+variable or at a permutation of it computed in its type. A third of the int32 programs also
+use idioms users write (from a stream of their own): loops from a non-zero start or with a
+step, over an extent passed as a scalar parameter, or a `while` over a counter in a scratch
+buffer; indices chosen per element (`T.if_then_else`); floats rounded through bfloat16.
+It checks the simplifier, the vectorizer and the code generator on the semantics the
+interpreter defines: narrow and unsigned integers wrap, a shift by the width or more gives 0
+(or the sign). Divisors are made odd (`T.bitwise_or(b, 1)`): a division by zero is an error in
+the interpreter.
 
 Every value stays where all builds must agree:
 - int32 and int64 arithmetic never overflows (compiled code takes signed overflow of those as
@@ -29,7 +33,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from tirc.frontend import parse
@@ -39,7 +43,7 @@ from difftest.values import Info
 
 INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 FLOATS = ("float16", "float32", "float64")
-MANTISSA = {"float16": 11, "float32": 24, "float64": 53}
+MANTISSA = {"bfloat16": 8, "float16": 11, "float32": 24, "float64": 53}
 FLOAT_LIMIT = {"float16": 1000.0, "float32": 1e6, "float64": 1e9}
 EXTENTS = (1, 3, 7, 16, 33, 64)
 LOOP_DTYPES = ("int32", "int32", "int32", "int32", "int64", "int16", "int8", "uint8")
@@ -85,12 +89,13 @@ class _Gen:
     """One program's expressions, drawn from one random stream."""
 
     def __init__(self, rng: random.Random, inputs: list[tuple[str, str]], specials: bool,
-                 extent: int, loop_dtype: str) -> None:
+                 extent: int, loop_dtype: str, extra: random.Random | None = None) -> None:
         self.rng = rng
         self.inputs = inputs
         self.specials = specials
         self.extent = extent
         self.loop_dtype = loop_dtype
+        self.extra = extra  # the idioms' own stream (None: the program has none)
 
     # ---- leaves
 
@@ -120,7 +125,11 @@ class _Gen:
     def index(self) -> str:
         """`i`, or now and then a permutation of the elements computed in the loop variable's
         type, `(i * 7 + 3) % n` (which may wrap in int8 or uint8; the modulo keeps it in
-        bounds)."""
+        bounds), or with the idioms a mirror chosen per element, `T.if_then_else(i < c, i,
+        n - 1 - i)`."""
+        if self.extra is not None and self.loop_dtype == "int32" and self.extra.random() < 0.2:
+            c = self.extra.randint(0, self.extent)
+            return f"T.if_then_else(i < {c}, i, {self.extent - 1} - i)"
         if self.rng.random() >= 0.2:
             return "i"
         k, c = self.rng.choice((3, 5, 7, 11)), self.rng.randint(0, 9)
@@ -150,9 +159,13 @@ class _Gen:
     # ---- casts
 
     def cast(self, v: Val, dt: str) -> Val:
-        """`v` as `dt`, where the cast is defined; otherwise a constant of `dt`."""
+        """`v` as `dt`, where the cast is defined; otherwise a constant of `dt` (with the
+        idioms, a float may go through bfloat16 on its way)."""
         if v.dtype == dt:
             return v
+        if self.extra is not None and v.dtype in FLOATS and dt in FLOATS and \
+                self.extra.random() < 0.5:
+            return self.cast(self.bfloat16(v), dt)
         text = f'T.Cast("{dt}", {v.text})'
         if dt == "bool":
             if v.dtype in FLOATS and not v.exact:
@@ -178,6 +191,23 @@ class _Gen:
         if lo <= v.lo and v.hi <= hi:
             return Val(text, dt, v.lo, v.hi)
         return Val(text, dt, lo, hi)  # a narrowing or sign-changing cast wraps
+
+    def bfloat16(self, v: Val) -> Val:
+        """`v` rounded to bfloat16 (8 significant bits) and back to float32, or two such
+        values added or multiplied in bfloat16; exact where the bits suffice."""
+        if v.mag > FLOAT_LIMIT["float32"]:
+            return v
+        a = f'T.Cast("bfloat16", {v.text})'
+        exact = v.exact and _float_exact("bfloat16", v.mag, v.frac)
+        if self.extra is not None and self.extra.random() < 0.5:
+            op = self.extra.choice(("+", "*"))
+            c = self.extra.randint(-16, 16) / 4
+            mag = v.mag + abs(c) if op == "+" else v.mag * abs(c)
+            frac = max(v.frac, 2) if op == "+" else v.frac + 2
+            exact = exact and _float_exact("bfloat16", mag, frac)
+            return Val(f'T.Cast("float32", {a} {op} T.bfloat16({c!r}))', "float32", -mag, mag,
+                       frac, exact, v.finite)
+        return Val(f'T.Cast("float32", {a})', "float32", v.lo, v.hi, v.frac, exact, v.finite)
 
     # ---- expressions
 
@@ -354,6 +384,7 @@ class ExprProgram:
     text: str
     outputs: dict[str, Info]
     specials: bool  # float inputs hold nan, inf and -0.0 among their values
+    scalars: dict[str, int] = field(default_factory=dict)  # scalar parameters' values
 
 
 def random_expr_program(seed: int) -> ExprProgram:
@@ -366,7 +397,11 @@ def random_expr_program(seed: int) -> ExprProgram:
     specials = rng.random() < 0.3
     kind = rng.choice(("range", "T.serial", "T.parallel", "T.vectorized", "T.unroll", "split"))
     loop_dtype = "int32" if kind == "split" else rng.choice(LOOP_DTYPES)
-    gen = _Gen(rng, inputs, specials, n, loop_dtype)
+    # A third of the programs use the idioms (their own stream, so the other programs are
+    # those the seed always gave): another loop form, mirrored indices, bfloat16 roundings.
+    extra = random.Random(seed * 7919 + 29)
+    idioms = loop_dtype == "int32" and extra.random() < 0.35
+    gen = _Gen(rng, inputs, specials, n, loop_dtype, extra if idioms else None)
     outputs, lines, infos = [], [], {}
     for k in range(rng.randint(1, 3)):
         dt = rng.choice(dtypes)
@@ -382,10 +417,39 @@ def random_expr_program(seed: int) -> ExprProgram:
         infos[name] = Info("int32", 0.0) if v.exact or dt not in FLOATS else \
             Info("float16" if dt == "float16" else "float32", max(v.mag, 1.0), rounded=True)
     params = ", ".join(f'{name}: T.Buffer(({n},), "{dt}")' for name, dt in inputs + outputs)
-    body = _loop(rng, kind, n, loop_dtype, lines)
+    scalars: dict[str, int] = {}
+    if idioms and kind != "split":
+        body, scalars = _idiom_loop(extra, kind, n, lines)
+    else:
+        body = _loop(rng, kind, n, loop_dtype, lines)
+    params = "".join(f"{name}: T.int32, " for name in scalars) + params
     text = f"@T.prim_func\ndef expr_{seed}({params}):\n{body}"
     func = parse(text)[f"expr_{seed}"]
-    return ExprProgram(func, text, infos, specials)
+    return ExprProgram(func, text, infos, specials, scalars)
+
+
+def _idiom_loop(rng: random.Random, kind: str, n: int, lines: list[str]
+                ) -> tuple[str, dict[str, int]]:
+    """The stores in a loop users write that the plain forms miss: a non-zero start
+    (`T.serial(2, n)`), a step (`range(1, n, 3)`), an extent passed as a scalar parameter
+    (`range(m)`, m <= n), or a `while` over a counter in a scratch buffer whose value a let
+    binds (before or after the counter moves on). Returns the text and the scalars' values."""
+    form = rng.choice(("start", "step", "param", "while"))
+    lo, step = rng.randint(1, 3), rng.choice((1, 2, 3))
+    indent = ["        " + line for line in lines]
+    if form == "start":
+        return "\n".join([f"    for i in {kind}({lo}, {n}):"] + indent) + "\n", {}
+    if form == "step":
+        return "\n".join([f"    for i in range({lo}, {n}, {step + 1}):"] + indent) + "\n", {}
+    m = rng.randint(0, n)
+    if form == "param":
+        return "\n".join([f"    for i in {kind}(m):"] + indent) + "\n", {"m": m}
+    bound = rng.choice((str(n), "m"))
+    move = [f"        c[0] = c[0] + {step}"]
+    head = ['    c = T.alloc_buffer((1,), "int32")', f"    c[0] = {lo - 1}",
+            f"    while c[0] < {bound}:", "        i = c[0]"]
+    body = indent + move if rng.random() < 0.5 else move + indent
+    return "\n".join(head + body) + "\n", {"m": m} if bound == "m" else {}
 
 
 def _loop(rng: random.Random, kind: str, n: int, loop_dtype: str, lines: list[str]) -> str:
@@ -413,15 +477,19 @@ def _loop(rng: random.Random, kind: str, n: int, loop_dtype: str, lines: list[st
         + "\n"
 
 
-def expr_args(func: object, specials: bool) -> object:
-    """Random arguments for the function: integers anywhere in their dtype (the wrap-around
-    and the sign are what is checked), floats multiples of 1/8 in [-4, 4] (with nan, inf,
-    -inf and -0.0 among them when `specials`), random bools."""
+def expr_args(func: object, specials: bool, scalars: dict[str, int] | None = None) -> object:
+    """Random arguments for the function (its scalar parameters, first, at `scalars`' values;
+    they are 0-d arrays, as the runtime and the interpreter take them): integers anywhere in
+    their dtype (the wrap-around and the sign are what is checked), floats multiples of 1/8 in
+    [-4, 4] (with nan, inf, -inf and -0.0 among them when `specials`), random bools."""
+    scalars = scalars or {}
     params = [(func.buffer_map[p].shape[0].value, str(func.buffer_map[p].dtype))  # type: ignore
-              for p in func.params]  # type: ignore[attr-defined]
+              for p in func.params if p in func.buffer_map]  # type: ignore[attr-defined]
+    values = [np.array(scalars[p.name], np.int32)  # type: ignore[attr-defined]
+              for p in func.params if p not in func.buffer_map]  # type: ignore
 
     def make(rng: np.random.Generator) -> list[np.ndarray]:
-        out = []
+        out = [v.copy() for v in values]
         for n, dt in params:
             if dt == "bool":
                 out.append(rng.integers(0, 2, size=n).astype(np.bool_))
@@ -449,4 +517,4 @@ def expr_case(seed: int) -> Program:
     """The program of `seed` as the harness takes it."""
     prog = random_expr_program(seed)
     return Program(seed, prog.func.name, prog.func,  # type: ignore[attr-defined]
-                   expr_args(prog.func, prog.specials), prog.outputs)
+                   expr_args(prog.func, prog.specials, prog.scalars), prog.outputs)

@@ -9,8 +9,10 @@ float16 and int32. Shapes are
 static or symbolic (`n = T.int64()`); loop nests are plain, split (with `T.where` when the
 factor does not divide), fused, or reordered, with parallel, vectorized and unrolled loops
 where they are legal. A quarter of the programs end with one more output, a row scan whose
-serial loop inside the block leaves early (`break`) or skips elements (`continue`); it draws
-from its own stream, so the stages before it are those the seed always gave.
+serial loop inside the block leaves early (`break`) or skips elements (`continue`), and a fifth
+with a row sum through a scratch buffer local to its block over a loop from a non-zero start,
+or a total over two reduction axes with `T.init`; each draws from its own stream, so the stages
+before it are those the seed always gave.
 `random_loop_program(seed)` is deterministic in its seed, so a failing seed is a reproducible
 program.
 """
@@ -520,6 +522,56 @@ class _Gen:
         self.stages.append(For(i, IntImm(0, self.index), rows.expr, kind,
                                BlockRealize((i,), IntImm(1, BOOL), block)))
 
+    def stage_scratch(self) -> None:
+        """out[i] = the sum over k in [lo, cols) of a row of `2 * src` staged in a scratch
+        buffer local to the block (`T.alloc_buffer` in the block, one per row), the sum's
+        loop starting at a non-zero `lo` (`T.serial(lo, cols)`)."""
+        src = self.source("float32", rank=2)
+        rows, cols = src.dims
+        mag = 2 * src.info.mag * max(1, cols.value or cols.expr.value)
+        if mag > _limit("float32") or not cols.static:
+            return  # a GPU's local buffers have constant sizes
+        out = self.tensor((rows,), "float32", src.info.with_(mag=mag), "out")
+        scratch = make_buffer(self.fresh("S"), (cols.expr,), "float32", scope="local")
+        vi, k, j = Var("vi", self.index), Var("k", self.index), Var("j", self.index)
+        lo = IntImm(self.rng.choice((1, 2)), self.index)
+        fill = For(k, IntImm(0, self.index), cols.expr, ForKind.SERIAL,
+                   BufferStore(scratch, binop("mul", src.buf.vload(vi, k),
+                                              E.const(2.0, "float32")), (k,)))
+        extent = IntImm(max(0, cols.expr.value - lo.value), self.index)
+        add = BufferStore(out.buf, binop("add", out.buf.vload(vi), scratch.vload(j)), (vi,))
+        total = For(j, lo, extent, ForKind.SERIAL, add)
+        body = seq(fill, BufferStore(out.buf, E.const(0, "float32"), (vi,)), total)
+        reads, writes = infer_regions(body, None, {scratch})
+        block = Block(self.fresh(f"{self.name}_scratch"),
+                      (IterVar(vi, Range(IntImm(0, self.index), rows.expr), IterKind.SPATIAL),),
+                      reads, writes, body, alloc_buffers=(scratch,))
+        i = Var("i", self.index)
+        kind = ForKind.PARALLEL if not self.plain and self.rng.random() < 0.5 else ForKind.SERIAL
+        self.stages.append(For(i, IntImm(0, self.index), rows.expr, kind,
+                               BlockRealize((i,), IntImm(1, BOOL), block)))
+
+    def stage_total(self) -> None:
+        """out[0] = init + the sum (or max) of every element of a matrix: one block with two
+        reduction axes and a `T.init`, in a plain, reordered or fused-free nest."""
+        dt = self.rng.choice(("float32", "int32"))
+        src = self.source(dt, rank=2)
+        rows, cols = src.dims
+        op = self.rng.choice(("sum", "max"))
+        count = max(1, rows.value or rows.expr.value) * max(1, cols.value or cols.expr.value)
+        info = src.info.with_(mag=src.info.mag * count) if op == "sum" else src.info
+        if info.mag > _limit(dt):
+            op, info = "max", src.info
+        one = Dim(IntImm(1, self.index), 0)
+        out = self.tensor((one,), dt, info, "out")
+        vi, vj = Var("vi", self.index), Var("vj", self.index)
+        zero = IntImm(0, self.index)
+        acc, load = out.buf.vload(zero), src.buf.vload(vi, vj)
+        update = binop("add" if op == "sum" else "max", acc, load)
+        self.emit(out, [vi, vj], (rows, cols), [IterKind.REDUCE, IterKind.REDUCE],
+                  BufferStore(out.buf, update, (zero,)),
+                  init=BufferStore(out.buf, _reduction_init(op, dt), (zero,)))
+
     # ---- the function ----------------------------------------------------------------
 
     def build(self) -> LoopProgram:
@@ -530,6 +582,10 @@ class _Gen:
         if jumps.random() < 0.25:
             self.rng = jumps
             self.stage_scan()
+        idioms = random.Random(self.seed * 7919 + 31)
+        if idioms.random() < 0.2:
+            self.rng = idioms
+            self.rng.choice((self.stage_scratch, self.stage_total))()
         body = seq(*self.stages)
         if self.allocs or self.plain:
             body = BlockRealize((), IntImm(1, BOOL), Block("root", (), (), (), body,

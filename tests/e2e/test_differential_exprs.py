@@ -47,3 +47,9 @@ def test_the_generator_covers_every_dtype_and_operator() -> None:
             or f"for i in T.vectorized{loop}" in whole or f"for i in T.unroll{loop}" in whole, loop
     assert re.search(r"\n +if .*\n +B\d\[i\] = ", whole)  # a store under a computed condition
     assert re.search(r"\[\(i \* .*\) % ", whole)  # a load at a permuted index
+    # the idioms: a non-zero start, a step, a scalar extent, a while loop over a counter in a
+    # scratch buffer, a per-element choice of index, a rounding to bfloat16
+    assert re.search(r"for i in [\w.]+\([1-3], \d+\):", whole)
+    assert re.search(r"for i in range\(\d, \d+, \d\):", whole)
+    for idiom in ("m: T.int32", "while c[0] < ", "[T.if_then_else(i < ", 'T.Cast("bfloat16"'):
+        assert idiom in whole, idiom

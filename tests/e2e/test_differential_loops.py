@@ -13,7 +13,18 @@ import pytest
 from difftest.builds import compile_module, interpret_loop, loop_labels, run_loop
 from difftest.harness import Build, Checker, Report, format_report
 from difftest.loop_programs import loop_case, random_loop_program
-from tirc.ir import BinOp, BufferLoad, Call, Cast, For, IntImm, IRModule, PrimFunc, Var
+from tirc.ir import (
+    BinOp,
+    BufferLoad,
+    Call,
+    Cast,
+    For,
+    IntImm,
+    IRModule,
+    IterKind,
+    PrimFunc,
+    Var,
+)
 from tirc.ir.intrinsics import BREAK_LOOP, CONTINUE_LOOP
 from tirc.ir.stmt import Block, BlockRealize
 from tirc.ir.visitor import any_node, post_order_visit
@@ -43,6 +54,13 @@ def _features(func: PrimFunc) -> set[str]:
         seen.add("symbolic")
 
     def visit(node: object) -> None:
+        if isinstance(node, For) and not (isinstance(node.min, IntImm) and node.min.value == 0):
+            seen.add("loop-start")
+        if isinstance(node, Block) and node.iter_vars and node.alloc_buffers:
+            seen.add("block-scratch")
+        if isinstance(node, Block) and node.init is not None and all(
+                iv.kind == IterKind.REDUCE for iv in node.iter_vars):
+            seen.add("reduction-total")
         if isinstance(node, For):
             seen.add(f"loop:{node.kind.name.lower()}")
         elif isinstance(node, BlockRealize) and not isinstance(node.predicate, IntImm):
@@ -82,7 +100,7 @@ def test_generator_covers_the_language() -> None:
             "loop:parallel", "loop:vectorized", "loop:unrolled", "predicate",
             "binding-expression", "reduction", "reduction-3d", "intermediate",
             "cast:float16", "cast:float32", "cast:int32", "transpose", "window", "gather",
-            BREAK_LOOP, CONTINUE_LOOP}
+            BREAK_LOOP, CONTINUE_LOOP, "loop-start", "block-scratch", "reduction-total"}
     assert want <= seen, f"not generated: {sorted(want - seen)}"
 
 

@@ -313,6 +313,13 @@ for i, k in T.grid(8, 16):
         d[0] = d[0] + A[vi, vk] * T.float32(2)
         B[vi] = B[vi] + d[0]
 """),
+    # a store guarded by a test against the largest uint64 (difftest expr seed 41008): the
+    # constant does not fit the int64 points; the check crashed with an OverflowError
+    ("guard_against_uint64_max", 'B: T.Buffer((7,), "int8")', """
+for i in T.unroll(T.int64(7)):
+    if T.uint64(18446744073709551615) <= T.Cast("uint64", i):
+        B[i] = T.Cast("int8", i)
+"""),
 ]
 
 
