@@ -9,7 +9,9 @@ workspace storage between tensors). The conflict is an exact box overlap when bo
 through the same buffer view (so producer and consumer tilings may differ freely), and an
 overlap of the flat element intervals when two views share storage. The result is a boolean
 expression of the producer tile `p`, the consumer tile `c` and the symbolic shape variables;
-the event tensors evaluate it at run time, so one binary serves every shape.
+the event tensors evaluate it at run time, so one binary serves every shape. A bound that reads
+a buffer some task writes (a gather by indices computed in the same megakernel) is widened to
+the whole dimension: the conditions are evaluated before such a buffer need hold its values.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from tirc.ir.intrinsics import DLTENSOR
 from tirc.ir.node import Node
 from tirc.ir.stmt import Allocate, BlockRealize, BufferStore, For, IfThenElse, LetStmt, Stmt
 from tirc.ir.structural import same_expr
-from tirc.ir.visitor import post_order_visit, substitute
+from tirc.ir.visitor import any_node, post_order_visit, substitute
 from tirc.passes.megakernel.tiling import TaskKind
 
 Cond = Callable[[PrimExpr, PrimExpr], PrimExpr]
@@ -302,6 +304,8 @@ def edges(kinds: list[TaskKind]) -> tuple[list[Edge], PrimExpr | None]:
     satisfies every dependence whichever edges were left out.
     """
     accesses = [task_accesses(k) for k in kinds]
+    written = {a.buffer.data for acc in accesses for a in acc if a.write}
+    accesses = [[_known_before(a, written) for a in acc] for acc in accesses]
     an = Analyzer()  # one for all pairs: what it learns of the extents is reused
     before: list[set[int]] = []   # kinds whose tiles all finish before any tile of j starts
     relays: list[int] = []        # kinds relied on to have a task without a proof
@@ -342,6 +346,19 @@ def edges(kinds: list[TaskKind]) -> tuple[list[Edge], PrimExpr | None]:
         empty = binop("le", kinds[k].extent, IntImm(0, kinds[k].extent.dtype))
         in_order = empty if in_order is None else logical_or(in_order, empty)
     return out, in_order
+
+
+def _known_before(acc: Access, written: set[Var]) -> Access:
+    """`acc` with each box side that reads a buffer some task writes (a gather's index
+    tensor computed in the same megakernel) widened to the whole dimension: the event tensors
+    evaluate the conditions when a producer finishes and before a consumer waits, when such a
+    buffer may not hold its values yet (reading it there hung the run on garbage counts)."""
+    def reads_written(e: PrimExpr) -> bool:
+        return any_node(e, lambda n: isinstance(n, BufferLoad) and n.buffer.data in written)
+
+    box = [full_bounds(acc.buffer, d) if reads_written(lo) or reads_written(hi) else (lo, hi)
+           for d, (lo, hi) in enumerate(acc.box)]
+    return Access(acc.buffer, acc.write, box)
 
 
 def _has_tasks(kind: TaskKind, an: Analyzer) -> bool:

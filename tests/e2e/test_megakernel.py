@@ -222,3 +222,38 @@ def test_data_dependent_moe_routing(tmp_path: Path, mode: str) -> None:
         for _ in range(100):
             np.testing.assert_allclose(lib.moe_topk(x, gate, w), want, rtol=1e-4, atol=1e-4)
     assert routed_counts == [0, 7, 75]
+
+
+GATHER_OF_COMPUTED_INDICES = """
+from tvm.script import relax as R
+
+@R.function
+def main(p0: R.Tensor((8, 4), "float32")) -> R.Tensor((8, 4), "float32"):
+    with R.dataflow():
+        full = R.full(R.shape([8, 4]), R.const(2.0, "float32"))
+        unused = R.add(p0, full)
+        rows = R.arange(start=7, end=-1, step=-1)
+        out = R.take(R.add(full, p0), rows, axis=0)
+        R.output(out)
+    return out
+"""
+
+
+@pytest.mark.parametrize("mode", ["static", "dynamic"])
+def test_gather_by_indices_computed_in_the_megakernel(tmp_path: Path, mode: str,
+                                                      omp_threads: object) -> None:
+    """A take whose row indices another task computes: the tile conditions may not read the
+    indices (they are evaluated when a producer finishes, maybe before the indices exist),
+    so the gather waits for every producer tile; it hung on garbage event counts. The
+    watchdog turns a hang into an error."""
+    src = tmp_path / "gather.tir"
+    src.write_text(GATHER_OF_COMPUTED_INDICES)
+    r = CliRunner().invoke(cli, [str(src), "-o", str(tmp_path / "g.so"), f"-fmegakernel={mode}",
+                                 "--pass-config", "megakernel.watchdog=2"], prog_name="tirc")
+    assert r.exit_code == 0, r.output
+    lib = load(tmp_path / "g.so")
+    x = np.random.default_rng(0).standard_normal((8, 4)).astype("float32")
+    for threads in THREADS:
+        omp_threads(threads)  # type: ignore[operator]
+        for _ in range(50):
+            np.testing.assert_allclose(lib.main(x), (x + 2)[::-1], rtol=1e-6)
