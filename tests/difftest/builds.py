@@ -81,12 +81,18 @@ def run_calls(lib: Any, calls: list[Call], results: Results
     return done
 
 
+# Seconds a compiled call of a random program may take before it counts as a hang (the
+# programs are small: a correct call takes milliseconds, even on a loaded machine).
+CALL_TIMEOUT = 60
+
+
 def _run_in_child(path: Path, calls: list[Call], results: Results
                   ) -> list[list[np.ndarray] | str]:
-    """Run `calls` in a child process until they are done or the child dies; a death is the
-    result of the call in flight. The child is spawned, not forked: a fork of a process with
-    threads (pytest-xdist's, the big-stack threads of tirc.ir.deep_call) may inherit a lock
-    some thread held and wait on it forever."""
+    """Run `calls` in a child process until they are done, the child dies or a call hangs; a
+    death or a hang is the result of the call in flight (and ends the child). The child is
+    spawned, not forked: a fork of a process with threads (pytest-xdist's, the big-stack
+    threads of tirc.ir.deep_call) may inherit a lock some thread held and wait on it
+    forever."""
     ctx = multiprocessing.get_context("spawn")
     recv, send = ctx.Pipe(duplex=False)
     child = ctx.Process(target=_child, args=(path, calls, results, send), daemon=True)
@@ -95,6 +101,10 @@ def _run_in_child(path: Path, calls: list[Call], results: Results
     out: list[list[np.ndarray] | str] = []
     while len(out) < len(calls):
         try:
+            if not recv.poll(CALL_TIMEOUT):
+                child.kill()
+                child.join()
+                return [*out, f"the call did not return within {CALL_TIMEOUT} s (a hang)"]
             out.append(recv.recv())
         except EOFError:
             break
