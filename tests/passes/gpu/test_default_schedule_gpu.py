@@ -61,7 +61,7 @@ def test_graph_steps_come_before_the_loop_steps() -> None:
     o0 = _gpu_steps(0)
     assert o0[o0.index("inline-calls"):o0.index("lower-init")] == [
         "inline-calls", "normalize", "propagate-sharding", "lower-sharding", "legalize-ops",
-        "lower-sparse-iterations", "annotate-op-pattern", "dead-code-elim",
+        "lower-sparse-iterations", "annotate-op-pattern", "fuse-tir", "dead-code-elim",
         "gpu-default-schedule", "memory-plan", "lower-graph", "gpu-bind-graph-host",
         "gpu-lower-cross-thread-reduction"]
     steps = _gpu_steps(2)
