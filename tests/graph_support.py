@@ -126,6 +126,19 @@ def compile_levels(text: str, tmp: Path, levels: tuple[int, ...] = (0, 3)
     return path, {level: compile_sample(path, tmp / f"ops{level}.so", level) for level in levels}
 
 
+def run_everywhere(tmp: Path, text: str, args: list[Any]) -> list[list[np.ndarray]]:
+    """`main` of the module `text` run by the interpreter and compiled at -O0 and -O3: each
+    run's results (a tuple's fields, or the one tensor), on copies of `args`."""
+    from tirc.frontend import parse_file
+
+    path, libs = compile_levels(text, tmp)
+    outs = [list(interpret(parse_file(path), args))]
+    for lib in libs.values():
+        got = lib.main(*[copy_arg(a) for a in args])
+        outs.append(list(got) if isinstance(got, tuple) else [got])
+    return outs
+
+
 def assert_levels_agree(path: Path, libs: dict[int, Any], name: str, seed: int) -> None:
     """`name` of each compiled library equals the interpreter on `small_arguments` (float16
     results within 2e-3, others within 1e-5)."""

@@ -4,6 +4,7 @@ as a fixed point, and lower for the CPU."""
 
 from __future__ import annotations
 
+from frontend_support import round_trip
 from loop_jump_programs import TVM_LOOP_JUMPS
 from tirc import driver
 from tirc.frontend import parse
@@ -30,13 +31,6 @@ def main(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
 '''
 
 
-def _round_trip(text: str) -> IRModule:
-    mod = parse(text)
-    printed = print_module(mod)
-    again = parse(printed)
-    assert structural_equal(mod, again), printed
-    assert print_module(again) == printed
-    return mod
 
 
 def _jumps(mod: IRModule) -> list[str]:
@@ -47,14 +41,14 @@ def _jumps(mod: IRModule) -> list[str]:
 
 
 def test_python_spelling_round_trips_and_lowers() -> None:
-    mod = _round_trip(TVM_LOOP_JUMPS)
+    mod = round_trip(TVM_LOOP_JUMPS)
     assert _jumps(mod) == [CONTINUE_LOOP, BREAK_LOOP]
     assert "T.continue_loop()" in print_module(mod) and "T.break_loop()" in print_module(mod)
     driver.lower(mod, "llvm", 2)
 
 
 def test_tvm_main_spelling_is_the_same_program() -> None:
-    mod = _round_trip(TVM_SPELLING)
+    mod = round_trip(TVM_SPELLING)
     assert structural_equal(mod, parse(TVM_LOOP_JUMPS))
     assert print_module(mod) == print_module(parse(TVM_LOOP_JUMPS))
     driver.lower(mod, "llvm", 2)
@@ -65,8 +59,8 @@ def test_evaluate_of_a_jump_is_the_jump() -> None:
     assert structural_equal(mod, parse(TVM_SPELLING))
 
 
-def test_jumps_in_while_unroll_and_nested_loops_round_trip() -> None:
-    mod = _round_trip('''
+def test_jumps_in_while_unroll_and_nested_loopsround_trip() -> None:
+    mod = round_trip('''
 from tvm.script import tir as T
 
 @T.prim_func

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from frontend_support import round_trip
 from tirc import driver
 from tirc.frontend import parse
 from tirc.ir import IRModule, structural_equal
@@ -18,16 +19,6 @@ from tirc.ir.printer import print_module
 from tirc.ir.stmt import DEVICE_ENTRY, AttrStmt, Block
 from tirc.ir.visitor import post_order_visit
 from tirc.runtime import load
-
-
-def _round_trip(text: str) -> IRModule:
-    """Parse `text`, check print/re-parse equality and a stable print; the parsed module."""
-    mod = parse(text)
-    printed = print_module(mod)
-    again = parse(printed)
-    assert structural_equal(mod, again), printed
-    assert print_module(again) == printed
-    return mod
 
 
 def _runs_as(mod: IRModule, func: str, args: list[np.ndarray], out: int,
@@ -72,7 +63,7 @@ def _(sch):
 def test_buffers_in_a_block_annotation(module: str, block: str, tmp_path: Path) -> None:
     """The annotation holds the parameter buffers themselves (lists read back as tuples)
     and prints them by name; the program runs unchanged."""
-    mod = _round_trip(LAYOUT_FREE.format(module=module, block=block, schedule=""))
+    mod = round_trip(LAYOUT_FREE.format(module=module, block=block, schedule=""))
     func = mod.functions["f"]
     blocks: list[Block] = []
     post_order_visit(func.body, lambda n: blocks.append(n) if isinstance(n, Block) else None)
@@ -91,7 +82,7 @@ def test_buffers_in_a_block_annotation(module: str, block: str, tmp_path: Path) 
 def test_a_scheduled_block_keeps_its_buffer_annotation(tmp_path: Path) -> None:
     """split, cache_read (which replaces B in the block), compute_at and parallel keep an
     annotation that names buffers; the result still prints, parses back and computes."""
-    mod = _round_trip(LAYOUT_FREE.format(module="tir", block="block", schedule=SCHEDULE))
+    mod = round_trip(LAYOUT_FREE.format(module="tir", block="block", schedule=SCHEDULE))
     rng = np.random.default_rng(4)
     a, b = rng.standard_normal((16, 8), "float32"), rng.standard_normal(8, "float32")
     _runs_as(mod, "f", [a, b, np.zeros((16, 8), "float32")], 2, a * b + 1, tmp_path)
@@ -127,7 +118,7 @@ def test_pragma_scope_attribute_over_a_block_body(tmp_path: Path) -> None:
     """`T.attr(0, "pragma_scope", "seq")` as TVM's scatter_elements legalization prints it:
     an attribute over the rest of the block body (tirc uses no such pragma; it is kept in
     the IR and ignored by code generation)."""
-    mod = _round_trip(PRAGMA_SCOPE)
+    mod = round_trip(PRAGMA_SCOPE)
     attrs: list[AttrStmt] = []
     post_order_visit(mod.functions["scatter"].body,
                      lambda n: attrs.append(n) if isinstance(n, AttrStmt) else None)
@@ -157,7 +148,7 @@ def f(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
 def test_one_argument_attr_dictionary(tmp_path: Path) -> None:
     """`T.attr({"key": value, ...})` (TVM 0.27's tirx form): one attribute on no node per
     key, in order, over the statements after it; the device-entry key is T.device_entry()."""
-    mod = _round_trip(FLAT_DICT.format(attr='T.attr({"pragma_scope": "seq", "k": 3})'))
+    mod = round_trip(FLAT_DICT.format(attr='T.attr({"pragma_scope": "seq", "k": 3})'))
     nested = parse(FLAT_DICT.format(attr='T.attr(None, "pragma_scope", "seq")\n'
                                     '    T.attr(None, "k", 3)'))
     assert structural_equal(mod, nested)

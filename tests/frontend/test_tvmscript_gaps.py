@@ -7,28 +7,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from frontend_support import round_trip
 from tirc import driver
 from tirc.frontend import parse
-from tirc.ir import IRModule, structural_equal
+from tirc.ir import structural_equal
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.interpreter import Interpreter
-from tirc.ir.printer import print_module
 from tirc.runtime import load
-
-
-def _round_trip(text: str) -> IRModule:
-    """Parse `text`, check print/re-parse equality and a stable print; the parsed module."""
-    mod = parse(text)
-    printed = print_module(mod)
-    again = parse(printed)
-    assert structural_equal(mod, again), printed
-    assert print_module(again) == printed
-    return mod
 
 
 def test_one_thread_variable_launched_twice_round_trips() -> None:
     """Two launches of one env_thread variable are two loops, each with its own variable."""
-    _round_trip('''
+    round_trip('''
 from tvm.script import tir as T
 
 @T.prim_func
@@ -45,7 +35,7 @@ def main(A: T.Buffer((256,), "float32")):
 
 def test_allocate_takes_its_arguments_by_keyword() -> None:
     """`T.allocate(extents, dtype=..., scope=...)`: the keywords fill their places."""
-    mod = _round_trip('''
+    mod = round_trip('''
 from tvm.script import tir as T
 
 @T.prim_func
@@ -92,7 +82,7 @@ def f(a: T.handle("float32")):
 
 def test_match_buffer_of_a_region_takes_its_shape_and_dtype() -> None:
     """`T.match_buffer(A[8:16, 32:64])` without a shape: the region's extents, A's dtype."""
-    mod = _round_trip('''
+    mod = round_trip('''
 from tvm.script import tir as T
 
 @T.prim_func
@@ -112,7 +102,7 @@ def f(A: T.Buffer((16, 64), "int32")):
 
 def test_bind_gives_a_declared_variable_its_value() -> None:
     """`j = T.int32()` then `T.Bind(i + 1, var=j)` is `j = i + 1` for what follows."""
-    mod = _round_trip('''
+    mod = round_trip('''
 from tvm.script import tir as T
 
 @T.prim_func
@@ -147,7 +137,7 @@ def f(i: T.int32):
 
 def test_access_ptr_is_the_address_of_an_element() -> None:
     """`B.access_ptr("r", offset=k)` reads as `T.address_of` of B's element at flat offset k."""
-    mod = _round_trip('''
+    mod = round_trip('''
 from tvm.script import tir as T
 
 @T.prim_func
@@ -179,7 +169,7 @@ def f(A: T.Buffer((8,), "float32")):
 
 def test_tirx_bind_is_a_let() -> None:
     """TVM main's `x = T.bind(value)` (and `T.bind(value, dtype)`) binds like `x = value`."""
-    mod = _round_trip('''
+    mod = round_trip('''
 import tvm
 from tvm.script import tirx as T
 
@@ -208,7 +198,7 @@ class M:
 
 def test_integer_if_condition_means_not_zero() -> None:
     """`if c:` / `while n:` on an integer test it against zero, as Python does."""
-    mod = _round_trip('''
+    mod = round_trip('''
 from tvm.script import tir as T
 
 @T.prim_func
@@ -246,7 +236,7 @@ def f(B: T.Buffer((2,), "float32")):
 
 def test_intrinsic_result_dtype_by_ty() -> None:
     """TVM main's `ty=` names an intrinsic call's result dtype, as `dtype=` does."""
-    a = _round_trip('''
+    a = round_trip('''
 from tvm.script import tirx as T
 
 @T.function
@@ -265,7 +255,7 @@ def f(B: T.Tensor((2,), "int32"), x: T.int32):
 
 def test_unnamed_blocks_compile() -> None:
     """Several `T.block()` without names: the default schedule leaves the function alone."""
-    mod = _round_trip('''
+    mod = round_trip('''
 from tvm.script import tir as T
 
 @T.prim_func
@@ -286,7 +276,7 @@ def f(A: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
 
 def test_tirx_tensor_allocation_names() -> None:
     """TVM main's `T.alloc_tensor` / `T.decl_tensor` are `T.alloc_buffer` / `T.decl_buffer`."""
-    a = _round_trip('''
+    a = round_trip('''
 from tvm.script import tirx as T
 
 @T.prim_func
@@ -314,7 +304,7 @@ def f(A: T.Buffer((16,), "float32")):
 
 def test_decl_buffer_over_a_pointer_expression() -> None:
     """`T.decl_buffer(..., data=T.address_of(A[i, 0]))` views the storage at that address."""
-    mod = _round_trip('''
+    mod = round_trip('''
 from tvm.script import tir as T
 
 @T.prim_func
@@ -329,7 +319,7 @@ def f(A: T.Buffer((4, 8), "float32")):
 
 def test_bind_with_a_pointer_annotation() -> None:
     """`T.bind(value, T.handle("float32"))` binds a pointer."""
-    _round_trip('''
+    round_trip('''
 from tvm.script import tirx as T
 
 @T.prim_func
@@ -387,13 +377,13 @@ def test_grid_bound_to_one_name_and_shape_of_a_buffer() -> None:
     """`for iters in T.grid(*X.shape)` with `T.axis.remap("SS", iters)`, `T.alloc_buffer(X.shape)`,
     a list of R.call_tir arguments, and an integer index in float arithmetic (cast, as TVM
     does) all read; the module compiles."""
-    mod = _round_trip(GRID_BY_ONE_NAME)
+    mod = round_trip(GRID_BY_ONE_NAME)
     driver.lower(mod, "llvm", 2)
 
 
 def test_integer_meets_float_in_arithmetic() -> None:
     """`A[i] * i` (float32 times int32) is `A[i] * T.Cast("float32", i)`."""
-    a = _round_trip('''
+    a = round_trip('''
 from tvm.script import tir as T
 
 @T.prim_func
@@ -414,7 +404,7 @@ def f(A: T.Buffer((8,), "float32")):
 
 def test_evaluate_of_ret_is_a_return() -> None:
     """TVM's `T.evaluate(T.ret(v))` is `return v`."""
-    a = _round_trip('''
+    a = round_trip('''
 from tvm.script import tir as T
 
 @T.prim_func
@@ -435,7 +425,7 @@ def f(A: T.Buffer((4,), "int32")) -> T.int32:
 def test_ret_with_a_dtype_returns_in_that_dtype() -> None:
     """TVM's `T.ret(x * y, dtype="int8")` (test_tir_imm_values) returns an int8 that wraps;
     a dtype other than the function's result dtype is a diagnostic at it."""
-    mod = _round_trip('''
+    mod = round_trip('''
 from tvm.script import tir as T
 
 @T.prim_func
@@ -454,7 +444,7 @@ def f(x: T.int8) -> T.int8:
 def test_assert_with_a_kind_and_message_parts() -> None:
     """TVM 0.27 prints every assert as `assert c, ("Kind", ["part", ...])`
     (test_codegen_assert): the parts are the message; anything else there is a diagnostic."""
-    mod = _round_trip('''
+    mod = round_trip('''
 from tvm.script import tirx as T
 
 @T.prim_func(s_tir=True)
@@ -475,7 +465,7 @@ def f(x: T.int32):
 def test_block_buffer_strides_of_another_rank_are_dropped() -> None:
     """TVM's cache_index writes `T.alloc_buffer([80, 80], "int32", strides=[1])`; TVM
     compacts a block's buffer, dropping them. Elsewhere the count must match the rank."""
-    mod = _round_trip('''
+    mod = round_trip('''
 from tvm.script import tir as T
 
 @T.prim_func
@@ -504,7 +494,7 @@ def f(A: T.Buffer((4, 4), "int32", strides=[1])):
 def test_bitwise_and_logical_node_constructors() -> None:
     """TVM 0.27's `T.LShift`, `T.RShift`, `T.BitwiseAnd/Or/Xor/Not` and `T.Not` are its
     operators `<<`, `>>`, `&`, `|`, `^`, `~` and `not`."""
-    a = _round_trip('''
+    a = round_trip('''
 from tvm.script import tir as T
 
 @T.prim_func
@@ -530,7 +520,7 @@ def f(A: T.Buffer((4,), "int32"), B: T.Buffer((4,), "int32")):
 
 def test_float_variable_declared_for_a_let_expression() -> None:
     """`x = T.float32()` declares the variable a `T.Let(..., where={x: v})` binds."""
-    mod = _round_trip('''
+    mod = round_trip('''
 from tvm.script import tir as T
 
 @T.prim_func
@@ -559,7 +549,7 @@ def f(A: T.Buffer((4,), "float32")):
 def test_thread_extent_attribute_over_an_iter_var_is_a_launch() -> None:
     """`T.attr(T.iter_var(tx, T.Range(0, n), "ThreadIndex", tag), "thread_extent", n)` after
     `tx = T.int32()` launches `tx` over what follows, as `T.launch_thread` does."""
-    a = _round_trip('''
+    a = round_trip('''
 from tvm.script import tir as T
 
 @T.prim_func
@@ -597,7 +587,7 @@ def k(A: T.Buffer((256,), "float32")):
 def test_tvm_access_ptr_is_the_address_of_an_element() -> None:
     """TVM's lowered `T.tvm_access_ptr(T.type_annotation(dtype=...), A.data, k, n, mask)`
     reads as `T.address_of(A[...])`, also through a handle `T.allocate` binds."""
-    a = _round_trip('''
+    a = round_trip('''
 from tvm.script import tir as T
 
 @T.prim_func
@@ -652,7 +642,7 @@ def tile_offsets(A: T.Buffer((32, 64), "float32"), O: T.Buffer((8,), "int32")):
             O[i * 4 + k] = sub.elem_offset
 '''
     want = np.array([i * 16 * 64 + k * 16 for i in range(2) for k in range(4)], np.int32)
-    mod = _round_trip(text)
+    mod = round_trip(text)
     got = np.zeros(8, np.int32)
     Interpreter(mod).call("tile_offsets", np.zeros((32, 64), np.float32), got)
     np.testing.assert_array_equal(got, want)
@@ -665,7 +655,7 @@ def tile_offsets(A: T.Buffer((32, 64), "float32"), O: T.Buffer((8,), "int32")):
 def test_likely_with_its_dtype_and_a_select_of_float_and_int(tmp_path: Path) -> None:
     """`T.likely(c, dtype="bool")` (TVM's compute_at tests) and `T.if_then_else(c, x_f32x4,
     T.Broadcast(0, 4))`: the int side is cast to the float side's type, as TVM matches them."""
-    mod = _round_trip('''
+    mod = round_trip('''
 from tvm.script import tir as T
 
 @T.prim_func
@@ -733,7 +723,7 @@ def test_pointer_annotation_and_a_buffer_on_an_element_address(level: int,
     T.address_of(A_buf[16])` binds a pointer (T.Ptr was refused) that a buffer views; the
     interpreter views A's storage from element 16 on (it refused T.address_of), so B_buf's
     stores land in A[16:32], in the interpreter as in every build."""
-    mod = _round_trip(PTR_VIEW.format("T.float32", "float32"))
+    mod = round_trip(PTR_VIEW.format("T.float32", "float32"))
     a = np.arange(32, dtype="float32")
     want = a.copy()
     want[16:] = a[:16] * 2
@@ -802,7 +792,7 @@ def test_loops_with_a_step(level: int, tmp_path: Path) -> None:
     """TVM's canonicalize_loop programs: `range(1, 128, 5)` and `T.serial(2, 128, step=3)`
     (refused as "range with a step") build the loops TVM's CanonicalizeLoop makes of them,
     and run every step-th iteration in the interpreter and in every build."""
-    mod = _round_trip(STEPPED)
+    mod = round_trip(STEPPED)
     assert structural_equal(mod, parse(CANONICAL))
     a = np.arange(128 * 128, dtype="float32").reshape(128, 128)
     want = np.zeros_like(a)

@@ -9,24 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from graph_support import compile_sample, copy_arg, interpret
+from graph_support import interpret, run_everywhere
 from tirc.frontend import parse, parse_file
 from tirc.ir import CompileError, structural_equal
 from tirc.ir.interpreter import InterpreterError
 from tirc.ir.printer import print_module
 from tirc.passes.graph.normalize import Normalize
-
-
-def run_all(tmp_path: Path, text: str, args: list) -> list[list[np.ndarray]]:
-    """`main` of `text` (returning a tuple) interpreted and compiled at -O0 and -O3."""
-    path = tmp_path / "prog.tir"
-    path.write_text(text)
-    outs = [list(interpret(parse_file(path), [copy_arg(a) for a in args]))]
-    for level in (0, 3):
-        lib = compile_sample(path, tmp_path / f"prog_O{level}.so", level)
-        outs.append(list(lib.main(*[copy_arg(a) for a in args])))  # type: ignore[attr-defined]
-    return outs
-
 
 GATHER = """\
 @I.ir_module
@@ -59,7 +47,7 @@ def test_gather_nd_picks_slices_and_elements(tmp_path: Path) -> None:
     i = np.array([[0, 1], [2, 3], [1, 0], [-1, -4], [0, 0]], dtype="int64")
     j = np.array([[[3], [0]], [[1], [-2]], [[2], [2]]], dtype="int32")
     k = np.array([[2, 3, 1], [0, -1, 0]], dtype="int64")
-    for got in run_all(tmp_path, GATHER, [x, i, j, k]):
+    for got in run_everywhere(tmp_path, GATHER, [x, i, j, k]):
         np.testing.assert_array_equal(got[0], _gather_nd(x, i, 0))
         assert got[0].shape == (5, 2)
         np.testing.assert_array_equal(got[1], _gather_nd(x, j, 1))
@@ -101,7 +89,7 @@ def test_one_hot_at_every_axis(tmp_path: Path) -> None:
     """The on value where the position along `axis` is the index; an index outside
     [0, depth) (here -1 and 4) is off everywhere; the values' dtype is the result's."""
     j = np.array([[0, 3, -1], [2, 4, 1]], dtype="int32")
-    for got in run_all(tmp_path, ONE_HOT, [j]):
+    for got in run_everywhere(tmp_path, ONE_HOT, [j]):
         np.testing.assert_array_equal(got[0], _one_hot(j, 2.5, -1, 4, 2, "float32"))
         assert got[0].dtype == np.float32 and got[0].shape == (2, 3, 4)
         np.testing.assert_array_equal(got[1], _one_hot(j, 7, 0, 5, 0, "int64"))

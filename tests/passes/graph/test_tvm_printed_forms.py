@@ -7,22 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from graph_support import compile_sample, copy_arg, interpret
+from graph_support import run_everywhere
 from tirc.frontend import parse_file
 from tirc.ir import CompileError
 from tirc.passes.graph.normalize import Normalize
-
-
-def run_all(tmp_path: Path, text: str, args: list) -> list[np.ndarray]:
-    """`main` of `text` interpreted and compiled at -O0 and -O3: the three results."""
-    path = tmp_path / "prog.tir"
-    path.write_text(text)
-    outs = [interpret(parse_file(path), [copy_arg(a) for a in args])[0]]
-    for level in (0, 3):
-        lib = compile_sample(path, tmp_path / f"prog_O{level}.so", level)
-        outs.append(lib.main(*[copy_arg(a) for a in args]))  # type: ignore[attr-defined]
-    return outs
-
 
 ATAN2 = """\
 @I.ir_module
@@ -38,7 +26,7 @@ def test_atan2_broadcasts_in_every_quadrant(tmp_path: Path) -> None:
     """R.atan2(y, x) is NumPy's arctan2 with broadcasting, the quadrant from both signs."""
     y = np.array([[1.5], [-2.0], [0.0]], dtype="float32")
     x = np.array([-1.0, 0.5, 0.0, -0.0], dtype="float32")
-    for got in run_all(tmp_path, ATAN2, [y, x]):
+    for (got,) in run_everywhere(tmp_path, ATAN2, [y, x]):
         assert got.shape == (3, 4) and got.dtype == np.float32
         np.testing.assert_allclose(got, np.arctan2(y, x), rtol=1e-6)
 
@@ -76,7 +64,7 @@ def test_a_scalar_parameter_typed_as_tvm_prints_it(tmp_path: Path) -> None:
     a scalar argument of the kernel and of the binary operator."""
     x = np.arange(6, dtype="float32").reshape(2, 3) - 2.5
     s = np.float32(-0.75)
-    for got in run_all(tmp_path, PRINTED_SCALAR, [x, s]):
+    for (got,) in run_everywhere(tmp_path, PRINTED_SCALAR, [x, s]):
         np.testing.assert_allclose(got, np.arctan2(x * s, s), rtol=1e-6)
 
 
@@ -103,7 +91,7 @@ def test_xor_of_bools_is_not_equal(tmp_path: Path) -> None:
     """`a ^ b` of bool operands (TVM's legalized R.logical_xor) is their inequality."""
     a = np.array([True, True, False, False, True])
     b = np.array([True, False, True, False, False])
-    for got in run_all(tmp_path, BOOL_XOR, [a, b]):
+    for (got,) in run_everywhere(tmp_path, BOOL_XOR, [a, b]):
         np.testing.assert_array_equal(got, np.logical_xor(a, b))
 
 
@@ -126,17 +114,12 @@ def test_a_ceil_mode_window_starting_in_the_padding_after_is_dropped(tmp_path: P
     """9 elements padded by 1 on each side, windows of 2 at stride 2 in ceil mode: 5 windows
     (starts -1, 1, 3, 5, 7); a sixth would start at 9, in the padding after (TVM, PyTorch).
     With a symbolic size the output's size is a min() the entry can check."""
-    path = tmp_path / "prog.tir"
-    path.write_text(CEIL_POOL.replace("(1, 1, 9)", f"(1, 1, {size})"))
     x = np.array([[[3.0, -1.0, 4.0, 1.0, -5.0, 9.0, 2.0, -6.0, 5.0]]], dtype="float32")
     pairs = [x[0, 0, max(s, 0):s + 2] for s in (-1, 1, 3, 5, 7)]
     want_max = np.array([[[p.max() for p in pairs]]], dtype="float32")
     want_avg = np.array([[[p.mean() for p in pairs]]], dtype="float32")
-    outs = [interpret(parse_file(path), [x.copy()])]
-    for level in (0, 3):
-        lib = compile_sample(path, tmp_path / f"pool_O{level}.so", level)
-        outs.append(list(lib.main(x.copy())))  # type: ignore[attr-defined]
-    for got_max, got_avg in outs:
+    text = CEIL_POOL.replace("(1, 1, 9)", f"(1, 1, {size})")
+    for got_max, got_avg in run_everywhere(tmp_path, text, [x]):
         np.testing.assert_array_equal(got_max, want_max)
         np.testing.assert_allclose(got_avg, want_avg, rtol=1e-6)
 
@@ -157,7 +140,7 @@ def test_einsum_sums_over_a_symbolic_size(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     x = rng.standard_normal((3, 5)).astype("float32")
     y = rng.standard_normal((5, 4)).astype("float32")
-    for got in run_all(tmp_path, EINSUM, [x, y]):
+    for (got,) in run_everywhere(tmp_path, EINSUM, [x, y]):
         np.testing.assert_allclose(got, x @ y, rtol=1e-5, atol=1e-6)
 
 
@@ -176,7 +159,7 @@ class Module:
 
 def test_tril_and_triu_zero_one_side_of_a_diagonal(tmp_path: Path) -> None:
     x = np.arange(1, 31, dtype="int32").reshape(2, 3, 5)
-    for got in run_all_tuple(tmp_path, TRIANGLES, [x]):
+    for got in run_everywhere(tmp_path, TRIANGLES, [x]):
         np.testing.assert_array_equal(got[0], np.tril(x, 1))
         np.testing.assert_array_equal(got[1], np.triu(x, -1))
         np.testing.assert_array_equal(got[2], np.tril(x))
@@ -191,12 +174,3 @@ def test_tril_of_a_vector_is_refused(tmp_path: Path) -> None:
         err.value.diagnostics[0].message
 
 
-def run_all_tuple(tmp_path: Path, text: str, args: list) -> list[list[np.ndarray]]:
-    """As `run_all` for a function returning a tuple: each run's fields."""
-    path = tmp_path / "tuple.tir"
-    path.write_text(text)
-    outs = [list(interpret(parse_file(path), [copy_arg(a) for a in args]))]
-    for level in (0, 3):
-        lib = compile_sample(path, tmp_path / f"tuple_O{level}.so", level)
-        outs.append(list(lib.main(*[copy_arg(a) for a in args])))  # type: ignore[attr-defined]
-    return outs
