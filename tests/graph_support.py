@@ -126,6 +126,19 @@ def compile_levels(text: str, tmp: Path, levels: tuple[int, ...] = (0, 3)
     return path, {level: compile_sample(path, tmp / f"ops{level}.so", level) for level in levels}
 
 
+def compile_with_cli(text: str, out: Path, *flags: str) -> Any:
+    """The module `text` built with the tirc command (`tirc SRC -o OUT FLAGS`), loaded."""
+    from click.testing import CliRunner
+    from tirc.cli.main import cli
+    from tirc.runtime import load
+
+    src = out.with_suffix(".tir")
+    src.write_text(text)
+    result = CliRunner().invoke(cli, [str(src), "-o", str(out), *flags])
+    assert result.exit_code == 0, result.output
+    return load(out)
+
+
 def run_everywhere(tmp: Path, text: str, args: list[Any]) -> list[list[np.ndarray]]:
     """`main` of the module `text` run by the interpreter and compiled at -O0 and -O3: each
     run's results (a tuple's fields, or the one tensor), on copies of `args`."""

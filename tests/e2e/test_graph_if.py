@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from graph_support import compile_with_cli
 from tirc.frontend import parse
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.graph import If
@@ -91,23 +92,10 @@ def _sizes_reference(x: np.ndarray, f: int) -> np.ndarray:
     return -x if f == 1 else x
 
 
-def _compile(text: str, out: Path, opt: str) -> Any:
-    """Build the module with the tirc command and load the library."""
-    import tirc.runtime
-    from click.testing import CliRunner
-    from tirc.cli.main import cli
-
-    src = out.with_suffix(".tir")
-    src.write_text(text)
-    result = CliRunner().invoke(cli, [str(src), "-o", str(out), opt])
-    assert result.exit_code == 0, result.output
-    return tirc.runtime.load(out)
-
-
 @pytest.fixture(scope="module")
 def libraries(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Any]:
     out = tmp_path_factory.mktemp("graph_if")
-    return {(name, opt): _compile(text, out / f"{name}{opt}.so", opt)
+    return {(name, opt): compile_with_cli(text, out / f"{name}{opt}.so", opt)
             for name, text in (("select", SELECT), ("sizes", SIZES))
             for opt in ("-O0", "-O3")}
 
@@ -251,7 +239,7 @@ def test_tirc_run_takes_the_condition(tmp_path: Path) -> None:
     from tirc.cli.run_cmd import run_command
 
     lib = tmp_path / "select.so"
-    _compile(SELECT, lib, "-O0")
+    compile_with_cli(SELECT, lib, "-O0")
     x = np.linspace(-1, 1, 4).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
     for c, d in (("true", "0"), ("0", "TRUE")):

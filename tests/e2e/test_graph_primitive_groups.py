@@ -6,10 +6,10 @@ group reads some fields. The libraries at -O0 and -O2 and the interpreter agree 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
+from graph_support import compile_with_cli
 from tirc.frontend import parse
 from tirc.ir.interpreter import Interpreter
 
@@ -87,19 +87,6 @@ PARAM = HEADER + f'''
 '''
 
 
-def _compile(text: str, out: Path, opt: str) -> Any:
-    """Build the module with the tirc command and load the library."""
-    import tirc.runtime
-    from click.testing import CliRunner
-    from tirc.cli.main import cli
-
-    src = out.with_suffix(".tir")
-    src.write_text(text)
-    result = CliRunner().invoke(cli, [str(src), "-o", str(out), opt])
-    assert result.exit_code == 0, result.output
-    return tirc.runtime.load(out)
-
-
 def _inputs() -> list[np.ndarray]:
     rng = np.random.default_rng(7)
     return [rng.standard_normal((3, 5)).astype(np.float32) for _ in range(3)]
@@ -109,7 +96,7 @@ def _inputs() -> list[np.ndarray]:
 def test_group_with_a_nested_tuple_of_values(tmp_path: Path, opt: str) -> None:
     x, y, z = _inputs()
     want = (z * 2 + x).sum(axis=1)
-    got = _compile(NESTED, tmp_path / "nested.so", opt).main(x, y, z)
+    got = compile_with_cli(NESTED, tmp_path / "nested.so", opt).main(x, y, z)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     interpreted = Interpreter(parse(NESTED)).call("main", x, y, z)
     np.testing.assert_allclose(interpreted, want, rtol=1e-5, atol=1e-5)
@@ -119,6 +106,6 @@ def test_group_with_a_nested_tuple_of_values(tmp_path: Path, opt: str) -> None:
 def test_group_with_the_entrys_tuple_parameter(tmp_path: Path, opt: str) -> None:
     x, y, _ = _inputs()
     want = y * 3
-    got = _compile(PARAM, tmp_path / "param.so", opt).main((x, y))
+    got = compile_with_cli(PARAM, tmp_path / "param.so", opt).main((x, y))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(Interpreter(parse(PARAM)).call("main", (x, y)), want, rtol=1e-5)
