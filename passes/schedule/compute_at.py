@@ -107,7 +107,6 @@ def _move(s: ScheduleState, block: Any, loop: Any, preserve_unit_loops: Any, ind
         if iv.kind == IterKind.OPAQUE:
             raise ScheduleError(f"{prim}: block \"{name}\" has the opaque iteration variable "
                                 f"{iv.var.name}")
-    before = s.func
     sites = scope_sites(s.body, bpath)
     me = next(x for x in sites if x.block is blk)
     _check_complete_or_reduction(prim, me, sites)
@@ -136,19 +135,16 @@ def _move(s: ScheduleState, block: Any, loop: Any, preserve_unit_loops: Any, ind
     own = [x for x in loops_in_scope(bpath) if not any(x is y for y in lpath)]
     new_loops = [x for x in loops_in_scope(lpath) + [lp] if not any(x is y for y in bpath)]
     nest = _new_nest(prim, br, need, own, new_loops, lpath, an, preserve_unit_loops, reverse)
-    s.replace(bpath, None, prim)
-    new_lpath = loop_path(s.body, lp.loop_var)
-    assert new_lpath is not None
-    cur = new_lpath[-1]
-    assert isinstance(cur, For)
-    cur_kids = list(cur.body.seq) if isinstance(cur.body, SeqStmt) else [cur.body]
-    body = seq(*cur_kids[:pos], simplify_bindings(nest, an), *cur_kids[pos:])
-    s.replace(new_lpath, dataclasses.replace(cur, body=body), prim)
-    try:
+    with s.undo_on_error():
+        s.replace(bpath, None, prim)
+        new_lpath = loop_path(s.body, lp.loop_var)
+        assert new_lpath is not None
+        cur = new_lpath[-1]
+        assert isinstance(cur, For)
+        cur_kids = list(cur.body.seq) if isinstance(cur.body, SeqStmt) else [cur.body]
+        body = seq(*cur_kids[:pos], simplify_bindings(nest, an), *cur_kids[pos:])
+        s.replace(new_lpath, dataclasses.replace(cur, body=body), prim)
         recheck_parallel_loops(s, name, prim)
-    except ScheduleError:
-        s.func = before
-        raise
 
 
 def _check_complete_or_reduction(prim: str, me: BlockSite, sites: list[BlockSite]) -> None:

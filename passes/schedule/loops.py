@@ -271,17 +271,13 @@ def reorder(s: ScheduleState, *loops: Any) -> None:
     for f in reversed(new_chain):
         assert isinstance(f, For)
         body = dataclasses.replace(f, body=body)
-    before = s.func
-    s.replace(top_path, body, "reorder")
-    try:  # a parallel loop moved outward has more loops inside its iterations
-        for f in new_chain:
+    with s.undo_on_error():
+        s.replace(top_path, body, "reorder")
+        for f in new_chain:  # a parallel loop moved outward has more loops inside it
             assert isinstance(f, For)
             path = loop_path(s.body, f.loop_var)
             assert path is not None
             recheck_parallel_loop(path, "reorder")
-    except ScheduleError:
-        s.func = before
-        raise
 
 
 def _check_independent(s: ScheduleState, path: Path, lp: For, prim: str) -> None:

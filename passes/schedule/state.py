@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,6 +87,18 @@ class ScheduleState:
 
     def set_body(self, body: Stmt) -> None:
         self.func = dataclasses.replace(self.func, body=body)
+
+    @contextmanager
+    def undo_on_error(self) -> Iterator[None]:
+        """The function as it was when the body raises ScheduleError: a primitive that checks
+        its result after replacing (a parallel loop re-checked where a move put a block)
+        leaves nothing half done for a caller that goes on (the fuzzer, the tuner)."""
+        before = self.func
+        try:
+            yield
+        except ScheduleError:
+            self.func = before
+            raise
 
     def replace(self, path: Path, new: Stmt | None, prim: str) -> None:
         """Replace the last node of `path` by `new` (None removes it) in the function."""
