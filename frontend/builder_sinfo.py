@@ -11,6 +11,7 @@ from tirc.frontend import syntax as S
 from tirc.frontend.builder_dist import dtensor
 from tirc.frontend.builder_expr import ExprBuilder, literal_value
 from tirc.frontend.parser import parse_expr_text
+from tirc.frontend.prim_calls import dtype_named
 from tirc.frontend.signature import Sig, check_call
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import DType
@@ -81,7 +82,7 @@ class SInfoBuilder:
             return ObjectSInfo(span=node.span)
         if name is not None and name.startswith("R."):
             self.ctx.unsupported(f"the type {name}", node.span)
-        prim = _prim_dtype(name) if call is None else None
+        prim = dtype_named(node) if call is None else None  # T.float32: R.Prim
         if prim is not None:
             return PrimSInfo(prim, None, span=node.span)
         self.ctx.error("expected a graph-level type such as R.Tensor((n, 4), \"float32\")",
@@ -229,14 +230,3 @@ def _children(node: S.Expr) -> list[S.Expr]:
 
 def _is_none(node: S.Expr) -> bool:
     return isinstance(node, S.Constant) and node.kind == "none"
-
-
-def _prim_dtype(name: str | None) -> DType | None:
-    """`T.float32` as a graph type: R.Prim("float32"), TVM's printed form of a scalar
-    parameter."""
-    if name is None or not name.startswith("T."):
-        return None
-    try:
-        return DType.parse(name[2:])
-    except ValueError:
-        return None

@@ -45,7 +45,7 @@ class CalleeSig:
     ret_dtype: DType | None
 
 
-def _dtype_of(node: S.Expr | None) -> DType | None:
+def dtype_named(node: S.Expr | None) -> DType | None:
     """The dtype `T.float32` names, or None."""
     name = S.dotted(node) if node is not None else None
     if name is None or not name.startswith("T."):
@@ -60,7 +60,7 @@ def return_dtype(node: S.Expr | None) -> DType | None:
     """The result dtype of a `-> T.dtype` annotation (None for none or `-> None`)."""
     if node is None or (isinstance(node, S.Constant) and node.kind == "none"):
         return None
-    return _dtype_of(node)
+    return dtype_named(node)
 
 
 def signature_of_def(fn: S.FunctionDef) -> CalleeSig:
@@ -75,7 +75,7 @@ def signature_of_def(fn: S.FunctionDef) -> CalleeSig:
             params.append(CalleeParam(p.name, "buffer"))
         elif name == "T.handle":
             params.append(CalleeParam(p.name, "handle"))
-        elif (dt := _dtype_of(ann)) is not None and not isinstance(ann, S.Subscript):
+        elif (dt := dtype_named(ann)) is not None and not isinstance(ann, S.Subscript):
             params.append(CalleeParam(p.name, "scalar", dt))
         else:
             params.append(CalleeParam(p.name, "unknown"))
