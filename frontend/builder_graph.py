@@ -12,6 +12,7 @@ from tirc.frontend.builder_expr import ExprBuilder, literal_value
 from tirc.frontend.builder_sinfo import TYPE_NAMES, SInfoBuilder
 from tirc.frontend.context import TOO_DEEP, BuildError, Context
 from tirc.frontend.graph_calls import SPECIAL_CALLS
+from tirc.frontend.graph_local import LocalFunction, lift_local, local_call
 from tirc.frontend.graph_ops import OP_SIGNATURES
 from tirc.frontend.scope import POISON, Scope
 from tirc.frontend.signature import Sig, check_call
@@ -28,6 +29,7 @@ from tirc.ir.graph import (
     GVar,
     If,
     MatchCast,
+    PrimSInfo,
     PrimValue,
     SeqExpr,
     ShapeExpr,
@@ -38,6 +40,7 @@ from tirc.ir.graph import (
     VarBinding,
 )
 from tirc.ir.ops.registry import get_op
+from tirc.ir.schedule import SchedLambda
 
 GRAPH_OPERATORS = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide",
                    "//": "floor_divide", "**": "power"}
@@ -54,6 +57,8 @@ class ModuleNames:
     graph: set[str] = dataclasses.field(default_factory=set)  # the graph functions among them
     # Call signatures of the loop functions, for direct calls (tirc.frontend.prim_calls).
     prim_sigs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # The local functions lifted so far, by their module names (tirc.frontend.graph_local).
+    lifted: dict[str, Function] = dataclasses.field(default_factory=dict)
 
 
 class GraphBuilder:
@@ -70,6 +75,8 @@ class GraphBuilder:
         self.module_aliases: set[str] = set()
         self.dataflow_locals: set[str] = set()  # bound in a dataflow block, not output
         self.branch_locals: set[str] = set()  # bound inside a branch of an 'if'
+        self.captures: dict[GVar, GVar] = {}  # a lifted local function's: outer -> parameter
+        self.qualified_name = fn.name  # its name in the module (a lifted function's differs)
 
     def module_names(self) -> set[str]:
         """Names that denote this module: `Module.f`, `cls.f`, or an alias `cls = Module`."""
@@ -158,6 +165,17 @@ class GraphBuilder:
         """One statement; `dataflow` holds the output names when inside `R.dataflow()`."""
         if isinstance(s, S.Pass):
             return None
+        if isinstance(s, S.FunctionDef):
+            lift_local(self, s, dataflow is not None)
+            return None
+        value = getattr(s, "value", None)
+        if S.call_name(value) == "R.print" and dataflow is not None:
+            self.ctx.error("R.print has a side effect: it cannot be inside R.dataflow() (put it "
+                           "before or after the block)", value.span)  # type: ignore[union-attr]
+        if isinstance(s, S.ExprStmt) and S.call_name(s.value) == "R.print":
+            var = GVar("_", None, False, span=s.span)  # TVM binds the empty result to `_`
+            self.scope.rebind("_", var, s.span)
+            return VarBinding(var, self.gexpr(s.value), span=s.span)
         if isinstance(s, S.ExprStmt):
             v = s.value
             if isinstance(v, S.Constant) and v.kind == "str":
@@ -433,6 +451,9 @@ class GraphBuilder:
         value = self.scope.require(node.id, node.span)
         if isinstance(value, GVar):
             return value
+        if isinstance(value, LocalFunction):
+            self.ctx.unsupported(f"the local function '{node.id}' as a value (only calls of "
+                                 "it)", node.span)
         if isinstance(value, PrimExpr):
             self.ctx.error(f"'{node.id}' is a symbolic size; use R.prim_value({node.id}) or "
                            f"R.shape([{node.id}])", node.span)
@@ -456,6 +477,10 @@ class GraphBuilder:
                        node.span)
 
     def call(self, call: S.Call) -> GraphExpr:
+        if isinstance(call.func, S.Name):
+            local = self.scope.lookup(call.func.id)
+            if isinstance(local, LocalFunction):
+                return local_call(self, call, local)
         name = S.dotted(call.func)
         if name is None or not name.startswith("R."):
             if name is not None and name.startswith("T."):
@@ -536,11 +561,41 @@ class GraphBuilder:
         `(R.prim_value(1),)`) as graph values, written `R.prim_value(...)` or `R.const(...)`;
         the operator table reads those as numbers."""
         if S.call_name(node) in ("R.prim_value", "R.const"):
+            assert isinstance(node, S.Call)
+            plain = literal_value(node.args[0]) if len(node.args) == 1 else None
+            if S.call_name(node) == "R.prim_value" and isinstance(plain, int):
+                return plain  # `R.prim_value(2)` is 2, as it prints (and parses back)
             value = self.gexpr(node)
             return value.value if isinstance(value, (PrimValue, Constant)) else value
         if isinstance(node, (S.Tuple, S.List)):
             return tuple(self.attr_operand(e) for e in node.elts)
+        if isinstance(node, S.Lambda) or S.call_name(node) == "T.index_map":
+            return self.index_map(node)
+        known = self.scope.lookup(node.id) if isinstance(node, S.Name) else None
+        if isinstance(known, GVar) and isinstance(known.struct_info, PrimSInfo) and \
+                known.struct_info.value is not None:
+            return known.struct_info.value  # `p: R.Prim(value="k")` stands for k, as in TVM
         return self.eb.attr_value(node)
+
+    def index_map(self, node: S.Expr) -> SchedLambda:
+        """`lambda i, j: (i // 4, j, i % 4)` (R.layout_transform's index map), also as TVM
+        prints it, `T.index_map(lambda ..., index_dtype="int64")`: int64 indices."""
+        if isinstance(node, S.Call):
+            a = check_call(self.ctx, node, "T.index_map", Sig(1, 1, ("index_dtype",
+                                                                     "inverse_index_map")))
+            node = a.pos[0]
+            if not isinstance(node, S.Lambda):
+                self.ctx.error("T.index_map takes a lambda", node.span)
+        assert isinstance(node, S.Lambda)
+        scope = Scope(self.ctx)
+        params = []
+        for p in node.params:
+            v = Var(p.id, DType.parse("int64"), span=p.span)
+            scope.define(p.id, v, p.span)
+            params.append(v)
+        eb = ExprBuilder(self.ctx, scope)
+        items = node.body.elts if isinstance(node.body, (S.Tuple, S.List)) else [node.body]
+        return SchedLambda(tuple(params), tuple(eb.expr(e) for e in items), span=node.span)
 
     def operand(self, node: S.Expr) -> GraphExpr:
         """An operator operand: a graph value, a shape `(n, 4)`, or a number (a constant)."""

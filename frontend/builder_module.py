@@ -74,6 +74,7 @@ class ModuleBuilder:
                 pass
             except RecursionError:
                 self.ctx.report(TOO_DEEP, fn.name_span)
+        self.functions.update(names.lifted)  # local functions (tirc.frontend.graph_local)
         for sch, where in self.schedule_spans:
             if sch.func_name not in names.functions:
                 self.ctx.report(f"schedule for unknown function '{sch.func_name}'", where)
@@ -86,13 +87,12 @@ class ModuleBuilder:
 
     def top(self, s: S.Stmt) -> None:
         if isinstance(s, S.ImportFrom):
-            if s.level == 0 and (s.module == "tvm" or s.module.startswith("tvm.")):
+            if s.level == 0 and (s.module == "tvm" or s.module.startswith("tvm.")
+                                 or s.module == "__future__"):
                 return
             self.import_from(s)
         elif isinstance(s, S.Import):
-            if not all(m == "tvm" or m.startswith("tvm.") for m in s.modules):
-                self.ctx.unsupported("'import' of a file (write `from dir.file import name`)",
-                                     s.span)
+            self.python_import(s)
         elif isinstance(s, S.ClassDef):
             self.module_class(s)
         elif isinstance(s, S.FunctionDef):
@@ -104,6 +104,18 @@ class ModuleBuilder:
         else:
             self.ctx.unsupported("statements at the top level of a file (only imports, "
                                  "@I.ir_module classes and decorated functions)", s.span)
+
+    def python_import(self, s: S.Import) -> None:
+        """`import m` binds nothing here: `tvm` and the Python modules a TVMScript file imports
+        for the code around it (numpy, IPython) are skipped; a module that names a `.tir` file
+        is an error, since a file is imported with `from m import name`."""
+        for m in s.modules:
+            if m == "tvm" or m.startswith("tvm."):
+                continue
+            path, rel = self.session.find(m, 0, self.ctx.filename)
+            if path is not None:
+                self.ctx.unsupported(f"'import' of the file '{rel}' (write `from {m} import "
+                                     "name`)", s.span)
 
     def module_class(self, c: S.ClassDef) -> None:
         names = [S.dotted(d.func if isinstance(d, S.Call) else d) for d in c.decorators]

@@ -20,7 +20,7 @@ from tirc.frontend.loop_heads import launch_thread, loop_header, stepped_loop
 from tirc.frontend.prim_calls import is_module_call, prim_call
 from tirc.frontend.scope import EnvThread, Scope
 from tirc.frontend.signature import Sig, check_call
-from tirc.frontend.stmt_calls import STMT_CALLS
+from tirc.frontend.stmt_calls import STMT_CALLS, attr_dict
 from tirc.frontend.storage import allocate, buffer_view
 from tirc.ir import intrinsics as intrin
 from tirc.ir.buffer import Buffer
@@ -244,7 +244,7 @@ class LoopBuilder:
             buf = declare_buffer(self.eb, t.id, call, name, alias=True)
             self.scope.define(t.id, buf, t.span)
             return _NOTHING
-        if name.startswith("T.") and not call.args and not call.keywords:
+        if name.startswith("T.") and S.is_size_declaration(call):  # T.int32(is_size_var=True)
             dt = self.symbolic_dtype(name, call)
             if dt is not None:
                 var = Var(t.id, dt, span=t.span)
@@ -579,6 +579,8 @@ class LoopBuilder:
         return Allocate(buf, self.body(s.body), span=s.span)
 
     def attr(self, s: S.With, call: S.Call) -> Stmt:
+        if len(call.args) == 1 and not call.keywords and isinstance(call.args[0], S.Dict):
+            return attr_dict(self, call.args[0], call)(self.body(s.body))  # TVM 0.27's form
         launch = self.thread_extent_attr(call)
         if launch is not None:
             return launch(self.body(s.body))

@@ -1,5 +1,5 @@
-"""Graph-level builtins with their own argument rules: `R.call_tir`, `R.call_dps_packed`,
-`R.const`, `R.shape`, `R.prim_value`, `R.str`."""
+"""Graph-level builtins with their own argument rules: `R.call_tir`, `R.call_tir_inplace`,
+`R.call_dps_packed`, `R.const`, `R.shape`, `R.prim_value`, `R.str`, `R.print`."""
 
 from __future__ import annotations
 
@@ -49,6 +49,56 @@ def _call_tir(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
     if "out_sinfo" not in a.kw:
         g.ctx.error(f"{name} needs out_sinfo=R.Tensor(...)", call.span)
     return GCall(name[2:], tuple(args), {}, g.out_sinfo(a.kw["out_sinfo"]), span=call.span)
+
+
+def _call_tir_inplace(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
+    """TVM's `R.call_tir_inplace(f, (args,), inplace_indices, out_sinfo, tir_vars)`: output k
+    is argument `inplace_indices[k]` written in place (-1: a fresh output, as R.call_tir's)."""
+    a = check_call(g.ctx, call, name, Sig(2, 5, ("inplace_indices", "out_sinfo", "tir_vars",
+                                                 "out_ty")))
+    if "out_ty" in a.kw:  # TVM 0.27's name for out_sinfo
+        if "out_sinfo" in a.kw:
+            g.ctx.error(f"{name} got out_sinfo and out_ty", a.kw["out_ty"].span)
+        a.kw["out_sinfo"] = a.kw.pop("out_ty")
+    for key, node in zip(("inplace_indices", "out_sinfo", "tir_vars"), a.pos[2:]):
+        if key in a.kw:
+            g.ctx.error(f"{name} got argument '{key}' twice", node.span)
+        a.kw[key] = node
+    for key in ("inplace_indices", "out_sinfo"):
+        if key not in a.kw:
+            g.ctx.error(f"{name} needs {key}=...", call.span)
+    func = g.global_var(a.pos[0])
+    args: list[GraphExpr] = [func, g.args_tuple(a.pos[1])]
+    if "tir_vars" in a.kw:
+        args.append(g.shape_value(a.kw["tir_vars"]))
+    node = a.kw["inplace_indices"]
+    items = node.elts if isinstance(node, (S.Tuple, S.List)) else [node]
+    indices = []
+    for e in items:
+        v = literal_value(e)
+        if not isinstance(v, int) or isinstance(v, bool):
+            g.ctx.error(f"{name}: an in-place index is an integer literal (-1: no argument)",
+                        e.span)
+        indices.append(v)
+    return GCall(name[2:], tuple(args), {"inplace_indices": tuple(indices)},
+                 g.out_sinfo(a.kw["out_sinfo"]), span=call.span)
+
+
+def _print(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
+    """TVM's `R.print(*values, format="")`: prints the values at run time (a side effect;
+    `format` a Python format string, `R.str(...)` too), returns an empty tuple."""
+    a = check_call(g.ctx, call, name, Sig(0, None, ("format",)))
+    node = a.kw.get("format")
+    fmt = ""
+    if node is not None:
+        if S.call_name(node) == "R.str":
+            value = g.gexpr(node)
+            assert isinstance(value, StringValue)
+            fmt = value.value
+        else:
+            fmt = g.eb.str_literal(node, "the format of R.print")
+    values = Tuple(tuple(g.gexpr(v) for v in a.pos), span=call.span)
+    return GCall("print", (values,), {"format": fmt}, span=call.span)
 
 
 def _call_packed(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
@@ -146,7 +196,9 @@ def _str(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
 
 SPECIAL_CALLS: dict[str, Callable[[GraphBuilder, S.Call, str], GraphExpr]] = {
     "call_tir": _call_tir,
+    "call_tir_inplace": _call_tir_inplace,
     "call_packed": _call_packed,
+    "print": _print,
     "emit_te": _emit_te,
     "call_dps_packed": _call_dps_packed,
     "const": _const,

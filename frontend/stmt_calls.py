@@ -99,7 +99,7 @@ def _device_entry(lb: LoopBuilder, call: S.Call) -> Wrapper:
 def _attr(lb: LoopBuilder, call: S.Call) -> Wrapper:
     """`T.attr(node, key, value)` without `with`: an attribute over the statements after it."""
     if len(call.args) == 1 and not call.keywords and isinstance(call.args[0], S.Dict):
-        return _attr_dict(lb, call.args[0], call)
+        return attr_dict(lb, call.args[0], call)
     launch = lb.thread_extent_attr(call)
     if launch is not None:
         return launch
@@ -107,9 +107,10 @@ def _attr(lb: LoopBuilder, call: S.Call) -> Wrapper:
     return lambda body: AttrStmt(node, key, value, body, span=call.span)
 
 
-def _attr_dict(lb: LoopBuilder, d: S.Dict, call: S.Call) -> Wrapper:
+def attr_dict(lb: LoopBuilder, d: S.Dict, call: S.Call) -> Wrapper:
     """TVM 0.27's `T.attr({"key": value, ...})`: one attribute on no node per key, in order,
-    over the statements after it (`T.attr({"tirx.device_entry": True})` is T.device_entry())."""
+    over the statements after it, or over the body of `with T.attr({...}):`
+    (`T.attr({"tirx.device_entry": True})` is T.device_entry())."""
     if not d.keys:
         lb.ctx.error("T.attr({...}) needs at least one \"key\": value", d.span)
     attrs: list[tuple[str, PrimExpr]] = []

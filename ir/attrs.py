@@ -38,6 +38,9 @@ GRAPH_RETURNS = "tirc.graph_returns"
 OP_PATTERN = "op_pattern"
 # A fused graph function that fuse-tir turns into one kernel (fuse-ops -> fuse-tir, memory-plan).
 PRIMITIVE = "Primitive"
+# A graph function the frontend lifted out of another (a local `@R.function` in its body, as
+# TVM's LambdaLift): inline-calls inlines its calls and drops it (it is no entry point).
+LIFTED = "tirc.lifted"
 # The global view of a per-device function: its mesh and the placement of each parameter and
 # result (lower-sharding -> lower-graph -> the entry signature's "sharding", the runtime).
 SHARDING = "tirc.sharding"

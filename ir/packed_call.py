@@ -126,3 +126,14 @@ def external_symbols(mod: IRModule) -> list[str]:
         if isinstance(f, PrimFunc):
             post_order_visit(f.body, visit)
     return list(found)
+
+
+def module_function_of_symbol(mod: IRModule, symbol: str) -> str | None:
+    """The name of the public loop function of `mod` exported as `symbol` (its
+    `global_symbol`, else its name), which `R.call_dps_packed("symbol", ...)` calls as TVM's VM
+    finds a compiled function of its own library by name; None when there is none."""
+    for name, f in mod.functions.items():
+        if isinstance(f, PrimFunc) and not f.private and \
+                f.attrs.get("global_symbol", name) == symbol:
+            return name
+    return None

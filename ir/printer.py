@@ -530,6 +530,12 @@ class FuncPrinter:
             return f"T.target({self.attr_value(v.spec)})"
         if isinstance(v, Buffer):
             return self.names.get(v, v.name)
+        if isinstance(v, SchedLambda):  # R.layout_transform's index map, names of its own
+            p = ExprPrinter(_Names())
+            params = ", ".join(p.names.define(x, x.name) for x in v.params)
+            body = [p(x) for x in v.body]
+            return f"lambda {params}: ({body[0]},)" if len(body) == 1 else \
+                f"lambda {params}: ({', '.join(body)})"
         return _str(str(v))
 
     def attr_dict(self, d: dict[str, Any]) -> str:
@@ -815,7 +821,8 @@ class FuncPrinter:
         return self.p(d)
 
     def graph_func(self, f: Function, depth: int) -> list[str]:
-        self.emit(depth, "@R.function")
+        impure = any_node(f.body, lambda n: isinstance(n, GCall) and n.op == "print")
+        self.emit(depth, "@R.function(pure=False)" if impure else "@R.function")  # as TVM needs
         params = []
         for v in f.params:
             name = self.names.define(v, v.name)
@@ -851,6 +858,11 @@ class FuncPrinter:
                 self.if_binding(bnd, d, result[1] if same and result is not None else None)
                 continue
             value = self.gexpr(bnd.value)
+            if isinstance(bnd, VarBinding) and bnd.var.name == "_" and \
+                    isinstance(bnd.value, GCall) and bnd.value.op == "print" and \
+                    (result is None or bnd.var is not result[0]):
+                self.emit(d, value)  # a side effect, as written: `R.print(x, format=...)`
+                continue
             if isinstance(bnd, MatchCast):
                 for sv in free_vars(bnd.struct_info):
                     if not self.names.is_defined(sv):
@@ -917,13 +929,19 @@ class FuncPrinter:
             return f"{self.module_name}.{e.op}({', '.join(self.gexpr(a) for a in e.args)})"
         if isinstance(e, GCall):
             args = [self.gexpr(a) for a in e.args]
-            if e.op == "call_tir" and len(args) == 3:
+            if e.op == "print" and len(e.args) == 1 and isinstance(e.args[0], Tuple):
+                args = [self.gexpr(a) for a in e.args[0].fields]  # R.print(x, y, format=...)
+            if e.op in ("call_tir", "call_tir_inplace") and len(args) == 3:
                 args[2] = f"tir_vars={args[2]}"
-            args += [f"{k}={self.attr_value(v)}" for k, v in e.attrs.items()]
+            inplace = e.attrs.get("inplace_indices") if e.op == "call_tir_inplace" else None
+            args += [f"{k}={self.attr_value(v)}" for k, v in e.attrs.items()
+                     if inplace is None or k != "inplace_indices"]
             if e.sinfo_args:
                 outs = [self.sinfo(s) for s in e.sinfo_args]
                 joined = outs[0] if len(outs) == 1 else "[" + ", ".join(outs) + "]"
                 args.append(f"out_sinfo={joined}")
+            if inplace is not None:  # after out_sinfo, a list, as TVM prints it
+                args.append(f"inplace_indices=[{', '.join(str(i) for i in inplace)}]")
             return f"R.{e.op}({', '.join(args)})"
         raise TypeError(f"cannot print graph expression {type(e).__name__}")
 

@@ -45,6 +45,7 @@ from tirc.ir.interpreter.prim_func import CompiledPrimFunc
 from tirc.ir.interpreter.sparse_tensor import SparseValue, sparse_value
 from tirc.ir.interpreter.values import InterpreterError, np_dtype
 from tirc.ir.module import IRModule
+from tirc.ir.packed_call import module_function_of_symbol
 from tirc.ir.sparse.signature import CallMismatch, tensor_slots
 from tirc.ir.visitor import post_order_visit
 
@@ -62,7 +63,7 @@ class ModuleRunner(Protocol):
     def prim_func(self, name: str) -> CompiledPrimFunc:
         """Loop function `name`, compiled."""
 
-_DPS_CALLS = ("call_tir", "call_dps_packed")
+_DPS_CALLS = ("call_tir", "call_tir_inplace", "call_dps_packed")
 
 
 def _free_vars(e: Any) -> list[Var]:
@@ -262,7 +263,16 @@ class GraphRunner:
         if len(e.args) > 2 and isinstance(e.args[2], ShapeExpr):
             extra = list(self.eval(e.args[2]))
         outs, single = self.outputs(e)
-        if e.op == "call_tir":
+        written = outs  # the kernel's outputs (call_tir_inplace's fresh ones only)
+        if e.op == "call_tir_inplace":
+            indices = tuple(self.attr(e.attrs.get("inplace_indices", ())))
+            outs = _inplace_outputs(indices, inputs, outs)
+            written = [o for o, i in zip(outs, indices) if i == -1]
+        own = module_function_of_symbol(self.interp.mod, callee.symbol) \
+            if e.op == "call_dps_packed" and isinstance(callee, ExternFunc) else None
+        if own is not None:  # the module's own loop function, called by its symbol
+            callee = GlobalVar(own)
+        if e.op in ("call_tir", "call_tir_inplace") or own is not None:
             if not isinstance(callee, GlobalVar):
                 raise InterpreterError("R.call_tir needs a loop function as its callee")
             func = self.interp.mod.functions.get(callee.name)
@@ -272,7 +282,7 @@ class GraphRunner:
             scalar = [_is_scalar_argument(f, v) for f, v in zip(fields, inputs)]
             tensors = [v for v, sc in zip(inputs, scalar) if not sc]
             prims = [v for v, sc in zip(inputs, scalar) if sc]
-            self.interp.prim_func(callee.name)(*_raw_arguments(func, tensors + outs,
+            self.interp.prim_func(callee.name)(*_raw_arguments(func, tensors + written,
                                                                prims + extra))
         else:
             symbol = callee.symbol if isinstance(callee, ExternFunc) else str(self.eval(callee))
@@ -281,6 +291,26 @@ class GraphRunner:
                 raise InterpreterError(f"R.call_dps_packed: no extern registered for '{symbol}'")
             fn(*inputs, *outs)
         return outs[0] if single else tuple(outs)
+
+
+def _inplace_outputs(indices: tuple[int, ...], inputs: list[Any], outs: list[np.ndarray]
+                     ) -> list[Any]:
+    """R.call_tir_inplace's outputs: a copy of argument `inplace_indices[k]` for output k (the
+    kernel writes it in place; the argument keeps its value, as the compiled code's copy does),
+    else the fresh tensor; the kernel takes the arguments, then the fresh outputs."""
+    if len(indices) != len(outs):
+        raise InterpreterError("R.call_tir_inplace: one in-place index per output")
+    result = []
+    for i, out in zip(indices, outs):
+        if i == -1:
+            result.append(out)
+            continue
+        if not 0 <= i < len(inputs) or not isinstance(inputs[i], np.ndarray):
+            raise InterpreterError(f"R.call_tir_inplace: in-place index {i} is no tensor "
+                                   "argument")
+        inputs[i] = inputs[i].copy()
+        result.append(inputs[i])
+    return result
 
 
 def _prim_sinfo(e: GraphExpr | None) -> PrimSInfo | None:

@@ -57,10 +57,10 @@ def nearest_indices(out_size: int, in_size: int, mode: str, rounding: str) -> np
 def resize2d(data: np.ndarray, size: Sequence[int], roi: Sequence[float] | None = None,
              layout: str = "NCHW", method: str = "linear",
              coordinate_transformation_mode: str = "half_pixel", rounding_method: str = "round",
-             cubic_alpha: float = -0.5, cubic_exclude: int = 0,
+             cubic_alpha: float = -0.75, cubic_exclude: int = 0,
              extrapolation_value: float = 0.0, out_dtype: Any = None) -> np.ndarray:
-    """Nearest-neighbour or bilinear resizing of the `H` and `W` axes to `size`."""
-    if method not in ("nearest_neighbor", "linear"):
+    """Nearest-neighbour, bilinear or bicubic resizing of the `H` and `W` axes to `size`."""
+    if method not in ("nearest_neighbor", "linear", "cubic"):
         raise ValueError(f"unsupported method '{method}'")
     mode = coordinate_transformation_mode
     arr = np.asarray(data)
@@ -68,7 +68,9 @@ def resize2d(data: np.ndarray, size: Sequence[int], roi: Sequence[float] | None 
     x = np.transpose(arr, [layout.index(c) for c in "NCHW"]).astype(F32)
     in_h, in_w = x.shape[2:]
     out_h, out_w = (int(v) for v in size)
-    if method == "nearest_neighbor":
+    if method == "cubic":
+        result = _bicubic(x, out_h, out_w, mode, cubic_alpha, bool(cubic_exclude))
+    elif method == "nearest_neighbor":
         ys = nearest_indices(out_h, in_h, mode, rounding_method)
         xs = nearest_indices(out_w, in_w, mode, rounding_method)
         result = x[:, :, ys[:, None], xs[None, :]]
@@ -89,6 +91,44 @@ def resize2d(data: np.ndarray, size: Sequence[int], roi: Sequence[float] | None 
         bottom = pixel(1, 0) * (one - tx) + pixel(1, 1) * tx
         result = top * (one - ty) + bottom * ty
     return np.transpose(result.astype(dt), ["NCHW".index(c) for c in layout])
+
+
+def cubic_taps(out_size: int, in_size: int, mode: str, alpha: float,
+               exclude: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The four input indices (clamped to the image) and spline weights of each output
+    position along one axis (TOPI's `_cubic_spline_weights`, in float32; `exclude` zeroes
+    the weights of taps outside the image and divides the rest by their sum)."""
+    coords = source_coordinates(out_size, in_size, mode)
+    base = np.floor(coords)
+    t = (coords - base).astype(F32)
+    t2, t3 = t * t, t * t * t
+    a = F32(alpha)
+    weights = [a * (t3 - F32(2) * t2 + t),
+               F32(alpha + 2) * t3 - F32(3 + alpha) * t2 + F32(1),
+               -F32(alpha + 2) * t3 + F32(3 + 2 * alpha) * t2 - a * t,
+               -a * t3 + a * t2]
+    start = base.astype(np.int64) - 1
+    taps = np.stack([start + j for j in range(4)], axis=1)
+    w = np.stack(weights, axis=1).astype(F32)
+    if exclude:
+        w = np.where((taps < 0) | (taps >= in_size), F32(0), w)
+        w = w / w.sum(axis=1, keepdims=True)
+    return np.clip(taps, 0, in_size - 1), w.astype(F32)
+
+
+def _bicubic(x: np.ndarray, out_h: int, out_w: int, mode: str, alpha: float,
+             exclude: bool) -> np.ndarray:
+    """Bicubic resizing of the last two axes of float32 `x`: each row of four taps blended
+    with the width weights, then the four rows with the height weights (TOPI's order)."""
+    rows, wy = cubic_taps(out_h, x.shape[2], mode, alpha, exclude)
+    cols, wx = cubic_taps(out_w, x.shape[3], mode, alpha, exclude)
+    out = np.zeros((*x.shape[:2], out_h, out_w), F32)
+    for j in range(4):
+        line = np.zeros_like(out)
+        for i in range(4):
+            line = line + x[:, :, rows[:, j][:, None], cols[:, i][None, :]] * wx[None, :, i]
+        out = out + line * wy[:, j][:, None]
+    return out
 
 
 IMAGE_OPS: dict[str, Callable[..., Any]] = {"image.resize2d": resize2d}

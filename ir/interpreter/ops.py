@@ -15,13 +15,16 @@ import numpy as np
 from tirc.ir.dtype import DType, dtype
 from tirc.ir.interpreter.attention_ops import ATTENTION_OPS
 from tirc.ir.interpreter.image_ops import IMAGE_OPS
+from tirc.ir.interpreter.indexing_ops import INDEXING_OPS
+from tirc.ir.interpreter.layout_ops import LAYOUT_OPS
+from tirc.ir.interpreter.print_ops import PRINT_OPS
 from tirc.ir.interpreter.training_ops import TRAINING_OPS
 from tirc.ir.interpreter.transpose_ops import TRANSPOSE_OPS
 from tirc.ir.interpreter.values import np_dtype
 from tirc.ir.interpreter.window_ops import WINDOW_OPS
 
 OPS: dict[str, Callable[..., Any]] = {**WINDOW_OPS, **ATTENTION_OPS, **TRANSPOSE_OPS, **IMAGE_OPS,
-                                     **TRAINING_OPS}
+                                     **TRAINING_OPS, **INDEXING_OPS, **LAYOUT_OPS, **PRINT_OPS}
 
 AxisArg = int | Sequence[int] | None
 

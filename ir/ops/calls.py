@@ -109,6 +109,50 @@ def _call_tir(oc: OpCall) -> StructInfo:
     return _result(oc, outs)
 
 
+def _call_tir_inplace(oc: OpCall) -> StructInfo:
+    """TVM's R.call_tir_inplace: output k is argument `inplace_indices[k]` written in place
+    (its shape and dtype), or a fresh output at -1; the loop function takes the arguments,
+    then the fresh outputs."""
+    callee = oc.values["func"]
+    outs = out_sinfos(oc)
+    args = _call_args(oc)
+    indices = oc.values["inplace_indices"]
+    if len(indices) != len(outs):
+        oc.error(f"{len(indices)} in-place indices for {len(outs)} outputs (one per output, "
+                 "-1 for an output that is no argument)")
+    seen: set[int] = set()
+    for k, (i, out) in enumerate(zip(indices, outs)):
+        if i == -1:
+            continue
+        if not -1 <= i < len(args):
+            oc.error(f"in-place index {i} of output {k} is out of range: the call has "
+                     f"{len(args)} arguments (an index is -1 or 0 to {len(args) - 1})")
+        if i in seen:
+            oc.error(f"in-place index {i} is used more than once (each argument is written "
+                     "by one output)")
+        seen.add(i)
+        a, at = args[i], oc.element_span("args", i)
+        if not isinstance(a, TensorSInfo):
+            oc.error(f"in-place index {i}: argument {i} is not a dense tensor "
+                     f"({sinfo_text(a)})", at)
+        assert isinstance(out, TensorSInfo) and out.shape is not None and a.shape is not None
+        same_shape = len(a.shape) == len(out.shape) and \
+            all(dims_equal(dim(x), dim(y)) for x, y in zip(a.shape, out.shape))
+        if a.dtype != out.dtype or not same_shape:
+            oc.error(f"in-place index {i}: argument {i} ({sinfo_text(a)}) does not match "
+                     f"output {k} ({sinfo_text(out)}) in shape and dtype", at)
+    if not seen:
+        oc.error("needs an in-place index other than -1 (with none, use R.call_tir)")
+    if not isinstance(callee, GlobalVar):
+        oc.error("the callee must be a loop function of the module (Module.name)")
+    func = oc.module.functions.get(callee.name) if oc.module is not None else None
+    if oc.module is not None and not isinstance(func, PrimFunc):
+        oc.error(f"no loop function named '{callee.name}' in the module")
+    if isinstance(func, PrimFunc):
+        check_call_tir(oc, func, args, [o for i, o in zip(indices, outs) if i == -1])
+    return _result(oc, outs)
+
+
 def _call_args(oc: OpCall) -> list[TensorSInfo | SparseTensorSInfo | PrimSInfo]:
     """The struct info of a call's arguments: tensors of known shape, sparse tensors, or
     scalars (`R.Prim`) for the function's scalar parameters."""
@@ -278,6 +322,11 @@ def _call_dps_packed(oc: OpCall) -> StructInfo:
     return _result(oc, out_sinfos(oc))
 
 
+def _print(oc: OpCall) -> StructInfo:
+    """R.print(*values, format=""): a side effect; the result is the empty tuple."""
+    return TupleSInfo(())
+
+
 def _shape_of(oc: OpCall) -> StructInfo:
     s = oc.tensor("x", known_shape=False)
     return ShapeSInfo(s.shape, ndim_of(s))
@@ -286,6 +335,11 @@ def _shape_of(oc: OpCall) -> StructInfo:
 register("call_tir", [Param("func", "callee"), Param("args", "tensors"),
                       Param("tir_vars", "shape", None), Param("out_sinfo", "sinfo", None)],
          _call_tir)
+register("call_tir_inplace", [Param("func", "callee"), Param("args", "tensors"),
+                              Param("tir_vars", "shape", None),
+                              Param("inplace_indices", "ints"),
+                              Param("out_sinfo", "sinfo", None)], _call_tir_inplace)
 register("call_dps_packed", [Param("func", "callee"), Param("args", "tensors"),
                              Param("out_sinfo", "sinfo", None)], _call_dps_packed)
 register("shape_of", [Param("x", "tensor")], _shape_of)
+register("print", [Param("values", "tensors"), Param("format", "str", "")], _print)

@@ -1,12 +1,14 @@
 """Image resizing (`image.resize2d`), with TVM Relax's parameters and TOPI's formulas.
 
 The `H` and `W` axes of the data (layout: any order of `NCHW`) take the sizes of `size`.
-Methods `nearest_neighbor` and `linear` (bilinear) are supported with the coordinate
-transformation modes `half_pixel`, `align_corners`, `asymmetric`, `pytorch_half_pixel` and
-`tf_half_pixel_for_nn`, and for the nearest neighbour the rounding methods `round` (ties to
-even), `floor`, `ceil`, `round_prefer_floor`, `round_prefer_ceil` (and `""`: TOPI's default,
-`round` under `align_corners`, else `floor`). `cubic` and `tf_crop_and_resize` (the only mode
-that reads `roi` and `extrapolation_value`) are refused, and so is a non-zero `roi`.
+Methods `nearest_neighbor`, `linear` (bilinear) and `cubic` (bicubic: TOPI's spline of
+`cubic_alpha`, with `cubic_exclude` dropping and renormalizing the taps outside the image)
+are supported with the coordinate transformation modes `half_pixel`, `align_corners`,
+`asymmetric`, `pytorch_half_pixel` and `tf_half_pixel_for_nn`, and for the nearest
+neighbour the rounding methods `round` (ties to even), `floor`, `ceil`, `round_prefer_floor`,
+`round_prefer_ceil` (and `""`: TOPI's default, `round` under `align_corners`, else
+`floor`). `tf_crop_and_resize` (the only mode that reads `roi` and `extrapolation_value`) is
+refused, and so is a non-zero `roi`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from tirc.ir.ops.conv import layout_axes, out_dtype_of
 from tirc.ir.ops.registry import OpCall, Param, register
 from tirc.ir.ops.sinfo_util import const_dim, dim, shape_text
 
-METHODS = ("nearest_neighbor", "linear")
+METHODS = ("nearest_neighbor", "linear", "cubic")
 COORDINATE_MODES = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
                     "tf_half_pixel_for_nn")
 ROUNDING_METHODS = ("round", "floor", "ceil", "round_prefer_floor", "round_prefer_ceil", "")
@@ -50,10 +52,11 @@ def _resize2d(oc: OpCall) -> StructInfo:
         oc.error("needs a numeric tensor, got bool")
     axes = layout_axes(oc, "layout", "NCHW")
     method = oc.values["method"]
-    if method == "cubic":
-        oc.error("method 'cubic' is not supported (use 'nearest_neighbor' or 'linear')")
     if method not in METHODS:
-        oc.error(f"unknown method '{method}' (expected 'nearest_neighbor' or 'linear')")
+        oc.error(f"unknown method '{method}' (expected 'nearest_neighbor', 'linear' or "
+                 "'cubic')")
+    if oc.values["cubic_exclude"] not in (0, 1):
+        oc.error(f"cubic_exclude must be 0 or 1, got {oc.values['cubic_exclude']}")
     mode = oc.values["coordinate_transformation_mode"]
     if mode == "tf_crop_and_resize":
         oc.error("coordinate_transformation_mode 'tf_crop_and_resize' is not supported")
@@ -84,6 +87,6 @@ register("image.resize2d", [
     Param("data", "tensor"), Param("size", "shape"), Param("roi", "floats", None),
     Param("layout", "str", "NCHW"), Param("method", "str", "linear"),
     Param("coordinate_transformation_mode", "str", "half_pixel"),
-    Param("rounding_method", "str", "round"), Param("cubic_alpha", "float", -0.5),
+    Param("rounding_method", "str", "round"), Param("cubic_alpha", "float", -0.75),
     Param("cubic_exclude", "int", 0), Param("extrapolation_value", "float", 0.0),
     Param("out_dtype", "dtype", None)], _resize2d)

@@ -1,12 +1,22 @@
 """Neural-network operators: activations, softmax, layer, RMS, batch and group normalization,
-and the losses `nll_loss` and `cross_entropy_with_logits`."""
+the losses `nll_loss` and `cross_entropy_with_logits`, `dropout` and `pixel_shuffle`."""
 
 from __future__ import annotations
 
+from tirc.ir.expr import binop
 from tirc.ir.graph import StructInfo, TupleSInfo
 from tirc.ir.ops.elementwise import unary_any, unary_float
 from tirc.ir.ops.registry import OpCall, Param, register
-from tirc.ir.ops.sinfo_util import const_dim, dim_text, dims_equal, shape_text, shapes_equal, tensor
+from tirc.ir.ops.sinfo_util import (
+    const_dim,
+    dim,
+    dim_text,
+    dims_equal,
+    shape_text,
+    shapes_equal,
+    simplify_dim,
+    tensor,
+)
 
 
 def _softmax(oc: OpCall) -> StructInfo:
@@ -200,3 +210,39 @@ register("nn.nll_loss", [Param("predictions", "tensor"), Param("targets", "tenso
                          Param("ignore_index", "int", -100)], _nll_loss)
 register("nn.cross_entropy_with_logits", [Param("predictions", "tensor"),
                                           Param("labels", "tensor")], _cross_entropy)
+
+
+def _dropout(oc: OpCall) -> StructInfo:
+    """TVM's dropout: a tuple (output, mask), both of the data's struct info; the rate is a
+    probability in [0, 1] (PyTorch's bound; TVM reads it only when training)."""
+    x = oc.tensor("data", known_shape=False)
+    rate = oc.values["rate"]
+    if not 0 <= rate <= 1:
+        oc.error(f"rate must be within [0, 1], got {rate}")
+    return TupleSInfo((x, x))
+
+
+def _pixel_shuffle(oc: OpCall) -> StructInfo:
+    """TVM's pixel_shuffle: (..., C * r * r, H, W) -> (..., C, H * r, W * r), the channel
+    axis third from the end."""
+    x = oc.tensor("data")
+    assert x.shape is not None
+    if len(x.shape) < 3:
+        oc.error(f"data must have at least 3 axes (..., C, H, W), got {shape_text(x.shape)}")
+    r = oc.values["upscale_factor"]
+    if r <= 0:
+        oc.error(f"upscale_factor must be positive, got {r}")
+    c, h, w = x.shape[-3:]
+    n = const_dim(c)
+    if n is not None and n % (r * r):
+        oc.error(f"the channels {n} of {shape_text(x.shape)} must be divisible by "
+                 f"upscale_factor squared ({r * r})")
+    scale = dim(r)
+    out = (simplify_dim(binop("floordiv", c, dim(r * r))), simplify_dim(binop("mul", h, scale)),
+           simplify_dim(binop("mul", w, scale)))
+    return tensor((*x.shape[:-3], *out), x.dtype)
+
+
+register("nn.dropout", [Param("data", "tensor"), Param("rate", "float", 0.5)], _dropout)
+register("nn.pixel_shuffle", [Param("data", "tensor"), Param("upscale_factor", "int")],
+         _pixel_shuffle)

@@ -31,14 +31,15 @@ from tirc.ir.graph import (
     TupleSInfo,
 )
 from tirc.ir.ops.sinfo_util import ndim_of, normalize_axis, sinfo_text
+from tirc.ir.schedule import SchedLambda
 from tirc.ir.span import SourceMap, Span
 
 REQUIRED = object()
 
 # Parameter kinds: graph values stay arguments; the rest are attributes with Python values.
 GRAPH_KINDS = ("tensor", "sparse", "tensors", "shape", "scalar", "callee")
-ATTR_KINDS = ("int", "ints", "int_or_ints", "bool", "float", "floats", "number", "dtype", "str",
-              "sinfo")
+ATTR_KINDS = ("int", "ints", "int_exprs", "int_or_ints", "bool", "float", "floats", "number",
+              "dtype", "str", "sinfo", "index_map")
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,8 @@ def _load() -> None:
         dist,
         elementwise,
         image,
+        indexing,
+        layout,
         manipulation,
         matmul,
         nn,
@@ -282,6 +285,8 @@ def _convert(p: Param, v: Any, err: Callable[[str], NoReturn]) -> Any:
         return _ATTR[p.kind](v)
     except (_NotConvertible, DTypeError):
         kinds = {"int": "an integer", "ints": "an integer or a tuple of integers",
+                 "int_exprs": "a tuple of integers or integer expressions",
+                 "index_map": "a lambda, such as lambda i, j: (i // 4, j, i % 4)",
                  "int_or_ints": "an integer or a tuple of integers", "bool": "a bool",
                  "float": "a number", "floats": "a number or a tuple of numbers",
                  "number": "a number",
@@ -319,6 +324,30 @@ def _to_ints(v: Any) -> tuple[int, ...]:
     if isinstance(v, Tuple):
         return tuple(_to_int(x) for x in v.fields)
     return (_to_int(v),)
+
+
+def _to_int_exprs(v: Any) -> tuple[int | PrimExpr, ...]:
+    """Integers, or symbolic integer expressions (`R.prim_value(n)`, a size `n`) where
+    the operator takes them (strided_slice's begin and end)."""
+    items = v.fields if isinstance(v, Tuple) else v.values if isinstance(v, ShapeExpr) \
+        else v if isinstance(v, (tuple, list)) else (v,)
+    out: list[int | PrimExpr] = []
+    for x in items:
+        try:
+            out.append(_to_int(x))
+        except _NotConvertible:
+            x = x.value if isinstance(x, PrimValue) else x
+            if not isinstance(x, PrimExpr) or not x.dtype.is_int or x.dtype.lanes != 1:
+                raise
+            out.append(x)
+    return tuple(out)
+
+
+def _to_index_map(v: Any) -> Any:
+    """An index map, `lambda i, j: (...)` (R.layout_transform's)."""
+    if not isinstance(v, SchedLambda):
+        raise _NotConvertible
+    return v
 
 
 def _to_int_or_ints(v: Any) -> int | tuple[int, ...]:
@@ -382,7 +411,8 @@ def _to_str(v: Any) -> str:
 
 
 _ATTR: dict[str, Callable[[Any], Any]] = {
-    "int": _to_int, "ints": _to_ints, "int_or_ints": _to_int_or_ints, "bool": _to_bool,
+    "int": _to_int, "ints": _to_ints, "int_exprs": _to_int_exprs, "index_map": _to_index_map,
+    "int_or_ints": _to_int_or_ints, "bool": _to_bool,
     "float": _to_float, "floats": _to_floats, "number": _to_number,
     "dtype": lambda v: dtype(_to_str(v)),
     "str": _to_str,

@@ -1,11 +1,11 @@
 """Slicing, flipping, repeating, padding and scans: `strided_slice`, `slice_scatter`, `flip`,
 `tile`, `repeat`, `nn.pad` and `cumsum`/`cumprod`, with NumPy's semantics (a slice's begin and
-end wrap when negative and are clamped to the axis; `edge` and `reflect` padding as
-`np.pad`'s)."""
+end wrap when negative and are clamped to the axis, symbolic ones too, as TVM's shape rule;
+`edge` and `reflect` padding as `np.pad`'s)."""
 
 from __future__ import annotations
 
-from tirc.ir.expr import PrimExpr, binop
+from tirc.ir.expr import PrimExpr, binop, maximum, minimum
 from tirc.ir.graph import StructInfo
 from tirc.ir.ops.registry import OpCall, Param, register
 from tirc.ir.ops.sinfo_util import (
@@ -19,8 +19,11 @@ from tirc.ir.ops.sinfo_util import (
 )
 
 
-def slice_ranges(oc: OpCall) -> dict[int, tuple[int, int, int]]:
-    """Per sliced axis, NumPy's (start, stop, step) for its constant size."""
+def slice_ranges(oc: OpCall) -> dict[int, tuple[PrimExpr, PrimExpr, int]]:
+    """Per sliced axis: the first index read, how many are read, and the step. Constant
+    bounds on an axis of constant size are NumPy's slice; a symbolic bound or size gives
+    TVM's expressions (topi's GetLength: a negative bound counts from the end, then is
+    clamped to the axis; `assume_inbound` takes the bounds as they are)."""
     x = oc.tensor("x")
     assert x.shape is not None
     axes, begin, end = oc.values["axes"], oc.values["begin"], oc.values["end"]
@@ -29,7 +32,7 @@ def slice_ranges(oc: OpCall) -> dict[int, tuple[int, int, int]]:
     if not len(axes) == len(begin) == len(end) == len(strides):
         oc.error(f"axes, begin, end and strides need one value each per axis, got "
                  f"{len(axes)}, {len(begin)}, {len(end)} and {len(strides)}")
-    out: dict[int, tuple[int, int, int]] = {}
+    out: dict[int, tuple[PrimExpr, PrimExpr, int]] = {}
     for a, b, e, s in zip(axes, begin, end, strides):
         axis = oc.axis(a, len(x.shape))
         if axis in out:
@@ -37,19 +40,48 @@ def slice_ranges(oc: OpCall) -> dict[int, tuple[int, int, int]]:
         if s == 0:
             oc.error("a stride must not be 0")
         size = const_dim(x.shape[axis])
-        if size is None:
-            oc.error(f"axis {a} has the symbolic size {dim_text(x.shape[axis])}; only an axis "
-                     "of constant size can be sliced")
-        out[axis] = slice(b, e, s).indices(size)
+        if size is not None and isinstance(b, int) and isinstance(e, int):
+            start, stop, step = slice(b, e, s).indices(size)
+            out[axis] = (dim(start), dim(len(range(start, stop, step))), step)
+            continue
+        out[axis] = _symbolic_range(dim(b), dim(e), s, x.shape[axis],
+                                    bool(oc.values["assume_inbound"]))
     return out
+
+
+def _symbolic_range(b: PrimExpr, e: PrimExpr, s: int, size: PrimExpr, inbound: bool
+                    ) -> tuple[PrimExpr, PrimExpr, int]:
+    """(first index, count, step) of `b:e:s` on an axis of `size`, as TVM infers it; a
+    count below 0 (bounds the wrong way round) is 0."""
+    if not inbound:
+        b, e = _canonical_index(b, size, s), _canonical_index(e, size, s)
+    gap = binop("sub", e, b) if s > 0 else binop("sub", b, e)
+    count = binop("floordiv", binop("add", gap, dim(abs(s) - 1)), dim(abs(s)))
+    return simplify_dim(b), simplify_dim(maximum(count, dim(0))), s
+
+
+def _canonical_index(i: PrimExpr, size: PrimExpr, s: int) -> PrimExpr:
+    """A slice bound counted from the end when negative, clamped to [0, size] (a negative
+    step: [-1, size - 1]), as TVM's CanonicalizeIndex. Written with min and max only (what
+    the runtime's shape expressions hold): `p` is 1 when `i >= 0`, else 0."""
+    lo, hi = (dim(0), size) if s > 0 else (dim(-1), binop("sub", size, dim(1)))
+
+    def clamp(e: PrimExpr) -> PrimExpr:
+        return minimum(maximum(e, lo), hi)
+
+    if const_dim(i) is not None:
+        return clamp(binop("add", i, size) if const_dim(i) < 0 else i)  # type: ignore[operator]
+    p = minimum(maximum(binop("add", i, dim(1)), dim(0)), dim(1))
+    return binop("add", binop("mul", p, clamp(i)),
+                 binop("mul", binop("sub", dim(1), p), clamp(binop("add", i, size))))
 
 
 def _strided_slice(oc: OpCall) -> StructInfo:
     x = oc.tensor("x")
     assert x.shape is not None
     shape = list(x.shape)
-    for axis, bounds in slice_ranges(oc).items():
-        shape[axis] = dim(len(range(*bounds)))
+    for axis, (_, count, _) in slice_ranges(oc).items():
+        shape[axis] = count
     return tensor(shape, x.dtype)
 
 
@@ -126,8 +158,9 @@ def _repeat(oc: OpCall) -> StructInfo:
     return tensor(shape, x.dtype)
 
 
-register("strided_slice", [Param("x", "tensor"), Param("axes", "ints"), Param("begin", "ints"),
-                           Param("end", "ints"), Param("strides", "ints", None),
+register("strided_slice", [Param("x", "tensor"), Param("axes", "ints"),
+                           Param("begin", "int_exprs"), Param("end", "int_exprs"),
+                           Param("strides", "ints", None),
                            Param("assume_inbound", "bool", False)], _strided_slice)
 register("slice_scatter", [Param("input_tensor", "tensor"), Param("src", "tensor"),
                            Param("start", "int"), Param("end", "int"), Param("step", "int", 1),

@@ -94,6 +94,9 @@ class PlacementInference:
             return None if any(i is None for i in items) else tuple(items)
         if isinstance(e, GVar):
             return table.get(e)
+        if isinstance(e, TupleGetItem):  # `t[0]` of a tuple-valued operator's result
+            whole = self.placement_of(e.tuple_value, table)
+            return whole[e.index] if isinstance(whole, tuple) else None
         return None
 
     def check_pin(self, placement: Placement, s: StructInfo | None, what: str,

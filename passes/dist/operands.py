@@ -14,7 +14,7 @@ from typing import Any
 from tirc.ir.graph import GCall, GraphExpr, PrimSInfo, StructInfo, TensorSInfo, Tuple
 from tirc.ir.ops.registry import bound_call
 
-OPAQUE = ("call_tir", "call_dps_packed")
+OPAQUE = ("call_tir", "call_tir_inplace", "call_dps_packed")
 Slot = tuple[int, int | None]
 
 

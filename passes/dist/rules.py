@@ -113,7 +113,7 @@ STATISTICS = ("argmax", "argmin", "variance", "std")
 WINDOWS = tuple(f"nn.{kind}{r}d" for r in (1, 2, 3) for kind in
                 ("conv", "max_pool", "avg_pool", "adaptive_avg_pool")) + \
     ("nn.conv1d_transpose", "nn.conv2d_transpose", "image.resize2d")
-OPAQUE = ("call_tir", "call_dps_packed")
+OPAQUE = ("call_tir", "call_tir_inplace", "call_dps_packed")
 DECOMPOSABLE = ("nn.softmax", "nn.log_softmax", "nn.layer_norm", "nn.rms_norm")
 COLLAPSES = ("collapse_sum_like", "collapse_sum_to")
 LOSSES = ("nn.nll_loss", "nn.cross_entropy_with_logits")
@@ -361,6 +361,21 @@ def _rule_for(call: GCall, operands: Sequence[TensorSInfo], out: StructInfo) -> 
         fs, (fd,) = fx.new(len(_shape(operands[0]))), fx.new(1)
         a = normalize_axis(int(call.attrs.get("axis", -1)), len(fs) + 1) or 0
         return Rule([list(fs)], [[*fs[:a], fd, *fs[a:]]], replicated={fd})
+    if op == "nn.dropout":  # elementwise: the output and the mask split as the data
+        fs = fx.new(len(_shape(operands[0])))
+        return Rule([list(fs)], [list(fs), list(fs)])
+    if op == "nn.pixel_shuffle":  # the leading axes split; channels, rows and columns mix
+        fs = fx.new(len(_shape(operands[0])))
+        return Rule([list(fs)], [[*fs[:-3], None, None, None]])
+    if op == "scatter_nd":
+        return _scatter_nd(fx, operands)
+    if op == "index_tensor" and len(operands) > 1:
+        return _index_tensor(fx, operands, results[0])
+    if op == "layout_transform":  # an index the map keeps whole splits; a split one stays
+        fs = fx.new(len(_shape(operands[0])))
+        lam = call.attrs["index_map"]
+        kept = [next((f for p, f in zip(lam.params, fs) if e is p), None) for e in lam.body]
+        return Rule([list(fs)], [kept])
     if op in ("tril", "triu"):  # the diagonal's two axes stay whole; the leading ones split
         fs = fx.new(len(_shape(operands[0])))
         return Rule([list(fs)], [list(fs)], replicated=set(fs[-2:]))
@@ -505,6 +520,33 @@ def _gather_nd(fx: _Factors, call: GCall, operands: Sequence[TensorSInfo]) -> Ru
     return Rule([list(fd), [*fd[:b], *fi, fm]], [[*fd[:b], *fi, *fd[b + m:]]])
 
 
+def _scatter_nd(fx: _Factors, operands: Sequence[TensorSInfo]) -> Rule:
+    """scatter_nd: the data's axes after the K indexed ones split data, updates and result
+    alike; the indexed axes and the index rows (any row may name any element) stay whole."""
+    sx, si = _shape(operands[0]), _shape(operands[1])
+    m = const_dim(si[-1]) or 0
+    fd, fi = fx.new(len(sx)), fx.new(len(si))
+    return Rule([list(fd), list(fi), [*fi[:-1], *fd[m:]]], [list(fd)],
+                replicated={*fd[:m], *fi})
+
+
+def _index_tensor(fx: _Factors, operands: Sequence[TensorSInfo], out: TensorSInfo) -> Rule:
+    """index_tensor: the broadcast index axes split the index tensors (where not broadcast)
+    and the result alike, the data's axes after the indexed ones split data and result
+    alike; the indexed axes stay whole."""
+    sx, so = _shape(operands[0]), _shape(out)
+    k = len(operands) - 1
+    nb = len(so) - (len(sx) - k)
+    fd, fb = fx.new(len(sx)), fx.new(nb)
+    picks = []
+    for s in operands[1:]:
+        shape = _shape(s)
+        lead = nb - len(shape)
+        picks.append([fb[lead + j] if dims_equal(d, so[lead + j]) else None
+                      for j, d in enumerate(shape)])
+    return Rule([list(fd), *picks], [[*fb, *fd[k:]]], replicated=set(fd[:k]))
+
+
 def _scatter(fx: _Factors, call: GCall, operands: Sequence[TensorSInfo]) -> Rule:
     """scatter_elements: updates move along `axis` only, so the other axes split data,
     indices, updates and result alike where the indices span the data's whole axis; the
@@ -600,4 +642,5 @@ def has_rule(op: str) -> bool:
                "arange",
                "nn.attention", "nn.group_norm", "nn.instance_norm", "scatter_elements",
                "gather_elements", "slice_scatter", "einsum", "topk", "bucketize", "tril", "triu",
-               "gather_nd", "one_hot")
+               "gather_nd", "one_hot", "nn.dropout", "nn.pixel_shuffle", "scatter_nd",
+               "index_tensor", "layout_transform")

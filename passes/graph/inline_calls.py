@@ -5,7 +5,8 @@ Each call `y = Module.helper(a, b)` becomes the callee's bindings with its param
 by the arguments and its variables renamed apart, then `y = <callee's result>`; inside a
 dataflow block the callee's variables become dataflow variables. Struct info annotations of
 the copied bindings are dropped (normalize infers them again, in the caller's shapes). Calls
-to fused `Primitive` functions are left for fuse-tir; a recursive call is an error.
+to fused `Primitive` functions are left for fuse-tir; a recursive call is an error. A function
+the frontend lifted out of another (`tirc.lifted`, a local `@R.function`) is then dropped.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from tirc.ir.attrs import PRIMITIVE
+from tirc.ir.attrs import LIFTED, PRIMITIVE
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.graph import (
     Binding,
@@ -46,6 +47,9 @@ class InlineCalls(Pass):
             new = inline_function(func, mod, (name,))
             if new is not func:
                 out = out.with_function(name, new)
+        for name, func in mod.graph_funcs().items():
+            if func.attrs.get(LIFTED):  # a local function, now inlined where it was called
+                out = out.without_function(name)
         return out
 
 

@@ -1,7 +1,8 @@
 """Legalization of image resizing (`image.resize2d`), after TOPI's `_resize_2d`: one spatial
 block whose value at each output position maps the position to input coordinates in float32
 (`get_inx`), then copies the nearest pixel (`get_closest_index`) or blends the four around it
-bilinearly, reading the data as float32 and clamping every index to the image."""
+bilinearly, or the sixteen around it bicubically, reading the data as float32 and clamping
+every index to the image."""
 
 from __future__ import annotations
 
@@ -108,6 +109,51 @@ def resize2d(oc: OpCall, out: StructInfo) -> Kernel:
         top, bottom = lerp(at(0, 0), at(0, 1), tx), lerp(at(1, 0), at(1, 1), tx)
         return cast(y.dtype, lerp(top, bottom, ty))
 
-    k.compute("T_resize2d", y, nearest if oc.values["method"] == "nearest_neighbor"
-              else bilinear)
+    def bicubic(i: Indices) -> PrimExpr:
+        rows = cubic_taps(i[h], in_h, out_h, mode, alpha, exclude)
+        cols = cubic_taps(i[w], in_w, out_w, mode, alpha, exclude)
+        total: PrimExpr = _f(0.0)
+        for row, wy in rows:
+            line: PrimExpr = _f(0.0)
+            for col, wx in cols:
+                line = binop("add", line, binop("mul", pixel(x, i, row, col), wx))
+            total = binop("add", total, binop("mul", line, wy))
+        return cast(y.dtype, total)
+
+    method = oc.values["method"]
+    alpha, exclude = oc.values["cubic_alpha"], bool(oc.values["cubic_exclude"])
+    k.compute("T_resize2d", y, {"nearest_neighbor": nearest, "linear": bilinear,
+                                "cubic": bicubic}[method])
     return k
+
+
+def cubic_taps(o: PrimExpr, in_size: PrimExpr, out_size: PrimExpr, mode: str, alpha: float,
+               exclude: bool) -> list[tuple[PrimExpr, PrimExpr]]:
+    """The four (clamped input index, float32 weight) taps of output position `o` along one
+    axis: TOPI's `_cubic_spline_weights` of the coordinate's fraction; `exclude` zeroes the
+    weights of taps outside the image and divides the rest by their sum."""
+    coord = source_coordinate(o, in_size, out_size, mode)
+    base = call("floor", coord)
+    t = binop("sub", coord, base)
+    start = cast(INT64, base)
+    t2 = binop("mul", t, t)
+    t3 = binop("mul", t2, t)
+
+    def mul(c: float, e: PrimExpr) -> PrimExpr:
+        return binop("mul", _f(c), e)
+
+    weights = [
+        mul(alpha, binop("add", binop("sub", t3, mul(2.0, t2)), t)),
+        binop("add", binop("sub", mul(alpha + 2, t3), mul(3 + alpha, t2)), _f(1.0)),
+        binop("sub", binop("add", mul(-(alpha + 2), t3), mul(3 + 2 * alpha, t2)),
+              mul(alpha, t)),
+        binop("add", mul(-alpha, t3), mul(alpha, t2)),
+    ]
+    taps = [binop("add", start, dim(j - 1)) for j in range(4)]
+    if exclude:
+        weights = [select(binop("or", binop("lt", tap, dim(0)), binop("ge", tap, in_size)),
+                          _f(0.0), wt) for tap, wt in zip(taps, weights)]
+        total = binop("add", binop("add", binop("add", weights[0], weights[1]), weights[2]),
+                      weights[3])
+        weights = [binop("div", wt, total) for wt in weights]
+    return [(_clamp(tap, in_size), wt) for tap, wt in zip(taps, weights)]

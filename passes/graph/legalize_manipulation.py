@@ -142,7 +142,7 @@ def squeeze(oc: OpCall, out: StructInfo) -> Kernel:
 def concat(oc: OpCall, out: StructInfo) -> Kernel:
     k = Kernel("concatenate")
     parts = [k.input(chr(ord("A") + n), arg, s)
-             for n, (arg, s) in enumerate(zip(_fields(oc.values["tensors"]),
+             for n, (arg, s) in enumerate(zip(tuple_operand_fields(oc.values["tensors"]),
                                               oc.tensors("tensors")))]
     y = k.output("T_concat", out_tensor(out))
     axis = oc.axis(oc.values["axis"], y.ndim)
@@ -165,7 +165,7 @@ def concat(oc: OpCall, out: StructInfo) -> Kernel:
     return k
 
 
-def _fields(v: object) -> list:
+def tuple_operand_fields(v: object) -> list:
     """The tensors of a tuple argument: a tuple's fields, or `t[k]` of a tuple variable (which
     legalize-ops binds to variables of their own)."""
     if isinstance(v, Tuple):
@@ -275,4 +275,24 @@ def broadcast_to(oc: OpCall, out: StructInfo) -> Kernel:
     x = k.operand("A", oc.values["x"], oc.tensor("x"))
     y = k.output("T_broadcast_to", out_tensor(out))
     k.compute("T_broadcast_to", y, lambda i: x.at(i, y.shape))
+    return k
+
+
+@legalizer("nn.pixel_shuffle")
+def pixel_shuffle(oc: OpCall, out: StructInfo) -> Kernel:
+    """Output (.., c, h, w) reads input (.., c * r * r + (h % r) * r + w % r, h // r, w // r)
+    (TOPI's pixel_shuffle)."""
+    k = Kernel("pixel_shuffle")
+    x = k.input("A", oc.values["data"], oc.tensor("data"))
+    y = k.output("T_pixel_shuffle", out_tensor(out))
+    r = dim(oc.values["upscale_factor"])
+
+    def value(i: Indices) -> PrimExpr:
+        *lead, c, h, w = i
+        channel = binop("add", binop("add", binop("mul", c, binop("mul", r, r)),
+                                     binop("mul", binop("floormod", h, r), r)),
+                        binop("floormod", w, r))
+        return x.vload(*lead, channel, binop("floordiv", h, r), binop("floordiv", w, r))
+
+    k.compute("T_pixel_shuffle", y, value)
     return k

@@ -382,3 +382,17 @@ def cross_entropy_with_logits(oc: OpCall, out: StructInfo) -> Kernel:
 
     k.compute("T_cross_entropy", result, value)
     return k
+
+
+@legalizer("nn.dropout")
+def dropout(oc: OpCall, out: StructInfo) -> Kernel:
+    """Inference dropout, as TVM 0.27 legalizes it: the data copied to the output and a mask
+    of ones of the data's dtype (`topi.identity` and `topi.full_like(x, 1.0)`)."""
+    assert isinstance(out, TupleSInfo)
+    k = Kernel("dropout")
+    x = k.input("A", oc.values["data"], oc.tensor("data"))
+    y = k.output("T_dropout", out_tensor(out.fields[0]))
+    mask = k.output("T_mask", out_tensor(out.fields[1]))
+    k.compute("T_dropout", y, lambda i: x.vload(*i))
+    k.compute("T_mask", mask, lambda i: const(1, mask.dtype))
+    return k

@@ -35,7 +35,9 @@ from tirc.ir.ops.infer import infer_expr
 from tirc.ir.ops.registry import bound_call
 from tirc.ir.structural import structural_equal, structural_hash
 from tirc.passes.graph.legalize_blas import BLAS_CONFIG, blas_enabled, blas_matmul
-from tirc.passes.graph.legalize_table import get_legalizer
+from tirc.passes.graph.legalize_inplace import legalize_inplace
+from tirc.passes.graph.legalize_print import drop_prints
+from tirc.passes.graph.legalize_table import get_legalizer, refuse_uncompiled
 from tirc.passes.graph.normalize import normalize_function
 from tirc.passes.pass_base import Pass, PassContext, option
 
@@ -55,7 +57,8 @@ class LegalizeOps(Pass):
         out = mod
         blas = self.blas
         for name, func in mod.graph_funcs().items():
-            new = legalize_function(normalize_function(func, mod), mod, kernels, blas)
+            quiet = drop_prints(func, ctx.warn)  # type: ignore[arg-type]
+            new = legalize_function(normalize_function(quiet, mod), mod, kernels, blas)
             if new is not func:
                 out = out.with_function(name, new)
         for kname, kfunc in kernels.added.items():
@@ -135,6 +138,9 @@ def _legalize_blocks(old: tuple[BindingBlock, ...], mod: IRModule, kernels: _Ker
 def legalize_call(call: GCall, out: StructInfo | None, mod: IRModule,
                   kernels: _KernelTable) -> GraphExpr:
     """The call_tir for one operator call, or the call unchanged when it has no kernel."""
+    if call.op == "call_tir_inplace":
+        return legalize_inplace(call, mod, kernels.add)
+    refuse_uncompiled(call)
     legalize = get_legalizer(call.op)
     if legalize is None or out is None or not _known(out):
         return call

@@ -47,7 +47,8 @@ def strided_slice(oc: OpCall, out: StructInfo) -> Kernel:
     def value(i: Indices) -> PrimExpr:
         idx = list(i)
         for axis, (start, _, step) in ranges.items():
-            idx[axis] = binop("add", dim(start), binop("mul", i[axis], dim(step)))
+            first = k.dims([start])[0]  # a symbolic bound over the kernel's sizes
+            idx[axis] = binop("add", first, binop("mul", i[axis], dim(step)))
         return x.vload(*idx)
 
     k.compute("T_strided_slice", y, value)

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import PrimExpr
 from tirc.ir.function import PrimFunc
-from tirc.ir.graph import GraphExpr, StructInfo, TensorSInfo
+from tirc.ir.graph import GCall, GraphExpr, StructInfo, TensorSInfo
 from tirc.ir.ops.registry import OpCall
 
 
@@ -52,6 +53,20 @@ def out_tensor(out: StructInfo) -> TensorSInfo:
     return out
 
 
+# Operators the interpreter runs but tirc does not compile, with the reason.
+UNCOMPILED = {
+    "dynamic_strided_slice": "its result's shape depends on the values of begin, end and "
+    "strides, and a compiled tirc function allocates every result from its parameters' "
+    "shapes (the interpreter runs it; R.strided_slice with constant bounds compiles)",
+}
+
+
+def refuse_uncompiled(call: GCall) -> None:
+    """A diagnostic at a call of an operator that tirc does not compile, saying why."""
+    if call.op in UNCOMPILED:
+        raise CompileError(f"R.{call.op} is not compiled: {UNCOMPILED[call.op]}", call.span)
+
+
 def get_legalizer(op: str) -> Legalizer | None:
     """The legalizer of `op`, loading every family on first use."""
     if not _LOADED:
@@ -62,6 +77,8 @@ def get_legalizer(op: str) -> Legalizer | None:
             legalize_creation,
             legalize_elementwise,
             legalize_image,
+            legalize_indexing,
+            legalize_layout,
             legalize_manipulation,
             legalize_matmul,
             legalize_nn,

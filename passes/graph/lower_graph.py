@@ -458,8 +458,9 @@ class _HostBuilder:
             body = Allocate(ws, body)
         self.kernel.stages = [body]
         prim, scalars = self.kernel.build(handle_prefix="", scalar_sizes=self.sparse_sizes)
+        given = [*self.scalar_params, *self.prim_params.values()]  # an R.Prim(value=k) too
         unbound = [v for v in scalars if v not in self.sparse_sizes and
-                   (v not in self.kernel.sizes or self.kernel.sizes[v] not in self.scalar_params)]
+                   (v not in self.kernel.sizes or self.kernel.sizes[v] not in given)]
         if unbound:
             raise self.error(f"the sizes {', '.join(str(v) for v in unbound)} cannot be "
                              "bound from the arguments' shapes", func)

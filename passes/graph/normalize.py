@@ -15,8 +15,10 @@ from tirc.ir.diagnostics import CompileError, DiagnosticContext
 from tirc.ir.graph import (
     Binding,
     BindingBlock,
+    ExternFunc,
     Function,
     GCall,
+    GlobalVar,
     GraphExpr,
     GVar,
     If,
@@ -33,6 +35,7 @@ from tirc.ir.graph import (
 from tirc.ir.module import IRModule
 from tirc.ir.ops.infer import infer_expr, match_cast_conflict, more_precise, sinfo_agrees
 from tirc.ir.ops.sinfo_util import sinfo_text
+from tirc.ir.packed_call import module_function_of_symbol
 from tirc.ir.span import Span
 from tirc.ir.visitor import Mutator, post_order_visit, substitute
 from tirc.passes.pass_base import Pass, PassContext
@@ -76,6 +79,7 @@ def normalize_function(func: Function, mod: IRModule | None = None) -> Function:
             mapping[p] = dataclasses.replace(p, struct_info=ObjectSInfo())
         params.append(mapping.get(p, p))
     func = _tuple_items_resolved(func)
+    func = _module_packed_calls(func, mod)
     old_blocks, body_value = _bind_returned_calls(func)
     blocks = _normalize_blocks(old_blocks, mapping, mod)
     body_value = substitute(body_value, mapping)
@@ -95,6 +99,29 @@ def normalize_function(func: Function, mod: IRModule | None = None) -> Function:
                  and len(blocks) == len(func.body.blocks)
                  and all(a is b for a, b in zip(blocks, func.body.blocks)))
     return func if unchanged else new
+
+
+def _module_packed_calls(func: Function, mod: IRModule | None) -> Function:
+    """`R.call_dps_packed("sym", args, out)` where "sym" is a loop function of the module
+    (tirc.ir.packed_call.module_function_of_symbol) as the `R.call_tir` of that function: the
+    same destination-passing call, of the module's own kernel rather than a C library's."""
+    if mod is None:
+        return func
+
+    class _Calls(Mutator):
+        def visit_GCall(self, node: GCall) -> GraphExpr:
+            node = self.generic_visit(node)
+            callee = node.args[0] if node.args else None
+            if node.op != "call_dps_packed" or not isinstance(callee, ExternFunc) or \
+                    len(node.args) != 2:
+                return node
+            name = module_function_of_symbol(mod, callee.symbol)
+            if name is None:
+                return node
+            return dataclasses.replace(node, op="call_tir",
+                                       args=(GlobalVar(name, span=callee.span), node.args[1]))
+
+    return _Calls().visit(func)
 
 
 def _tuple_items_resolved(func: Function) -> Function:
@@ -292,6 +319,9 @@ def _flatten(b: Binding, dataflow: bool, mod: IRModule | None) -> list[Binding]:
         if isinstance(e, Tuple):
             fields = tuple(lift(f) for f in e.fields)
             return e if fields == e.fields else dataclasses.replace(e, fields=fields)
+        if isinstance(e, TupleGetItem):  # `R.topk(x, ...)[0]`: the call bound, then indexed
+            inner = lift(e.tuple_value)
+            return e if inner is e.tuple_value else dataclasses.replace(e, tuple_value=inner)
         if not isinstance(e, GCall):
             return e
         inner = dataclasses.replace(e, args=tuple(lift(a) for a in e.args))

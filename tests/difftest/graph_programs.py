@@ -6,13 +6,15 @@ atan2, float predicates), comparisons combined by logical operators into casts a
 bucketize, integer bitwise operators, shifts and remainders, `clip`, matmul and einsum, the nn
 operators (relu, relu6, gelu, gelu_tanh, silu, leakyrelu, softplus, selu, prelu, softmax,
 log_softmax, layer_norm, rms_norm, batch_norm, convolution and pooling, transposed convolution,
-attention), `image.resize2d`, reductions with and without keepdims (argmax, argmin, variance
-and std among them), topk, and the shape operators (reshape, flatten, permute_dims,
-expand_dims, squeeze, concat, split, take, broadcast_to, flip, tile, repeat, strided_slice,
-pad, cumsum, cumprod, tril, triu, collapse_sum_like and collapse_sum_to, scatter_elements with
-every reduction and negative indices, gather_elements, gather_nd, one_hot, slice_scatter) with
-creation operators (zeros, ones, full and their `_like` forms) as operands, `arange` as take's
-indices, group_norm and instance_norm, and the losses nll_loss and cross_entropy_with_logits.
+attention, dropout), `image.resize2d` (bicubic too), reductions with and without keepdims
+(argmax, argmin, variance and std among them), topk, and the shape operators (reshape,
+flatten, permute_dims, expand_dims, squeeze, concat, split, take, broadcast_to, flip, tile,
+repeat, strided_slice, pad, cumsum, cumprod, tril, triu, collapse_sum_like and
+collapse_sum_to, scatter_elements with every reduction and negative indices, gather_elements,
+gather_nd, one_hot, scatter_nd, index_tensor, slice_scatter, pixel_shuffle, layout_transform)
+with creation operators (zeros, ones, full and their `_like` forms) as operands, `arange` as
+take's indices, group_norm and instance_norm, and the losses nll_loss and
+cross_entropy_with_logits.
 The first dimension may be symbolic (`"n"`). Each value carries an interval of what it can
 hold, so that log, sqrt, rsqrt, divide and power get only arguments in their domain, exp no
 overflow, and only exact values reach casts to int and comparisons.
@@ -28,9 +30,10 @@ from typing import Any
 import numpy as np
 from tirc.ir import Constant, IntImm, PrimExpr, ShapeExpr, Tuple, TupleGetItem, Var
 from tirc.ir.dtype import dtype
-from tirc.ir.expr import FloatImm
+from tirc.ir.expr import FloatImm, binop
 from tirc.ir.graph import GVar, PrimValue
 from tirc.ir.ops.builder import GraphBuilder
+from tirc.ir.schedule import SchedLambda
 
 from difftest.harness import Program
 from difftest.values import Info, random_input
@@ -595,9 +598,20 @@ class _Gen:
                       lo=-hi if field == 1 else 0.0, hi=hi, exact=False)
 
     def op_activation(self) -> None:
-        """leakyrelu, softplus (both sides of its threshold), selu and prelu."""
+        """leakyrelu, softplus (both sides of its threshold), selu, prelu, and dropout (its
+        output or its mask)."""
         a = self.pick()
-        op = self.rng.choice(("nn.leakyrelu", "nn.softplus", "nn.selu", "nn.prelu"))
+        op = self.rng.choice(("nn.leakyrelu", "nn.softplus", "nn.selu", "nn.prelu",
+                              "nn.dropout"))
+        if op == "nn.dropout":
+            pair = self.gb.emit(op, a.var, rate=self.rng.choice((0.0, 0.1, 0.5)))
+            if self.rng.random() < 0.5:
+                self.emit(TupleGetItem(pair, 0), dims=a.dims, dt=a.dt, lo=a.lo, hi=a.hi,
+                          exact=a.exact)
+            else:
+                self.emit(TupleGetItem(pair, 1), dims=a.dims, dt=a.dt, lo=1.0, hi=1.0,
+                          exact=True)
+            return
         if op == "nn.prelu":
             axis = self.rng.randrange(len(a.dims))
             alpha = self.param((a.dims[axis],))
@@ -618,11 +632,16 @@ class _Gen:
         self.emit(op, a.var, dims=a.dims, dt="float32", lo=lo, hi=hi, exact=False, **attrs)
 
     def op_rearrange(self) -> None:
-        """flip, tile, repeat, or a strided_slice with negative bounds and strides."""
+        """flip, tile, repeat, a strided_slice with negative bounds and strides, or
+        pixel_shuffle of fresh data."""
         a = self.pick(self.rng.choice(("float32", "float32", "int32")))
         rng = self.rng
         op = rng.choice(("flip", "tile", "repeat", "strided_slice", "nn.pad", "scan",
-                         "triangle"))
+                         "triangle", "pixel_shuffle", "layout_transform"))
+        if op == "pixel_shuffle":
+            return self.pixel_shuffle(a.dt)
+        if op == "layout_transform":
+            return self.layout_transform(a)
         keep = dict(dt=a.dt, lo=a.lo, hi=a.hi, exact=a.exact)
         if op == "flip":
             self.emit(op, a.var, dims=a.dims, axis=rng.randrange(len(a.dims)), **keep)
@@ -676,6 +695,43 @@ class _Gen:
             dims = tuple(_dim(count) if k == axis else d for k, d in enumerate(a.dims))
             self.emit(op, a.var, dims=dims, axes=[axis], begin=[begin], end=[end],
                       strides=[step], **keep)
+
+    def pixel_shuffle(self, dt: str) -> None:
+        """nn.pixel_shuffle of fresh (..., C * r * r, H, W) data, with no, one or two
+        leading axes (the first maybe symbolic)."""
+        rng = self.rng
+        r = rng.choice((1, 2, 3))
+        rank = rng.randint(0, 2)
+        lead = self.shape(rank) if rank else ()
+        c, h, w = rng.randint(1, 2), rng.randint(1, 3), rng.randint(1, 3)
+        x = self.param((*lead, _dim(c * r * r), _dim(h), _dim(w)), dt)
+        self.emit("nn.pixel_shuffle", x.var, dims=(*lead, _dim(c), _dim(h * r), _dim(w * r)),
+                  dt=dt, lo=x.lo, hi=x.hi, exact=x.exact, upscale_factor=r)
+
+    def layout_transform(self, a: Val) -> None:
+        """layout_transform of `a`: a constant axis split into `i // k` and `i % k` (padded
+        with 0 or a pad value where k does not divide it), the axes permuted when none is
+        symbolic."""
+        rng = self.rng
+        params = [Var(f"i{k}", I64) for k in range(len(a.dims))]
+        fixed = [k for k, (d, _) in enumerate(a.dims) if isinstance(d, IntImm)]
+        cut = rng.choice(fixed) if fixed else -1
+        outs: list[tuple[PrimExpr, tuple[PrimExpr, int]]] = []
+        for k, (p, d) in enumerate(zip(params, a.dims)):
+            if k != cut:
+                outs.append((p, d))
+                continue
+            f = rng.randint(2, 4)
+            outs += [(binop("floordiv", p, IntImm(f, I64)), _dim(-(-d[1] // f))),
+                     (binop("floormod", p, IntImm(f, I64)), _dim(min(d[1], f)))]
+        if len(fixed) == len(a.dims):
+            rng.shuffle(outs)
+        pad = rng.choice((None, 1.5 if a.dt == "float32" else 3))
+        fill = 0 if pad is None else pad
+        attrs = {} if pad is None else {"pad_value": pad}
+        self.emit("layout_transform", a.var, dims=tuple(d for _, d in outs), dt=a.dt,
+                  lo=min(a.lo, fill), hi=max(a.hi, fill), exact=a.exact,
+                  index_map=SchedLambda(tuple(params), tuple(e for e, _ in outs)), **attrs)
 
     def scan(self, a: Val) -> None:
         """cumsum or cumprod along an axis or over the flattened tensor, maybe exclusive."""
@@ -812,12 +868,13 @@ class _Gen:
                   dilation=dilation, groups=groups, data_layout=layout, kernel_layout=kernel)
 
     def resize(self, batch: tuple[PrimExpr, int], channels: int) -> None:
-        """`image.resize2d`, nearest or bilinear, in every coordinate mode and rounding. The
+        """`image.resize2d`, nearest, bilinear or bicubic (either alpha, with and without
+        excluding the taps outside), in every coordinate mode and rounding. The
         nearest neighbour gets output sizes whose coordinates are exact in float32, so that
         no rounding boundary depends on how the compiled code fuses its multiply-adds."""
         rng = self.rng
         layout = rng.choice(("NCHW", "NCHW", "NHWC"))
-        method = rng.choice(("nearest_neighbor", "linear"))
+        method = rng.choice(("nearest_neighbor", "linear", "cubic"))
         mode = rng.choice(("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
                            "tf_half_pixel_for_nn"))
         sizes = [rng.randint(1, 5) for _ in "HW"]
@@ -835,9 +892,14 @@ class _Gen:
         if method == "nearest_neighbor":
             attrs["rounding_method"] = rng.choice(("round", "floor", "ceil", "round_prefer_floor",
                                                    "round_prefer_ceil", ""))
+        lo, hi = x.lo, x.hi
+        if method == "cubic":  # the spline overshoots: each axis's weights sum to 1 in
+            attrs.update(cubic_alpha=rng.choice((-0.5, -0.75)),  # absolute value at most 1.5
+                         cubic_exclude=rng.randint(0, 1))
+            lo, hi = -2.25 * x.mag, 2.25 * x.mag
         self.emit("image.resize2d", x.var, ShapeExpr((_dim(out[0])[0], _dim(out[1])[0])),
-                  dims=_arranged(layout, by, channels, "HW", out), dt="float32", lo=x.lo,
-                  hi=x.hi, exact=x.exact and method == "nearest_neighbor", **attrs)
+                  dims=_arranged(layout, by, channels, "HW", out), dt="float32", lo=lo,
+                  hi=hi, exact=x.exact and method == "nearest_neighbor", **attrs)
 
     def op_collapse(self) -> None:
         """collapse_sum_to or collapse_sum_like of a value to a shape that broadcasts to it:
@@ -920,17 +982,66 @@ class _Gen:
                   hi=max(on, off), exact=True, depth=depth,
                   axis=axis - (len(dims) + 1) * rng.randint(0, 1))
 
+    def op_scatter_nd(self) -> None:
+        """scatter_nd with indices (some negative, some repeated) naming elements or slices
+        through the data's first K axes, with each reduction; a product that could grow past
+        exactness falls back to `update`."""
+        rng = self.rng
+        a = self.pick(rng.choice(("float32", "float32", "int32")))
+        k = rng.randint(1, len(a.dims))
+        bound = min(v for _, v in a.dims[:k])
+        rows = tuple(_dim(rng.randint(1, 4)) for _ in range(rng.randint(1, 2)))
+        idx = self.param((*rows, _dim(k)), "int32",
+                         index_range=-bound if rng.random() < 0.4 else bound)
+        upd = self.param((*rows, *a.dims[k:]), a.dt)
+        count = math.prod(v for _, v in rows)
+        reduction = rng.choice(("update", "add", "mul", "min", "max"))
+        lo, hi = min(a.lo, upd.lo), max(a.hi, upd.hi)
+        exact = a.exact and upd.exact
+        if reduction == "add":
+            lo, hi = a.lo + count * min(upd.lo, 0.0), a.hi + count * max(upd.hi, 0.0)
+            exact = exact and a.dt == "int32"
+        elif reduction == "mul":
+            hi = a.mag * max(upd.mag, 1.0) ** count
+            lo, exact = -hi, exact and a.dt == "int32"
+        if max(abs(lo), abs(hi)) > 1e4:
+            reduction, lo, hi = "update", min(a.lo, upd.lo), max(a.hi, upd.hi)
+        self.emit("scatter_nd", a.var, idx.var, upd.var, dims=a.dims, dt=a.dt, lo=lo, hi=hi,
+                  exact=exact, reduction=reduction)
+
+    def op_index_tensor(self) -> None:
+        """index_tensor of one to three index tensors (some negative) that broadcast
+        together: the first of the broadcast shape, the others of it with ones in places, or
+        a suffix of it."""
+        rng = self.rng
+        a = self.pick(rng.choice(("float32", "int32")))
+        k = rng.randint(1, min(3, len(a.dims)))
+        lead = tuple(_dim(rng.randint(1, 4)) for _ in range(rng.randint(0, 2)))
+        picks = []
+        for j in range(k):
+            dims = lead if j == 0 else lead[rng.randint(0, len(lead)):] if rng.random() < 0.3 \
+                else tuple(_dim(1) if rng.random() < 0.3 else d for d in lead)
+            size = a.dims[j][1]
+            picks.append(self.param(dims, "int32",
+                                    index_range=-size if rng.random() < 0.4 else size).var)
+        self.emit("index_tensor", a.var, Tuple(tuple(picks)), dims=(*lead, *a.dims[k:]),
+                  dt=a.dt, lo=a.lo, hi=a.hi, exact=a.exact)
+
     def op_scatter(self) -> None:
         """scatter_elements (or gather_elements) along a random axis with indices (some
         negative, repeated) that may cover only part of the data off the axis, with each
         reduction its dtype allows; or slice_scatter of a strided slice of the axis; or
-        gather_nd, or one_hot."""
+        gather_nd, one_hot, scatter_nd or index_tensor."""
         rng = self.rng
         r = rng.random()
-        if r < 0.15:
+        if r < 0.12:
             return self.op_gather_nd()
-        if r < 0.3:
+        if r < 0.24:
             return self.op_one_hot()
+        if r < 0.36:
+            return self.op_scatter_nd()
+        if r < 0.46:
+            return self.op_index_tensor()
         a = self.pick(rng.choice(("float32", "float32", "int32")))
         axis = rng.randrange(len(a.dims))
         size = a.dims[axis][1]

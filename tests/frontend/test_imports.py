@@ -145,3 +145,35 @@ def test_unreadable_file(tmp_path: Path) -> None:
     with pytest.raises(CompileError) as info:
         parse_file(tmp_path / "nope.tir")
     assert info.value.diagnostics[0].message.startswith(f"cannot read '{tmp_path / 'nope.tir'}'")
+
+
+PYTHON_PRELUDE = '''from __future__ import annotations
+import numpy as np
+import IPython, os.path as osp
+import tvm
+from tvm.script import tir as T
+
+
+@T.prim_func
+def double(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+    for i in range(4):
+        B[i] = A[i] * 2.0
+'''
+
+
+def test_python_imports_of_a_tvmscript_file_are_skipped(tmp_path: Path) -> None:
+    """A tutorial's `from __future__` and `import numpy as np` lines bind nothing in tirc."""
+    mod = parse_file(write(tmp_path / "prelude.tir", PYTHON_PRELUDE))
+    assert list(mod.functions) == ["double"]
+
+
+def test_import_of_a_tir_file_asks_for_from(tmp_path: Path) -> None:
+    """`import kernels.gemm` names a .tir file, which only `from ... import` reads."""
+    write(tmp_path / "kernels" / "gemm.tir", GEMM)
+    main = write(tmp_path / "main.tir", "import numpy\nimport kernels.gemm\n")
+    with pytest.raises(CompileError) as info:
+        parse_file(main)
+    (d,) = info.value.diagnostics
+    assert (d.span.line, d.span.col) == (2, 1)
+    assert d.message == ("unsupported: 'import' of the file 'kernels/gemm.tir' "
+                         "(write `from kernels.gemm import name`)")

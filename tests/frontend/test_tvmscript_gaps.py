@@ -827,3 +827,39 @@ def before(A: T.Buffer((128,), "float32"), n: T.int32):
         A[i] = A[i] + 1.0
 ''')
     assert message in str(err.value)
+
+
+def test_size_variable_declared_in_a_loop_function(tmp_path: Path) -> None:
+    """`rows = T.int32(is_size_var=True)` (mlc-llm's kernels) declares a size like `T.int32()`,
+    alone on its line as in a tuple; the flag takes a literal bool only."""
+    mod = round_trip('''
+from tvm.script import tir as T
+
+@T.prim_func
+def pick(var_src: T.handle, var_rows: T.handle, var_dst: T.handle):
+    rows = T.int32(is_size_var=True)
+    n = T.int32(is_size_var=True)
+    src = T.match_buffer(var_src, (6, n), "float32")
+    idx = T.match_buffer(var_rows, (rows,), "int32")
+    dst = T.match_buffer(var_dst, (rows, n), "float32")
+    for r, j in T.grid(rows, n):
+        with T.block("pick"):
+            vr, vj = T.axis.remap("SS", [r, j])
+            dst[vr, vj] = src[idx[vr], vj]
+''')
+    src = np.arange(18, dtype="float32").reshape(6, 3)
+    idx = np.array([5, 0, 2, 2], dtype="int32")
+    lib = load(driver.build(mod, tmp_path / "pick.so", "llvm", 2))
+    for run in (Interpreter(mod).prim_func("pick"), lib["pick"]):
+        dst = np.zeros((4, 3), dtype="float32")
+        run(src, idx, dst)
+        np.testing.assert_array_equal(dst, src[idx])
+    with pytest.raises(CompileError, match="unexpected keyword argument 'size'"):
+        parse('''
+from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((8,), "float32")):
+    n = T.int32(size=True)
+    A[0] = T.float32(n)
+''')

@@ -51,6 +51,7 @@ case(("variance", "std"), [X], "R.OP(x, axis=[0])")
 case(("cumsum", "cumprod"), [X], "R.OP(x, axis=1)")
 case("flip", [X], "R.flip(x, axis=0)")
 case("strided_slice", [X], "R.strided_slice(x, axes=[1], begin=[1], end=[7], strides=[2])")
+case("layout_transform", [X], "R.layout_transform(x, index_map=lambda i, j: (i, j // 3, j % 3))")
 case("tile", [X], "R.tile(x, (2, 1))")
 case("repeat", [X], "R.repeat(x, 2, axis=1)")
 case("nn.pad", [X], "R.nn.pad(x, [0, 0, 1, 2], pad_value=1.0)")
@@ -98,10 +99,17 @@ case("gather_nd", [("x", (6, 6, 8), F), ("i", (6, 3, 1), "int64")],
      "R.gather_nd(x, i, batch_dims=1)")
 case("one_hot", [("x", (6, 8), "int64")],
      "R.one_hot(x, R.prim_value(T.float32(2)), R.prim_value(T.float32(-1)), 5, axis=1)")
+case("nn.dropout", [X], "R.nn.dropout(x, 0.25)")
+case("nn.pixel_shuffle", [("x", (6, 8, 2, 3), F)], "R.nn.pixel_shuffle(x, 2)")
+case("scatter_nd", [("x", (6, 4, 8), F), ("i", (5, 1), "int64"), ("u", (5, 4, 8), F)],
+     "R.scatter_nd(x, i, u, reduction=\"add\")")
+case("index_tensor", [("x", (6, 8, 4), F), ("i", (3, 1), "int64"), ("j", (5,), "int64")],
+     "R.index_tensor(x, (i, j))")
 case("einsum", [X, ("y", (8, 4), F)], "R.einsum((x, y), subscripts=\"ij,jk->ki\")")
 case("bucketize", [X, ("b", (5,), F)], "R.astype(R.bucketize(x, b, right=True), \"float32\")")
+# (`[0]` of a tuple-valued call written inline: bound by normalize, placed by its item)
 case("topk", [X], "R.add(R.astype(R.topk(x, 3, axis=1, ret_type=\"indices\"), \"float32\"), "
-     "R.topk(x, 3, axis=1, ret_type=\"values\", largest=False))")
+     "R.topk(x, 3, axis=1, ret_type=\"both\", largest=False)[0])")
 case("slice_scatter", [X, ("u", (6, 3), F)], "R.slice_scatter(x, u, 1, 7, 2, axis=1)")
 case("scatter_elements", [X, ("i", (6, 3), "int64"), ("u", (6, 3), F)],
      "R.scatter_elements(x, i, u, axis=1, reduction=\"add\")")

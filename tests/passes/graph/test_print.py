@@ -1,0 +1,94 @@
+"""R.print (TVM's): the interpreter prints as TVM's relax.run.print (each value rendered, then
+`format.format(...)`); compiled code does not print (a warning at each print, results
+unchanged at -O0 and -O3); it prints and parses back; inside R.dataflow() it is an error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from frontend_support import round_trip
+from graph_support import interpret, run_everywhere
+from tirc.cli.main import cli
+from tirc.frontend import parse, parse_file
+from tirc.ir import CompileError
+from tirc.ir.printer import print_module
+
+PROGRAM = """\
+@I.ir_module
+class Module:
+    @R.function(pure=False)
+    def main(x: R.Tensor((2, 3), "float32"), c: R.Tensor((), "bool")):
+        R.print(x, format="x = {}")
+        y = R.add(x, x)
+        _ = R.print(y, R.shape([2, 3]), format=R.str("y = {} of shape {}"))
+        R.print(R.prim_value(T.int64(7)), R.prim_value(T.float32(0.5)))
+        if c:
+            R.print(x)
+            z = R.multiply(y, y)
+        else:
+            z = y
+        return z
+"""
+
+X = np.arange(6, dtype="float32").reshape(2, 3)
+
+
+@pytest.mark.parametrize("cond", [True, False])
+def test_the_interpreter_prints_as_tvm(capsys: pytest.CaptureFixture[str], cond: bool) -> None:
+    """A tensor as NumPy's str, a shape as a tuple, several values without a format separated
+    by spaces; the branch not taken prints nothing."""
+    got = interpret(parse(PROGRAM), [X, np.array(cond)])
+    np.testing.assert_array_equal(got[0] if isinstance(got, (list, tuple)) else got,
+                                  4 * X * X if cond else 2 * X)
+    lines = [f"x = {X}", f"y = {2 * X} of shape (2, 3)", "7 0.5"] + ([str(X)] if cond else [])
+    assert capsys.readouterr().out == "\n".join(lines) + "\n"
+
+
+def test_compiled_results_are_unchanged(tmp_path: Path) -> None:
+    for got in run_everywhere(tmp_path, PROGRAM, [X, np.array(True)]):
+        np.testing.assert_array_equal(got[0], 4 * X * X)
+
+
+def test_compiling_warns_at_each_print(tmp_path: Path) -> None:
+    src = tmp_path / "p.tir"
+    src.write_text(PROGRAM)
+    run = CliRunner().invoke(cli, [str(src), "-o", str(tmp_path / "p.so")])
+    assert run.exit_code == 0, run.output
+    warning = "warning: R.print is not compiled: a tirc library has no console hook for " \
+        "TVM's relax.run.print, so it prints nothing (the interpreter prints)"
+    assert [line.split(": ", 1)[0] for line in run.output.splitlines() if warning in line] == \
+        [f"{src}:{n}:{c}" for n, c in ((5, 9), (7, 13), (8, 9), (10, 13))]
+    strict = CliRunner().invoke(cli, [str(src), "-o", str(tmp_path / "q.so"), "-Werror"])
+    assert strict.exit_code != 0
+
+
+def test_prints_as_statements_and_parses_back() -> None:
+    printed = print_module(round_trip(PROGRAM))
+    assert "    @R.function(pure=False)\n" in printed
+    assert '        R.print(x, format="x = {}")\n' in printed
+    assert '        R.print(y, R.shape([2, 3]), format="y = {} of shape {}")\n' in printed
+    assert '            R.print(x, format="")\n' in printed
+
+
+def test_a_print_inside_dataflow_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad.tir"
+    path.write_text("""\
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2,), "float32")):
+        with R.dataflow():
+            R.print(x)
+            y = R.add(x, x)
+            R.output(y)
+        return y
+""")
+    with pytest.raises(CompileError) as err:
+        parse_file(path)
+    diag = err.value.diagnostics[0]
+    assert diag.message == "R.print has a side effect: it cannot be inside R.dataflow() (put " \
+        "it before or after the block)"
+    assert diag.span is not None and (diag.span.line, diag.span.col) == (6, 13)
