@@ -7,6 +7,7 @@ subcommands and the compile options. `@FILE` anywhere reads more arguments from 
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
@@ -28,6 +29,12 @@ COMMANDS = {
 # Commands after which the process may leave without tearing the interpreter down: they leave
 # no threads, child processes or exit handlers behind (`run` may finalise MPI, `tune` a pool).
 FAST_EXIT_COMMANDS = frozenset({"compile", "fmt", "passes"})
+# The cyclic garbage collector's first threshold for a command-line run: the default (700 new
+# container objects) collects a few hundred times during a compile, mostly while modules load
+# and build their classes, and finds almost nothing (IR nodes are immutable trees); 20 000
+# collects about 30 times less often (mypy raises it likewise), which cut 20-40 ms of CPU time
+# from a 0.7 s compile of samples/matmul.tir in measurements. Cycles are still collected.
+GC_THRESHOLD = 20_000
 
 
 class DefaultCommandGroup(click.Group):
@@ -80,7 +87,9 @@ def cli() -> None:
 def main() -> None:
     """Entry point of the `tirc` console script. After a compile, `fmt` or `passes` the process
     exits at once (`exit_now`), skipping the interpreter's teardown: about 45 ms of a 0.7 s
-    compile, spent freeing what the process is about to drop anyway."""
+    compile, spent freeing what the process is about to drop anyway. The garbage collector
+    runs less often (GC_THRESHOLD)."""
+    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
     try:
         cli(prog_name="tirc")
         code: object = 0

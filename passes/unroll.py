@@ -31,7 +31,7 @@ from tirc.ir.loop_jumps import escaping_loop_jumps
 from tirc.ir.module import IRModule
 from tirc.ir.rebind import fresh_copy
 from tirc.ir.stmt import Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt, seq
-from tirc.ir.visitor import Mutator
+from tirc.ir.visitor import Mutator, any_node
 from tirc.passes.pass_base import PassContext, PrimFuncPass, at_least, option
 
 
@@ -41,11 +41,14 @@ def unrolled_copies(loop: For, analyzer: Analyzer | None = None) -> Stmt:
     assert isinstance(loop.extent, IntImm)
     v = loop.loop_var
     lo = cast(v.dtype, loop.min)
+    # Only an `if` or an evaluated expression can be pruned; a body with neither (no copy gets
+    # one) is kept whole without walking each copy again.
+    prune = any_node(loop.body, lambda n: isinstance(n, (IfThenElse, Evaluate)))
     copies = []
     for k in range(loop.extent.value):
         value = construct.add(lo, const(k, v.dtype))
         copy = simplify_exprs(fresh_copy(loop.body, {v: value}), analyzer)
-        copies.append(_ConstantIfPruner().visit(copy))
+        copies.append(_ConstantIfPruner().visit(copy) if prune else copy)
     if not copies:
         return Evaluate(IntImm(0), span=loop.span)
     return seq(*copies)

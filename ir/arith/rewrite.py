@@ -9,7 +9,8 @@ is only folded when every operand is a constant, never reassociated.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from tirc.ir import intrinsics as intrin
 from tirc.ir.arith.bounds import bound_mul
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from tirc.ir.arith.analyzer import Analyzer
 
 _MAX_ROUNDS = 3
+# `Rewriter.visit_<Class>` by expression class (None: returned unchanged), looked up once.
+_VISIT_METHODS: dict[type, Callable[[Rewriter, Any], PrimExpr] | None] = {}
 _FLIP = {"lt": "ge", "ge": "lt", "le": "gt", "gt": "le", "eq": "ne", "ne": "eq"}
 
 
@@ -106,12 +109,16 @@ class Rewriter:
         self.an = analyzer
 
     def simplify(self, e: PrimExpr) -> PrimExpr:
+        """Rewrite rounds until a fixed point (at most _MAX_ROUNDS); `e` itself when the result
+        would be structurally larger."""
         cur = e
         for _ in range(_MAX_ROUNDS):
             new = self.visit(cur)
-            if new == cur:
+            if new is cur or new == cur:
                 break
             cur = new
+        if cur is e:
+            return e
         return cur if self.an.expr_size(cur) <= self.an.expr_size(e) else e
 
     # ---- traversal -------------------------------------------------------------------
@@ -119,14 +126,18 @@ class Rewriter:
     def visit(self, e: PrimExpr) -> PrimExpr:
         """`e` rewritten; memoised per node for the Analyzer's current knowledge (a shared
         sub-expression is rewritten once)."""
-        method = getattr(self, "visit_" + type(e).__name__, None)
+        cls = type(e)
+        try:
+            method = _VISIT_METHODS[cls]
+        except KeyError:
+            method = _VISIT_METHODS[cls] = getattr(Rewriter, "visit_" + cls.__name__, None)
         if method is None:
             return e
         memo = self.an.memo_for(e).visited
         hit = memo.get(id(e))
         if hit is not None and hit[0] is e:
             return hit[1]
-        out = method(e)
+        out = method(self, e)
         memo[id(e)] = (e, out)
         self.an.count_memo_entry()
         return out
