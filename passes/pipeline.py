@@ -100,6 +100,8 @@ def pipeline_steps(target: Target, opt_level: int, megakernel: str | None = None
              when=gpu),
         Step("gpu-storage-sync", "barriers between shared-memory phases, where missing",
              when=gpu),
+        Step("hoist-invariant-lets", "loop-invariant lets (sparse position searches) "
+             "computed once before their loop", when=cpu and o2),
         Step("unswitch-guards", "full tiles of a partial-tile loop without their guards",
              when=cpu and o2),
         Step("speculate-guards", "a partial tile's accumulators updated for every row, on "

@@ -62,6 +62,7 @@ PASSES: dict[str, str] = _table((
     ("lower-layouts", "tirc.passes.lower_layouts:LowerLayouts"),
     ("flatten-buffers", "tirc.passes.flatten_buffers:FlattenBuffers"),
     ("simplify", "tirc.passes.simplify:Simplify"),
+    ("hoist-invariant-lets", "tirc.passes.hoist_invariant_lets:HoistInvariantLets"),
     ("unswitch-guards", "tirc.passes.unswitch_guards:UnswitchGuards"),
     ("speculate-guards", "tirc.passes.speculate_guards:SpeculateGuards"),
     ("vectorize", "tirc.passes.vectorize:Vectorize"),

@@ -104,8 +104,8 @@ def test_the_pipelines_in_order() -> None:
     assert o2[o2.index("annotate-op-pattern") + 1:o2.index("memory-plan")] == [
         "fold-constants", "fuse-ops", "fuse-tir", "dead-code-elim", "default-schedule"]
     assert o2[o2.index("flatten-buffers"):] == [
-        "flatten-buffers", "simplify", "unswitch-guards", "speculate-guards", "vectorize", "unroll",
-        "simplify", "storage-rewrite", "make-entry"]
+        "flatten-buffers", "simplify", "hoist-invariant-lets", "unswitch-guards",
+        "speculate-guards", "vectorize", "unroll", "simplify", "storage-rewrite", "make-entry"]
     assert default_pipeline(CPU, 2, "dynamic") == o2  # the CPU megakernel reads the config
     gpu_mk = default_pipeline(GPU, 0, "static")
     assert gpu_mk[:gpu_mk.index("lower-init")] == [
