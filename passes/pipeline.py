@@ -93,7 +93,8 @@ def pipeline_steps(target: Target, opt_level: int, megakernel: str | None = None
         Step("lower-layouts", "buffers with layouts -> flat storage and physical offsets"),
         Step("flatten-buffers", "n-d buffer accesses -> 1-d offsets"),
         Step("simplify", "fold and canonicalise index arithmetic", when=o1),
-        Step("gpu-inject-vthread", "vthread loops -> unrolled loops, cut at barriers", when=gpu),
+        Step("inject-vthread", "vthread loops -> unrolled loops (on the GPU: cut at "
+             "barriers)"),
         Step("gpu-thread-binding", "check thread-bound loops; start each at 0", when=gpu),
         Step("gpu-launch-dims", "one extent per thread axis and kernel (guards)", when=gpu),
         Step("gpu-storage-scope", "shared/local buffers into the kernels that use them",

@@ -107,7 +107,7 @@ class SpmdCompiler(StmtCompiler):
         if slot is None:
             raise InterpreterError(f"loop '{s.loop_var.name}' is bound to '{s.thread_tag}', "
                                    "which is not a hardware thread axis (virtual threads are "
-                                   "serialized by the gpu-inject-vthread pass)", s.span)
+                                   "serialized by the inject-vthread pass)", s.span)
         return slot
 
     # ---- closures (no barrier inside) ------------------------------------------------

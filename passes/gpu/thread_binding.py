@@ -2,7 +2,7 @@
 
 A thread-bound loop (`T.thread_binding`, or a loop the schedule `bind`s) becomes, on the
 device, a read of the thread's index rather than a loop. This pass checks what that needs:
-- the tag is one of blockIdx.x/y/z, threadIdx.x/y/z (gpu-inject-vthread has removed `vthread`);
+- the tag is one of blockIdx.x/y/z, threadIdx.x/y/z (inject-vthread has removed `vthread`);
 - a tag is not bound again inside a loop bound to the same tag;
 - no blockIdx loop sits inside a threadIdx loop (a block index cannot vary within a block);
 and rewrites a loop over [lo, lo + n) into one over [0, n) with `v + lo` in its body, since the

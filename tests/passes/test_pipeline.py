@@ -99,12 +99,12 @@ def test_the_pipelines_in_order() -> None:
         "annotate-op-pattern", "fuse-tir", "dead-code-elim", "memory-plan", "megakernel",
         "lower-graph",
         "megakernel-runtime", "bounds-check", "lower-init", "lower-blocks", "compact-buffers",
-        "lower-layouts", "flatten-buffers", "storage-rewrite", "make-entry"]
+        "lower-layouts", "flatten-buffers", "inject-vthread", "storage-rewrite", "make-entry"]
     o2 = default_pipeline(CPU, 2)
     assert o2[o2.index("annotate-op-pattern") + 1:o2.index("memory-plan")] == [
         "fold-constants", "fuse-ops", "fuse-tir", "dead-code-elim", "default-schedule"]
     assert o2[o2.index("flatten-buffers"):] == [
-        "flatten-buffers", "simplify", "hoist-invariant-lets", "unswitch-guards",
+        "flatten-buffers", "simplify", "inject-vthread", "hoist-invariant-lets", "unswitch-guards",
         "speculate-guards", "vectorize", "unroll", "simplify", "storage-rewrite", "make-entry"]
     assert default_pipeline(CPU, 2, "dynamic") == o2  # the CPU megakernel reads the config
     gpu_mk = default_pipeline(GPU, 0, "static")

@@ -1,4 +1,5 @@
-"""gpu-inject-vthread: virtual threads run one after another in each thread, cut at barriers."""
+"""inject-vthread on the GPU: virtual threads run one after another in each thread, cut at
+barriers."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from tirc.ir.printer import print_function, print_module
 from tirc.ir.stmt import For, ForKind
 from tirc.ir.structural import first_difference, structural_equal
 from tirc.ir.target import parse_target
-from tirc.passes.gpu.vthread import is_vthread_loop
 from tirc.passes.pipeline import default_pipeline
+from tirc.passes.vthread import is_vthread_loop
 
 
 def _gpu_steps(opt_level: int) -> list[str]:
@@ -172,7 +173,7 @@ def f(A: T.Buffer((64,), "float32")):
                 T.tvm_storage_sync("shared")
             A[vt * 32 + tx] = T.float32(1)
 """)
-    assert msg == ("gpu-inject-vthread: the condition of an if depends on virtual thread 'vt' "
+    assert msg == ("inject-vthread: the condition of an if depends on virtual thread 'vt' "
                    "(vthread) and encloses a barrier, so the virtual threads would not all "
                    "reach it")
 
@@ -187,12 +188,13 @@ def f(a: T.handle):
         for tx in T.thread_binding(32, thread="threadIdx.x"):
             A[vt * 32 + tx] = T.float32(1)
 """)
-    assert msg == ("gpu-inject-vthread: virtual-thread loop 'vt' needs a constant positive "
+    assert msg == ("inject-vthread: virtual-thread loop 'vt' needs a constant positive "
                    "extent")
 
 
 def test_the_interpreter_names_an_unserialized_virtual_thread() -> None:
-    flat = lower(SHIFT, opt_level=0, skip=[n for n in _gpu_steps(0) if n.startswith("gpu-")])
+    flat = lower(SHIFT, opt_level=0, skip=[n for n in _gpu_steps(0)
+                                                 if n.startswith("gpu-") or n == "inject-vthread"])
     a = np.zeros((4, 128), np.float32)
     with pytest.raises(InterpreterError, match="loop 'vt' is bound to 'vthread.x', which is "
                        "not a hardware thread axis"):

@@ -1,4 +1,4 @@
-"""gpu-inject-vthread: virtual threads (`vthread`, `vthread.x/y/z`) become unrolled loops.
+"""inject-vthread: virtual threads (`vthread`, `vthread.x/y/z`) become unrolled loops.
 
 A loop bound to a virtual thread (`T.thread_binding(n, thread="vthread.x")`, or a schedule's
 `sch.bind(l, "vthread.x")`) stands for `n` threads that run concurrently but share one hardware
@@ -15,6 +15,12 @@ constants, so a local array indexed by it can live in registers):
   bounds and conditions must not depend on the virtual thread, or the barrier would diverge).
   An allocation inside the virtual-thread loop that spans a barrier is replicated, one copy per
   virtual thread: `r[i]` becomes `r[vt * size + i]` in a buffer `n` times larger.
+
+The pass runs for every target, as TVM's default pipeline runs InjectVirtualThread for every
+target: on the CPU a virtual-thread loop is the same unrolled loop (what the interpreter, which
+runs it as a sequential loop, computes). A barrier has no meaning on the CPU (the interpreter
+and the CPU backend run it as a no-op, so no cut would agree with both): on a CPU target a
+barrier inside a virtual-thread loop is an error.
 
 Nested virtual-thread loops are injected innermost first. The pass runs after flatten-buffers
 (replicated buffers are 1-d) and before gpu-thread-binding, which knows only real thread axes.
@@ -64,6 +70,7 @@ def is_vthread_loop(s: Any) -> bool:
 
 
 def _has_load(e: PrimExpr) -> bool:
+    """Whether `e` reads memory (such a let cannot be substituted into its uses)."""
     found: list[Node] = []
     post_order_visit(e, lambda n: found.append(n) if isinstance(n, BufferLoad) else None)
     return bool(found)
@@ -86,7 +93,7 @@ class _Replicate(Mutator):
         if buf not in self.copies:
             if buf.ndim != 1 or buf.strides or buf.elem_offset is not None or \
                     buf.dtype != self.alloc.dtype:
-                raise CompileError(f"gpu-inject-vthread: buffer '{buf.name}' is allocated per "
+                raise CompileError(f"inject-vthread: buffer '{buf.name}' is allocated per "
                                    "virtual thread and must be flat, of the allocation's dtype "
                                    "(run flatten-buffers first)", span)
             total = binop("mul", self.size, IntImm(self.count, self.size.dtype))
@@ -95,6 +102,7 @@ class _Replicate(Mutator):
         return self.copies[buf]
 
     def index(self, idx: tuple[PrimExpr, ...], span: Any) -> tuple[PrimExpr, ...]:
+        """The flat index `idx` in this virtual thread's copy: `vt * size + i`."""
         (i,) = idx
         base = binop("mul", cast(i.dtype, self.vt), cast(i.dtype, self.size))
         return (binop("add", base, i).with_span(span),)  # type: ignore[arg-type]
@@ -122,12 +130,13 @@ class _Injector:
         self.vt = loop.loop_var
         extent = construct.fold(loop.extent)
         if not isinstance(extent, IntImm) or extent.value <= 0:
-            raise CompileError(f"gpu-inject-vthread: virtual-thread loop '{self.vt.name}' needs "
+            raise CompileError(f"inject-vthread: virtual-thread loop '{self.vt.name}' needs "
                                "a constant positive extent", loop.span)
         self.count = extent.value
 
     def error(self, s: Stmt, what: str) -> CompileError:
-        return CompileError(f"gpu-inject-vthread: {what} depends on virtual thread "
+        """The diagnostic for a barrier under `what`, which varies with the virtual thread."""
+        return CompileError(f"inject-vthread: {what} depends on virtual thread "
                             f"'{self.vt.name}' ({self.loop.thread_tag}) and encloses a barrier, "
                             "so the virtual threads would not all reach it", s.span)
 
@@ -135,7 +144,7 @@ class _Injector:
         """Every virtual thread runs `s` in turn (pushed inside real thread loops)."""
         if is_thread_loop(s) and not is_vthread_loop(s):
             if uses_any(s.extent, {self.vt}):  # type: ignore[attr-defined]
-                raise CompileError(f"gpu-inject-vthread: the extent of thread loop "
+                raise CompileError(f"inject-vthread: the extent of thread loop "
                                    f"'{s.loop_var.name}' depends on virtual thread "  # type: ignore[attr-defined]
                                    f"'{self.vt.name}'", s.span)
             return s.replace(body=self.serial(s.body))  # type: ignore[attr-defined,return-value]
@@ -186,14 +195,14 @@ class _Injector:
             return s.replace(body=self.split(s.body))  # type: ignore[return-value]
         if isinstance(s, Allocate):
             return self.replicate(s)
-        raise CompileError(f"gpu-inject-vthread: cannot cut a {type(s).__name__} at its "
+        raise CompileError(f"inject-vthread: cannot cut a {type(s).__name__} at its "
                            "barriers", s.span)
 
     def replicate(self, s: Allocate) -> Stmt:
         """An allocation spanning a barrier: one copy per virtual thread."""
         buf = s.buffer
         if s.init is not None:
-            raise CompileError(f"gpu-inject-vthread: event tensor '{buf.name}' inside "
+            raise CompileError(f"inject-vthread: event tensor '{buf.name}' inside "
                                f"virtual-thread loop '{self.vt.name}'", s.span)
         data = Var(buf.data.name, HANDLE, span=buf.data.span)
         rep = _Replicate(buf, data, self.count, self.vt)
@@ -203,29 +212,40 @@ class _Injector:
 
 
 class _Inject(Mutator):
+    """Serializes every virtual-thread loop; `cpu` refuses barriers inside one."""
+
+    def __init__(self, cpu: bool) -> None:
+        self.cpu = cpu
+
     def generic_visit(self, n: Node) -> Any:
         return super().generic_visit(n) if isinstance(n, Stmt) else n
 
     def visit_For(self, s: For) -> Any:
         if not is_vthread_loop(s):
             return self.generic_visit(s)
+        if self.cpu and has_barrier(s.body):
+            raise CompileError(f"inject-vthread: virtual-thread loop '{s.loop_var.name}' "
+                               f"({s.thread_tag}) holds a barrier (T.tvm_storage_sync), which "
+                               "has no meaning on the CPU target", s.span)
         body = self.visit(s.body)  # nested virtual threads first
         return _Injector(s).split(body)
 
 
-def inject_virtual_threads(func: PrimFunc) -> PrimFunc:
-    """`func` with every virtual-thread loop serialized (see the module docstring)."""
-    body = _Inject().visit(func.body)
+def inject_virtual_threads(func: PrimFunc, cpu: bool = False) -> PrimFunc:
+    """`func` with every virtual-thread loop serialized (see the module docstring); `cpu`:
+    for a CPU target, where a barrier inside a virtual-thread loop is an error."""
+    body = _Inject(cpu).visit(func.body)
     return func if body is func.body else func.replace(body=body)  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
-class GPUInjectVirtualThread(PrimFuncPass):
+class InjectVirtualThread(PrimFuncPass):
     """Run virtual threads one after another in each thread (see the module docstring)."""
 
-    name: ClassVar[str] = "gpu-inject-vthread"
+    name: ClassVar[str] = "inject-vthread"
     description: ClassVar[str] = ("vthread loops -> unrolled loops in each thread, cut at "
                                   "barriers, with per-virtual-thread copies of local storage")
 
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
-        return inject_virtual_threads(func)
+        cpu = ctx.target is not None and not ctx.target.is_gpu
+        return inject_virtual_threads(func, cpu)
