@@ -6,8 +6,9 @@ a copy of its own in every iteration: iterations that write the same elements of
 read MetaSchedule places under a parallel loop, rewritten on every iteration) do not race,
 and nothing written in one iteration is seen by another. tirc keeps that meaning where it
 cannot change a valid program's result: a buffer whose uses all lie in one `T.parallel` loop
-that no other loop of the allocating block encloses is allocated afresh in each iteration of
-that loop. `privatize_parallel_buffers` writes that down in the IR (the buffer leaves its
+that no other loop of the allocating block encloses (a serial loop of one iteration, as
+`add_unit_loop` adds, does not count) is allocated afresh in each iteration of that loop.
+`privatize_parallel_buffers` writes that down in the IR (the buffer leaves its
 block's `alloc_buffers` and an `Allocate` opens the loop's body), and the reference
 interpreter, the static checks and `lower-blocks` all read the function through it, so they
 agree on what is private.
@@ -18,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import BufferLoad, Var
+from tirc.ir.expr import BufferLoad, IntImm, Var
 from tirc.ir.stmt import Allocate, Block, BufferStore, For, ForKind, MatchBufferRegion, Stmt
 from tirc.ir.visitor import Mutator, Visitor
 
@@ -45,10 +46,15 @@ class _Uses(Visitor):
         del old[k:]
 
     def visit_For(self, s: For) -> None:
+        """A serial loop of one iteration (`add_unit_loop`'s) carries nothing from one
+        iteration to the next, so it does not count as a loop around the uses."""
         self.visit((s.min, s.extent))
-        self.stack.append(s)
+        unit = s.kind == ForKind.SERIAL and isinstance(s.extent, IntImm) and s.extent.value == 1
+        if not unit:
+            self.stack.append(s)
         self.visit(s.body)
-        self.stack.pop()
+        if not unit:
+            self.stack.pop()
 
     def visit_Buffer(self, b: Buffer) -> None:
         """A buffer's definition is not a use of its storage."""

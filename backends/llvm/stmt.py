@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from llvmlite import ir
 from tirc.backends.llvm import loop_metadata
 from tirc.backends.llvm.expr import ExprCodegen
+from tirc.backends.llvm.intrinsics import LIBM_FUNCTIONS
 from tirc.backends.llvm.memory import const_int
 from tirc.backends.llvm.types import I64, PTR, const_like, elem_align, mem_type, to_memory
 from tirc.ir import intrinsics as intrin
@@ -28,8 +29,20 @@ from tirc.ir.attrs import (
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import DType
-from tirc.ir.expr import Call, IntImm, PrimExpr, StringImm, Var, binop, cast
+from tirc.ir.expr import (
+    BinOp,
+    BufferLoad,
+    Call,
+    Cast,
+    IntImm,
+    PrimExpr,
+    StringImm,
+    Var,
+    binop,
+    cast,
+)
 from tirc.ir.loop_jumps import JUMP_TARGET_KINDS, escaping_loop_jumps, jump_kind
+from tirc.ir.rebind import used_vars
 from tirc.ir.stmt import (
     Allocate,
     AssertStmt,
@@ -46,21 +59,56 @@ from tirc.ir.stmt import (
 )
 from tirc.ir.visitor import post_order_visit
 
+# Calls LLVM's vectorizer cannot widen: C functions, and the math that lowers to scalar libm.
+_SCALAR_CALLS = frozenset(LIBM_FUNCTIONS) | {intrin.CALL_EXTERN, intrin.CALL_PURE_EXTERN}
+
 
 def unvectorizable(body: Stmt) -> bool:
     """True when `body` holds a store under an `if` (LLVM's vectorizer cannot turn that branch
-    into a select) or a loop of its own (it vectorizes innermost loops only): a loop forced to
-    vectorize would then only earn a 'loop not vectorized' warning."""
+    into a select), a loop of its own (it vectorizes innermost loops only) or a call of a C or
+    libm function: a loop forced to vectorize would then only earn a 'loop not vectorized'
+    warning."""
     found: list[bool] = []
 
     def visit(n: object) -> None:
         if found:
             return
-        if isinstance(n, (For, While)):
+        if isinstance(n, (For, While)) or isinstance(n, Call) and n.op in _SCALAR_CALLS:
             found.append(True)
         elif isinstance(n, IfThenElse):
             post_order_visit(n, lambda m: found.append(True) if isinstance(m, BufferStore)
                              else None)
+
+    post_order_visit(body, visit)
+    return bool(found)
+
+
+def _consecutive(index: PrimExpr, var: Var) -> bool:
+    """Whether `index` is `var` (or its cast) plus something that does not depend on it."""
+    if var not in used_vars(index):
+        return True
+    if isinstance(index, Cast):
+        return _consecutive(index.value, var)
+    if index is var:
+        return True
+    if isinstance(index, BinOp) and index.op in ("add", "sub"):
+        a_moves, b_moves = var in used_vars(index.a), var in used_vars(index.b)
+        if a_moves != b_moves and (index.op == "add" or a_moves):
+            return _consecutive(index.a if a_moves else index.b, var)
+    return False
+
+
+def gathers(body: Stmt, var: Var) -> bool:
+    """True when `body` loads or stores at an index that is not `var` plus an invariant (a
+    gather or scatter, `A[i * 11 % 16]`, or a load under `T.if_then_else` that would need a
+    masked gather): LLVM's cost model often declines those, and a loop forced to vectorize then
+    earns a 'loop not vectorized' warning."""
+    found: list[bool] = []
+
+    def visit(n: object) -> None:
+        if not found and isinstance(n, BufferLoad | BufferStore) and \
+                not all(_consecutive(i, var) for i in n.indices):
+            found.append(True)
 
     post_order_visit(body, visit)
     return bool(found)
@@ -294,7 +342,8 @@ class StmtCodegen(ExprCodegen):
         elif s.kind == ForKind.UNROLLED:
             md = loop_metadata.unroll_full(self.ctx.module) if const_int(s.extent) is not None \
                 else loop_metadata.unroll_count(self.ctx.module, RUNTIME_UNROLL)
-        elif s.kind == ForKind.VECTORIZED and not unvectorizable(s.body):
+        elif s.kind == ForKind.VECTORIZED and not unvectorizable(s.body) and \
+                not gathers(s.body, s.loop_var):
             md = loop_metadata.vectorize_enable(self.ctx.module)
         dt = s.loop_var.dtype
         begin = self.expr_as(s.min, dt)

@@ -69,9 +69,13 @@ def _identity(c: Compiler, e: Call) -> Fn:
 
 
 def _reinterpret(c: Compiler, e: Call) -> Fn:
+    """The bits of the operand read as `e.dtype`; an integer scalar is a Python int, as every
+    integer scalar of the interpreter is (a numpy one overflows in the wrap of `x ^ c`)."""
     src = np_dtype(e.args[0].dtype)
     dst = np_dtype(e.dtype)
     f0 = c.compile(e.args[0])
+    if e.dtype.is_int and e.dtype.lanes == 1:
+        return lambda env: int(np.array(f0(env), dtype=src).view(dst)[()])
     return lambda env: np.array(f0(env), dtype=src).view(dst)[()]
 
 
@@ -208,8 +212,14 @@ def _halves(c: Compiler, e: Call) -> Fn:
 
 
 def _bitwise(c: Compiler, e: Call) -> Fn:
+    """`&`, `|`, `^`, `~` and the shifts. Integer vectors are computed in their numpy dtype
+    (the wrap below is for Python ints: a numpy int32 vector overflows in it)."""
     fns = [c.compile(a) for a in e.args]
     wrap = make_wrap(e.dtype) if e.dtype.is_int else (lambda v: v)
+    if e.dtype.is_int and e.dtype.lanes > 1 and e.op not in _SHIFTS:
+        op = (lambda a: ~a) if e.op == ir_intrinsics.BITWISE_NOT else _INT_BITWISE[e.op]
+        npdt = np_dtype(e.dtype.with_lanes(1))
+        return lambda env: op(*(np.asarray(f(env)).astype(npdt) for f in fns))
     if e.op == ir_intrinsics.BITWISE_NOT:
         f0 = fns[0]
         return lambda env: wrap(~f0(env))

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from tirc.ir.analysis.storage import storage_size
 from tirc.ir.attrs import GLOBAL_SYMBOL, GPU_HOST, KERNEL, KERNEL_LAUNCH_PARAMS, NOALIAS
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
@@ -57,6 +58,7 @@ from tirc.ir.stmt import (
     Stmt,
     seq,
 )
+from tirc.ir.structural import structural_equal
 from tirc.ir.visitor import post_order_visit, substitute
 from tirc.passes.gpu.storage_scope import check_kernel_allocations, strip_storage_kind
 from tirc.passes.pass_base import Pass, PassContext
@@ -90,15 +92,40 @@ def _first_use(s: Stmt) -> dict[Var, int]:
     return order
 
 
-def _buffers_by_data(s: Stmt) -> dict[Var, Buffer]:
-    out: dict[Var, Buffer] = {}
+def _buffers_by_data(s: Stmt) -> dict[Var, list[Buffer]]:
+    """Every buffer `s` loads or stores through, by its storage, in order of first use."""
+    out: dict[Var, list[Buffer]] = {}
 
     def visit(n: Any) -> None:
         if isinstance(n, BufferLoad | BufferStore):
-            out.setdefault(n.buffer.data, n.buffer)
+            seen = out.setdefault(n.buffer.data, [])
+            if n.buffer not in seen:
+                seen.append(n.buffer)
 
     post_order_visit(s, visit)
     return out
+
+
+def _same_extent(a: PrimExpr, b: PrimExpr) -> bool:
+    """Whether two extents are the same: equal constants (of any index dtype) or equal trees."""
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        return a.value == b.value
+    return structural_equal(a, b)
+
+
+def _whole_storage(param: Buffer, used: list[Buffer]) -> Buffer:
+    """The kernel's buffer for a host parameter's storage: all of it, flat, as the launch passes
+    it. A body that reads it only through a smaller view (a `T.decl_buffer` with strides or an
+    offset on `A.data`) declares less; the parameter then gets a flat buffer of its own."""
+    size = storage_size(param)
+    for b in used:
+        if b.dtype == param.dtype and b.ndim == 1 and _same_extent(b.shape[0], size):
+            return b
+    if not used or any(b.dtype != param.dtype for b in used):
+        return used[0] if used else param
+    return Buffer(name=param.name, shape=(size,), dtype=param.dtype, data=param.data,
+                  scope=param.scope, align=param.align, offset_factor=param.offset_factor,
+                  span=param.span)
 
 
 @dataclass
@@ -175,8 +202,10 @@ class _Splitter:
         free = used_vars(body) - defined_vars(body)
         # A buffer the kernel reaches only through its storage (the sparse lowering's
         # position searches take `indptr.data`) is found among the function's parameters.
-        buffers = {**{b.data: b for b in self.func.buffer_map.values()},
-                   **_buffers_by_data(body)}
+        used = _buffers_by_data(body)
+        params = {b.data: b for b in self.func.buffer_map.values()}
+        buffers = {**{d: b[0] for d, b in used.items()},
+                   **{d: _whole_storage(b, used.get(d, [])) for d, b in params.items()}}
         # By name, and variables of the same name by first use (never by set order, which
         # changes from run to run).
         first = _first_use(body)

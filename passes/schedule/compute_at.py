@@ -21,7 +21,10 @@ pass the variable's former range (`i_0 * 4 + ax0 - 1 >= 0`); the block's own pre
 kept, rewritten over its iteration variables when it used the loops that go (a split's tail
 guard `i_0 * 32 + i_1 < 100` becomes `vi < 100`, dropped when the domain implies it). The
 nest goes where `index` says (TVM's: -1 just before the first consumer under the loop, -2
-just after the last producer).
+just after the last producer). Where the needed region's bounds read a buffer (a gathered
+read, `T6[Idx[vi, vj] % 4, vk]`), the moved producer also takes its consumers' guards over the
+loops down to the target (a split's tail `ko * 3 + ki < 4`): in an iteration they skip, those
+bounds would read past the index buffer.
 
 The move is refused when a block under the loop writes what a producer moving in reads, or
 reads what a consumer moving in writes (a read before a write in program order, which the
@@ -52,11 +55,22 @@ from tirc.ir.analysis.regions import (
 from tirc.ir.arith import Analyzer
 from tirc.ir.arith.linear import Linear, from_linear, is_index_dtype, to_linear
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var, binop, cast, const, is_const_int
+from tirc.ir.expr import (
+    BinOp,
+    BufferLoad,
+    IntImm,
+    PrimExpr,
+    Var,
+    binop,
+    cast,
+    const,
+    is_const_int,
+)
 from tirc.ir.printer import print_node
+from tirc.ir.rebind import used_vars
 from tirc.ir.stmt import BlockRealize, For, ForKind, IterKind, IterVar, SeqStmt, Stmt, seq
 from tirc.ir.structural import same_expr
-from tirc.ir.visitor import substitute
+from tirc.ir.visitor import post_order_visit, substitute
 from tirc.passes.schedule.dependence import (
     BlockSite,
     bind_outer_loops,
@@ -134,7 +148,9 @@ def _move(s: ScheduleState, block: Any, loop: Any, preserve_unit_loops: Any, ind
     need = _needed_regions(me, partners, lp, an, reverse)
     own = [x for x in loops_in_scope(bpath) if not any(x is y for y in lpath)]
     new_loops = [x for x in loops_in_scope(lpath) + [lp] if not any(x is y for y in bpath)]
-    nest = _new_nest(prim, br, need, own, new_loops, lpath, an, preserve_unit_loops, reverse)
+    idle = [] if reverse else _consumers_run(partners, lp, need)
+    nest = _new_nest(prim, br, need, own, new_loops, lpath, an, preserve_unit_loops, reverse,
+                     idle)
     with s.undo_on_error():
         s.replace(bpath, None, prim)
         new_lpath = loop_path(s.body, lp.loop_var)
@@ -285,6 +301,37 @@ def _needed_regions(me: BlockSite, partners: list[BlockSite], lp: For, an: Analy
     return out
 
 
+def _consumers_run(partners: list[BlockSite], lp: For,
+                   need: dict[Buffer, list[Bounds | None]]) -> list[PrimExpr]:
+    """When the needed region's bounds read a buffer (a gather, `T6[A11[vi, vj] % m, vk]`):
+    the condition, over the loops down to `lp`, under which some consumer runs in the
+    iteration (their predicates' terms over those loops: a split's tail guard). The producer
+    runs under it too; in an iteration no consumer runs, its bounds would read past the index
+    buffer (`A11[vi, 4]` of 4 columns). Empty when the bounds read nothing or a consumer always
+    runs."""
+    if not any(_reads_buffer(b) for dims in need.values() for d in dims if d for b in d):
+        return []
+    alternatives: list[PrimExpr] = []
+    for p in partners:
+        inner = set(_inner_dom(p, lp))
+        terms = [c for c in conjuncts(p.realize.predicate) if not is_const_int(c)
+                 and not used_vars(c) & inner]
+        if not terms:
+            return []
+        alternatives.append(and_all(terms, p.realize.predicate))
+    out = alternatives[0]
+    for a in alternatives[1:]:
+        out = binop("or", out, a)
+    return [out]
+
+
+def _reads_buffer(e: PrimExpr) -> bool:
+    """Whether `e` loads from a buffer."""
+    found: list[bool] = []
+    post_order_visit(e, lambda n: found.append(True) if isinstance(n, BufferLoad) else None)
+    return bool(found)
+
+
 def _original_range(iv: IterVar, value: PrimExpr, own: list[For], an: Analyzer) -> Bounds:
     """The values the binding took per iteration of the loops the block keeps: relaxed over
     the block's own loops (the ones the move removes), within the variable's domain."""
@@ -380,8 +427,9 @@ def _loop_domain(rng: Bounds, bound: Bounds, lvars: set[Var], an: Analyzer
 
 def _new_nest(prim: str, br: BlockRealize, need: dict[Buffer, list[Bounds | None]],
               own: list[For], new_loops: list[For], lpath: Path, an: Analyzer,
-              preserve_unit_loops: bool, reverse: bool) -> Stmt:
-    """The moved block under new loops `ax0, ax1, ...` over its derived domain."""
+              preserve_unit_loops: bool, reverse: bool, idle: list[PrimExpr]) -> Stmt:
+    """The moved block under new loops `ax0, ax1, ...` over its derived domain (and, from
+    `idle`, only in iterations where a consumer runs)."""
     blk = br.block
     doms = solve_domains(prim, blk, need, an, reverse)
     origs = {iv.var: _original_range(iv, v, own, an)
@@ -443,7 +491,7 @@ def _new_nest(prim: str, br: BlockRealize, need: dict[Buffer, list[Bounds | None
             an.bind(v, b)
         kept = [c for c in kept if not an.can_prove(c)]
     vmap = {iv.var: val for iv, val in zip(blk.iter_vars, values)}
-    pred = and_all(guards + [substitute(c, vmap) for c in kept], br.predicate)
+    pred = and_all(idle + guards + [substitute(c, vmap) for c in kept], br.predicate)
     body: Stmt = BlockRealize(tuple(values), pred, blk, span=br.span)
     for ax, extent in reversed(loops):
         body = For(ax, const(0, ax.dtype), extent, ForKind.SERIAL, body)

@@ -10,6 +10,12 @@ variable or at a permutation of it computed in its type. A third of the int32 pr
 use idioms users write (from a stream of their own): loops from a non-zero start or with a
 step, over an extent passed as a scalar parameter, or a `while` over a counter in a scratch
 buffer; indices chosen per element (`T.if_then_else`); floats rounded through bfloat16.
+Three programs of ten also use bit-level operations (from a third stream): left shifts by the
+width or more (0, or any amount in a wrapping type), right shifts of a constant past the width,
+and `T.reinterpret` between the signed and unsigned integers of one width and from the absolute
+value of an exact float to the integer of its width. A quarter read some inputs through a
+strided view of their storage (`T.decl_buffer(..., data=A0.data, strides=[s], elem_offset=o)`,
+a fourth stream).
 It checks the simplifier, the vectorizer and the code generator on the semantics the
 interpreter defines: narrow and unsigned integers wrap, a shift by the width or more gives 0
 (or the sign). Divisors are made odd (`T.bitwise_or(b, 1)`): a division by zero is an error in
@@ -89,13 +95,18 @@ class _Gen:
     """One program's expressions, drawn from one random stream."""
 
     def __init__(self, rng: random.Random, inputs: list[tuple[str, str]], specials: bool,
-                 extent: int, loop_dtype: str, extra: random.Random | None = None) -> None:
+                 extent: int, loop_dtype: str, extra: random.Random | None = None,
+                 bits: random.Random | None = None,
+                 views: tuple[random.Random, dict[str, tuple[str, int]]] | None = None) -> None:
         self.rng = rng
         self.inputs = inputs
         self.specials = specials
         self.extent = extent
         self.loop_dtype = loop_dtype
         self.extra = extra  # the idioms' own stream (None: the program has none)
+        self.bits = bits  # the bit-level operations' own stream (None: the program has none)
+        # the views' stream and, per input, the name and extent of its strided view
+        self.views = views
 
     # ---- leaves
 
@@ -115,6 +126,10 @@ class _Gen:
 
     def load(self, name: str, dt: str) -> Val:
         at = f"{name}[{self.index()}]"
+        if self.views is not None and name in self.views[1] and self.views[0].random() < 0.5:
+            view, extent = self.views[1][name]
+            i = "i" if self.loop_dtype == "int32" else 'T.Cast("int32", i)'
+            at = f"{view}[T.min({i}, {extent - 1})]"
         if dt == "bool":
             return Val(at, dt, 0, 1)
         if dt in FLOATS:
@@ -248,6 +263,10 @@ class _Gen:
     def integer(self, dt: str, depth: int) -> Val:
         rng = self.rng
         lo_t, hi_t = int_range(dt)
+        if self.bits is not None and self.bits.random() < 0.25:
+            out = self.bit_level(dt, depth)
+            if out is not None:
+                return out
         for _ in range(8):
             r = rng.random()
             if r < 0.1:
@@ -268,6 +287,41 @@ class _Gen:
                 lo, hi = lo_t, hi_t
             return Val(_int_text(op, a, b), dt, lo, hi)
         return self.leaf(dt)
+
+    def bit_level(self, dt: str, depth: int) -> Val | None:
+        """A shift past the width or a reinterpretation of bits, of dtype `dt` (None: not
+        drawn for `dt`). A shift by the width or more gives 0 (`<<`) or the sign (`>>`) at
+        every level; a float's bits are taken only where its value is exact and finite, and of
+        its absolute value (the sign of a zero is not something the builds agree on)."""
+        bits = self.bits
+        assert bits is not None
+        width = int(dt.lstrip("uint"))
+        lo_t, hi_t = int_range(dt)
+        form = bits.choice(("shl", "shl", "shr", "int", "float"))
+        if form in ("shl", "shr") and (form == "shr" or bits.random() < 0.5 or not wraps(dt)):
+            a = self.expr(dt, depth - 1)
+            c = bits.choice([k for k in (width, width + 1, 2 * width - 1, 2 * width, 63, 64, 100)
+                             if width <= k <= hi_t])
+            if form == "shl":
+                return Val(f"({a.text} << T.{dt}({c}))", dt, 0, 0)
+            return Val(f"({a.text} >> T.{dt}({c}))", dt, -1 if a.lo < 0 else 0, 0)
+        if form == "shl":
+            # a wrapping type: any amount from 0 to twice the width, the value wraps
+            a, b = self.expr(dt, depth - 1), self.expr(dt, depth - 1)
+            return Val(f"({a.text} << T.bitwise_and({b.text}, T.{dt}({2 * width - 1})))", dt,
+                       lo_t, hi_t)
+        if form == "int":
+            src = dt[1:] if dt.startswith("u") else "u" + dt
+            a = self.expr(src, depth - 1)
+            lo, hi = (a.lo, a.hi) if lo_t <= a.lo and a.hi <= hi_t else (lo_t, hi_t)
+            return Val(f'T.reinterpret("{dt}", {a.text})', dt, lo, hi)
+        src = f"float{width}"
+        if src not in FLOATS:
+            return None
+        a = self.expr(src, depth - 1)
+        if not (a.exact and a.finite):
+            return None
+        return Val(f'T.reinterpret("{dt}", T.fabs({a.text}))', dt, max(lo_t, 0), hi_t)
 
     def floating(self, dt: str, depth: int) -> Val:
         rng = self.rng
@@ -401,7 +455,13 @@ def random_expr_program(seed: int) -> ExprProgram:
     # those the seed always gave): another loop form, mirrored indices, bfloat16 roundings.
     extra = random.Random(seed * 7919 + 29)
     idioms = loop_dtype == "int32" and extra.random() < 0.35
-    gen = _Gen(rng, inputs, specials, n, loop_dtype, extra if idioms else None)
+    # Three in ten use bit-level operations (a third stream, for the same reason).
+    bits = random.Random(seed * 7907 + 13)
+    # A quarter read inputs through strided views of their storage (a fourth stream).
+    view_rng = random.Random(seed * 3571 + 7)
+    views, decls = _views(view_rng, inputs, n) if view_rng.random() < 0.25 else ({}, [])
+    gen = _Gen(rng, inputs, specials, n, loop_dtype, extra if idioms else None,
+               bits if bits.random() < 0.3 else None, (view_rng, views) if views else None)
     outputs, lines, infos = [], [], {}
     for k in range(rng.randint(1, 3)):
         dt = rng.choice(dtypes)
@@ -423,9 +483,29 @@ def random_expr_program(seed: int) -> ExprProgram:
     else:
         body = _loop(rng, kind, n, loop_dtype, lines)
     params = "".join(f"{name}: T.int32, " for name in scalars) + params
+    body = "".join(line + "\n" for line in decls) + body
     text = f"@T.prim_func\ndef expr_{seed}({params}):\n{body}"
     func = parse(text)[f"expr_{seed}"]
     return ExprProgram(func, text, infos, specials, scalars)
+
+
+def _views(rng: random.Random, inputs: list[tuple[str, str]], n: int
+           ) -> tuple[dict[str, tuple[str, int]], list[str]]:
+    """Strided views of some inputs' storage: for input `A0`, `V0` of `m` elements `s` apart
+    from element `o` on (inside A0's n). Returns each input's view name and extent, and the
+    declarations."""
+    views: dict[str, tuple[str, int]] = {}
+    decls = []
+    for name, dt in inputs:
+        if rng.random() < 0.5:
+            continue
+        stride, offset = rng.choice((1, 2, 3)), rng.randint(0, n - 1)
+        extent = (n - 1 - offset) // stride + 1
+        view = "V" + name[1:]
+        views[name] = (view, extent)
+        decls.append(f'    {view} = T.decl_buffer(({extent},), "{dt}", data={name}.data, '
+                     f"strides=[{stride}], elem_offset={offset})")
+    return views, decls
 
 
 def _idiom_loop(rng: random.Random, kind: str, n: int, lines: list[str]

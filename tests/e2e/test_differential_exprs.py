@@ -53,3 +53,14 @@ def test_the_generator_covers_every_dtype_and_operator() -> None:
     assert re.search(r"for i in range\(\d, \d+, \d\):", whole)
     for idiom in ("m: T.int32", "while c[0] < ", "[T.if_then_else(i < ", 'T.Cast("bfloat16"'):
         assert idiom in whole, idiom
+    # the bit-level operations: a shift by the width or more (a constant, or any amount up to
+    # twice the width in a wrapping type), bits reinterpreted between integers and from floats
+    shifts = [(dt, int(k)) for dt, k in re.findall(r"<< T\.(\w+)\((\d+)\)\)", whole)]
+    assert any(k >= int(dt.lstrip("uint")) for dt, k in shifts), shifts
+    assert "<< T.bitwise_and(" in whole
+    assert re.search(r'T\.reinterpret\("u?int\d+", T\.fabs\(', whole)
+    assert re.search(r'T\.reinterpret\("u?int\d+", (?!T\.fabs)', whole)
+    # inputs read through strided views of their storage, at an offset
+    assert re.search(r"V\d = T\.decl_buffer\(\(\d+,\), \"\w+\", data=A\d\.data, "
+                     r"strides=\[[23]\], elem_offset=[1-9]", whole)
+    assert re.search(r"V\d\[T\.min\(i, \d+\)\]", whole)

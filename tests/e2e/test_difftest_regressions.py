@@ -9,12 +9,13 @@ The GPU programs also go through the GPU pipeline (its lowered IR in the GPU int
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 from difftest.builds import compile_module, interpret_loop, loop_labels, run_loop
-from difftest.harness import Build, Checker, format_report, loop_args, text_programs
+from difftest.harness import Build, Checker, Program, format_report, loop_args, text_programs
 from tirc.frontend import parse
 
 MATVEC = """
@@ -292,11 +293,100 @@ def column_sum_matvec_and_scale(A: T.Buffer((16, 24), "float32"),
             Z[vj] = y[vj] * T.float32(2)
 """
 
+# A strided view of a parameter's storage at an offset (hand-written probe of the features the
+# generators did not make): the kernel declared its parameter as the view's 18 elements, the
+# launch passed all 24 of A, and the GPU interpreter refused the call.
+STRIDED_VIEW = """
+@T.prim_func
+def strided_view(A: T.Buffer((4, 6), "float32"), B: T.Buffer((12,), "float32")):
+    V = T.decl_buffer((3, 4), "float32", data=A.data, strides=[6, 1], elem_offset=2)
+    for i, j in T.grid(3, 4):
+        B[i * 4 + j] = V[i, j] + T.float32(1)
+"""
+
+# Bits of a float read as int32, scalar and vector, under `^`, `~` and `|` with the sign bit
+# (hand-written probe): the interpreter's reinterpret gave a numpy int32, not a Python int,
+# and its vector `^`/`~`/`|` wrapped numpy int32 lanes as Python ints; both raised
+# OverflowError where the compiled code was right.
+SIGN_FLIP = """
+@T.prim_func
+def sign_flip(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "int32"),
+              C: T.Buffer((16,), "float32"), D: T.Buffer((16,), "int32")):
+    for i in range(4):
+        for j in range(4):
+            B[i * 4 + j] = T.reinterpret("int32", A[i * 4 + j]) ^ T.int32(-2147483648)
+        C[i * 4:i * 4 + 4] = T.reinterpret("float32x4", T.reinterpret(
+            "int32x4", A[i * 4:i * 4 + 4]) ^ T.Broadcast(T.int32(-2147483648), 4))
+        D[i * 4:i * 4 + 4] = ~T.reinterpret("int32x4", A[i * 4:i * 4 + 4]) | T.Broadcast(
+            T.int32(-2147483648), 4)
+"""
+
+# Gathers in vectorized loops: two loads of A under complementary conditions (hand-written
+# probe), and from `expr` seed 100353 a gather of float64 feeding a uint64 product. At -O1 the
+# loops kept LLVM's forced vectorize hint, LLVM's cost model declined the gathers, and it
+# printed "warning: loop not vectorized" on the user's terminal.
+GATHERS = """
+@T.prim_func
+def guarded_gather(A: T.Buffer((8,), "float32"), B: T.Buffer((16,), "float32")):
+    for i in T.vectorized(16):
+        B[i] = T.if_then_else(i < 8, A[i], T.float32(0)) + T.if_then_else(
+            i >= 8, A[i % 8], T.float32(1))
+
+@T.prim_func
+def gather_product(A: T.Buffer((16,), "float64"), B: T.Buffer((16,), "uint64")):
+    for i in T.vectorized(16):
+        B[i] = T.Cast("uint64", i) * T.uint64(10) * T.Cast("uint64", i) ^ T.Cast(
+            "uint64", T.Cast("bool", A[i * 11 % 16]))
+"""
+
+# A vectorized loop calling libm-only math and a C function (hand-written probe): at -O1 it
+# kept the forced vectorize hint, LLVM cannot widen those calls, and printed "warning: loop not
+# vectorized" twice.
+SCALAR_CALLS = """
+@T.prim_func
+def scalar_calls(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+    for i in T.vectorized(64):
+        B[i] = T.sinh(A[i]) + T.atan2(A[i], T.float32(2)) + T.call_extern("float32", "expf", A[i])
+"""
+
+# From `schedule` seed 100233: compute_at of a transpose under the tail of a split reduction
+# whose reads of it are gathered (T6[Idx[vi, vj] % 4, vk]). The moved block's bounds read Idx
+# at vj = ko * 3 + ki in every iteration, also the two the split's guard skips, past Idx's 4
+# columns; it now runs only where a consumer does.
+GATHER_SPLIT = """
+@T.prim_func
+def gather_split(A: T.Buffer((4, 4), "float32"), Idx: T.Buffer((2, 4), "int32"),
+                 B: T.Buffer((2, 4), "float32")):
+    T6 = T.alloc_buffer((4, 4), "float32")
+    for i0, i1 in T.grid(4, 4):
+        with T.block("t"):
+            vi, vj = T.axis.remap("SS", [i0, i1])
+            T6[vi, vj] = A[vj, vi]
+    for i0, i1, ko, ki in T.grid(2, 4, 2, 3):
+        with T.block("c"):
+            vi = T.axis.spatial(2, i0)
+            vk = T.axis.spatial(4, i1)
+            vj = T.axis.reduce(4, ko * 3 + ki)
+            T.where(ko * 3 + ki < 4)
+            with T.init():
+                B[vi, vk] = T.float32(0)
+            B[vi, vk] = B[vi, vk] + T6[Idx[vi, vj] % 4, vk]
+
+
+@S.schedule("gather_split", target="llvm")
+def _(sch):
+    t = sch.get_block("t")
+    c = sch.get_block("c")
+    i0, i1, ko, ki = sch.get_loops(c)
+    sch.compute_at(t, ki)
+"""
+
 GPU_PROGRAMS = {"matmul_tail": (MATMUL_TAIL, {}), "matmul_few_rows": (MATMUL_FEW_ROWS, {"n": 5}),
                 "matmul_symbolic_k": (MATMUL_SYMBOLIC_K, {"n": 37}), "full_min": (FULL_MIN, {}),
                 "matmul_then_column_min": (MATMUL_THEN_COLUMN_MIN, {}),
                 "matmul_of_row_dot_epilogue": (MATMUL_OF_ROW_DOT_EPILOGUE, {}),
-                "column_sum_matvec_and_scale": (COLUMN_SUM_MATVEC_AND_SCALE, {})}
+                "column_sum_matvec_and_scale": (COLUMN_SUM_MATVEC_AND_SCALE, {}),
+                "strided_view": (STRIDED_VIEW, {})}
 
 PROGRAMS = {
     "matvec": pytest.param(MATVEC, id="matvec"),
@@ -309,6 +399,7 @@ PROGRAMS = {
     "max_of_matmul_and_transpose": pytest.param(MAX_OF_MATMUL_AND_TRANSPOSE,
                                                 id="max_of_matmul_and_transpose"),
     "match_strided_region": pytest.param(MATCH_STRIDED_REGION, id="match_strided_region"),
+    "sign_flip": pytest.param(SIGN_FLIP, id="sign_flip"),
 }
 
 
@@ -355,3 +446,63 @@ def test_minimal_gpu_program_agrees(name: str, tmp_path: Path) -> None:
     builds = [Build(level) for level in (0, 1, 2, 3)] + [Build(2, gpu=True)]
     report = checker.check(programs, builds)
     assert not report.findings, format_report(report, "minimal program")
+
+
+def test_sign_flip_is_right_in_the_interpreter() -> None:
+    """The reference's bit operations on reinterpreted floats equal numpy's."""
+    a = (np.random.default_rng(1).integers(-32, 33, 16) / 8).astype(np.float32)
+    b, c, d = np.zeros(16, np.int32), np.zeros(16, np.float32), np.zeros(16, np.int32)
+    interpret_loop(parse(SIGN_FLIP), "sign_flip", [a, b, c, d])
+    bits = a.view(np.int32)
+    np.testing.assert_array_equal(b, bits ^ np.int32(-2**31))
+    np.testing.assert_array_equal(c.view(np.int32), (-a).view(np.int32))
+    np.testing.assert_array_equal(d, ~bits | np.int32(-2**31))
+
+
+def test_gathers_compile_without_llvm_warnings(capfd: pytest.CaptureFixture[str],
+                                                tmp_path: Path) -> None:
+    """Every level agrees with the interpreter, which equals numpy, and LLVM prints nothing."""
+    mod = parse(GATHERS)
+    programs = text_programs(GATHERS, {n: loop_args(mod[n], {}) for n in mod.functions})
+    checker = Checker(tmp_path, compile_module, interpret_loop, run_loop, loop_labels)
+    report = checker.check(programs, [Build(level) for level in (0, 1, 2, 3)])
+    assert not report.findings, format_report(report, "minimal program")
+    assert "warning" not in capfd.readouterr().err
+    a = np.arange(8, dtype=np.float32)
+    b = np.zeros(16, np.float32)
+    interpret_loop(mod, "guarded_gather", [a, b])
+    np.testing.assert_array_equal(b, np.concatenate([a + 1, a]))
+
+
+def test_scalar_calls_compile_without_llvm_warnings(capfd: pytest.CaptureFixture[str],
+                                                    tmp_path: Path) -> None:
+    """Every level equals numpy (within float32 rounding of libm), and LLVM prints nothing."""
+    a = (np.arange(64, dtype=np.float32) - 32) / 8
+    want = np.sinh(a) + np.arctan2(a, np.float32(2)) + np.exp(a)
+    for level in (0, 1, 2, 3):
+        lib = compile_module(parse(SCALAR_CALLS), Build(level), tmp_path / f"o{level}")
+        [got] = run_loop(lib, [("scalar_calls", [a, np.zeros(64, np.float32)], [a, want])])[0][1:]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert "warning" not in capfd.readouterr().err
+
+
+def test_compute_at_with_a_gathered_region_under_a_split_tail(tmp_path: Path) -> None:
+    """The scheduled function (interpreted, -O0, -O3) equals the unscheduled one, which equals
+    numpy, and the moved transpose runs under the split's guard."""
+    from tirc.passes.schedule.apply import ApplySchedules
+
+    mod = parse(GATHER_SPLIT)
+    func = mod["gather_split"]
+    program = Program(0, "gather_split", func, loop_args(func, {}), schedule=mod.schedules[0])
+    checker = Checker(tmp_path, compile_module, interpret_loop, run_loop, loop_labels)
+    report = checker.check([program], [Build(0, scheduled=True), Build(0), Build(3)])
+    assert not report.findings, format_report(report, "minimal program")
+    moved = ApplySchedules()(mod).script()
+    guarded = r'with T.block\("t"\):\n(.*\n){0,3} +T.where\(ko \* 3 \+ ki < 4\)'
+    assert re.search(guarded, moved), moved
+    rng = np.random.default_rng(2)
+    a = rng.integers(-8, 9, (4, 4)).astype(np.float32)
+    idx = rng.integers(-8, 9, (2, 4)).astype(np.int32)
+    b = np.zeros((2, 4), np.float32)
+    interpret_loop(mod, "gather_split", [a, idx, b])
+    np.testing.assert_array_equal(b, a.T[idx % 4].sum(axis=1))

@@ -94,3 +94,31 @@ def test_compiled_matches_numpy(level: int, tmp_path: Path) -> None:
     c = np.zeros((4, 8), np.float32)
     load(path)["cache_read"](a, b, c)
     np.testing.assert_array_equal(c, want)
+
+
+# From `schedule` seed 100824: the same copy after add_unit_loop put a serial loop of one
+# iteration around the parallel loop. That loop carries nothing, so B_global stays private;
+# it had counted as an enclosing loop, and the interpreter reported the iterations' copies
+# as a race.
+UNIT_LOOP = PROGRAM.replace("        for i in T.parallel(4):\n",
+                            "        for u in range(1):\n          for i in T.parallel(4):\n")
+
+
+def test_a_unit_loop_around_the_parallel_loop_keeps_it_private(tmp_path: Path) -> None:
+    """Privatized inside the parallel loop, accepted by the static check, right in the
+    interpreter and at -O0 and -O3."""
+    assert "for u in range(1):" in UNIT_LOOP
+    mod = parse(UNIT_LOOP)
+    text = print_node(privatize_parallel_buffers(mod["cache_read"].body))
+    assert 'for i in T.parallel(4):\n            B_global = T.decl_buffer((8,), "float32")' \
+        in text, text
+    assert check_function(mod["cache_read"]) == []
+    a, b, want = _inputs()
+    for level in (None, 0, 3):
+        c = np.zeros((4, 8), np.float32)
+        if level is None:
+            Interpreter(mod).call("cache_read", a, b, c)
+        else:
+            build(mod, tmp_path / f"unit_O{level}.so", opt_level=level)
+            load(tmp_path / f"unit_O{level}.so")["cache_read"](a, b, c)
+        np.testing.assert_array_equal(c, want)
