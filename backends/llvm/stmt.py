@@ -324,6 +324,10 @@ class StmtCodegen(ExprCodegen):
         b.position_at_end(end)
 
     def stmt_For(self, s: For) -> None:
+        if s.kind == ForKind.THREAD_BINDING and (s.thread_tag or "").startswith("vthread"):
+            raise CompileError(f"codegen: loop '{s.loop_var.name}' is bound to virtual thread "
+                               f"'{s.thread_tag}', which inject-vthread makes a plain loop: "
+                               "the pipeline must run inject-vthread", s.span)
         if s.kind == ForKind.THREAD_BINDING:
             raise CompileError(f"codegen: loop '{s.loop_var.name}' is bound to GPU thread "
                                f"'{s.thread_tag}', which the CPU target cannot run", s.span)

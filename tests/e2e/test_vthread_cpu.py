@@ -181,3 +181,25 @@ def f(A: T.Buffer((8, 4), "float32")):
 ''', tmp_path)
     assert msg == ("codegen: loop 'tx' is bound to GPU thread 'threadIdx.x', which the CPU "
                    "target cannot run")
+
+
+def test_a_virtual_thread_left_for_the_backend_names_the_missing_step(tmp_path: Path) -> None:
+    """With inject-vthread disabled, the CPU backend's error names that step."""
+    from click.testing import CliRunner
+    from tirc.cli.main import cli
+
+    src = tmp_path / "v.tir"
+    src.write_text('''from tvm.script import tir as T
+
+
+@T.prim_func
+def f(A: T.Buffer((8,), "float32")):
+    for vt in T.thread_binding(8, thread="vthread.x"):
+        A[vt] = T.float32(1)
+''')
+    result = CliRunner().invoke(cli, [str(src), "--disable-pass", "inject-vthread", "-o",
+                                      str(tmp_path / "v.so")])
+    assert result.exit_code == 1
+    assert f"{src}:6:5: error: codegen: loop 'vt' is bound to virtual thread 'vthread.x', " \
+        "which inject-vthread makes a plain loop: the pipeline must run inject-vthread" \
+        in result.output
