@@ -165,3 +165,18 @@ def assert_levels_agree(path: Path, libs: dict[int, Any], name: str, seed: int) 
         got = getattr(lib, name)(*[a.copy() for a in args])
         assert got.dtype == want.dtype and got.shape == want.shape, (name, level)
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"{name} -O{level}")
+
+
+def normalize_diagnostic(tmp: Path, text: str) -> Any:
+    """The first diagnostic that parsing `text` (as the file `bad.tir`) and normalizing it
+    raise: graph inference's checks of a call run there."""
+    import pytest
+    from tirc.frontend import parse_file
+    from tirc.ir.diagnostics import CompileError
+    from tirc.passes.graph.normalize import Normalize
+
+    path = tmp / "bad.tir"
+    path.write_text(text)
+    with pytest.raises(CompileError) as err:
+        Normalize()(parse_file(path))
+    return err.value.diagnostics[0]
