@@ -42,6 +42,7 @@ from tirc.ir.intrinsics import (
     OPERATOR,
     STATEMENT,
     TYPED,
+    VECTOR_COMBINE,
     Intrinsic,
     intrinsic,
 )
@@ -362,7 +363,8 @@ def _intrinsic(b: ExprBuilder, call: S.Call, name: str, info: Intrinsic) -> Prim
         b.ctx.error(f"{name} takes its result dtype once (dtype= or ty=)", a.kw["ty"].span)
     dt_node = a.kw.get("dtype", a.kw.get("ty"))  # TVM main writes ty= for dtype=
     dt: DType | None = b.dtype_arg(dt_node) if dt_node is not None else None
-    if info.printed == TYPED and dt is None:
+    inferred = info.interpreted == "halves" and len(pos) == info.arity
+    if info.printed == TYPED and dt is None and not inferred:
         if not pos:
             b.ctx.error(f"{name} needs the result dtype as its first argument", call.span)
         dt = b.dtype_arg(pos.pop(0))
@@ -384,11 +386,35 @@ def _intrinsic(b: ExprBuilder, call: S.Call, name: str, info: Intrinsic) -> Prim
         common = args[0].dtype
         if (kind == "int" and not common.is_int) or (kind == "float" and not common.is_float):
             b.ctx.error(f"{name} needs {kind} operands, got {common}", call.span)
+    if info.interpreted == "halves":
+        return _halves(b, name, info, args, dt)
     if info.result == "operand":
         out = Call(info.name, tuple(args), args[0].dtype)
         return cast(dt, out) if dt is not None and dt != out.dtype else out
     declared = info.declared_dtype([x.dtype for x in args])
     return Call(info.name, tuple(args), dt if dt is not None else declared or VOID)
+
+
+def _halves(b: ExprBuilder, name: str, info: Intrinsic, args: list[PrimExpr],
+            dt: DType | None) -> PrimExpr:
+    """T.vectorlow/T.vectorhigh (half a vector) and T.vectorcombine (two of one dtype joined):
+    the result is the operand's element type with half or twice its lanes; a stated dtype
+    (TVM states it first) must be that one."""
+    first = args[0].dtype
+    if first.lanes < 2:
+        b.ctx.error(f"{name} needs a vector operand, got {first}", args[0].span)
+    if info.name == VECTOR_COMBINE:
+        if args[1].dtype != first:
+            b.ctx.error(f"{name} joins two vectors of one dtype, got {first} and "
+                        f"{args[1].dtype}", args[1].span)
+        want = first.with_lanes(first.lanes * 2)
+    else:
+        if first.lanes % 2:
+            b.ctx.error(f"{name} needs an even number of lanes, got {first}", args[0].span)
+        want = first.with_lanes(first.lanes // 2)
+    if dt is not None and dt != want:
+        b.ctx.error(f"{name} of {first} is {want}, not {dt}", args[0].span)
+    return Call(info.name, tuple(args), want)
 
 
 def _intrinsic_operand(b: ExprBuilder, node: S.Expr, info: Intrinsic, k: int,

@@ -190,12 +190,14 @@ ISFINITE = _declare("isfinite", ("float",), "bool", NAMED, "float_class",
 
 # ---- vectors ----------------------------------------------------------------------------
 
-VECTOR_LOW = _declare("vectorlow", ("any",), "given", NAMED, "halves",
+# TVM's form states the result dtype first: T.vectorhigh("int16x4", v); the frontend also
+# infers it (the operand's element type, half or twice its lanes) when it is left out.
+VECTOR_LOW = _declare("vectorlow", ("any",), "given", TYPED, "halves",
                       "the low half of a vector's lanes")
-VECTOR_HIGH = _declare("vectorhigh", ("any",), "given", NAMED, "halves",
+VECTOR_HIGH = _declare("vectorhigh", ("any",), "given", TYPED, "halves",
                        "the high half of a vector's lanes")
-VECTOR_COMBINE = _declare("vectorcombine", ("any", "any"), "given", NAMED, "halves",
-                          "two vectors joined, the first one's lanes first")
+VECTOR_COMBINE = _declare("vectorcombine", ("any", "any"), "given", TYPED, "halves",
+                          "two vectors of one dtype joined, the first one's lanes first")
 
 # ---- calls out of the kernel (TVM's) ----------------------------------------------------
 

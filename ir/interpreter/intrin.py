@@ -1,7 +1,8 @@
 """Intrinsic calls in the reference interpreter: math, if_then_else, bit operations, vector
 halves, events, no-op hints, by the rule the intrinsic table (tirc.ir.intrinsics) names.
 
-Float math runs through numpy in the operands' dtype; `q_multiply_shift` is TVM's fixed-point
+Float math runs through numpy in the operands' dtype (bfloat16 math in float32, rounded
+to bfloat16 once per intrinsic, as the LLVM backend does); `q_multiply_shift` is TVM's fixed-point
 multiply (`round(x * y * 2^-(q - s))`, half up, through int64); calls of C functions
 (`call_extern`) are tirc.ir.interpreter.extern's. GPU-only and scalable-vector intrinsics
 have no meaning here and raise an InterpreterError naming the intrinsic.
@@ -109,6 +110,9 @@ def _fail(message: str) -> Fn:
 
 
 def _float_call(op: str, fns: list[Fn], ftype: Any) -> Fn:
+    """A float math intrinsic in `ftype`; bfloat16 is computed in float32 and rounded once."""
+    if np.dtype(ftype).name == "bfloat16":
+        return _bf16_via_float32(op, fns, ftype)
     if op in _BINARY_FLOAT and len(fns) == 2:
         f2, fa, fb = _BINARY_FLOAT[op], fns[0], fns[1]
         return lambda env: ftype(f2(fa(env), fb(env)))
@@ -120,6 +124,28 @@ def _float_call(op: str, fns: list[Fn], ftype: Any) -> Fn:
         return _unsupported(op)
     f0 = fns[0]
     return lambda env: fn(f0(env))
+
+
+def _bf16_via_float32(op: str, fns: list[Fn], ftype: Any) -> Fn:
+    """bfloat16 math intrinsic `op` computed in float32 and rounded to bfloat16 once, as the
+    LLVM backend does (and TVM's BF16ComputeLegalize): `T.sigmoid` is not three rounded steps."""
+    wide = _float_call(op, [_as_float32(f) for f in fns], np.float32)
+
+    def run(env: Env) -> Any:
+        out = wide(env)
+        return out.astype(ftype) if isinstance(out, np.ndarray) else ftype(out)
+
+    return run
+
+
+def _as_float32(f: Fn) -> Fn:
+    """`f`'s value (a scalar or a vector) widened exactly to float32."""
+
+    def run(env: Env) -> Any:
+        v = f(env)
+        return v.astype(np.float32) if isinstance(v, np.ndarray) else np.float32(v)
+
+    return run
 
 
 def _select(c: Compiler, e: Call) -> Fn:

@@ -119,6 +119,9 @@ def test_frontend_parses_every_intrinsic_written_by_name() -> None:
                                  ("x" if info.numeric == "float" or info.operand_kind(k) != "int"
                                   else "i") for k in range(info.arity))
             lead = '"float32", ' if info.printed == intrinsics.TYPED else ""
+            if info.interpreted == "halves":  # vector operands; the result has half or twice
+                operands = ", ".join(["T.Broadcast(x, 4)"] * info.arity)
+                lead = '"float32x2", ' if info.arity == 1 else '"float32x8", '
             src = (f"@T.prim_func\ndef f(x: T.float32, i: T.int32):\n"
                    f"    T.evaluate(T.{name}({lead}{operands}))\n")
             mod = parse(src, "<test>")
