@@ -8,7 +8,9 @@ for the load in its value). For a loop whose body starts with a chain of such le
 any number of `if`s without `else`, this pass moves the chain in front of the loop when every
 value and condition in it is loop-invariant: it uses neither the loop variable nor any variable
 bound inside the loop, calls only pure intrinsics, and reads no storage that the body writes
-(nor does the body call anything that could write storage). Other lets in the body that
+(nor does the body call anything that could write storage; in a function that binds a handle
+with a let, where one storage may have two names, a body that stores anything counts as
+writing all of it). Other lets in the body that
 compute the same value take the hoisted variable. The moved chain runs under `if extent > 0`
 unless the loop provably runs, so nothing is evaluated that the loop would not evaluate, and in
 the same order. Thread-bound loops and loops with a `break` or `continue` are left alone.
@@ -122,8 +124,9 @@ class _Hoister(Mutator):
     """Hoists invariant let chains out of every loop, innermost loops first (so a chain can
     move out through several loops it does not depend on)."""
 
-    def __init__(self) -> None:
+    def __init__(self, aliased: bool) -> None:
         self.an = Analyzer()
+        self.aliased = aliased  # a handle is let-bound: storage may have two names
 
     def visit_For(self, s: For) -> Any:
         s = self.generic_visit(s)
@@ -131,11 +134,13 @@ class _Hoister(Mutator):
                 or _impure(s.body):
             return s
         written = _written(s.body)
+        any_store = bool(written) and self.aliased  # then a store may write any storage
         bound: set[Var] = {s.loop_var}
 
         def invariant(e: PrimExpr) -> bool:
             used, storage = _reads(e)
-            return not (used & bound) and not (storage & written)
+            return not (used & bound) and not (storage & written) and \
+                not (storage and any_store)
 
         chain: list[_Link] = []
         node: Stmt = s.body
@@ -173,5 +178,7 @@ class HoistInvariantLets(PrimFuncPass):
     optional = True  # an optimisation (see Pass.optional)
 
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
-        body = _Hoister().visit(func.body)
+        aliased = any_node(func.body, lambda n: isinstance(n, LetStmt | Let) and
+                           n.var.dtype.is_handle)
+        body = _Hoister(aliased).visit(func.body)
         return func if body is func.body else func.replace(body=body)  # type: ignore[return-value]
