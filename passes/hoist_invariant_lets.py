@@ -10,10 +10,10 @@ value and condition in it is loop-invariant: it uses neither the loop variable n
 bound inside the loop, calls only pure intrinsics, and reads no storage that the body writes
 (nor does the body call anything that could write storage; in a function that binds a handle
 with a let, where one storage may have two names, a body that stores anything counts as
-writing all of it). Other lets in the body that
-compute the same value take the hoisted variable. The moved chain runs under `if extent > 0`
-unless the loop provably runs, so nothing is evaluated that the loop would not evaluate, and in
-the same order. Thread-bound loops and loops with a `break` or `continue` are left alone.
+writing all of it). Other lets in the body that compute the same value take the hoisted
+variable. The moved chain runs under `if extent > 0` unless the loop provably runs, so nothing
+is evaluated that the loop would not evaluate, and in the same order. Thread-bound loops and
+loops with a `break` or `continue` are left alone.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from tirc.ir.loop_jumps import contains_loop_jump
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import BufferStore, For, IfThenElse, LetStmt, Stmt
 from tirc.ir.structural import same_expr
-from tirc.ir.visitor import Mutator, any_node, post_order_visit
+from tirc.ir.visitor import Mutator, any_node, post_order_visit, substitute
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 
 # Calls that only compute a value from their operands (and, for the searches, read storage
@@ -101,23 +101,13 @@ class _Reuse(Mutator):
         var = self._same(e.value)
         if var is None:
             return self.generic_visit(e)
-        return self.visit(_substitute(e.body, e.var, var))
+        return self.visit(substitute(e.body, {e.var: var}))
 
     def visit_LetStmt(self, s: LetStmt) -> Any:
         var = self._same(s.value)
         if var is None:
             return self.generic_visit(s)
-        return self.visit(_substitute(s.body, s.var, var))
-
-
-def _substitute(node: Any, old: Var, new: Var) -> Any:
-    """`node` with the variable `old` replaced by `new`."""
-
-    class _Sub(Mutator):
-        def visit_Var(self, v: Var) -> Any:
-            return new if v is old else v
-
-    return _Sub().visit(node)
+        return self.visit(substitute(s.body, {s.var: var}))
 
 
 class _Hoister(Mutator):
