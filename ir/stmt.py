@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from tirc.ir.buffer import Buffer, BufferRegion, Range
+from tirc.ir.dtype import BOOL
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.node import Node
 
@@ -181,3 +183,12 @@ def seq(*stmts: Stmt | None) -> Stmt:
     if not out:
         return Evaluate(IntImm(0))  # the empty statement, as `pass` reads
     return SeqStmt(tuple(out))
+
+
+def inside_root_block(body: Stmt, wrap: Callable[[Stmt], Stmt]) -> Stmt:
+    """A function body with `wrap` applied to the statements of its root block (a root block
+    is made when the body has none), so what `wrap` adds stays inside the function's scope."""
+    if not (isinstance(body, BlockRealize) and body.block.name == "root" and
+            not body.block.iter_vars):
+        body = BlockRealize((), IntImm(1, BOOL), Block("root", (), (), (), body))
+    return body.replace(block=body.block.replace(body=wrap(body.block.body)))

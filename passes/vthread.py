@@ -41,7 +41,7 @@ from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import HANDLE
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, cast
 from tirc.ir.function import PrimFunc
-from tirc.ir.gpu.threads import has_barrier, is_barrier, is_thread_loop
+from tirc.ir.gpu.threads import has_barrier, is_barrier, is_thread_loop, is_vthread_loop
 from tirc.ir.module import IRModule
 from tirc.ir.node import Node
 from tirc.ir.rebind import uses_any
@@ -60,13 +60,6 @@ from tirc.ir.stmt import (
 )
 from tirc.ir.visitor import Mutator, post_order_visit, substitute
 from tirc.passes.pass_base import PassContext, PrimFuncPass
-
-VTHREAD_TAGS = ("vthread", "vthread.x", "vthread.y", "vthread.z")
-
-
-def is_vthread_loop(s: Any) -> bool:
-    """A loop bound to a virtual thread."""
-    return is_thread_loop(s) and s.thread_tag in VTHREAD_TAGS
 
 
 def _has_load(e: PrimExpr) -> bool:

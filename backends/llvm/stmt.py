@@ -41,6 +41,7 @@ from tirc.ir.expr import (
     binop,
     cast,
 )
+from tirc.ir.gpu.threads import is_vthread_loop
 from tirc.ir.loop_jumps import JUMP_TARGET_KINDS, escaping_loop_jumps, jump_kind
 from tirc.ir.rebind import used_vars
 from tirc.ir.stmt import (
@@ -324,7 +325,7 @@ class StmtCodegen(ExprCodegen):
         b.position_at_end(end)
 
     def stmt_For(self, s: For) -> None:
-        if s.kind == ForKind.THREAD_BINDING and (s.thread_tag or "").startswith("vthread"):
+        if is_vthread_loop(s):
             raise CompileError(f"codegen: loop '{s.loop_var.name}' is bound to virtual thread "
                                f"'{s.thread_tag}', which inject-vthread makes a plain loop: "
                                "the pipeline must run inject-vthread", s.span)

@@ -34,6 +34,7 @@ from tirc.ir.stmt import (
 BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 ALL_TAGS = BLOCK_TAGS + THREAD_TAGS
+VTHREAD_TAGS = ("vthread", "vthread.x", "vthread.y", "vthread.z")
 
 # Storage scopes that live on the device only, one copy per block (shared) or thread (local).
 DEVICE_SCOPES = ("shared", "shared.dyn", "local", "warp")
@@ -42,6 +43,11 @@ DEVICE_SCOPES = ("shared", "shared.dyn", "local", "warp")
 def is_thread_loop(s: Any) -> bool:
     """A loop bound to a GPU index (`T.thread_binding`)."""
     return isinstance(s, For) and s.kind == ForKind.THREAD_BINDING
+
+
+def is_vthread_loop(s: Any) -> bool:
+    """A loop bound to a virtual thread (inject-vthread makes it a plain loop)."""
+    return is_thread_loop(s) and s.thread_tag in VTHREAD_TAGS
 
 
 def is_block_tag(tag: str | None) -> bool:

@@ -21,7 +21,7 @@ from tirc.ir.function import PrimFunc
 from tirc.ir.graph import GCall, GlobalVar, GraphExpr, PrimSInfo, SparseTensorSInfo, Tuple
 from tirc.ir.module import IRModule
 from tirc.ir.ops.infer import infer_expr
-from tirc.ir.stmt import Block, BlockRealize, Stmt, seq
+from tirc.ir.stmt import Stmt, inside_root_block, seq
 from tirc.passes.graph.kernel import Kernel
 
 
@@ -73,7 +73,7 @@ def _wrapper(callee: PrimFunc, places: list[int], n_inputs: int) -> PrimFunc:
         buffer_map[h] = callee.buffer_map[h]
     attrs = {k: v for k, v in callee.attrs.items() if k != "global_symbol"}
     return PrimFunc(f"{callee.name}_inplace", (*params, *scalars), buffer_map,
-                    _prepend(copies, callee.body), attrs)
+                    inside_root_block(callee.body, lambda body: seq(*copies, body)), attrs)
 
 
 def _copy(src: Buffer, out: Buffer) -> Stmt:
@@ -83,11 +83,3 @@ def _copy(src: Buffer, out: Buffer) -> Stmt:
               lambda i: src.vload(*i) if i else BufferLoad(src, (), src.dtype))
     return k.stages[0]
 
-
-def _prepend(copies: list[Stmt], body: Stmt) -> Stmt:
-    """`copies` then `body`, inside the body's root block when it has one."""
-    if isinstance(body, BlockRealize) and not body.block.iter_vars and \
-            isinstance(body.block, Block) and body.block.name == "root":
-        block = dataclasses.replace(body.block, body=seq(*copies, body.block.body))
-        return dataclasses.replace(body, block=block)
-    return seq(*copies, body)

@@ -23,13 +23,11 @@ first reduction variable, placed right before that variable's loop, as the inter
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tirc.ir.analysis.block_regions import infer_regions
 from tirc.ir.attrs import SPARSE_TENSORS
 from tirc.ir.buffer import Buffer, Range
-from tirc.ir.dtype import BOOL
 from tirc.ir.expr import (
     BufferLoad,
     IntImm,
@@ -70,6 +68,7 @@ from tirc.ir.stmt import (
     IterVar,
     LetStmt,
     Stmt,
+    inside_root_block,
     seq,
 )
 from tirc.ir.visitor import Mutator, any_node, post_order_visit, substitute
@@ -399,16 +398,6 @@ def sparse_array_checks(ctx: PassContext) -> bool:
     return pass_.checks_arrays(ctx)
 
 
-def _in_root(body: Stmt, wrap: Callable[[Stmt], Stmt]) -> Stmt:
-    """`wrap` applied inside the root block, which is made when the body has none: the checks
-    are asserts that scope over what follows, and the block keeps them to this function's
-    body wherever it is inlined (lower-graph), so it prints and parses back the same."""
-    if not (isinstance(body, BlockRealize) and body.block.name == "root" and
-            not body.block.iter_vars):
-        body = BlockRealize((), IntImm(1, BOOL), Block("root", (), (), (), body))
-    return body.replace(block=body.block.replace(body=wrap(body.block.body)))
-
-
 def array_checks(func: PrimFunc, body: Stmt, searched: frozenset[Axis] = frozenset()
                  ) -> Stmt:
     """`body` after checks of every axis array the function takes: `indptr` starts at 0, never
@@ -501,7 +490,9 @@ def lower_sparse(func: PrimFunc, check_arrays: bool = True) -> PrimFunc:
     body = _Iterations().visit(func.body)
     if check_arrays:
         searched = frozenset(lowering.searched)
-        body = _in_root(body, lambda b: array_checks(func, b, searched))
+        # the checks are asserts that scope over what follows: the root block keeps them to
+        # this function's body wherever it is inlined (lower-graph)
+        body = inside_root_block(body, lambda b: array_checks(func, b, searched))
     attrs = dict(func.attrs)
     info = sparse_tensor_info(func)
     if info:

@@ -10,7 +10,7 @@ from tirc.driver import compile_ptx
 from tirc.frontend import parse
 from tirc.ir.arith import construct
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.gpu.threads import const_value, is_launch, walk_stmts
+from tirc.ir.gpu.threads import const_value, is_launch, is_vthread_loop, walk_stmts
 from tirc.ir.interpreter.gpu import GPUInterpreter, InterpreterError, check_races
 from tirc.ir.module import IRModule
 from tirc.ir.printer import print_function, print_module
@@ -18,7 +18,6 @@ from tirc.ir.stmt import For, ForKind
 from tirc.ir.structural import first_difference, structural_equal
 from tirc.ir.target import parse_target
 from tirc.passes.pipeline import default_pipeline
-from tirc.passes.vthread import is_vthread_loop
 
 
 def _gpu_steps(opt_level: int) -> list[str]:
