@@ -46,6 +46,13 @@ def _impure(node: Any) -> bool:
     return any_node(node, lambda n: isinstance(n, Call) and n.op not in _PURE)
 
 
+def _starts_with_let(body: Stmt) -> bool:
+    """Whether `body` opens with a let, under `if`s without `else` (before walking it whole)."""
+    while isinstance(body, IfThenElse) and body.else_case is None:
+        body = body.then_case
+    return isinstance(body, LetStmt)
+
+
 def _written(body: Stmt) -> set[Var]:
     """The storage (data variables) that stores under `body` write."""
     out: set[Var] = set()
@@ -120,8 +127,8 @@ class _Hoister(Mutator):
 
     def visit_For(self, s: For) -> Any:
         s = self.generic_visit(s)
-        if not isinstance(s, For) or s.thread_tag is not None or contains_loop_jump(s.body) \
-                or _impure(s.body):
+        if not isinstance(s, For) or s.thread_tag is not None or not _starts_with_let(s.body) \
+                or contains_loop_jump(s.body) or _impure(s.body):
             return s
         written = _written(s.body)
         any_store = bool(written) and self.aliased  # then a store may write any storage
