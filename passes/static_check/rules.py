@@ -5,6 +5,8 @@
 - `parallel_dependence`: a `T.parallel` or `T.vectorized` loop over a reduction axis, with a
   dependence between blocks (the checks `sch.parallel` and `sch.vectorize` make), or whose
   iterations touch the same element with one of them writing;
+- `thread_race`: two GPU threads (or blocks) of a thread-bound loop that write the same element
+  of memory they share (a warning: which value remains depends on the order they run);
 - `missing_init`: a reduction block that accumulates into its output with no `T.init`, no
   earlier write of that output and no init of its own on the first reduction iteration
   (`if vk == 0:`, TVM's lowered form) (a warning: it adds to whatever the output held);
@@ -21,6 +23,7 @@ from tirc.ir.arith import simplify
 from tirc.ir.diagnostics import Diagnostic
 from tirc.ir.expr import BinOp, BufferLoad, Call, IntImm, PrimExpr, Var, binop
 from tirc.ir.function import PrimFunc
+from tirc.ir.gpu.threads import ALL_TAGS, is_block_tag
 from tirc.ir.printer import print_node
 from tirc.ir.stmt import Allocate, Block, BufferStore, For, ForKind, IfThenElse, IterKind
 from tirc.ir.structural import same_expr
@@ -30,8 +33,9 @@ from tirc.passes.schedule.loops import outer_analyzer
 from tirc.passes.schedule.state import ScheduleError
 from tirc.passes.schedule.tree import walk
 from tirc.passes.static_check.conflicts import find_conflict
+from tirc.passes.static_check.points import free_vars
 from tirc.passes.static_check.ranges import find_outside
-from tirc.passes.static_check.sites import Access, Sites
+from tirc.passes.static_check.sites import Access, Loop, Sites
 
 KIND_SPELLING = {ForKind.PARALLEL: "T.parallel", ForKind.VECTORIZED: "T.vectorized"}
 
@@ -114,6 +118,78 @@ def _conflict(lp: For, sites: Sites) -> str | None:
             if found is not None:
                 return found.text
     return None
+
+
+# Storage each GPU thread has its own copy of, and storage each thread block has its own copy of.
+_PER_THREAD = ("local", "warp")
+_PER_BLOCK = ("shared", "shared.dyn", *_PER_THREAD)
+
+
+def thread_race(sites: Sites) -> Iterator[Diagnostic]:
+    """Thread-bound loops two of whose threads write the same element of shared storage.
+
+    Reads are left alone: threads exchange values through shared memory between barriers.
+    A block whose reduction variable is bound to the threads is a cross-thread reduction,
+    which the GPU lowering turns into one, and is left alone too."""
+    reported: set[int] = set()
+    cross_thread = _cross_thread_blocks(sites)
+    for w in sites.accesses:
+        if not w.is_write or w.block in cross_thread:
+            continue
+        for loop in w.loops:
+            tag = loop.node.thread_tag
+            if loop.node.kind != ForKind.THREAD_BINDING or tag not in ALL_TAGS \
+                    or id(loop.node) in reported:
+                continue
+            if w.buffer.scope in (_PER_BLOCK if is_block_tag(tag) else _PER_THREAD) or any(
+                    x.node is loop.node for x in sites.allocated_in.get(w.buffer.data, ())):
+                continue
+            for other in sites.accesses:
+                if not other.is_write or other.buffer.data is not w.buffer.data \
+                        or other.block in cross_thread \
+                        or not any(x.node is loop.node for x in other.loops):
+                    continue
+                if other is w and _same_writes(w, loop, sites):
+                    continue
+                found = find_conflict(loop, w, other)
+                if found is None:
+                    continue
+                reported.add(id(loop.node))
+                who = "thread blocks" if is_block_tag(tag) else "threads"
+                yield Diagnostic("warning", f"{tag} loop {loop.var.name}: its {who} race: "
+                                 f"{found.text} (which value remains depends on the order "
+                                 f"the {who} run)", loop.node.span)
+                break
+
+
+def _same_writes(w: Access, loop: Loop, sites: Sites) -> bool:
+    """Whether every thread of `loop` makes the same writes through `w`: nothing about it (its
+    element, value, guards, the ranges of the loops inside `loop`) depends on the thread, and
+    its value reads only storage nothing under `loop` writes (the cooperative copy of a tile
+    into shared memory that every thread makes before MetaSchedule splits it)."""
+    k = next(i for i, lp in enumerate(w.loops) if lp.node is loop.node)
+    inner = w.loops[k + 1:]
+    assert w.value is not None
+    if loop.var in free_vars([w.value, *w.indices, *w.guards,
+                              *(e for lp in inner for e in (lp.min, lp.extent))]):
+        return False
+    written = {a.buffer.data for a in sites.accesses
+               if a.is_write and any(x.node is loop.node for x in a.loops)}
+    return not any(isinstance(n, BufferLoad) and n.buffer.data in written
+                   for n in _nodes(w.value))
+
+
+def _cross_thread_blocks(sites: Sites) -> set[str]:
+    """The names of the blocks with a reduction variable bound to a thread-bound loop."""
+    found: set[str] = set()
+    for b in sites.bindings:
+        iv = b.realize.block.iter_vars[b.index]
+        if iv.kind != IterKind.REDUCE:
+            continue
+        bound = {lp.var for lp in b.loops if lp.node.kind == ForKind.THREAD_BINDING}
+        if any(isinstance(n, Var) and n in bound for n in _nodes(b.value)):
+            found.add(b.realize.block.name)
+    return found
 
 
 def missing_init(sites: Sites) -> Iterator[Diagnostic]:

@@ -45,7 +45,8 @@ class Loop:
 @dataclass(frozen=True)
 class Access:
     """A load or store: buffer, indices over loop variables, the loops around it (outermost
-    first), the conditions it runs under, and where it is written."""
+    first), the conditions it runs under, and where it is written (a store's value too, over
+    the same variables)."""
 
     buffer: Buffer
     indices: tuple[PrimExpr, ...]
@@ -55,6 +56,7 @@ class Access:
     is_write: bool
     block: str | None
     node: BufferLoad | BufferStore
+    value: PrimExpr | None = None
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,7 @@ class _Walker(Visitor):
         self.sites.accesses.append(Access(
             node.buffer, tuple(self.here(i) for i in node.indices), tuple(self.loops),
             tuple(self.guards), node.span, is_write, self.block[-1] if self.block else None,
-            node))
+            node, self.here(node.value) if isinstance(node, BufferStore) else None))
 
     def guarded(self, cond: PrimExpr, body: object) -> None:
         self.guards.append(self.here(cond))

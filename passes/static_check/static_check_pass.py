@@ -3,7 +3,8 @@
 Errors (each a `file:line:col` diagnostic, all of a module reported at once): an access whose
 index provably leaves its buffer, a block binding that provably leaves its domain, a
 `T.parallel` or `T.vectorized` loop over a reduction axis or whose iterations touch the same
-element with one of them writing. Warnings (errors under `-Werror`): a reduction without
+element with one of them writing. Warnings (errors under `-Werror`): two GPU threads or
+thread blocks writing the same element of storage they share, a reduction without
 `T.init` that accumulates into an output nothing initialised, and a read of storage the
 function allocates that nothing writes. The pass runs on the program as
 written, before schedules and the graph lowering add functions of their own; accesses it
@@ -24,6 +25,7 @@ from tirc.passes.static_check.rules import (
     missing_init,
     out_of_bounds,
     parallel_dependence,
+    thread_race,
     unwritten_reads,
 )
 from tirc.passes.static_check.sites import collect_sites
@@ -37,7 +39,7 @@ def check_function(func: PrimFunc) -> list[Diagnostic]:
         func = func.replace(body=body)  # type: ignore[assignment]
     sites = collect_sites(func)
     found = [*binding_outside_domain(sites), *out_of_bounds(sites),
-             *parallel_dependence(func, sites), *missing_init(sites),
+             *parallel_dependence(func, sites), *thread_race(sites), *missing_init(sites),
              *unwritten_reads(func, sites)]
     return found
 
@@ -45,13 +47,13 @@ def check_function(func: PrimFunc) -> list[Diagnostic]:
 @dataclass(frozen=True)
 class StaticCheck(Pass):
     """Reports accesses out of bounds, bindings out of their domains, parallel loops that are
-    not independent (errors), reductions without an init and reads of storage nothing writes
-    (warnings)."""
+    not independent (errors), racing GPU threads, reductions without an init and reads of
+    storage nothing writes (warnings)."""
 
     name = "static-check"
     description = ("compile-time checks: accesses and bindings out of bounds, parallel or "
-                   "vectorized loops with a dependence, reductions without T.init, reads of "
-                   "storage nothing writes")
+                   "vectorized loops with a dependence, GPU threads writing one element, "
+                   "reductions without T.init, reads of storage nothing writes")
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         found: list[Diagnostic] = []

@@ -175,6 +175,23 @@ for i, k in T.grid(8, 8):
 """, "warning: reduction block 'B' has no T.init and nothing writes 'B' before it: it "
      "accumulates into whatever 'B' holds (the caller's values for an output); add "
      "`with T.init():` to start from a value"),
+    ("threads_write_one_element", F16, """
+for tx in T.thread_binding(16, thread="threadIdx.x"):
+    B[0] = A[tx]
+""", "warning: threadIdx.x loop tx: its threads race: every iteration of tx writes B[0] (which "
+     "value remains depends on the order the threads run)"),
+    ("threads_wrap_onto_each_other", F16, """
+for bx in T.thread_binding(2, thread="blockIdx.x"):
+    for tx in T.thread_binding(8, thread="threadIdx.x"):
+        B[bx * 8 + tx % 4] = A[bx * 8 + tx]
+""", "warning: threadIdx.x loop tx: its threads race: iterations tx = 0 and tx = 4 both write "
+     "B[0] (with bx = 0) (which value remains depends on the order the threads run)"),
+    ("blocks_write_one_shared_output", F16, """
+for bx in T.thread_binding(2, thread="blockIdx.x"):
+    for tx in T.thread_binding(16, thread="threadIdx.x"):
+        B[tx] = A[tx] * T.Cast("float32", bx)
+""", "warning: blockIdx.x loop bx: its thread blocks race: every iteration of bx writes B[tx] "
+     "(which value remains depends on the order the thread blocks run)"),
     ("decl_buffer_read_before_any_store", F16, """
 for i in range(16):
     t = T.decl_buffer((1,), "float32", scope="local")
@@ -312,6 +329,42 @@ for i, k in T.grid(8, 16):
         d[0] = T.float32(0)
         d[0] = d[0] + A[vi, vk] * T.float32(2)
         B[vi] = B[vi] + d[0]
+"""),
+    # GPU threads: one thread writes the shared result, each writes its own element of shared
+    # memory, per-thread (local) and per-block (shared) storage, a copy every thread makes with
+    # the same values, and a reduction bound to the threads (a cross-thread reduction)
+    ("one_thread_writes_after_a_barrier",
+     'A: T.Buffer((64,), "float32"), B: T.Buffer((2,), "float32")', """
+S = T.alloc_buffer((32,), scope="shared")
+L = T.alloc_buffer((1,), scope="local")
+for bx in T.thread_binding(2, thread="blockIdx.x"):
+    for tx in T.thread_binding(32, thread="threadIdx.x"):
+        L[0] = A[bx * 32 + tx]
+        S[tx] = L[0]
+        T.tvm_storage_sync("shared")
+        if tx == 0:
+            B[bx] = S[0] + S[31]
+"""),
+    ("cooperative_copy_of_the_same_values",
+     'A: T.Buffer((16,), "float32"), B: T.Buffer((2, 16), "float32")', """
+S = T.alloc_buffer((16,), scope="shared")
+for bx in T.thread_binding(2, thread="blockIdx.x"):
+    for tx in T.thread_binding(4, thread="threadIdx.x"):
+        for ax in range(16):
+            S[ax] = A[ax]
+        T.tvm_storage_sync("shared")
+        for j in range(4):
+            B[bx, tx * 4 + j] = S[tx * 4 + j]
+"""),
+    ("reduction_bound_to_threads",
+     'A: T.Buffer((8, 32), "float32"), B: T.Buffer((8,), "float32")', """
+for i in T.thread_binding(8, thread="blockIdx.x"):
+    for k in T.thread_binding(32, thread="threadIdx.x"):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
 """),
     # a store guarded by a test against the largest uint64 (difftest expr seed 41008): the
     # constant does not fit the int64 points; the check crashed with an OverflowError
