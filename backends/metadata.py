@@ -6,10 +6,11 @@ import json
 from typing import Any
 
 from tirc.backends.op_count import flops_text
-from tirc.backends.symbols import ExportNames
+from tirc.backends.symbols import EXTERN_SLOTS, ExportNames
 from tirc.ir.attrs import ENTRY
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
+from tirc.ir.packed_call import slot_symbols
 
 ABI_VERSION = 2
 
@@ -30,6 +31,10 @@ def module_metadata(mod: IRModule, names: ExportNames | None = None,
     out: dict[str, Any] = {"tirc_abi": ABI_VERSION, "module": mod.name,
                            "library": names.library, "symbols": names.helpers(),
                            "functions": functions}
+    slots = slot_symbols(mod)
+    if slots:  # functions called by dotted names: slot k of `<library>_extern_slots()`
+        out["symbols"][EXTERN_SLOTS] = names.helper(EXTERN_SLOTS)
+        out["externs"] = slots
     if target is not None:
         out["target"] = target
     return out

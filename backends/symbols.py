@@ -20,6 +20,8 @@ from tirc.ir.diagnostics import CompileError
 
 C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 UNPREFIXED_HELPERS = {"last_error": "tirc_last_error", "metadata": "tirc_metadata"}
+# The helper of a library that calls functions by dotted names: `void **<library>_extern_slots()`.
+EXTERN_SLOTS = "extern_slots"
 
 
 def library_name_from_path(path: str | Path | None, fallback: str = "module") -> str:

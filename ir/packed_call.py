@@ -7,6 +7,10 @@ the CPU backend turns into a call of a C function with tirc's DLTensor ABI (docs
         T.call_intrin("handle", "tirc.dltensor", "out", a[0, 0], n, T.int64(128))))
 
 The first two arguments are the C symbol and the calling function (for the error message).
+A name that is not a C identifier but a dotted one, `"env.relu"` (TVM's registered functions,
+`tvm.register_func("env.relu")`), is no C symbol: the library calls it through a slot, a
+function pointer with the same ABI that the loader fills (docs/abi.md, "Functions named by
+dotted names"); `is_slot_name` tells them apart.
 Each `tirc.dltensor` is one tensor argument, destination-passing (inputs, then outputs): its
 role ("in" or "out"), the first element of its buffer (the storage, element offset and dtype
 the tensor points at; flatten-buffers rewrites it like any access) and its extents. The call
@@ -53,6 +57,18 @@ class PackedCall:
     caller: str
     tensors: tuple[TensorArg, ...]
 
+    @property
+    def through_slot(self) -> bool:
+        """Whether the library calls the function through a slot (a dotted name)."""
+        return is_slot_name(self.symbol)
+
+
+def is_slot_name(name: str) -> bool:
+    """A dotted name (`env.relu`, `tvm.contrib.f`): identifiers joined by dots, which a C
+    symbol cannot be, so the function is reached through a slot the runtime fills."""
+    parts = name.split(".")
+    return len(parts) > 1 and all(p.isidentifier() for p in parts)
+
 
 def dltensor(role: str, buf: Buffer) -> Call:
     """The `tirc.dltensor` argument for the whole of `buf`."""
@@ -94,8 +110,9 @@ def packed_call(e: Call) -> PackedCall:
         raise _bad("takes the C symbol and the calling function's name, then the tensors", e)
     symbol, caller = e.args[0], e.args[1]
     assert isinstance(symbol, StringImm) and isinstance(caller, StringImm)
-    if not symbol.value.isidentifier():
-        raise _bad(f"'{symbol.value}' is not a C identifier", e)
+    if not symbol.value.isidentifier() and not is_slot_name(symbol.value):
+        raise _bad(f"'{symbol.value}' is neither a C identifier nor a dotted name such as "
+                   "'env.relu'", e)
     return PackedCall(symbol.value, caller.value, tuple(tensor_arg(a) for a in e.args[2:]))
 
 
@@ -114,7 +131,18 @@ def output_loads(node: Any) -> set[int]:
 
 
 def external_symbols(mod: IRModule) -> list[str]:
-    """The C symbols the loop functions of `mod` call through `tirc.call_packed`, in order."""
+    """The C symbols the loop functions of `mod` call through `tirc.call_packed`, in order
+    (the functions a link must find; dotted names are `slot_symbols`)."""
+    return [s for s in _called_symbols(mod) if not is_slot_name(s)]
+
+
+def slot_symbols(mod: IRModule) -> list[str]:
+    """The dotted names the loop functions of `mod` call, in order: one slot each."""
+    return [s for s in _called_symbols(mod) if is_slot_name(s)]
+
+
+def _called_symbols(mod: IRModule) -> list[str]:
+    """Every name the loop functions of `mod` call through `tirc.call_packed`, in order."""
     found: dict[str, None] = {}
 
     def visit(n: Any) -> None:

@@ -6,7 +6,9 @@ Imports only numpy, ctypes and the standard library, so a deployed library needs
 from tirc.runtime import cpu_check
 from tirc.runtime.arguments import empty_aligned
 from tirc.runtime.errors import TircError
+from tirc.runtime.externs import get_func, register_func
 from tirc.runtime.function import Function
 from tirc.runtime.module import Module, load
 
-__all__ = ["Function", "Module", "TircError", "cpu_check", "empty_aligned", "load"]
+__all__ = ["Function", "Module", "TircError", "cpu_check", "empty_aligned", "get_func", "load",
+           "register_func"]

@@ -13,7 +13,10 @@ with symbolic sizes bound from the arguments), then:
 - the plan's checks of the sizes (R.match_cast) run before anything is copied or launched;
 - the plan's workspaces (a graph function's intermediates) share one device allocation;
 - the plan's host calls (`R.call_dps_packed`) run C functions from the libraries given with
-  -l/-L on host copies of their tensors, between the kernels (tirc.runtime.cuda_host_calls).
+  -l/-L on host copies of their tensors, between the kernels (tirc.runtime.cuda_host_calls);
+- a plan that branches (a graph-level `if`) runs the branch its condition picks, evaluated on
+  the host when reached, a condition tensor copied back from the device
+  (tirc.runtime.cuda_steps).
 Without a CUDA driver, `load` raises a TircError saying so; importing this module never needs
 one. A `driver` object can be passed to `load_ptx` (tests use a fake one).
 """
@@ -36,12 +39,13 @@ from tirc.runtime.arguments import (
     returned_value,
 )
 from tirc.runtime.cuda_host_calls import find_symbol, open_libraries, run_host_call
+from tirc.runtime.cuda_steps import flat_steps, run_steps, scalar_env
 from tirc.runtime.dlpack import dtype_label
 from tirc.runtime.errors import TircError
 from tirc.runtime.function_table import FunctionTable
 
 PREFIX = "// tirc-metadata: "
-SUPPORTED_ABI = 1
+SUPPORTED_ABI = (1, 2)  # 2: launch plans with `steps` (branches); 1 has none
 # The launch-plan symbol a megakernel's grid uses: the device's multiprocessor count.
 SM_COUNT = "tirc_sm_count"
 WORKSPACE_ALIGN = 256  # bytes; cuMemAlloc's own alignment, enough for any vector access
@@ -69,9 +73,9 @@ def read_metadata(text: str, path: str) -> dict[str, Any]:
         meta = json.loads("".join(parts))
     except ValueError as exc:
         raise TircError(f"'{path}': the tirc metadata block is damaged: {exc}") from None
-    if meta.get("tirc_abi") != SUPPORTED_ABI:
+    if meta.get("tirc_abi") not in SUPPORTED_ABI:
         raise TircError(f"'{path}' uses tirc ABI version {meta.get('tirc_abi')}; this runtime "
-                        f"reads version {SUPPORTED_ABI}")
+                        f"reads versions {', '.join(map(str, SUPPORTED_ABI))}")
     return meta
 
 
@@ -166,6 +170,7 @@ class CudaFunction:
         self.checks: list[dict[str, Any]] = meta.get("checks", [])
         self.host_calls: list[dict[str, Any]] = meta.get("host_calls", [])
         self._host_fns = [module.host_function(c["symbol"]) for c in self.host_calls]
+        self.steps = flat_steps(meta)
 
     @property
     def outputs(self) -> list[str]:
@@ -352,16 +357,20 @@ class BoundCall:
 
     def launch(self) -> None:
         """Launch every kernel of the plan, in order (asynchronously); a host call waits
-        for the kernels before it and runs on the CPU."""
-        calls = self.fn.host_calls
-        for k, launch in enumerate(self.fn.launches):
-            for j, c in enumerate(calls):
-                if c["before"] == k:
-                    self.fn._host_call(j, self.env, self.call)
-            self.fn._launch(launch, self.env, self.call)
-        for j, c in enumerate(calls):
-            if c["before"] >= len(self.fn.launches):
-                self.fn._host_call(j, self.env, self.call)
+        for the kernels before it and runs on the CPU; a branch waits for them when its
+        condition reads the device (tirc.runtime.cuda_steps)."""
+        fn, call = self.fn, self.call
+        env = {**self.env, **scalar_env(fn.params, call.scalars)} if "steps" in fn.meta \
+            else self.env
+
+        def pointer(a: dict[str, Any]) -> int:
+            if a["kind"] == "workspace":
+                return call.pointers["workspace " + a["workspace"]]
+            return call.by_index[a["index"]]
+
+        run_steps(fn.steps, env, fn.module.driver, pointer,
+                  lambda k: fn._launch(fn.launches[k], self.env, call),
+                  lambda j: fn._host_call(j, self.env, call))
 
     def fetch(self) -> None:
         """Wait for the kernels, then copy the outputs back into the caller's arrays."""
@@ -381,8 +390,11 @@ class BoundCall:
 class CudaModule(FunctionTable):
     """The functions of one tirc PTX file, loaded into the GPU's primary context."""
 
-    def __init__(self, path: str, driver: Any = None) -> None:
+    def __init__(self, path: str, driver: Any = None,
+                 externs: dict[str, Any] | None = None) -> None:
         self.path = os.path.abspath(path)
+        self._externs = dict(externs or {})
+        self._callbacks: dict[str, Any] = {}  # the host calls' Python functions, kept alive
         with open(path, encoding="utf-8") as f:
             self.ptx = f.read()
         self.metadata = read_metadata(self.ptx, path)
@@ -414,7 +426,24 @@ class CudaModule(FunctionTable):
             from tirc.runtime.cuda_ccl import ccl_function
 
             return ccl_function(symbol)
+        if "." in symbol:  # a dotted name: a Python function (tirc.runtime.externs)
+            return self._python_function(symbol)
         return find_symbol(self._libraries, symbol, self.path)
+
+    def _python_function(self, symbol: str) -> Any:
+        """The callback of the Python function behind `symbol`, or a stand-in failing with
+        the library's message for an empty slot."""
+        from tirc.runtime.externs import callback, get_func
+
+        fn = self._externs.get(symbol) or get_func(symbol)
+        if fn is None:
+            def missing(args: Any, num_args: int) -> int:
+                raise TircError(f"external function '{symbol}' is not registered "
+                                "(tirc.runtime.load(..., externs={...}) or "
+                                "tirc.runtime.register_func fills it)", -6)
+
+            return missing
+        return self._callbacks.setdefault(symbol, callback(symbol, fn))
 
     def kernel(self, name: str, dynamic_shared: int = 0) -> Any:
         fn = self._kernels.get(name)
@@ -429,12 +458,14 @@ class CudaModule(FunctionTable):
         return f"<tirc cuda module {self.path}: {', '.join(self._functions)}>"
 
 
-def load_ptx(path: str | os.PathLike[str], driver: Any = None) -> CudaModule:
-    """Load a PTX file tirc built; a TircError when it is not one, or there is no driver."""
+def load_ptx(path: str | os.PathLike[str], driver: Any = None,
+             externs: dict[str, Any] | None = None) -> CudaModule:
+    """Load a PTX file tirc built; a TircError when it is not one, or there is no driver.
+    `externs`: the Python functions behind the dotted names its host calls use."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"no such PTX file: '{path}'")
-    return CudaModule(path, driver)
+    return CudaModule(path, driver, externs)
 
 
 __all__ = ["BoundCall", "CudaFunction", "CudaModule", "DeviceArray", "load_ptx",

@@ -18,6 +18,7 @@ import numpy as np
 from tirc.runtime import shape_expr
 from tirc.runtime.dlpack import KDL_CPU, DLDevice, DLTensor, DLTensorPtr, dl_datatype, numpy_dtype
 from tirc.runtime.errors import TircError
+from tirc.runtime.externs import raised_error
 
 _SUFFIXES = (".so", ".dylib")
 
@@ -76,10 +77,14 @@ def run_host_call(step: dict[str, Any], fn: Any, driver: Any, env: dict[str, int
                      dl_datatype(a["dtype"]), shape, None, 0)
         keep += [shape, t]
         tensors[k] = ctypes.pointer(t)
-    code = int(fn(tensors, len(arrays)))
+    try:
+        code = int(fn(tensors, len(arrays)))
+    except TircError as exc:  # an empty slot (a dotted name nothing registered)
+        raise TircError(f"{step['caller']}: {exc}", exc.code, step["caller"]) from None
     if code != 0:
-        raise TircError(f"{step['caller']}: external function '{step['symbol']}' returned "
-                        f"{code}")
+        message = f"{step['caller']}: external function '{step['symbol']}' returned {code}"
+        raised = raised_error(message, code)  # a Python function's exception
+        raise raised if raised is not None else TircError(message, code, step["caller"])
     for a, host, address in zip(step["args"], arrays, addresses):
         if a["role"] == "out" and host.nbytes:
             driver.to_device(address, host)

@@ -42,6 +42,7 @@ from tirc.runtime.arguments import (
 )
 from tirc.runtime.dlpack import ArgsPacker
 from tirc.runtime.errors import TircError
+from tirc.runtime.externs import raised_error
 from tirc.runtime.sparse_arguments import SparseSignature
 
 
@@ -78,8 +79,10 @@ def _param_text(s: ParamSpec) -> str:
 class Function:
     """A library function with its metadata; see the module docstring for calling."""
 
-    def __init__(self, lib: ctypes.CDLL, meta: dict[str, Any], last_error: Any) -> None:
+    def __init__(self, lib: ctypes.CDLL, meta: dict[str, Any], last_error: Any,
+                 keep: Any = None) -> None:
         self.name: str = meta["name"]
+        self._keep = keep  # kept alive with the function: the library's filled extern slots
         self.meta = meta
         self.params: list[dict[str, Any]] = meta["params"]
         self._specs = [ParamSpec.from_metadata(i, p) for i, p in enumerate(self.params)]
@@ -213,4 +216,7 @@ class Function:
         code = self._fn(ctypes.addressof(call.packed), len(call.arrays))
         if code != 0:
             message = (self._last_error() or b"").decode("utf-8", "replace")
+            raised = raised_error(message, code)  # a Python extern's exception
+            if raised is not None:
+                raise raised
             raise TircError(message or f"{self.name} failed with code {code}", code, self.name)

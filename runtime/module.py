@@ -7,10 +7,12 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 from tirc.runtime.cpu_check import check_cpu
 from tirc.runtime.errors import TircError
+from tirc.runtime.externs import fill_slots, in_use
 from tirc.runtime.function import Function
 from tirc.runtime.function_table import FunctionTable
 
@@ -21,12 +23,13 @@ SUPPORTED_ABI = (1, 2)  # 2 added per-function C symbols and per-library helper 
 _OPENED: dict[str, tuple[int, int, int, int]] = {}
 
 
-def _open(path: str) -> ctypes.CDLL:
-    """dlopen `path`; through a private copy when another file was loaded under that path."""
+def _open(path: str, private: bool = False) -> ctypes.CDLL:
+    """dlopen `path`; through a private copy when another file was loaded under that path
+    (or when asked: a library whose extern slots another Module fills)."""
     st = os.stat(path)
     identity = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
     seen = _OPENED.get(path)
-    if seen is None or seen == identity:
+    if not private and (seen is None or seen == identity):
         _OPENED[path] = identity
         return ctypes.CDLL(path)
     fd, copy = tempfile.mkstemp(suffix=os.path.basename(path), prefix="tirc-reload-")
@@ -41,7 +44,7 @@ def _open(path: str) -> ctypes.CDLL:
 class Module(FunctionTable):
     """The functions of one shared object, described by its `tirc_metadata()`."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, externs: dict[str, Callable[..., Any]] | None = None) -> None:
         self.path = os.path.abspath(path)
         try:
             self._lib = _open(self.path)
@@ -58,13 +61,27 @@ class Module(FunctionTable):
                             f"versions {', '.join(map(str, SUPPORTED_ABI))}")
         check_cpu(path, self.metadata)
         symbols = self.metadata.get("symbols", {})
+        names = self.metadata.get("externs", [])
+        address = self._slot_array(symbols) if names else 0
+        if address and in_use(address):  # loaded before, with slots of its own
+            self._lib = _open(self.path, private=True)
+            address = self._slot_array(symbols)
         last_error = self._helper(symbols.get("last_error", "tirc_last_error"))
         if last_error is None:
             raise TircError(f"'{path}' has no {symbols.get('last_error')} function")
-        self._functions = {f["name"]: Function(self._lib, f, last_error)
+        self._slots = fill_slots(address, names, externs)
+        self._functions = {f["name"]: Function(self._lib, f, last_error, keep=self._slots)
                            for f in self.metadata["functions"]}
         for fn in self._functions.values():
             fn.bind_library(self._functions)
+
+    def _slot_array(self, symbols: dict[str, str]) -> int:
+        """The address of the library's slot array (its `<library>_extern_slots()`)."""
+        getter = self._helper(symbols.get("extern_slots", ""))
+        if getter is None:
+            raise TircError(f"'{self.path}' has no {symbols.get('extern_slots')} function")
+        getter.restype = ctypes.c_void_p
+        return int(getter())
 
     def _helper(self, name: str) -> Any:
         """The library's `const char *name(void)` function, or None."""
@@ -84,13 +101,16 @@ class Module(FunctionTable):
         return f"<tirc module {self.path}: {', '.join(self._functions)}>"
 
 
-def load(path: str | os.PathLike[str]) -> Module:
-    """Load a library tirc built (`.so`) and return its functions as a Module."""
+def load(path: str | os.PathLike[str],
+         externs: dict[str, Callable[..., Any]] | None = None) -> Module:
+    """Load a library tirc built (`.so`) and return its functions as a Module; `externs`
+    gives the Python functions behind the dotted names it calls (`{"env.relu": fn}`; the
+    others come from `register_func`, tirc.runtime.externs)."""
     path = os.fspath(path)
     if path.endswith(".ptx"):
         from tirc.runtime.cuda import load_ptx
 
-        return load_ptx(path)  # type: ignore[return-value]
+        return load_ptx(path, externs=externs)  # type: ignore[return-value]
     if not os.path.exists(path):
         raise FileNotFoundError(f"no such library: '{path}'")
-    return Module(path)
+    return Module(path, externs)

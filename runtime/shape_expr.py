@@ -1,12 +1,14 @@
 """Evaluating the symbolic shape expressions of the metadata ("n", "n * 2", "min(n, 4)").
 
 The expressions are Python syntax restricted to integers, names, + - * // % unary minus and
-min/max; anything else is rejected rather than evaluated.
+min/max; anything else is rejected rather than evaluated. A branch condition of a GPU launch
+plan (`truth`) adds the six comparisons, `and`, `or`, `not` and float constants.
 """
 
 from __future__ import annotations
 
 import ast
+import operator
 from functools import lru_cache
 
 _BINOPS = {
@@ -60,3 +62,28 @@ def _eval(node: ast.expr, env: dict[str, int], text: str) -> int:
         a, b = (_eval(x, env, text) for x in node.args)
         return min(a, b) if node.func.id == "min" else max(a, b)
     raise ShapeExprError(f"unsupported shape expression '{text}'")
+
+
+_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
+            ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
+
+
+def truth(text: str, env: dict[str, int | float]) -> bool:
+    """The value of a branch condition (`"c"`, `"(n > 2) and (not d)"`) over `env`."""
+    return bool(_truth(_parse(text), env, text))
+
+
+def _truth(node: ast.expr, env: dict[str, int | float], text: str) -> int | float | bool:
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And | ast.Or):
+        values = [bool(_truth(v, env, text)) for v in node.values]
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return not _truth(node.operand, env, text)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
+        return _COMPARE[type(node.ops[0])](_truth(node.left, env, text),
+                                           _truth(node.comparators[0], env, text))
+    if isinstance(node, ast.Constant) and isinstance(node.value, float):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in env:
+        return env[node.id]  # a scalar parameter may be a float
+    return _eval(node, env, text)  # type: ignore[arg-type]

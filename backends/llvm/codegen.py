@@ -1,7 +1,8 @@
 """A whole module to LLVM IR: one exported function per entry point, plus the two ABI helpers
 `<library>_last_error()` (this thread's last message) and `<library>_metadata()` (the JSON
 description), also exported as `tirc_last_error`/`tirc_metadata` for loaders that look them up
-through the library's handle (names chosen by tirc.backends.symbols).
+through the library's handle (names chosen by tirc.backends.symbols); a library calling
+functions by dotted names also exports `<library>_extern_slots()`, its slot array.
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from typing import Any
 
 from llvmlite import ir
 from tirc.backends.llvm.context import ModuleContext, as_ptr
+from tirc.backends.llvm.extern_call import declare_extern_slots
 from tirc.backends.llvm.function import FunctionCodegen
 from tirc.backends.llvm.prim_call import declare_internal, emit_internal
 from tirc.backends.llvm.types import I8, I32, PTR
-from tirc.backends.symbols import UNPREFIXED_HELPERS, ExportNames
+from tirc.backends.symbols import EXTERN_SLOTS, UNPREFIXED_HELPERS, ExportNames
 from tirc.ir.analysis.narrow_floats import refuse_narrow_floats
 from tirc.ir.attrs import ENTRY, GLOBAL_SYMBOL
 from tirc.ir.buffer import Buffer
@@ -21,6 +23,7 @@ from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import BufferLoad, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
+from tirc.ir.packed_call import slot_symbols
 from tirc.ir.prim_call import INTERNAL
 from tirc.ir.stmt import Allocate, BufferStore
 from tirc.ir.visitor import post_order_visit
@@ -74,6 +77,8 @@ def emit_abi_helpers(ctx: ModuleContext, metadata_json: str, names: ExportNames)
         _helper(ctx, names.helper(what), values[what])
         if short != names.helper(what):
             _helper(ctx, short, values[what])
+    if ctx.extern_slot_array is not None:  # `void **<library>_extern_slots(void)`
+        _helper(ctx, names.helper(EXTERN_SLOTS), as_ptr(ctx.extern_slot_array))
 
 
 def codegen_module(mod: IRModule, metadata_json: str, triple: str = "",
@@ -84,6 +89,7 @@ def codegen_module(mod: IRModule, metadata_json: str, triple: str = "",
     names = names or ExportNames()
     ctx = ModuleContext(mod.name, triple, data_layout)
     ctx.fp_contract = fp_contract
+    declare_extern_slots(ctx, slot_symbols(mod))
     internal = []
     for name, func in mod.functions.items():
         if not isinstance(func, PrimFunc):

@@ -36,6 +36,10 @@ class ModuleContext:
         self.uses_openmp = False
         # Float multiply and add may fuse into FMA (`-fp-contract=off` in the target turns it off).
         self.fp_contract = True
+        # Functions called by dotted names (`R.call_dps_packed("env.relu", ...)`): the slot
+        # array the loader fills (tirc.backends.llvm.extern_call) and each name's slot.
+        self.extern_slots: dict[str, int] = {}
+        self.extern_slot_array: ir.GlobalVariable | None = None
 
     def unique_name(self, base: str) -> str:
         """A fresh symbol name starting with `base`."""

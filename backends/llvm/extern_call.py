@@ -7,6 +7,9 @@ from the symbolic extents, NULL strides (row-major) and byte_offset 0. An array 
 them is passed to `int32_t <symbol>(DLTensor **args, int32_t num_args)`, declared external (the
 library is linked with `-l NAME -L DIR`). A nonzero result sets the error message
 `<caller>: external function '<symbol>' returned <code>` and fails the function with that code.
+A dotted name (`env.relu`, no C symbol) is called through its slot in the library's slot
+array (`declare_extern_slots`; the loader fills it, docs/abi.md): an empty slot fails the
+function with EMPTY_SLOT and a message naming the function.
 
 TVM's calls out of a kernel are plain calls: `T.call_extern(dtype, "name", args...)` calls a C
 function declared external (resolved when the library is linked or loaded),
@@ -20,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from llvmlite import ir
-from tirc.backends.llvm.context import ModuleContext
+from tirc.backends.llvm.context import ModuleContext, as_ptr
 from tirc.backends.llvm.dltensor import (
     BYTE_OFFSET,
     DATA,
@@ -41,6 +44,10 @@ from tirc.ir.packed_call import TensorArg, packed_call
 
 # The helpers every library exports; an external function may not take their names.
 RESERVED_SYMBOLS = ("tirc_last_error", "tirc_metadata")
+# `int32_t f(DLTensor **args, int32_t num_args)`: an external function, or a slot's.
+SLOT_TYPE = ir.FunctionType(I32, [PTR, I32])
+# The code of a call through a slot nothing filled (docs/abi.md).
+EMPTY_SLOT = -6
 # LLVM intrinsics overloaded on their operand type, named without the type suffix in TVM.
 OVERLOADED = ("llvm.fabs", "llvm.sqrt", "llvm.fma", "llvm.fmuladd", "llvm.exp", "llvm.exp2",
               "llvm.log", "llvm.log2", "llvm.log10", "llvm.floor", "llvm.ceil", "llvm.trunc",
@@ -48,6 +55,20 @@ OVERLOADED = ("llvm.fabs", "llvm.sqrt", "llvm.fma", "llvm.fmuladd", "llvm.exp", 
               "llvm.cos", "llvm.pow", "llvm.copysign", "llvm.minnum", "llvm.maxnum",
               "llvm.minimum", "llvm.maximum", "llvm.ctpop", "llvm.ctlz", "llvm.cttz",
               "llvm.abs", "llvm.smax", "llvm.smin", "llvm.umax", "llvm.umin")
+
+
+def declare_extern_slots(ctx: ModuleContext, symbols: list[str]) -> ir.GlobalVariable | None:
+    """The slot array of the dotted names `symbols` (one null function pointer each, filled
+    by the loader), or None when there are none."""
+    if not symbols:
+        return None
+    ty = ir.ArrayType(PTR, len(symbols))
+    g = ir.GlobalVariable(ctx.module, ty, name="tirc.extern_slots")
+    g.linkage = "internal"
+    g.initializer = ir.Constant(ty, None)
+    ctx.extern_slots = {s: k for k, s in enumerate(symbols)}
+    ctx.extern_slot_array = g
+    return g
 
 
 def external_function(ctx: ModuleContext, symbol: str) -> ir.Function:
@@ -80,8 +101,9 @@ class ExternCalls:
     def call_call_packed(self, e: Call) -> ir.Value:
         """Build the DLTensors, call the C function, and fail with its code if nonzero."""
         call = packed_call(e)
-        fn = external_function(self.ctx, call.symbol)
         b = self.b
+        fn = self._slot_function(call.symbol, call.caller) if call.through_slot else \
+            external_function(self.ctx, call.symbol)
         array = self.alloca(ir.ArrayType(PTR, max(len(call.tensors), 1)), 8)
         for k, t in enumerate(call.tensors):
             slot = b.gep(array, [ir.Constant(I64, k)], source_etype=PTR)
@@ -93,6 +115,23 @@ class ExternCalls:
                                   "returned %d", [code])
             self.fail(code)
         return ir.Constant(I32, 0)
+
+    def _slot_function(self, symbol: str, caller: str) -> ir.Value:
+        """The function pointer in the slot of the dotted name `symbol`; an empty slot fails
+        the function with EMPTY_SLOT and a message naming it."""
+        b = self.b
+        array = self.ctx.extern_slot_array
+        assert array is not None, "declare_extern_slots runs before the functions"
+        slot = b.gep(as_ptr(array), [ir.Constant(I64, self.ctx.extern_slots[symbol])],
+                     source_etype=PTR)
+        fn = b.load(slot, typ=ir.PointerType(SLOT_TYPE), align=8)
+        empty = b.icmp_unsigned("==", b.ptrtoint(fn, I64), ir.Constant(I64, 0))
+        with b.if_then(empty, likely=False):
+            self.ctx.set_error(b, f"{caller}: external function '{symbol}' is not registered "
+                                  "(tirc.runtime.load(..., externs={...}) or "
+                                  "tirc.runtime.register_func fills it)", [])
+            self.fail(EMPTY_SLOT)
+        return fn
 
     def _callee_operands(self, e: Call) -> tuple[str, list[ir.Value]]:
         first = e.args[0] if e.args else None

@@ -28,9 +28,11 @@ from tirc.ir.diagnostics import CompileError
 from tirc.ir.function import PrimFunc
 from tirc.ir.gpu.arch import DEFAULT_ARCH
 from tirc.ir.module import IRModule
+from tirc.ir.packed_call import is_slot_name
 from tirc.ir.target import Target, parse_target
 
 ABI_VERSION = 1
+BRANCHING_ABI_VERSION = 2  # a launch plan with `steps` (graph-level branches)
 GPU_EMIT_KINDS = ("ptx", "cubin", "ll", "asm")
 
 
@@ -91,10 +93,12 @@ def compile_ptx(mod: IRModule, target: Any = None, opt_level: int = 2,
                  if f.attrs.get(GPU_HOST)]
     kernel_meta = [{"name": k.name, "static_shared": k.static_shared,
                     "dynamic_shared": k.dynamic_shared} for k in kernels]
-    meta = {"tirc_abi": ABI_VERSION, "module": mod.name, "target": str(t), "arch": arch.name,
+    version = BRANCHING_ABI_VERSION if any("steps" in f for f in functions) else ABI_VERSION
+    meta = {"tirc_abi": version, "module": mod.name, "target": str(t), "arch": arch.name,
             "functions": functions, "kernels": kernel_meta}
+    # Collectives come from the runtime's shim, dotted names from Python (tirc.runtime).
     symbols = list(dict.fromkeys(c["symbol"] for f in functions for c in f["host_calls"]
-                                 if not c.get("ccl")))  # collectives: the runtime's shim
+                                 if not c.get("ccl") and not is_slot_name(c["symbol"])))
     if symbols or libs:
         meta["libraries"] = library_metadata(symbols, tuple(libs), tuple(lib_dirs))
     module = parse_and_verify(str(ctx.module))

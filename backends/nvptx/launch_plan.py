@@ -20,13 +20,23 @@ strings, outputs, and where each symbolic size is bound from):
   `{"kind": "workspace", "name": "W", ...}` with its `role` ("in"/"out"), `dtype`, `shape`
   (expressions) and `offset` (bytes into the buffer or workspace, an expression). A step with
   `"ccl": true` is a collective (`tirc_ccl_*`, tirc.ir.dist.collective): the runtime passes
-  its send and receive tensors as device memory to the NCCL shim, its params on the host.
+  its send and receive tensors as device memory to the NCCL shim, its params on the host;
+- `steps` (only in a plan that branches: a graph-level `if`): the launches, host calls and
+  branches in the order they run, `{"kind": "launch", "index": k}` (into `launches`),
+  `{"kind": "host_call", "index": j}` (into `host_calls`, whose `before` the runtime then
+  ignores), `{"kind": "check", "lhs": ..., ...}` (a check inside a branch, made only when it
+  runs) and `{"kind": "if", "cond": "c and n > 2", "loads": [...], "then": [steps], "else":
+  [steps]}` (tirc.backends.nvptx.plan_conditions: the condition over the sizes and scalar
+  parameters, and the device elements it reads, copied to the host when the branch is
+  reached). A module with such a plan says `"tirc_abi": 2`: a reader of version 1 would run
+  both branches.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from tirc.backends.nvptx.plan_conditions import ConditionWriter
 from tirc.ir.analysis.entry_signature import accessed_data, param_buffers, shape_text, signature
 from tirc.ir.analysis.storage import storage_size
 from tirc.ir.attrs import GLOBAL_SYMBOL, SM_COUNT
@@ -35,10 +45,10 @@ from tirc.ir.diagnostics import CompileError
 from tirc.ir.dist.collective import is_ccl_symbol
 from tirc.ir.expr import CMP_OPS, BinOp, Call, PrimExpr, StringImm, Var, binop, cast
 from tirc.ir.function import PrimFunc
-from tirc.ir.gpu.threads import is_launch, walk_stmts
+from tirc.ir.gpu.threads import children, is_launch
 from tirc.ir.intrinsics import CALL_PACKED
 from tirc.ir.packed_call import packed_call
-from tirc.ir.stmt import Allocate, AssertStmt, Evaluate
+from tirc.ir.stmt import Allocate, AssertStmt, Evaluate, IfThenElse, Stmt
 
 # Bound by the runtime, not by the parameters: the device's SM count (a megakernel's grid).
 
@@ -112,44 +122,56 @@ def host_plan(func: PrimFunc, shared: dict[str, int],
     launches: list[dict[str, Any]] = []
     checks: list[dict[str, Any]] = []
     host_calls: list[dict[str, Any]] = []
-    for s in walk_stmts(func.body):
+
+    def load_place(buf: Buffer, e: PrimExpr) -> dict[str, Any]:
+        if buf.data in by_data:
+            k = by_data[buf.data]
+            return {"kind": "buffer", "param": func.params[k].name, "index": k}
+        if buf.data in workspaces:
+            return {"kind": "workspace", "workspace": names[buf.data]}
+        raise CompileError(f"codegen: {func.name}: the condition of a branch reads "
+                           f"'{buf.name}', which is neither a parameter nor a workspace",
+                           e.span or func.span)
+
+    def offset_text(e: PrimExpr) -> int | str:
+        unbound = [v for v in _vars(e) if v not in bound]
+        if unbound:
+            raise CompileError(f"codegen: {func.name}: symbolic size '{unbound[0].name}' of "
+                               "an element a branch condition reads is not a whole dimension "
+                               "of any parameter", e.span or func.span)
+        return _text(e, func)
+
+    conditions = ConditionWriter(func.name, set(bound), load_place, offset_text)
+
+    def walk(s: Stmt, in_branch: bool) -> list[dict[str, Any]]:
+        """The plan's steps under `s`, in program order; fills the flat lists on the way."""
+        if isinstance(s, IfThenElse):
+            step = {"kind": "if", **conditions.condition(s.condition),
+                    "then": walk(s.then_case, True),
+                    "else": walk(s.else_case, True) if s.else_case is not None else []}
+            return [step]
+        steps: list[dict[str, Any]] = []
         if isinstance(s, AssertStmt):
-            checks.append(_check(s, func))
+            if in_branch:  # checked only when the branch runs
+                steps.append({"kind": "check", **_check(s, func)})
+            else:
+                checks.append(_check(s, func))
         if isinstance(s, Allocate):
             workspaces[s.buffer.data] = s.buffer
             names[s.buffer.data] = _unique(s.buffer.name, set(names.values()))
         if isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op == CALL_PACKED:
+            steps.append({"kind": "host_call", "index": len(host_calls)})
             host_calls.append(_host_call(s.value, func, len(launches), by_data, workspaces,
                                          names, bound))
-        if not is_launch(s):
-            continue
-        call = s.value
-        assert isinstance(call, Call) and isinstance(call.args[0], StringImm)
-        kernel = call.args[0].value
-        dims = [_text(d, func) for d in call.args[1:7]]
-        args: list[dict[str, Any]] = []
-        for a in call.args[7:]:
-            if isinstance(a, Var) and a.dtype.is_handle:
-                if a in by_data:
-                    k = by_data[a]
-                    args.append({"kind": "buffer", "param": func.params[k].name, "index": k})
-                elif a in workspaces:
-                    args.append({"kind": "workspace", "name": names[a]})
-                else:
-                    raise CompileError(f"codegen: {func.name}: kernel argument '{a.name}' is "
-                                       "neither a parameter nor a workspace", func.span)
-            elif isinstance(a, Var) and a in scalars:
-                args.append({"kind": "param", "param": a.name})
-            else:
-                unbound = [v for v in _vars(a) if v not in bound and v.name != SM_COUNT]
-                if unbound:
-                    raise CompileError(f"codegen: {func.name}: symbolic size "
-                                       f"'{unbound[0].name}' is not a whole dimension of any "
-                                       "parameter, so the launch cannot compute it", func.span)
-                args.append({"kind": "expr", "expr": str(_text(a, func)),
-                             "dtype": str(a.dtype)})
-        launches.append({"kernel": kernel, "grid": dims[:3], "block": dims[3:],
-                         "shared_bytes": shared.get(kernel, 0), "args": args})
+        if is_launch(s):
+            steps.append({"kind": "launch", "index": len(launches)})
+            launches.append(_launch(s, func, by_data, workspaces, names, scalars, bound,
+                                    shared))
+        for c in children(s):
+            steps.extend(walk(c, in_branch))
+        return steps
+
+    steps = walk(func.body, False)
     info["workspaces"] = [
         {"name": names[b.data], "dtype": str(b.dtype),
          "bytes": _text(binop("mul", cast("int64", storage_size(b)), b.dtype.bytes), func)}
@@ -157,12 +179,49 @@ def host_plan(func: PrimFunc, shared: dict[str, int],
     info["checks"] = checks
     info["launches"] = launches
     info["host_calls"] = host_calls
+    if any(step["kind"] == "if" for step in steps):
+        info["steps"] = steps  # the order to run them in, with the branches
+        for load in _loads(steps):
+            if load["kind"] == "buffer":
+                info["params"][load["index"]]["input"] = True
     _mark_accesses(info, launches, kernels)
     for hc in host_calls:
         for a in hc["args"]:
             if a["kind"] == "buffer":
                 info["params"][a["index"]]["input" if a["role"] == "in" else "output"] = True
     return info
+
+
+def _launch(s: Evaluate, func: PrimFunc, by_data: dict[Var, int],
+            workspaces: dict[Var, Buffer], names: dict[Var, str], scalars: set[Var],
+            bound: dict[Var, str], shared: dict[str, int]) -> dict[str, Any]:
+    """The plan entry of one `tirc.launch_kernel`: kernel, extents and arguments."""
+    call = s.value
+    assert isinstance(call, Call) and isinstance(call.args[0], StringImm)
+    kernel = call.args[0].value
+    dims = [_text(d, func) for d in call.args[1:7]]
+    args: list[dict[str, Any]] = []
+    for a in call.args[7:]:
+        if isinstance(a, Var) and a.dtype.is_handle:
+            if a in by_data:
+                k = by_data[a]
+                args.append({"kind": "buffer", "param": func.params[k].name, "index": k})
+            elif a in workspaces:
+                args.append({"kind": "workspace", "name": names[a]})
+            else:
+                raise CompileError(f"codegen: {func.name}: kernel argument '{a.name}' is "
+                                   "neither a parameter nor a workspace", func.span)
+        elif isinstance(a, Var) and a in scalars:
+            args.append({"kind": "param", "param": a.name})
+        else:
+            unbound = [v for v in _vars(a) if v not in bound and v.name != SM_COUNT]
+            if unbound:
+                raise CompileError(f"codegen: {func.name}: symbolic size "
+                                   f"'{unbound[0].name}' is not a whole dimension of any "
+                                   "parameter, so the launch cannot compute it", func.span)
+            args.append({"kind": "expr", "expr": str(_text(a, func)), "dtype": str(a.dtype)})
+    return {"kernel": kernel, "grid": dims[:3], "block": dims[3:],
+            "shared_bytes": shared.get(kernel, 0), "args": args}
 
 
 def _host_call(e: Call, func: PrimFunc, before: int, by_data: dict[Var, int],
@@ -205,6 +264,15 @@ def _host_call(e: Call, func: PrimFunc, before: int, by_data: dict[Var, int],
     if is_ccl_symbol(call.symbol):
         step["ccl"] = True  # a collective: its tensors stay on the device (the NCCL shim)
     return step
+
+
+def _loads(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every element the branch conditions of `steps` read from the device."""
+    out: list[dict[str, Any]] = []
+    for step in steps:
+        if step["kind"] == "if":
+            out += step["loads"] + _loads(step["then"]) + _loads(step["else"])
+    return out
 
 
 def _check(s: AssertStmt, func: PrimFunc) -> dict[str, Any]:

@@ -5,6 +5,10 @@
     //   check m == n                                  (graph functions' R.match_cast)
     //   launch add_relu_kernel grid ((n + 255) // 256, 1, 1) block (256, 1, 1) shared 0
     //   host call f(W: float32[n, 128], ...)          (R.call_dps_packed, on the CPU)
+    //   if c:                                          (a graph-level `if`, on the host)
+    //     launch ...
+    //   else:
+    //     launch ...
     // host libraries -lNAME -LDIR                      (where the host calls' C functions are)
     // tirc-metadata: {"tirc_abi":1,"module":"Module","target":"cuda -arch=sm_90",...
     // tirc-metadata: ...rest of the JSON, in lines of at most 160 characters
@@ -46,15 +50,44 @@ def summary_lines(meta: dict[str, Any]) -> list[str]:
         for w in f.get("workspaces", []):
             lines.append(f"//   workspace {w['name']}: {w['dtype']}, {w['bytes']} bytes")
         calls = f.get("host_calls", [])
+        if "steps" in f:  # a plan that branches: its steps as they run
+            lines += _steps(f, f["steps"], "//   ")
+            continue
         for k, launch in enumerate(f.get("launches", [])):
             lines += [_host_call(c) for c in calls if c["before"] == k]
-            lines.append(f"//   launch {launch['kernel']} grid {_dims(launch['grid'])} block "
-                         f"{_dims(launch['block'])} shared {launch['shared_bytes']}")
+            lines.append("//   " + _launch(launch))
         lines += [_host_call(c) for c in calls if c["before"] >= len(f.get("launches", []))]
     libs = meta.get("libraries")
     if libs:
         lines.append("// host libraries " + " ".join(
             [f"-l{n}" for n in libs["names"]] + [f"-L{d}" for d in libs["dirs"]]))
+    return lines
+
+
+def _launch(launch: dict[str, Any]) -> str:
+    """`launch K grid (...) block (...) shared N`."""
+    return (f"launch {launch['kernel']} grid {_dims(launch['grid'])} block "
+            f"{_dims(launch['block'])} shared {launch['shared_bytes']}")
+
+
+def _steps(f: dict[str, Any], steps: list[dict[str, Any]], indent: str) -> list[str]:
+    """The lines of a branching plan's steps, each branch indented under its `if`."""
+    lines: list[str] = []
+    for step in steps:
+        if step["kind"] == "launch":
+            lines.append(indent + _launch(f["launches"][step["index"]]))
+        elif step["kind"] == "host_call":
+            lines.append(_host_call(f["host_calls"][step["index"]]).replace("//   ", indent, 1))
+        elif step["kind"] == "check":
+            lines.append(f"{indent}check {step['lhs']} {_SYMBOLS.get(step['op'], step['op'])} "
+                         f"{step['rhs']}")
+        else:
+            reads = ", ".join(f"{ld['name']}: {ld['dtype']} at byte {ld['offset']} of "
+                              f"{ld.get('workspace', ld.get('param'))}" for ld in step["loads"])
+            lines.append(f"{indent}if {step['cond']}:" + (f"  ({reads})" if reads else ""))
+            lines += _steps(f, step["then"], indent + "  ")
+            lines.append(f"{indent}else:")
+            lines += _steps(f, step["else"], indent + "  ")
     return lines
 
 

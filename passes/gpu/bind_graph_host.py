@@ -5,7 +5,8 @@ outside every kernel: copies of returned values that no call produces (a returne
 a tensor returned twice) as block nests, and stores of scalar constants passed to a call. On a
 GPU the host can only launch kernels, so each such nest gets the default GPU schedule of its
 block (gpu-default-schedule: an element per thread, a block per reduced row...) and each
-constant store becomes a one-thread kernel. A call of a C function (`R.call_dps_packed`) stays
+constant store becomes a one-thread kernel, in both branches of a graph-level `if` (which
+stays on the host: the launch plan branches). A call of a C function (`R.call_dps_packed`) stays
 in the host function: the launch plan runs it on the CPU between the kernels (a "host_call"
 step). Everything else is left to gpu-split-host-device.
 """
@@ -31,6 +32,7 @@ from tirc.ir.stmt import (
     Evaluate,
     For,
     ForKind,
+    IfThenElse,
     LetStmt,
     SeqStmt,
     Stmt,
@@ -82,6 +84,11 @@ def bind_host(s: Stmt, target: Any = None) -> Stmt:
     if isinstance(s, Allocate | LetStmt | AssertStmt | AttrStmt):
         body = bind_host(s.body, target)
         return s if body is s.body else dataclasses.replace(s, body=body)
+    if isinstance(s, IfThenElse):  # a graph-level `if`: the launch plan branches on the host
+        then = bind_host(s.then_case, target)
+        other = bind_host(s.else_case, target) if s.else_case is not None else None
+        return s if then is s.then_case and other is s.else_case else \
+            dataclasses.replace(s, then_case=then, else_case=other)
     if isinstance(s, BufferStore):
         return one_thread(s, "const")
     if isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op == CALL_PACKED:

@@ -13,9 +13,11 @@ where the grid and block extents are expressions over the host's symbolic sizes,
 part is a launch plan the runtime evaluates; a parameter buffer is passed as its storage
 (`A.data`, for T.Buffer and T.match_buffer parameters alike), a workspace as its allocation.
 Host code may only open global workspaces, bind scalars (inlined into the launches), launch
-kernels and call C functions (`tirc.call_packed`, which the launch plan runs on the CPU between
-the kernels); anything else outside the thread-bound loops (a store, a host loop) is an error
-pointing at it, and a function without any thread-bound loop is an error asking for bindings.
+kernels, call C functions (`tirc.call_packed`, which the launch plan runs on the CPU between
+the kernels) and branch (a graph-level `if` on a scalar, or on an element the plan reads back
+from the device: tirc.backends.nvptx.launch_plan); anything else outside the thread-bound
+loops (a store, a host loop) is an error pointing at it, and a function without any
+thread-bound loop is an error asking for bindings.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from tirc.ir.stmt import (
     BufferStore,
     Evaluate,
     For,
+    IfThenElse,
     LetStmt,
     SeqStmt,
     Stmt,
@@ -174,6 +177,10 @@ class _Splitter:
             return self.host(substitute(s.body, {s.var: s.value}))
         if isinstance(s, Evaluate) and isinstance(s.value, IntImm):
             return s
+        if isinstance(s, IfThenElse):  # a graph-level `if`: the launch plan branches
+            then = self.host(s.then_case)
+            other = self.host(s.else_case) if s.else_case is not None else None
+            return s.replace(then_case=then, else_case=other)  # type: ignore[return-value]
         if is_launch(s):
             return s
         if isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op == CALL_PACKED:

@@ -75,7 +75,7 @@ from tirc.ir.module import IRModule
 from tirc.ir.ops.calls import call_scalars, shape_var_bindings
 from tirc.ir.ops.infer import infer_expr
 from tirc.ir.ops.sinfo_util import dim, shape_text, shape_vars, sinfo_text
-from tirc.ir.packed_call import call_packed
+from tirc.ir.packed_call import call_packed, is_slot_name
 from tirc.ir.rebind import fresh_copy
 from tirc.ir.sparse.signature import CallMismatch, tensor_slots
 from tirc.ir.stmt import (
@@ -349,6 +349,9 @@ class _HostBuilder:
         callee = call.args[0] if call.args else None
         if not isinstance(callee, ExternFunc):
             raise self.error("R.call_dps_packed needs the C function's name as its callee", call)
+        if not callee.symbol.isidentifier() and not is_slot_name(callee.symbol):
+            raise self.error(f"R.call_dps_packed: '{callee.symbol}' is neither a C identifier "
+                             "nor a dotted name such as 'env.relu'", call)
         packed = call.args[1] if len(call.args) > 1 else Tuple(())
         args = packed.fields if isinstance(packed, Tuple) else (packed,)
         inputs = [self.tensor(a, aliases) for a in args]
