@@ -39,6 +39,7 @@ from tirc.backends.nvptx.address_space import SHARED, sreg_intrinsic
 from tirc.backends.nvptx.events import OPS as EVENT_OPS
 from tirc.backends.nvptx.events import emit_gpu_event
 from tirc.backends.nvptx.math import FLOAT_MATH, emit_float_math
+from tirc.ir import intrinsics as intrin
 from tirc.ir.analysis.storage import storage_size
 from tirc.ir.arith import construct
 from tirc.ir.attrs import GLOBAL_SYMBOL, NOALIAS
@@ -222,6 +223,11 @@ class KernelCodegen(BuiltinCalls, SearchCalls, StmtCodegen):
         if e.op in MATH_INTRINSICS and e.dtype.is_float:
             # the CPU's math table would call libm, which a kernel cannot
             raise CompileError(f"codegen: unsupported intrinsic T.{e.op}", e.span)
+        if e.op in (intrin.CALL_EXTERN, intrin.CALL_PURE_EXTERN):
+            callee = e.args[0].value if e.args and isinstance(e.args[0], StringImm) else "?"
+            raise CompileError(f"codegen: T.{e.op} of '{callee}' inside a GPU kernel: tirc links "
+                               "no device code of other libraries, so a kernel can only call "
+                               "what tirc compiles (call it from the host part instead)", e.span)
         return super().expr_Call(e)
 
 

@@ -26,6 +26,7 @@ from tirc.ir.printer import print_node
 from tirc.ir.target import parse_target
 from tirc.passes.gpu.device_launch import launch_rest, serial_loops
 from tirc.passes.pass_base import PassContext, PrimFuncPass
+from tirc.passes.schedule.tree import BlockNames, has_unique_block_names
 from tirc.passes.schedule_rules.api import opted_out, schedule_function
 from tirc.passes.schedule_rules.options import schedule_option
 
@@ -36,8 +37,13 @@ def gpu_target(target: Any) -> Any:
 
 
 def schedule_gpu(func: PrimFunc, ctx: PassContext) -> PrimFunc:
-    """`func` with its GPU default schedule; the schedule goes to the context's notes."""
-    func = func.replace(body=serial_loops(func.body))  # type: ignore[assignment]
+    """`func` with its GPU default schedule; the schedule goes to the context's notes. Blocks
+    that share a name (TVM allows several unnamed `T.block()`) are renamed apart first: the
+    primitives find blocks by name, and a GPU function must be scheduled to run at all."""
+    body = serial_loops(func.body)
+    if not has_unique_block_names(body):
+        body = BlockNames(set()).visit(body)
+    func = func.replace(body=body)  # type: ignore[assignment]
     new, trace = schedule_function(func, gpu_target(ctx.target))
     ctx.note(f"default schedule of {func.name} ({trace.summary()}):\n"
              f"{print_node(trace.schedule).rstrip()}")

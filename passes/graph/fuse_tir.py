@@ -39,11 +39,12 @@ from tirc.ir.graph import (
 from tirc.ir.module import IRModule
 from tirc.ir.ops.calls import shape_var_bindings
 from tirc.ir.rebind import fresh_copy
-from tirc.ir.stmt import Block, BlockRealize
-from tirc.ir.visitor import Mutator, substitute
+from tirc.ir.stmt import BlockRealize
+from tirc.ir.visitor import substitute
 from tirc.passes.graph.annotate_op_pattern import analyze
 from tirc.passes.graph.kernel import Kernel
 from tirc.passes.pass_base import Pass, PassContext
+from tirc.passes.schedule.tree import BlockNames
 
 
 @dataclass(frozen=True)
@@ -73,22 +74,6 @@ class FuseTIR(Pass):
         for name, (prim, _) in fused.items():
             out = out.with_function(name, prim)
         return out
-
-
-class BlockNames(Mutator):
-    """Makes block names unique across the copied kernels (`T_add`, `T_add_1`, ...)."""
-
-    def __init__(self, taken: set[str]) -> None:
-        self.taken = taken
-
-    def visit_Block(self, blk: Block) -> Any:
-        new = self.generic_visit(blk)
-        name, k = blk.name, 0
-        while name in self.taken:
-            k += 1
-            name = f"{blk.name}_{k}"
-        self.taken.add(name)
-        return new if name == blk.name else dataclasses.replace(new, name=name)
 
 
 def fuse_group(group: Function, mod: IRModule) -> tuple[PrimFunc, list[PrimExpr]]:

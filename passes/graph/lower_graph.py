@@ -90,7 +90,6 @@ from tirc.ir.stmt import (
 )
 from tirc.ir.visitor import post_order_visit, substitute
 from tirc.passes.graph.fuse_ops import used_vars
-from tirc.passes.graph.fuse_tir import BlockNames
 from tirc.passes.graph.kernel import Kernel
 from tirc.passes.graph.memory_plan import (
     TensorId,
@@ -103,6 +102,7 @@ from tirc.passes.graph.memory_plan import (
     tensor_of,
 )
 from tirc.passes.pass_base import Pass, PassContext
+from tirc.passes.schedule.tree import BlockNames
 
 
 @dataclass(frozen=True)

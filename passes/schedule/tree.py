@@ -28,7 +28,7 @@ from tirc.ir.stmt import (
     While,
     seq,
 )
-from tirc.ir.visitor import post_order_visit, substitute
+from tirc.ir.visitor import Mutator, post_order_visit, substitute
 
 Path = tuple[Stmt, ...]
 
@@ -186,6 +186,29 @@ def fresh_copy(s: Stmt, suffix: str = "") -> Stmt:
 
 def all_block_names(root: Stmt) -> set[str]:
     return {p[-1].block.name for p in walk(root) if isinstance(p[-1], BlockRealize)}
+
+
+def has_unique_block_names(root: Stmt) -> bool:
+    """Whether no two blocks under `root` share a name (the primitives find blocks by name;
+    TVM allows several unnamed `T.block()`)."""
+    names = [p[-1].block.name for p in walk(root) if isinstance(p[-1], BlockRealize)]
+    return len(names) == len(set(names))
+
+
+class BlockNames(Mutator):
+    """Makes block names unique, the names in `taken` included (`T_add`, `T_add_1`, ...)."""
+
+    def __init__(self, taken: set[str]) -> None:
+        self.taken = taken
+
+    def visit_Block(self, blk: Block) -> Any:
+        new = self.generic_visit(blk)
+        name, k = blk.name, 0
+        while name in self.taken:
+            k += 1
+            name = f"{blk.name}_{k}"
+        self.taken.add(name)
+        return new if name == blk.name else dataclasses.replace(new, name=name)
 
 
 def simplify_bindings(s: Stmt, an: Any) -> Stmt:

@@ -20,9 +20,9 @@ from tirc.ir.function import PrimFunc
 from tirc.ir.loop_jumps import contains_loop_jump
 from tirc.ir.module import IRModule
 from tirc.ir.prim_call import called_functions
-from tirc.ir.stmt import BlockRealize, For, ForKind
+from tirc.ir.stmt import For, ForKind
 from tirc.ir.visitor import any_node
-from tirc.passes.schedule.tree import walk
+from tirc.passes.schedule.tree import has_unique_block_names
 from tirc.passes.schedule_rules.cpu_conv import Conv
 from tirc.passes.schedule_rules.cpu_fallback import Fallback
 from tirc.passes.schedule_rules.cpu_gather import Gather
@@ -71,13 +71,7 @@ def wants_default_schedule(func: PrimFunc, mode: str = "rules") -> bool:
         return False
     if contains_loop_jump(func.body):
         return False
-    return not hand_scheduled(func) and _unique_block_names(func)
-
-
-def _unique_block_names(func: PrimFunc) -> bool:
-    """Whether no two blocks of `func` share a name."""
-    names = [p[-1].block.name for p in walk(func.body) if isinstance(p[-1], BlockRealize)]
-    return len(names) == len(set(names))
+    return not hand_scheduled(func) and has_unique_block_names(func.body)
 
 
 def schedule_function(func: PrimFunc, target: Any = None,

@@ -19,6 +19,7 @@ from typing import Any
 from tirc.ir.attrs import VARIANT
 from tirc.ir.expr import Var
 from tirc.ir.function import PrimFunc
+from tirc.ir.gpu.threads import THREAD_TAGS, is_thread_loop
 from tirc.ir.schedule import Schedule
 from tirc.ir.stmt import BlockRealize
 from tirc.passes.schedule.dependence import child_sites
@@ -88,6 +89,12 @@ def maybe_dispatch(sch: TracedSchedule) -> None:
         sch.dispatch(n.name, 1)
 
 
+def _in_threads(info: BlockInfo) -> bool:
+    """Whether a block already runs in the threads of a kernel: a rule that bound a loop it
+    shares with other blocks (one thread for a nest of several) scheduled them too."""
+    return any(is_thread_loop(s) and s.thread_tag in THREAD_TAGS for s in info.path)
+
+
 def _overridden(sch: TracedSchedule, since: int) -> bool:
     names = list(sch.decisions)[since:]
     return any(name in sch.overrides for name in names)
@@ -107,7 +114,8 @@ def apply_rules(sch: TracedSchedule, rules: Sequence[ScheduleRule], ctx: RuleCon
         for rule in rules:
             k = 0
             while True:
-                pending = [b.name for b in _blocks(sch, scope) if b.name not in done]
+                pending = [b.name for b in _blocks(sch, scope) if b.name not in done
+                           and not (ctx.is_gpu and _in_threads(b))]
                 if k >= len(pending):
                     break
                 anchor = pending[k]

@@ -147,3 +147,16 @@ def test_libm_only_math_is_refused_in_kernels() -> None:
     src = BITS_KERNEL.replace("T.isinf(X[tx])", "T.log10(X[tx]) > 0.0")
     with pytest.raises(CompileError, match="unsupported intrinsic T.log10"):
         compile_ptx(parse(src), "cuda -arch=sm_90")
+
+
+def test_an_extern_call_inside_a_kernel_is_an_error_at_the_call() -> None:
+    src = """@T.prim_func
+def f(A: T.Buffer((64,), "int32")):
+    for tx in T.thread_binding(64, thread="threadIdx.x"):
+        T.evaluate(T.call_extern("call_impl", A.data, dtype=""))
+"""
+    with pytest.raises(CompileError) as err:
+        compile_ptx(parse(src, "ext.tir"), "cuda -arch=sm_90")
+    assert err.value.diagnostics[0].render().startswith(
+        "ext.tir:4:20: error: codegen: T.call_extern of 'call_impl' inside a GPU kernel: tirc "
+        "links no device code of other libraries")

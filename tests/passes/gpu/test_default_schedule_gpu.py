@@ -230,6 +230,57 @@ def row_sum(a: T.Buffer((4, 8), "float32"), b: T.Buffer((4,), "float32")):
     np.testing.assert_allclose(b, a.sum(axis=1), rtol=1e-5, atol=1e-6)
 
 
+def test_a_nest_of_several_blocks_on_one_thread_is_one_kernel() -> None:
+    """The fallback puts the shared loop, with every block under it, on one thread; the
+    other blocks are then in the kernel already (they were bound a second time, nested)."""
+    mod = lower("""
+@T.prim_func
+def scan(A: T.Buffer((64,), "int32"), B: T.Buffer((64,), "int32")):
+    L = T.alloc_buffer((64,), "int32")
+    for i0 in range(1):
+        for ax0 in range(64):
+            with T.block("load"):
+                v0 = T.axis.spatial(64, ax0)
+                L[v0] = A[v0]
+        with T.block("scan"):
+            T.reads(L[0:64])
+            T.writes(L[0:64])
+            for k in range(63):
+                L[k + 1] = L[k + 1] + L[k]
+        for ax0 in range(64):
+            with T.block("store"):
+                v0 = T.axis.spatial(64, ax0)
+                B[v0] = L[v0]
+""")
+    assert launches(mod, "scan") == [("scan_kernel", ["1", "1", "1", "1", "1", "1"])]
+    a = np.arange(64, dtype=np.int32)
+    b = np.zeros(64, np.int32)
+    check_races(mod, "scan", [a, b])
+    np.testing.assert_array_equal(b, np.cumsum(a))
+
+
+def test_unnamed_blocks_are_renamed_apart_for_the_rules() -> None:
+    """TVM allows several `T.block()` with no name; the rules find blocks by name."""
+    mod = lower("""
+@T.prim_func
+def two(A: T.Buffer((128,), "int32"), B: T.Buffer((128,), "int32")):
+    C = T.alloc_buffer((128,), "int64")
+    for i in T.parallel(16):
+        for j in range(8):
+            with T.block():
+                vi = T.axis.spatial(128, i * 8 + j)
+                C[vi] = T.cast(A[vi], "int64") + T.int64(1)
+    for i, j in T.grid(16, 8):
+        with T.block():
+            vi = T.axis.spatial(128, i * 8 + j)
+            B[vi] = T.cast(C[vi] + T.int64(1), "int32")
+""")
+    a = np.arange(128, dtype=np.int32)
+    b = np.zeros(128, np.int32)
+    check_races(mod, "two", [a, b])
+    np.testing.assert_array_equal(b, a + 2)
+
+
 RETURNS_PARAMETER = """
 @R.function
 def main(x: R.Tensor(("n", 3), "float32"), y: R.Tensor(("n", 3), "float32")
