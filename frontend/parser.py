@@ -113,15 +113,24 @@ class RootFirstLexer(ContextualLexer):
 
     def __init__(self, conf: LexerConf, states: dict[int, Collection[str]],
                  always_accept: Collection[str] = ()) -> None:
-        extra = frozenset(conf.ignore) | frozenset(always_accept)
+        self._extra = frozenset(conf.ignore) | frozenset(always_accept)
         self._conf = copy(conf)
         self._conf.skip_validation = True  # the root lexer checks every terminal once
-        self._accepts = {state: frozenset(names) | extra for state, names in states.items()}
+        self._states = states
+        self._accepts: dict[int, frozenset[str]] = {}  # filled as the parser reaches states
         self._by_names: dict[frozenset[str], BasicLexer] = {}
         self.root_lexer = BasicLexer(conf)
 
+    def _accepted(self, state: int) -> frozenset[str]:
+        """The terminals parser state `state` accepts (with the ignored ones), found once per
+        state the parser reaches (a file reaches a few dozen of the grammar's ~500)."""
+        names = self._accepts.get(state)
+        if names is None:
+            names = self._accepts[state] = frozenset(self._states[state]) | self._extra
+        return names
+
     def _state_lexer(self, state: int) -> BasicLexer:
-        names = self._accepts[state]
+        names = self._accepted(state)
         lexer = self._by_names.get(names)
         if lexer is None:
             conf = copy(self._conf)
@@ -137,7 +146,7 @@ class RootFirstLexer(ContextualLexer):
                 saved = (ctr.char_pos, ctr.line, ctr.column, ctr.line_start_pos)
                 try:
                     token = root.next_token(lexer_state, parser_state)
-                    if token.type in self._accepts[parser_state.position]:
+                    if token.type in self._accepted(parser_state.position):
                         yield token
                         continue
                 except UnexpectedCharacters:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from tirc.ir.dtype import HANDLE, DType
 from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.node import IdentityNode, Node
 
 SCOPES = ("global", "shared", "shared.dyn", "local", "warp", "event")

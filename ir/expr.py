@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from tirc.ir import intrinsics as intrin
 from tirc.ir.dtype import BOOL, INT32, INT64, DType, dtype, wrap_int
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.node import IdentityNode, Node
 
 ARITH_OPS = ("add", "sub", "mul", "div", "floordiv", "floormod", "truncdiv", "truncmod",

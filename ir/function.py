@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DType
 from tirc.ir.expr import Var
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.node import Node
 from tirc.ir.stmt import Stmt
 

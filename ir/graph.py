@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from tirc.ir.dtype import DType
 from tirc.ir.expr import PrimExpr
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.node import IdentityNode, Node
 
 # ---- struct info: the static type and shape of a graph value -----------------------------

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import Function
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.node import Node
 from tirc.ir.schedule import Schedule
 

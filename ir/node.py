@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.span import Span
 
 _NODE_FIELDS: dict[type, tuple[str, ...]] = {}  # a class's field names but span, found once

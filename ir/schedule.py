@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.node import Node
 
 

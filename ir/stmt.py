@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import BOOL
 from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.node import Node
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from tirc.ir.arith.bounds import UNBOUNDED, Bound, const_int_bound, intersect
 from tirc.ir.arith.linear import Linear, from_linear, is_index_dtype, to_linear
 from tirc.ir.buffer import Range
-from tirc.ir.expr import BinOp, IntImm, Not, PrimExpr, Var, binop
+from tirc.ir.expr import BinOp, FloatImm, IntImm, Not, PrimExpr, StringImm, Var, binop
 from tirc.ir.visitor import field_names
 
 BoundLike = int | PrimExpr | None
@@ -32,6 +32,9 @@ _MAX_FORMS = 24
 _MAX_MEMO_ENTRIES = 400_000  # beyond this many memoised answers, the memo starts afresh
 
 _versions = itertools.count(1)
+# Constant expressions: no variable under them (answered without the memo).
+_CONSTANTS = frozenset({IntImm, FloatImm, StringImm})
+_NO_VARS: frozenset[Var] = frozenset()
 
 
 @dataclass
@@ -175,6 +178,8 @@ class Analyzer:
         analysed), memoised per node."""
         if isinstance(e, Var):
             return frozenset((e,))
+        if type(e) in _CONSTANTS:
+            return _NO_VARS
         hit = self._free.get(id(e))
         if hit is not None and hit[0] is e:
             return hit[1]

@@ -23,6 +23,7 @@ from tirc.ir.expr import (
     BufferLoad,
     Call,
     Cast,
+    FloatImm,
     IntImm,
     Let,
     Not,
@@ -30,6 +31,8 @@ from tirc.ir.expr import (
     Ramp,
     Select,
     Shuffle,
+    StringImm,
+    Var,
 )
 
 if TYPE_CHECKING:
@@ -39,12 +42,16 @@ _MAX_ROUNDS = 3
 # `Rewriter.visit_<Class>` by expression class (None: returned unchanged), looked up once.
 _VISIT_METHODS: dict[type, Callable[[Rewriter, Any], PrimExpr] | None] = {}
 _FLIP = {"lt": "ge", "ge": "lt", "le": "gt", "gt": "le", "eq": "ne", "ne": "eq"}
+# Expression classes `expr_size` counts as one node without looking inside.
+_SIZE_LEAVES = frozenset({Var, IntImm, FloatImm, StringImm})
 
 
 def expr_size(e: PrimExpr, memo: dict[int, tuple[PrimExpr, int]] | None = None) -> int:
     """The number of expression nodes in `e` (what "structurally smaller" measures), counting
     a shared sub-expression once per path to it; `memo` (node id -> (node, size)) remembers
     the sizes of sub-expressions seen before."""
+    if type(e) in _SIZE_LEAVES:
+        return 1  # most calls: a variable or constant (never memoised)
     if memo is not None:
         hit = memo.get(id(e))
         if hit is not None and hit[0] is e:
