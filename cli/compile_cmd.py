@@ -376,8 +376,8 @@ def compile_file(opts: CompileOptions) -> None:
         instruments = make_instruments(opts)
     except PipelineError as exc:
         raise fail(str(exc)) from None
-    if opts.bounds_check and target.is_gpu:
-        raise fail("-fbounds-check is not supported for GPU targets yet")
+    if opts.bounds_check and target.is_gpu and opts.megakernel:
+        raise fail("-fbounds-check is not supported with -fmegakernel on GPU targets")
     names = ExportNames(library_name_from_path(input_stem(opts.file)), opts.symbol_prefix or "")
     libs, lib_dirs, blas = blas_link(opts)
     ctx = PassContext(opt_level=opts.opt_level, target=target,

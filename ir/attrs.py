@@ -71,6 +71,10 @@ SPARSE_PLAN = "tirc.sparse_plan"
 KERNEL = "tirc.kernel"
 KERNEL_LAUNCH_PARAMS = "tir.kernel_launch_params"
 GPU_HOST = "tirc.gpu_host"
+# GPU -fbounds-check: the int32 error record a host function's kernels fill when a bounds
+# check fails (an AttrStmt just inside its Allocate; gpu-bounds-record -> launch plan ->
+# runtime).
+BOUNDS_RECORD = "tirc.bounds_record"
 
 # ---- statement attributes (AttrStmt keys) -----------------------------------------------
 

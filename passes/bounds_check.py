@@ -13,6 +13,10 @@ Block bindings that may leave their domain are checked the same way. A load in a
 `T.if_then_else` is checked only when that branch is taken. Nothing is added unless the pass
 option `enabled` is set (`bounds-check{enabled=true}`, or the pass config `bounds-check` that the
 command's `-fbounds-check` sets), so the default pipeline lists the pass without paying for it.
+
+On a cuda target the checks land inside the kernels, where gpu-bounds-record (after
+gpu-split-host-device) turns each into a store into the call's error record and an early exit
+of the thread, and the host reports the same message (docs/abi.md).
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ def pipeline_steps(target: Target, opt_level: int, megakernel: str | None = None
         Step("gpu-lower-cross-thread-reduction", "reductions bound to threads -> partial folds "
              "and a tree over shared memory", when=gpu),
         Step("bounds-check", "-fbounds-check: a run-time check of every access not proved in "
-             "bounds (nothing without the flag)", when=cpu),
+             "bounds (nothing without the flag)", when=not mk_gpu),
         Step("lower-init", "block `init` -> `if` on the first reduction iteration"),
         Step("lower-blocks", "blocks -> plain loop nests with their predicates (thread "
              "bindings kept)"),
@@ -114,6 +114,8 @@ def pipeline_steps(target: Target, opt_level: int, megakernel: str | None = None
         Step("storage-rewrite", "allocations hoisted out of loops, stack or heap", when=cpu),
         Step("gpu-split-host-device", "each launch region -> a kernel; host -> launch plan",
              when=gpu),
+        Step("gpu-bounds-record", "-fbounds-check in kernels: a failed check fills the call's "
+             "error record and ends its thread; the host reports it", when=gpu and not mk_gpu),
         Step("verify-gpu", "no parallel loops, launch and shared-memory limits", when=gpu),
         Step("make-entry", "exported entry points that check their arguments", when=cpu),
     ]

@@ -80,6 +80,7 @@ PASSES: dict[str, str] = _table((
     ("gpu-storage-scope", "tirc.passes.gpu.storage_scope:GPUStorageScope"),
     ("gpu-storage-sync", "tirc.passes.gpu.storage_sync:GPUStorageSync"),
     ("gpu-split-host-device", "tirc.passes.gpu.split_host_device:GPUSplitHostDevice"),
+    ("gpu-bounds-record", "tirc.passes.gpu.bounds_record:GPUBoundsRecord"),
     ("verify-gpu", "tirc.passes.gpu.verify_gpu:VerifyGPU"),
 ))
 

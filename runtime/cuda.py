@@ -16,7 +16,10 @@ with symbolic sizes bound from the arguments), then:
   -l/-L on host copies of their tensors, between the kernels (tirc.runtime.cuda_host_calls);
 - a plan that branches (a graph-level `if`) runs the branch its condition picks, evaluated on
   the host when reached, a condition tensor copied back from the device
-  (tirc.runtime.cuda_steps).
+  (tirc.runtime.cuda_steps);
+- a function built with -fbounds-check gets a zeroed error record on the device; after the
+  kernels ran (`fetch`) it is copied back, and a failed check raises the CPU build's TircError
+  (-5, the same message) (tirc.runtime.cuda_bounds).
 Without a CUDA driver, `load` raises a TircError saying so; importing this module never needs
 one. A `driver` object can be passed to `load_ptx` (tests use a fake one).
 """
@@ -38,6 +41,7 @@ from tirc.runtime.arguments import (
     returned_outputs,
     returned_value,
 )
+from tirc.runtime.cuda_bounds import check_record, fresh_record
 from tirc.runtime.cuda_host_calls import find_symbol, open_libraries, run_host_call
 from tirc.runtime.cuda_steps import flat_steps, run_steps, scalar_env
 from tirc.runtime.dlpack import dtype_label
@@ -45,10 +49,12 @@ from tirc.runtime.errors import TircError
 from tirc.runtime.function_table import FunctionTable
 
 PREFIX = "// tirc-metadata: "
-SUPPORTED_ABI = (1, 2)  # 2: launch plans with `steps` (branches); 1 has none
+# 2: launch plans with `steps` (branches); 1 has none; 3: a `bounds_record` (-fbounds-check)
+SUPPORTED_ABI = (1, 2, 3)
 # The launch-plan symbol a megakernel's grid uses: the device's multiprocessor count.
 SM_COUNT = "tirc_sm_count"
 WORKSPACE_ALIGN = 256  # bytes; cuMemAlloc's own alignment, enough for any vector access
+BOUNDS_RECORD = "bounds record"  # the -fbounds-check error record's key in a call's pointers
 
 _CTYPES = {"int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
            "int64": ctypes.c_int64, "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16,
@@ -171,6 +177,7 @@ class CudaFunction:
         self.host_calls: list[dict[str, Any]] = meta.get("host_calls", [])
         self._host_fns = [module.host_function(c["symbol"]) for c in self.host_calls]
         self.steps = flat_steps(meta)
+        self.bounds: dict[str, Any] | None = meta.get("bounds_record")  # -fbounds-check
 
     @property
     def outputs(self) -> list[str]:
@@ -304,6 +311,11 @@ class CudaFunction:
                 call.owned.append(base)
                 for name, offset in offsets.items():
                     call.pointers["workspace " + name] = base + offset
+            if self.bounds is not None:
+                record = fresh_record(self.bounds)
+                call.pointers[BOUNDS_RECORD] = drv.alloc(record.nbytes)
+                call.owned.append(call.pointers[BOUNDS_RECORD])
+                drv.to_device(call.pointers[BOUNDS_RECORD], record)
         except BaseException:
             bound.free()
             raise
@@ -337,6 +349,8 @@ class CudaFunction:
                 args.append(ctypes.c_uint64(ptr))
             elif kind == "workspace":
                 args.append(ctypes.c_uint64(call.pointers["workspace " + a["name"]]))
+            elif kind == "bounds_record":
+                args.append(ctypes.c_uint64(call.pointers[BOUNDS_RECORD]))
             elif kind == "param":
                 dtype = next(p["dtype"] for p in self.params if p["name"] == a["param"])
                 args.append(scalar_value(call.scalars[a["param"]], dtype))
@@ -373,13 +387,28 @@ class BoundCall:
                   lambda j: fn._host_call(j, self.env, call))
 
     def fetch(self) -> None:
-        """Wait for the kernels, then copy the outputs back into the caller's arrays."""
+        """Wait for the kernels, then copy the outputs back into the caller's arrays; a
+        failed bounds check (-fbounds-check) raises its TircError after that."""
         drv = self.fn.module.driver
         drv.synchronize()
         for original, host, ptr in self.call.copy_back:
             drv.to_host(host, ptr)
             if host is not original:
                 np.copyto(original, host)
+        self.check_bounds()
+
+    def check_bounds(self) -> None:
+        """Copy the error record back; when a check failed, zero it on the device (the next
+        launches start clean) and raise the check's TircError (-5)."""
+        meta, ptr = self.fn.bounds, self.call.pointers.get(BOUNDS_RECORD)
+        if meta is None or ptr is None:
+            return
+        drv = self.fn.module.driver
+        record = fresh_record(meta)
+        drv.to_host(record, ptr)
+        if record[0]:
+            drv.to_device(ptr, fresh_record(meta))
+            check_record(meta, record, self.fn.name)
 
     def free(self) -> None:
         for ptr in self.call.owned:

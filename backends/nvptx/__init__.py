@@ -33,6 +33,9 @@ from tirc.ir.target import Target, parse_target
 
 ABI_VERSION = 1
 BRANCHING_ABI_VERSION = 2  # a launch plan with `steps` (graph-level branches)
+# A plan with a `bounds_record` (-fbounds-check), steps or not: a reader of version 2 would
+# not pass the record to the kernels.
+BOUNDS_ABI_VERSION = 3
 GPU_EMIT_KINDS = ("ptx", "cubin", "ll", "asm")
 
 
@@ -93,7 +96,8 @@ def compile_ptx(mod: IRModule, target: Any = None, opt_level: int = 2,
                  if f.attrs.get(GPU_HOST)]
     kernel_meta = [{"name": k.name, "static_shared": k.static_shared,
                     "dynamic_shared": k.dynamic_shared} for k in kernels]
-    version = BRANCHING_ABI_VERSION if any("steps" in f for f in functions) else ABI_VERSION
+    version = BOUNDS_ABI_VERSION if any("bounds_record" in f for f in functions) else \
+        BRANCHING_ABI_VERSION if any("steps" in f for f in functions) else ABI_VERSION
     meta = {"tirc_abi": version, "module": mod.name, "target": str(t), "arch": arch.name,
             "functions": functions, "kernels": kernel_meta}
     # Collectives come from the runtime's shim, dotted names from Python (tirc.runtime).

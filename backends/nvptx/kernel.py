@@ -9,7 +9,9 @@ the GPU:
   kernel needs more than 48 KiB), `local` buffers allocas;
 - `T.tvm_storage_sync("shared")` is `barrier.cta.sync.aligned.all 0` (bar.sync 0);
 - float math goes through tirc.backends.nvptx.math (no libm on the device);
-- a failed assertion traps (a kernel has no error code to return);
+- a failed assertion traps (a kernel has no error code to return); a failed bounds check
+  never reaches the backend as one: gpu-bounds-record made it a store into the call's error
+  record and a `return`, which exits the thread;
 - event waits, notifications and atomic adds (a megakernel's counters) are GPU-scope PTX
   atomics (tirc.backends.nvptx.events), not the CPU's.
 The kernel is a `ptx_kernel` function taking generic pointers and scalars in parameter order.
@@ -210,6 +212,13 @@ class KernelCodegen(BuiltinCalls, SearchCalls, StmtCodegen):
         else:
             raise CompileError(f"codegen: T.tvm_storage_sync(\"{scope}\") is not supported on "
                                "the GPU (only \"shared\" and \"warp\")", e.span)
+        return ir.Constant(I32, 0)
+
+    def builtin_ret(self, e: Call) -> ir.Value:
+        """`return` in a kernel (gpu-bounds-record's, after a failed check): the thread exits,
+        which releases any barrier the other threads of its block wait at."""
+        self.b.ret_void()
+        self.b.position_at_end(self.fn.append_basic_block("after_return"))
         return ir.Constant(I32, 0)
 
     def expr_Call(self, e: Call) -> ir.Value:

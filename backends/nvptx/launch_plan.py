@@ -29,7 +29,14 @@ strings, outputs, and where each symbolic size is bound from):
   [steps]}` (tirc.backends.nvptx.plan_conditions: the condition over the sizes and scalar
   parameters, and the device elements it reads, copied to the host when the branch is
   reached). A module with such a plan says `"tirc_abi": 2`: a reader of version 1 would run
-  both branches.
+  both branches;
+- `bounds_record` (only with -fbounds-check, when a kernel has checks: gpu-bounds-record):
+  `{"size": 6, "checks": [{"format": "f.tir:6:25: out-of-bounds read of A[%lld], shape
+  (16,)", "values": 1}, ...]}`: the int32 error record the runtime passes to the kernels as
+  the argument `{"kind": "bounds_record"}`, zeroed before the call; after the launches, a
+  nonzero count `rec[0]` means check `rec[1]` (an index into `checks`) failed first, with
+  its values as int64 halves from `rec[2]` on (low 32 bits, then high): the call fails with
+  the format's message and code -5. A module with a record says `"tirc_abi": 3`.
 """
 
 from __future__ import annotations
@@ -39,16 +46,16 @@ from typing import Any
 from tirc.backends.nvptx.plan_conditions import ConditionWriter
 from tirc.ir.analysis.entry_signature import accessed_data, param_buffers, shape_text, signature
 from tirc.ir.analysis.storage import storage_size
-from tirc.ir.attrs import GLOBAL_SYMBOL, SM_COUNT
+from tirc.ir.attrs import BOUNDS_RECORD, GLOBAL_SYMBOL, SM_COUNT
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dist.collective import is_ccl_symbol
 from tirc.ir.expr import CMP_OPS, BinOp, Call, PrimExpr, StringImm, Var, binop, cast
 from tirc.ir.function import PrimFunc
 from tirc.ir.gpu.threads import children, is_launch
-from tirc.ir.intrinsics import CALL_PACKED
+from tirc.ir.intrinsics import BOUNDS_CHECK, CALL_PACKED
 from tirc.ir.packed_call import packed_call
-from tirc.ir.stmt import Allocate, AssertStmt, Evaluate, IfThenElse, Stmt
+from tirc.ir.stmt import Allocate, AssertStmt, AttrStmt, Evaluate, IfThenElse, Stmt
 
 # Bound by the runtime, not by the parameters: the device's SM count (a megakernel's grid).
 
@@ -122,6 +129,7 @@ def host_plan(func: PrimFunc, shared: dict[str, int],
     launches: list[dict[str, Any]] = []
     checks: list[dict[str, Any]] = []
     host_calls: list[dict[str, Any]] = []
+    record: dict[str, Any] = {}  # the bounds checks' error record (gpu-bounds-record)
 
     def load_place(buf: Buffer, e: PrimExpr) -> dict[str, Any]:
         if buf.data in by_data:
@@ -156,6 +164,16 @@ def host_plan(func: PrimFunc, shared: dict[str, int],
                 steps.append({"kind": "check", **_check(s, func)})
             else:
                 checks.append(_check(s, func))
+        if isinstance(s, Allocate) and isinstance(s.body, AttrStmt) and \
+                s.body.key == BOUNDS_RECORD:
+            record.update(var=s.buffer.data, size=_text(storage_size(s.buffer), func),
+                          checks=[])
+            return walk(s.body.body, in_branch)
+        if isinstance(s, Evaluate) and isinstance(s.value, Call) and \
+                s.value.op == BOUNDS_CHECK and record:  # the host's report of one site
+            fmt = s.value.args[1]
+            assert isinstance(fmt, StringImm)
+            record["checks"].append({"format": fmt.value, "values": len(s.value.args) - 2})
         if isinstance(s, Allocate):
             workspaces[s.buffer.data] = s.buffer
             names[s.buffer.data] = _unique(s.buffer.name, set(names.values()))
@@ -166,7 +184,7 @@ def host_plan(func: PrimFunc, shared: dict[str, int],
         if is_launch(s):
             steps.append({"kind": "launch", "index": len(launches)})
             launches.append(_launch(s, func, by_data, workspaces, names, scalars, bound,
-                                    shared))
+                                    shared, record.get("var")))
         for c in children(s):
             steps.extend(walk(c, in_branch))
         return steps
@@ -179,6 +197,8 @@ def host_plan(func: PrimFunc, shared: dict[str, int],
     info["checks"] = checks
     info["launches"] = launches
     info["host_calls"] = host_calls
+    if record:
+        info["bounds_record"] = {"size": record["size"], "checks": record["checks"]}
     if any(step["kind"] == "if" for step in steps):
         info["steps"] = steps  # the order to run them in, with the branches
         for load in _loads(steps):
@@ -194,8 +214,10 @@ def host_plan(func: PrimFunc, shared: dict[str, int],
 
 def _launch(s: Evaluate, func: PrimFunc, by_data: dict[Var, int],
             workspaces: dict[Var, Buffer], names: dict[Var, str], scalars: set[Var],
-            bound: dict[Var, str], shared: dict[str, int]) -> dict[str, Any]:
-    """The plan entry of one `tirc.launch_kernel`: kernel, extents and arguments."""
+            bound: dict[Var, str], shared: dict[str, int],
+            record: Var | None) -> dict[str, Any]:
+    """The plan entry of one `tirc.launch_kernel`: kernel, extents and arguments (`record`:
+    the bounds checks' error record, when the function has one)."""
     call = s.value
     assert isinstance(call, Call) and isinstance(call.args[0], StringImm)
     kernel = call.args[0].value
@@ -203,7 +225,9 @@ def _launch(s: Evaluate, func: PrimFunc, by_data: dict[Var, int],
     args: list[dict[str, Any]] = []
     for a in call.args[7:]:
         if isinstance(a, Var) and a.dtype.is_handle:
-            if a in by_data:
+            if a is record:
+                args.append({"kind": "bounds_record"})
+            elif a in by_data:
                 k = by_data[a]
                 args.append({"kind": "buffer", "param": func.params[k].name, "index": k})
             elif a in workspaces:

@@ -5,6 +5,7 @@
     //   check m == n                                  (graph functions' R.match_cast)
     //   launch add_relu_kernel grid ((n + 255) // 256, 1, 1) block (256, 1, 1) shared 0
     //   host call f(W: float32[n, 128], ...)          (R.call_dps_packed, on the CPU)
+    //   bounds checks 2, error record of 4 int32       (-fbounds-check: gpu-bounds-record)
     //   if c:                                          (a graph-level `if`, on the host)
     //     launch ...
     //   else:
@@ -50,6 +51,10 @@ def summary_lines(meta: dict[str, Any]) -> list[str]:
         for w in f.get("workspaces", []):
             lines.append(f"//   workspace {w['name']}: {w['dtype']}, {w['bytes']} bytes")
         calls = f.get("host_calls", [])
+        record = f.get("bounds_record")
+        if record:
+            lines.append(f"//   bounds checks {len(record['checks'])}, error record of "
+                         f"{record['size']} int32")
         if "steps" in f:  # a plan that branches: its steps as they run
             lines += _steps(f, f["steps"], "//   ")
             continue

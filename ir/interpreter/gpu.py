@@ -12,6 +12,9 @@ checked for meaning without a GPU:
   as NaN (or -7 for integers), as uninitialised device memory would not be zero;
 - all threads of a block must reach the same barrier, or none: otherwise an InterpreterError
   (a divergent barrier would hang or misbehave on the device);
+- a thread that leaves the kernel early (`return`, which gpu-bounds-record puts after a
+  failed bounds check) stops there and no barrier waits for it, as PTX's `exit` releases
+  the barriers the exiting threads hold up;
 - `thread_order="reverse"` runs the threads of each phase in reverse order; `check_races`
   runs both orders and reports a difference in any output, which can only come from threads
   of one phase touching the same memory (a missing barrier).
@@ -33,7 +36,14 @@ from tirc.ir.function import PrimFunc
 from tirc.ir.gpu.threads import BLOCK_TAGS, THREAD_TAGS, is_barrier
 from tirc.ir.interpreter.prim_func import DEFAULT_MAX_WHILE, CompiledPrimFunc
 from tirc.ir.interpreter.stmt import Run, StmtCompiler
-from tirc.ir.interpreter.values import BreakLoop, ContinueLoop, Env, InterpreterError, np_dtype
+from tirc.ir.interpreter.values import (
+    BreakLoop,
+    ContinueLoop,
+    Env,
+    InterpreterError,
+    ReturnValue,
+    np_dtype,
+)
 from tirc.ir.loop_jumps import escaping_loop_jumps
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import (
@@ -335,6 +345,8 @@ class CompiledKernel:
                     waiting.append((g, next(g)))
                 except StopIteration:
                     done += 1
+                except ReturnValue:
+                    pass  # an early `return` (a failed bounds check): exits release barriers
             if waiting and done:
                 raise InterpreterError(
                     f"kernel {self.func.name}, block {index}: {done} thread(s) finished while "

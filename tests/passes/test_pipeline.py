@@ -116,8 +116,9 @@ def test_the_pipelines_in_order() -> None:
         "memory-plan", "megakernel", "megakernel-gpu", "gpu-lower-cross-thread-reduction"]
     assert gpu_mk[gpu_mk.index("lower-init"):gpu_mk.index("lower-layouts")] == [
         "lower-init", "lower-blocks", "compact-buffers"]
-    assert gpu_mk[-2:] == default_pipeline(GPU, 0)[-2:] == ["gpu-split-host-device",
-                                                            "verify-gpu"]
+    assert gpu_mk[-2:] == ["gpu-split-host-device", "verify-gpu"]
+    assert default_pipeline(GPU, 0)[-3:] == ["gpu-split-host-device", "gpu-bounds-record",
+                                             "verify-gpu"]
 
 
 def test_optional_steps_are_the_optimisations_o0_leaves_out() -> None:

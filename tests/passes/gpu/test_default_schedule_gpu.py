@@ -63,13 +63,13 @@ def test_graph_steps_come_before_the_loop_steps() -> None:
         "inline-calls", "normalize", "propagate-sharding", "lower-sharding", "legalize-ops",
         "lower-sparse-iterations", "annotate-op-pattern", "fuse-tir", "dead-code-elim",
         "gpu-default-schedule", "memory-plan", "lower-graph", "gpu-bind-graph-host",
-        "gpu-lower-cross-thread-reduction"]
+        "gpu-lower-cross-thread-reduction", "bounds-check"]
     steps = _gpu_steps(2)
     start = steps.index("inline-calls")
     assert steps[start - 1] == "apply-schedules"
     assert steps[start + 7:start + 10] == ["fold-constants", "fuse-ops", "fuse-tir"]
     assert steps[steps.index("gpu-bind-graph-host") + 1:steps.index("lower-init")] == [
-        "gpu-lower-cross-thread-reduction"]
+        "gpu-lower-cross-thread-reduction", "bounds-check"]
     assert "default-schedule" not in steps
 
 

@@ -20,23 +20,24 @@ def _gpu_steps(opt_level: int) -> list[str]:
 def test_pipeline_lists_the_steps_in_order() -> None:
     o0 = _gpu_steps(0)
     assert o0[:3] == ["verify", "static-check", "apply-schedules"]
-    assert o0[o0.index("lower-init") - 1:] == [
-        "gpu-lower-cross-thread-reduction", "lower-init", "lower-blocks", "compact-buffers",
-        "lower-layouts", "flatten-buffers", "inject-vthread",
+    assert o0[o0.index("lower-init") - 2:] == [
+        "gpu-lower-cross-thread-reduction", "bounds-check", "lower-init", "lower-blocks",
+        "compact-buffers", "lower-layouts", "flatten-buffers", "inject-vthread",
         "gpu-thread-binding", "gpu-launch-dims", "gpu-storage-scope", "gpu-storage-sync",
-        "gpu-split-host-device", "verify-gpu"]
+        "gpu-split-host-device", "gpu-bounds-record", "verify-gpu"]
     o2 = _gpu_steps(2)
     assert o2[o2.index("flatten-buffers") + 1:] == [
         "simplify", "inject-vthread", "gpu-thread-binding", "gpu-launch-dims",
         "gpu-storage-scope", "gpu-storage-sync", "vectorize", "unroll", "simplify",
-        "gpu-split-host-device", "verify-gpu"]
+        "gpu-split-host-device", "gpu-bounds-record", "verify-gpu"]
 
 
 def test_gpu_passes_are_registered_under_their_names() -> None:
     registered = all_passes()
     for name in ("gpu-lower-cross-thread-reduction", "inject-vthread",
                  "gpu-thread-binding", "gpu-launch-dims",
-                 "gpu-storage-scope", "gpu-storage-sync", "gpu-split-host-device", "verify-gpu"):
+                 "gpu-storage-scope", "gpu-storage-sync", "gpu-split-host-device",
+                 "gpu-bounds-record", "verify-gpu"):
         assert registered[name].name == name
 
 
