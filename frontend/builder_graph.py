@@ -637,7 +637,7 @@ class GraphBuilder:
         return value if isinstance(value, Tuple) else Tuple((value,), span=node.span)
 
     def shape_value(self, node: S.Expr) -> ShapeExpr:
-        if S.call_name(node) == "R.shape":
+        if S.call_name(node) in ("R.shape", "R.ShapeExpr"):
             value = self.call(node)  # type: ignore[arg-type]
             assert isinstance(value, ShapeExpr)
             return value

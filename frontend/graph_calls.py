@@ -36,7 +36,7 @@ def _call_tir(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
             g.ctx.error(f"{name} got out_sinfo and out_ty", a.kw["out_ty"].span)
         a.kw["out_sinfo"] = a.kw.pop("out_ty")
     extra = list(a.pos[2:])
-    if extra and S.call_name(extra[0]) == "R.shape" and "tir_vars" not in a.kw:
+    if extra and S.call_name(extra[0]) in SHAPE_CALLS and "tir_vars" not in a.kw:
         a.kw["tir_vars"] = extra.pop(0)
     for key, node in zip(("out_sinfo", "tir_vars"), extra):
         if key in a.kw:
@@ -161,7 +161,12 @@ def _special_float(node: S.Expr) -> float | None:
     return float(text)
 
 
+# `R.shape([...])`, and `R.ShapeExpr([...])`, TVM's constructor spelling of it.
+SHAPE_CALLS = ("R.shape", "R.ShapeExpr")
+
+
 def _shape(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
+    """`R.shape([n, 4])` (or `R.ShapeExpr([n, 4])`): a shape value of sizes."""
     a = check_call(g.ctx, call, name, Sig(1, 1))
     node = a.pos[0]
     if not isinstance(node, (S.Tuple, S.List)):
@@ -203,6 +208,7 @@ SPECIAL_CALLS: dict[str, Callable[[GraphBuilder, S.Call, str], GraphExpr]] = {
     "call_dps_packed": _call_dps_packed,
     "const": _const,
     "shape": _shape,
+    "ShapeExpr": _shape,
     "prim_value": _prim_value,
     "str": _str,
     "tuple": _tuple,

@@ -1,4 +1,5 @@
-"""NumPy image resizing for the reference interpreter (`image.resize2d`).
+"""NumPy image resizing for the reference interpreter (`image.resize2d`), and the sampling
+grid of `image.affine_grid` (one matrix product over the grid's points, in float64).
 
 Written apart from the legalization: each axis gets the vector of source coordinates of all
 its output positions at once, the nearest indices or the interpolation weights follow from
@@ -131,4 +132,23 @@ def _bicubic(x: np.ndarray, out_h: int, out_w: int, mode: str, alpha: float,
     return out
 
 
-IMAGE_OPS: dict[str, Callable[..., Any]] = {"image.resize2d": resize2d}
+def affine_grid(data: np.ndarray, size: Any, align_corners: bool = True) -> np.ndarray:
+    """The points theta[n] @ (x, y, 1) for x over the width and y over the height, evenly
+    spaced in [-1, 1] (through the corners, or through the pixel centers), in theta's
+    dtype: out[n, 0] the x coordinates, out[n, 1] the y ones of each pixel."""
+    theta = np.asarray(data)
+    height, width = (int(v) for v in size)
+
+    def axis(n: int) -> np.ndarray:
+        if align_corners:
+            return np.linspace(-1.0, 1.0, n) if n > 1 else np.array([-1.0])
+        return (2.0 * np.arange(n) + 1.0) / n - 1.0
+
+    ys, xs = np.meshgrid(axis(height), axis(width), indexing="ij")
+    points = np.stack([xs, ys, np.ones_like(xs)]).reshape(3, -1)
+    grid = np.einsum("ndk,kp->ndp", theta.astype(np.float64), points)
+    return grid.reshape(theta.shape[0], 2, height, width).astype(theta.dtype)
+
+
+IMAGE_OPS: dict[str, Callable[..., Any]] = {"image.resize2d": resize2d,
+                                            "image.affine_grid": affine_grid}

@@ -18,13 +18,15 @@ from tirc.ir.interpreter.image_ops import IMAGE_OPS
 from tirc.ir.interpreter.indexing_ops import INDEXING_OPS
 from tirc.ir.interpreter.layout_ops import LAYOUT_OPS
 from tirc.ir.interpreter.print_ops import PRINT_OPS
+from tirc.ir.interpreter.quantize_ops import QUANTIZE_OPS
 from tirc.ir.interpreter.training_ops import TRAINING_OPS
 from tirc.ir.interpreter.transpose_ops import TRANSPOSE_OPS
 from tirc.ir.interpreter.values import np_dtype
 from tirc.ir.interpreter.window_ops import WINDOW_OPS
 
 OPS: dict[str, Callable[..., Any]] = {**WINDOW_OPS, **ATTENTION_OPS, **TRANSPOSE_OPS, **IMAGE_OPS,
-                                     **TRAINING_OPS, **INDEXING_OPS, **LAYOUT_OPS, **PRINT_OPS}
+                                     **TRAINING_OPS, **INDEXING_OPS, **LAYOUT_OPS, **PRINT_OPS,
+                                     **QUANTIZE_OPS}
 
 AxisArg = int | Sequence[int] | None
 
@@ -108,11 +110,19 @@ def _one(x: np.ndarray) -> Any:
     return np.asarray(1, dtype=np.asarray(x).dtype)
 
 
+def _rounding(fn: Callable[[np.ndarray], Any]) -> Callable[[np.ndarray], Any]:
+    """floor/ceil/round/trunc: an integer tensor is its own result (TVM's), not a round trip
+    through float64, which would round int64 values past 2**53."""
+    return lambda x: x.copy() if x.dtype.kind in "iu" else fn(x)
+
+
 for _name, _fn in {
     "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "negative": np.negative,
-    "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "round": np.rint, "sin": np.sin,
+    "abs": np.abs, "floor": _rounding(np.floor), "ceil": _rounding(np.ceil),
+    "round": _rounding(np.rint), "sin": np.sin,
     "cos": np.cos, "square": np.square, "log2": np.log2, "exp2": np.exp2, "sign": np.sign,
-    "trunc": np.trunc, "tan": np.tan, "sinh": np.sinh, "cosh": np.cosh, "asin": np.arcsin,
+    "trunc": _rounding(np.trunc), "tan": np.tan, "sinh": np.sinh, "cosh": np.cosh,
+    "asin": np.arcsin,
     "acos": np.arccos, "atan": np.arctan, "asinh": np.arcsinh, "acosh": np.arccosh,
     "atanh": np.arctanh, "bitwise_not": np.invert,
     "erf": _erf, "rsqrt": lambda x: _one(x) / np.sqrt(x),

@@ -1,5 +1,5 @@
 """NumPy convolution and pooling for the reference interpreter (`nn.conv*d`, `nn.max_pool*d`,
-`nn.avg_pool*d`, `nn.adaptive_avg_pool*d`).
+`nn.avg_pool*d`, `nn.adaptive_avg_pool*d`; pooling in blocked layouts such as `NCHW16c`).
 
 Written apart from the legalization on purpose: the data is moved to the canonical layout
 (`N C spatial...`), padded explicitly and visited one window tap at a time, so the two
@@ -178,10 +178,36 @@ def adaptive_avg_pool(data: np.ndarray, output_size: IntsArg | None = None, layo
     return _from_canonical(result, out_layout or layout, "NC" + sp)
 
 
+def _any_layout(fn: Callable[..., np.ndarray], rank: int) -> Callable[..., np.ndarray]:
+    """Pooling `fn` for blocked layouts too (`NCHW16c`): every axis but the spatial ones is
+    folded into one batch axis of an `NC` + spatial tensor, and unfolded after."""
+    sp = SPATIAL[rank]
+
+    def run(data: np.ndarray, *args: Any, layout: str = "", out_layout: str | None = None,
+            **kw: Any) -> np.ndarray:
+        letters = "".join(ch for ch in layout if ch.isalpha())
+        if letters == layout:
+            return fn(data, *args, layout=layout, out_layout=out_layout, **kw)
+        if out_layout not in (None, "", layout):
+            raise ValueError(f"out_layout '{out_layout}' differs from the blocked layout "
+                             f"'{layout}'")
+        keep = [k for k, ch in enumerate(letters) if ch not in sp]
+        order = keep + [letters.index(ch) for ch in sp]
+        moved = np.transpose(np.asarray(data), order)
+        lead = moved.shape[:len(keep)]
+        flat = moved.reshape((int(np.prod(lead)), 1, *moved.shape[len(keep):]))
+        y = fn(flat, *args, layout="NC" + sp, **kw)
+        return np.transpose(y.reshape((*lead, *y.shape[2:])), np.argsort(order))
+
+    return run
+
+
 WINDOW_OPS: dict[str, Callable[..., Any]] = {}
 for _rank in (1, 2, 3):
     WINDOW_OPS[f"nn.conv{_rank}d"] = functools.partial(conv, rank=_rank)
-    WINDOW_OPS[f"nn.max_pool{_rank}d"] = functools.partial(pool, rank=_rank, kind="max")
-    WINDOW_OPS[f"nn.avg_pool{_rank}d"] = functools.partial(pool, rank=_rank, kind="avg")
-    WINDOW_OPS[f"nn.adaptive_avg_pool{_rank}d"] = functools.partial(adaptive_avg_pool,
-                                                                     rank=_rank)
+    WINDOW_OPS[f"nn.max_pool{_rank}d"] = _any_layout(
+        functools.partial(pool, rank=_rank, kind="max"), _rank)
+    WINDOW_OPS[f"nn.avg_pool{_rank}d"] = _any_layout(
+        functools.partial(pool, rank=_rank, kind="avg"), _rank)
+    WINDOW_OPS[f"nn.adaptive_avg_pool{_rank}d"] = _any_layout(
+        functools.partial(adaptive_avg_pool, rank=_rank), _rank)

@@ -3,7 +3,9 @@
 
 A layout names each axis by a letter: `N` batch, `C` channels and the spatial axes `D H W`
 for data (`NCHW`, `NHWC`, ...), `O I` and the spatial axes for a kernel (`OIHW`, `HWIO`).
-Any order of the letters is accepted; blocked layouts such as `NCHW4c` are refused.
+Any order of the letters is accepted. Pooling also takes TVM's blocked layouts (`NCHW16c`):
+a sub-axis of the batch or channels, written as a factor and a lower-case letter, that the
+window passes through as it does `N` and `C`; convolutions refuse them.
 `Geometry` holds the attributes, normalized per spatial axis, that inference, the interpreter
 and legalization share.
 """
@@ -102,6 +104,49 @@ def data_axes(oc: OpCall, name: str, rank: int) -> dict[str, int]:
     return layout_axes(oc, name, "NC" + SPATIAL[rank])
 
 
+def pool_axes(oc: OpCall, name: str, rank: int) -> dict[str, int]:
+    """Positions of every axis letter of a pooling layout `name`: `N`, `C`, the spatial letters
+    and the blocked sub-axes of `N` or `C` (`NCHW16c`: `c` at 4), which pass through."""
+    layout = oc.values[name]
+    letters = "".join(ch for ch in layout if ch.isalpha())
+    if not any(ch.islower() for ch in layout):
+        return data_axes(oc, name, rank)
+    primal = "".join(ch for ch in letters if ch.isupper())
+    sub = [ch for ch in letters if ch.islower()]
+    if (sorted(primal) != sorted("NC" + SPATIAL[rank]) or len(set(sub)) != len(sub)
+            or any(ch not in "nc" for ch in sub) or not _factors_ok(layout)):
+        oc.error(f"{name} '{layout}' is not an order of the axes NC{SPATIAL[rank]}, with "
+                 "blocked sub-axes of N or C only (such as NCHW16c)")
+    return {ch: k for k, ch in enumerate(letters)}
+
+
+def _factors_ok(layout: str) -> bool:
+    """Each lower-case sub-axis letter after its factor (`16c`), and digits nowhere else."""
+    digits = False
+    for ch in layout:
+        if ch.isdigit():
+            digits = True
+            continue
+        if ch.islower() != digits:
+            return False
+        digits = False
+    return not digits
+
+
+def pool_out_axes(oc: OpCall, rank: int) -> dict[str, int]:
+    """Positions in a pooling result: `out_layout` (which must equal `layout` when either is
+    blocked), else `layout`."""
+    given = oc.values.get("out_layout")
+    axes = pool_axes(oc, "layout", rank)
+    if not given or given == oc.values["layout"]:
+        return axes
+    out = pool_axes(oc, "out_layout", rank)
+    if len(axes) != rank + 2 or len(out) != rank + 2:
+        oc.error(f"out_layout '{given}' must equal the blocked layout "
+                 f"'{oc.values['layout']}'")
+    return out
+
+
 def output_layout(oc: OpCall, name: str, rank: int) -> dict[str, int]:
     """Positions in the result: `out_layout`, else the data layout `name`."""
     which = "out_layout" if oc.values.get("out_layout") else name
@@ -189,30 +234,36 @@ def pool_geometry(oc: OpCall, rank: int) -> Geometry:
 def _pool(oc: OpCall, rank: int) -> StructInfo:
     data = oc.tensor("data")
     assert data.shape is not None
-    if len(data.shape) != rank + 2:
-        oc.error(f"'data' must have {rank + 2} dimensions, got {shape_text(data.shape)}")
+    axes = pool_axes(oc, "layout", rank)
+    if len(data.shape) != len(axes):
+        oc.error(f"'data' must have {len(axes)} dimensions, got {shape_text(data.shape)}")
     if oc.op.name.startswith("nn.avg"):
         oc.float_dtype("data")
     elif data.dtype is not None and data.dtype.is_bool:
         oc.error("needs a numeric tensor, got bool")
-    axes = data_axes(oc, "layout", rank)
     geo = pool_geometry(oc, rank)
     for k, c in enumerate(SPATIAL[rank]):
         if max(geo.pad_before[k], geo.pad_after[k]) >= const_dim(geo.window[k]):  # type: ignore[operator]
             oc.error(f"padding {geo.pad_before[k]}, {geo.pad_after[k]} along axis {c} must be "
                      f"smaller than the window {const_dim(geo.window[k])}")
-    sizes = {"N": data.shape[axes["N"]], "C": data.shape[axes["C"]]}
+    sizes = passed_through(data.shape, axes, rank)
     for k, c in enumerate(SPATIAL[rank]):
         sizes[c] = _positive(oc, geo.out_size(k, data.shape[axes[c]], oc.values["ceil_mode"]), c)
-    shape = arrange(output_layout(oc, "layout", rank), sizes)
+    shape = arrange(pool_out_axes(oc, rank), sizes)
     return TensorSInfo(shape, data.dtype, len(shape))
+
+
+def passed_through(shape: Sequence[PrimExpr], axes: dict[str, int],
+                   rank: int) -> dict[str, PrimExpr]:
+    """The sizes of the axes a window passes through (all but the spatial ones), by letter."""
+    return {c: shape[pos] for c, pos in axes.items() if c not in SPATIAL[rank]}
 
 
 def adaptive_sizes(oc: OpCall, rank: int) -> tuple[PrimExpr, ...]:
     """The output size per spatial axis (`output_size`, else the input's own)."""
     data = oc.tensor("data")
     assert data.shape is not None
-    axes = data_axes(oc, "layout", rank)
+    axes = pool_axes(oc, "layout", rank)
     given = oc.values["output_size"]
     if given is None:
         return tuple(data.shape[axes[c]] for c in SPATIAL[rank])
@@ -227,18 +278,18 @@ def adaptive_sizes(oc: OpCall, rank: int) -> tuple[PrimExpr, ...]:
 def _adaptive(oc: OpCall, rank: int) -> StructInfo:
     data = oc.tensor("data")
     assert data.shape is not None
-    if len(data.shape) != rank + 2:
-        oc.error(f"'data' must have {rank + 2} dimensions, got {shape_text(data.shape)}")
+    axes = pool_axes(oc, "layout", rank)
+    if len(data.shape) != len(axes):
+        oc.error(f"'data' must have {len(axes)} dimensions, got {shape_text(data.shape)}")
     oc.float_dtype("data")
-    axes = data_axes(oc, "layout", rank)
     out = adaptive_sizes(oc, rank)
-    sizes = {"N": data.shape[axes["N"]], "C": data.shape[axes["C"]]}
+    sizes = passed_through(data.shape, axes, rank)
     for k, c in enumerate(SPATIAL[rank]):
         if const_dim(data.shape[axes[c]]) is None and oc.values["output_size"] is not None:
             oc.error(f"needs a constant input size along axis {c}, got "
                      f"{dim_text(data.shape[axes[c]])}")
         sizes[c] = out[k]
-    shape = arrange(output_layout(oc, "layout", rank), sizes)
+    shape = arrange(pool_out_axes(oc, rank), sizes)
     return TensorSInfo(shape, data.dtype, len(shape))
 
 

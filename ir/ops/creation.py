@@ -7,10 +7,13 @@ from __future__ import annotations
 import math
 
 from tirc.ir.dtype import dtype
+from tirc.ir.expr import PrimExpr, binop
 from tirc.ir.graph import PrimSInfo, StructInfo, TensorSInfo
 from tirc.ir.ops.manipulation import target_shape
 from tirc.ir.ops.registry import OpCall, Param, register
-from tirc.ir.ops.sinfo_util import ndim_of, tensor
+from tirc.ir.ops.sinfo_util import dim, dim_text, ndim_of, simplify_dim, tensor
+
+Bound = int | float | PrimExpr
 
 
 def _filled(oc: OpCall) -> StructInfo:
@@ -85,12 +88,26 @@ register("one_hot", [Param("indices", "tensor"), Param("on_value", "tensor"),
 
 
 
-def arange_bounds(values: dict[str, object]) -> tuple[int | float, int | float, int | float]:
-    """`R.arange`'s start, end and step as TVM reads them: `arange(n)` is `arange(0, n)`."""
+def arange_bounds(values: dict[str, object]) -> tuple[Bound, Bound, Bound]:
+    """`R.arange`'s start, end and step as TVM reads them: `arange(n)` is `arange(0, n)`; a
+    bound may be a symbolic integer (`R.prim_value(n)`)."""
     start, end, step = values["start"], values["end"], values["step"]
     if end is None:
         start, end = 0, start
     return start, end, step  # type: ignore[return-value]
+
+
+def _symbolic_length(oc: OpCall, start: Bound, end: Bound, step: Bound) -> PrimExpr:
+    """ceildiv(end - start, step), at least 0, of integer bounds one of which is symbolic;
+    the step must then be a constant integer."""
+    if not isinstance(step, int) or not all(isinstance(v, (int, PrimExpr))
+                                            for v in (start, end)):
+        got = [dim_text(v) if isinstance(v, PrimExpr) else str(v) for v in (start, end, step)]
+        oc.error("with a symbolic bound, start and end must be integers and step a constant "
+                 f"integer, got {got[0]}, {got[1]} and {got[2]}")
+    span = binop("sub", dim(end), dim(start))
+    num = binop("add", span, dim(step - 1 if step > 0 else step + 1))
+    return simplify_dim(binop("max", binop("floordiv", num, dim(step)), dim(0)))
 
 
 def arange_length(start: float, end: float, step: float) -> int:
@@ -102,8 +119,13 @@ def arange_length(start: float, end: float, step: float) -> int:
 
 def _arange(oc: OpCall) -> StructInfo:
     start, end, step = arange_bounds(oc.values)
-    if step == 0:
+    if isinstance(step, (int, float)) and step == 0:
         oc.error("step must not be 0")
+    if any(isinstance(v, PrimExpr) for v in (start, end, step)):
+        dt = oc.values["dtype"] or dtype("int64")
+        if dt.is_bool:
+            oc.error("needs a numeric dtype, got bool")
+        return tensor((_symbolic_length(oc, start, end, step),), dt)
     if not all(math.isfinite(v) for v in (start, end, step)):
         oc.error(f"start, end and step must be finite, got {start}, {end} and {step}")
     dt = oc.values["dtype"] or dtype(
@@ -113,5 +135,5 @@ def _arange(oc: OpCall) -> StructInfo:
     return tensor((arange_length(start, end, step),), dt)
 
 
-register("arange", [Param("start", "number"), Param("end", "number", None),
-                    Param("step", "number", 1), Param("dtype", "dtype", None)], _arange)
+register("arange", [Param("start", "number_or_expr"), Param("end", "number_or_expr", None),
+                    Param("step", "number_or_expr", 1), Param("dtype", "dtype", None)], _arange)

@@ -20,10 +20,11 @@ ARITH = ("add", "subtract", "multiply", "divide", "floor_divide", "maximum", "mi
 COMPARE = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
 BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift")
 LOGICAL = ("logical_and", "logical_or", "logical_xor")
-FLOAT_UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "floor", "ceil", "round",
-               "trunc", "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "atan", "asinh",
-               "acosh", "atanh", "erf")
-ANY_UNARY = ("negative", "abs", "square", "sign")
+FLOAT_UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos", "tan", "sinh",
+               "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "erf")
+# Rounding: of a float tensor, its intrinsic; of an integer tensor, the tensor (TVM's).
+ROUNDING = ("floor", "ceil", "round", "trunc")
+ANY_UNARY = ("negative", "abs", "square", "sign", *ROUNDING)
 FLOAT_TESTS = ("isnan", "isinf", "isfinite")  # float tensor -> bool tensor
 BINARY_OPS = ARITH + COMPARE + BITWISE + LOGICAL
 UNARY_OPS = FLOAT_UNARY + ANY_UNARY + FLOAT_TESTS + ("bitwise_not", "logical_not")

@@ -1,4 +1,5 @@
-"""Image resizing (`image.resize2d`), with TVM Relax's parameters and TOPI's formulas.
+"""Image resizing (`image.resize2d`), with TVM Relax's parameters and TOPI's formulas, and
+`image.affine_grid` (the sampling grid of a batch of 2x3 affine matrices, TOPI's).
 
 The `H` and `W` axes of the data (layout: any order of `NCHW`) take the sizes of `size`.
 Methods `nearest_neighbor`, `linear` (bilinear) and `cubic` (bicubic: TOPI's spline of
@@ -90,3 +91,25 @@ register("image.resize2d", [
     Param("rounding_method", "str", "round"), Param("cubic_alpha", "float", -0.75),
     Param("cubic_exclude", "int", 0), Param("extrapolation_value", "float", 0.0),
     Param("out_dtype", "dtype", None)], _resize2d)
+
+
+def _affine_grid(oc: OpCall) -> StructInfo:
+    """theta (N, 2, 3) of floats -> the grid (N, 2, H, W) of its points `theta[n] @ (x, y,
+    1)` over the normalized coordinates of an H x W image."""
+    theta = oc.tensor("data")
+    assert theta.shape is not None
+    if len(theta.shape) != 3 or const_dim(theta.shape[1]) != 2 or \
+            const_dim(theta.shape[2]) != 3:
+        oc.error(f"'data' must be a batch of 2x3 matrices (N, 2, 3), got "
+                 f"{shape_text(theta.shape)}")
+    oc.float_dtype("data")
+    height, width = resize_size(oc)
+    if oc.values["align_corners"]:
+        for name, v in (("height", height), ("width", width)):
+            if const_dim(v) == 1:
+                oc.error(f"'align_corners' needs a {name} of at least 2, got 1")
+    return TensorSInfo((theta.shape[0], dim(2), height, width), theta.dtype, 4)
+
+
+register("image.affine_grid", [Param("data", "tensor"), Param("size", "shape"),
+                               Param("align_corners", "bool", True)], _affine_grid)

@@ -84,15 +84,31 @@ def _call_function(call: GCall, func: Function) -> StructInfo:
                            f"{len(call.args)}", call.span)
     values: dict[Var, PrimExpr] = {}
     for p, a in zip(func.params, call.args):
-        ps = p.struct_info
-        a_s = a.struct_info if isinstance(a, GVar) else None
-        if isinstance(ps, TensorSInfo) and isinstance(a_s, TensorSInfo) and ps.shape \
-                and a_s.shape and len(ps.shape) == len(a_s.shape):
-            for d, actual in zip(ps.shape, a_s.shape):
-                if isinstance(d, Var) and d not in values:
-                    values[d] = actual
+        for d, actual in defined_sizes(p.struct_info, a):
+            if isinstance(d, Var) and d not in values:
+                values[d] = actual
     ret = func.ret_struct_info or _sinfo_of_value(func.body, None)
     return substitute(ret, values) if values else ret
+
+
+def defined_sizes(ps: StructInfo | None, a: GraphExpr) -> list[tuple[PrimExpr, PrimExpr]]:
+    """(parameter size, argument size) pairs a call's argument gives: a tensor's dimensions,
+    an `R.Shape([m, n])`'s sizes, an `R.Prim(value="n")`'s value (`R.prim_value(n)`)."""
+    a_s = a.struct_info if isinstance(a, GVar) else None
+    if isinstance(ps, TensorSInfo) and isinstance(a_s, TensorSInfo) and ps.shape \
+            and a_s.shape and len(ps.shape) == len(a_s.shape):
+        return list(zip(ps.shape, a_s.shape))
+    if isinstance(ps, ShapeSInfo) and ps.values is not None:
+        given = a.values if isinstance(a, ShapeExpr) else \
+            a_s.values if isinstance(a_s, ShapeSInfo) else None
+        if given is not None and len(given) == len(ps.values):
+            return list(zip(ps.values, given))
+    if isinstance(ps, PrimSInfo) and isinstance(ps.value, PrimExpr):
+        given = a.value if isinstance(a, PrimValue) else \
+            a_s.value if isinstance(a_s, PrimSInfo) else None
+        if isinstance(given, PrimExpr):
+            return [(ps.value, given)]
+    return []
 
 
 def sinfo_agrees(declared: StructInfo, actual: StructInfo) -> bool:

@@ -1,9 +1,10 @@
 """`R.layout_transform(x, index_map=lambda i, j: (i // 4, j, i % 4), pad_value=None)` (TVM's):
 each element of `x` moves to the index the map gives it.
 
-The output shape is the map's image of the input's, as TVM's IndexMap::MapShape gives it: an
-index kept whole has its axis' size, `i // k` has `ceildiv(n, k)` values and `i % k` has `k`
-(`n` when the axis is a constant `n < k`). Where that holds more elements than the input (`k`
+The output shape is the map's image of the input's, as TVM 0.27 infers it: an index kept
+whole has its axis' size, `i // k` has `ceildiv(n, k)` values and `i % k` has `k` (even where
+the axis is a constant `n < k`: `(1, 1, 1, 3)` for `(a, c, b // 3, b % 3)` over `(1, 2, 1)`).
+Where that holds more elements than the input (`k`
 does not divide `n`) the rest is padding, `pad_value` (0 when not given, as TVM's
 legalization). The map sends each index to one output, or splits it into `i // k` and
 `i % k` (the layouts TVM writes: `NCHW` -> `NCHW4c`, transposes); each output is one of those.
@@ -16,7 +17,7 @@ from typing import Any
 from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var, binop
 from tirc.ir.graph import StructInfo
 from tirc.ir.ops.registry import OpCall, Param, register
-from tirc.ir.ops.sinfo_util import const_dim, dim, dim_text, simplify_dim, tensor
+from tirc.ir.ops.sinfo_util import dim, dim_text, simplify_dim, tensor
 from tirc.ir.schedule import SchedLambda
 
 # Per output of an index map: the input axis it reads, "whole" / "div" / "mod", the factor.
@@ -75,8 +76,7 @@ def layout_shape(shape: tuple[PrimExpr, ...] | list[PrimExpr], parts: list[Part]
         elif kind == "div":
             out.append(simplify_dim(binop("floordiv", binop("add", dim(n), dim(f - 1)), dim(f))))
         else:
-            c = const_dim(n)
-            out.append(dim(c if c is not None and c < f else f))
+            out.append(dim(f))
     return out
 
 

@@ -5,7 +5,7 @@ reductions)."""
 from __future__ import annotations
 
 from tirc.ir.expr import PrimExpr, binop
-from tirc.ir.graph import ShapeExpr, StructInfo, TupleSInfo
+from tirc.ir.graph import PrimSInfo, ShapeExpr, StructInfo, TensorSInfo, TupleSInfo
 from tirc.ir.ops.elementwise import broadcast_shapes
 from tirc.ir.ops.registry import OpCall, Param, register
 from tirc.ir.ops.sinfo_util import (
@@ -155,8 +155,17 @@ def _split(oc: OpCall) -> StructInfo:
 TAKE_MODES = ("fast", "clip", "wrap")
 
 
+def take_indices(oc: OpCall) -> TensorSInfo:
+    """R.take's indices: a tensor, or an `R.Prim` integer, which indexes as a 0-d tensor
+    does (the axis is dropped), as TVM's."""
+    s = oc.sinfo.get("indices")
+    if isinstance(s, PrimSInfo):
+        return TensorSInfo((), s.dtype, 0)
+    return oc.tensor("indices")
+
+
 def _take(oc: OpCall) -> StructInfo:
-    x, idx = oc.tensor("x"), oc.tensor("indices")
+    x, idx = oc.tensor("x"), take_indices(oc)
     assert x.shape is not None and idx.shape is not None
     if idx.dtype is not None and not idx.dtype.is_int:
         oc.error(f"indices must be integers, got {idx.dtype}")

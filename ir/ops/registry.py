@@ -39,7 +39,7 @@ REQUIRED = object()
 # Parameter kinds: graph values stay arguments; the rest are attributes with Python values.
 GRAPH_KINDS = ("tensor", "sparse", "tensors", "shape", "scalar", "callee")
 ATTR_KINDS = ("int", "ints", "int_exprs", "int_or_ints", "bool", "float", "floats", "number",
-              "dtype", "str", "sinfo", "index_map")
+              "number_or_expr", "dtype", "str", "sinfo", "index_map")
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,7 @@ def _load() -> None:
         manipulation,
         matmul,
         nn,
+        quantize,
         reduction,
         slicing,
         sparse,
@@ -290,6 +291,7 @@ def _convert(p: Param, v: Any, err: Callable[[str], NoReturn]) -> Any:
                  "int_or_ints": "an integer or a tuple of integers", "bool": "a bool",
                  "float": "a number", "floats": "a number or a tuple of numbers",
                  "number": "a number",
+                 "number_or_expr": "a number or an integer expression (R.prim_value(n))",
                  "dtype": "a dtype", "str": "a string"}
         err(f"argument '{p.name}' must be {kinds[p.kind]}")
 
@@ -394,6 +396,17 @@ def _to_number(v: Any) -> int | float:
     return _to_float(v)
 
 
+def _to_number_or_expr(v: Any) -> int | float | PrimExpr:
+    """A number, or a symbolic integer expression (`R.prim_value(n)`, R.arange's bounds)."""
+    try:
+        return _to_number(v)
+    except _NotConvertible:
+        x = v.value if isinstance(v, PrimValue) else v
+        if not isinstance(x, PrimExpr) or not x.dtype.is_int or x.dtype.lanes != 1:
+            raise
+        return x
+
+
 def _to_floats(v: Any) -> tuple[float, ...]:
     if isinstance(v, (tuple, list)):
         return tuple(_to_float(x) for x in v)
@@ -414,7 +427,7 @@ _ATTR: dict[str, Callable[[Any], Any]] = {
     "int": _to_int, "ints": _to_ints, "int_exprs": _to_int_exprs, "index_map": _to_index_map,
     "int_or_ints": _to_int_or_ints, "bool": _to_bool,
     "float": _to_float, "floats": _to_floats, "number": _to_number,
-    "dtype": lambda v: dtype(_to_str(v)),
+    "number_or_expr": _to_number_or_expr, "dtype": lambda v: dtype(_to_str(v)),
     "str": _to_str,
 }
 

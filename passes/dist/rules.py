@@ -313,11 +313,11 @@ def _rule_for(call: GCall, operands: Sequence[TensorSInfo], out: StructInfo) -> 
         axis = normalize_axis(int(call.attrs.get("axis", 0)), nd) or 0
         outs = [[None if k == axis else f for k, f in enumerate(fs)] for _ in results]
         return Rule([list(fs)], outs, replicated={fs[axis]}, partial=_first_only)
-    if op == "take":
-        x, idx = operands
+    if op == "take":  # an R.Prim index is no tensor operand: a 0-d one
+        x = operands[0]
         nd = len(_shape(x))
         fs = fx.new(nd)
-        fi = fx.new(len(_shape(idx)))
+        fi = fx.new(len(_shape(operands[1])) if len(operands) > 1 else 0)
         axis = normalize_axis(int(call.attrs.get("axis", 0) or 0), nd) or 0
         return Rule([list(fs), list(fi)], [fs[:axis] + fi + fs[axis + 1:]],
                     replicated={fs[axis]}, partial=_first_only)
@@ -338,6 +338,15 @@ def _rule_for(call: GCall, operands: Sequence[TensorSInfo], out: StructInfo) -> 
         fs = fx.new(len(_shape(operands[0])))
         axis = normalize_axis(int(call.attrs.get("axis", 1)), len(fs)) or 0
         return Rule([list(fs), [fs[axis]]], [list(fs)])
+    if op == "image.affine_grid":  # each matrix of the batch makes its own grid
+        (batch,) = fx.new()
+        return Rule([[batch, None, None]], [[batch, None, None, None]])
+    if op in ("quantize", "dequantize"):  # a per-axis scale and zero point split with the axis
+        fs = fx.new(len(_shape(operands[0])))
+        axis = normalize_axis(int(call.attrs.get("axis", -1)), len(fs)) or 0
+        per = [[fs[axis]] if len(_shape(s)) == 1 else [None] * len(_shape(s))
+               for s in operands[1:]]
+        return Rule([list(fs), *per], [list(fs)])
     if op == "nn.batch_norm":
         return _batch_norm(fx, call, operands)
     if op in COLLAPSES:
@@ -594,6 +603,8 @@ def _window(fx: _Factors, call: GCall, operands: Sequence[TensorSInfo],
     conv = call.op.startswith("nn.conv")
     layout = str(attrs.get("data_layout" if conv else "layout", "") or "NC" + spatial)
     out_layout = str(attrs.get("out_layout") or layout)
+    layout, out_layout = (_letters(x) for x in (layout, out_layout))
+    spatial = "".join(c for c in layout if c in "DHW")
     (batch,) = fx.new()
     (channel,) = fx.new()
     data: list[Factor] = [batch if c == "N" else (None if conv else channel if c == "C" else None)
@@ -611,6 +622,11 @@ def _window(fx: _Factors, call: GCall, operands: Sequence[TensorSInfo],
         result[out_layout.index("C")] = channel
     ops += [[None] * len(_shape(s)) for s in operands[len(ops):]]
     return Rule(ops, [result])
+
+
+def _letters(layout: str) -> str:
+    """A layout's axis letters, one per dimension (`NCHW16c` -> `NCHWc`)."""
+    return "".join(c for c in layout if c.isalpha())
 
 
 def _attention(fx: _Factors, operands: Sequence[TensorSInfo]) -> Rule:
@@ -643,4 +659,5 @@ def has_rule(op: str) -> bool:
                "nn.attention", "nn.group_norm", "nn.instance_norm", "scatter_elements",
                "gather_elements", "slice_scatter", "einsum", "topk", "bucketize", "tril", "triu",
                "gather_nd", "one_hot", "nn.dropout", "nn.pixel_shuffle", "scatter_nd",
-               "index_tensor", "layout_transform")
+               "index_tensor", "layout_transform", "quantize", "dequantize",
+               "image.affine_grid")

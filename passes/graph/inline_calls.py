@@ -17,6 +17,7 @@ from typing import Any
 
 from tirc.ir.attrs import LIFTED, PRIMITIVE
 from tirc.ir.diagnostics import CompileError
+from tirc.ir.expr import Var
 from tirc.ir.graph import (
     Binding,
     BindingBlock,
@@ -26,11 +27,15 @@ from tirc.ir.graph import (
     If,
     MatchCast,
     SeqExpr,
+    Tuple,
+    TupleGetItem,
     VarBinding,
     with_branches,
 )
 from tirc.ir.module import IRModule
+from tirc.ir.ops.infer import defined_sizes
 from tirc.ir.visitor import substitute
+from tirc.passes.graph.normalize import bind_returned_calls
 from tirc.passes.pass_base import Pass, PassContext
 
 
@@ -63,11 +68,25 @@ def _callee(value: Any, mod: IRModule) -> Function | None:
 
 
 def inline_function(func: Function, mod: IRModule, stack: tuple[str, ...]) -> Function:
-    """`func` with every direct call of a graph function of `mod` inlined."""
-    blocks, changed = _inline_blocks(func.body.blocks, mod, stack)
+    """`func` with every direct call of a graph function of `mod` inlined (one it returns,
+    `return Module.f(x)`, bound to a variable first, as normalize binds it)."""
+    body = func.body
+    if _returns_a_call(body.body, mod):
+        bound, value = bind_returned_calls(func)
+        body = body.replace(blocks=tuple(bound), body=value)  # type: ignore
+    blocks, changed = _inline_blocks(body.blocks, mod, stack)
     if not changed:
         return func
-    return func.replace(body=func.body.replace(blocks=tuple(blocks)))  # type: ignore
+    return func.replace(body=body.replace(blocks=tuple(blocks)))  # type: ignore
+
+
+def _returns_a_call(value: Any, mod: IRModule) -> bool:
+    """Whether a returned value (a tuple's fields, an item of one) calls a graph function."""
+    if isinstance(value, Tuple):
+        return any(_returns_a_call(f, mod) for f in value.fields)
+    if isinstance(value, TupleGetItem):
+        return _returns_a_call(value.tuple_value, mod)
+    return _callee(value, mod) is not None
 
 
 def _inline_blocks(old: tuple[BindingBlock, ...], mod: IRModule, stack: tuple[str, ...]
@@ -108,6 +127,10 @@ def _inlined(b: VarBinding, callee: Function, dataflow: bool) -> list[Binding]:
         raise CompileError(f"inline-calls: '{callee.name}' takes {len(callee.params)} "
                            f"arguments, got {len(call.args)}", b.span)
     mapping: dict[Any, Any] = dict(zip(callee.params, call.args))
+    for p, a in zip(callee.params, call.args):  # the callee's sizes are the caller's
+        for d, actual in defined_sizes(p.struct_info, a):
+            if isinstance(d, Var) and d not in mapping:
+                mapping[d] = actual
     out: list[Binding] = []
     for block in callee.body.blocks:
         for inner in block.bindings:
@@ -120,9 +143,8 @@ def _copy(inner: Binding, mapping: dict[Any, Any], prefix: str, dataflow: bool) 
     """A callee's binding with a fresh variable, its uses replaced by `mapping` (an `if`'s
     branches copied the same way, so that two inlined copies share no variable)."""
     var = inner.var
-    fresh = GVar(f"{prefix}_{var.name}",
-                 inner.struct_info if isinstance(inner, MatchCast) else None,
-                 dataflow, span=var.span)
+    cast = substitute(inner.struct_info, mapping) if isinstance(inner, MatchCast) else None
+    fresh = GVar(f"{prefix}_{var.name}", cast, dataflow, span=var.span)
     value = inner.value  # type: ignore[attr-defined]
     if isinstance(value, If):
         branches = [_copy_seq(s, mapping, prefix) for s in value.branches]
@@ -132,7 +154,7 @@ def _copy(inner: Binding, mapping: dict[Any, Any], prefix: str, dataflow: bool) 
         value = substitute(value, mapping)
     mapping[var] = fresh
     if isinstance(inner, MatchCast):
-        return dataclasses.replace(inner, var=fresh, value=value)
+        return dataclasses.replace(inner, var=fresh, value=value, struct_info=cast)
     return VarBinding(fresh, value, span=inner.span)
 
 

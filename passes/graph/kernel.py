@@ -62,6 +62,7 @@ class Kernel:
     sizes: dict[Var, Var] = field(default_factory=dict)
     args: list[GraphExpr] = field(default_factory=list)
     scalar_args: list[Var] = field(default_factory=list)  # R.Prim arguments, in order
+    used_sizes: list[Var] = field(default_factory=list)  # sizes the stages read (size_value)
 
     # ---- buffers -------------------------------------------------------------------------
 
@@ -71,6 +72,16 @@ class Kernel:
             if v not in self.sizes:
                 self.sizes[v] = Var(v.name, INT64)
         return tuple(dim(substitute(d, self.sizes)) for d in shape)
+
+    def size_value(self, e: PrimExpr) -> PrimExpr:
+        """A graph-level integer expression over the symbolic sizes (R.arange's symbolic
+        bound), rewritten over the kernel's size variables; each is bound from a buffer's
+        shape where one has it, else a scalar parameter, even where no shape mentions it."""
+        out = self.dims((e,))[0]
+        for v in shape_vars((e,)):
+            if self.sizes[v] not in self.used_sizes:
+                self.used_sizes.append(self.sizes[v])
+        return out
 
     def _buffer(self, name: str, shape: Indices, dt: DType) -> Buffer:
         return Buffer(name=name, shape=shape, dtype=dt, data=Var(name, HANDLE))
@@ -165,6 +176,7 @@ class Kernel:
         inverse = {k: g for g, k in self.sizes.items()}
         scalars = forced + [v for v in shape_vars(*[b.shape for b in buffers + self.temps])
                             if v not in bare and v not in forced]
+        scalars += [v for v in self.used_sizes if v not in bare and v not in scalars]
         handles = [Var(f"{handle_prefix}{b.name}", HANDLE) for b in buffers]
         root = Block("root", (), (), (), seq(*self.stages), alloc_buffers=tuple(self.temps))
         func = PrimFunc(self.name, (*handles, *self.scalar_args, *scalars),

@@ -18,7 +18,9 @@ from tirc.ir.ops.conv import (
     data_axes,
     layout_axes,
     output_layout,
+    pool_axes,
     pool_geometry,
+    pool_out_axes,
 )
 from tirc.ir.ops.registry import OpCall
 from tirc.ir.ops.sinfo_util import const_dim, dim, dims_equal, product, simplify_dim
@@ -151,16 +153,15 @@ def pool(oc: OpCall, out: StructInfo) -> Kernel:
     dt = y.dtype
     geo = pool_geometry(oc, rank)
     ceil_mode = oc.values["ceil_mode"]
-    axes = data_axes(oc, "layout", rank)
-    oaxes = output_layout(oc, "layout", rank)
+    axes = pool_axes(oc, "layout", rank)
+    oaxes = pool_out_axes(oc, rank)
     combine = "max" if is_max else "add"
     fill = init_value(combine, dt)
     data, inner = pad_stage(k, x, axes, rank, geo, fill, ceil_mode)
 
     def value(s: Indices, r: Indices) -> PrimExpr:
         outer = tuple(s[oaxes[c]] for c in SPATIAL[rank])
-        return window_load(data, axes, rank, inner, {"N": s[oaxes["N"]], "C": s[oaxes["C"]]},
-                           outer, r)
+        return window_load(data, axes, rank, inner, _passed(s, oaxes, rank), outer, r)
 
     if is_max:
         k.reduce(y.name, y, list(geo.window), combine, fill, value)
@@ -176,6 +177,12 @@ def pool(oc: OpCall, out: StructInfo) -> Kernel:
 
     k.compute(y.name, y, average)
     return k
+
+
+def _passed(s: Indices, oaxes: dict[str, int], rank: int) -> dict[str, PrimExpr]:
+    """The output indices of the axes a window passes through (batch, channels and their
+    blocked sub-axes), by layout letter."""
+    return {c: s[pos] for c, pos in oaxes.items() if c not in SPATIAL[rank]}
 
 
 def _bounds(o: PrimExpr, size: int, out: int) -> tuple[PrimExpr, PrimExpr]:
@@ -194,8 +201,8 @@ def adaptive_pool(oc: OpCall, out: StructInfo) -> Kernel:
     x = k.input("A", oc.values["data"], oc.tensor("data"))
     y = k.output(f"T_{name}", out_tensor(out))
     dt = y.dtype
-    axes = data_axes(oc, "layout", rank)
-    oaxes = output_layout(oc, "layout", rank)
+    axes = pool_axes(oc, "layout", rank)
+    oaxes = pool_out_axes(oc, rank)
     sizes = adaptive_sizes(oc, rank)
     ins = [x.shape[axes[c]] for c in SPATIAL[rank]]
     if all(dims_equal(a, b) for a, b in zip(ins, sizes)):  # one element per window
@@ -213,7 +220,8 @@ def adaptive_pool(oc: OpCall, out: StructInfo) -> Kernel:
 
     def value(s: Indices, r: Indices) -> PrimExpr:
         idx: list[PrimExpr] = [dim(0)] * x.ndim
-        idx[axes["N"]], idx[axes["C"]] = s[oaxes["N"]], s[oaxes["C"]]
+        for c, v in _passed(s, oaxes, rank).items():
+            idx[axes[c]] = v
         guards = []
         for n, c in enumerate(SPATIAL[rank]):
             start, end = _bounds(s[oaxes[c]], *consts[n])  # type: ignore[arg-type]

@@ -37,11 +37,14 @@ def arange(oc: OpCall, out: StructInfo) -> Kernel:
     """TOPI's arange: `start + step * i` in int64 when the bounds are integers, else in
     float64, cast to the result's dtype."""
     start, _, step = arange_bounds(oc.values)
-    wide = INT64 if isinstance(start, int) and isinstance(step, int) else dtype("float64")
+    whole = all(isinstance(v, (int, PrimExpr)) for v in (start, step))
+    wide = INT64 if whole else dtype("float64")
     k = Kernel("arange")
     y = k.output("T_arange", out_tensor(out))
+    first = cast(wide, k.size_value(start)) if isinstance(start, PrimExpr) \
+        else const(start, wide)
     k.compute("T_arange", y,
-              lambda i: cast(y.dtype, const(start, wide) + const(step, wide) * cast(wide, i[0])))
+              lambda i: cast(y.dtype, first + const(step, wide) * cast(wide, i[0])))
     return k
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from tirc.ir.expr import Not, PrimExpr, binop, call, cast, const, select
 from tirc.ir.graph import PrimSInfo, StructInfo
-from tirc.ir.ops.elementwise import FLOAT_UNARY
+from tirc.ir.ops.elementwise import FLOAT_UNARY, ROUNDING
 from tirc.ir.ops.registry import OpCall
 from tirc.passes.graph.kernel import Kernel, Operand
 from tirc.passes.graph.legalize_table import kernel_name, legalizer, out_tensor
@@ -117,8 +117,14 @@ def _intrinsic(name: str) -> Callable[[PrimExpr], PrimExpr]:
     return lambda x: call(name, x)
 
 
+def _rounding(name: str) -> Callable[[PrimExpr], PrimExpr]:
+    """floor/ceil/round/trunc: the intrinsic of a float, an integer unchanged (TVM's)."""
+    return lambda x: call(name, x) if x.dtype.is_float else x
+
+
 UNARY: dict[str, Callable[[PrimExpr], PrimExpr]] = {
     **{name: _intrinsic(name) for name in FLOAT_UNARY},
+    **{name: _rounding(name) for name in ROUNDING},
     "negative": lambda x: binop("sub", const(0, x.dtype), x),
     "abs": _abs,
     "nn.relu": lambda x: binop("max", x, const(0, x.dtype)),

@@ -157,3 +157,40 @@ def cubic_taps(o: PrimExpr, in_size: PrimExpr, out_size: PrimExpr, mode: str, al
                       weights[3])
         weights = [binop("div", wt, total) for wt in weights]
     return [(_clamp(tap, in_size), wt) for tap, wt in zip(taps, weights)]
+
+
+def _grid_axis(size: PrimExpr, align_corners: bool, dt: object) -> tuple[PrimExpr, PrimExpr]:
+    """The first normalized coordinate of an axis of `size` positions and the step between
+    two (TOPI's affine_grid: -1 to 1 through the corners, or through the pixel centers)."""
+    n = const_dim(size)
+    if n is not None:
+        first, step = (-1.0, 2.0 / (n - 1)) if align_corners else (-1.0 + 1.0 / n, 2.0 / n)
+        return const(first, dt), const(step, dt)  # type: ignore[arg-type]
+    count = cast(dt, binop("sub", size, dim(1)) if align_corners else size)  # type: ignore[arg-type]
+    step = binop("div", const(2.0, dt), count)  # type: ignore[arg-type]
+    first = const(-1.0, dt) if align_corners else \
+        binop("add", const(-1.0, dt), binop("div", const(1.0, dt), cast(dt, size)))  # type: ignore[arg-type]
+    return first, step
+
+
+@legalizer("image.affine_grid")
+def affine_grid(oc: OpCall, out: StructInfo) -> Kernel:
+    """grid[n, d, i, j] = theta[n, d, 0] * x_j + theta[n, d, 1] * y_i + theta[n, d, 2]."""
+    k = Kernel("affine_grid")
+    theta = k.input("A", oc.values["data"], oc.tensor("data"))
+    y = k.output("T_affine_grid", out_tensor(out))
+    dt = y.dtype
+    corners = bool(oc.values["align_corners"])
+    y0, dy = _grid_axis(y.shape[2], corners, dt)
+    x0, dx = _grid_axis(y.shape[3], corners, dt)
+
+    def value(i: Indices) -> PrimExpr:
+        n, d = i[0], i[1]
+        row = binop("add", y0, binop("mul", cast(dt, i[2]), dy))
+        col = binop("add", x0, binop("mul", cast(dt, i[3]), dx))
+        return binop("add", binop("add", binop("mul", theta.vload(n, d, dim(0)), col),
+                                  binop("mul", theta.vload(n, d, dim(1)), row)),
+                     theta.vload(n, d, dim(2)))
+
+    k.compute("T_affine_grid", y, value)
+    return k

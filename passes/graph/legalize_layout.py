@@ -45,7 +45,7 @@ def layout_transform(oc: OpCall, out: StructInfo) -> Kernel:
 
 def _divides(n: PrimExpr, parts: list[tuple[int, str, int]], axis: int) -> bool:
     """Whether the split of `axis` (size `n`) covers it exactly: a constant multiple of the
-    factor (or smaller than it, where `i % k` has `n` values)."""
+    factor (`i % k` has `k` values, so a shorter axis is padded too)."""
     c = const_dim(n)
     f = next(f for a, kind, f in parts if a == axis and kind == "mod")
-    return c is not None and (c % f == 0 or c < f)
+    return c is not None and c % f == 0

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 from tirc.ir.arith import simplify
 from tirc.ir.expr import PrimExpr, binop, cast, if_then_else, select
-from tirc.ir.graph import GraphExpr, StructInfo, Tuple, TupleGetItem, TupleSInfo
-from tirc.ir.ops.manipulation import split_bounds
+from tirc.ir.graph import GraphExpr, PrimSInfo, StructInfo, Tuple, TupleGetItem, TupleSInfo
+from tirc.ir.ops.manipulation import split_bounds, take_indices
 from tirc.ir.ops.registry import OpCall
 from tirc.ir.ops.sinfo_util import (
     INT64,
@@ -19,7 +19,7 @@ from tirc.ir.ops.sinfo_util import (
     product,
     simplify_dim,
 )
-from tirc.passes.graph.kernel import ZERO, Indices, Kernel
+from tirc.passes.graph.kernel import ZERO, Indices, Kernel, Operand
 from tirc.passes.graph.legalize_table import legalizer, out_tensor
 
 
@@ -199,7 +199,12 @@ def split(oc: OpCall, out: StructInfo) -> Kernel:
 def take(oc: OpCall, out: StructInfo) -> Kernel:
     k = Kernel("take")
     x = k.input("A", oc.values["x"], oc.tensor("x"))
-    ind = k.input("indices", oc.values["indices"], oc.tensor("indices"))
+    idx = take_indices(oc)
+    assert idx.dtype is not None
+    if isinstance(oc.sinfo.get("indices"), PrimSInfo):  # an R.Prim index
+        ind = k.scalar_operand("index", oc.values["indices"], idx.dtype)
+    else:
+        ind = Operand.of(k.input("indices", oc.values["indices"], idx))
     y = k.output("T_take", out_tensor(out))
     axis = oc.values["axis"]
     a = oc.axis(axis, x.ndim) if axis is not None else None
@@ -214,12 +219,14 @@ def take(oc: OpCall, out: StructInfo) -> Kernel:
             return binop("floormod", raw, size)
         return select(binop("lt", raw, ZERO), binop("add", raw, size), raw)
 
+    rank = len(ind.shape)
+
     def value(i: Indices) -> PrimExpr:
         lo = a if a is not None else 0
-        raw = cast(INT64, ind.vload(*i[lo:lo + ind.ndim]))
+        raw = cast(INT64, ind(*i[lo:lo + rank]))
         if a is None:
             return x.vload(*unravel(position(raw, product(x.shape)), x.shape))
-        return x.vload(*i[:a], position(raw, x.shape[a]), *i[a + ind.ndim:])
+        return x.vload(*i[:a], position(raw, x.shape[a]), *i[a + rank:])
 
     k.compute("T_take", y, value)
     return k

@@ -145,7 +145,8 @@ def legalize_call(call: GCall, out: StructInfo | None, mod: IRModule,
     if legalize is None or out is None or not _known(out):
         return call
     oc = bound_call(call, lambda a: infer_expr(a, mod)[1], mod)
-    if any(isinstance(s, TensorSInfo) and s.shape is None for s in _flat(oc.sinfo.values())):
+    if any(isinstance(s, TensorSInfo) and (s.shape is None or s.dtype is None)
+           for s in _flat(oc.sinfo.values())):
         return call
     kernel = legalize(oc, out)
     prim, tir_vars = kernel.build()

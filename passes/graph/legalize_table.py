@@ -82,6 +82,7 @@ def get_legalizer(op: str) -> Legalizer | None:
             legalize_manipulation,
             legalize_matmul,
             legalize_nn,
+            legalize_quantize,
             legalize_reduction,
             legalize_scatter,
             legalize_slicing,

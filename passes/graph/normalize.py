@@ -80,7 +80,7 @@ def normalize_function(func: Function, mod: IRModule | None = None) -> Function:
         params.append(mapping.get(p, p))
     func = _tuple_items_resolved(func)
     func = _module_packed_calls(func, mod)
-    old_blocks, body_value = _bind_returned_calls(func)
+    old_blocks, body_value = bind_returned_calls(func)
     blocks = _normalize_blocks(old_blocks, mapping, mod)
     body_value = substitute(body_value, mapping)
     try:
@@ -212,7 +212,7 @@ def _unused_tuples_dropped(blocks: tuple[BindingBlock, ...], body: GraphExpr,
             b for b in block.bindings if b.var not in dead)) for block in blocks)
 
 
-def _bind_returned_calls(func: Function) -> tuple[tuple[BindingBlock, ...], GraphExpr]:
+def bind_returned_calls(func: Function) -> tuple[tuple[BindingBlock, ...], GraphExpr]:
     """`return R.add(x, y)` (or a call inside the returned tuple or indexed from it): each
     call bound to a variable of its own in a last block, as Relax's normalizer binds it, so
     that a function returns variables; the blocks and the returned value."""
@@ -342,7 +342,7 @@ def _binding(b: Binding, mapping: dict[GVar, GVar], mod: IRModule | None) -> Bin
         if isinstance(b.value, If):  # type: ignore[attr-defined]
             value, inferred = _normalize_if(b.value, mapping, mod)  # type: ignore[attr-defined]
         else:
-            value = substitute(b.value, mapping)  # type: ignore[attr-defined]
+            value = _fold_item(substitute(b.value, mapping))  # type: ignore[attr-defined]
             value, inferred = infer_expr(value, mod)
     except CompileError as err:
         raise _at(err, span) from None
@@ -351,7 +351,7 @@ def _binding(b: Binding, mapping: dict[GVar, GVar], mod: IRModule | None) -> Bin
         why = match_cast_conflict(b.struct_info, inferred)
         if why is not None:
             raise CompileError(f"R.match_cast of {b.var.name} can never succeed: {why}", span)
-        sinfo = b.struct_info
+        sinfo = _cast_result(b.struct_info, inferred)
     else:
         declared = b.var.struct_info
         if declared is not None and not sinfo_agrees(declared, inferred):
@@ -368,3 +368,24 @@ def _binding(b: Binding, mapping: dict[GVar, GVar], mod: IRModule | None) -> Bin
         return dataclasses.replace(b, var=var, value=value)
     assert isinstance(b, VarBinding)
     return dataclasses.replace(b, var=var, value=value)
+
+
+def _cast_result(target: StructInfo, value: StructInfo) -> StructInfo:
+    """The struct info of a match_cast's variable: the target's, with the value's dtype where
+    the target leaves it open (`R.match_cast(x, R.Tensor([m, n]))` of a float32 `x` is a
+    float32 tensor, which every kernel needs to know)."""
+    if isinstance(target, TensorSInfo) and target.dtype is None and \
+            isinstance(value, TensorSInfo) and value.dtype is not None:
+        return dataclasses.replace(target, dtype=value.dtype)
+    return target
+
+
+def _fold_item(e: GraphExpr) -> GraphExpr:
+    """`R.TupleGetItem(R.tuple(a, b), 0)` is `a` (TVM's normalize test binds an `if`'s
+    condition so): an item of a tuple written out is that field, whose tensor the lowering
+    can name."""
+    if isinstance(e, TupleGetItem):
+        inner = _fold_item(e.tuple_value)
+        if isinstance(inner, Tuple) and 0 <= e.index < len(inner.fields):
+            return inner.fields[e.index]
+    return e

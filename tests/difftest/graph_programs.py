@@ -598,11 +598,13 @@ class _Gen:
                       lo=-hi if field == 1 else 0.0, hi=hi, exact=False)
 
     def op_activation(self) -> None:
-        """leakyrelu, softplus (both sides of its threshold), selu, prelu, and dropout (its
-        output or its mask)."""
+        """leakyrelu, softplus (both sides of its threshold), selu, prelu, dropout (its
+        output or its mask), and a quantize-dequantize round trip."""
         a = self.pick()
         op = self.rng.choice(("nn.leakyrelu", "nn.softplus", "nn.selu", "nn.prelu",
-                              "nn.dropout"))
+                              "nn.dropout", "qdq"))
+        if op == "qdq":
+            return self.qdq(a)
         if op == "nn.dropout":
             pair = self.gb.emit(op, a.var, rate=self.rng.choice((0.0, 0.1, 0.5)))
             if self.rng.random() < 0.5:
@@ -630,6 +632,16 @@ class _Gen:
         elif a.mag > 30:
             return self.op_unary()
         self.emit(op, a.var, dims=a.dims, dt="float32", lo=lo, hi=hi, exact=False, **attrs)
+
+    def qdq(self, a: Val) -> None:
+        """An exact value quantized to int8 (scale 0.25, zero point 3: values past the range
+        clip) and dequantized back to float32."""
+        if not a.exact:
+            return self.op_unary()
+        scale, zp = Constant(0.25, dtype("float32")), Constant(3, dtype("int8"))
+        q = self.gb.emit("quantize", a.var, scale, zp, out_dtype="int8")
+        self.emit("dequantize", q, scale, zp, dims=a.dims, dt="float32", lo=-32.75, hi=31.0,
+                  exact=True)
 
     def op_rearrange(self) -> None:
         """flip, tile, repeat, a strided_slice with negative bounds and strides, or
@@ -723,7 +735,7 @@ class _Gen:
                 continue
             f = rng.randint(2, 4)
             outs += [(binop("floordiv", p, IntImm(f, I64)), _dim(-(-d[1] // f))),
-                     (binop("floormod", p, IntImm(f, I64)), _dim(min(d[1], f)))]
+                     (binop("floormod", p, IntImm(f, I64)), _dim(f))]  # k, as TVM 0.27
         if len(fixed) == len(a.dims):
             rng.shuffle(outs)
         pad = rng.choice((None, 1.5 if a.dt == "float32" else 3))
@@ -867,12 +879,26 @@ class _Gen:
                   strides=strides, padding=before + after, output_padding=extra,
                   dilation=dilation, groups=groups, data_layout=layout, kernel_layout=kernel)
 
+    def affine_grid(self, batch: tuple[PrimExpr, int]) -> None:
+        """`image.affine_grid` of a fresh batch of 2x3 matrices, through the corners or
+        the pixel centers."""
+        rng = self.rng
+        corners = rng.random() < 0.5
+        out = [rng.randint(2 if corners else 1, 6) for _ in "HW"]
+        theta = self.param((batch, _dim(2), _dim(3)))
+        self.emit("image.affine_grid", theta.var, ShapeExpr((_dim(out[0])[0], _dim(out[1])[0])),
+                  dims=(batch, _dim(2), _dim(out[0]), _dim(out[1])), dt="float32",
+                  lo=-3 * theta.mag, hi=3 * theta.mag, exact=False, align_corners=corners)
+
     def resize(self, batch: tuple[PrimExpr, int], channels: int) -> None:
         """`image.resize2d`, nearest, bilinear or bicubic (either alpha, with and without
-        excluding the taps outside), in every coordinate mode and rounding. The
+        excluding the taps outside), in every coordinate mode and rounding (or, at times,
+        `image.affine_grid`). The
         nearest neighbour gets output sizes whose coordinates are exact in float32, so that
         no rounding boundary depends on how the compiled code fuses its multiply-adds."""
         rng = self.rng
+        if rng.random() < 0.2:
+            return self.affine_grid(batch)
         layout = rng.choice(("NCHW", "NCHW", "NHWC"))
         method = rng.choice(("nearest_neighbor", "linear", "cubic"))
         mode = rng.choice(("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",

@@ -56,6 +56,10 @@ case("tile", [X], "R.tile(x, (2, 1))")
 case("repeat", [X], "R.repeat(x, 2, axis=1)")
 case("nn.pad", [X], "R.nn.pad(x, [0, 0, 1, 2], pad_value=1.0)")
 case("nn.prelu", [X, ("a", (8,), F)], "R.nn.prelu(x, a, axis=1)")
+case("quantize", [X, ("s", (8,), F), ("z", (8,), "int8")],
+     "R.astype(R.quantize(x, R.add(s, R.const(1.5, \"float32\")), z, axis=1), \"float32\")")
+case("dequantize", [("x", (6, 8), "int8"), ("s", (6,), F), ("z", (6,), "int8")],
+     "R.dequantize(x, s, z, axis=0)")
 C = [("g", (3,), F), ("b", (3,), F), ("m", (3,), F), ("v", (3,), F)]
 case("nn.batch_norm", [("x", (4, 3, 2, 2), F), *C], "R.nn.batch_norm(x, g, b, m, v, axis=1)[0]")
 case("nn.conv1d", [("x", (2, 4, 9), F), ("w", (6, 4, 3), F)], "R.nn.conv1d(x, w, padding=1)")
@@ -74,6 +78,7 @@ for r, shape in ((1, (2, 3, 8)), (2, (2, 3, 6, 6)), (3, (2, 2, 4, 4, 4))):
 case("nn.attention", [("q", (2, 4, 2, 8), F), ("k", (2, 5, 2, 8), F), ("v", (2, 5, 2, 8), F)],
      "R.nn.attention(q, k, v)")
 case("image.resize2d", [("x", (2, 3, 4, 4), F)], "R.image.resize2d(x, (6, 5))")
+case("image.affine_grid", [("t", (4, 2, 3), F)], "R.image.affine_grid(t, (5, 3))")
 case("astype", [X], "R.astype(x, \"float64\")")
 case("matmul", [X, ("w", (8, 5), F)], "R.matmul(x, w)")
 case(("sum", "mean", "max", "min", "prod"), [X], "R.OP(x, axis=[1], keepdims=False)")
@@ -173,3 +178,15 @@ def test_operator_on_a_simulated_mesh(op: str, mesh: int) -> None:
     for split in range(ndim):
         text, args = program(op, mesh, split)
         check_simulated(text, "main", *args, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("split", range(5))
+def test_pooling_in_a_blocked_layout_on_a_simulated_mesh(split: int) -> None:
+    """Pooling in a blocked layout (`NHW4cC`): the factor names no axis (5 letters for 5
+    dimensions); the batch and channels split, the sub-axis and the spatial axes stay whole."""
+    x = np.random.default_rng(1).standard_normal((2, 6, 6, 4, 3)).astype(F)
+    text = module_text(
+        "@R.function\ndef main(x: R.DTensor((2, 6, 6, 4, 3), \"float32\", \"mesh[0]\", "
+        f"\"S[{split}]\")):\n    return R.nn.max_pool2d(x, pool_size=2, strides=2, padding=1, "
+        "layout=\"NHW4cC\")\n", (2,))
+    check_simulated(text, "main", x, rtol=2e-5, atol=2e-5)

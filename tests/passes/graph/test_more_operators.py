@@ -41,6 +41,7 @@ FUNCTIONS: dict[str, tuple[str, str]] = {
     "b_multiply": (XYB, "R.multiply(x, y)"),  # PyTorch's isfinite: (x == x) * (|x| != inf)
     "i_bitwise_not": (XI, "R.bitwise_not(x)"),
     "i_sign": (XI, "R.sign(x)"),
+    **{f"i_{op}": (XI, f"R.{op}(x)") for op in ("floor", "ceil", "round", "trunc")},
     "i_square": (XI, "R.square(x)"),
     "t_where": (CXY, "R.where(c, x, y)"),
     "t_clip": (X, "R.clip(x, -0.5, 2)"),
@@ -150,6 +151,16 @@ def test_compiled_agrees_with_the_interpreter(built: tuple[Path, dict[int, Any]]
             assert got.dtype == want.dtype and got.shape == want.shape, (name, level)
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6,
                                        err_msg=f"{name} at -O{level}")
+
+
+@pytest.mark.parametrize("op", ["floor", "ceil", "round", "trunc"])
+def test_rounding_an_integer_tensor_is_the_tensor(op: str) -> None:
+    """As TVM's (its legalization is topi.identity): int64 values past 2**53 stay exact."""
+    text = functions_module({"main": ('x: R.Tensor((3,), "int64")', f"R.{op}(x)")})
+    x = np.array([2**62 + 1, -(2**53) - 1, 7], dtype="int64")
+    got = Interpreter(parse(text)).call("main", x)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, x)
 
 
 @pytest.mark.parametrize("body, message", [

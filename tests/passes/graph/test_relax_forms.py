@@ -349,6 +349,112 @@ def main(x: R.Tensor((2, 4), "float32")):
     assert "a tuple index is a non-negative integer literal" in str(err.value)
 
 
+def test_shape_written_as_a_constructor(tmp_path: Path) -> None:
+    """`R.ShapeExpr([...])`, TVM's constructor spelling of `R.shape([...])` (its
+    LiftTransformParams test passes `tir_vars=R.ShapeExpr([slice_index])`)."""
+    a = np.arange(32, dtype="int32").reshape(4, 8)
+    check(tmp_path, """\
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def row(x: T.Buffer((4, 8), "int32"), y: T.Buffer((8,), "int32"), k: T.int64):
+        for j in range(8):
+            with T.block("row"):
+                vj = T.axis.remap("S", [j])
+                y[vj] = x[k, vj]
+
+    @R.function
+    def main(x: R.Tensor((4, 8), "int32")):
+        r = R.call_tir(Module.row, [x], tir_vars=R.ShapeExpr([2]),
+                       out_sinfo=R.Tensor((8,), "int32"))
+        return R.reshape(r, R.ShapeExpr([2, 4]))
+""", [a])
+
+
+def test_match_cast_to_a_tensor_without_dtype_keeps_the_values(tmp_path: Path) -> None:
+    """`C = R.match_cast(B, R.Tensor([M, N]))` (TVM's bind_symbolic_vars test) of a float32 `B`:
+    `C` is a float32 tensor, so `R.add(A, C)` compiles (its kernel was an internal error: an
+    operand of unknown dtype)."""
+    rng = np.random.default_rng(6)
+    a, b = (rng.standard_normal((3, 8)).astype("float32") for _ in range(2))
+    check(tmp_path, """\
+@R.function
+def main(A: R.Tensor(["M", "N"], "float32"), B: R.Tensor("float32", ndim=2)):
+    M = T.int64()
+    N = T.int64()
+    C = R.match_cast(B, R.Tensor([M, N]))
+    return R.add(A, C)
+""", [a, b])
+
+
+def test_item_of_a_written_tuple_as_a_condition(tmp_path: Path) -> None:
+    """`c = R.TupleGetItem(R.tuple(cond), 0)` then `if c:` (TVM's normalize test): the item is
+    `cond` (lowering refused it: no tensor computed before the call)."""
+    x = np.array([1.5], dtype="float32")
+    for cond in (True, False):
+        check(tmp_path, """\
+@R.function
+def main(cond: R.Tensor((), "bool"), x: R.Tensor((1,), "float32")):
+    c = R.TupleGetItem(R.tuple(cond), 0)
+    if c:
+        gv = R.add(x, x)
+        y = gv
+    else:
+        gv = R.multiply(x, x)
+        y = gv
+    return y
+""", [np.array(cond), x])
+
+
+def test_returned_call_of_a_graph_function_is_inlined(tmp_path: Path) -> None:
+    """`return Module.func(A)` (TVM's LambdaLift and RemoveUnusedParameters tests): inline-calls
+    binds the returned call, then inlines it (it was left a call lowering refused)."""
+    a = np.random.default_rng(7).standard_normal((2, 3)).astype("float32")
+    check(tmp_path, """\
+@I.ir_module
+class Module:
+    @R.function
+    def main(A: R.Tensor([2, 3], "float32")):
+        return (Module.func(A), R.add(A, A))
+
+    @R.function(private=True)
+    def func(A: R.Tensor([2, 3], "float32")) -> R.Tensor([2, 3], "float32"):
+        return R.multiply(A, A)
+""", [a])
+
+
+def test_callee_sizes_given_by_prim_and_shape_arguments(tmp_path: Path) -> None:
+    """A callee whose sizes its `R.Prim(value="n")` or `R.Shape(["m", "n"])` parameters define:
+    the call's result is in the caller's sizes (an annotation `R.Tensor([m, n])` of it was
+    "does not match the value's R.Tensor((m, n))", the callee's own `m` and `n`), and the
+    inlined body computes in them."""
+    a = np.random.default_rng(8).standard_normal((3, 4)).astype("float32")
+    check(tmp_path, """\
+@I.ir_module
+class Module:
+    @R.function
+    def main(A: R.Tensor(["m", "n"], "float32")) -> R.Tensor(["m", "n"], "float32"):
+        m = T.int64()
+        n = T.int64()
+        z: R.Tensor([m, n], "float32") = Module.fill(R.prim_value(n), R.prim_value(m))
+        out: R.Tensor([m, n], "float32") = Module.plus(A, R.shape([m, n]), z)
+        return out
+
+    @R.function(private=True)
+    def fill(pn: R.Prim(value="n"), pm: R.Prim(value="m")) -> R.Tensor(["m", "n"], "float32"):
+        m = T.int64()
+        n = T.int64()
+        return R.full(R.shape([m, n]), R.const(1.5, "float32"))
+
+    @R.function(private=True)
+    def plus(A: R.Tensor(["a", "b"], "float32"), s: R.Shape(["a", "b"]),
+            z: R.Tensor(["a", "b"], "float32")) -> R.Tensor(["a", "b"], "float32"):
+        a = T.int64()
+        b = T.int64()
+        return R.add(R.add(A, z), R.zeros(R.shape([a, b]), "float32"))
+""", [a])
+
+
 MATCH_CAST_PARAMS = """\
 @I.ir_module
 class Module:

@@ -1,7 +1,8 @@
 """Convolution and pooling (`R.nn.conv1d/2d/3d`, `R.nn.max_pool*`, `R.nn.avg_pool*`,
-`R.nn.adaptive_avg_pool*`): the reference interpreter against a per-element loop written from
-the definitions, each operator compiled at -O0 and -O3 against the interpreter, the printed
-form read back, and the diagnostics for wrong attributes and shapes."""
+`R.nn.adaptive_avg_pool*`, pooling in blocked layouts too): the reference interpreter against a
+per-element loop written from the definitions, each operator compiled at -O0 and -O3 against
+the interpreter, the printed form read back, and the diagnostics for wrong attributes and
+shapes."""
 
 from __future__ import annotations
 
@@ -67,6 +68,17 @@ CASES: dict[str, tuple[str, str]] = {
                           'R.nn.adaptive_avg_pool2d(x, layout="NHWC")'),
     "adaptive_avg_pool1d": ('x: R.Tensor((2, 3, 10), "float32")',
                             "R.nn.adaptive_avg_pool1d(x, 4)"),
+    "max_pool2d_nchw4c": ('x: R.Tensor((2, 2, 7, 7, 4), "float32")',
+                          'R.nn.max_pool2d(x, pool_size=3, strides=2, padding=1, '
+                          'layout="NCHW4c")'),
+    "avg_pool2d_nchw4c_ceil": ('x: R.Tensor((1, 2, 8, 7, 4), "float32")',
+                               "R.nn.avg_pool2d(x, pool_size=3, strides=2, padding=1, "
+                               'ceil_mode=True, layout="NCHW4c")'),
+    "avg_pool2d_nhwc8c": ('x: R.Tensor((1, 6, 6, 2, 8), "float32")',
+                          "R.nn.avg_pool2d(x, pool_size=2, strides=2, padding=1, "
+                          'layout="NHWC8c", count_include_pad=True)'),
+    "adaptive_nchw4c": ('x: R.Tensor((2, 2, 7, 5, 4), "float32")',
+                        'R.nn.adaptive_avg_pool2d(x, output_size=(3, 2), layout="NCHW4c")'),
 }
 
 
@@ -165,6 +177,25 @@ def test_interpreter_adaptive_pooling_windows() -> None:
     np.testing.assert_allclose(got[0, 0], [x[0, 0, a:b].mean() for a, b in windows])
 
 
+@pytest.mark.parametrize("call", [
+    'R.nn.max_pool2d(x, pool_size=3, strides=2, padding=1, layout="NCHW4c")',
+    'R.nn.avg_pool2d(x, pool_size=3, strides=2, padding=(1, 0), ceil_mode=True, '
+    'layout="NCHW4c")',
+    'R.nn.adaptive_avg_pool2d(x, output_size=(3, 2), layout="NCHW4c")'])
+def test_interpreter_blocked_pooling_is_the_unpacked_one(call: str) -> None:
+    """Pooling `NCHW4c` data is pooling the `NCHW` tensor it packs (channel `C * 4 + c`),
+    packed the same way: the sub-axis passes through as the channels do."""
+    x = np.random.default_rng(5).standard_normal((2, 2, 7, 7, 4))
+    text = functions_module({"main": ('x: R.Tensor((2, 2, 7, 7, 4), "float64")', call)})
+    got = Interpreter(parse(text)).call("main", x)
+    plain = x.transpose(0, 1, 4, 2, 3).reshape(2, 8, 7, 7)
+    text = functions_module({"main": ('x: R.Tensor((2, 8, 7, 7), "float64")',
+                                      call.replace(', layout="NCHW4c"', ""))})
+    want = Interpreter(parse(text)).call("main", plain)
+    want = want.reshape(2, 2, 4, *want.shape[2:]).transpose(0, 1, 3, 4, 2)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
 def test_printed_calls_read_back() -> None:
     mod = parse(functions_module(CASES))
     again = parse(print_module(mod))
@@ -198,6 +229,16 @@ def test_printed_calls_read_back() -> None:
      "R.nn.max_pool2d: 'strides' must be positive, got (0, 0)"),
     ('x: R.Tensor((1, 4, "n", 5), "float32")', "R.nn.adaptive_avg_pool2d(x, 2)",
      "R.nn.adaptive_avg_pool2d: needs a constant input size along axis H, got n"),
+    ('x: R.Tensor((1, 4, 5, 5), "float32")', 'R.nn.max_pool2d(x, layout="NCHW4c")',
+     "R.nn.max_pool2d: 'data' must have 5 dimensions, got (1, 4, 5, 5)"),
+    ('x: R.Tensor((1, 4, 5, 5, 4), "float32")', 'R.nn.max_pool2d(x, layout="NCHW4h")',
+     "R.nn.max_pool2d: layout 'NCHW4h' is not an order of the axes NCHW, with blocked "
+     "sub-axes of N or C only (such as NCHW16c)"),
+    ('x: R.Tensor((1, 4, 5, 5, 4), "float32")', 'R.nn.avg_pool2d(x, layout="NCHWc")',
+     "R.nn.avg_pool2d: layout 'NCHWc' is not an order of the axes NCHW"),
+    ('x: R.Tensor((1, 4, 5, 5, 4), "float32")',
+     'R.nn.adaptive_avg_pool2d(x, layout="NCHW4c", out_layout="NHWC")',
+     "R.nn.adaptive_avg_pool2d: out_layout 'NHWC' must equal the blocked layout 'NCHW4c'"),
 ])
 def test_wrong_calls_are_diagnostics(params: str, body: str, message: str) -> None:
     from tirc.passes.graph.normalize import Normalize
@@ -208,11 +249,14 @@ def test_wrong_calls_are_diagnostics(params: str, body: str, message: str) -> No
 
 
 def test_interpreter_names_a_blocked_layout() -> None:
-    """Run without shape inference, the interpreter still refuses `NCHW16c` by name."""
+    """Run without shape inference, the interpreter still refuses a convolution's `NCHW16c`
+    by name (pooling runs it)."""
     from tirc.ir.interpreter import InterpreterError
 
-    text = functions_module({"main": ('x: R.Tensor((1, 2, 4, 4, 16), "float32")',
-                                      'R.nn.max_pool2d(x, pool_size=2, layout="NCHW16c")')})
+    text = functions_module({"main": ('x: R.Tensor((1, 2, 4, 4, 16), "float32"), '
+                                      'w: R.Tensor((4, 32, 1, 1), "float32")',
+                                      'R.nn.conv2d(x, w, data_layout="NCHW16c")')})
     with pytest.raises(InterpreterError, match="layout 'NCHW16c' of a 5-d tensor is not an "
                                                "order of the axes NCHW"):
-        Interpreter(parse(text)).call("main", np.zeros((1, 2, 4, 4, 16), np.float32))
+        Interpreter(parse(text)).call("main", np.zeros((1, 2, 4, 4, 16), np.float32),
+                                      np.zeros((4, 32, 1, 1), np.float32))
