@@ -181,7 +181,7 @@ class _Checks(Mutator):
             with self.an.scope():
                 self.an.bind(e.var, e.value)
                 inner = self.expr_checks(e.body, guards)
-            out += [Let(e.var, e.value, c) for c in inner]
+            out += [Let(e.var, e.value, c, c.dtype) for c in inner]
         elif isinstance(e, PrimExpr):
             for _, value in e.node_fields():
                 if isinstance(value, PrimExpr):

@@ -151,7 +151,14 @@ class ExprCompiler:
         ff = self.compile(e.false_value)
         if e.dtype.lanes > 1:
             return lambda env: np.where(fc(env), ft(env), ff(env))
-        return lambda env: ft(env) if fc(env) else ff(env)
+
+        def select(env: Env) -> Any:
+            # TVM's Select evaluates both operands (T.if_then_else is the lazy one), as the
+            # compiled code does: a load out of bounds in the arm not taken is an error.
+            c, t, f = fc(env), ft(env), ff(env)
+            return t if c else f
+
+        return select
 
     def c_Cast(self, e: Cast) -> Fn:
         fv = self.compile(e.value)

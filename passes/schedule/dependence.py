@@ -136,6 +136,26 @@ def check_iter_kinds(prim: str, sites: list[BlockSite], loop: For, allow_reduce:
                 f"{KIND_NAMES[iv.kind]} variable {iv.var.name} of block \"{site.name}\")")
 
 
+def check_init_first(prim: str, sites: list[BlockSite], moved: list[For]) -> None:
+    """No moved loop feeds both a spatial and a reduction variable of a block with an init:
+    the init runs where the reduction variables are at their start, and in another order of
+    such a loop an instance could update before it (after fuse(i, k) and a split, the parts
+    reordered: the init overwrote partial sums)."""
+    for site in sites:
+        if site.block.init is None:
+            continue
+        for lp in moved:
+            fed = {iv.kind: iv.var.name for iv, value in zip(site.block.iter_vars,
+                                                             site.realize.iter_values)
+                   if uses_any(value, {lp.loop_var})}
+            if IterKind.SPATIAL in fed and IterKind.REDUCE in fed:
+                raise ScheduleError(
+                    f"{prim}: loop {lp.loop_var.name} feeds both spatial variable "
+                    f"{fed[IterKind.SPATIAL]} and reduction variable {fed[IterKind.REDUCE]} of "
+                    f"block \"{site.name}\", which has an init: moved, it could run an update "
+                    f"before the init")
+
+
 def _site_regions(site: BlockSite, top: For, skip: Var, an: Analyzer
                   ) -> tuple[dict[Buffer, list[list[Bounds | None]]],
                              dict[Buffer, list[list[Bounds | None]]]]:

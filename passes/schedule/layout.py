@@ -25,13 +25,15 @@ from tirc.ir.arith import Analyzer
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import BinOp, BufferLoad, IntImm, PrimExpr, Var, binop, const, is_const_int
 from tirc.ir.layout import LayoutError, parse_layout
+from tirc.ir.parallel_private import private_loops
 from tirc.ir.schedule import SchedLambda
 from tirc.ir.stmt import Block, BlockRealize, BufferStore, For, ForKind, IterKind, IterVar, Stmt
 from tirc.ir.visitor import Mutator, substitute
 from tirc.passes.schedule.dependence import BlockSite
+from tirc.passes.schedule.loops import recheck_parallel_loop
 from tirc.passes.schedule.scope import kid_index, replace_buffer, scope_kids, set_scope_kids
 from tirc.passes.schedule.state import ScheduleError, ScheduleState
-from tirc.passes.schedule.tree import walk
+from tirc.passes.schedule.tree import loop_path, walk
 
 PRIM = "transform_layout"
 MAX_ENUMERATED = 1 << 22
@@ -83,7 +85,7 @@ def transform_layout(s: ScheduleState, block: Any, buffer: Any, index_map: Any =
                             f"{buf.name} has {buf.ndim} dimensions")
     params = [p if p.dtype == d.dtype else Var(p.name, d.dtype) for p, d in
               zip(params, buf.shape)]
-    outs = [substitute(o, dict(zip(index_map.params, params))) for o in outs]
+    outs = [_Retyped().visit(substitute(o, dict(zip(index_map.params, params)))) for o in outs]
     an = Analyzer()
     shape = _image_shape(buf, params, outs, an)
     padded = _check_bijective(buf, params, outs, shape, assume_injective_transform,
@@ -212,6 +214,8 @@ def add_padding_block(s: ScheduleState, buf: Buffer,
                             f"{what}")
     sp, kids = scope_kids(s, writers[0])
     pos = kid_index(kids, BlockSite(writers[0]))
+    owner = sp[-1].block if sp else None
+    private = private_loops(owner).get(buf.data) if isinstance(owner, Block) else None
     ivars = [IterVar(Var(f"v{k}", d.dtype), Range(IntImm(0, d.dtype), d), IterKind.SPATIAL)
              for k, d in enumerate(buf.shape)]
     loops = [Var(f"ax{k}", d.dtype) for k, d in enumerate(buf.shape)]
@@ -227,6 +231,21 @@ def add_padding_block(s: ScheduleState, buf: Buffer,
     for ax, d in reversed(list(zip(loops, buf.shape))):
         body = For(ax, IntImm(0, d.dtype), d, ForKind.SERIAL, body)
     set_scope_kids(s, sp, kids[:pos + 1] + [body] + kids[pos + 1:], PRIM)
+    if private is not None:
+        # the buffer had a copy per iteration of that parallel loop; used after it now, it is
+        # shared, and iterations that recompute one element of it would race
+        path = loop_path(s.body, private.loop_var)
+        assert path is not None
+        recheck_parallel_loop(path, f"{PRIM} (pad_value)")
+
+
+class _Retyped(Mutator):
+    """An index map's outputs over its retyped parameters (int64 for an int64 buffer), every
+    operation rebuilt so that its literals take the operands' dtype (`j // 2` read from a
+    lambda over int32; left as int64 // int32, the code generator failed)."""
+
+    def visit_BinOp(self, n: BinOp) -> Any:
+        return binop(n.op, self.visit(n.a), self.visit(n.b))
 
 
 class _Remap(Mutator):

@@ -19,6 +19,7 @@ from tirc.passes.schedule.cross_thread import check_cross_thread, feeds_reductio
 from tirc.passes.schedule.dependence import (
     bind_outer_loops,
     check_distinct_instances,
+    check_init_first,
     check_iter_kinds,
     check_loop_used,
     check_not_carried,
@@ -267,6 +268,7 @@ def reorder(s: ScheduleState, *loops: Any) -> None:
     given = {id(f) for f in fors}
     order = iter(fors)
     new_chain = [next(order) if id(f) in given else f for f in chain]
+    check_init_first("reorder", sites, [g for f, g in zip(chain, new_chain) if f is not g])
     body = bottom.body
     for f in reversed(new_chain):
         assert isinstance(f, For)

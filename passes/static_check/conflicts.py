@@ -9,10 +9,12 @@ found, with the two iterations as the witness.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
-from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.buffer import Buffer
+from tirc.ir.expr import IntImm, PrimExpr, Var, const
+from tirc.ir.structural import structural_equal
 from tirc.passes.static_check.points import (
     NotEnumerable,
     enumerate_points,
@@ -43,8 +45,38 @@ def _inner_vars(a: Access, loop: Loop) -> set[Var]:
     return {lp.var for lp in a.loops[k:]}
 
 
+def _same_layout(a: Buffer, b: Buffer) -> bool:
+    """Whether equal indices into `a` and `b` (views of one storage) name the same element."""
+    return a is b or (a.dtype == b.dtype and a.layout is None and b.layout is None and
+                      structural_equal((a.shape, a.strides, a.elem_offset),
+                                       (b.shape, b.strides, b.elem_offset)))
+
+
+def _in_storage(a: Access) -> Access:
+    """`a` as an access to its storage: one index, the element's offset from the data
+    pointer, under the storage's name (`A.data[7]`)."""
+    from tirc.passes.flatten_buffers import flat_offset  # only for views of one storage
+
+    storage = Buffer(f"{a.buffer.data.name}.data", (), a.buffer.dtype, a.buffer.data)
+    return replace(a, buffer=storage, indices=(flat_offset(a.buffer, a.indices),))
+
+
+def _in_bytes(a: Access) -> Access:
+    """A storage access (`_in_storage`) at its first byte."""
+    size = const(max(1, a.buffer.dtype.bits // 8) * a.buffer.dtype.lanes, a.indices[0].dtype)
+    storage = replace(a.buffer, name=f"the bytes of {a.buffer.name}")
+    return replace(a, buffer=storage, indices=(a.indices[0] * size,))
+
+
 def find_conflict(loop: Loop, write: Access, other: Access) -> Conflict | None:
-    """Two different iterations of `loop` where `write` writes an element `other` touches."""
+    """Two different iterations of `loop` where `write` writes an element `other` touches
+    (through two views of one storage with different layouts, compared by storage offset)."""
+    if not _same_layout(write.buffer, other.buffer) and write.buffer.layout is None \
+            and other.buffer.layout is None:
+        same_size = write.buffer.dtype == other.buffer.dtype
+        write, other = _in_storage(write), _in_storage(other)
+        if not same_size:
+            write, other = _in_bytes(write), _in_bytes(other)
     own = _inner_vars(write, loop)
     if loop.var not in free_vars([*write.indices, *write.guards]) and \
             not (isinstance(loop.extent, IntImm) and loop.extent.value < 2):

@@ -4,20 +4,24 @@ When the loops an index depends on have constant bounds (or bounds over outer lo
 same nest) and together at most MAX_POINTS iterations, the exact set of values the index takes
 is known by evaluating it with numpy over every point; the conditions it runs under mask the
 points out. That decides "does this access leave the buffer" exactly, with a witness, where
-interval bounds would only over-approximate (`(i * 7) % 32` over 32 values of i).
+interval bounds would only over-approximate (`(i * 7) % 32` over 32 values of i). numpy is
+imported when points are first enumerated, not with this module.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
 from tirc.ir import intrinsics as intrin
 from tirc.ir.dtype import DType, no_overflow
-from tirc.ir.expr import BinOp, Call, Cast, IntImm, Not, PrimExpr, Select, Var
+from tirc.ir.expr import BinOp, Call, Cast, IntImm, Let, Not, PrimExpr, Select, Var
 from tirc.ir.visitor import post_order_visit
 from tirc.passes.static_check.sites import Loop
+
+if TYPE_CHECKING:
+    import numpy as np  # imported where points are enumerated: most compiles never load it
 
 MAX_POINTS = 1 << 16
 
@@ -41,10 +45,19 @@ class Points:
 
 
 def free_vars(exprs: Sequence[PrimExpr]) -> set[Var]:
+    """The variables `exprs` read, without those a `T.Let` inside them binds."""
     found: set[Var] = set()
+    bound: set[Var] = set()
+
+    def visit(n: object) -> None:
+        if isinstance(n, Var):
+            found.add(n)
+        elif isinstance(n, Let):
+            bound.add(n.var)
+
     for e in exprs:
-        post_order_visit(e, lambda n: found.add(n) if isinstance(n, Var) else None)
-    return found
+        post_order_visit(e, visit)
+    return found - bound
 
 
 def relevant_loops(exprs: Sequence[PrimExpr], loops: Sequence[Loop]) -> list[Loop]:
@@ -66,6 +79,8 @@ def enumerate_points(exprs: Sequence[PrimExpr], loops: Sequence[Loop]) -> Points
     vars_ = {lp.var for lp in chosen}
     if free_vars([*exprs, *(e for lp in chosen for e in (lp.min, lp.extent))]) - vars_:
         raise NotEnumerable("symbolic")
+    import numpy as np
+
     env: dict[Var, np.ndarray] = {}
     valid = np.ones(1, dtype=bool)
     for lp in chosen:
@@ -83,15 +98,18 @@ def enumerate_points(exprs: Sequence[PrimExpr], loops: Sequence[Loop]) -> Points
     return Points(env, valid, chosen)
 
 
+# The numpy function of each binary operator evaluated elementwise.
 _ARITH = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "min": np.minimum,
-    "max": np.maximum, "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
-    "gt": np.greater, "ge": np.greater_equal, "and": np.logical_and, "or": np.logical_or,
+    "add": "add", "sub": "subtract", "mul": "multiply", "min": "minimum", "max": "maximum",
+    "eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
+    "ge": "greater_equal", "and": "logical_and", "or": "logical_or",
 }
 
 
 def evaluate(e: PrimExpr, env: dict[Var, np.ndarray], n: int) -> np.ndarray:
     """`e` over the points (int64 or bool arrays, or scalars that broadcast)."""
+    import numpy as np
+
     if isinstance(e, IntImm):
         if e.dtype.kind == "uint" and e.dtype.bits >= 64:
             raise NotEnumerable("uint64")  # as _wrap: its values need not fit int64 points
@@ -108,6 +126,8 @@ def evaluate(e: PrimExpr, env: dict[Var, np.ndarray], n: int) -> np.ndarray:
         return v.astype(bool) if e.dtype.is_bool else _wrap(v.astype(np.int64), e.dtype)
     if isinstance(e, Not):
         return np.logical_not(evaluate(e.a, env, n))
+    if isinstance(e, Let):
+        return evaluate(e.body, {**env, e.var: evaluate(e.value, env, n)}, n)
     if isinstance(e, Select) or (isinstance(e, Call) and e.op == intrin.IF_THEN_ELSE):
         c, t, f = (e.condition, e.true_value, e.false_value) if isinstance(e, Select) \
             else e.args
@@ -115,7 +135,7 @@ def evaluate(e: PrimExpr, env: dict[Var, np.ndarray], n: int) -> np.ndarray:
     if isinstance(e, BinOp) and (e.a.dtype.is_int or e.a.dtype.is_bool):
         a, b = evaluate(e.a, env, n), evaluate(e.b, env, n)
         if e.op in _ARITH:
-            out = _ARITH[e.op](a, b)
+            out = getattr(np, _ARITH[e.op])(a, b)
             return _wrap(out, e.dtype) if e.dtype.is_int else out
         if e.op in ("floordiv", "floormod", "truncdiv", "truncmod"):
             return _wrap(_division(e.op, a, b), e.dtype)
@@ -126,6 +146,8 @@ def _wrap(v: np.ndarray, dt: DType) -> np.ndarray:
     """Values of integer dtype `dt` as its arithmetic leaves them: int8, int16 and the unsigned
     types wrap around (int32 and int64 are taken not to overflow; uint64 does not fit the
     int64 points, which are then not enumerated)."""
+    import numpy as np
+
     if no_overflow(dt):
         return v
     if dt.kind == "uint" and dt.bits >= 64:
@@ -139,6 +161,8 @@ def _wrap(v: np.ndarray, dt: DType) -> np.ndarray:
 
 def _division(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Integer division and modulo as the IR defines them (a zero divisor gives 0)."""
+    import numpy as np
+
     safe = np.where(b == 0, 1, b)
     if op == "floordiv":
         out = np.floor_divide(a, safe)

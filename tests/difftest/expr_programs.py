@@ -15,7 +15,8 @@ width or more (0, or any amount in a wrapping type), right shifts of a constant 
 and `T.reinterpret` between the signed and unsigned integers of one width and from the absolute
 value of an exact float to the integer of its width. A quarter read some inputs through a
 strided view of their storage (`T.decl_buffer(..., data=A0.data, strides=[s], elem_offset=o)`,
-a fourth stream).
+a fourth stream). A quarter bind names (a fifth stream): `T.Let(body, where={t: value})` inside
+expressions, and `t = T.bind(value)` before the stores, the names read by what follows.
 It checks the simplifier, the vectorizer and the code generator on the semantics the
 interpreter defines: narrow and unsigned integers wrap, a shift by the width or more gives 0
 (or the sign). Divisors are made odd (`T.bitwise_or(b, 1)`): a division by zero is an error in
@@ -97,7 +98,8 @@ class _Gen:
     def __init__(self, rng: random.Random, inputs: list[tuple[str, str]], specials: bool,
                  extent: int, loop_dtype: str, extra: random.Random | None = None,
                  bits: random.Random | None = None,
-                 views: tuple[random.Random, dict[str, tuple[str, int]]] | None = None) -> None:
+                 views: tuple[random.Random, dict[str, tuple[str, int]]] | None = None,
+                 lets: random.Random | None = None) -> None:
         self.rng = rng
         self.inputs = inputs
         self.specials = specials
@@ -107,10 +109,16 @@ class _Gen:
         self.bits = bits  # the bit-level operations' own stream (None: the program has none)
         # the views' stream and, per input, the name and extent of its strided view
         self.views = views
+        self.lets = lets  # the lets' own stream (None: the program binds no names)
+        self.scope: list[Val] = []  # let-bound names in scope (a Val whose text is the name)
+        self.bound = 0
 
     # ---- leaves
 
     def leaf(self, dt: str) -> Val:
+        named = [v for v in self.scope if v.dtype == dt]
+        if named and self.lets is not None and self.lets.random() < 0.6:
+            return self.lets.choice(named)
         r = self.rng.random()
         same = [(name, d) for name, d in self.inputs if d == dt]
         if same and r < 0.6:
@@ -227,6 +235,8 @@ class _Gen:
     # ---- expressions
 
     def expr(self, dt: str, depth: int) -> Val:
+        if self.lets is not None and depth >= 2 and self.lets.random() < 0.2:
+            return self.let(dt, depth)
         if depth <= 0 or self.rng.random() < 0.2:
             return self.leaf(dt)
         if dt == "bool":
@@ -234,6 +244,27 @@ class _Gen:
         if dt in FLOATS:
             return self.floating(dt, depth)
         return self.integer(dt, depth)
+
+    def bind(self, depth: int) -> tuple[str, Val]:
+        """A new name for a random expression (of the lets' choosing dtype), put in scope:
+        the name and the bound value."""
+        assert self.lets is not None
+        vdt = self.lets.choice(INTS + FLOATS + ("bool",))
+        value = self.expr(vdt, depth)
+        name = f"t{self.bound}"
+        self.bound += 1
+        self.scope.append(Val(name, vdt, value.lo, value.hi, value.frac, value.exact,
+                              value.finite))
+        return name, value
+
+    def let(self, dt: str, depth: int) -> Val:
+        """`T.Let(body, where={t: value})`: the body of dtype `dt` may read `t` (any number
+        of times, in a select's untaken arm too)."""
+        name, value = self.bind(depth - 1)
+        body = self.expr(dt, depth - 1)
+        self.scope.pop()
+        return Val(f"T.Let({body.text}, where={{{name}: {value.text}}})", dt, body.lo,
+                   body.hi, body.frac, body.exact, body.finite)
 
     def boolean(self, depth: int) -> Val:
         rng = self.rng
@@ -460,10 +491,17 @@ def random_expr_program(seed: int) -> ExprProgram:
     # A quarter read inputs through strided views of their storage (a fourth stream).
     view_rng = random.Random(seed * 3571 + 7)
     views, decls = _views(view_rng, inputs, n) if view_rng.random() < 0.25 else ({}, [])
+    # A quarter bind names: `T.Let` in expressions and `t = T.bind(v)` before stores (a fifth
+    # stream).
+    lets = random.Random(seed * 6007 + 11)
     gen = _Gen(rng, inputs, specials, n, loop_dtype, extra if idioms else None,
-               bits if bits.random() < 0.3 else None, (view_rng, views) if views else None)
+               bits if bits.random() < 0.3 else None, (view_rng, views) if views else None,
+               lets if lets.random() < 0.25 else None)
     outputs, lines, infos = [], [], {}
     for k in range(rng.randint(1, 3)):
+        if gen.lets is not None and gen.lets.random() < 0.4:
+            name, value = gen.bind(gen.lets.randint(1, 3))
+            lines.append(f"{name} = T.bind({value.text})")
         dt = rng.choice(dtypes)
         v = gen.expr(dt, rng.randint(1, MAX_DEPTH))
         name = f"B{k}"

@@ -11,8 +11,10 @@ factor does not divide), fused, or reordered, with parallel, vectorized and unro
 where they are legal. A quarter of the programs end with one more output, a row scan whose
 serial loop inside the block leaves early (`break`) or skips elements (`continue`), and a fifth
 with a row sum through a scratch buffer local to its block over a loop from a non-zero start,
-or a total over two reduction axes with `T.init`; each draws from its own stream, so the stages
-before it are those the seed always gave.
+or a total over two reduction axes with `T.init`, and a fifth with one of the stages of
+`loop_extras` (int8/uint8 sums that wrap or widen, rows read backwards, a parallel loop inside a
+serial reduction loop, nested selects over a let-bound value); each draws from its own stream,
+so the stages before it are those the seed always gave.
 `random_loop_program(seed)` is deterministic in its seed, so a failing seed is a reproducible
 program.
 """
@@ -47,6 +49,7 @@ from tirc.ir.intrinsics import BREAK_LOOP, CONTINUE_LOOP
 from tirc.ir.stmt import Evaluate, IfThenElse, Stmt, seq
 
 from difftest.harness import Program, loop_args
+from difftest.loop_extras import stage_extra
 from difftest.values import INPUT_INFO, Info, combine
 
 HANDLE = dtype("handle")
@@ -586,6 +589,10 @@ class _Gen:
         if idioms.random() < 0.2:
             self.rng = idioms
             self.rng.choice((self.stage_scratch, self.stage_total))()
+        extras = random.Random(self.seed * 7919 + 43)
+        if extras.random() < 0.2:
+            self.rng = extras
+            stage_extra(self)
         body = seq(*self.stages)
         if self.allocs or self.plain:
             body = BlockRealize((), IntImm(1, BOOL), Block("root", (), (), (), body,

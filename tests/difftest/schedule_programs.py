@@ -23,8 +23,9 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from tirc.ir import IRModule, PrimFunc
-from tirc.ir.schedule import SchedInstr, SchedRef, Schedule
+from tirc.ir import IntImm, IRModule, PrimFunc, Var, binop
+from tirc.ir.dtype import dtype
+from tirc.ir.schedule import SchedInstr, SchedLambda, SchedRef, Schedule
 from tirc.ir.stmt import Block, BlockRealize
 from tirc.passes.schedule.runner import READ_ONLY, execute
 from tirc.passes.schedule.state import ScheduleError, ScheduleState
@@ -240,6 +241,46 @@ class _Fuzz:
             if other and ls:
                 self.run(SchedInstr((), then, (SchedRef(other), SchedRef(r.choice(ls)))))
 
+    def layout(self, r: random.Random) -> None:
+        """transform_layout of an intermediate buffer through a random index map, drawn from
+        `r`: a transpose, a dimension split by a factor (padded with `pad_value` where it does
+        not divide), two dimensions fused into one, or a dimension reversed."""
+        params = set(self.state.func.buffer_map.values())
+        found = sorted(((p[-1].block.name, kind, k, reg.buffer)
+                        for p in walk(self.state.body) if isinstance(p[-1], BlockRealize)
+                        for kind, regs in (("write", p[-1].block.writes),
+                                           ("read", p[-1].block.reads))
+                        for k, reg in enumerate(regs) if reg.buffer not in params),
+                       key=lambda x: x[:3])
+        if not found:
+            return
+        name, kind, k, buf = r.choice(found)
+        i32 = dtype("int32")  # as the parser reads a lambda (the primitive retypes it)
+        idx = [Var(v, i32) for v, _ in zip("ijkl", buf.shape)]
+        if not idx:
+            return
+        form = r.choice(("transpose", "split", "fuse", "reverse"))
+        at = r.randrange(len(idx))
+        kwargs: dict[str, Any] = {}
+        outs = list(idx)
+        if form == "transpose" and len(idx) >= 2:
+            outs = outs[1:] + outs[:1]
+        elif form == "fuse" and len(idx) >= 2 and isinstance(buf.shape[1], IntImm):
+            width = IntImm(buf.shape[1].value, i32)
+            outs = [binop("add", binop("mul", idx[0], width), idx[1]), *idx[2:]]
+        elif form == "reverse" and isinstance(buf.shape[at], IntImm):
+            outs[at] = binop("sub", IntImm(buf.shape[at].value - 1, i32), idx[at])
+        else:
+            f = IntImm(r.choice((2, 3, 4)), i32)
+            outs[at:at + 1] = [binop("floordiv", idx[at], f), binop("floormod", idx[at], f)]
+            if r.random() < 0.7:
+                kwargs["pad_value"] = 0
+        b = self.fresh("b")
+        self.run(SchedInstr((b,), "get_block", (name,)))
+        self.run(SchedInstr((), "transform_layout",
+                            (SchedRef(b), (kind, k), SchedLambda(tuple(idx), tuple(outs))),
+                            kwargs))
+
     def step(self) -> None:
         prim = self.rng.choice(PRIMS)
         self.tried += 1
@@ -348,6 +389,11 @@ def random_schedule_case(seed: int, steps: int | None = None) -> ScheduleCase:
     if _has_blocks(prog.func):
         for _ in range(steps if steps is not None else fuzz.rng.randint(1, 10)):
             fuzz.step()
+        # three schedules in ten end with a transform_layout, from a stream of its own (the
+        # steps before it are those the seed always gave)
+        layouts = random.Random(seed * 7933 + 5)
+        if layouts.random() < 0.3:
+            fuzz.layout(layouts)
     sched = Schedule(prog.func.name, "llvm", "_", "sch", _used_lookups(fuzz.instrs))
     program = Program(seed, prog.func.name, prog.func, loop_args(prog.func, prog.sizes),
                       prog.outputs, sched)

@@ -63,11 +63,15 @@ INPUT_INFO = {"float32": Info("float32", 4.0, 3), "float16": Info("float16", 4.0
 
 
 def random_input(shape: tuple[int, ...], dt: str, rng: np.random.Generator) -> np.ndarray:
-    """Input data as INPUT_INFO describes it: multiples of 1/8 in [-4, 4], or ints in [-8, 8]."""
+    """Input data as INPUT_INFO describes it: multiples of 1/8 in [-4, 4], or ints in [-8, 8];
+    int8 and uint8 anywhere in their dtype (their arithmetic wraps, which is what is checked)."""
     if dt == "int32":
         return rng.integers(-8, 9, size=shape).astype(np.int32)
     if dt == "bool":
         return rng.integers(0, 2, size=shape).astype(np.bool_)
+    if dt in ("int8", "uint8"):
+        info = np.iinfo(dt)
+        return rng.integers(info.min, info.max, size=shape, endpoint=True).astype(dt)
     return (rng.integers(-32, 33, size=shape) / 8).astype(dt)
 
 

@@ -64,3 +64,7 @@ def test_the_generator_covers_every_dtype_and_operator() -> None:
     assert re.search(r"V\d = T\.decl_buffer\(\(\d+,\), \"\w+\", data=A\d\.data, "
                      r"strides=\[[23]\], elem_offset=[1-9]", whole)
     assert re.search(r"V\d\[T\.min\(i, \d+\)\]", whole)
+    # names bound to values: `T.Let(body, where={t: value})` whose body reads the name, and
+    # `t = T.bind(value)` before the stores
+    assert re.search(r"T\.Let\(.*\bt\d+\b.*, where=\{t\d+: ", whole)
+    assert re.search(r"\n +t\d+ = T\.bind\(", whole)

@@ -19,14 +19,16 @@ from tirc.ir import (
     Call,
     Cast,
     For,
+    ForKind,
     IntImm,
     IRModule,
     IterKind,
+    Let,
     PrimFunc,
     Var,
 )
 from tirc.ir.intrinsics import BREAK_LOOP, CONTINUE_LOOP
-from tirc.ir.stmt import Block, BlockRealize
+from tirc.ir.stmt import Block, BlockRealize, LetStmt
 from tirc.ir.visitor import any_node, post_order_visit
 
 SEEDS = range(0, 120)
@@ -61,6 +63,12 @@ def _features(func: PrimFunc) -> set[str]:
         if isinstance(node, Block) and node.init is not None and all(
                 iv.kind == IterKind.REDUCE for iv in node.iter_vars):
             seen.add("reduction-total")
+        if isinstance(node, (Let, LetStmt)):
+            seen.add("let")
+        if isinstance(node, For) and node.kind == ForKind.SERIAL and isinstance(node.body, For) \
+                and node.body.kind in (ForKind.PARALLEL, ForKind.VECTORIZED) and isinstance(
+                    node.body.body, BlockRealize) and node.body.body.block.init is not None:
+            seen.add("parallel-inside-reduction")
         if isinstance(node, For):
             seen.add(f"loop:{node.kind.name.lower()}")
         elif isinstance(node, BlockRealize) and not isinstance(node.predicate, IntImm):
@@ -85,6 +93,9 @@ def _features(func: PrimFunc) -> set[str]:
             if any(isinstance(i, BinOp) and i.op == "add" and isinstance(i.a, Var) and
                    isinstance(i.b, Var) for i in node.indices):
                 seen.add("window")
+            if any(isinstance(i, BinOp) and i.op == "sub" and isinstance(i.b, Var)
+                   for i in node.indices):
+                seen.add("reversed")
 
     post_order_visit(func.body, visit)
     return seen
@@ -100,7 +111,8 @@ def test_generator_covers_the_language() -> None:
             "loop:parallel", "loop:vectorized", "loop:unrolled", "predicate",
             "binding-expression", "reduction", "reduction-3d", "intermediate",
             "cast:float16", "cast:float32", "cast:int32", "transpose", "window", "gather",
-            BREAK_LOOP, CONTINUE_LOOP, "loop-start", "block-scratch", "reduction-total"}
+            BREAK_LOOP, CONTINUE_LOOP, "loop-start", "block-scratch", "reduction-total",
+            "dtype:int8", "dtype:uint8", "let", "reversed", "parallel-inside-reduction"}
     assert want <= seen, f"not generated: {sorted(want - seen)}"
 
 

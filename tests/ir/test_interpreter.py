@@ -269,6 +269,21 @@ def test_if_then_else_is_lazy() -> None:
     np.testing.assert_array_equal(b, [0, 1, 2, 3])
 
 
+def test_select_evaluates_both_operands() -> None:
+    """T.Select is TVM's eager select: the same guarded load out of bounds at i == 0 is an
+    error, as a -fbounds-check build traps on it (the interpreter returned [0, 1, 2, 3]);
+    the data-dependent index keeps the static check from seeing it first."""
+    A, B, idx = buf("A", (4,)), buf("B", (4,)), buf("I", (4,), "int32")
+    i = Var("i")
+    at = idx.vload(i)
+    value = E.select(at > 0, A.vload(at - 1), f32(0.0))
+    f = prim_func("f", [idx, A, B], loop(i, 4, BufferStore(B, value, (i,))))
+    a = np.array([1, 2, 3, 4], dtype="float32")
+    with pytest.raises(InterpreterError) as info:
+        run_prim_func(f, [np.arange(4, dtype="int32"), a, np.zeros(4, dtype="float32")])
+    assert str(info.value) == "out-of-bounds access A[-1] (shape (4,))"
+
+
 def test_max_value_and_min_value() -> None:
     A = buf("A", (2,))
     f = prim_func("f", [A], seq(BufferStore(A, E.call("max_value", dt="float32"), (IntImm(0),)),

@@ -107,3 +107,22 @@ def test_the_checks_keep_meaning_and_trap_in_the_interpreter() -> None:
         out.call("gather", a, np.array([0, 1, 2, 3, 4, 5, 6, 16], np.int32), b)
     with pytest.raises(InterpreterError, match=r"read of A\[6\], shape \(6,\)"):
         out.call("window", np.zeros(6, np.float32), np.zeros(4, np.float32))
+
+
+def test_a_load_inside_a_let_expression_is_checked_under_the_let() -> None:
+    """The check of `A[I[x]]` in `T.Let(..., where={x: ...})` is itself a let over the check;
+    building it crashed (a Let without its dtype: TypeError at every -fbounds-check build of
+    such a function, from the expression difftest)."""
+    mod = parse('''
+@T.prim_func
+def f(A: T.Buffer((16,), "float32"), I: T.Buffer((8,), "int32"), B: T.Buffer((8,), "float32")):
+    for i in range(8):
+        B[i] = T.Let(A[I[x]] * T.float32(2), where={x: 7 - i})
+''', "l.tir")
+    out = BoundsCheck()(mod, ON)
+    assert checks(out, "f") == ["l.tir:5:22: out-of-bounds read of A[%lld], shape (16,)"]
+    a, b = np.arange(16, dtype=np.float32), np.zeros(8, np.float32)
+    Interpreter(out).call("f", a, np.arange(8, dtype=np.int32), b)
+    np.testing.assert_array_equal(b, a[7::-1][:8] * 2)
+    with pytest.raises(InterpreterError, match=r"l.tir:5:22: out-of-bounds read of A\[20\]"):
+        Interpreter(out).call("f", a, np.full(8, 20, np.int32), b)

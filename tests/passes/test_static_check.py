@@ -105,6 +105,19 @@ for i in T.parallel(16):
     B[i // 2] = A[i]
 """, "error: T.parallel: loop i carries a dependence: iterations i = 0 and i = 1 both write "
      "B[0]"),
+    # the index through a let expression (a let statement was seen; T.Let was not evaluated)
+    ("let_in_index", F16, """
+for i in T.parallel(16):
+    B[T.Let(x // 2, where={x: i})] = A[i]
+""", "error: T.parallel: loop i carries a dependence: iterations i = 0 and i = 1 both write "
+     "B[0]"),
+    # a strided view of A's storage written, A read: compared by offset in the storage
+    ("through_a_view", 'A: T.Buffer((10,), "int32")', """
+V = T.decl_buffer((4,), "int32", data=A.data, strides=[2], elem_offset=3)
+for i in T.vectorized(4):
+    V[i] = A[2 * i + 1] + 100
+""", "error: T.vectorized: loop i carries a dependence: iteration i = 0 writes A.data[3], "
+     "which iteration i = 1 reads"),
     ("between_blocks", 'A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32"), '
      'C: T.Buffer((16,), "float32")', """
 for i in T.parallel(15):
@@ -367,6 +380,17 @@ for i in T.thread_binding(8, thread="blockIdx.x"):
             B[vi] = B[vi] + A[vi, vk]
 """),
     # a store guarded by a test against the largest uint64 (difftest expr seed 41008): the
+    ("let_in_index", F16, """
+for i in T.parallel(16):
+    B[T.Let(15 - x, where={x: i})] = A[T.Let(x * 0 + x, where={x: i})]
+"""),
+    # the odd elements of A written through a strided view, the even ones read: no two
+    # iterations meet (the indices were compared as if both were A's: V[2] and A[2])
+    ("disjoint_views", 'A: T.Buffer((10,), "int32")', """
+V = T.decl_buffer((4,), "int32", data=A.data, strides=[2], elem_offset=3)
+for i in T.vectorized(4):
+    V[i] = A[2 * i] + 100
+"""),
     # constant does not fit the int64 points; the check crashed with an OverflowError
     ("guard_against_uint64_max", 'B: T.Buffer((7,), "int8")', """
 for i in T.unroll(T.int64(7)):

@@ -180,3 +180,51 @@ def test_transform_layout_pads_an_output(sched):
     full = out.transpose(0, 2, 1).reshape(9, 16)
     np.testing.assert_allclose(full[:8], a * 2 + 1, rtol=1e-6)
     assert (full[8] == -1.0).all()
+
+
+def test_an_index_map_over_int64_indices_is_int64_throughout(sched):
+    """A lambda reads as int32 (`j // 5`); over a buffer of int64 extents its parameters become
+    int64 and so must its constants: left `vj // 5` (int64 // int32), the LLVM backend failed
+    on the store (from the schedule fuzzer)."""
+    from tirc.ir.expr import BinOp
+    from tirc.ir.visitor import post_order_visit
+
+    kernel = TWO_STAGE.replace("(8, 16)", "(T.int64(8), T.int64(16))").replace(
+        "T.grid(8, 16)", "T.grid(T.int64(8), T.int64(16))")
+    r = sched(schedule(kernel, "f", '''
+        b = sch.get_block("B")
+        sch.transform_layout(b, ("write", 0), lambda i, j: (i, j // 5, j % 5), pad_value=0.0)
+    '''))
+    mixed: list[BinOp] = []
+    post_order_visit(r.after["f"].body, lambda n: mixed.append(n) if isinstance(n, BinOp)
+                     and n.a.dtype != n.b.dtype else None)
+    assert not mixed
+    assert "B[vi, vj // T.int64(5), vj % T.int64(5)] = A[vi, vj] * T.float32(2.0)" in r.text("f")
+    r.check_same("f")
+
+
+def test_padding_after_a_parallel_loop_keeps_its_iterations_apart(sched, sched_error):
+    """B computed at C's parallel loop has a copy per iteration; the padding block after the
+    loop makes it one shared buffer. Iterations writing their own rows of it stay accepted;
+    iterations each recomputing all of it would race (the interpreter's data race, from the
+    schedule fuzzer) and are refused."""
+    rows = sched(schedule(TWO_STAGE, "f", '''
+        b = sch.get_block("B")
+        c = sch.get_block("C")
+        i, j = sch.get_loops(c)
+        sch.compute_at(b, i)
+        sch.parallel(i)
+        sch.transform_layout(b, ("write", 0), lambda i, j: (i, j // 5, j % 5), pad_value=0.0)
+    '''))
+    assert 'with T.block("B_pad")' in rows.text("f")
+    rows.check_same("f")
+    whole = TWO_STAGE.replace("B[vi, vj] + T.float32(1)", "B[0, vj] + T.float32(1)")
+    msg = sched_error(schedule(whole, "f", '''
+        b = sch.get_block("B")
+        c = sch.get_block("C")
+        i, j = sch.get_loops(c)
+        sch.compute_at(b, i)
+        sch.parallel(i)
+        sch.transform_layout(b, ("write", 0), lambda i, j: (i, j // 5, j % 5), pad_value=0.0)
+    '''))
+    assert "error: transform_layout (pad_value) under parallel loop i" in msg

@@ -254,6 +254,29 @@ def test_reorder_keeps_dependence(sched_error):
         'loop i' in msg
 
 
+def test_reorder_keeps_the_init_first(sched, sched_error):
+    """A loop fused from a spatial and a reduction loop, split, its parts reordered: some
+    updates of C[vi, vj] ran before the init (at vk = 0), which then overwrote them; refused
+    (from the schedule fuzzer). Reduction loops of their own still reorder."""
+    msg = sched_error(schedule(MATMUL, "matmul", '''
+        c = sch.get_block("C")
+        i, j, k = sch.get_loops(c)
+        f = sch.fuse(j, k)
+        f0, f1 = sch.split(f, factors=[None, 5])
+        sch.reorder(f1, f0)
+    '''))
+    assert 'error: reorder: loop j_k_fused_1 feeds both spatial variable vj and reduction ' \
+        'variable vk of block "C", which has an init: moved, it could run an update before ' \
+        'the init' in msg
+    r = sched(schedule(MATMUL, "matmul", '''
+        c = sch.get_block("C")
+        i, j, k = sch.get_loops(c)
+        sch.reorder(k, i)
+    '''))
+    assert "for k, j, i in T.grid(16, 16, 16):" in r.text("matmul")
+    r.check_same("matmul")
+
+
 def test_reorder_inner_loops_with_two_blocks(sched):
     r = sched(schedule(SHIFTED.replace("T.max(vi - 1, 0)", "vi"), "shifted", '''
         b = sch.get_block("B")
