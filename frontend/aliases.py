@@ -5,9 +5,9 @@ namespace to another name, and TVM's newest programs import its block-level half
 (`from tvm.script import s_tir as Ts`, `@Ts.function`, `Ts.sblock`, `Ts.axis.remap`). Every
 name bound to `tir`, `tirx` or `s_tir` reads as `T`, to `relax` as `R`, to `ir` as `I`;
 `relax.op.<name>` (the Python API TVM's tests call inside scripts, `relax.op.add(x, y)`) is
-`R.<name>`; `@Ts.function` is `@T.prim_func(s_tir=True)`, a `T.Tensor(shape, dtype)`
-parameter is a `T.Buffer`, and TVM main's `T.alloc_tensor` / `T.decl_tensor` are
-`T.alloc_buffer` / `T.decl_buffer`.
+`R.<name>`, and `relax.const(v, dtype)` is `R.const`; `@Ts.function` is
+`@T.prim_func(s_tir=True)`, a `T.Tensor(shape, dtype)` parameter is a `T.Buffer`, and TVM
+main's `T.alloc_tensor` / `T.decl_tensor` are `T.alloc_buffer` / `T.decl_buffer`.
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ def _rewrite(node: Any, aliases: dict[str, str]) -> Any:
     if isinstance(node, S.Attribute):
         value = _rewrite(node.value, aliases)
         if S.dotted(value) == "relax.op":  # `relax.op.add` (tvm.relax.op) is `R.add`
+            value = S.Name(value.span, "R")
+        elif S.dotted(value) == "relax" and node.attr == "const":  # `relax.const` is `R.const`
             value = S.Name(value.span, "R")
         node = dataclasses.replace(node, value=value) if value is not node.value else node
         dotted = S.dotted(node)

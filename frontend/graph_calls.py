@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from tirc.frontend import syntax as S
 from tirc.frontend.builder_expr import literal_value
@@ -131,22 +131,50 @@ def _call_dps_packed(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
 
 
 def _const(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
+    """`R.const(value, dtype)`: a number, or a (nested) list of them, a tensor constant."""
     a = check_call(g.ctx, call, name, Sig(1, 2, ("dtype",)))
-    value = _special_float(a.pos[0]) if S.call_name(a.pos[0]) == "float" \
-        else literal_value(a.pos[0])
-    if not isinstance(value, (int, float)):
-        g.ctx.unsupported("R.const of anything but a number", a.pos[0].span)
+    value = _const_value(g, a.pos[0])
+    numbers = list(_flat(value))
     dt_node = a.get(1, "dtype")
     if dt_node is not None:
         dt = g.eb.dtype_arg(dt_node)
     else:
-        dt = DType.parse("bool" if isinstance(value, bool) else
-                         "float32" if isinstance(value, float) else "int32")
-    if dt.is_float:
-        value = float(value)
-    elif isinstance(value, float):
+        dt = DType.parse("bool" if numbers and all(isinstance(x, bool) for x in numbers) else
+                         "float32" if any(isinstance(x, float) for x in numbers) else "int32")
+    if not dt.is_float and any(isinstance(x, float) for x in numbers):
         g.ctx.error(f"R.const of a float literal with dtype {dt}", a.pos[0].span)
-    return Constant(value, dt, span=call.span)
+    return Constant(_cast_numbers(value, dt.is_float), dt, span=call.span)
+
+
+def _const_value(g: GraphBuilder, node: S.Expr) -> Any:
+    """A number, or nested tuples of numbers for a (nested) list of the same lengths."""
+    if isinstance(node, (S.List, S.Tuple)):
+        items = tuple(_const_value(g, e) for e in node.elts)
+        shapes = {Constant(x, DType.parse("int32")).shape for x in items}
+        if not items or len(shapes) != 1:
+            g.ctx.error("R.const of a list needs a non-empty list whose items have one shape "
+                        "(a rectangular nested list)", node.span)
+        return items
+    value = _special_float(node) if S.call_name(node) == "float" else literal_value(node)
+    if not isinstance(value, (int, float)):
+        g.ctx.unsupported("R.const of anything but a number or a list of numbers", node.span)
+    return value
+
+
+def _flat(value: Any) -> Iterator[Any]:
+    """The numbers of a constant's value, in row-major order."""
+    if isinstance(value, tuple):
+        for x in value:
+            yield from _flat(x)
+    else:
+        yield value
+
+
+def _cast_numbers(value: Any, to_float: bool) -> Any:
+    """The value with every number a float when the dtype is a float type."""
+    if isinstance(value, tuple):
+        return tuple(_cast_numbers(x, to_float) for x in value)
+    return float(value) if to_float else value
 
 
 def _special_float(node: S.Expr) -> float | None:

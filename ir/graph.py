@@ -126,10 +126,21 @@ class ExternFunc(GraphExpr):
 
 @dataclass(frozen=True)
 class Constant(GraphExpr):
-    """A scalar constant tensor `R.const(value, dtype)`."""
+    """A constant tensor `R.const(value, dtype)`: a scalar (0-d), or nested tuples of numbers,
+    one level per dimension (`R.const([[1.0, 2.0]], "float32")`, shape `(1, 2)`)."""
 
-    value: float | int | bool
+    value: float | int | bool | tuple[Any, ...]
     dtype: DType
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The tensor's shape: () for a scalar, else the lengths of the nested tuples."""
+        out: list[int] = []
+        v: Any = self.value
+        while isinstance(v, tuple):
+            out.append(len(v))
+            v = v[0] if v else None
+        return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import keyword
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from tirc.ir.buffer import Buffer, BufferRegion, Range
@@ -131,6 +131,12 @@ def format_float(value: float) -> str:
     if math.isinf(value):
         return '"inf"' if value > 0 else '"-inf"'
     return repr(float(value))
+
+
+def _nested_list(value: tuple[Any, ...], item: Callable[[Any], str]) -> str:
+    """A tensor constant's nested tuples as the nested list `R.const` takes."""
+    return "[" + ", ".join(_nested_list(x, item) if isinstance(x, tuple) else item(x)
+                           for x in value) + "]"
 
 
 def _str(s: str) -> str:
@@ -909,6 +915,8 @@ class FuncPrinter:
             return f"{self.module_name}.{e.name}"
         if isinstance(e, ExternFunc):
             return _str(e.symbol)
+        if isinstance(e, Constant) and isinstance(e.value, tuple):
+            return f"R.const({_nested_list(e.value, self.attr_value)}, {_str(str(e.dtype))})"
         if isinstance(e, Constant):
             value = self.attr_value(e.value)
             if isinstance(e.value, float) and not math.isfinite(e.value):

@@ -35,7 +35,15 @@ from tirc.ir.analysis.entry_signature import (
     pointer_views,
     signature,
 )
-from tirc.ir.attrs import COMPUTE_SCOPE, ENTRY, GLOBAL_SYMBOL, SPARSE_PLAN, SPARSE_TENSORS
+from tirc.ir.analysis.size_factor import other_factors
+from tirc.ir.attrs import (
+    COMPUTE_SCOPE,
+    ENTRY,
+    GLOBAL_SYMBOL,
+    GRAPH_FUNC,
+    SPARSE_PLAN,
+    SPARSE_TENSORS,
+)
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dlpack import DEVICE_CPU, TYPE_CODES, dl_bits
@@ -252,7 +260,11 @@ def make_entry(func: PrimFunc, callees: CalleeAccess | None = None) -> PrimFunc:
     tensors = {p: buffers.get(p) or pointers[p] for p in func.params
                if p in buffers or p in pointers}
     for p, buf in tensors.items():
+        _refuse_fixed_offset(func, buf)
         _bind_symbols(out, buf, handles[p], shapes[p], p.name, bound)
+    for p, buf in tensors.items():
+        if func.attrs.get(GRAPH_FUNC):  # a graph function's `M * N` (loop functions: TVM's)
+            _solve_factors(out, buf, shapes[p], bound, f"{symbol}: argument {p.name}: ")
     _check_unbound(func, buffers, bound)
     datas: dict[Var, Var] = {}
     for p, buf in tensors.items():
@@ -379,6 +391,41 @@ def _bind_symbols(out: _Builder, buf: Buffer, h: Var, shape: list[Var], pname: s
     if isinstance(buf.elem_offset, Var) and buf.elem_offset not in bound:
         out.let(buf.elem_offset, IntImm(0, buf.elem_offset.dtype))
         bound[buf.elem_offset] = "0"
+
+
+def _solve_factors(out: _Builder, buf: Buffer, shape: list[Var], bound: dict[Var, str],
+                   prefix: str) -> None:
+    """Bind a size that only a product dimension mentions (`M * N`, `M` bound): the
+    dimension divided by the other factors, which must divide it exactly."""
+    for k, d in enumerate(buf.shape):
+        free = [v for v in _vars_of(d) if v not in bound]
+        rest = other_factors(d, free[0]) if len(set(free)) == 1 else None
+        if rest is None:
+            continue
+        v, divisor = free[0], cast(INT64, rest)
+        safe = binop("max", divisor, IntImm(1, INT64))
+        out.add(_check(binop("eq", binop("floormod", shape[k], safe), IntImm(0, INT64)),
+                       prefix + f"dimension {k} (%lld) is not a multiple of %lld, so size "
+                       f"'{v.name}' has no value", shape[k], divisor))
+        out.let(v, cast(v.dtype, binop("floordiv", shape[k], safe)))
+        bound[v] = f"{buf.name}.shape[{k}]"
+
+
+def _refuse_fixed_offset(func: PrimFunc, buf: Buffer) -> None:
+    """A buffer argument whose elem_offset is fixed (`elem_offset=2`) is an error: its
+    elements start at the tensor's data, so the offset would be added twice and the function
+    would read past the end of its argument (TVM requires byte_offset == 2 * the element
+    size, which a DLTensor's first element cannot say here). A symbolic offset binds to 0."""
+    off = buf.elem_offset
+    if off is None or isinstance(off, Var) or (isinstance(off, IntImm) and off.value == 0):
+        return
+    raise CompileError(
+        f"make-entry: {func.name} is exported, but its buffer parameter '{buf.name}' declares "
+        f"a fixed elem_offset: an argument's elements start at its data pointer, so the "
+        "offset would be added again and the function would read past the end of the "
+        "argument; declare the parameter without elem_offset (or with a symbolic one, bound "
+        "to 0) and view the storage at an offset with T.decl_buffer inside the function",
+        buf.span or func.span)
 
 
 def _pointer_params(func: PrimFunc, views: dict[Var, list[Buffer]]) -> dict[Var, Buffer]:

@@ -213,6 +213,20 @@ class Binder:
                 self.env[name] = int(arr.shape[k])
                 self.origin[name] = f"{p.name}.shape[{k}]"
 
+    def solve(self, p: ParamSpec, arr: np.ndarray) -> None:
+        """Bind a size only a product dimension of this argument mentions (`M * N` with `M`
+        bound), once every whole dimension and scalar is bound."""
+        for k, d in enumerate(p.shape):
+            if not isinstance(d, str) or d.isidentifier():
+                continue
+            try:
+                found = shape_expr.solve(d, int(arr.shape[k]), self.env)
+            except shape_expr.ShapeExprError as exc:
+                raise ValueError(f"{self.where(p)}: {exc}") from None
+            if found is not None:
+                self.env[found[0]] = found[1]
+                self.origin[found[0]] = f"{p.name}.shape[{k}]"
+
     def expected_shape(self, p: ParamSpec) -> tuple[int, ...]:
         if p.static_shape is not None:
             return p.static_shape

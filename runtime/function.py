@@ -154,6 +154,8 @@ class Function:
         for s in buffers:
             binder.bind(s, arrays[s.index])
         for s in buffers:
+            binder.solve(s, arrays[s.index])
+        for s in buffers:
             binder.layout(s, arrays[s.index])
         allocated = []
         for i in absent:

@@ -46,6 +46,31 @@ def names(dim: int | str) -> set[str]:
     return {n.id for n in ast.walk(_parse(dim)) if isinstance(n, ast.Name)}
 
 
+def solve(dim: str, value: int, env: dict[str, int]) -> tuple[str, int] | None:
+    """The one unknown name of a product dimension (`M * N`, `M` in `env`) that makes it
+    `value`: `value` divided by the other factors, which must divide it exactly; None when
+    `dim` is not such a product."""
+    factors = _factors(_parse(dim))
+    unknown = [f for f in factors if isinstance(f, ast.Name) and f.id not in env]
+    if len(unknown) != 1 or names(dim) - set(env) != {unknown[0].id}:
+        return None
+    divisor = 1
+    for f in factors:
+        if f is not unknown[0]:
+            divisor *= _eval(f, env, dim)
+    if divisor == 0 or value % divisor:
+        raise ShapeExprError(f"dimension {value} is not a multiple of {divisor}, so "
+                             f"'{unknown[0].id}' of '{dim}' has no value")
+    return unknown[0].id, value // divisor
+
+
+def _factors(node: ast.expr) -> list[ast.expr]:
+    """The factors of a product of multiplications."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _factors(node.left) + _factors(node.right)
+    return [node]
+
+
 def _eval(node: ast.expr, env: dict[str, int], text: str) -> int:
     if isinstance(node, ast.Constant) and isinstance(node.value, int):
         return node.value

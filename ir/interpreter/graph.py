@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
+from tirc.ir.analysis.size_factor import other_factors
 from tirc.ir.dtype import DType
 from tirc.ir.expr import FloatImm, IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
@@ -81,16 +82,21 @@ class GraphRunner:
         self.values: dict[GVar, Any] = {}
         self.sym: dict[Var, int] = {}
         self.sym_by_name: dict[str, int] = {}
+        self.deferred: list[tuple[PrimExpr, int, str]] | None = None
 
     def run(self, func: Function, args: list[Any]) -> Any:
         if len(args) != len(func.params):
             raise InterpreterError(f"{func.name} takes {len(func.params)} arguments, "
                                    f"got {len(args)}")
+        self.deferred = []  # compound dims, checked once every direct size is bound
         for p, arg in zip(func.params, args):
             if isinstance(p.struct_info, SparseTensorSInfo):
                 arg = sparse_value(arg, p.struct_info, f"argument {p.name}")
             self.match(p.struct_info, arg, f"argument {p.name}")
             self.values[p] = arg
+        deferred, self.deferred = self.deferred, None
+        for e, actual, what in deferred:
+            self.solve_sym(e, actual, what)
         return self.seq(func.body)
 
     def seq(self, body: SeqExpr) -> Any:
@@ -110,9 +116,28 @@ class GraphRunner:
             self.sym[e] = actual
             self.sym_by_name[e.name] = actual
             return
+        if self.deferred is not None and not isinstance(e, Var):
+            self.deferred.append((e, actual, what))
+            return
         want = int(self.prim(e))
         if want != actual:
             raise InterpreterError(f"{what}: dimension is {actual}, expected {want}")
+
+    def solve_sym(self, e: PrimExpr, actual: int, what: str) -> None:
+        """Check a compound dimension of a parameter; one size it alone mentions, a factor of
+        a product (`M * N` with `M` bound), is the dimension divided by the other factors."""
+        unbound = [v for v in _free_vars(e) if v not in self.sym and v.name not in self.sym_by_name]
+        if len(unbound) == 1:
+            rest = other_factors(e, unbound[0])
+            if rest is None:
+                raise InterpreterError(f"{what}: the size '{unbound[0].name}' appears only in "
+                                       "a compound dimension and cannot be solved from it")
+            divisor = int(self.prim(rest))
+            if divisor == 0 or actual % divisor:
+                raise InterpreterError(f"{what}: dimension is {actual}, not a multiple of "
+                                       f"{divisor}, so '{unbound[0].name}' has no value")
+            self.sym[unbound[0]] = self.sym_by_name[unbound[0].name] = actual // divisor
+        self.bind_sym(e, actual, what)
 
     def match(self, sinfo: StructInfo | None, value: Any, what: str) -> None:
         """Check `value` against struct info, binding the symbolic sizes it introduces."""

@@ -53,7 +53,8 @@ def _sinfo_of_value(e: GraphExpr, module: Any) -> StructInfo:
     if isinstance(e, GVar):
         return e.struct_info if e.struct_info is not None else ObjectSInfo()
     if isinstance(e, Constant):
-        return TensorSInfo((), e.dtype, 0)
+        shape = e.shape
+        return TensorSInfo(tuple(dim(n) for n in shape), e.dtype, len(shape))
     if isinstance(e, PrimValue):
         return PrimSInfo(e.value.dtype)
     if isinstance(e, ShapeExpr):

@@ -78,11 +78,9 @@ class PlacementInference:
     # ---- helpers -------------------------------------------------------------------------
 
     def sinfo_of(self, e: GraphExpr) -> StructInfo:
-        """The struct info of an operand (a constant is a 0-d tensor)."""
+        """The struct info of an operand (a constant is a tensor of its shape)."""
         if isinstance(e, GVar) and e.struct_info is not None:
             return e.struct_info
-        if isinstance(e, Constant):
-            return TensorSInfo((), e.dtype, 0)
         return infer_expr(e, self.mod)[1]
 
     def placement_of(self, e: GraphExpr, table: dict[GVar, Placed]) -> Placed | None:

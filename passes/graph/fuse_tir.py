@@ -17,7 +17,7 @@ from typing import Any
 
 from tirc.ir.attrs import OP_PATTERN, PRIMITIVE
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import BufferLoad, PrimExpr, Var, const
+from tirc.ir.expr import BufferLoad, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import (
     Constant,
@@ -38,11 +38,12 @@ from tirc.ir.graph import (
 )
 from tirc.ir.module import IRModule
 from tirc.ir.ops.calls import shape_var_bindings
+from tirc.ir.ops.sinfo_util import dim
 from tirc.ir.rebind import fresh_copy
 from tirc.ir.stmt import BlockRealize
 from tirc.ir.visitor import substitute
 from tirc.passes.graph.annotate_op_pattern import analyze
-from tirc.passes.graph.kernel import Kernel
+from tirc.passes.graph.kernel import Kernel, constant_at
 from tirc.passes.pass_base import Pass, PassContext
 from tirc.passes.schedule.tree import BlockNames
 
@@ -164,10 +165,11 @@ def _result_slots(bindings: tuple[Any, ...], results: list[GVar]
 
 
 def _constant_buffer(kernel: Kernel, c: Constant) -> Buffer:
-    """A 0-d buffer holding a scalar constant argument of a call (`R.take(x, R.const(0,
-    "int64"))`), stored before the callee's blocks read it."""
-    buf = kernel.temp(f"{kernel.name}_const{len(kernel.temps)}", (), c.dtype)
-    kernel.compute(buf.name, buf, lambda i: const(c.value, c.dtype))
+    """A buffer holding a constant argument of a call (`R.take(x, R.const(0, "int64"))`, or a
+    tensor constant), stored before the callee's blocks read it."""
+    name = f"{kernel.name}_const{len(kernel.temps)}"
+    buf = kernel.temp(name, tuple(dim(n) for n in c.shape), c.dtype)
+    kernel.compute(buf.name, buf, lambda i: constant_at(c, i))
     return buf
 
 

@@ -16,11 +16,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from tirc.ir.attrs import NOALIAS
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import BOOL, HANDLE, DType
-from tirc.ir.expr import BufferLoad, FloatImm, IntImm, PrimExpr, Var, binop, cast, const
+from tirc.ir.expr import (
+    BufferLoad,
+    FloatImm,
+    IntImm,
+    PrimExpr,
+    Var,
+    binop,
+    cast,
+    const,
+    select,
+)
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import Constant, GraphExpr, PrimValue, TensorSInfo
 from tirc.ir.ops.sinfo_util import INT64, const_dim, dim, shape_vars
@@ -97,7 +108,7 @@ class Kernel:
     def operand(self, name: str, arg: GraphExpr, sinfo: TensorSInfo) -> Operand:
         """An elementwise operand: a scalar constant is folded in, anything else is an input."""
         assert sinfo.shape is not None and sinfo.dtype is not None
-        if isinstance(arg, Constant):
+        if isinstance(arg, Constant) and not isinstance(arg.value, tuple):
             return Operand(None, const(arg.value, arg.dtype), ())
         buf = self.input(name, arg, sinfo)
         return Operand(buf, None, buf.shape)
@@ -183,6 +194,20 @@ class Kernel:
                         dict(zip(handles, buffers)),
                         BlockRealize((), TRUE, root), {NOALIAS: True})
         return func, [inverse[v] for v in scalars]
+
+
+def constant_at(c: Constant, indices: Sequence[PrimExpr]) -> PrimExpr:
+    """The element of the constant `c` at `indices`: a chain of selects over each index (a
+    tensor constant is small; a scalar is its value)."""
+    def at(value: Any, k: int) -> PrimExpr:
+        if not isinstance(value, tuple):
+            return const(value, c.dtype)
+        out = at(value[-1], k + 1)
+        for j in range(len(value) - 2, -1, -1):
+            out = select(binop("eq", indices[k], IntImm(j, indices[k].dtype)),
+                         at(value[j], k + 1), out)
+        return out
+    return at(c.value, 0)
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,11 @@ structure over the results (the metadata's `returns`, which the runtime rebuilds
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
+from tirc.ir.analysis.size_factor import other_factors
 from tirc.ir.attrs import (
     GLOBAL_SYMBOL,
     GRAPH_FUNC,
@@ -162,7 +164,11 @@ class _HostBuilder:
     # ---- buffers ---------------------------------------------------------------------
 
     def params(self) -> None:
-        for k, p in enumerate(self.func.params):
+        """Every parameter's host form; the `R.Prim` and `R.Shape` ones first, since the sizes
+        they define bind before any tensor's compound dimension mentions them (as TVM's)."""
+        order = sorted(enumerate(self.func.params), key=lambda kp: not isinstance(
+            kp[1].struct_info, (PrimSInfo, ShapeSInfo)))
+        for k, p in order:
             s = p.struct_info
             if isinstance(s, PrimSInfo):
                 self.prim_param(k, p, s)
@@ -285,11 +291,17 @@ class _HostBuilder:
 
     def tensor(self, e: Any, aliases: dict[GVar, TensorId]) -> Buffer:
         """The buffer holding a graph value used as a call argument."""
-        if isinstance(e, Constant):
-            buf = Buffer(name=f"const{len(self.items)}", shape=(), dtype=e.dtype,
+        if isinstance(e, Constant):  # a scalar, or a tensor constant stored element by element
+            buf = Buffer(name=f"const{len(self.items)}", dtype=e.dtype,
+                         shape=tuple(IntImm(n, INT64) for n in e.shape),
                          data=Var(f"const{len(self.items)}", HANDLE))
             self.items.append(("alloc", buf))
-            self.items.append(BufferStore(buf, cast(e.dtype, e.value), ()))
+            for index in itertools.product(*(range(n) for n in e.shape)):
+                item: Any = e.value
+                for k in index:
+                    item = item[k]
+                self.items.append(BufferStore(buf, cast(e.dtype, item),
+                                              tuple(IntImm(k, INT64) for k in index)))
             return buf
         if isinstance(e, GVar) and (e, 0) in self.buffers:
             return self.buffers[(e, 0)]
@@ -462,11 +474,16 @@ class _HostBuilder:
         self.kernel.stages = [body]
         prim, scalars = self.kernel.build(handle_prefix="", scalar_sizes=self.sparse_sizes)
         given = [*self.scalar_params, *self.prim_params.values()]  # an R.Prim(value=k) too
+        solved = self._solved_sizes(given)
         unbound = [v for v in scalars if v not in self.sparse_sizes and
-                   (v not in self.kernel.sizes or self.kernel.sizes[v] not in given)]
+                   (v not in self.kernel.sizes or self.kernel.sizes[v] not in given) and
+                   self.kernel.sizes.get(v) not in solved]
+        prim = dataclasses.replace(prim, params=tuple(v for v in prim.params if v not in solved))
         if unbound:
-            raise self.error(f"the sizes {', '.join(str(v) for v in unbound)} cannot be "
-                             "bound from the arguments' shapes", func)
+            raise self.error(f"the sizes {', '.join(v.name for v in unbound)} cannot be "
+                             "bound from the arguments: no parameter has one as a whole "
+                             "dimension, an R.Prim(value=...) or an R.Shape entry, nor as the "
+                             "one unknown factor of a product dimension", func)
         if self.scalar_params:
             handles = [h for h in prim.params if h in prim.buffer_map]
             forced = [self.kernel.sizes[v] for v in self.sparse_sizes]
@@ -485,7 +502,7 @@ class _HostBuilder:
             attrs[GRAPH_TUPLES] = tuple(self.tuples)
         value = func.body.body
         if any(isinstance(x, dict) for x in entries) or isinstance(value, Tuple) and \
-                any(isinstance(f, Tuple) for f in value.fields):
+                (not value.fields or any(isinstance(f, Tuple) for f in value.fields)):
             attrs[GRAPH_RETURNS] = _structure(value, iter(entries))
         return dataclasses.replace(prim, attrs=attrs)
 
@@ -532,6 +549,24 @@ class _HostBuilder:
                              "an R.Prim parameter, an R.prim_value(...) or an expression of the "
                              "sizes", e if getattr(e, "span", None) else self.func.body)
         return [BufferStore(out, cast(s.dtype, value), ())]
+
+    def _solved_sizes(self, given: list[Var]) -> set[Var]:
+        """The sizes only an input's compound dimension mentions, as a factor of a product
+        whose other factors are known (`M * N`, `M` an `R.Prim(value="M")`): the entry point
+        solves them from the argument's shape (make-entry), so they are no parameters."""
+        known = set(given) | {d for b in self.kernel.inputs for d in b.shape
+                              if isinstance(d, Var)}
+        solved: set[Var] = set()
+        changed = True
+        while changed:
+            changed = False
+            for d in (d for b in self.kernel.inputs for d in b.shape):
+                free = [v for v in shape_vars([d]) if v not in known]
+                if len(free) == 1 and other_factors(d, free[0]) is not None:
+                    known.add(free[0])
+                    solved.add(free[0])
+                    changed = True
+        return solved
 
     def _with_prim_params(self, prim: PrimFunc) -> tuple[Var, ...]:
         """The host parameters with each `R.Prim` scalar at its graph position among the

@@ -89,6 +89,28 @@ def test_unbindable_symbol_is_a_compile_error() -> None:
         make_entry(f)
 
 
+def test_a_fixed_elem_offset_parameter_is_a_compile_error() -> None:
+    """`A: T.Buffer((8,), elem_offset=2)` read A[2 + i] from the 8-element argument: two
+    elements past its end, unseen by -fbounds-check (a hand-written probe); a symbolic offset
+    binds to 0 and stays accepted."""
+    from tirc.driver import lower
+    from tirc.frontend import parse
+
+    text = '''
+@T.prim_func
+def f(a: T.handle, B: T.Buffer((8,), "int32")):
+    e = T.int32()
+    A = T.match_buffer(a, (8,), "int32", elem_offset={})
+    for i in range(8):
+        B[i] = A[i] * 2
+'''
+    with pytest.raises(CompileError, match="buffer parameter 'A' declares a fixed "
+                                           "elem_offset"):
+        lower(parse(text.format(2)), "llvm", 0)
+    for ok in ("e", "0"):
+        assert "tirc.entry" in lower(parse(text.format(ok)), "llvm", 0)["f"].attrs
+
+
 def test_outputs_allocated_from_shape_expressions(tmp_path: Path) -> None:
     f, _ = _repeat()
     lib = build_library([f], tmp_path / "rep.so", 1)
