@@ -13,10 +13,10 @@ the command line, else the output file's without `lib` and the suffix.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from tirc.ir.diagnostics import CompileError
+from tirc.ir.lean_dataclass import dataclass
 
 C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 UNPREFIXED_HELPERS = {"last_error": "tirc_last_error", "metadata": "tirc_metadata"}

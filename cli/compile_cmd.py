@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -28,6 +27,7 @@ from tirc.cli.output_file import STDOUT, write_output
 from tirc.cli.source_format import format_source
 from tirc.cli.status_line import StatusLine
 from tirc.ir.diagnostics import CompileError, Diagnostic
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.target import Target, TargetError, parse_target
 from tirc.passes import instruments as inst

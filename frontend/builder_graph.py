@@ -4,7 +4,6 @@ dataflow blocks, operator calls, cross-level calls)."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.frontend import syntax as S
@@ -39,6 +38,7 @@ from tirc.ir.graph import (
     TupleGetItem,
     VarBinding,
 )
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.ops.registry import get_op
 from tirc.ir.schedule import SchedLambda
 

@@ -11,7 +11,6 @@ inline-calls inlines the calls and drops the function.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tirc.frontend import syntax as S
@@ -20,6 +19,7 @@ from tirc.frontend.signature import Sig, check_call
 from tirc.ir.attrs import LIFTED
 from tirc.ir.expr import Var
 from tirc.ir.graph import GCall, GVar
+from tirc.ir.lean_dataclass import dataclass
 
 if TYPE_CHECKING:
     from tirc.frontend.builder_graph import GraphBuilder

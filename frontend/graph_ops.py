@@ -9,8 +9,7 @@ graph-level issue; this table only fixes their printed form.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.ops.elementwise import BINARY_OPS, UNARY_OPS
 
 

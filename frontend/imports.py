@@ -4,10 +4,11 @@ searched relative to the importing file and then along the include directories."
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from tirc.ir.diagnostics import CompileError
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 
 

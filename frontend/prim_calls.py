@@ -9,7 +9,6 @@ operand names the callee and whose dtype is the callee's result dtype (void when
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tirc.frontend import syntax as S
@@ -20,6 +19,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DType, DTypeError
 from tirc.ir.expr import Call, PrimExpr, StringImm, const
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 
 if TYPE_CHECKING:
     from tirc.frontend.builder_expr import ExprBuilder

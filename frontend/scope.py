@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.frontend.context import NO_PYTHON, BuildError, Context
 from tirc.ir.diagnostics import did_you_mean
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.span import Span
 
 

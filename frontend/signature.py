@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tirc.frontend import syntax as S
 from tirc.frontend.context import Context
+from tirc.ir.lean_dataclass import dataclass
 
 
 @dataclass(frozen=True)

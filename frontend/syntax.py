@@ -7,8 +7,9 @@ came from. `Unsupported` stands for Python syntax that parses but that tirc does
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.span import Span
 
 # ---- expressions --------------------------------------------------------------------------

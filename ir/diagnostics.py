@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.span import SourceMap, Span
 
 MAX_ERRORS = 20

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from tirc.ir.lean_dataclass import dataclass
 
 _KINDS = ("int", "uint", "float", "bfloat", "bool", "handle", "void")
 _NAME = re.compile(r"^(int|uint|float|bfloat|bool|handle|void)(\d*)(?:x(\d+))?$")

@@ -33,9 +33,9 @@ device namespaces (`T.ptx.*`, `T.cuda.*`, ...) are GPU intrinsics of any name (`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from tirc.ir.dtype import DType
+from tirc.ir.lean_dataclass import dataclass
 
 NAMED = "named"
 TYPED = "typed"  # T.name("dtype", args): TVM's form when the result dtype is stated first

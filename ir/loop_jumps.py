@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
-from tirc.ir.expr import Call
+from tirc.ir.expr import Call, PrimExpr
 from tirc.ir.intrinsics import BREAK_LOOP, CONTINUE_LOOP
 from tirc.ir.node import Node
 from tirc.ir.span import Span
@@ -50,8 +50,8 @@ def escaping_loop_jumps(node: Any) -> list[Evaluate]:
     found: list[Evaluate] = []
 
     def walk(n: Any) -> None:
-        if isinstance(n, (For, While)):
-            return
+        if isinstance(n, (For, While, PrimExpr)):
+            return  # a jump is a statement: none is inside an expression
         if isinstance(n, Node):
             if jump_kind(n) is not None:
                 found.append(n)  # type: ignore[arg-type]

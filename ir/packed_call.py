@@ -21,7 +21,6 @@ gives 0, or makes the function fail with the C function's nonzero code and the m
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.buffer import Buffer
@@ -30,6 +29,7 @@ from tirc.ir.dtype import HANDLE, INT32, INT64
 from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, StringImm, cast
 from tirc.ir.function import PrimFunc
 from tirc.ir.intrinsics import CALL_PACKED, DLTENSOR
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.visitor import post_order_visit
 
@@ -141,8 +141,15 @@ def slot_symbols(mod: IRModule) -> list[str]:
     return [s for s in _called_symbols(mod) if is_slot_name(s)]
 
 
+# The last module `_called_symbols` walked and its answer: a build asks three times (the
+# metadata, the slots, the link) of one module, which is immutable.
+_last_walked: list[tuple[IRModule, list[str]]] = []
+
+
 def _called_symbols(mod: IRModule) -> list[str]:
     """Every name the loop functions of `mod` call through `tirc.call_packed`, in order."""
+    if _last_walked and _last_walked[0][0] is mod:
+        return list(_last_walked[0][1])
     found: dict[str, None] = {}
 
     def visit(n: Any) -> None:
@@ -153,6 +160,7 @@ def _called_symbols(mod: IRModule) -> list[str]:
     for f in mod.functions.values():
         if isinstance(f, PrimFunc):
             post_order_visit(f.body, visit)
+    _last_walked[:] = [(mod, list(found))]
     return list(found)
 
 

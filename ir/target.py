@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from tirc.ir.lean_dataclass import dataclass
 
 KINDS = ("llvm", "cuda")
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir import intrinsics as intrin
@@ -41,6 +40,7 @@ from tirc.ir.expr import (
     binop,
 )
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.loop_jumps import before_continues
 from tirc.ir.module import IRModule
 from tirc.ir.span import Span

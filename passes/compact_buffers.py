@@ -25,7 +25,6 @@ ends as a small stack buffer inside the tile loop that LLVM keeps in registers.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.analysis.regions import (
@@ -42,6 +41,7 @@ from tirc.ir.attrs import LAUNCH_THREAD, THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BinOp, BufferLoad, IntImm, PrimExpr, Var, binop, is_const_int
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.node import Node
 from tirc.ir.stmt import (

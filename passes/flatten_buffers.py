@@ -24,7 +24,6 @@ What changes and what stays (the contract with make-entry and codegen):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.analysis.regions import row_major_strides
@@ -34,6 +33,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import INT64, DType, no_overflow
 from tirc.ir.expr import BufferLoad, PrimExpr, cast, const, index_dtype
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import Allocate, AttrStmt, BufferStore, Stmt
 from tirc.ir.visitor import Mutator

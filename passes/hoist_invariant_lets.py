@@ -18,13 +18,13 @@ loops with a `break` or `continue` are left alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir import intrinsics as intrin
 from tirc.ir.arith import Analyzer
 from tirc.ir.expr import BufferLoad, Call, IntImm, Let, PrimExpr, Var, binop
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.loop_jumps import contains_loop_jump
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import BufferStore, For, IfThenElse, LetStmt, Stmt

@@ -20,7 +20,6 @@ lowered inside out. The result holds no Block or BlockRealize.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.analysis.regions import region_offset, row_major_strides
@@ -29,6 +28,7 @@ from tirc.ir.buffer import Buffer, Range
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, cast
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.parallel_private import privatize_parallel_buffers
 from tirc.ir.rebind import rebind

@@ -9,10 +9,9 @@ exactly that condition).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tirc.ir.expr import PrimExpr, binop
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import Block, IfThenElse, IterKind, seq
 from tirc.ir.visitor import Mutator

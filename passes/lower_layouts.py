@@ -34,7 +34,6 @@ Run this pass after lower-blocks and before flatten-buffers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tirc.ir.arith import Analyzer
@@ -45,6 +44,7 @@ from tirc.ir.function import PrimFunc
 from tirc.ir.layout import ComposeLayout, LayoutError, TileLayout
 from tirc.ir.layout.lowering import LoweredLayout, e_add, lower_buffer_layout
 from tirc.ir.layout.storage import tile_of
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.printer import print_node
 from tirc.ir.span import Span

@@ -24,7 +24,6 @@ one, whose callers are renamed to it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tirc.ir import intrinsics as intrin
@@ -61,6 +60,7 @@ from tirc.ir.expr import (
     if_then_else,
 )
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.prim_call import INTERNAL, called_functions, rename_calls
 from tirc.ir.stmt import (

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tirc.ir.deep_call import deep, deep_call
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.passes.pass_base import Pass, PassContext
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, ClassVar
 
 from tirc.ir.deep_call import deep_call
 from tirc.ir.diagnostics import CompileError, Diagnostic
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.span import Span
 

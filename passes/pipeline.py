@@ -10,11 +10,11 @@ backend without, what `--opt-bisect-limit` may skip). `default_pipeline` is the 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.deep_call import deep_call
 from tirc.ir.diagnostics import did_you_mean
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.target import Target
 from tirc.passes.pass_base import Pass, option_fields, option_type, parse_text
 from tirc.passes.registry import pass_class, pass_names

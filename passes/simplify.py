@@ -14,10 +14,9 @@ are known to be nonnegative. Statements then fold:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tirc.ir.arith.stmt import StmtSimplifier, analyzer_for
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.passes.pass_base import PassContext, PrimFuncPass, option
 

@@ -23,7 +23,7 @@ otherwise; the write-back keeps its guard. Pre-vectorize, CPU only (pipeline.py)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from math import gcd
 from typing import Any
 
@@ -46,6 +46,7 @@ from tirc.ir.expr import (
     binop,
 )
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.loop_jumps import contains_loop_jump
 from tirc.ir.module import IRModule
 from tirc.ir.rebind import fresh_copy

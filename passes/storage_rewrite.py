@@ -23,14 +23,13 @@ buffers `malloc`/`free` around the body.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tirc.ir.analysis.storage import storage_size
 from tirc.ir.arith import construct
 from tirc.ir.attrs import LAUNCH_THREAD, OUTLINED, STORAGE_KIND, THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import IntImm, StringImm, Var
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.rebind import used_vars
 from tirc.ir.stmt import (

@@ -19,7 +19,7 @@ loop to jump in. An unroll loop of extent 0 or less disappears.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from tirc.ir.arith import Analyzer, construct
@@ -27,6 +27,7 @@ from tirc.ir.arith.stmt import simplify_exprs
 from tirc.ir.attrs import PRAGMA_UNROLL
 from tirc.ir.expr import IntImm, cast, const
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.loop_jumps import escaping_loop_jumps
 from tirc.ir.module import IRModule
 from tirc.ir.rebind import fresh_copy

@@ -15,7 +15,7 @@ a parallel loop stays one loop). Guards tested only once per iteration of `L` ar
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from tirc.ir.analysis.regions import conjuncts, free_vars
@@ -23,6 +23,7 @@ from tirc.ir.arith import Analyzer
 from tirc.ir.arith.linear import from_linear, is_index_dtype
 from tirc.ir.expr import BinOp, BufferLoad, Call, IntImm, PrimExpr, Var, binop
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.loop_jumps import contains_loop_jump
 from tirc.ir.module import IRModule
 from tirc.ir.rebind import fresh_copy

@@ -39,12 +39,12 @@ iterations are not checked.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.arith import construct
 from tirc.ir.expr import BinOp, BufferLoad, Cast, IRTypeError, PrimExpr, Var, binop, cast, const
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.loop_jumps import contains_loop_jump
 from tirc.ir.module import IRModule
 from tirc.ir.rebind import fresh_copy, rebind, used_vars

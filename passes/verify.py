@@ -8,7 +8,6 @@ spec of what a well-formed module is. Errors become one CompileError with a span
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
@@ -29,6 +28,7 @@ from tirc.ir.graph import (
     Tuple,
     VarBinding,
 )
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.loop_jumps import loop_jump_errors
 from tirc.ir.module import IRModule
 from tirc.ir.node import Node

@@ -32,7 +32,6 @@ unrolled loop, where it does not separate them (as in TVM, which also injects fi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tirc.ir.arith import construct
@@ -42,6 +41,7 @@ from tirc.ir.dtype import HANDLE
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, cast
 from tirc.ir.function import PrimFunc
 from tirc.ir.gpu.threads import has_barrier, is_barrier, is_thread_loop, is_vthread_loop
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.node import Node
 from tirc.ir.rebind import uses_any

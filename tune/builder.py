@@ -14,11 +14,11 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.passes.schedule.decisions import Decision
 from tirc.tune.machine import Machine

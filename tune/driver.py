@@ -13,9 +13,10 @@ from __future__ import annotations
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tirc.ir.diagnostics import CompileError
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.tune import records
 from tirc.tune.builder import BuilderPool

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BinOp, BufferLoad, Call, Cast, IntImm, PrimExpr, Select, Var
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import (
     Allocate,

@@ -11,8 +11,10 @@ from __future__ import annotations
 import functools
 import os
 import platform
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from pathlib import Path
+
+from tirc.ir.lean_dataclass import dataclass
 
 
 @dataclass(frozen=True)

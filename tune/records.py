@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, TextIO
 
+from tirc.ir.lean_dataclass import dataclass
 from tirc.tune.machine import Machine, this_machine
 
 OK = "ok"

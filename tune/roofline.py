@@ -11,9 +11,9 @@ this ranks candidates on its own; with them, it is the prior the learned model c
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.stmt import ForKind
 from tirc.tune.features import (
     Access,

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.schedule import Schedule
 from tirc.passes.schedule.decisions import CATEGORICAL, TILE, Decision, normal_value
 from tirc.passes.schedule.state import ScheduleError

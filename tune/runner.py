@@ -17,8 +17,10 @@ import selectors
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from tirc.ir.lean_dataclass import dataclass
 
 SLOW_FACTOR = 20.0      # a first call this much slower than the default's is not timed further
 

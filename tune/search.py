@@ -15,9 +15,10 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol
 
+from tirc.ir.lean_dataclass import dataclass
 from tirc.passes.schedule.decisions import Decision
 from tirc.tune.builder import Prepared
 from tirc.tune.cost_model import CostModel

@@ -14,13 +14,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import IntImm, Var
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.visitor import post_order_visit, substitute
 from tirc.passes.schedule.apply import matches, target_kind

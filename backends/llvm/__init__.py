@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import llvmlite.binding as llvm
@@ -17,6 +16,7 @@ from tirc.backends.llvm.target_machine import (
 )
 from tirc.backends.phases import NO_PHASES, Phases
 from tirc.backends.symbols import ExportNames
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 
 

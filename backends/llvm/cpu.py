@@ -13,12 +13,12 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 import llvmlite.binding as llvm
 from tirc.ir.diagnostics import CompileError, did_you_mean
+from tirc.ir.lean_dataclass import dataclass
 
 DEFAULT_X86_CPU = "x86-64-v3"
 NATIVE = "native"

@@ -11,7 +11,7 @@ kernel becomes a `ptx_kernel` function, each host function a launch plan in the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from tirc.backends.llvm.context import ModuleContext
@@ -27,6 +27,7 @@ from tirc.ir.attrs import GLOBAL_SYMBOL, GPU_HOST, KERNEL
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.function import PrimFunc
 from tirc.ir.gpu.arch import DEFAULT_ARCH
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.packed_call import is_slot_name
 from tirc.ir.target import Target, parse_target

@@ -19,8 +19,6 @@ The kernel is a `ptx_kernel` function taking generic pointers and scalars in par
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from llvmlite import ir
 from tirc.backends.llvm.builtins import BuiltinCalls
 from tirc.backends.llvm.context import ModuleContext
@@ -52,6 +50,7 @@ from tirc.ir.function import PrimFunc
 from tirc.ir.gpu.arch import STATIC_SHARED_LIMIT
 from tirc.ir.gpu.launch import SHARED_ALIGN, launch_extents, shared_bytes
 from tirc.ir.intrinsics import MATH_INTRINSICS
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.stmt import Allocate, AttrStmt, For, ForKind
 
 DYNAMIC_SHARED = "tirc_dynamic_shared"

@@ -11,10 +11,10 @@ import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from tirc.ir.diagnostics import CompileError
+from tirc.ir.lean_dataclass import dataclass
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")
 _SPILLS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")

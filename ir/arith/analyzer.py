@@ -17,12 +17,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tirc.ir.arith.bounds import UNBOUNDED, Bound, const_int_bound, intersect
 from tirc.ir.arith.linear import Linear, from_linear, is_index_dtype, to_linear
 from tirc.ir.buffer import Range
 from tirc.ir.expr import BinOp, FloatImm, IntImm, Not, PrimExpr, StringImm, Var, binop
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.visitor import field_names
 
 BoundLike = int | PrimExpr | None

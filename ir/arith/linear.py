@@ -8,10 +8,11 @@ structural equality of the expression nodes themselves (variables compare by ide
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tirc.ir.dtype import DType, no_overflow, wrap_int
 from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var
+from tirc.ir.lean_dataclass import dataclass
 
 
 @dataclass

@@ -15,7 +15,7 @@ part of a replicated tensor.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from tirc.ir.lean_dataclass import dataclass
 from typing import Any
 
 from tirc.ir.dist.mesh import lookup_mesh

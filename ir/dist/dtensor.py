@@ -8,7 +8,8 @@ into a plain tensor of its per-device shape.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+from tirc.ir.lean_dataclass import dataclass
 
 from tirc.ir.dist.placement import Placement
 from tirc.ir.graph import StructInfo, TensorSInfo, TupleSInfo

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from tirc.ir.lean_dataclass import dataclass
 
 from tirc.ir.layout.axes import register_device_axis
 from tirc.ir.layout.errors import LayoutError

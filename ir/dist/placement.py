@@ -18,7 +18,7 @@ mesh-axis order (`"S[1]"`, `"R"`, `"S[0], R"`), plus what TVM lacks:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from tirc.ir.lean_dataclass import dataclass
 
 REDUCE_OPS = ("sum", "max", "min", "prod")
 

@@ -9,10 +9,10 @@ uses (and the runtime opts in to).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.diagnostics import CompileError
+from tirc.ir.lean_dataclass import dataclass
 
 DEFAULT_ARCH = "sm_80"
 KIB = 1024

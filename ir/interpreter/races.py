@@ -22,7 +22,7 @@ A barrier does not synchronise GPU blocks: a `blockIdx` loop stays tracked.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Call, Var
 from tirc.ir.gpu.threads import BLOCK_TAGS
 from tirc.ir.interpreter.values import Env, InterpreterError, Unset, format_index
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.span import Span
 from tirc.ir.stmt import AttrStmt, For, ForKind
 from tirc.ir.visitor import any_node

@@ -10,12 +10,12 @@ function's sparse parameter (tirc.ir.sparse.signature.tensor_slots).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from tirc.ir.graph import SparseTensorSInfo
 from tirc.ir.interpreter.values import InterpreterError, np_dtype
+from tirc.ir.lean_dataclass import dataclass
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,9 @@ declares its device-mesh axes with `register_device_axis`.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 
 from tirc.ir.layout.errors import LayoutError
+from tirc.ir.lean_dataclass import dataclass
 
 
 class AxisKind(enum.Enum):

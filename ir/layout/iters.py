@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tirc.ir.layout.axes import MEMORY, Axis, get_axis
 from tirc.ir.layout.errors import LayoutError
 from tirc.ir.layout.symbolic import Sym, Value, as_value, format_value, is_atomic, sort_key
+from tirc.ir.lean_dataclass import dataclass
 
 
 @dataclass(frozen=True, init=False)

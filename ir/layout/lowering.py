@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from tirc.ir import intrinsics as intrin
@@ -49,6 +49,7 @@ from tirc.ir.layout.symbolic import (
 )
 from tirc.ir.layout.symbolic import add as vadd
 from tirc.ir.layout.tile_layout import TileLayout
+from tirc.ir.lean_dataclass import dataclass
 
 _VALUE_OPS = {"add": vadd, "sub": sub, "mul": mul, "floordiv": floordiv, "floormod": mod}
 

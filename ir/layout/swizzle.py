@@ -11,13 +11,13 @@ The swizzle permutes addresses inside aligned blocks of `2^(M+S+B)` elements.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.layout.axes import MEMORY, Axis
 from tirc.ir.layout.errors import LayoutError
 from tirc.ir.layout.symbolic import Value, add, floordiv, mul
 from tirc.ir.layout.tile_layout import Place, TileLayout
+from tirc.ir.lean_dataclass import dataclass
 
 
 @dataclass(frozen=True, eq=False)

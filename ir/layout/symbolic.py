@@ -15,10 +15,10 @@ identities `x + 0` and `x * 1` so that generated index expressions stay small.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Union
 
 from tirc.ir.layout.errors import LayoutError
+from tirc.ir.lean_dataclass import dataclass
 
 Value = Union[int, "Sym"]
 

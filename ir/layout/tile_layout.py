@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -32,6 +31,7 @@ from tirc.ir.layout.symbolic import (
     mul,
     substitute,
 )
+from tirc.ir.lean_dataclass import dataclass
 
 # A physical place: (axis name, coordinate) pairs sorted by axis name.
 Place = tuple[tuple[str, Any], ...]

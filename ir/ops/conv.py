@@ -13,11 +13,11 @@ and legalization share.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from tirc.ir.dtype import DType
 from tirc.ir.expr import PrimExpr, binop
 from tirc.ir.graph import StructInfo, TensorSInfo
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.ops.registry import OpCall, Param, register
 from tirc.ir.ops.sinfo_util import (
     const_dim,

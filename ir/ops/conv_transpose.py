@@ -11,10 +11,9 @@ any order of the letters, as for `nn.conv*d`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tirc.ir.expr import PrimExpr, binop
 from tirc.ir.graph import StructInfo, TensorSInfo
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.ops.conv import (
     SPATIAL,
     arrange,

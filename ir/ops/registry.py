@@ -10,7 +10,7 @@ parameters positional, attributes as keywords with plain Python values.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, NoReturn
 
 from tirc.ir.diagnostics import CompileError, close_names
@@ -30,6 +30,7 @@ from tirc.ir.graph import (
     Tuple,
     TupleSInfo,
 )
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.ops.sinfo_util import ndim_of, normalize_axis, sinfo_text
 from tirc.ir.schedule import SchedLambda
 from tirc.ir.span import SourceMap, Span

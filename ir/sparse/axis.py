@@ -18,11 +18,12 @@ one-dimensional buffers, parameters of the function.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import INT32, DType
 from tirc.ir.expr import IntImm, PrimExpr, binop
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.node import IdentityNode
 
 

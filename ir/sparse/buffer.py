@@ -12,10 +12,9 @@ a dense (J, K) stores (n, K).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import PrimExpr
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.sparse.axis import Axis, num_positions
 
 

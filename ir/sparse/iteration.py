@@ -20,10 +20,11 @@ not change; only the lowering does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from tirc.ir.expr import Var
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.node import Node
 from tirc.ir.sparse.axis import Axis
 from tirc.ir.stmt import IterKind, Stmt

@@ -17,12 +17,12 @@ fills their data parameter.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from tirc.ir.attrs import SPARSE_TENSORS
 from tirc.ir.dtype import DType
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.sparse.buffer import SparseBuffer, is_dense
 
 

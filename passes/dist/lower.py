@@ -25,7 +25,7 @@ from tirc.ir.attrs import SHARDING
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from tirc.ir.lean_dataclass import dataclass
 from typing import Any
 
 from tirc.ir.diagnostics import CompileError, DiagnosticContext

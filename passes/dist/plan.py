@@ -16,7 +16,8 @@ becoming partial) is a PlanError.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+from tirc.ir.lean_dataclass import dataclass
 from typing import Any
 
 from tirc.ir.dist.placement import Item, Owned, Partial, Placement, Replicate, Shard

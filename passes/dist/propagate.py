@@ -20,7 +20,7 @@ error) and `mesh` (`--mesh 4` or `--mesh mesh[0]=2x2`: resize the module's meshe
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from tirc.ir.lean_dataclass import dataclass
 from typing import Any
 
 from tirc.ir.diagnostics import CompileError, DiagnosticContext

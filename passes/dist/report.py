@@ -11,7 +11,7 @@ byte counts per device: `payload` (the local tensor handed to the collective) an
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from tirc.ir.lean_dataclass import dataclass
 from typing import TextIO
 
 from tirc.ir.dist.collective import KIND_NAMES, is_collective

@@ -10,7 +10,7 @@ operator is linear in them, else are reduced) and the placement of each result.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from tirc.ir.lean_dataclass import dataclass
 
 from tirc.ir.dist.mesh import DeviceMesh
 from tirc.ir.dist.placement import Item, Owned, Partial, Placement, Replicate, Shard

@@ -13,7 +13,8 @@ partial operands the operator passes on unchanged (linearity), and as what.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
+from tirc.ir.lean_dataclass import dataclass
 from typing import Any
 
 from tirc.ir.graph import GCall, StructInfo, TensorSInfo, TupleSInfo

@@ -14,13 +14,13 @@ step). Everything else is left to gpu-split-host-device.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.attrs import GRAPH_FUNC
 from tirc.ir.expr import Call, IntImm
 from tirc.ir.function import PrimFunc
 from tirc.ir.intrinsics import CALL_PACKED
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import (
     Allocate,

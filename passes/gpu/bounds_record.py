@@ -31,7 +31,7 @@ alone, so the pass costs nothing without -fbounds-check.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, ClassVar
 
 from tirc.ir import intrinsics as intrin
@@ -41,6 +41,7 @@ from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import HANDLE, INT32, dtype
 from tirc.ir.expr import BufferLoad, Call, IntImm, Let, Not, PrimExpr, StringImm, Var, binop, cast
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import Allocate, AttrStmt, BufferStore, Evaluate, IfThenElse, LetStmt, Stmt, seq
 from tirc.ir.visitor import Mutator, post_order_visit

@@ -14,12 +14,12 @@ thread (device_launch.py). The schedule applied is reported as a note, as on the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tirc.ir.attrs import SCHEDULED
 from tirc.ir.function import PrimFunc
 from tirc.ir.gpu.threads import thread_loops
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.loop_jumps import contains_loop_jump
 from tirc.ir.module import IRModule
 from tirc.ir.printer import print_node

@@ -12,7 +12,6 @@ extent per axis, so the region's extent of an axis is:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tirc.ir.expr import IntImm, PrimExpr, binop
@@ -23,6 +22,7 @@ from tirc.ir.gpu.threads import (
     is_thread_loop,
     map_regions,
 )
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.node import Node
 from tirc.ir.stmt import For, IfThenElse, Stmt

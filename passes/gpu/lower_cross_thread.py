@@ -20,7 +20,6 @@ not inside another threadIdx loop); the result is the same sum in a different or
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tirc.ir.analysis.regions import and_all, conjuncts, uses_any
@@ -30,6 +29,7 @@ from tirc.ir.dtype import HANDLE
 from tirc.ir.expr import BufferLoad, IntImm, Var, binop, const
 from tirc.ir.function import PrimFunc
 from tirc.ir.gpu.threads import barrier, is_block_tag, is_thread_loop
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.node import Node
 from tirc.ir.stmt import (

@@ -22,7 +22,6 @@ thread-bound loop is an error asking for bindings.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tirc.ir.analysis.storage import storage_size
@@ -44,6 +43,7 @@ from tirc.ir.gpu.threads import (
     walk_stmts,
 )
 from tirc.ir.intrinsics import CALL_PACKED, LAUNCH_KERNEL
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.loop_jumps import contains_loop_jump
 from tirc.ir.module import IRModule
 from tirc.ir.prim_call import callee_of

@@ -19,7 +19,6 @@ address spaces: global 1, shared 3, local 5 (see tirc.backends.nvptx.address_spa
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import ClassVar
 
 from tirc.ir import intrinsics as intrin
@@ -37,6 +36,7 @@ from tirc.ir.gpu.threads import (
     launch_regions,
     walk_stmts,
 )
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.node import Node
 from tirc.ir.rebind import used_vars

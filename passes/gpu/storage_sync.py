@@ -21,7 +21,6 @@ omit one that is.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tirc.ir.buffer import Buffer
@@ -39,6 +38,7 @@ from tirc.ir.gpu.threads import (
     map_regions,
     walk_stmts,
 )
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.loop_jumps import escaping_loop_jumps
 from tirc.ir.module import IRModule
 from tirc.ir.rebind import used_vars

@@ -11,13 +11,13 @@ hardware index starts at 0.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import IntImm, binop
 from tirc.ir.function import PrimFunc
 from tirc.ir.gpu.threads import ALL_TAGS, is_block_tag, is_thread_loop
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.node import Node
 from tirc.ir.stmt import For, Stmt

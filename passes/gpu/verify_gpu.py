@@ -19,7 +19,6 @@ the target's `-arch` (tirc.ir.gpu.arch).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tirc.ir.analysis.entry_signature import shape_text
@@ -38,6 +37,7 @@ from tirc.ir.gpu.threads import (
     is_thread_loop,
     regions_with_storage,
 )
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.rebind import used_vars
 from tirc.ir.stmt import Allocate, For, ForKind, IfThenElse, Stmt, While

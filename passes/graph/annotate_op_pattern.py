@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from dataclasses import dataclass
 
 from tirc.ir.attrs import OP_PATTERN
 from tirc.ir.expr import BinOp, BufferLoad, Cast, IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import Block, BlockRealize, BufferStore, IterKind
 from tirc.ir.visitor import post_order_visit

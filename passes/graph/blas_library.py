@@ -17,8 +17,9 @@ import os
 import shlex
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+
+from tirc.ir.lean_dataclass import dataclass
 
 SHIM_NAME = "tirc_blas"
 NO_BLAS = ("-fblas: no CBLAS found (pip install 'tirc[blas]' for scipy-openblas32, or a "

@@ -10,7 +10,6 @@ nobody calls, are removed.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 from tirc.ir.attrs import GLOBAL_SYMBOL, PRIMITIVE
 from tirc.ir.function import PrimFunc
@@ -24,6 +23,7 @@ from tirc.ir.graph import (
     SeqExpr,
     with_branches,
 )
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.prim_call import called_functions
 from tirc.ir.visitor import post_order_visit

@@ -15,10 +15,10 @@ with them (passes/schedule_rules/tuned.py); when they no longer fit, with the de
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.printer import print_node
 from tirc.passes.pass_base import PassContext, PrimFuncPass

@@ -9,7 +9,6 @@ The folded bindings stay for dead-code-elim to remove.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.graph import (
@@ -26,6 +25,7 @@ from tirc.ir.graph import (
     VarBinding,
     with_branches,
 )
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.ops.sinfo_util import ndim_of
 from tirc.ir.visitor import substitute

@@ -12,7 +12,7 @@ fuse-tir then merges each one into a single loop function.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tirc.ir.attrs import PRIMITIVE
 from tirc.ir.expr import Var
@@ -35,6 +35,7 @@ from tirc.ir.graph import (
     VarBinding,
     with_branches,
 )
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.visitor import post_order_visit, substitute
 from tirc.passes.graph.annotate_op_pattern import OpPattern, pattern_of

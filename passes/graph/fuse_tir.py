@@ -12,7 +12,6 @@ tuple argument by bindings placed before the call.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.attrs import OP_PATTERN, PRIMITIVE
@@ -36,6 +35,7 @@ from tirc.ir.graph import (
     VarBinding,
     with_branches,
 )
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.ops.calls import shape_var_bindings
 from tirc.ir.ops.sinfo_util import dim

@@ -12,7 +12,6 @@ the frontend lifted out of another (`tirc.lifted`, a local `@R.function`) is the
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.attrs import LIFTED, PRIMITIVE
@@ -32,6 +31,7 @@ from tirc.ir.graph import (
     VarBinding,
     with_branches,
 )
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.ops.infer import defined_sizes
 from tirc.ir.visitor import substitute

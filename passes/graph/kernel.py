@@ -15,7 +15,7 @@ passed among the call's arguments.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from tirc.ir.attrs import NOALIAS
@@ -34,6 +34,7 @@ from tirc.ir.expr import (
 )
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import Constant, GraphExpr, PrimValue, TensorSInfo
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.ops.sinfo_util import INT64, const_dim, dim, shape_vars
 from tirc.ir.stmt import (
     Block,

@@ -10,7 +10,6 @@ Operators without a loop-level form (`shape_of`, calls) and cross-level calls st
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import (
@@ -30,6 +29,7 @@ from tirc.ir.graph import (
     VarBinding,
     with_branches,
 )
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.ops.infer import infer_expr
 from tirc.ir.ops.registry import bound_call

@@ -16,7 +16,7 @@ at compile time stays a constant; each symbolic one is a scalar parameter, given
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tirc.ir.attrs import NOALIAS, OP_PATTERN
 from tirc.ir.buffer import Buffer
@@ -24,6 +24,7 @@ from tirc.ir.dtype import HANDLE, DType
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, cast, const
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import GraphExpr, StructInfo
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.ops.registry import OpCall
 from tirc.ir.sparse import Axis, AxisKind, SparseBuffer, SparseIteration, SpIterVar
 from tirc.ir.stmt import BufferStore, IterKind

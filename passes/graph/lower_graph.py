@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.analysis.size_factor import other_factors
@@ -73,6 +72,7 @@ from tirc.ir.graph import (
     TupleSInfo,
     VarBinding,
 )
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.ops.calls import call_scalars, shape_var_bindings
 from tirc.ir.ops.infer import infer_expr

@@ -15,7 +15,7 @@ lower-graph allocates from it.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tirc.ir.arith import make_analyzer
 from tirc.ir.attrs import PRIMITIVE, STORAGE, WORKSPACE_BYTES
@@ -36,6 +36,7 @@ from tirc.ir.graph import (
     TupleSInfo,
     VarBinding,
 )
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.ops.sinfo_util import dim, product, shape_vars, simplify_dim
 from tirc.passes.graph.fuse_ops import used_vars

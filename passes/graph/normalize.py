@@ -9,7 +9,6 @@ diagnostics at the binding (`error: R.add: cannot broadcast (n, 256) with (n, 25
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 from tirc.ir.diagnostics import CompileError, DiagnosticContext
 from tirc.ir.graph import (
@@ -32,6 +31,7 @@ from tirc.ir.graph import (
     TupleGetItem,
     VarBinding,
 )
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.ops.infer import infer_expr, match_cast_conflict, more_precise, sinfo_agrees
 from tirc.ir.ops.sinfo_util import sinfo_text

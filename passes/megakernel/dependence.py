@@ -17,7 +17,7 @@ the whole dimension: the conditions are evaluated before such a buffer need hold
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from tirc.ir.analysis.regions import Bounds, full_bounds, relax, uses_any
@@ -38,6 +38,7 @@ from tirc.ir.expr import (
     select,
 )
 from tirc.ir.intrinsics import DLTENSOR
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.node import Node
 from tirc.ir.stmt import Allocate, BlockRealize, BufferStore, For, IfThenElse, LetStmt, Stmt
 from tirc.ir.structural import same_expr

@@ -17,12 +17,11 @@ transformer block has over 200 such edges, most from workspace reuse).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tirc.ir import intrinsics as intrin
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, INT32
 from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var, cast, logical_not
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.stmt import Evaluate, For, ForKind, IfThenElse, Stmt
 from tirc.passes.megakernel.dependence import Edge
 from tirc.passes.megakernel.tiling import TaskKind

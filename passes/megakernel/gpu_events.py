@@ -15,13 +15,13 @@ before the launch, and a cooperative launch to be safe.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.arith.construct import fold
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, INT32, INT64
 from tirc.ir.expr import BufferLoad, Cast, IntImm, PrimExpr, Select, Var, binop, cast
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.stmt import Allocate, BufferStore, For, ForKind, IfThenElse, Stmt, seq
 from tirc.ir.visitor import Mutator
 from tirc.passes.megakernel.gpu_threads import thread_loop

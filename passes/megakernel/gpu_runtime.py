@@ -40,7 +40,6 @@ fits one block on an SM: the static schedule needs every block resident).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import ClassVar
 
 from tirc.ir import intrinsics as intrin
@@ -67,6 +66,7 @@ from tirc.ir.expr import (
 )
 from tirc.ir.function import PrimFunc
 from tirc.ir.gpu.threads import barrier
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import (
     Allocate,

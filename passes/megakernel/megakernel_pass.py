@@ -13,8 +13,6 @@ call with a message naming the waiting task and event instead of hanging.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tirc.ir import intrinsics as intrin
 from tirc.ir.attrs import (
     GLOBAL_SYMBOL,
@@ -29,6 +27,7 @@ from tirc.ir.dtype import INT32, INT64
 from tirc.ir.expr import BufferLoad, Call, IntImm, StringImm, cast
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import Function, GCall, GlobalVar
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.stmt import Evaluate
 from tirc.ir.visitor import Mutator, post_order_visit

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from tirc.ir import intrinsics as intrin
 from tirc.ir.attrs import (
@@ -35,6 +34,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, StringImm, Var
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.stmt import (
     Allocate,
     AssertStmt,

@@ -12,10 +12,10 @@ chosen branch's tiles). Any other statement becomes a kind with one task.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from tirc.ir.dtype import DType
 from tirc.ir.expr import IntImm, PrimExpr, Var, binop, minimum, select
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.stmt import (
     Allocate,
     AssertStmt,

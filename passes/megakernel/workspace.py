@@ -13,11 +13,10 @@ ask for `extra` elements after the counters (the dynamic scheduler's queue).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, INT32, INT64
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, cast
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.stmt import Allocate, BufferStore, For, ForKind, LetStmt, Stmt, seq
 from tirc.ir.visitor import Mutator
 

@@ -12,11 +12,11 @@ instructions take them (decisions.py, tuned.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.diagnostics import CompileError, Diagnostic
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.schedule import Schedule
 from tirc.passes.pass_base import Pass, PassContext, option

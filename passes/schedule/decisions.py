@@ -15,12 +15,12 @@ import dataclasses
 import hashlib
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.diagnostics import CompileError, Diagnostic
 from tirc.ir.expr import IntImm
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.printer import print_function
 from tirc.ir.schedule import SchedInstr, SchedRef, Schedule
 from tirc.passes.schedule.runner import bind_call, bind_outputs

@@ -13,7 +13,6 @@ iteration, whatever the order or parallelism of the iterations.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from tirc.ir.analysis.access import binding_map, effective_regions
 from tirc.ir.analysis.regions import (
@@ -27,6 +26,7 @@ from tirc.ir.arith import Analyzer
 from tirc.ir.arith.linear import Linear, exact_linear, to_linear
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var, binop, is_const_int
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.stmt import Block, BlockRealize, For, IterKind, Stmt
 from tirc.ir.visitor import substitute
 from tirc.passes.schedule.state import ScheduleError

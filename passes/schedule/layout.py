@@ -17,9 +17,8 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from tirc.ir.analysis.regions import full_bounds, region_of_bounds, relax
 from tirc.ir.arith import Analyzer
 from tirc.ir.buffer import Buffer, BufferRegion, Range
@@ -29,6 +28,9 @@ from tirc.ir.parallel_private import private_loops
 from tirc.ir.schedule import SchedLambda
 from tirc.ir.stmt import Block, BlockRealize, BufferStore, For, ForKind, IterKind, IterVar, Stmt
 from tirc.ir.visitor import Mutator, substitute
+
+if TYPE_CHECKING:
+    import numpy as np  # imported where a layout's bijectivity is checked
 from tirc.passes.schedule.dependence import BlockSite
 from tirc.passes.schedule.loops import recheck_parallel_loop
 from tirc.passes.schedule.scope import kid_index, replace_buffer, scope_kids, set_scope_kids
@@ -116,6 +118,8 @@ def _image_shape(buf: Buffer, params: list[Var], outs: list[PrimExpr], an: Analy
 
 
 def _np_eval(e: PrimExpr, env: dict[Var, np.ndarray]) -> np.ndarray | None:
+    import numpy as np
+
     if isinstance(e, IntImm):
         return np.int64(e.value)  # type: ignore[return-value]
     if isinstance(e, Var):
@@ -147,6 +151,8 @@ def _check_bijective(buf: Buffer, params: list[Var], outs: list[PrimExpr],
                             f"a shape of {new_n}; padding needs a pad_value")
     if assume_injective or old_n > MAX_ENUMERATED:
         return old_n < new_n
+    import numpy as np
+
     grids = np.indices(dims, dtype=np.int64).reshape(len(dims), -1)
     env = dict(zip(params, grids))
     cols = [_np_eval(o, env) for o in outs]

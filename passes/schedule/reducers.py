@@ -24,13 +24,12 @@ merge of two states (the write-back of the partials). Two kinds:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DType
 from tirc.ir.expr import BinOp, BufferLoad, Call, FloatImm, IntImm, PrimExpr, Var, binop, const
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.stmt import Allocate, BufferStore, For, LetStmt, SeqStmt, Stmt, seq
 from tirc.ir.structural import same_expr
 from tirc.ir.visitor import Mutator, any_node, post_order_visit
@@ -54,6 +53,8 @@ def binary_identity(op: str, dt: DType) -> PrimExpr:
         return const(0, dt)
     if op == "mul":
         return const(1, dt)
+    import numpy as np  # only for a max or min reduction: most compiles never load it
+
     hi = op == "min"
     if dt.is_float:
         top = float(np.finfo(dt.numpy_name()).max)

@@ -12,13 +12,13 @@ import dataclasses
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import close_names
 from tirc.ir.expr import Var
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.stmt import Block, BlockRealize, For, Stmt
 from tirc.passes.schedule.tree import (
     EmptyBodyError,

@@ -10,7 +10,6 @@ a reduction variable); a row reduction reduces the innermost dimension of what i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from math import prod
 
 from tirc.ir.analysis.access import effective_regions
@@ -19,6 +18,7 @@ from tirc.ir.attrs import SPARSE_PLAN, SPARSE_TENSORS
 from tirc.ir.buffer import Buffer, BufferRegion
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.stmt import Block, BlockRealize, For, ForKind, IterKind, IterVar, Stmt
 from tirc.ir.visitor import any_node
 from tirc.passes.schedule.dependence import BlockSite, child_sites

@@ -13,13 +13,14 @@ candidate) that is a `DecisionError` instead, so the candidate is rejected clean
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from tirc.ir.attrs import VARIANT
 from tirc.ir.expr import Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.gpu.threads import THREAD_TAGS, is_thread_loop
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.schedule import Schedule
 from tirc.ir.stmt import BlockRealize
 from tirc.passes.schedule.dependence import child_sites

@@ -10,10 +10,10 @@ and tries the next one, so a rule never leaves a half-made schedule.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tirc.ir.dtype import DType
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.target import target_vector_bits
 from tirc.passes.schedule.dependence import scope_path
 from tirc.passes.schedule.state import BlockRV, LoopRV

@@ -18,10 +18,11 @@ from __future__ import annotations
 import keyword
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.loop_jumps import contains_loop_jump
 from tirc.ir.schedule import SchedInstr, SchedLambda, SchedRef, Schedule
 from tirc.passes.schedule.primitives import PRIMITIVES

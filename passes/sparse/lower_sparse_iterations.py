@@ -23,7 +23,7 @@ first reduction variable, placed right before that variable's loop, as the inter
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tirc.ir.analysis.block_regions import infer_regions
 from tirc.ir.attrs import SPARSE_TENSORS
@@ -39,6 +39,7 @@ from tirc.ir.expr import (
     if_then_else,
 )
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.sparse import (
     Axis,

@@ -9,11 +9,12 @@ found, with the two iterations as the witness.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
-import numpy as np
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import IntImm, PrimExpr, Var, const
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.structural import structural_equal
 from tirc.passes.static_check.points import (
     NotEnumerable,
@@ -22,6 +23,9 @@ from tirc.passes.static_check.points import (
     free_vars,
 )
 from tirc.passes.static_check.sites import Access, Loop
+
+if TYPE_CHECKING:
+    import numpy as np  # imported where iterations are enumerated: most compiles never load it
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,8 @@ def _rows(loop: Loop, a: Access, outer: list[Var]
           ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Per iteration that runs `a`: the outer loops' values and the element's indices (one
     row each), and the value of `loop`'s variable."""
+    import numpy as np
+
     exprs: list[PrimExpr] = [*a.indices, *a.guards, loop.var, *outer]
     pts = enumerate_points(exprs, a.loops)
     n = len(pts.valid)
@@ -108,6 +114,8 @@ def _rows(loop: Loop, a: Access, outer: list[Var]
 
 
 def _by_points(loop: Loop, write: Access, other: Access) -> Conflict | None:
+    import numpy as np
+
     k = next(i for i, lp in enumerate(write.loops) if lp.node is loop.node)
     outer_vars = {lp.var for lp in write.loops[:k]}
     used = free_vars([*write.indices, *write.guards, *other.indices, *other.guards])

@@ -11,12 +11,12 @@ imported when points are first enumerated, not with this module.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tirc.ir import intrinsics as intrin
 from tirc.ir.dtype import DType, no_overflow
 from tirc.ir.expr import BinOp, Call, Cast, IntImm, Let, Not, PrimExpr, Select, Var
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.visitor import post_order_visit
 from tirc.passes.static_check.sites import Loop
 

@@ -11,12 +11,13 @@ loops.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tirc.ir import intrinsics as intrin
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BufferLoad, Call, Let, Not, PrimExpr, Var
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.span import Span
 from tirc.ir.stmt import (
     Allocate,

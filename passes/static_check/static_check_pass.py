@@ -13,10 +13,9 @@ cannot decide are left to `-fbounds-check`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tirc.ir.diagnostics import MAX_ERRORS, CompileError, Diagnostic
 from tirc.ir.function import PrimFunc
+from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.parallel_private import privatize_parallel_buffers
 from tirc.passes.pass_base import Pass, PassContext
