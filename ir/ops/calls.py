@@ -96,16 +96,23 @@ def _result(oc: OpCall, sinfos: list[StructInfo]) -> StructInfo:
     return sinfos[0] if single else TupleSInfo(tuple(sinfos))
 
 
-def _call_tir(oc: OpCall) -> StructInfo:
+def _check_callee(oc: OpCall, args: list[TensorSInfo | SparseTensorSInfo | PrimSInfo],
+                  outs: list[StructInfo]) -> None:
+    """Check that `oc`'s callee is a loop function of the module and, where the module is
+    known, that `args` and the fresh outputs `outs` match its parameters."""
     callee = oc.values["func"]
-    outs = out_sinfos(oc)
     if not isinstance(callee, GlobalVar):
         oc.error("the callee must be a loop function of the module (Module.name)")
     func = oc.module.functions.get(callee.name) if oc.module is not None else None
     if oc.module is not None and not isinstance(func, PrimFunc):
         oc.error(f"no loop function named '{callee.name}' in the module")
     if isinstance(func, PrimFunc):
-        check_call_tir(oc, func, _call_args(oc), outs)
+        check_call_tir(oc, func, args, outs)
+
+
+def _call_tir(oc: OpCall) -> StructInfo:
+    outs = out_sinfos(oc)
+    _check_callee(oc, _call_args(oc), outs)
     return _result(oc, outs)
 
 
@@ -113,7 +120,6 @@ def _call_tir_inplace(oc: OpCall) -> StructInfo:
     """TVM's R.call_tir_inplace: output k is argument `inplace_indices[k]` written in place
     (its shape and dtype), or a fresh output at -1; the loop function takes the arguments,
     then the fresh outputs."""
-    callee = oc.values["func"]
     outs = out_sinfos(oc)
     args = _call_args(oc)
     indices = oc.values["inplace_indices"]
@@ -143,13 +149,8 @@ def _call_tir_inplace(oc: OpCall) -> StructInfo:
                      f"output {k} ({sinfo_text(out)}) in shape and dtype", at)
     if not seen:
         oc.error("needs an in-place index other than -1 (with none, use R.call_tir)")
-    if not isinstance(callee, GlobalVar):
-        oc.error("the callee must be a loop function of the module (Module.name)")
-    func = oc.module.functions.get(callee.name) if oc.module is not None else None
-    if oc.module is not None and not isinstance(func, PrimFunc):
-        oc.error(f"no loop function named '{callee.name}' in the module")
-    if isinstance(func, PrimFunc):
-        check_call_tir(oc, func, args, [o for i, o in zip(indices, outs) if i == -1])
+    fresh = [o for i, o in zip(indices, outs) if i == -1]
+    _check_callee(oc, args, fresh)
     return _result(oc, outs)
 
 
