@@ -20,6 +20,7 @@ from tirc.ir.diagnostics import CompileError
 from tirc.ir.function import PrimFunc
 from tirc.ir.module import IRModule
 from tirc.ir.prim_call import INTERNAL
+from tirc.ir.visitor import remembered_walks
 
 EMIT_KINDS = ("ll", "asm", "obj", "so", "h", "ptx", "cubin")
 SUFFIX_KINDS = {".ll": "ll", ".s": "asm", ".o": "obj", ".so": "so", ".h": "h", ".ptx": "ptx",
@@ -79,7 +80,17 @@ def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
     generation, link). A shared object is linked with the libraries `libs`
     (`-l`) found in `lib_dirs` (`-L`), which define the module's external functions. `names`
     chooses the exported C names (default: the library named after `out_path`). Runs on a
-    big-stack thread (`tirc.ir.deep_call`), as code generation recurses as deep as the IR nests."""
+    big-stack thread (`tirc.ir.deep_call`), as code generation recurses as deep as the IR nests.
+    The analyses of the steps walk the finished functions many times: `remembered_walks`
+    walks each once."""
+    with remembered_walks():
+        return _emit(mod, kind, target, opt_level, out_path, libs, lib_dirs, names, phases)
+
+
+def _emit(mod: IRModule, kind: str, target: Any, opt_level: int, out_path: str | Path | None,
+          libs: tuple[str, ...], lib_dirs: tuple[str, ...], names: ExportNames | None,
+          phases: Phases) -> bytes:
+    """`emit`'s work."""
     from tirc.backends.metadata import metadata_json, module_metadata
 
     if kind not in EMIT_KINDS:

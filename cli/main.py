@@ -108,7 +108,11 @@ def main() -> None:
 def exit_now(code: object) -> None:
     """End the process with `code` as `sys.exit(code)` would (None is 0, a message is printed
     and is 1), flushing the standard streams first but freeing nothing, as LLVM's tools do
-    (`-disable-free`)."""
+    (`-disable-free`). The dataclass methods this run compiled are saved for the next
+    (`tirc.ir.method_code_cache`), which an exit handler would otherwise do."""
+    cache = sys.modules.get("tirc.ir.method_code_cache")
+    if cache is not None:
+        cache.save()
     if code is not None and not isinstance(code, int):
         sys.stderr.write(f"{code}\n")
         code = 1

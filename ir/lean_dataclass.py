@@ -13,7 +13,9 @@ class gets, are the standard decorator's: equality compares the tuples of the co
 of two objects of one class, the hash is that of the tuple of the hashed fields (added for
 `eq` with `frozen`, None for `eq` alone, kept when the class defines one), and a method the
 class defines itself is kept. On other Python versions, or with `order`, `unsafe_hash` or
-`slots`, the standard decorator does everything.
+`slots`, the standard decorator does everything. The methods the standard decorator still
+writes, and those compiled here, are compiled through `tirc.ir.method_code_cache`, which keeps
+their code between processes.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import sys
 from collections.abc import Callable
 from threading import get_ident
 from typing import Any, TypeVar
+
+from tirc.ir.method_code_cache import cached_exec, compile_text
 
 C = TypeVar("C", bound=type)
 
@@ -52,7 +56,11 @@ def _decorate(cls: C, options: dict[str, Any]) -> C:
     own_hash = own.get("__hash__", _MISSING)
     explicit_hash = not (own_hash is _MISSING or (own_hash is None and "__eq__" in own))
     has_repr, has_eq = "__repr__" in own, "__eq__" in own
-    cls = dataclasses.dataclass(cls, repr=False, eq=False, **opts)
+    dataclasses.exec = cached_exec  # type: ignore[attr-defined]  # its `exec`, for this call
+    try:
+        cls = dataclasses.dataclass(cls, repr=False, eq=False, **opts)
+    finally:
+        vars(dataclasses).pop("exec", None)
     field_list = dataclasses.fields(cls)
     if want_repr and not has_repr:
         _add(cls, _repr_method([f.name for f in field_list if f.repr]))
@@ -90,7 +98,7 @@ def _compile(cls: type, name: str, args: str, body: list[str]) -> Callable[..., 
     module = sys.modules.get(cls.__module__)
     namespace: dict[str, Any] = {}
     text = f"def {name}({args}):\n" + "\n".join(f" {line}" for line in body)
-    exec(text, module.__dict__ if module is not None else {}, namespace)
+    exec(compile_text(text), module.__dict__ if module is not None else {}, namespace)
     method: Callable[..., Any] = namespace[name]
     method.__qualname__ = f"{cls.__qualname__}.{name}"
     return method

@@ -7,7 +7,9 @@ every field, so a pass overrides only the nodes it cares about.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from tirc.ir.dtype import DType
@@ -117,6 +119,11 @@ class Mutator:
 def post_order_visit(node: Any, fn: Callable[[Node], None]) -> None:
     """Call `fn` on every node under `node`, children first (in the order a Visitor walks
     them: fields in declaration order, sequences in order, a dict's keys before values)."""
+    remembered = _remembered_nodes(node)
+    if remembered is not None:
+        for n in remembered:
+            fn(n)
+        return
 
     def walk(n: Any) -> None:
         if isinstance(n, Node):
@@ -144,6 +151,9 @@ def post_order_visit(node: Any, fn: Callable[[Node], None]) -> None:
 def any_node(node: Any, pred: Callable[[Node], bool]) -> bool:
     """Whether `pred` holds for some node under `node` (`node` included); nodes are tried in
     post-order, and the search stops at the first that holds."""
+    remembered = _remembered_nodes(node)
+    if remembered is not None:
+        return any(pred(n) for n in remembered)
 
     def search(n: Any) -> bool:
         if isinstance(n, Node):
@@ -169,6 +179,76 @@ def any_node(node: Any, pred: Callable[[Node], bool]) -> bool:
         return False
 
     return search(node)
+
+
+def _post_order(root: Node) -> tuple[list[Node], dict[int, tuple[int, int]]]:
+    """The nodes under `root` in `post_order_visit`'s order, and where each node's own subtree
+    lies in that list (the nodes a walk of it visits are contiguous and end with it; a node
+    that occurs several times is kept at its first place, whose nodes are the same)."""
+    nodes: list[Node] = []
+    ranges: dict[int, tuple[int, int]] = {}
+
+    def walk(n: Any) -> None:
+        if isinstance(n, Node):
+            start = len(nodes)
+            names = field_names(type(n))
+            if names is None:
+                for _, value in n.node_fields():
+                    walk(value)
+            else:
+                for name in names:
+                    value = getattr(n, name)
+                    if type(value) not in _LEAVES:
+                        walk(value)
+            nodes.append(n)
+            ranges.setdefault(id(n), (start, len(nodes)))
+        elif isinstance(n, (tuple, list)):
+            for item in n:
+                walk(item)
+        elif isinstance(n, dict):
+            for k, v in n.items():
+                walk(k)
+                walk(v)
+
+    walk(root)
+    return nodes, ranges
+
+
+_memo = threading.local()
+
+
+@contextmanager
+def remembered_walks() -> Iterator[None]:
+    """Within the block (on this thread), `post_order_visit` and `any_node` keep the nodes of
+    each tree they walk in order and answer a later walk of that tree, or of any subtree of
+    it, from the list. For code that walks one finished tree many times, as a backend's
+    analyses do (a dozen whole-function walks for an entry point); the trees must not be
+    rebuilt meanwhile, which holds for IR (nodes are immutable, and the lists keep every
+    remembered node alive, so no id is reused). A block inside another shares its memory."""
+    if getattr(_memo, "places", None) is not None:  # inside another: share its memory
+        yield
+        return
+    _memo.places = {}
+    try:
+        yield
+    finally:
+        _memo.places = None
+
+
+def _remembered_nodes(node: Any) -> Sequence[Node] | None:
+    """The nodes under `node` in post-order inside `remembered_walks` (walking `node` once
+    if no remembered tree holds it), else None."""
+    places: dict[int, tuple[list[Node], int, int]] | None = getattr(_memo, "places", None)
+    if places is None or not isinstance(node, Node):
+        return None
+    place = places.get(id(node))
+    if place is None:
+        nodes, ranges = _post_order(node)
+        for key, (start, end) in ranges.items():
+            places.setdefault(key, (nodes, start, end))
+        return nodes
+    nodes, start, end = place
+    return nodes if start == 0 and end == len(nodes) else nodes[start:end]
 
 
 def substitute(node: Any, mapping: dict[Any, Any]) -> Any:

@@ -26,7 +26,7 @@ from tirc.ir.module import IRModule
 from tirc.ir.packed_call import slot_symbols
 from tirc.ir.prim_call import INTERNAL
 from tirc.ir.stmt import Allocate, BufferStore
-from tirc.ir.visitor import post_order_visit
+from tirc.ir.visitor import post_order_visit, remembered_walks
 
 
 def _buffers_by_data(func: PrimFunc) -> dict[Var, Buffer]:
@@ -86,6 +86,13 @@ def codegen_module(mod: IRModule, metadata_json: str, triple: str = "",
                    names: ExportNames | None = None) -> ModuleContext:
     """LLVM IR for every entry point of `mod` (run make-entry first), exported as `names`
     says."""
+    with remembered_walks():  # the analyses below walk each function a dozen times
+        return _codegen_module(mod, metadata_json, triple, data_layout, fp_contract, names)
+
+
+def _codegen_module(mod: IRModule, metadata_json: str, triple: str, data_layout: str,
+                    fp_contract: bool, names: ExportNames | None) -> ModuleContext:
+    """`codegen_module`'s work."""
     names = names or ExportNames()
     ctx = ModuleContext(mod.name, triple, data_layout)
     ctx.fp_contract = fp_contract

@@ -294,6 +294,9 @@ class ExprCodegen(MemoryAccess):
         if not signed:
             out = b.urem(a, safe) if want_mod else b.udiv(a, safe)
             return b.select(b.icmp_unsigned("==", c, zero), zero, out) if guarded else out
+        if divisor is not None and 0 < divisor < 1 << (dt.bits - 1) and \
+                op in ("floordiv", "floormod"):
+            return _floor_by_positive(b, op, a, divisor)
         q, r = b.sdiv(a, safe), b.srem(a, safe)
         if guarded:
             # c == 0 gives 0; c == -1 gives -a (quotient) and 0 (remainder), without a trap.
@@ -382,6 +385,24 @@ class ExprCodegen(MemoryAccess):
         phi.add_incoming(tv, then_end)
         phi.add_incoming(fv, else_end)
         return phi
+
+
+def _floor_by_positive(b: ir.IRBuilder, op: str, a: ir.Value, divisor: int) -> ir.Value:
+    """Signed `floordiv`/`floormod` by a positive constant: for a power of two an arithmetic
+    shift or a mask (exact for every sign of `a`), else the truncating result stepped down
+    when the remainder is negative. The general sequence gives the same values, in more
+    instructions that LLVM then has to fold, once per unrolled copy."""
+    shift = divisor.bit_length() - 1
+    if divisor == 1 << shift:
+        if op == "floordiv":
+            return b.ashr(a, const_like(a.type, shift))
+        return b.and_(a, const_like(a.type, divisor - 1))
+    c = const_like(a.type, divisor)
+    r = b.srem(a, c)
+    negative = b.icmp_signed("<", r, const_like(a.type, 0))
+    if op == "floordiv":
+        return b.sub(b.sdiv(a, c), b.zext(negative, a.type))
+    return b.add(r, b.select(negative, c, const_like(a.type, 0)))
 
 
 def _common(a: DType, b: DType) -> DType:

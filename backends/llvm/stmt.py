@@ -4,6 +4,8 @@ Loops are emitted as header/body/latch blocks with a phi for the loop variable. 
 carry `llvm.loop` unroll metadata, a `vectorized` loop the vectorizer passes left scalar carries a
 vectorize hint, and `parallel` loops are outlined into an OpenMP region (see parallel.py). A
 break or continue (tirc.ir.loop_jumps) branches to the exit or the latch of the loop it targets.
+A serial loop of one or two iterations over a small loop-free body is written out as copies
+of the body (`straight_line_trips`).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from tirc.ir.expr import (
 )
 from tirc.ir.gpu.threads import is_vthread_loop
 from tirc.ir.loop_jumps import JUMP_TARGET_KINDS, escaping_loop_jumps, jump_kind
+from tirc.ir.node import Node
 from tirc.ir.rebind import used_vars
 from tirc.ir.stmt import (
     Allocate,
@@ -62,6 +65,38 @@ from tirc.ir.visitor import post_order_visit
 
 # Calls LLVM's vectorizer cannot widen: C functions, and the math that lowers to scalar libm.
 _SCALAR_CALLS = frozenset(LIBM_FUNCTIONS) | {intrin.CALL_EXTERN, intrin.CALL_PURE_EXTERN}
+
+
+# A serial loop of at most this many iterations whose body is small and holds no loop, no
+# allocation and no break or continue is emitted as copies of its body (`straight_line_trips`).
+STRAIGHT_LINE_TRIPS = 2
+STRAIGHT_LINE_NODES = 256
+
+
+def straight_line_trips(s: For) -> range | None:
+    """The loop variable's values when `s` is emitted as straight-line code, else None.
+
+    LLVM's full unrolling turns such a loop into straight-line code at -O1 and above anyway,
+    but only after its loop passes (rotation, induction-variable simplification, unrolling)
+    have run on it: for the small vector loops a vectorized schedule leaves
+    (`for j_o in range(2)` around a 16-lane store) that work was about 40% of LLVM's time for
+    samples/matmul.tir. A body with an allocation stays a loop, so that its storage is not
+    duplicated."""
+    extent, lo = const_int(s.extent), const_int(s.min)
+    if extent is None or lo is None or extent > STRAIGHT_LINE_TRIPS or s.annotations:
+        return None
+    nodes = 0
+    for_loop = False
+
+    def count(n: Node) -> None:
+        nonlocal nodes, for_loop
+        nodes += 1
+        for_loop = for_loop or isinstance(n, (For, While, Allocate)) or jump_kind(n) is not None
+
+    post_order_visit(s.body, count)
+    if for_loop or nodes > STRAIGHT_LINE_NODES:
+        return None
+    return range(lo, lo + max(0, extent))
 
 
 def unvectorizable(body: Stmt) -> bool:
@@ -351,12 +386,30 @@ class StmtCodegen(ExprCodegen):
                 not gathers(s.body, s.loop_var):
             md = loop_metadata.vectorize_enable(self.ctx.module)
         dt = s.loop_var.dtype
+        if md is None and s.kind == ForKind.SERIAL and straight_line_trips(s) is not None:
+            self.straight_line_loop(s)
+            return
         begin = self.expr_as(s.min, dt)
         end = self.b.add(begin, self.expr_as(s.extent, dt))
         refused = "" if s.kind in JUMP_TARGET_KINDS else \
             f"in a {s.kind.value} loop (only a serial loop can be left or continued early)"
         self.serial_loop(s.loop_var, begin, end, lambda: self.stmt(s.body), md,
                          jumps=bool(escaping_loop_jumps(s.body)), refused=refused)
+
+    def straight_line_loop(self, s: For) -> None:
+        """The body of a loop `straight_line_trips` accepts, once per iteration, with the
+        loop variable a constant in each copy."""
+        trips = straight_line_trips(s)
+        assert trips is not None
+        var = s.loop_var
+        old = self.env.get(var)
+        for value in trips:
+            self.env[var] = ir.Constant(ir.IntType(var.dtype.bits), value)
+            self.stmt(s.body)
+        if old is None:
+            self.env.pop(var, None)
+        else:
+            self.env[var] = old
 
     def serial_loop(self, var: Var, begin: ir.Value, end: ir.Value, body: Callable[[], None],
                     md: ir.values.MDValue | None = None, jumps: bool = False,

@@ -84,6 +84,23 @@ def _int_cases() -> list[Case]:
              [a32]),
         Case("floormod_negconst", ["int32"], "int32", lambda x: x % -3, lambda x: x % -3,
              [a32]),
+    ]
+    # Positive constant divisors take a shorter path (a shift or mask for powers of two):
+    # the whole range of each type, its extremes included.
+    for dt, divisors in (("int8", (1, 2, 64, 3, 127)), ("int16", (16, 1000)),
+                         ("int32", (1, 8, 1 << 30)), ("int64", (1 << 40, 12345))):
+        info = np.iinfo(dt)  # its own generator: the other cases keep their inputs
+        full = np.random.default_rng(11).integers(info.min, info.max, N, endpoint=True,
+                                                  dtype=dt)
+        full[:2] = info.min, info.max
+        for d in divisors:
+            out += [
+                Case(f"floordiv_{dt}_by_{d}", [dt], dt, lambda x, d=d: x // d,
+                     lambda x, d=d: x // x.dtype.type(d), [full]),
+                Case(f"floormod_{dt}_by_{d}", [dt], dt, lambda x, d=d: x % d,
+                     lambda x, d=d: x % x.dtype.type(d), [full]),
+            ]
+    out += [
         Case("div_by_zero_is_zero", ["int32", "int32"], "int32", lambda x, y: x // y,
              lambda x, y: np.zeros_like(x), [a32, np.zeros(N, np.int32)]),
         Case("mod_by_zero_is_zero", ["int32", "int32"], "int32", lambda x, y: x % y,

@@ -11,7 +11,7 @@ import pytest
 from backend_support import build_library, emit, func, i64
 from tirc.ir import For, ForKind, IRModule, Var, make_buffer
 from tirc.ir.dtype import dtype
-from tirc.ir.expr import StringImm, binop, call, const
+from tirc.ir.expr import StringImm, binop, call, cast, const
 from tirc.ir.intrinsics import BREAK_LOOP
 from tirc.ir.stmt import (
     Allocate,
@@ -245,3 +245,38 @@ def test_no_vectorize_hint_on_a_loop_around_a_loop(capfd: pytest.CaptureFixture[
     xs = np.arange(320, dtype=np.float32).reshape(64, 5)
     np.testing.assert_array_equal(lib.rows(xs.ravel(), np.zeros(64, np.float32), 5),
                                   xs.sum(axis=1))
+
+
+
+def _pairs(trips: int, scratch: bool = False) -> Any:
+    """out[4i + j] = x[4i + j] * (j + 1) for j below `trips` (through a one-element scratch
+    buffer allocated in the inner loop's body with `scratch`)."""
+    x, out = make_buffer("X", (i64(32),), "float32"), make_buffer("Out", (i64(32),), "float32")
+    i, j = Var("i", I64), Var("j", I64)
+    at = i * 4 + j
+    value = x.vload(at) * cast(dtype("float32"), j + 1)
+    store: Any = BufferStore(out, value, (at,))
+    if scratch:
+        tmp = make_buffer("tmp", (i64(1),), "float32", scope="local")
+        store = Allocate(tmp, seq(BufferStore(tmp, value, (i64(0),)),
+                                  BufferStore(out, tmp.vload(i64(0)), (at,))))
+    inner = For(j, i64(0), i64(trips), ForKind.SERIAL, store)
+    return func(f"pairs{trips}{'_scratch' if scratch else ''}", [x, out],
+                For(i, i64(0), i64(8), ForKind.SERIAL, inner))
+
+
+@pytest.mark.parametrize("trips, scratch, straight", [(2, False, True), (1, False, True),
+                                                       (3, False, False), (2, True, False)])
+def test_two_trip_loops_are_straight_line_code(tmp_path: Any, trips: int, scratch: bool,
+                                               straight: bool) -> None:
+    """A serial loop of at most two iterations over a small loop-free body has no loop blocks
+    of its own in the LLVM IR (LLVM would spend its loop passes unrolling it); one of three,
+    or one allocating in its body, stays a loop. Either way it computes the same."""
+    f = _pairs(trips, scratch)
+    text = emit(IRModule({f.name: f}), "ll", None, 0).decode()
+    assert ("for.j" not in text) == straight
+    assert "for.i" in text
+    x = np.arange(32, dtype=np.float32).reshape(8, 4) + 1
+    out = build_library([f], tmp_path / "pairs.so")[f.name](x.ravel()).reshape(8, 4)
+    want = x[:, :trips] * np.arange(1, trips + 1, dtype=np.float32)
+    np.testing.assert_array_equal(out[:, :trips], want)
