@@ -71,6 +71,7 @@ def save() -> None:
         try:
             with os.fdopen(fd, "wb") as out:
                 marshal.dump(table, out)
+            os.chmod(tmp, 0o644)  # readable as the .pyc files beside it are
             os.replace(tmp, _FILE)
         except BaseException:
             os.unlink(tmp)
