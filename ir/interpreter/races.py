@@ -11,11 +11,16 @@ are compiled with the recording step, all others without.
 
 What is private to an iteration is never a race: storage allocated inside the loop; for a loop
 bound to `blockIdx.*`, buffers in a per-block scope (shared, warp, local, wmma fragments: each
-GPU block has its own copy); for a loop bound to `threadIdx.*` or a virtual thread, buffers in
-a per-thread scope (local). Event tensors are not tracked. Loops whose iterations synchronise
-are not tracked: a body with events, atomics or an OpenMP barrier (the megakernel's workers);
-a thread loop with a barrier (`T.tvm_storage_sync`) inside or with an inner loop bound to its
-own tag (a cooperative fetch, whose threads the storage-sync pass separates by barriers).
+GPU block has its own copy) and, for a virtual thread, the same scopes (virtual threads run
+in one hardware thread, which writes the block's tile they share once: TVM's inject-vthread
+leaves a statement that does not use the virtual thread's index out of the unrolling, and
+MetaSchedule writes its shared tiles inside the `vthread` loop); for a loop bound to
+`threadIdx.*`, buffers in a per-thread scope (local). Event tensors are not tracked. Loops
+whose iterations synchronise are not tracked: a body with events, atomics or an OpenMP
+barrier (the megakernel's workers); a thread loop with a barrier (`T.tvm_storage_sync`)
+inside or with an inner loop bound to its own tag (a cooperative fetch, whose threads the
+storage-sync pass separates by barriers), or one bound to a reduction variable of a block
+inside it (a cross-thread reduction).
 A barrier does not synchronise GPU blocks: a `blockIdx` loop stays tracked.
 """
 
@@ -34,7 +39,7 @@ from tirc.ir.gpu.threads import BLOCK_TAGS
 from tirc.ir.interpreter.values import Env, InterpreterError, Unset, format_index
 from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.span import Span
-from tirc.ir.stmt import AttrStmt, For, ForKind
+from tirc.ir.stmt import AttrStmt, BlockRealize, For, ForKind, IterKind
 from tirc.ir.visitor import any_node
 
 KIND_SPELLING = {"parallel": "T.parallel", "vectorized": "T.vectorized",
@@ -149,6 +154,21 @@ def _binds(n: Any, tag: str) -> bool:
     return isinstance(n, For) and n.kind == ForKind.THREAD_BINDING and n.thread_tag == tag
 
 
+def _reduces_across(loop: For) -> bool:
+    """Whether the loop's variable feeds a reduction variable of a block inside it: a
+    cross-thread reduction, whose threads' partial results the lowering combines (TVM's
+    LowerCrossThreadReduction), so its threads update the one output on purpose."""
+    var = loop.loop_var
+
+    def feeds(n: Any) -> bool:
+        if not isinstance(n, BlockRealize):
+            return False
+        return any(iv.kind == IterKind.REDUCE and any_node(v, lambda x: x is var)
+                   for iv, v in zip(n.block.iter_vars, n.iter_values))
+
+    return any_node(loop.body, feeds)
+
+
 def tracking_of(loop: For | AttrStmt) -> Tracking | None:
     """How the loop's iterations are checked, or None when they are not (a sequential loop,
     or iterations that synchronise)."""
@@ -162,10 +182,12 @@ def tracking_of(loop: For | AttrStmt) -> Tracking | None:
     if isinstance(loop, For) and loop.kind != ForKind.THREAD_BINDING:
         return Tracking(loop.kind.name.lower())
     tag = _thread_tag(loop)
-    if tag in BLOCK_TAGS:
+    if tag in BLOCK_TAGS or tag.startswith("vthread"):
         return Tracking("thread_binding", BLOCK_PRIVATE_SCOPES)
     if any_node(loop.body, lambda n: (isinstance(n, Call) and n.op == intrin.STORAGE_SYNC)
                 or _binds(n, tag)):
+        return None
+    if isinstance(loop, For) and _reduces_across(loop):
         return None
     return Tracking("thread_binding", THREAD_PRIVATE_SCOPES)
 

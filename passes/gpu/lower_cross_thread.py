@@ -13,6 +13,10 @@ block, each a loop over the same threads:
         barrier;  for t in threadIdx (T): if t < half and t + half < T: red[t] op= red[t+half]
     barrier;  for t in threadIdx (T): if t == 0: X = init op red[0]
 
+When a reduction loop of the block lies outside the bound one (MetaSchedule's
+CrossThreadReduction splits the fused reduction into a serial loop around a thread-bound one),
+the store is `X = (first step ? init : X) op red[0]`: the init runs at the step of those loops
+where every reduction variable starts, as the block's `T.init()` does.
 The block's predicate guards the fold (its terms over the reduction loops) and the store (its
 other terms). The loop must sit at block level of its kernel (inside blockIdx and serial loops,
 not inside another threadIdx loop); the result is the same sum in a different order.
@@ -26,12 +30,13 @@ from tirc.ir.analysis.regions import and_all, conjuncts, uses_any
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import HANDLE
-from tirc.ir.expr import BufferLoad, IntImm, Var, binop, const
+from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, const, if_then_else
 from tirc.ir.function import PrimFunc
 from tirc.ir.gpu.threads import barrier, is_block_tag, is_thread_loop
 from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.node import Node
+from tirc.ir.rebind import used_vars
 from tirc.ir.stmt import (
     Allocate,
     BlockRealize,
@@ -132,13 +137,34 @@ def lower_loop(loop: For, count: int) -> Stmt:
             op, BufferLoad(red, (slot,), dt), BufferLoad(red, (other,), dt)), (slot,)))))
         half //= 2
     out_idx = tuple(substitute(i, bind) for i in idx)
-    result = binop(op, substitute(init_value, bind), BufferLoad(red, (zero,), dt))
+    start = substitute(init_value, bind)
+    first = _first_outer_step(blk, br, loops)
+    if first is not None:
+        # a reduction loop outside the threads (MetaSchedule's `rv_0` serial, `rv_1` bound):
+        # the block's init only at its first step, then what the earlier steps stored
+        start = if_then_else(first, start, BufferLoad(buf, out_idx, dt))
+    result = binop(op, start, BufferLoad(red, (zero,), dt))
     write: Stmt = BufferStore(buf, result, out_idx)
     if store_terms:
         write = IfThenElse(and_all(store_terms, br.predicate), write)
     phases.append(barrier(loop.span))
     phases.append(phase(IfThenElse(binop("eq", slot, 0), write)))
     return Allocate(red, Allocate(acc, seq(*phases)))
+
+
+def _first_outer_step(blk: Any, br: BlockRealize, loops: list[For]) -> PrimExpr | None:
+    """When some reduction variable of the block is bound through loops outside the
+    cross-thread one: the condition that those loops are at the step where the block's init
+    runs (every reduction variable at its minimum once the inner loops are at theirs), as
+    the interpreter runs the init; None when the thread loop and the loops inside it cover
+    the whole reduction."""
+    lvars = {x.loop_var for x in loops}
+    terms = [binop("eq", v, iv.dom.min) for iv, v in zip(blk.iter_vars, br.iter_values)
+             if iv.kind == IterKind.REDUCE and used_vars(v) - lvars]
+    if not terms:
+        return None
+    inner = {x.loop_var: x.min for x in loops}
+    return and_all([substitute(t, inner) for t in terms], terms[0])
 
 
 class _Lower(Mutator):

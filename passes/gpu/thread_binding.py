@@ -3,7 +3,9 @@
 A thread-bound loop (`T.thread_binding`, or a loop the schedule `bind`s) becomes, on the
 device, a read of the thread's index rather than a loop. This pass checks what that needs:
 - the tag is one of blockIdx.x/y/z, threadIdx.x/y/z (inject-vthread has removed `vthread`);
-- a tag is not bound again inside a loop bound to the same tag;
+- a loop bound to the tag of a loop enclosing it is that loop's thread index (TVM's
+  UnifyThreadBinding; MetaSchedule's cooperative fetch), so it is replaced by its body; the
+  two extents must be equal, and the body a copy (see `_repeatable`);
 - no blockIdx loop sits inside a threadIdx loop (a block index cannot vary within a block);
 and rewrites a loop over [lo, lo + n) into one over [0, n) with `v + lo` in its body, since the
 hardware index starts at 0.
@@ -13,15 +15,18 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from tirc.ir.arith import Analyzer
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.expr import IntImm, binop
+from tirc.ir.expr import BufferLoad, IntImm, binop
 from tirc.ir.function import PrimFunc
 from tirc.ir.gpu.threads import ALL_TAGS, is_block_tag, is_thread_loop
 from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.node import Node
-from tirc.ir.stmt import For, Stmt
-from tirc.ir.visitor import Mutator, substitute
+from tirc.ir.printer import print_node
+from tirc.ir.rebind import uses_any
+from tirc.ir.stmt import BufferStore, Evaluate, For, Stmt
+from tirc.ir.visitor import Mutator, any_node, substitute
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 
 
@@ -42,9 +47,7 @@ class _Normalize(Mutator):
                                f"'{tag}' (expected one of: {', '.join(ALL_TAGS)})", s.span)
         for outer in self.enclosing:
             if outer.thread_tag == tag:
-                raise CompileError(f"gpu-thread-binding: {where} is bound to {tag} inside loop "
-                                   f"'{outer.loop_var.name}', which is bound to {tag} too",
-                                   s.span)
+                return self.visit(self._unify(s, outer, where))
             if is_block_tag(tag) and not is_block_tag(outer.thread_tag):
                 raise CompileError(f"gpu-thread-binding: {where} is bound to {tag} inside loop "
                                    f"'{outer.loop_var.name}' bound to {outer.thread_tag}; "
@@ -61,6 +64,48 @@ class _Normalize(Mutator):
         if body is s.body and lo is s.min:
             return s
         return s.replace(min=lo, body=body)
+
+    @staticmethod
+    def _unify(s: For, outer: For, where: str) -> Stmt:
+        """The body of `s`, a loop bound to the tag `outer` is bound to, reading the same
+        thread index (TVM's UnifyThreadBinding: a cooperative fetch is written so); the
+        extents must be provably equal, as TVM requires."""
+        if not Analyzer().can_prove_equal(s.extent, outer.extent):
+            extents = f"{print_node(s.extent)} and {print_node(outer.extent)}"
+            raise CompileError(f"gpu-thread-binding: {where} is bound to {outer.thread_tag} "
+                               f"inside loop '{outer.loop_var.name}', which is bound to it too "
+                               f"with another extent ({extents}): loops bound to one thread "
+                               "axis must have the same extent", s.span)
+        if uses_any(s.body, {outer.loop_var}) or not _repeatable(s.body):
+            raise CompileError(f"gpu-thread-binding: {where} is bound to {outer.thread_tag} "
+                               f"inside loop '{outer.loop_var.name}', which is bound to it "
+                               "too, and its body is not a plain copy every thread could "
+                               "make whole (it uses the outer loop's variable, a store reads "
+                               "the buffer it writes, or a call may have effects): a nested "
+                               "binding of one thread axis is supported for the cooperative "
+                               "copies MetaSchedule writes", s.span)
+        value: Any = outer.loop_var
+        if not Analyzer().can_prove_equal(s.min, outer.min):
+            value = binop("add", binop("sub", outer.loop_var, outer.min), s.min)
+        return substitute(s.body, {s.loop_var: value})
+
+
+def _repeatable(body: Stmt) -> bool:
+    """Whether running `body` for every value of its loop in each thread, as the reference
+    interpreter runs a nested binding of one axis, leaves what running it for the thread's
+    own value leaves, given that it does not use the thread's index: no store reads the
+    storage it writes, and no call is evaluated for its effects (a copy: every thread
+    writes the same values)."""
+
+    def breaks(n: Node) -> bool:
+        if isinstance(n, Evaluate):
+            return not isinstance(n.value, IntImm)
+        if isinstance(n, BufferStore):
+            return any_node((n.value, n.indices), lambda m: isinstance(m, BufferLoad)
+                            and m.buffer.data is n.buffer.data)
+        return False
+
+    return not any_node(body, breaks)
 
 
 def normalize_thread_loops(func: PrimFunc) -> PrimFunc:

@@ -157,6 +157,17 @@ def f(A: T.Buffer((8,), "float32"), B: T.Buffer((4, 8), "float32")):
                 A_shared[ax] = A[ax]
             B[bx, tx] = A_shared[7 - tx]
 ''', [(8,), (4, 8)], lambda a: np.tile(a[::-1], (4, 1))),
+    ("virtual_threads_share_the_block_tile", '''@T.prim_func
+def f(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    A_shared = T.alloc_buffer((8,), "float32", scope="shared")
+    for bx in T.thread_binding(1, thread="blockIdx.x"):
+        for vt in T.thread_binding(2, thread="vthread.x"):
+            for tx in T.thread_binding(4, thread="threadIdx.x"):
+                for f0 in range(2):
+                    for ax in T.thread_binding(4, thread="threadIdx.x"):
+                        A_shared[f0 * 4 + ax] = A[f0 * 4 + ax]
+                B[vt * 4 + tx] = A_shared[7 - vt * 4 - tx]
+''', [(8,), (8,)], lambda a: a[::-1]),
     ("threads_separated_by_a_barrier", '''@T.prim_func
 def f(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
     S = T.alloc_buffer((8,), "float32", scope="shared")

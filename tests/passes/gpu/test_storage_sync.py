@@ -80,3 +80,65 @@ def test_loop_carried_reuse_of_tiles_gets_a_barrier() -> None:
     head = lines.index("for ko in range((k + T.int64(15)) // T.int64(16)):")
     assert lines[head + 1] == 'T.tvm_storage_sync("shared")'
     assert lines.count('T.tvm_storage_sync("shared")') == 2
+
+
+# MetaSchedule's kernel form: one threadIdx loop around everything, the tiles fetched by a
+# loop bound to the same axis inside it (a cooperative fetch), a virtual thread around both.
+COOPERATIVE = """
+@T.prim_func
+def mm(A: T.Buffer((8, 8), "float32"), B: T.Buffer((8, 8), "float32"),
+       C: T.Buffer((8, 8), "float32")):
+    C_local = T.alloc_buffer((8, 8), scope="local")
+    A_shared = T.alloc_buffer((8, 8), scope="shared")
+    B_shared = T.alloc_buffer((8, 8), scope="shared")
+    for bx in T.thread_binding(2, thread="blockIdx.x"):
+        for vt in T.thread_binding(2, thread="vthread.x"):
+            for tx in T.thread_binding(8, thread="threadIdx.x"):
+                for j in range(2):
+                    with T.block("init"):
+                        vi = T.axis.spatial(8, vt * 4 + tx // 2)
+                        vj = T.axis.spatial(8, bx * 4 + tx % 2 * 2 + j)
+                        C_local[vi, vj] = T.float32(0)
+                for k0 in range(2):
+                    for f0 in range(4):
+                        for f1 in T.thread_binding(8, thread="threadIdx.x"):
+                            with T.block("A_shared"):
+                                v0 = T.axis.spatial(8, (f0 * 8 + f1) // 4)
+                                v1 = T.axis.spatial(8, k0 * 4 + (f0 * 8 + f1) % 4)
+                                A_shared[v0, v1] = A[v0, v1]
+                    for f0 in range(2):
+                        for f1 in T.thread_binding(8, thread="threadIdx.x"):
+                            with T.block("B_shared"):
+                                v0 = T.axis.spatial(8, k0 * 4 + (f0 * 8 + f1) // 4)
+                                v1 = T.axis.spatial(8, bx * 4 + (f0 * 8 + f1) % 4)
+                                B_shared[v0, v1] = B[v0, v1]
+                    for k1, j in T.grid(4, 2):
+                        with T.block("update"):
+                            vi = T.axis.spatial(8, vt * 4 + tx // 2)
+                            vj = T.axis.spatial(8, bx * 4 + tx % 2 * 2 + j)
+                            vk = T.axis.reduce(8, k0 * 4 + k1)
+                            C_local[vi, vj] = C_local[vi, vj] + A_shared[vi, vk] * B_shared[vk, vj]
+                for j in range(2):
+                    with T.block("store"):
+                        vi = T.axis.spatial(8, vt * 4 + tx // 2)
+                        vj = T.axis.spatial(8, bx * 4 + tx % 2 * 2 + j)
+                        C[vi, vj] = C_local[vi, vj]
+"""
+
+
+def test_cooperative_fetch_gets_barriers_inside_the_thread_loop() -> None:
+    """As TVM's ThreadSync places them: before each tile's fetch (the previous k step still
+    reads it) and before the compute reading the tiles; none inside the fetch loops."""
+    mod = lower(COOPERATIVE, opt_level=0)
+    lines = _kernel_lines(mod, "mm")
+    head = lines.index("for k0 in range(2):")
+    assert lines[head + 1] == 'T.tvm_storage_sync("shared")'
+    assert lines[head + 2] == "for f0 in range(4):"
+    compute = lines.index("for k1, j in T.grid(4, 2):")
+    assert lines[compute - 1] == 'T.tvm_storage_sync("shared")'
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((8, 8)).astype(np.float32)
+    b = rng.standard_normal((8, 8)).astype(np.float32)
+    c = np.zeros((8, 8), np.float32)
+    check_races(mod, "mm", [a, b, c])
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)

@@ -56,16 +56,49 @@ def f(A: T.Buffer((8,), "float32")):
                    "threadIdx.y, threadIdx.z)")
 
 
-def test_same_tag_nested_is_an_error() -> None:
-    msg = _one_error("""
+def test_same_tag_nested_is_the_enclosing_thread_index() -> None:
+    """TVM's UnifyThreadBinding: the inner loop bound to the outer one's tag is that loop's
+    thread index, not a loop of its own (MetaSchedule's cooperative fetch)."""
+    out = GPUThreadBinding()(parse("""
 @T.prim_func
 def f(A: T.Buffer((8, 8), "float32")):
     for i in T.thread_binding(8, thread="threadIdx.x"):
         for j in T.thread_binding(8, thread="threadIdx.x"):
+            A[0, j] = T.float32(1)
+"""))
+    text = "\n".join(print_function(out["f"]))
+    assert text.count("T.thread_binding") == 1
+    assert "A[0, i] = T.float32(1.0)" in text
+
+
+@pytest.mark.parametrize("body", ["A[i, j] = T.float32(1)", "A[0, j] = A[0, j] + A[1, j]",
+                                  'T.evaluate(T.call_extern("int32", "f", j))'])
+def test_same_tag_nested_around_other_than_a_copy_is_an_error(body: str) -> None:
+    """The reference interpreter runs the inner loop whole in each thread, which gives the
+    thread-index result only for a copy that does not use the outer index: others stay
+    refused rather than differ."""
+    msg = _one_error(f"""
+@T.prim_func
+def f(A: T.Buffer((8, 8), "float32")):
+    for i in T.thread_binding(8, thread="threadIdx.x"):
+        for j in T.thread_binding(8, thread="threadIdx.x"):
+            {body}
+""")
+    assert msg.startswith("gpu-thread-binding: loop 'j' is bound to threadIdx.x inside loop "
+                          "'i', which is bound to it too, and its body is not a plain copy")
+
+
+def test_same_tag_nested_with_another_extent_is_an_error() -> None:
+    msg = _one_error("""
+@T.prim_func
+def f(A: T.Buffer((8, 8), "float32")):
+    for i in T.thread_binding(8, thread="threadIdx.x"):
+        for j in T.thread_binding(4, thread="threadIdx.x"):
             A[i, j] = T.float32(1)
 """)
     assert msg == ("gpu-thread-binding: loop 'j' is bound to threadIdx.x inside loop 'i', which "
-                   "is bound to threadIdx.x too")
+                   "is bound to it too with another extent (4 and 8): loops bound to one thread "
+                   "axis must have the same extent")
 
 
 def test_block_axis_inside_thread_axis_is_an_error() -> None:
