@@ -12,6 +12,12 @@ from tirc.frontend.builder_sinfo import TYPE_NAMES, SInfoBuilder
 from tirc.frontend.context import TOO_DEEP, BuildError, Context
 from tirc.frontend.graph_calls import SPECIAL_CALLS
 from tirc.frontend.graph_local import LocalFunction, lift_local, local_call
+from tirc.frontend.graph_memory import (
+    MemoryState,
+    is_memory_stmt,
+    memory_binding,
+    storage_value_error,
+)
 from tirc.frontend.graph_ops import OP_SIGNATURES
 from tirc.frontend.scope import POISON, Scope
 from tirc.frontend.signature import Sig, check_call
@@ -77,6 +83,7 @@ class GraphBuilder:
         self.branch_locals: set[str] = set()  # bound inside a branch of an 'if'
         self.captures: dict[GVar, GVar] = {}  # a lifted local function's: outer -> parameter
         self.qualified_name = fn.name  # its name in the module (a lifted function's differs)
+        self.mem = MemoryState()  # TVM's memory-planned forms (tirc.frontend.graph_memory)
 
     def module_names(self) -> set[str]:
         """Names that denote this module: `Module.f`, `cls.f`, or an alias `cls = Module`."""
@@ -189,6 +196,12 @@ class GraphBuilder:
             if name == "R.output":
                 self.ctx.error("R.output must be the last statement of a dataflow block",
                                v.span)
+            if is_memory_stmt(self, v):
+                assert isinstance(v, S.Call)
+                memory = memory_binding(self, "_", v, name or "", s.span)
+                if memory is not None:
+                    return memory
+                self.gexpr(v)  # a loop function writing no allocation: call_tir's error
             self.ctx.unsupported("an expression statement in a graph function (bind it to "
                                  "a name)", s.span)
         if isinstance(s, (S.Assign, S.AnnAssign)):
@@ -243,10 +256,16 @@ class GraphBuilder:
             sinfo = self.sb.sinfo(a.pos[1])
             var = GVar(t.id, sinfo, is_df, span=t.span)
             self.scope.rebind(t.id, var, t.span)
+            self.mem.note_binding(var, value, t.id)
             return MatchCast(var, value, sinfo, span=s.span)
+        if isinstance(call, S.Call):
+            memory = memory_binding(self, t.id, call, name or "", s.span)
+            if memory is not None:
+                return memory
         value = self.gexpr(s.value)
         var = GVar(t.id, annotation, is_df, span=t.span)
         self.scope.rebind(t.id, var, t.span)
+        self.mem.note_binding(var, value, t.id)
         return VarBinding(var, value, span=s.span)
 
     def if_binding(self, s: S.If) -> VarBinding:
@@ -450,7 +469,9 @@ class GraphBuilder:
                            "R.output(...) to use it after the block", node.span)
         value = self.scope.require(node.id, node.span)
         if isinstance(value, GVar):
+            self.mem.check_use(self, value, node.span)
             return value
+        storage_value_error(self, value, node)
         if isinstance(value, LocalFunction):
             self.ctx.unsupported(f"the local function '{node.id}' as a value (only calls of "
                                  "it)", node.span)

@@ -55,7 +55,7 @@ def _call_tir_inplace(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
     """TVM's `R.call_tir_inplace(f, (args,), inplace_indices, out_sinfo, tir_vars)`: output k
     is argument `inplace_indices[k]` written in place (-1: a fresh output, as R.call_tir's)."""
     a = check_call(g.ctx, call, name, Sig(2, 5, ("inplace_indices", "out_sinfo", "tir_vars",
-                                                 "out_ty")))
+                                                 "out_ty", "in_place")))
     if "out_ty" in a.kw:  # TVM 0.27's name for out_sinfo
         if "out_sinfo" in a.kw:
             g.ctx.error(f"{name} got out_sinfo and out_ty", a.kw["out_ty"].span)
@@ -80,8 +80,10 @@ def _call_tir_inplace(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:
             g.ctx.error(f"{name}: an in-place index is an integer literal (-1: no argument)",
                         e.span)
         indices.append(v)
-    return GCall(name[2:], tuple(args), {"inplace_indices": tuple(indices)},
-                 g.out_sinfo(a.kw["out_sinfo"]), span=call.span)
+    attrs: dict[str, Any] = {"inplace_indices": tuple(indices)}
+    if "in_place" in a.kw:  # legalize-ops' mark, printed after it (passes/graph/inplace_calls)
+        attrs["in_place"] = g.eb.attr_value(a.kw["in_place"])
+    return GCall(name[2:], tuple(args), attrs, g.out_sinfo(a.kw["out_sinfo"]), span=call.span)
 
 
 def _print(g: GraphBuilder, call: S.Call, name: str) -> GraphExpr:

@@ -103,7 +103,8 @@ OP_SIGNATURES: dict[str, OpSig] = {
                                            "out_layout", "out_dtype")) for r in (1, 2)},
     "nn.attention": OpSig(4, ("scale", "causal_mask", "window_size")),
     "image.affine_grid": OpSig(2, ("align_corners",)),
-    "image.resize2d": OpSig(2, ("roi", "layout", "method", "coordinate_transformation_mode",
-                                "rounding_method", "cubic_alpha", "cubic_exclude",
-                                "extrapolation_value", "out_dtype")),
+    **{f"image.resize{r}d": OpSig(2, ("roi", "layout", "method",
+                                      "coordinate_transformation_mode", "rounding_method",
+                                      "cubic_alpha", "cubic_exclude", "extrapolation_value",
+                                      "out_dtype")) for r in (2, 3)},
 }

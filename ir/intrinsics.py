@@ -351,7 +351,7 @@ DTYPE_KIND = _declare("tirc.dtype_kind", ("int",), "handle", INTRIN, None,
                       "the name of a DLPack type code, for error messages")
 ADDRESS = _declare("tirc.address", ("handle",), "uint64", INTRIN, None,
                    "a pointer as an integer (alignment and overlap checks)")
-CHECK = _declare("tirc.check", ("bool", "str", "any", "..."), "int32", INTRIN, None,
+CHECK = _declare("tirc.check", ("bool", "str", "any", "..."), "int32", INTRIN, "check",
                  "when the condition fails, set the error message (printf format and "
                  "values) and return -1 from the entry point")
 BOUNDS_CHECK = _declare("tirc.bounds_check", ("bool", "str", "any", "..."), "int32", INTRIN,

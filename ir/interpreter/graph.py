@@ -57,6 +57,7 @@ class ModuleRunner(Protocol):
 
     mod: IRModule
     externs: dict[str, Callable[..., Any]]
+    size_checks: dict[int, tuple[Any, tuple[Any, ...]]]  # a call's, by id (the call kept)
 
     def call(self, name: str, *args: Any) -> Any:
         """Run function `name` of the module."""
@@ -240,15 +241,32 @@ class GraphRunner:
 
     # ---- calls -----------------------------------------------------------------------
 
+    def size_check(self, check: Any) -> None:
+        """An equality of sizes the call's struct info assumed (tirc.ir.ops.size_checks): an
+        error with the compiled check's message when the actual sizes differ."""
+        lhs, rhs = int(self.prim(check.lhs)), int(self.prim(check.rhs))
+        if lhs != rhs:
+            raise InterpreterError(check.message(lhs, rhs))
+
     def call(self, e: GCall) -> Any:
         if e.op in _DPS_CALLS:
             return self.dps_call(e)
         if e.op in self.interp.mod.functions and e.op not in OPS:  # a call of a function
             args = [self.eval(a) for a in e.args]
             return self.interp.call(e.op, *args)
+        from tirc.ir.ops.size_checks import SIZE_CHECK, call_size_checks, size_check_of
+
+        if e.op == SIZE_CHECK:
+            self.size_check(size_check_of(e))
+            return ()
         fn = OPS.get(e.op)
         if fn is None:
             raise InterpreterError(f"the interpreter has no implementation of R.{e.op}")
+        cached = self.interp.size_checks.get(id(e))
+        if cached is None or cached[0] is not e:
+            cached = self.interp.size_checks[id(e)] = (e, call_size_checks(e, self.interp.mod))
+        for check in cached[1]:
+            self.size_check(check)
         args = [self.eval(a) for a in e.args]
         if e.op in PRIM_OPERANDS:
             args = [_scalar_operand(a, v) for a, v in zip(e.args, args)]

@@ -1,5 +1,6 @@
-"""NumPy image resizing for the reference interpreter (`image.resize2d`), and the sampling
-grid of `image.affine_grid` (one matrix product over the grid's points, in float64).
+"""NumPy image resizing for the reference interpreter (`image.resize2d`, `image.resize3d`),
+and the sampling grid of `image.affine_grid` (one matrix product over the grid's points, in
+float64).
 
 Written apart from the legalization: each axis gets the vector of source coordinates of all
 its output positions at once, the nearest indices or the interpolation weights follow from
@@ -132,6 +133,64 @@ def _bicubic(x: np.ndarray, out_h: int, out_w: int, mode: str, alpha: float,
     return out
 
 
+def resize3d(data: np.ndarray, size: Sequence[int], roi: Sequence[float] | None = None,
+             layout: str = "NCDHW", method: str = "linear",
+             coordinate_transformation_mode: str = "half_pixel", rounding_method: str = "",
+             cubic_alpha: float = -0.75, cubic_exclude: int = 0,
+             extrapolation_value: float = 0.0, out_dtype: Any = None) -> np.ndarray:
+    """Nearest-neighbour, trilinear or tricubic resizing of the `D`, `H` and `W` axes to
+    `size` (TOPI's `_resize_3d`: lerps along the width, then the height, then the depth)."""
+    if method not in ("nearest_neighbor", "linear", "cubic"):
+        raise ValueError(f"unsupported method '{method}'")
+    mode = coordinate_transformation_mode
+    arr = np.asarray(data)
+    dt = arr.dtype if out_dtype in (None, "void") else np_dtype(dtype(str(out_dtype)))
+    x = np.transpose(arr, [layout.index(c) for c in "NCDHW"]).astype(F32)
+    ins = x.shape[2:]
+    outs = [int(v) for v in size]
+
+    def gather(per_axis: Sequence[np.ndarray]) -> np.ndarray:
+        """x at the index vectors of the three axes, as an outer product."""
+        grids = np.ix_(*per_axis)
+        return x[:, :, grids[0], grids[1], grids[2]]
+
+    if method == "nearest_neighbor":
+        result = gather([nearest_indices(o, n, mode, rounding_method)
+                         for o, n in zip(outs, ins)])
+    elif method == "linear":
+        coords = [source_coordinates(o, n, mode) for o, n in zip(outs, ins)]
+        lows = [np.floor(c).astype(np.int64) for c in coords]
+        shapes = [(-1, 1, 1), (1, -1, 1), (1, 1, -1)]
+        fracs = [(c - lo.astype(F32)).reshape(s) for c, lo, s in zip(coords, lows, shapes)]
+        one = F32(1.0)
+
+        def corner(dz: int, dy: int, dx: int) -> np.ndarray:
+            return gather([np.clip(lo + d, 0, n - 1) for lo, d, n in zip(lows, (dz, dy, dx), ins)])
+
+        def along_x(dz: int, dy: int) -> np.ndarray:
+            return corner(dz, dy, 0) * (one - fracs[2]) + corner(dz, dy, 1) * fracs[2]
+
+        planes = [along_x(dz, 0) * (one - fracs[1]) + along_x(dz, 1) * fracs[1]
+                  for dz in (0, 1)]
+        result = planes[0] * (one - fracs[0]) + planes[1] * fracs[0]
+    else:
+        if cubic_exclude:
+            raise ValueError("resize3d: cubic_exclude=1 is not supported")
+        taps = [cubic_taps(o, n, mode, cubic_alpha, False) for o, n in zip(outs, ins)]
+        result = np.zeros((*x.shape[:2], *outs), F32)
+        for k in range(4):
+            plane = np.zeros_like(result)
+            for j in range(4):
+                line = np.zeros_like(result)
+                for i in range(4):
+                    w = taps[2][1][:, i][None, None, :]
+                    line = line + gather([taps[0][0][:, k], taps[1][0][:, j],
+                                          taps[2][0][:, i]]) * w
+                plane = plane + line * taps[1][1][:, j][None, :, None]
+            result = result + plane * taps[0][1][:, k][:, None, None]
+    return np.transpose(result.astype(dt), ["NCDHW".index(c) for c in layout])
+
+
 def affine_grid(data: np.ndarray, size: Any, align_corners: bool = True) -> np.ndarray:
     """The points theta[n] @ (x, y, 1) for x over the width and y over the height, evenly
     spaced in [-1, 1] (through the corners, or through the pixel centers), in theta's
@@ -151,4 +210,5 @@ def affine_grid(data: np.ndarray, size: Any, align_corners: bool = True) -> np.n
 
 
 IMAGE_OPS: dict[str, Callable[..., Any]] = {"image.resize2d": resize2d,
+                                            "image.resize3d": resize3d,
                                             "image.affine_grid": affine_grid}

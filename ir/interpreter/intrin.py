@@ -264,8 +264,9 @@ def _bitwise(c: Compiler, e: Call) -> Fn:
 
 
 def _bounds_check(c: Compiler, e: Call) -> Fn:
-    """`tirc.bounds_check(cond, "format", values...)` (-fbounds-check): an InterpreterError
-    with the printf-formatted message when `cond` is false."""
+    """`tirc.bounds_check(cond, "format", values...)` (-fbounds-check) and `tirc.check` (an
+    entry's check): an InterpreterError with the printf-formatted message when `cond` is
+    false."""
     cond = c.compile(e.args[0])
     fmt = e.args[1].value if isinstance(e.args[1], StringImm) else "bounds check failed"
     values = [c.compile(a) for a in e.args[2:]]
@@ -411,6 +412,6 @@ RULES: dict[str, Callable[[Compiler, Call], Fn]] = {
     "reinterpret": _reinterpret, "bitwise": _bitwise, "noop": _noop, "event": _event,
     "packed": _packed, "bitcount": _bitcount, "fixed_point": _fixed_point,
     "float_class": _float_class, "halves": _halves, "extern": _extern, "search": _search,
-    "bounds_check": _bounds_check, "call_prim": _call_prim, "ret": _ret,
+    "bounds_check": _bounds_check, "check": _bounds_check, "call_prim": _call_prim, "ret": _ret,
     "loop_jump": _loop_jump, "address": _address_of,
 }

@@ -29,6 +29,7 @@ class Interpreter:
         self.externs = dict(externs or {})
         self.max_while = max_while_iterations
         self._compiled: dict[str, CompiledPrimFunc] = {}
+        self.size_checks: dict[int, tuple[Any, tuple[Any, ...]]] = {}  # graph.GraphRunner's
 
     def prim_func(self, name: str) -> CompiledPrimFunc:
         compiled = self._compiled.get(name)

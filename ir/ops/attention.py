@@ -15,7 +15,7 @@ from __future__ import annotations
 from tirc.ir.expr import PrimExpr
 from tirc.ir.graph import StructInfo, TensorSInfo
 from tirc.ir.ops.registry import OpCall, Param, register
-from tirc.ir.ops.sinfo_util import const_dim, dim_text, dims_equal, shape_text
+from tirc.ir.ops.sinfo_util import const_dim, dim_text, dims_match, shape_text
 
 CAUSAL_MASKS = ("TopLeft", "BottomRight")
 AXES = ("batch size", "sequence length", "number of heads", "head dimension")
@@ -23,7 +23,7 @@ AXES = ("batch size", "sequence length", "number of heads", "head dimension")
 
 def _same(oc: OpCall, a: str, b: str, axis: int, x: PrimExpr, y: PrimExpr) -> None:
     """An error unless dimension `axis` of the operands `a` and `b` (sizes `x`, `y`) agree."""
-    if not dims_equal(x, y):
+    if not dims_match(x, y):
         oc.error(f"the {a} has {AXES[axis]} {dim_text(x)} but the {b} has {dim_text(y)}")
 
 
@@ -45,7 +45,7 @@ def _attention(oc: OpCall) -> StructInfo:
     for name, s in (("key", k), ("value", v)):
         assert s.shape is not None
         _same(oc, "query", name, 0, batch, s.shape[0])
-        if not dims_equal(heads, s.shape[2]):
+        if not dims_match(heads, s.shape[2]):
             oc.error(f"the query has {dim_text(heads)} heads but the {name} has "
                      f"{dim_text(s.shape[2])} (grouped-query attention is not supported)")
     _same(oc, "key", "value", 1, seq_kv, v.shape[1])
@@ -58,7 +58,7 @@ def _attention(oc: OpCall) -> StructInfo:
                      f"got {shape_text(bias.shape)}")
         want = (batch, heads, seq, seq_kv)
         for axis, (b, w) in enumerate(zip(bias.shape, want)):
-            if not dims_equal(b, w) and (axis == 3 or const_dim(b) != 1):
+            if not dims_match(b, w) and (axis == 3 or const_dim(b) != 1):
                 oc.error(f"'bias' of shape {shape_text(bias.shape)} does not broadcast to "
                          f"(batch, heads, seq, seq_kv) = {shape_text(want)}")
     mask = oc.values["causal_mask"]

@@ -339,6 +339,7 @@ register("call_tir", [Param("func", "callee"), Param("args", "tensors"),
 register("call_tir_inplace", [Param("func", "callee"), Param("args", "tensors"),
                               Param("tir_vars", "shape", None),
                               Param("inplace_indices", "ints"),
+                              Param("in_place", "bool", False),  # passes/graph/inplace_calls
                               Param("out_sinfo", "sinfo", None)], _call_tir_inplace)
 register("call_dps_packed", [Param("func", "callee"), Param("args", "tensors"),
                              Param("out_sinfo", "sinfo", None)], _call_dps_packed)

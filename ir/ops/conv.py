@@ -23,7 +23,7 @@ from tirc.ir.ops.sinfo_util import (
     const_dim,
     dim,
     dim_text,
-    dims_equal,
+    dims_match,
     shape_text,
     simplify_dim,
 )
@@ -201,7 +201,7 @@ def _conv(oc: OpCall, rank: int) -> StructInfo:
     geo = conv_geometry(oc, rank)
     channels = data.shape[daxes["C"]]
     per_group = weight.shape[kaxes["I"]]
-    if not dims_equal(channels, simplify_dim(binop("mul", per_group, dim(groups)))):
+    if not dims_match(channels, simplify_dim(binop("mul", per_group, dim(groups)))):
         each = f" per group, times {groups} groups" if groups != 1 else ""
         oc.error(f"the data has {dim_text(channels)} channels; the weight takes "
                  f"{dim_text(per_group)}{each}")

@@ -29,7 +29,7 @@ from tirc.ir.ops.sinfo_util import (
     const_dim,
     dim,
     dim_text,
-    dims_equal,
+    dims_match,
     simplify_dim,
 )
 
@@ -90,7 +90,7 @@ def _conv_transpose(oc: OpCall, rank: int) -> StructInfo:
     geo = transpose_geometry(oc, rank)
     channels = data.shape[daxes["C"]]
     in_channels = weight.shape[kaxes["I"]]
-    if not dims_equal(channels, in_channels):
+    if not dims_match(channels, in_channels):
         oc.error(f"the data has {dim_text(channels)} channels; the weight takes "
                  f"{dim_text(in_channels)} (its I axis)")
     ic = const_dim(in_channels)

@@ -13,7 +13,7 @@ from tirc.ir.dtype import BOOL, INT64
 from tirc.ir.expr import IntImm
 from tirc.ir.graph import PrimSInfo, StructInfo, TensorSInfo
 from tirc.ir.ops.registry import OpCall, Param, register
-from tirc.ir.ops.sinfo_util import Shape, const_dim, dims_equal, ndim_of, shape_text
+from tirc.ir.ops.sinfo_util import Shape, const_dim, dims_match, ndim_of, shape_text
 
 ARITH = ("add", "subtract", "multiply", "divide", "floor_divide", "maximum", "minimum", "power",
          "mod", "floor_mod", "atan2")
@@ -42,7 +42,7 @@ def broadcast_shapes(oc: OpCall, a: Shape, b: Shape) -> Shape:
             out.append(db)
         elif const_dim(db) == 1:
             out.append(da)
-        elif dims_equal(da, db):
+        elif dims_match(da, db):
             out.append(db if const_dim(da) is None and const_dim(db) is not None else da)
         else:
             oc.error(f"cannot broadcast {shape_text(a)} with {shape_text(b)}")

@@ -1,7 +1,11 @@
-"""Image resizing (`image.resize2d`), with TVM Relax's parameters and TOPI's formulas, and
-`image.affine_grid` (the sampling grid of a batch of 2x3 affine matrices, TOPI's).
+"""Image resizing (`image.resize2d`, `image.resize3d`), with TVM Relax's parameters and TOPI's
+formulas, and `image.affine_grid` (the sampling grid of a batch of 2x3 affine matrices,
+TOPI's).
 
-The `H` and `W` axes of the data (layout: any order of `NCHW`) take the sizes of `size`.
+The `H` and `W` axes of the data (layout: any order of `NCHW`; `D`, `H`, `W` of `NCDHW` for
+resize3d) take the sizes of `size`. resize3d's `linear` is trilinear and its `cubic`
+tricubic; its `cubic_exclude=1` is refused (TOPI's 3-d exclusion weighs the depth taps with
+the width's weights and bounds two axes by the height).
 Methods `nearest_neighbor`, `linear` (bilinear) and `cubic` (bicubic: TOPI's spline of
 `cubic_alpha`, with `cubic_exclude` dropping and renormalizing the taps outside the image)
 are supported with the coordinate transformation modes `half_pixel`, `align_corners`,
@@ -26,8 +30,9 @@ COORDINATE_MODES = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_p
 ROUNDING_METHODS = ("round", "floor", "ceil", "round_prefer_floor", "round_prefer_ceil", "")
 
 
-def resize_size(oc: OpCall) -> tuple[PrimExpr, PrimExpr]:
-    """The output (height, width) of a resize2d call: a shape of two dimensions."""
+def resize_size(oc: OpCall, names: tuple[str, ...] = ("height", "width")
+                ) -> tuple[PrimExpr, ...]:
+    """The output sizes of a resize call, one per spatial axis named in `names`."""
     size = oc.values["size"]
     values = size.values if isinstance(size, ShapeExpr) else None
     s = oc.sinfo.get("size")
@@ -35,23 +40,40 @@ def resize_size(oc: OpCall) -> tuple[PrimExpr, PrimExpr]:
         values = s.values
     if values is None:
         oc.error("'size' must be a shape of known values, such as (16, 16)")
-    if len(values) != 2:
-        oc.error(f"'size' needs 2 values (height, width), got {len(values)}")
+    if len(values) != len(names):
+        oc.error(f"'size' needs {len(names)} values ({', '.join(names)}), got {len(values)}")
     for v in values:
         n = const_dim(v)
         if n is not None and n < 1:
             oc.error(f"'size' must be positive, got {shape_text(values)}")
-    return dim(values[0]), dim(values[1])
+    return tuple(dim(v) for v in values)
+
+
+SPATIAL = {2: ("H", "W"), 3: ("D", "H", "W")}
+AXIS_NAMES = {"D": "depth", "H": "height", "W": "width"}
 
 
 def _resize2d(oc: OpCall) -> StructInfo:
+    return _resize(oc, 2)
+
+
+def _resize3d(oc: OpCall) -> StructInfo:
+    if oc.values["cubic_exclude"] == 1 and oc.values["method"] == "cubic":
+        oc.error("cubic_exclude=1 is not supported by resize3d (TOPI's 3-d exclusion weighs "
+                 "the depth taps with the width's weights)")
+    return _resize(oc, 3)
+
+
+def _resize(oc: OpCall, rank: int) -> StructInfo:
+    """resize2d / resize3d: the data's spatial axes take the sizes of `size`."""
     data = oc.tensor("data")
     assert data.shape is not None
-    if len(data.shape) != 4:
-        oc.error(f"'data' must have 4 dimensions, got {shape_text(data.shape)}")
+    if len(data.shape) != rank + 2:
+        oc.error(f"'data' must have {rank + 2} dimensions, got {shape_text(data.shape)}")
     if data.dtype is not None and data.dtype.is_bool:
         oc.error("needs a numeric tensor, got bool")
-    axes = layout_axes(oc, "layout", "NCHW")
+    letters = SPATIAL[rank]
+    axes = layout_axes(oc, "layout", "NC" + "".join(letters))
     method = oc.values["method"]
     if method not in METHODS:
         oc.error(f"unknown method '{method}' (expected 'nearest_neighbor', 'linear' or "
@@ -69,19 +91,23 @@ def _resize2d(oc: OpCall) -> StructInfo:
         oc.error(f"unknown rounding_method '{rounding}' (expected one of "
                  f"{', '.join(r for r in ROUNDING_METHODS if r)})")
     roi = oc.values["roi"]
-    if roi is not None and len(roi) != 4:
-        oc.error(f"'roi' needs 4 values (start_h, start_w, end_h, end_w), got {len(roi)}")
+    if roi is not None and len(roi) != 2 * rank:
+        corners = ", ".join([f"start_{c.lower()}" for c in letters] +
+                            [f"end_{c.lower()}" for c in letters])
+        oc.error(f"'roi' needs {2 * rank} values ({corners}), got {len(roi)}")
     if roi is not None and any(roi):
         oc.error("a non-zero 'roi' is only read by coordinate_transformation_mode "
                  "'tf_crop_and_resize', which is not supported")
-    height, width = resize_size(oc)
+    sizes = resize_size(oc, tuple(AXIS_NAMES[c] for c in letters))
     if mode == "align_corners":
-        for name, v in (("height", height), ("width", width)):
+        for c, v in zip(letters, sizes):
             if const_dim(v) == 1:
-                oc.error(f"'align_corners' needs an output {name} of at least 2, got 1")
+                oc.error(f"'align_corners' needs an output {AXIS_NAMES[c]} of at least 2, "
+                         "got 1")
     shape = list(data.shape)
-    shape[axes["H"]], shape[axes["W"]] = height, width
-    return TensorSInfo(tuple(shape), out_dtype_of(oc) or data.dtype, 4)
+    for c, v in zip(letters, sizes):
+        shape[axes[c]] = v
+    return TensorSInfo(tuple(shape), out_dtype_of(oc) or data.dtype, rank + 2)
 
 
 register("image.resize2d", [
@@ -91,6 +117,13 @@ register("image.resize2d", [
     Param("rounding_method", "str", "round"), Param("cubic_alpha", "float", -0.75),
     Param("cubic_exclude", "int", 0), Param("extrapolation_value", "float", 0.0),
     Param("out_dtype", "dtype", None)], _resize2d)
+register("image.resize3d", [
+    Param("data", "tensor"), Param("size", "shape"), Param("roi", "floats", None),
+    Param("layout", "str", "NCDHW"), Param("method", "str", "linear"),
+    Param("coordinate_transformation_mode", "str", "half_pixel"),
+    Param("rounding_method", "str", ""), Param("cubic_alpha", "float", -0.75),
+    Param("cubic_exclude", "int", 0), Param("extrapolation_value", "float", 0.0),
+    Param("out_dtype", "dtype", None)], _resize3d)
 
 
 def _affine_grid(oc: OpCall) -> StructInfo:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from tirc.ir.graph import StructInfo, TensorSInfo
 from tirc.ir.ops.elementwise import broadcast_shapes
 from tirc.ir.ops.registry import OpCall, Param, register
-from tirc.ir.ops.sinfo_util import const_dim, dims_equal, ndim_of, shape_text, tensor
+from tirc.ir.ops.sinfo_util import const_dim, ndim_of, shape_text, shapes_match, tensor
 
 SCATTER_ND_REDUCTIONS = ("update", "add", "mul", "min", "max")
 
@@ -38,8 +38,7 @@ def _scatter_nd(oc: OpCall) -> StructInfo:
         oc.error(f"the last axis of the indices {shape_text(idx.shape)} must be in [1, "
                  f"{len(x.shape)}] (the data's rank)")
     want = (*idx.shape[:-1], *x.shape[k:])
-    if len(upd.shape) != len(want) or not all(dims_equal(a, b) for a, b in
-                                              zip(upd.shape, want)):
+    if not shapes_match(upd.shape, want):
         oc.error(f"updates {shape_text(upd.shape)} must have the shape indices.shape[:-1] + "
                  f"data.shape[{k}:] = {shape_text(want)}")
     return x

@@ -11,10 +11,11 @@ from tirc.ir.ops.registry import OpCall, Param, register
 from tirc.ir.ops.sinfo_util import (
     const_dim,
     dim,
-    dims_equal,
+    dims_match,
     divide_product,
     product,
     shape_text,
+    shapes_match,
     simplify_dim,
     tensor,
 )
@@ -44,7 +45,7 @@ def _reshape(oc: OpCall) -> StructInfo:
     if inferred:
         rest = [d for k, d in enumerate(shape) if k != inferred[0]]
         shape[inferred[0]] = divide_product(x.shape, rest)
-    if not dims_equal(product(shape), total):
+    if not dims_match(product(shape), total):
         oc.error(f"cannot reshape {shape_text(x.shape)} to {shape_text(target_shape(oc))}")
     return tensor(shape, x.dtype)
 
@@ -110,7 +111,7 @@ def _concat(oc: OpCall) -> StructInfo:
     total: PrimExpr = dim(0)
     for p in parts:
         shape = p.shape or ()
-        if len(shape) != nd or any(not dims_equal(a, b) for k, (a, b) in
+        if len(shape) != nd or any(not dims_match(a, b) for k, (a, b) in
                                    enumerate(zip(first, shape)) if k != axis):
             oc.error(f"cannot concatenate {shape_text(first)} with {shape_text(shape)} "
                      f"along axis {axis}")
@@ -225,7 +226,7 @@ def _gather_nd(oc: OpCall) -> StructInfo:
         oc.error(f"the last axis of the indices {shape_text(idx.shape)} must be at most the "
                  f"data's rank {len(x.shape)} minus batch_dims {b}")
     for a in range(b):
-        if not dims_equal(x.shape[a], idx.shape[a]):
+        if not dims_match(x.shape[a], idx.shape[a]):
             oc.error(f"batch axis {a} differs: data {shape_text(x.shape)}, indices "
                      f"{shape_text(idx.shape)}")
     return tensor((*idx.shape[:-1], *x.shape[b + m:]), x.dtype)
@@ -238,7 +239,7 @@ def _broadcast_to(oc: OpCall) -> StructInfo:
     if len(x.shape) > len(shape):
         oc.error(f"cannot broadcast {shape_text(x.shape)} to {shape_text(shape)}")
     for a, b in zip(reversed(x.shape), reversed(shape)):
-        if const_dim(a) != 1 and not dims_equal(a, b):
+        if const_dim(a) != 1 and not dims_match(a, b):
             oc.error(f"cannot broadcast {shape_text(x.shape)} to {shape_text(shape)}")
     broadcast_shapes(oc, x.shape, shape)
     return tensor(shape, x.dtype)
@@ -265,8 +266,7 @@ def _scatter_elements(oc: OpCall) -> StructInfo:
     if len(idx.shape) != len(x.shape):
         oc.error(f"indices {shape_text(idx.shape)} must have the rank of the data "
                  f"{shape_text(x.shape)}")
-    if len(upd.shape) != len(idx.shape) or not all(dims_equal(a, b) for a, b in
-                                                   zip(upd.shape, idx.shape)):
+    if not shapes_match(upd.shape, idx.shape):
         oc.error(f"updates {shape_text(upd.shape)} must have the shape of the indices "
                  f"{shape_text(idx.shape)}")
     _indices_within(oc, x.shape, idx.shape)

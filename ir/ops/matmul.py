@@ -7,7 +7,7 @@ from tirc.ir.expr import PrimExpr
 from tirc.ir.graph import StructInfo, TensorSInfo
 from tirc.ir.ops.elementwise import broadcast_shapes
 from tirc.ir.ops.registry import OpCall, Param, register
-from tirc.ir.ops.sinfo_util import dim, dim_text, dims_equal, shape_text
+from tirc.ir.ops.sinfo_util import dim, dim_text, dims_match, shape_text
 
 
 def _matmul(oc: OpCall) -> StructInfo:
@@ -22,7 +22,7 @@ def _matmul(oc: OpCall) -> StructInfo:
         oc.error("operands must have at least one dimension")
     sa = a.shape if len(a.shape) > 1 else (dim(1),) + a.shape
     sb = b.shape if len(b.shape) > 1 else b.shape + (dim(1),)
-    if not dims_equal(sa[-1], sb[-2]):
+    if not dims_match(sa[-1], sb[-2]):
         oc.error(f"reduction dimensions differ: {shape_text(a.shape)} @ {shape_text(b.shape)}")
     batch = broadcast_shapes(oc, sa[:-2], sb[:-2])
     out = batch + (sa[-2],) * (len(a.shape) > 1) + (sb[-1],) * (len(b.shape) > 1)
@@ -53,7 +53,7 @@ def einsum_labels(oc: OpCall) -> tuple[list[str], str, dict[str, PrimExpr]]:
             oc.error(f"operand {n} has {len(t.shape)} dimensions, its subscripts "
                      f"{labels!r} {len(labels)}")
         for c, d in zip(labels, t.shape):
-            if c in sizes and not dims_equal(sizes[c], d):
+            if c in sizes and not dims_match(sizes[c], d):
                 oc.error(f"label {c!r} has the sizes {dim_text(sizes[c])} and {dim_text(d)}")
             sizes.setdefault(c, d)
     if not arrow:

@@ -11,9 +11,9 @@ from tirc.ir.ops.sinfo_util import (
     const_dim,
     dim,
     dim_text,
-    dims_equal,
+    dims_match,
     shape_text,
-    shapes_equal,
+    shapes_match,
     simplify_dim,
     tensor,
 )
@@ -33,7 +33,7 @@ def _check_scale(oc: OpCall, name: str, axes: list[int]) -> None:
     w = oc.tensor(name)
     assert data.shape is not None and w.shape is not None
     want = tuple(data.shape[a] for a in axes)
-    if len(w.shape) != len(want) or not all(dims_equal(x, y) for x, y in zip(w.shape, want)):
+    if not shapes_match(w.shape, want):
         oc.error(f"'{name}' must have shape {shape_text(want)} (the normalized axes of "
                  f"{shape_text(data.shape)}), got {shape_text(w.shape)}")
 
@@ -64,7 +64,7 @@ def _prelu(oc: OpCall) -> StructInfo:
     axis = oc.axis(oc.values["axis"], len(data.shape))
     alpha = oc.tensor("alpha")
     assert alpha.shape is not None
-    if len(alpha.shape) != 1 or not dims_equal(alpha.shape[0], data.shape[axis]):
+    if len(alpha.shape) != 1 or not dims_match(alpha.shape[0], data.shape[axis]):
         oc.error(f"'alpha' must have shape {shape_text((data.shape[axis],))} (axis {axis} of "
                  f"{shape_text(data.shape)}), got {shape_text(alpha.shape)}")
     return data
@@ -169,7 +169,7 @@ def _nll_loss(oc: OpCall) -> StructInfo:
     if not pred.shape:
         oc.error("predictions need at least one axis (the classes), got a 0-d tensor")
     want = pred.shape[:1] + pred.shape[2:] if len(pred.shape) > 1 else ()
-    if not shapes_equal(targets.shape, want):
+    if not shapes_match(targets.shape, want):
         oc.error(f"targets must have shape {shape_text(want)} (the predictions "
                  f"{shape_text(pred.shape)} without the class axis), got "
                  f"{shape_text(targets.shape)}")
@@ -178,7 +178,7 @@ def _nll_loss(oc: OpCall) -> StructInfo:
         w = oc.tensor("weights")
         assert w.shape is not None
         classes = pred.shape[1 if len(pred.shape) > 1 else 0]
-        if len(w.shape) != 1 or not dims_equal(w.shape[0], classes):
+        if len(w.shape) != 1 or not dims_match(w.shape[0], classes):
             oc.error(f"weights must have shape {shape_text((classes,))} (one per class), got "
                      f"{shape_text(w.shape)}")
     return tensor(targets.shape if reduction == "none" else (), dt)
@@ -189,7 +189,7 @@ def _cross_entropy(oc: OpCall) -> StructInfo:
     assert pred.shape is not None and labels.shape is not None
     dt = oc.float_dtype("predictions")
     oc.same_dtype("predictions", "labels")
-    if not shapes_equal(pred.shape, labels.shape):
+    if not shapes_match(pred.shape, labels.shape):
         oc.error(f"predictions {shape_text(pred.shape)} and labels {shape_text(labels.shape)} "
                  "must have the same shape")
     return tensor((), dt)

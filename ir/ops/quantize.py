@@ -13,7 +13,7 @@ from __future__ import annotations
 from tirc.ir.dtype import DType, dtype
 from tirc.ir.graph import StructInfo, TensorSInfo
 from tirc.ir.ops.registry import OpCall, Param, register
-from tirc.ir.ops.sinfo_util import dim_text, dims_equal, shape_text, tensor
+from tirc.ir.ops.sinfo_util import dim_text, dims_match, shape_text, tensor
 
 
 def qdq_axis(oc: OpCall) -> int:
@@ -31,7 +31,7 @@ def _per_axis(oc: OpCall, name: str) -> TensorSInfo:
         oc.error(f"'{name}' must be a scalar or 1-d, got {shape_text(s.shape)}")
     if len(s.shape) == 1:
         size = data.shape[qdq_axis(oc)]
-        if not dims_equal(s.shape[0], size):
+        if not dims_match(s.shape[0], size):
             oc.error(f"'{name}' has {dim_text(s.shape[0])} values; axis "
                      f"{oc.values['axis']} of {shape_text(data.shape)} has {dim_text(size)}")
     return s

@@ -116,6 +116,7 @@ def _load() -> None:
         nn,
         quantize,
         reduction,
+        size_checks,
         slicing,
         sparse,
     )

@@ -8,7 +8,8 @@ variables; `shape_text` prints a shape as a user wrote it, `(n, 256)`.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from tirc.ir.arith import make_analyzer
 from tirc.ir.dtype import DType, dtype
@@ -65,6 +66,50 @@ def dims_equal(a: PrimExpr, b: PrimExpr) -> bool:
 
 def shapes_equal(a: Sequence[PrimExpr], b: Sequence[PrimExpr]) -> bool:
     return len(a) == len(b) and all(dims_equal(x, y) for x, y in zip(a, b))
+
+
+def dims_differ(a: PrimExpr, b: PrimExpr) -> bool:
+    """True when two dimensions provably differ for all non-negative sizes (3 and 4, n and
+    n + 1): the only case TVM's struct info inference refuses."""
+    ca, cb = const_dim(a), const_dim(b)
+    if ca is not None and cb is not None:
+        return ca != cb
+    an = make_analyzer({v: (0, None) for v in shape_vars([a, b])})
+    return const_dim(dim(an.simplify(binop("sub", dim(a), dim(b))))) not in (None, 0) or \
+        an.can_prove(binop("ne", dim(a), dim(b)))
+
+
+# The assumptions of the inference running now (innermost `collect_assumptions` last).
+_ASSUMED: list[list[tuple[PrimExpr, PrimExpr]]] = []
+
+
+def dims_match(a: PrimExpr, b: PrimExpr) -> bool:
+    """Whether two dimensions may be equal: True when proved equal, False when proved
+    different; otherwise True with `a == b` recorded as an assumption (TVM accepts what it
+    cannot decide; tirc checks it at run time, tirc.ir.ops.size_checks)."""
+    if dims_equal(a, b):
+        return True
+    if dims_differ(a, b):
+        return False
+    if _ASSUMED and all(not (x is a and y is b) for x, y in _ASSUMED[-1]):
+        _ASSUMED[-1].append((dim(a), dim(b)))
+    return True
+
+
+def shapes_match(a: Sequence[PrimExpr], b: Sequence[PrimExpr]) -> bool:
+    """Same rank and every dimension `dims_match`."""
+    return len(a) == len(b) and all(dims_match(x, y) for x, y in zip(a, b))
+
+
+@contextmanager
+def collect_assumptions() -> Iterator[list[tuple[PrimExpr, PrimExpr]]]:
+    """The equalities `dims_match` assumes inside the `with` (pairs of dimensions)."""
+    found: list[tuple[PrimExpr, PrimExpr]] = []
+    _ASSUMED.append(found)
+    try:
+        yield found
+    finally:
+        _ASSUMED.pop()
 
 
 def product(dims: Sequence[PrimExpr]) -> PrimExpr:

@@ -12,8 +12,8 @@ from tirc.ir.ops.sinfo_util import (
     const_dim,
     dim,
     dim_text,
-    dims_equal,
     shape_text,
+    shapes_match,
     simplify_dim,
     tensor,
 )
@@ -107,7 +107,7 @@ def _slice_scatter(oc: OpCall) -> StructInfo:
     axis, bounds = scatter_range(oc)
     want = list(x.shape)
     want[axis] = dim(len(range(*bounds)))
-    if len(src.shape) != len(want) or not all(dims_equal(a, b) for a, b in zip(src.shape, want)):
+    if not shapes_match(src.shape, want):
         oc.error(f"src {shape_text(src.shape)} must have the shape of the slice it replaces, "
                  f"{shape_text(want)}")
     return x

@@ -2,9 +2,9 @@
 
 Inside dataflow blocks (which have no side effects) a binding whose variable is not used by a
 later binding, a block output that is used, or the returned value goes away; `R.match_cast`
-stays (it checks at run time). In a module with graph functions, a loop function that no graph
-function references and that has no `global_symbol`, and a fused `Primitive` graph function
-nobody calls, are removed.
+and `R.tirc.size_check` stay (they check at run time). In a module with graph functions, a
+loop function that no graph function references and that has no `global_symbol`, and a fused
+`Primitive` graph function nobody calls, are removed.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import dataclasses
 from tirc.ir.attrs import GLOBAL_SYMBOL, PRIMITIVE
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import (
+    Binding,
     BindingBlock,
     Function,
     GCall,
@@ -76,7 +77,7 @@ def _eliminate(seq: SeqExpr, live: set[GVar]) -> tuple[list[BindingBlock], bool]
     for block in reversed(seq.blocks):
         kept = []
         for b in reversed(block.bindings):
-            if block.is_dataflow and not isinstance(b, MatchCast) and b.var not in live:
+            if block.is_dataflow and not _checks(b) and b.var not in live:
                 changed = True
                 continue
             b = with_branches(b, branch)
@@ -90,6 +91,15 @@ def _eliminate(seq: SeqExpr, live: set[GVar]) -> tuple[list[BindingBlock], bool]
         else:
             changed = True
     return list(reversed(blocks)), changed
+
+
+def _checks(b: Binding) -> bool:
+    """Whether a binding checks something at run time (`R.match_cast`, a size check), and so
+    stays when nothing uses its variable."""
+    from tirc.ir.ops.size_checks import SIZE_CHECK  # graph modules only (start-up)
+
+    return isinstance(b, MatchCast) or (isinstance(b.value, GCall)  # type: ignore[attr-defined]
+                                        and b.value.op == SIZE_CHECK)  # type: ignore[attr-defined]
 
 
 def _referenced(func: Function) -> set[str]:

@@ -1,14 +1,13 @@
-"""Legalization of image resizing (`image.resize2d`), after TOPI's `_resize_2d`: one spatial
-block whose value at each output position maps the position to input coordinates in float32
-(`get_inx`), then copies the nearest pixel (`get_closest_index`) or blends the four around it
-bilinearly, or the sixteen around it bicubically, reading the data as float32 and clamping
-every index to the image."""
+"""Legalization of image resizing (`image.resize2d`, `image.resize3d`), after TOPI's
+`_resize_2d` and `_resize_3d`: one spatial block whose value at each output position maps
+the position to input coordinates in float32 (`get_inx`), then copies the nearest pixel
+(`get_closest_index`) or blends the 2^d around it (bi-, trilinearly), or the 4^d around it
+(bi-, tricubically), reading the data as float32 and clamping every index to the image."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import dtype
 from tirc.ir.expr import PrimExpr, binop, call, cast, const, maximum, minimum, select
 from tirc.ir.graph import StructInfo
@@ -73,57 +72,75 @@ def nearest_index(o: PrimExpr, in_size: PrimExpr, out_size: PrimExpr, mode: str,
 
 @legalizer("image.resize2d")
 def resize2d(oc: OpCall, out: StructInfo) -> Kernel:
-    k = Kernel("resize2d")
+    return _resize(oc, out, "HW", "resize2d")
+
+
+@legalizer("image.resize3d")
+def resize3d(oc: OpCall, out: StructInfo) -> Kernel:
+    """TOPI's `_resize_3d`: trilinear lerps along the width, then the height, then the
+    depth; tricubic sums in the same order."""
+    return _resize(oc, out, "DHW", "resize3d")
+
+
+def _resize(oc: OpCall, out: StructInfo, letters: str, name: str) -> Kernel:
+    """The kernel resizing the spatial axes `letters` of the data (in that order: the last
+    one varies fastest in the interpolation sums)."""
+    k = Kernel(name)
     x = k.input("A", oc.values["data"], oc.tensor("data"))
-    y = k.output("T_resize2d", out_tensor(out))
-    axes = layout_axes(oc, "layout", "NCHW")
+    y = k.output(f"T_{name}", out_tensor(out))
+    layout = layout_axes(oc, "layout", "NC" + letters)
+    axes = [layout[c] for c in letters]
     mode = oc.values["coordinate_transformation_mode"]
     rounding = oc.values["rounding_method"]
-    h, w = axes["H"], axes["W"]
-    in_h, in_w = x.shape[h], x.shape[w]
-    out_h, out_w = y.shape[h], y.shape[w]
+    ins = [x.shape[a] for a in axes]
+    outs = [y.shape[a] for a in axes]
 
-    def pixel(data: Buffer, i: Indices, row: PrimExpr, col: PrimExpr) -> PrimExpr:
+    def pixel(i: Indices, at: list[PrimExpr]) -> PrimExpr:
         idx = list(i)
-        idx[h], idx[w] = row, col
-        return cast(F32, data.vload(*idx))
+        for a, v in zip(axes, at):
+            idx[a] = v
+        return cast(F32, x.vload(*idx))
 
     def nearest(i: Indices) -> PrimExpr:
-        row = nearest_index(i[h], in_h, out_h, mode, rounding)
-        col = nearest_index(i[w], in_w, out_w, mode, rounding)
-        return cast(y.dtype, pixel(x, i, row, col))
+        at = [nearest_index(i[a], n, o, mode, rounding) for a, n, o in zip(axes, ins, outs)]
+        return cast(y.dtype, pixel(i, at))
 
-    def bilinear(i: Indices) -> PrimExpr:
-        cy = source_coordinate(i[h], in_h, out_h, mode)
-        cx = source_coordinate(i[w], in_w, out_w, mode)
-        y0, x0 = cast(INT64, call("floor", cy)), cast(INT64, call("floor", cx))
-        ty, tx = binop("sub", cy, cast(F32, y0)), binop("sub", cx, cast(F32, x0))
-
-        def at(dy: int, dx: int) -> PrimExpr:
-            return pixel(x, i, _clamp(binop("add", y0, dim(dy)), in_h),
-                         _clamp(binop("add", x0, dim(dx)), in_w))
+    def linear(i: Indices) -> PrimExpr:
+        coords = [source_coordinate(i[a], n, o, mode) for a, n, o in zip(axes, ins, outs)]
+        lows = [cast(INT64, call("floor", c)) for c in coords]
+        fracs = [binop("sub", c, cast(F32, lo)) for c, lo in zip(coords, lows)]
 
         def lerp(a: PrimExpr, b: PrimExpr, t: PrimExpr) -> PrimExpr:
             return binop("add", binop("mul", a, binop("sub", _f(1.0), t)), binop("mul", b, t))
 
-        top, bottom = lerp(at(0, 0), at(0, 1), tx), lerp(at(1, 0), at(1, 1), tx)
-        return cast(y.dtype, lerp(top, bottom, ty))
+        def blend(axis: int, corner: list[int]) -> PrimExpr:
+            if axis == len(axes):
+                return pixel(i, [_clamp(binop("add", lo, dim(d)), n)
+                                 for lo, d, n in zip(lows, corner, ins)])
+            # the innermost axis first (TOPI: width, then height, then depth)
+            return lerp(blend(axis + 1, corner + [0]), blend(axis + 1, corner + [1]),
+                        fracs[axis])
 
-    def bicubic(i: Indices) -> PrimExpr:
-        rows = cubic_taps(i[h], in_h, out_h, mode, alpha, exclude)
-        cols = cubic_taps(i[w], in_w, out_w, mode, alpha, exclude)
-        total: PrimExpr = _f(0.0)
-        for row, wy in rows:
-            line: PrimExpr = _f(0.0)
-            for col, wx in cols:
-                line = binop("add", line, binop("mul", pixel(x, i, row, col), wx))
-            total = binop("add", total, binop("mul", line, wy))
-        return cast(y.dtype, total)
+        return cast(y.dtype, blend(0, []))
+
+    def cubic(i: Indices) -> PrimExpr:
+        taps = [cubic_taps(i[a], n, o, mode, alpha, exclude)
+                for a, n, o in zip(axes, ins, outs)]
+
+        def total(axis: int, at: list[PrimExpr]) -> PrimExpr:
+            if axis == len(axes):
+                return pixel(i, at)
+            acc: PrimExpr = _f(0.0)
+            for tap, wt in taps[axis]:
+                acc = binop("add", acc, binop("mul", total(axis + 1, at + [tap]), wt))
+            return acc
+
+        return cast(y.dtype, total(0, []))
 
     method = oc.values["method"]
     alpha, exclude = oc.values["cubic_alpha"], bool(oc.values["cubic_exclude"])
-    k.compute("T_resize2d", y, {"nearest_neighbor": nearest, "linear": bilinear,
-                                "cubic": bicubic}[method])
+    k.compute(f"T_{name}", y, {"nearest_neighbor": nearest, "linear": linear,
+                               "cubic": cubic}[method])
     return k
 
 

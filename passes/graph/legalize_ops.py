@@ -33,7 +33,9 @@ from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.ops.infer import infer_expr
 from tirc.ir.ops.registry import bound_call
+from tirc.ir.ops.size_checks import call_size_checks
 from tirc.ir.structural import structural_equal, structural_hash
+from tirc.passes.graph.inplace_calls import IN_PLACE, mark_in_place
 from tirc.passes.graph.legalize_blas import BLAS_CONFIG, blas_enabled, blas_matmul
 from tirc.passes.graph.legalize_inplace import legalize_inplace
 from tirc.passes.graph.legalize_print import drop_prints
@@ -58,7 +60,8 @@ class LegalizeOps(Pass):
         blas = self.blas
         for name, func in mod.graph_funcs().items():
             quiet = drop_prints(func, ctx.warn)  # type: ignore[arg-type]
-            new = legalize_function(normalize_function(quiet, mod), mod, kernels, blas)
+            marked = mark_in_place(normalize_function(quiet, mod), mod)
+            new = legalize_function(marked, mod, kernels, blas)
             if new is not func:
                 out = out.with_function(name, new)
         for kname, kfunc in kernels.added.items():
@@ -121,12 +124,14 @@ def _legalize_blocks(old: tuple[BindingBlock, ...], mod: IRModule, kernels: _Ker
                 library = blas_matmul(b.value, b.var.struct_info,
                                       lambda a: infer_expr(a, mod)[1]) if blas else None
                 if library is not None:
+                    bindings.extend(_size_checks(b.value, mod, block.is_dataflow))
                     bindings.append(dataclasses.replace(b, value=library))
                     changed = True
                     continue
                 value = legalize_call(b.value, b.var.struct_info, mod, kernels)
                 if value is not b.value:
                     value, items = _bind_items(value, block.is_dataflow)
+                    bindings.extend(_size_checks(b.value, mod, block.is_dataflow))
                     bindings.extend(items)
                     b = dataclasses.replace(b, value=value)
                     changed = True
@@ -138,8 +143,8 @@ def _legalize_blocks(old: tuple[BindingBlock, ...], mod: IRModule, kernels: _Ker
 def legalize_call(call: GCall, out: StructInfo | None, mod: IRModule,
                   kernels: _KernelTable) -> GraphExpr:
     """The call_tir for one operator call, or the call unchanged when it has no kernel."""
-    if call.op == "call_tir_inplace":
-        return legalize_inplace(call, mod, kernels.add)
+    if call.op == "call_tir_inplace":  # lower-graph runs one marked in_place itself
+        return call if call.attrs.get(IN_PLACE) else legalize_inplace(call, mod, kernels.add)
     refuse_uncompiled(call)
     legalize = get_legalizer(call.op)
     if legalize is None or out is None or not _known(out):
@@ -156,6 +161,14 @@ def legalize_call(call: GCall, out: StructInfo | None, mod: IRModule,
     if tir_vars:
         args += (ShapeExpr(tuple(tir_vars)),)
     return GCall("call_tir", args, {}, tuple(outs), span=call.span)
+
+
+def _size_checks(call: GCall, mod: IRModule, dataflow: bool) -> list[VarBinding]:
+    """`R.tirc.size_check` bindings for the sizes the call's struct info assumed equal
+    (tirc.ir.ops.size_checks), to run before its kernel; lower-graph compiles them."""
+    return [VarBinding(GVar(name="size_check", struct_info=TupleSInfo(()), is_dataflow=dataflow),
+                       check.call(call.span), span=call.span)
+            for check in call_size_checks(call, mod)]
 
 
 def _bind_items(call: GCall, dataflow: bool) -> tuple[GCall, list[VarBinding]]:

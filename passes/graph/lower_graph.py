@@ -6,7 +6,9 @@ Its symbolic sizes bind from the arguments (make-entry checks them); `R.match_ca
 sizes and checks the others at run time. Intermediate tensors are views into one workspace
 allocated per call with memory-plan's layout. Each `R.call_tir` is inlined: the kernel's body
 is copied with its buffers bound to the actual tensors and its sizes to their values, so the
-host function runs the kernels in order with no call overhead. Each `R.call_dps_packed` becomes
+host function runs the kernels in order with no call overhead; an `R.call_tir_inplace` marked
+`in_place` (passes/graph/inplace_calls.py) is inlined so on its argument's buffer, which its
+result then is. Each `R.call_dps_packed` becomes
 a `tirc.call_packed` intrinsic call of the C function (see tirc.ir.packed_call). Returned values
 that no call writes (a parameter, a tensor returned twice) are copied into their result.
 An `R.Prim` parameter is a scalar parameter of the host function, in its place among the
@@ -31,6 +33,7 @@ import dataclasses
 import itertools
 from typing import Any
 
+from tirc.ir import intrinsics as intrin
 from tirc.ir.analysis.size_factor import other_factors
 from tirc.ir.attrs import (
     GLOBAL_SYMBOL,
@@ -46,8 +49,8 @@ from tirc.ir.attrs import (
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError, DiagnosticContext
 from tirc.ir.dist.collective import collective_call, is_collective
-from tirc.ir.dtype import HANDLE, INT64
-from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, cast
+from tirc.ir.dtype import HANDLE, INT32, INT64
+from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, StringImm, Var, binop, cast
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import (
     Constant,
@@ -77,6 +80,7 @@ from tirc.ir.module import IRModule
 from tirc.ir.ops.calls import call_scalars, shape_var_bindings
 from tirc.ir.ops.infer import infer_expr
 from tirc.ir.ops.sinfo_util import dim, shape_text, shape_vars, sinfo_text
+from tirc.ir.ops.size_checks import SIZE_CHECK, size_check_of
 from tirc.ir.packed_call import call_packed, is_slot_name
 from tirc.ir.rebind import fresh_copy
 from tirc.ir.sparse.signature import CallMismatch, tensor_slots
@@ -92,6 +96,7 @@ from tirc.ir.stmt import (
 )
 from tirc.ir.visitor import post_order_visit, substitute
 from tirc.passes.graph.fuse_ops import used_vars
+from tirc.passes.graph.inplace_calls import IN_PLACE
 from tirc.passes.graph.kernel import Kernel
 from tirc.passes.graph.memory_plan import (
     TensorId,
@@ -123,7 +128,8 @@ class LowerGraph(Pass):
         diag = DiagnosticContext()
         for name, func in graph.items():
             try:
-                host, callees = lower_function(func, mod)
+                host, callees = lower_function(func, mod,
+                                               asserts=getattr(ctx.target, "is_gpu", False))
             except CompileError as err:  # every function's errors, not the first one's only
                 diag.diagnostics.extend(err.diagnostics)
                 continue
@@ -141,9 +147,10 @@ class LowerGraph(Pass):
 class _HostBuilder:
     """The stages of one host function, with the bindings that scope over the rest."""
 
-    def __init__(self, func: Function, mod: IRModule) -> None:
+    def __init__(self, func: Function, mod: IRModule, asserts: bool = False) -> None:
         self.func = func
         self.mod = mod
+        self.asserts = asserts
         self.kernel = Kernel(func.name)
         self.buffers: dict[TensorId, Buffer] = {}
         self.items: list[Any] = []
@@ -333,10 +340,15 @@ class _HostBuilder:
             raise self.error(str(exc), call) from None
         buffers: list[Buffer] = []
         actual: list[Buffer] = []
+        # a call_tir_inplace marked in_place (inplace_calls) writes its argument's buffer
+        written = given[call.attrs["inplace_indices"][0]] if call.op == "call_tir_inplace" \
+            else None
         for (param, sp), a in zip(slots, list(args) + outputs):
             if sp is None:
                 buffers.append(callee.buffer_map[param])
                 actual.append(a if isinstance(a, Buffer) else self.tensor(a, aliases))
+                if a is written:
+                    self.buffers[(b.var, 0)] = actual[-1]
                 continue
             buffers += [callee.buffer_map[v] for v in (param, sp.indptr, sp.indices)]
             actual += self.sparse[a]
@@ -385,6 +397,19 @@ class _HostBuilder:
         outputs = [self.buffers[tid] for tid, _ in produced_tensors(call, b.var)]
         self.items.append(Evaluate(call_packed(self.func.name, symbol, inputs, outputs),
                                    span=call.span))
+
+    def size_check(self, call: GCall) -> None:
+        """`R.tirc.size_check`: a `tirc.check` that the two sizes agree, with the message the
+        interpreter gives (tirc.ir.ops.size_checks); a failed one makes the entry return -1.
+        With `asserts` (GPU, megakernels), an assert of the sizes named without their values
+        (a GPU launch plan's runtime appends them)."""
+        check = size_check_of(call)
+        lhs, rhs = cast(INT64, self.prim(check.lhs)), cast(INT64, self.prim(check.rhs))
+        if self.asserts:
+            self.items.append(("assert", binop("eq", lhs, rhs), check.text()))
+            return
+        self.items.append(Evaluate(Call(intrin.CHECK, (binop("eq", lhs, rhs), StringImm(check.fmt),
+                                                       lhs, rhs), INT32), span=call.span))
 
     def match_cast(self, b: MatchCast, aliases: dict[GVar, TensorId]) -> None:
         src = self.tensor(b.value, aliases)
@@ -648,12 +673,15 @@ class _HostBuilder:
             return  # an alias, a shape or a tuple of values: known where it is used
         elif isinstance(value, Constant):  # bound as written, or computed by fold-constants
             self.buffers[(b.var, 0)] = self.tensor(value, aliases)
-        elif isinstance(value, GCall) and value.op == "call_tir":
-            self.call_tir(b, value, aliases)
+        elif isinstance(value, GCall) and (value.op == "call_tir" or (
+                value.op == "call_tir_inplace" and value.attrs.get(IN_PLACE))):
+            self.call_tir(b, value, aliases)  # in place: no outputs, the argument's buffer
         elif isinstance(value, GCall) and value.op == "call_dps_packed":
             self.call_dps_packed(b, value, aliases)
         elif isinstance(value, GCall) and is_collective(value.op):
             self.collective(b, value, aliases)
+        elif isinstance(value, GCall) and value.op == SIZE_CHECK:
+            self.size_check(value)
         elif isinstance(value, GCall):
             raise self.error(f"R.{value.op} must be legalized first (run legalize-ops)", value)
         else:
@@ -765,9 +793,12 @@ def _unknown_param_message(p: GVar) -> str:
     return f"parameter '{p.name}' must be a tensor of known shape and dtype, not {sinfo_text(s)}"
 
 
-def lower_function(func: Function, mod: IRModule) -> tuple[PrimFunc, set[str]]:
-    """The host loop function of a graph function, and the kernels it inlined."""
-    builder = _HostBuilder(_fields_returned(func), mod)
+def lower_function(func: Function, mod: IRModule, asserts: bool = False
+                   ) -> tuple[PrimFunc, set[str]]:
+    """The host loop function of a graph function, and the kernels it inlined. `asserts`:
+    its size checks are asserts scoping over the rest, for a GPU launch plan and the
+    megakernels, which run checks only in that form (before any task)."""
+    builder = _HostBuilder(_fields_returned(func), mod, asserts)
     return builder.build(), builder.callees
 
 

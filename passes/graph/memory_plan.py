@@ -7,9 +7,10 @@ comparable to its own (provably no larger or no smaller, symbolically: `n * 512`
 tensor (not before the call that produced it returns, so inputs never alias outputs). Tokens
 are laid out one after another, each 64-byte aligned, in one workspace per call and dtype
 (every token holds one dtype; the reference interpreter keeps storage typed) whose size is an
-expression of the symbolic sizes. The plan goes to the function's attributes
-(`tirc.workspace_bytes`, `tirc.storage`) where `--print-after=memory-plan` shows it;
-lower-graph allocates from it.
+expression of the symbolic sizes. A call_tir_inplace marked `in_place` (inplace_calls) makes
+no tensor: its result is its argument's, in the argument's storage. The plan goes to the
+function's attributes (`tirc.workspace_bytes`, `tirc.storage`) where
+`--print-after=memory-plan` shows it; lower-graph allocates from it.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.ops.sinfo_util import dim, product, shape_vars, simplify_dim
 from tirc.passes.graph.fuse_ops import used_vars
+from tirc.passes.graph.inplace_calls import IN_PLACE
 from tirc.passes.pass_base import Pass, PassContext
 
 ALIGN = 64
@@ -124,16 +126,39 @@ def aliases_of(func: Function) -> dict[GVar, TensorId]:
     """Variables bound to another tensor (`a = t[0]`, `a = b`, `a = R.match_cast(b, ...)`),
     and the result of each `if` branch that the branch computes: it is the if's tensor."""
     out: dict[GVar, TensorId] = {}
-    _aliases(func.body, out)
+    _aliases(func.body, out, {})
     return out
 
 
-def _aliases(seq: SeqExpr, out: dict[GVar, TensorId]) -> None:
+def _aliases(seq: SeqExpr, out: dict[GVar, TensorId], tuples: dict[GVar, Tuple]) -> None:
+    """Fill `out` for the bindings of `seq`; `tuples` holds the variables bound to a tuple
+    of values (`t = (a, b)`, `u = nt[0]` of `nt = (t, c)`), so an item of one, nested
+    too, is the tensor of its field."""
     for block in seq.blocks:
         for b in block.bindings:
-            if isinstance(b, (VarBinding, MatchCast)) and isinstance(b.value,
+            value = b.value  # type: ignore[attr-defined]
+            if isinstance(value, Tuple):
+                tuples[b.var] = value
+            if isinstance(value, GVar) and value in tuples:
+                tuples[b.var] = tuples[value]
+                continue
+            if isinstance(value, TupleGetItem) and isinstance(value.tuple_value, GVar) and \
+                    value.tuple_value in tuples:
+                fields = tuples[value.tuple_value].fields
+                value = fields[value.index] if value.index < len(fields) else value
+                if isinstance(value, GVar) and value in tuples:
+                    tuples[b.var] = tuples[value]
+                    continue
+                if isinstance(value, Tuple):
+                    tuples[b.var] = value
+                    continue
+            if isinstance(value, GCall) and value.op == "call_tir_inplace" and \
+                    value.attrs.get(IN_PLACE):  # its result is its argument (inplace_calls)
+                value = value.args[1].fields[  # type: ignore[attr-defined]
+                    value.attrs["inplace_indices"][0]]
+            if isinstance(b, (VarBinding, MatchCast)) and isinstance(value,
                                                                     (GVar, TupleGetItem)):
-                tid = tensor_of(b.value, out)
+                tid = tensor_of(value, out)
                 if tid is not None:
                     out[b.var] = tid
             elif isinstance(b, VarBinding) and isinstance(b.value, If):
@@ -142,7 +167,7 @@ def _aliases(seq: SeqExpr, out: dict[GVar, TensorId]) -> None:
                     result = branch_result(branch)
                     if result is not None and target is not None:
                         out[result] = target
-                    _aliases(branch, out)
+                    _aliases(branch, out, tuples)
 
 
 def branch_result(branch: SeqExpr) -> GVar | None:

@@ -96,7 +96,7 @@ class Megakernel(Pass):
                     or default
                 if mode is None:
                     continue
-                host, callees = lower_function(func, mod)
+                host, callees = lower_function(func, mod, asserts=True)  # checks before tasks
                 used |= callees
                 taken = True
                 out = out.with_function(name, build_task_graph(host, mode, tile))

@@ -6,10 +6,10 @@ atan2, float predicates), comparisons combined by logical operators into casts a
 bucketize, integer bitwise operators, shifts and remainders, `clip`, matmul and einsum, the nn
 operators (relu, relu6, gelu, gelu_tanh, silu, leakyrelu, softplus, selu, prelu, softmax,
 log_softmax, layer_norm, rms_norm, batch_norm, convolution and pooling, transposed convolution,
-attention, dropout), `image.resize2d` (bicubic too), reductions with and without keepdims
-(argmax, argmin, variance and std among them), topk, and the shape operators (reshape,
-flatten, permute_dims, expand_dims, squeeze, concat, split, take, broadcast_to, flip, tile,
-repeat, strided_slice, pad, cumsum, cumprod, tril, triu, collapse_sum_like and
+attention, dropout), `image.resize2d` (bicubic too) and `image.resize3d`, reductions with and
+without keepdims (argmax, argmin, variance and std among them), topk, and the shape operators
+(reshape, flatten, permute_dims, expand_dims, squeeze, concat, split, take, broadcast_to, flip,
+tile, repeat, strided_slice, pad, cumsum, cumprod, tril, triu, collapse_sum_like and
 collapse_sum_to, scatter_elements with every reduction and negative indices, gather_elements,
 gather_nd, one_hot, scatter_nd, index_tensor, slice_scatter, pixel_shuffle, layout_transform)
 with creation operators (zeros, ones, full and their `_like` forms) as operands, `arange` as
@@ -897,8 +897,9 @@ class _Gen:
         nearest neighbour gets output sizes whose coordinates are exact in float32, so that
         no rounding boundary depends on how the compiled code fuses its multiply-adds."""
         rng = self.rng
-        if rng.random() < 0.2:
-            return self.affine_grid(batch)
+        pick = rng.random()
+        if pick < 0.2:
+            return self.affine_grid(batch) if pick < 0.12 else self.resize3d(batch, channels)
         layout = rng.choice(("NCHW", "NCHW", "NHWC"))
         method = rng.choice(("nearest_neighbor", "linear", "cubic"))
         mode = rng.choice(("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
@@ -925,6 +926,36 @@ class _Gen:
             lo, hi = -2.25 * x.mag, 2.25 * x.mag
         self.emit("image.resize2d", x.var, ShapeExpr((_dim(out[0])[0], _dim(out[1])[0])),
                   dims=_arranged(layout, by, channels, "HW", out), dt="float32", lo=lo,
+                  hi=hi, exact=x.exact and method == "nearest_neighbor", **attrs)
+
+    def resize3d(self, batch: tuple[PrimExpr, int], channels: int) -> None:
+        """`image.resize3d`: nearest (output sizes whose coordinates are exact, as resize2d's),
+        trilinear or tricubic (no exclusion: refused) in each coordinate mode."""
+        rng = self.rng
+        layout = rng.choice(("NCDHW", "NDHWC"))
+        method = rng.choice(("nearest_neighbor", "linear", "cubic"))
+        mode = rng.choice(("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
+                           "tf_half_pixel_for_nn"))
+        sizes = [rng.randint(1, 3) for _ in "DHW"]
+        if mode == "align_corners":
+            choices: tuple[int, ...] = (2, 3, 4)
+        elif method == "nearest_neighbor" and mode != "asymmetric":
+            choices = (1, 2, 4)
+        else:
+            choices = tuple(range(1, 5))
+        out = [rng.choice(choices) for _ in "DHW"]
+        by = {"N": batch, "C": _dim(channels), **{c: _dim(v) for c, v in zip("DHW", sizes)}}
+        x = self.param(tuple(by[c] for c in layout))
+        attrs: dict[str, Any] = dict(layout=layout, method=method,
+                                     coordinate_transformation_mode=mode)
+        if method == "nearest_neighbor":
+            attrs["rounding_method"] = rng.choice(("round", "floor", "ceil", ""))
+        lo, hi = x.lo, x.hi
+        if method == "cubic":  # the spline overshoots, by at most 1.5 per axis
+            attrs["cubic_alpha"] = rng.choice((-0.5, -0.75))
+            lo, hi = -3.375 * x.mag, 3.375 * x.mag
+        self.emit("image.resize3d", x.var, ShapeExpr(tuple(_dim(v)[0] for v in out)),
+                  dims=_arranged(layout, by, channels, "DHW", out), dt="float32", lo=lo,
                   hi=hi, exact=x.exact and method == "nearest_neighbor", **attrs)
 
     def op_collapse(self) -> None:

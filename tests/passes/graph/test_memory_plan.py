@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import numpy as np
+from graph_support import run_everywhere
 from tirc.ir import IRModule
 from tirc.ir.ops import GraphBuilder
 from tirc.ir.ops.sinfo_util import dim_text
@@ -85,3 +88,37 @@ def test_plan_is_shown_in_the_attributes() -> None:
     attrs = out["main"].attrs
     assert dim_text(attrs["tirc.workspace_bytes"]["float32"]) == "(n * 16 + 63) // 64 * 64"
     assert list(attrs["tirc.storage"]) == ["t"]
+
+
+NESTED_TUPLE = """\
+@I.ir_module
+class Module:
+    @T.prim_func
+    def neg(A: T.Buffer((2, 3), "float32"), B: T.Buffer((2, 3), "float32")):
+        for i, j in T.grid(2, 3):
+            with T.block("neg"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = -A[vi, vj]
+
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32")):
+        cls = Module
+        y1 = R.call_tir(cls.neg, (x,), out_sinfo=R.Tensor((2, 3), "float32"))
+        y2 = R.add(x, y1)
+        t = (y1, y2)
+        nt = (t, y1)
+        nt0 = nt[0]
+        a = nt0[1]
+        b = nt[1]
+        z = R.call_tir(cls.neg, (a,), out_sinfo=R.Tensor((2, 3), "float32"))
+        w = R.multiply(z, b)
+        return w
+"""
+
+
+def test_items_of_nested_tuple_literals_are_their_fields(tmp_path: Path) -> None:
+    """`nt0 = nt[0]` of `nt = (t, y1)` is the tuple `t`, so `nt0[1]` is the tensor y2 (at
+    -O0, where no pass folds the items first, lower-graph found no tensor for it)."""
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+    for got in run_everywhere(tmp_path, NESTED_TUPLE, [x]):
+        np.testing.assert_array_equal(got[0], -(x - x) * -x)

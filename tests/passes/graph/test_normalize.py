@@ -65,13 +65,13 @@ def test_infers_every_binding_and_the_return() -> None:
 
 
 def test_shape_error_is_at_the_binding() -> None:
-    mod = module(("add", ("x", "b"), {}), ("reshape", ("lv0", (n, 255)), {}))
+    mod = module(("add", ("x", "b"), {}), ("reshape", ("lv0", (n + 1, 256)), {}))
     with pytest.raises(CompileError) as info:
         Normalize()(mod)
     d = info.value.diagnostics[0]
     assert d.span == span(11)
     assert d.render().splitlines()[0] == \
-        "mlp.tir:11:13: error: R.reshape: cannot reshape (n, 256) to (n, 255)"
+        "mlp.tir:11:13: error: R.reshape: cannot reshape (n, 256) to (n + 1, 256)"
 
 
 def test_annotation_must_agree() -> None:
