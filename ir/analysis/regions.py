@@ -242,9 +242,18 @@ def cover(buf: Buffer, regions: list[tuple[Range, ...]], dom: Dom, an: Analyzer)
 
 def clip(b: Bounds, buf: Buffer, dim: int, an: Analyzer) -> Bounds:
     """Bounds limited to the buffer's extent in `dim` (a guarded tail reaches past it)."""
-    if const_diff(b[1], b[0], an) == 0:
-        return b  # one element: an access the program makes, so in bounds
     lo, hi = full_bounds(buf, dim)
+    width = const_diff(b[1], b[0], an)
+    if width is not None and width < 0:
+        return b  # no element (below)
+    if width == 0:
+        # one element: in bounds where the access runs, unless it provably lies outside the
+        # buffer (a load on the side of `T.if_then_else` never taken): then no element
+        one = IntImm(1, b[0].dtype)
+        if prove_le(binop("add", an.simplify(hi), one), b[0], an) or \
+                prove_le(binop("add", b[0], one), lo, an):
+            return b[0], an.simplify(binop("sub", b[0], one))
+        return b
     return intersect_bounds([b, (lo, an.simplify(hi))], an)
 
 

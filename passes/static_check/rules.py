@@ -35,7 +35,7 @@ from tirc.passes.schedule.tree import walk
 from tirc.passes.static_check.conflicts import find_conflict
 from tirc.passes.static_check.points import free_vars
 from tirc.passes.static_check.ranges import find_outside
-from tirc.passes.static_check.sites import Access, Loop, Sites
+from tirc.passes.static_check.sites import Access, Loop, Sites, in_source
 
 KIND_SPELLING = {ForKind.PARALLEL: "T.parallel", ForKind.VECTORIZED: "T.vectorized"}
 
@@ -105,7 +105,7 @@ def parallel_dependence(func: PrimFunc, sites: Sites) -> Iterator[Diagnostic]:
 def _conflict(lp: For, sites: Sites) -> str | None:
     private = {data for data, loops in sites.allocated_in.items()
                if any(x.node is lp for x in loops)}
-    under = [a for a in sites.accesses if any(x.node is lp for x in a.loops)
+    under = [a for a in map(in_source, sites.accesses) if any(x.node is lp for x in a.loops)
              and a.buffer.data not in private]
     for w in under:
         if not w.is_write:
@@ -133,7 +133,8 @@ def thread_race(sites: Sites) -> Iterator[Diagnostic]:
     which the GPU lowering turns into one, and is left alone too."""
     reported: set[int] = set()
     cross_thread = _cross_thread_blocks(sites)
-    for w in sites.accesses:
+    accesses = [in_source(a) for a in sites.accesses]
+    for w in accesses:
         if not w.is_write or w.block in cross_thread:
             continue
         for loop in w.loops:
@@ -144,7 +145,7 @@ def thread_race(sites: Sites) -> Iterator[Diagnostic]:
             if w.buffer.scope in (_PER_BLOCK if is_block_tag(tag) else _PER_THREAD) or any(
                     x.node is loop.node for x in sites.allocated_in.get(w.buffer.data, ())):
                 continue
-            for other in sites.accesses:
+            for other in accesses:
                 if not other.is_write or other.buffer.data is not w.buffer.data \
                         or other.block in cross_thread \
                         or not any(x.node is loop.node for x in other.loops):
@@ -173,7 +174,7 @@ def _same_writes(w: Access, loop: Loop, sites: Sites) -> bool:
     if loop.var in free_vars([w.value, *w.indices, *w.guards,
                               *(e for lp in inner for e in (lp.min, lp.extent))]):
         return False
-    written = {a.buffer.data for a in sites.accesses
+    written = {a.buffer.data for a in map(in_source, sites.accesses)
                if a.is_write and any(x.node is loop.node for x in a.loops)}
     return not any(isinstance(n, BufferLoad) and n.buffer.data in written
                    for n in _nodes(w.value))

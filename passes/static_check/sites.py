@@ -6,15 +6,18 @@ bindings of the enclosing blocks (so `A[vi, vj + 2]` becomes `A[i, j + 2]`), the
 it, and the conditions under which it runs (`if`, `T.where`, the branches of
 `T.if_then_else`; not `T.Select`, whose sides are both evaluated, nor `and`/`or`, which compiled
 code does not short-circuit); and for each block realize, its binding values over the same
-loops.
+loops. An access through a `T.match_buffer` view also carries its source buffer and indices
+(`in_source`), which the race checks compare: views of disjoint tiles touch no common element.
 """
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import field, replace
 
 from tirc.ir import intrinsics as intrin
+from tirc.ir.arith import construct
 from tirc.ir.buffer import Buffer
+from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import BufferLoad, Call, Let, Not, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.lean_dataclass import dataclass
@@ -58,6 +61,16 @@ class Access:
     block: str | None
     node: BufferLoad | BufferStore
     value: PrimExpr | None = None
+    # Through a `T.match_buffer` view: the viewed buffer and the indices into it.
+    source: tuple[Buffer, tuple[PrimExpr, ...]] | None = None
+
+
+def in_source(a: Access) -> Access:
+    """`a` as an access to the buffer its matched view (if any) views: two views of one
+    buffer, or a view and the buffer, touch one element when their source indices agree."""
+    if a.source is None:
+        return a
+    return replace(a, buffer=a.source[0], indices=a.source[1], source=None)
 
 
 @dataclass(frozen=True)
@@ -94,15 +107,41 @@ class _Walker(Visitor):
         self.subst: dict[Var, PrimExpr] = {}
         self.guards: list[PrimExpr] = []
         self.block: list[str] = []
+        # Each matched view in scope: its source buffer, the region's mins (over loop
+        # variables) and the source dimension each of its dimensions indexes.
+        self.views: dict[Buffer, tuple[Buffer, list[PrimExpr], list[int]]] = {}
 
     def here(self, e: PrimExpr) -> PrimExpr:
         return substitute(e, self.subst) if self.subst else e
 
     def access(self, node: BufferLoad | BufferStore, is_write: bool) -> None:
+        indices = tuple(self.here(i) for i in node.indices)
+        view = self.views.get(node.buffer)
+        source = None if view is None else (view[0], _into(view[1], view[2], indices))
         self.sites.accesses.append(Access(
-            node.buffer, tuple(self.here(i) for i in node.indices), tuple(self.loops),
+            node.buffer, indices, tuple(self.loops),
             tuple(self.guards), node.span, is_write, self.block[-1] if self.block else None,
-            node, self.here(node.value) if isinstance(node, BufferStore) else None))
+            node, self.here(node.value) if isinstance(node, BufferStore) else None, source))
+
+    def match_views(self, b: Block) -> list[Buffer]:
+        """Enter the views `b` matches (a view of an earlier view resolved to its source);
+        a match lower-blocks refuses is left out (it reports it)."""
+        from tirc.passes.lower_blocks import _match_dims
+
+        entered = []
+        for m in b.match_buffers:
+            try:
+                dims = _match_dims(m)
+            except CompileError:
+                continue
+            src, mins = m.source.buffer, [self.here(r.min) for r in m.source.region]
+            outer = self.views.get(src)
+            if outer is not None:
+                src, mins, dims = outer[0], list(_into(outer[1], outer[2], mins)), \
+                    [outer[2][d] for d in dims]
+            self.views[m.buffer] = (src, mins, dims)
+            entered.append(m.buffer)
+        return entered
 
     def guarded(self, cond: PrimExpr, body: object) -> None:
         self.guards.append(self.here(cond))
@@ -162,7 +201,10 @@ class _Walker(Visitor):
         for buf in b.alloc_buffers:
             self.sites.allocated_in[buf.data] = tuple(self.loops)
         self.block.append(b.name)
+        entered = self.match_views(b)
         self.visit((b.init, b.body))
+        for buf in entered:
+            del self.views[buf]
         self.block.pop()
 
     # ---- expressions
@@ -184,6 +226,16 @@ class _Walker(Visitor):
             self.guarded(Not(e.args[0]), e.args[2])
         else:
             self.generic_visit(e)
+
+
+def _into(mins: list[PrimExpr], dims: list[int], indices: tuple[PrimExpr, ...] | list[PrimExpr]
+          ) -> tuple[PrimExpr, ...]:
+    """Indices into a view's source: the region's mins, plus the view's index in the source
+    dimension each view dimension indexes."""
+    out = list(mins)
+    for idx, sk in zip(indices, dims):
+        out[sk] = construct.add(mins[sk], idx)
+    return tuple(out)
 
 
 def _assigned(s: Stmt) -> set[Var]:

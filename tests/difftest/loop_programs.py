@@ -13,7 +13,10 @@ serial loop inside the block leaves early (`break`) or skips elements (`continue
 with a row sum through a scratch buffer local to its block over a loop from a non-zero start,
 or a total over two reduction axes with `T.init`, and a fifth with one of the stages of
 `loop_extras` (int8/uint8 sums that wrap or widen, rows read backwards, a parallel loop inside a
-serial reduction loop, nested selects over a let-bound value); each draws from its own stream,
+serial reduction loop, nested selects over a let-bound value), and a quarter with one of the
+stages of `loop_views` (a padded shift through `T.if_then_else`, bool masks, a bfloat16
+intermediate, tiles viewed through `T.match_buffer` of a sub-region, a guarded split of a
+symbolic extent); each draws from its own stream,
 so the stages before it are those the seed always gave.
 `random_loop_program(seed)` is deterministic in its seed, so a failing seed is a reproducible
 program.
@@ -50,6 +53,7 @@ from tirc.ir.stmt import Evaluate, IfThenElse, Stmt, seq
 
 from difftest.harness import Program, loop_args
 from difftest.loop_extras import stage_extra
+from difftest.loop_views import stage_view
 from difftest.values import INPUT_INFO, Info, combine
 
 HANDLE = dtype("handle")
@@ -593,6 +597,10 @@ class _Gen:
         if extras.random() < 0.2:
             self.rng = extras
             stage_extra(self)
+        views = random.Random(self.seed * 7919 + 59)
+        if views.random() < 0.25:
+            self.rng = views
+            stage_view(self)
         body = seq(*self.stages)
         if self.allocs or self.plain:
             body = BlockRealize((), IntImm(1, BOOL), Block("root", (), (), (), body,

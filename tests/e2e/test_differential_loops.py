@@ -65,6 +65,12 @@ def _features(func: PrimFunc) -> set[str]:
             seen.add("reduction-total")
         if isinstance(node, (Let, LetStmt)):
             seen.add("let")
+        if isinstance(node, Block) and node.match_buffers:
+            seen.add("match-buffer")
+        if isinstance(node, Block):
+            seen.update(f"dtype:{b.dtype}" for b in node.alloc_buffers)
+        if isinstance(node, Call) and node.op == "if_then_else":
+            seen.add("if_then_else")
         if isinstance(node, For) and node.kind == ForKind.SERIAL and isinstance(node.body, For) \
                 and node.body.kind in (ForKind.PARALLEL, ForKind.VECTORIZED) and isinstance(
                     node.body.body, BlockRealize) and node.body.body.block.init is not None:
@@ -112,7 +118,8 @@ def test_generator_covers_the_language() -> None:
             "binding-expression", "reduction", "reduction-3d", "intermediate",
             "cast:float16", "cast:float32", "cast:int32", "transpose", "window", "gather",
             BREAK_LOOP, CONTINUE_LOOP, "loop-start", "block-scratch", "reduction-total",
-            "dtype:int8", "dtype:uint8", "let", "reversed", "parallel-inside-reduction"}
+            "dtype:int8", "dtype:uint8", "let", "reversed", "parallel-inside-reduction",
+            "match-buffer", "if_then_else", "dtype:bool", "dtype:bfloat16"}
     assert want <= seen, f"not generated: {sorted(want - seen)}"
 
 

@@ -31,6 +31,7 @@ def loop_func(params: str, body: str) -> str:
 
 F16 = 'A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")'
 SYM = 'a: T.handle, b: T.handle'
+TILES = 'A: T.Buffer((4, 3), "float32"), B: T.Buffer((4, 3), "float32")'
 SYM_BUFFERS = '''n = T.int64()
 A = T.match_buffer(a, (n,), "float32")
 B = T.match_buffer(b, (n,), "float32")
@@ -211,6 +212,17 @@ for i in range(16):
     B[i] = t[0]
 """, "warning: read of t[0], which nothing writes: 't' is allocated by the function and never "
      "stored to, so the values read are undefined"),
+    ("tiles_matched_to_one_region", TILES, """
+for t in T.parallel(2):
+    with T.block("tile"):
+        vt = T.axis.spatial(2, t)
+        T.reads(A[vt * 2:vt * 2 + 2, 0:3])
+        T.writes(B[0:2, 0:3])
+        Av = T.match_buffer(A[vt * 2:vt * 2 + 2, 0:3], (2, 3), "float32")
+        Bv = T.match_buffer(B[0:2, 0:3], (2, 3), "float32")
+        for x, y in T.grid(2, 3):
+            Bv[x, y] = Av[x, y]
+""", "error: T.parallel: loop t carries a dependence: every iteration of t writes B[x, y]"),
 ]
 
 
@@ -396,6 +408,32 @@ for i in T.vectorized(4):
 for i in T.unroll(T.int64(7)):
     if T.uint64(18446744073709551615) <= T.Cast("uint64", i):
         B[i] = T.Cast("int8", i)
+"""),
+    # views of disjoint tiles, of a view, and per thread: the race checks compared the views'
+    # own indices (every iteration of t writes Bv[x, y])
+    ("disjoint_matched_tiles", TILES, """
+for t in T.parallel(2):
+    with T.block("tile"):
+        vt = T.axis.spatial(2, t)
+        T.reads(A[vt * 2:vt * 2 + 2, 0:3])
+        T.writes(B[vt * 2:vt * 2 + 2, 0:3])
+        Av = T.match_buffer(A[vt * 2:vt * 2 + 2, 0:3], (2, 3), "float32")
+        Bv = T.match_buffer(B[vt * 2:vt * 2 + 2, 0:3], (2, 3), "float32", strides=(3, 1))
+        Row = T.match_buffer(Bv[1, 0:3], (3,), "float32")
+        for x, y in T.grid(2, 3):
+            Bv[x, y] = Av[x, y]
+        for y in range(3):
+            Row[y] = Row[y] + T.float32(1)
+"""),
+    ("matched_column_per_thread", TILES, """
+for tx in T.thread_binding(3, thread="threadIdx.x"):
+    with T.block("col"):
+        vt = T.axis.spatial(3, tx)
+        T.reads(A[0:4, vt])
+        T.writes(B[0:4, vt])
+        Bv = T.match_buffer(B[0:4, vt], (4,), "float32")
+        for x in range(4):
+            Bv[x] = A[x, vt]
 """),
 ]
 

@@ -107,6 +107,30 @@ def test_cache_read_whole_buffer(sched):
     r.check_same("matmul")
 
 
+DEAD_BRANCH = '''
+@T.prim_func
+def f(A: T.Buffer((3, 1), "int32"), B: T.Buffer((3, 1), "int32")):
+    for i, j in T.grid(3, 1):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            T.reads(A[vi, vj + 2])
+            T.writes(B[vi, vj])
+            B[vi, vj] = T.if_then_else(vj + 2 < 1, A[vi, vj + 2], -2)
+'''
+
+
+def test_cache_read_of_a_load_never_taken_copies_nothing(sched):
+    """A region of one element outside the buffer (the untaken side of `T.if_then_else`) is
+    no element: the copy block has an empty loop. It copied A[v0, 2] out of bounds, bound
+    outside its domain (from the random schedules, seed 300230)."""
+    r = sched(schedule(DEAD_BRANCH, "f", '''
+        b = sch.get_block("B")
+        sch.cache_read(b, 0, "shared")
+    '''))
+    assert "for ax0, ax1 in T.grid(3, 0):" in r.text("f")
+    r.check_same("f")
+
+
 def test_cache_errors(sched_error):
     def err(body: str) -> str:
         return sched_error(schedule(MATMUL, "matmul", 'b0 = sch.get_block("C")\n' + body))
