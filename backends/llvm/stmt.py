@@ -86,15 +86,15 @@ def straight_line_trips(s: For) -> range | None:
     if extent is None or lo is None or extent > STRAIGHT_LINE_TRIPS or s.annotations:
         return None
     nodes = 0
-    for_loop = False
+    kept = False  # a loop, an allocation or a jump: the loop stays a loop
 
     def count(n: Node) -> None:
-        nonlocal nodes, for_loop
+        nonlocal nodes, kept
         nodes += 1
-        for_loop = for_loop or isinstance(n, (For, While, Allocate)) or jump_kind(n) is not None
+        kept = kept or isinstance(n, (For, While, Allocate)) or jump_kind(n) is not None
 
     post_order_visit(s.body, count)
-    if for_loop or nodes > STRAIGHT_LINE_NODES:
+    if kept or nodes > STRAIGHT_LINE_NODES:
         return None
     return range(lo, lo + max(0, extent))
 
@@ -386,8 +386,9 @@ class StmtCodegen(ExprCodegen):
                 not gathers(s.body, s.loop_var):
             md = loop_metadata.vectorize_enable(self.ctx.module)
         dt = s.loop_var.dtype
-        if md is None and s.kind == ForKind.SERIAL and straight_line_trips(s) is not None:
-            self.straight_line_loop(s)
+        trips = straight_line_trips(s) if md is None and s.kind == ForKind.SERIAL else None
+        if trips is not None:
+            self.straight_line_loop(s.loop_var, trips, s.body)
             return
         begin = self.expr_as(s.min, dt)
         end = self.b.add(begin, self.expr_as(s.extent, dt))
@@ -396,16 +397,13 @@ class StmtCodegen(ExprCodegen):
         self.serial_loop(s.loop_var, begin, end, lambda: self.stmt(s.body), md,
                          jumps=bool(escaping_loop_jumps(s.body)), refused=refused)
 
-    def straight_line_loop(self, s: For) -> None:
-        """The body of a loop `straight_line_trips` accepts, once per iteration, with the
-        loop variable a constant in each copy."""
-        trips = straight_line_trips(s)
-        assert trips is not None
-        var = s.loop_var
+    def straight_line_loop(self, var: Var, trips: range, body: Stmt) -> None:
+        """`body` once per value of `trips` (what `straight_line_trips` gave for its loop),
+        with the loop variable `var` that constant in each copy."""
         old = self.env.get(var)
         for value in trips:
             self.env[var] = ir.Constant(ir.IntType(var.dtype.bits), value)
-            self.stmt(s.body)
+            self.stmt(body)
         if old is None:
             self.env.pop(var, None)
         else:
