@@ -140,6 +140,17 @@ def relax_region(region: tuple[Range, ...], dom: Dom, an: Analyzer) -> list[Boun
     return out
 
 
+def _outside(at: PrimExpr, extent: PrimExpr, lo: PrimExpr, hi: PrimExpr, an: Analyzer) -> bool:
+    """Whether index `at` provably lies outside [lo, hi] (a dimension of `extent`): from the
+    index's constant bounds for a constant extent (most regions, and cheap), else by proof."""
+    if isinstance(extent, IntImm):
+        low, high = an.const_int_bound(at)
+        return (low is not None and low >= extent.value) or (high is not None and high < 0)
+    one = IntImm(1, at.dtype)
+    return prove_le(binop("add", an.simplify(hi), one), at, an) or \
+        prove_le(binop("add", at, one), lo, an)
+
+
 def full_bounds(buf: Buffer, dim: int) -> Bounds:
     d = buf.shape[dim]
     return IntImm(0, d.dtype), binop("sub", d, 1)
@@ -249,11 +260,8 @@ def clip(b: Bounds, buf: Buffer, dim: int, an: Analyzer) -> Bounds:
     if width == 0:
         # one element: in bounds where the access runs, unless it provably lies outside the
         # buffer (a load on the side of `T.if_then_else` never taken): then no element
-        one = IntImm(1, b[0].dtype)
-        if prove_le(binop("add", an.simplify(hi), one), b[0], an) or \
-                prove_le(binop("add", b[0], one), lo, an):
-            return b[0], an.simplify(binop("sub", b[0], one))
-        return b
+        return (b[0], an.simplify(binop("sub", b[0], IntImm(1, b[0].dtype)))) \
+            if _outside(b[0], buf.shape[dim], lo, hi, an) else b
     return intersect_bounds([b, (lo, an.simplify(hi))], an)
 
 
