@@ -110,20 +110,20 @@ def _resize(oc: OpCall, rank: int) -> StructInfo:
     return TensorSInfo(tuple(shape), out_dtype_of(oc) or data.dtype, rank + 2)
 
 
-register("image.resize2d", [
-    Param("data", "tensor"), Param("size", "shape"), Param("roi", "floats", None),
-    Param("layout", "str", "NCHW"), Param("method", "str", "linear"),
-    Param("coordinate_transformation_mode", "str", "half_pixel"),
-    Param("rounding_method", "str", "round"), Param("cubic_alpha", "float", -0.75),
-    Param("cubic_exclude", "int", 0), Param("extrapolation_value", "float", 0.0),
-    Param("out_dtype", "dtype", None)], _resize2d)
-register("image.resize3d", [
-    Param("data", "tensor"), Param("size", "shape"), Param("roi", "floats", None),
-    Param("layout", "str", "NCDHW"), Param("method", "str", "linear"),
-    Param("coordinate_transformation_mode", "str", "half_pixel"),
-    Param("rounding_method", "str", ""), Param("cubic_alpha", "float", -0.75),
-    Param("cubic_exclude", "int", 0), Param("extrapolation_value", "float", 0.0),
-    Param("out_dtype", "dtype", None)], _resize3d)
+def _resize_params(layout: str, rounding_method: str) -> list[Param]:
+    """TVM's parameters of `image.resize2d`/`resize3d`, which differ only in the defaults of
+    the layout and the rounding method."""
+    return [
+        Param("data", "tensor"), Param("size", "shape"), Param("roi", "floats", None),
+        Param("layout", "str", layout), Param("method", "str", "linear"),
+        Param("coordinate_transformation_mode", "str", "half_pixel"),
+        Param("rounding_method", "str", rounding_method), Param("cubic_alpha", "float", -0.75),
+        Param("cubic_exclude", "int", 0), Param("extrapolation_value", "float", 0.0),
+        Param("out_dtype", "dtype", None)]
+
+
+register("image.resize2d", _resize_params("NCHW", "round"), _resize2d)
+register("image.resize3d", _resize_params("NCDHW", ""), _resize3d)
 
 
 def _affine_grid(oc: OpCall) -> StructInfo:
