@@ -11,6 +11,37 @@ from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.span import Span
 
 _NODE_FIELDS: dict[type, tuple[str, ...]] = {}  # a class's field names but span, found once
+_PLAIN: dict[type, frozenset[str] | None] = {}  # see _plain_fields
+
+
+def _plain_fields(cls: type) -> frozenset[str] | None:
+    """The field names of `cls` when an instance holds exactly its fields, stored as given:
+    the dataclass wrote its `__init__` (compiled from text, `<string>`), every field is an
+    `__init__` parameter and there is no `__post_init__`. None otherwise."""
+    try:
+        return _PLAIN[cls]
+    except KeyError:
+        pass
+    fields = dataclasses.fields(cls)
+    plain = (getattr(cls.__init__, "__code__", None) is not None
+             and cls.__init__.__code__.co_filename == "<string>"
+             and not hasattr(cls, "__post_init__") and all(f.init for f in fields))
+    names = _PLAIN[cls] = frozenset(f.name for f in fields) if plain else None
+    return names
+
+
+def replace_fields(node: Any, changes: dict[str, Any]) -> Any:
+    """`dataclasses.replace(node, **changes)`; for a plain node (`_plain_fields`) its fields
+    copied with the changes, without the call of the generated `__init__` that would store
+    the same values (a third of the time; mutators rebuild nodes all the time)."""
+    names = _plain_fields(type(node))
+    if names is None or not changes.keys() <= names:
+        return dataclasses.replace(node, **changes)
+    new = object.__new__(type(node))
+    fields = new.__dict__
+    fields.update(node.__dict__)
+    fields.update(changes)
+    return new
 
 
 @dataclass(frozen=True)
@@ -37,10 +68,10 @@ class Node:
 
     def replace(self, **changes: Any) -> Node:
         """A copy with some fields changed (the span is kept)."""
-        return dataclasses.replace(self, **changes)
+        return replace_fields(self, changes)
 
     def with_span(self, span: Span | None) -> Node:
-        return dataclasses.replace(self, span=span)
+        return replace_fields(self, {"span": span})
 
 
 @dataclass(frozen=True, eq=False)

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from tirc.ir.dtype import DType
-from tirc.ir.node import IdentityNode, Node
+from tirc.ir.node import IdentityNode, Node, replace_fields
 from tirc.ir.stmt import ForKind, IterKind, SeqStmt, seq
 
 # Field values that hold no nodes: `visit` would do nothing with them (a Visitor) or hand them
@@ -113,7 +113,7 @@ class Mutator:
             return node
         if isinstance(node, SeqStmt):
             return seq(*changes["seq"])  # a statement that became a sequence is spliced in
-        return dataclasses.replace(node, **changes)
+        return replace_fields(node, changes)
 
 
 def post_order_visit(node: Any, fn: Callable[[Node], None]) -> None:

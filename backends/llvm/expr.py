@@ -32,6 +32,7 @@ from tirc.backends.llvm.types import (
     const_like,
     reg_type,
     splat,
+    undef,
 )
 from tirc.ir import intrinsics as intrin
 from tirc.ir.diagnostics import CompileError
@@ -167,7 +168,7 @@ class ExprCodegen(MemoryAccess):
         dtypes = {v.dtype for v in e.vectors}
         if e.dtype.lanes > 1 and len(values) <= 2 and len(dtypes) == 1 \
                 and e.vectors[0].dtype.lanes > 1:
-            second = values[1] if len(values) == 2 else ir.Constant(values[0].type, ir.Undefined)
+            second = values[1] if len(values) == 2 else undef(values[0].type)
             mask = ir.Constant(ir.VectorType(I32, len(e.indices)), list(e.indices))
             return b.shuffle_vector(values[0], second, mask)
         where: list[tuple[ir.Value, int | None]] = []  # each lane: its value, lane within
@@ -180,7 +181,7 @@ class ExprCodegen(MemoryAccess):
             picked.append(value if k is None else b.extract_element(value, ir.Constant(I32, k)))
         if e.dtype.lanes == 1:
             return picked[0]
-        out: ir.Value = ir.Constant(reg_type(e.dtype), ir.Undefined)
+        out: ir.Value = undef(reg_type(e.dtype))
         for k, lane in enumerate(picked):
             out = b.insert_element(out, lane, ir.Constant(I32, k))
         return out
@@ -361,7 +362,7 @@ class ExprCodegen(MemoryAccess):
     def _if_then_else(self, e: Call) -> ir.Value:
         cond_e, t_e, f_e = e.args
         if e.dtype.lanes > 1:
-            out: ir.Value = ir.Constant(reg_type(e.dtype), ir.Undefined)
+            out: ir.Value = undef(reg_type(e.dtype))
             for i in range(e.dtype.lanes):
                 lane = if_then_else(lane_of(cond_e, i), lane_of(t_e, i), lane_of(f_e, i))
                 out = self.b.insert_element(out, self.expr(lane), ir.Constant(I32, i))

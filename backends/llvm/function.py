@@ -22,6 +22,7 @@ from tirc.backends.llvm.builtins import BuiltinCalls
 from tirc.backends.llvm.context import ModuleContext
 from tirc.backends.llvm.dltensor import DLTensorIntrinsics
 from tirc.backends.llvm.extern_call import ExternCalls
+from tirc.backends.llvm.numbering import NumberingBuilder
 from tirc.backends.llvm.outline import captured_vars
 from tirc.backends.llvm.prim_call import PrimCalls
 from tirc.backends.llvm.search import SearchCalls
@@ -57,7 +58,7 @@ class FunctionCodegen(DLTensorIntrinsics, ExternCalls, BuiltinCalls, SearchCalls
         # Buffers by their data variable, for pointer attributes of outlined functions.
         self.buffers: dict[Var, Buffer] = dict(buffers or {})
         self.entry_block = fn.append_basic_block("entry")
-        self.b = ir.IRBuilder(fn.append_basic_block("body"))
+        self.b = NumberingBuilder(fn.append_basic_block("body"))
 
     def fail(self, code: int | ir.Value) -> None:
         value = ir.Constant(I32, code) if isinstance(code, int) else code

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from llvmlite import ir
 from tirc.backends.llvm.context import ModuleContext
 from tirc.backends.llvm.fast_math import fast_exp
-from tirc.backends.llvm.types import F32, I1, const_like, intrinsic_suffix
+from tirc.backends.llvm.types import F32, I1, const_like, intrinsic_suffix, undef
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import DType
 
@@ -50,7 +50,7 @@ def _call_libm(ctx: ModuleContext, b: ir.IRBuilder, names: tuple[str, str],
                args: list[ir.Value]) -> ir.Value:
     ty = args[0].type
     if isinstance(ty, ir.VectorType):
-        out: ir.Value = ir.Constant(ty, ir.Undefined)
+        out: ir.Value = undef(ty)
         for lane in range(ty.count):
             idx = ir.Constant(ir.IntType(32), lane)
             scalar = _call_libm(ctx, b, names, [b.extract_element(a, idx) for a in args])

@@ -19,6 +19,7 @@ from tirc.backends.llvm.types import (
     mem_type,
     splat,
     to_memory,
+    undef,
 )
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
@@ -104,7 +105,7 @@ class MemoryAccess:
         idx = self.expr(index)
         if not isinstance(idx.type, ir.VectorType):
             idx = splat(b, idx, dt.lanes)
-        out: ir.Value = ir.Constant(mem_type(dt), ir.Undefined)
+        out: ir.Value = undef(mem_type(dt))
         for i in range(dt.lanes):
             lane = ir.Constant(I32, i)
             addr = self.element_address(buf, b.extract_element(idx, lane), index.dtype.element())

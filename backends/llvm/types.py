@@ -69,6 +69,14 @@ def int_type_like(t: ir.Type, bits: int) -> ir.Type:
     return ir.IntType(bits)
 
 
+def undef(t: ir.Type) -> ir.Constant:
+    """`undef` of type `t`, written in one word also for a vector (llvmlite spells a vector
+    constant lane by lane: `<float undef, float undef, ...>`, text to print and parse again)."""
+    c = ir.Constant(t, None)
+    c.constant = ir.Undefined
+    return c
+
+
 def splat(b: ir.IRBuilder, value: ir.Value, lanes: int) -> ir.Value:
     """A vector of `lanes` copies of a scalar value."""
     if lanes == 1:
@@ -76,9 +84,8 @@ def splat(b: ir.IRBuilder, value: ir.Value, lanes: int) -> ir.Value:
     vt = ir.VectorType(value.type, lanes)
     if isinstance(value, ir.Constant):
         return ir.Constant(vt, [value] * lanes)
-    one = b.insert_element(ir.Constant(vt, ir.Undefined), value, ir.Constant(I32, 0))
-    return b.shuffle_vector(one, ir.Constant(vt, ir.Undefined), ir.Constant(
-        ir.VectorType(I32, lanes), [0] * lanes))
+    one = b.insert_element(undef(vt), value, ir.Constant(I32, 0))
+    return b.shuffle_vector(one, undef(vt), ir.Constant(ir.VectorType(I32, lanes), [0] * lanes))
 
 
 def const_like(t: ir.Type, value: int | float) -> ir.Constant:

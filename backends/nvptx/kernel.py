@@ -23,6 +23,7 @@ from llvmlite import ir
 from tirc.backends.llvm.builtins import BuiltinCalls
 from tirc.backends.llvm.context import ModuleContext
 from tirc.backends.llvm.memory import const_int
+from tirc.backends.llvm.numbering import NumberingBuilder
 from tirc.backends.llvm.search import SearchCalls
 from tirc.backends.llvm.stmt import StmtCodegen
 from tirc.backends.llvm.types import (
@@ -88,7 +89,7 @@ class KernelCodegen(BuiltinCalls, SearchCalls, StmtCodegen):
         self.dynamic = dynamic
         self.dynamic_offset = 0
         self.entry_block = fn.append_basic_block("entry")
-        self.b = ir.IRBuilder(fn.append_basic_block("body"))
+        self.b = NumberingBuilder(fn.append_basic_block("body"))
 
     # ---- hooks of StmtCodegen ----------------------------------------------------------
 

@@ -220,10 +220,33 @@ def _separated(ar: list[Bounds | None], wr: list[Bounds | None], v: Var, an: Ana
     return False
 
 
+def _sharing_sites(sites: list[BlockSite]) -> list[BlockSite]:
+    """The sites, in order, that write a buffer another site accesses or access one another
+    site writes: the only ones a dependence between blocks can involve."""
+    writers: dict[Buffer, set[int]] = {}
+    users: dict[Buffer, set[int]] = {}
+    for k, site in enumerate(sites):
+        reads, writes = site.regions()
+        for r in writes:
+            writers.setdefault(r.buffer, set()).add(k)
+        for r in (*reads, *writes):
+            users.setdefault(r.buffer, set()).add(k)
+    keep: set[int] = set()
+    for buf, ws in writers.items():
+        for w in ws:
+            others = users[buf] - {w}
+            if others:
+                keep |= others | {w}
+    return [site for k, site in enumerate(sites) if k in keep]
+
+
 def check_not_carried(prim: str, sites: list[BlockSite], top: For, loops: list[For],
                       an: Analyzer) -> None:
     """Dependences between different blocks under `top` stay within one iteration of each
     of `loops` (whose ranges, and those of the loops above, `an` knows)."""
+    sites = _sharing_sites(sites)
+    if len(sites) < 2:
+        return  # no block writes what another accesses: no dependence to carry
     for lp in loops:
         with an.scope():
             an.bind(lp.loop_var, loop_bounds(lp.min, lp.extent))

@@ -106,6 +106,8 @@ class TracedSchedule:
         self._blocks: dict[str, BlockRV] = {}
         # blocks earlier rules scheduled: a later rule leaves them where they are
         self.scheduled: set[str] = set()
+        # The function was found free of loop jumps, and no primitive since could add one.
+        self._jump_free = False
 
     # ---- the function and its blocks ---------------------------------------------------
 
@@ -152,11 +154,17 @@ class TracedSchedule:
              **kwargs: Any) -> Any:
         """Run primitive `prim` and record it; `out` names its results (made unique)."""
         fn = PRIMITIVES[prim]
-        if prim not in READ_ONLY and contains_loop_jump(self.state.body):
-            raise ScheduleError(f"{prim}: function \"{self.state.name}\" breaks or continues "
-                                "a loop; schedule primitives do not transform it")
+        if prim not in READ_ONLY and not self._jump_free:
+            if contains_loop_jump(self.state.body):
+                raise ScheduleError(f"{prim}: function \"{self.state.name}\" breaks or "
+                                    "continues a loop; schedule primitives do not transform it")
+            # Primitives move, copy and rewrite what is there: only tensorize brings in a
+            # body from elsewhere (the intrinsic's), after which the next call looks again.
+            self._jump_free = True
         result = fn(self.state, *[_plain(a) for a in args],
                     **{k: _plain(v) for k, v in kwargs.items()})
+        if prim == "tensorize":
+            self._jump_free = False
         outputs: tuple[str, ...] = ()
         if out:
             values = list(result) if unpack else [result]

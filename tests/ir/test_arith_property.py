@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tirc.ir.arith import Analyzer, expr_size, simplify
+from tirc.ir.arith.rewrite import Rewriter
 from tirc.ir.dtype import BOOL, INT32
 from tirc.ir.expr import BinOp, Call, IntImm, Not, PrimExpr, Select, Var
 
@@ -105,6 +106,21 @@ def test_simplify_without_bounds_preserves_value(e: PrimExpr, data: st.DataObjec
         except ZeroDivisionError:
             continue
         assert evaluate(out, env) == want, (e, out, env)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(int_exprs(), ranges(), st.booleans())
+def test_one_rewrite_reaches_the_normal_form(e: PrimExpr, bounds: dict, bound: bool) -> None:
+    """Rewriter.simplify runs one round: rewriting its result again changes nothing, with
+    and without bounds on the variables."""
+    an = Analyzer()
+    if bound:
+        for v, b in bounds.items():
+            an.bind(v, b)
+    rewriter = Rewriter(an)
+    once = rewriter.visit(e)
+    twice = rewriter.visit(once)
+    assert twice is once or twice == once, (e, once, twice)
 
 
 @settings(max_examples=200, deadline=None)
