@@ -462,9 +462,9 @@ class CudaModule(FunctionTable):
     def _python_function(self, symbol: str) -> Any:
         """The callback of the Python function behind `symbol`, or a stand-in failing with
         the library's message for an empty slot."""
-        from tirc.runtime.externs import callback, get_func
+        from tirc.runtime.externs import callback, lookup
 
-        fn = self._externs.get(symbol) or get_func(symbol)
+        fn = lookup(symbol, self._externs)
         if fn is None:
             def missing(args: Any, num_args: int) -> int:
                 raise TircError(f"external function '{symbol}' is not registered "

@@ -4,7 +4,9 @@ A library calling functions by dotted names holds a slot per name, a function po
 tirc's DLTensor ABI, listed in its metadata (`externs`, docs/abi.md). `tirc.runtime.load(path,
 externs={"env.relu": fn})` fills them, else from the process registry that
 `register_func("env.relu")(fn)` adds to (as TVM's `tvm.register_func`); a slot nothing fills
-stays empty and a call through it is a TircError naming the function.
+stays empty and a call through it is a TircError naming the function. A print's slot
+(`R.print`) is filled with the runtime's printing (tirc.runtime.printing) unless one of those
+names it.
 
 Each Python function is wrapped as a C callback: it receives the DLTensors as numpy arrays
 viewing their memory, inputs then outputs (which it writes in place), and returns None or 0
@@ -24,6 +26,7 @@ from typing import Any
 import numpy as np
 from tirc.runtime.dlpack import DLTensorPtr, numpy_dtype
 from tirc.runtime.errors import TircError
+from tirc.runtime.printing import print_function
 
 # The code a callback returns when its Python function raised.
 RAISED = -7
@@ -83,6 +86,13 @@ def register_func(name: str, fn: Callable[..., Any] | None = None,
     return add(fn) if fn is not None else add
 
 
+def lookup(name: str, externs: dict[str, Callable[..., Any]]) -> Callable[..., Any] | None:
+    """The function behind the dotted name `name`: from `externs`, else the registry, else
+    the runtime's own for a print's slot (tirc.runtime.printing); None when none has it."""
+    fn = externs.get(name, _registry.get(name))
+    return fn if fn is not None else print_function(name)
+
+
 def get_func(name: str) -> Callable[..., Any] | None:
     """The function registered under `name`, or None."""
     return _registry.get(name)
@@ -135,7 +145,7 @@ def fill_slots(address: int, names: list[str],
                         f"calls: {listed})")
     slots = Slots(address, len(names))
     for k, name in enumerate(names):
-        fn = given.get(name, _registry.get(name))
+        fn = lookup(name, given)
         if fn is None:
             slots.slot(k).value = None
             continue

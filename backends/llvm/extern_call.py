@@ -9,7 +9,8 @@ library is linked with `-l NAME -L DIR`). A nonzero result sets the error messag
 `<caller>: external function '<symbol>' returned <code>` and fails the function with that code.
 A dotted name (`env.relu`, no C symbol) is called through its slot in the library's slot
 array (`declare_extern_slots`; the loader fills it, docs/abi.md): an empty slot fails the
-function with EMPTY_SLOT and a message naming the function.
+function with EMPTY_SLOT and a message naming the function, except a print's (R.print,
+tirc.ir.print_call), which is skipped: a C caller that fills no slot gets no output.
 
 TVM's calls out of a kernel are plain calls: `T.call_extern(dtype, "name", args...)` calls a C
 function declared external (resolved when the library is linked or loaded),
@@ -40,7 +41,8 @@ from tirc.ir.diagnostics import CompileError
 from tirc.ir.dlpack import DEVICE_CPU, TYPE_CODES, dl_bits
 from tirc.ir.dtype import INT64, DType
 from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, StringImm
-from tirc.ir.packed_call import TensorArg, packed_call
+from tirc.ir.packed_call import PackedCall, TensorArg, packed_call
+from tirc.ir.print_call import is_print_symbol
 
 # The helpers every library exports; an external function may not take their names.
 RESERVED_SYMBOLS = ("tirc_last_error", "tirc_metadata")
@@ -101,9 +103,20 @@ class ExternCalls:
     def call_call_packed(self, e: Call) -> ir.Value:
         """Build the DLTensors, call the C function, and fail with its code if nonzero."""
         call = packed_call(e)
-        b = self.b
+        if is_print_symbol(call.symbol):  # R.print: nothing to do when no loader filled it
+            fn = self._slot_pointer(call.symbol)
+            with self.b.if_then(self.b.icmp_unsigned("!=", self.b.ptrtoint(fn, I64),
+                                                     ir.Constant(I64, 0))):
+                self._packed_call(call, fn)
+            return ir.Constant(I32, 0)
         fn = self._slot_function(call.symbol, call.caller) if call.through_slot else \
             external_function(self.ctx, call.symbol)
+        self._packed_call(call, fn)
+        return ir.Constant(I32, 0)
+
+    def _packed_call(self, call: PackedCall, fn: ir.Value) -> None:
+        """The DLTensors and the call of `fn`, failing with its code if nonzero."""
+        b = self.b
         array = self.alloca(ir.ArrayType(PTR, max(len(call.tensors), 1)), 8)
         for k, t in enumerate(call.tensors):
             slot = b.gep(array, [ir.Constant(I64, k)], source_etype=PTR)
@@ -114,17 +127,21 @@ class ExternCalls:
             self.ctx.set_error(b, f"{call.caller}: external function '{call.symbol}' "
                                   "returned %d", [code])
             self.fail(code)
-        return ir.Constant(I32, 0)
 
-    def _slot_function(self, symbol: str, caller: str) -> ir.Value:
-        """The function pointer in the slot of the dotted name `symbol`; an empty slot fails
-        the function with EMPTY_SLOT and a message naming it."""
+    def _slot_pointer(self, symbol: str) -> ir.Value:
+        """The function pointer in the slot of the dotted name `symbol` (null when empty)."""
         b = self.b
         array = self.ctx.extern_slot_array
         assert array is not None, "declare_extern_slots runs before the functions"
         slot = b.gep(as_ptr(array), [ir.Constant(I64, self.ctx.extern_slots[symbol])],
                      source_etype=PTR)
-        fn = b.load(slot, typ=ir.PointerType(SLOT_TYPE), align=8)
+        return b.load(slot, typ=ir.PointerType(SLOT_TYPE), align=8)
+
+    def _slot_function(self, symbol: str, caller: str) -> ir.Value:
+        """The function pointer in the slot of the dotted name `symbol`; an empty slot fails
+        the function with EMPTY_SLOT and a message naming it."""
+        b = self.b
+        fn = self._slot_pointer(symbol)
         empty = b.icmp_unsigned("==", b.ptrtoint(fn, I64), ir.Constant(I64, 0))
         with b.if_then(empty, likely=False):
             self.ctx.set_error(b, f"{caller}: external function '{symbol}' is not registered "

@@ -17,6 +17,7 @@ import numpy as np
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.interpreter import sparse
+from tirc.ir.interpreter.races import READ
 from tirc.ir.interpreter.values import (
     Env,
     Fn,
@@ -79,18 +80,19 @@ class BufferAccess:
             self.race_slot = self.name_slot("races")
         return self.race_slot
 
-    def _recorder(self, buf: Buffer, index_fns: list[Fn], dslot: int, write: bool
-                  ) -> Callable[[Env, Any], None] | None:
+    def _recorder(self, buf: Buffer, index_fns: list[Fn], dslot: int
+                  ) -> Callable[[Env, Any, Any], None] | None:
         """What a load or store compiled inside a tracked parallel loop calls with its offset
-        (None elsewhere: untracked code pays nothing)."""
+        and the value it stores, before the access (None elsewhere: untracked code pays
+        nothing)."""
         if not self.tracking or buf.scope == "event":
             return None
         rslot = self.races_slot()
 
-        def record(env: Env, offset: Any) -> None:
+        def record(env: Env, offset: Any, value: Any = READ) -> None:
             races = env[rslot]
             if not isinstance(races, Unset) and races.active:
-                races.touch(buf, env[dslot], offset, write, lambda: [f(env) for f in index_fns])
+                races.touch(buf, env[dslot], offset, value, lambda: [f(env) for f in index_fns])
 
         return record
 
@@ -239,7 +241,7 @@ class BufferAccess:
         off = self.offset_fn(buf, index_fns, vector, span)
         dslot = self.slot_of(buf.data)
         elem = buf.dtype
-        record = self._recorder(buf, index_fns, dslot, False)
+        record = self._recorder(buf, index_fns, dslot)
         if record is not None:
             untracked = off
 
@@ -293,20 +295,37 @@ class BufferAccess:
             return sparse.store_fn(self, buf, index_fns, value_fn, span)
         off = self.offset_fn(buf, index_fns, vector, span, copies=True)
         dslot = self.slot_of(buf.data)
-        record = self._recorder(buf, index_fns, dslot, True)
+        record = self._recorder(buf, index_fns, dslot)
         if record is not None:
-            untracked = off
-
-            def off(env: Env) -> Any:
-                o = untracked(env)
-                record(env, o)
-                return o
+            return self._tracked_store(buf, off, dslot, value_fn, record, span)
 
         def store(env: Env) -> None:
             value = value_fn(env)
             storage = env[dslot]
             try:
                 storage[off(env)] = value
+            except TypeError:
+                if isinstance(storage, Unset):
+                    raise InterpreterError(
+                        f"buffer {buf.name} is used outside its allocation") from None
+                raise
+            except IndexError:
+                raise _flat_oob(buf, off(env), storage, span) from None
+
+        return store
+
+    def _tracked_store(self, buf: Buffer, off: Fn, dslot: int, value_fn: Fn,
+                       record: Callable[[Env, Any, Any], None], span: Span | None) -> Fn:
+        """A store inside a tracked parallel loop: it records its offset and value (the race
+        check compares the values iterations store) before it writes."""
+
+        def store(env: Env) -> None:
+            value = value_fn(env)
+            storage = env[dslot]
+            try:
+                o = off(env)
+                record(env, o, value)
+                storage[o] = value
             except TypeError:
                 if isinstance(storage, Unset):
                     raise InterpreterError(

@@ -6,7 +6,8 @@ Each `tirc.dltensor` argument becomes a numpy view of its buffer's storage (from
 it names, with its extents), and the Python callable registered for the symbol in the
 interpreter's `externs` is called with the views, inputs then outputs, as the graph
 interpreter calls it for `R.call_dps_packed`. A callable may return a nonzero int to report
-a failure, as the C function would.
+a failure, as the C function would. A print's slot (R.print, tirc.ir.print_call) prints as
+the graph interpreter does unless `externs` gives another function for it.
 
 `T.call_extern("float32", "expf", x)` calls the process's C function (libm's, for instance)
 through ctypes when every operand and the result are numbers; one that passes pointers or
@@ -25,6 +26,7 @@ from tirc.ir import intrinsics as intrin
 from tirc.ir.dtype import DType
 from tirc.ir.expr import BufferLoad, Call, StringImm
 from tirc.ir.interpreter.buffer import storage_of
+from tirc.ir.interpreter.print_ops import print_packed
 from tirc.ir.interpreter.values import (
     Compiler,
     Env,
@@ -33,6 +35,7 @@ from tirc.ir.interpreter.values import (
     format_shape,
     np_dtype,
 )
+from tirc.ir.print_call import is_print_symbol
 
 
 def _strings(e: Call) -> tuple[str, str]:
@@ -72,9 +75,10 @@ def compile_packed_call(c: Compiler, e: Call) -> Fn:
     symbol, caller = _strings(e)
     views = [_tensor(c, a) for a in e.args[2:]]
     externs = c.externs
+    printer = print_packed(symbol) if is_print_symbol(symbol) else None
 
     def call(env: Env) -> int:
-        fn = externs.get(symbol)
+        fn = externs.get(symbol, printer)
         if fn is None:
             raise InterpreterError(f"{caller}: no extern registered for '{symbol}'")
         code = fn(*[v(env) for v in views])

@@ -1,13 +1,27 @@
 """Data races in the reference interpreter: iterations of a parallel loop that touch the same
-element, one of them writing.
+element, one of them writing, unless the outcome cannot depend on their order.
 
 The interpreter runs `T.parallel`, `T.vectorized` and thread-bound loops serially, so a race
 would otherwise go unseen (and the serial order give a plausible answer). While one such loop
 instance runs, every load and store compiled inside its body records the element it touches
 (its storage and flat offset) with the current iteration; an element touched by two
 iterations, one of them writing, is an InterpreterError naming the loop, the buffer, the
-element and the two iterations. Only accesses inside such loops pay for this: their closures
-are compiled with the recording step, all others without.
+element and the two iterations, unless no order of the iterations could change what anyone
+reads or what the element ends with:
+- every write to the element in the loop instance stores one value, bit for bit (so a float
+  -0.0 and 0.0 differ; a NaN is the same value as a NaN of the same bits, as a copied NaN
+  is), and
+- every read sees that value whatever the order: it follows a write of the element by its own
+  iteration, or the element already held that value before the loop (a read by an iteration
+  that did not write the element first could see the value from before the loop as well as
+  another iteration's write).
+So every thread of a block copying the whole tile into shared memory (MetaSchedule's design
+spaces before their cooperative-fetch postprocessing) and then reading it is not a race, as on
+the device; threads writing different values, or reading an element another thread writes
+without writing it first, are. The values cost only the writes inside tracked loops: each
+keeps the value stored (the element's value before the loop is read once, at its first write).
+Only accesses inside such loops pay for this: their closures are compiled with the recording
+step, all others without.
 
 What is private to an iteration is never a race: storage allocated inside the loop; for a loop
 bound to `blockIdx.*`, buffers in a per-block scope (shared, warp, local, wmma fragments: each
@@ -26,6 +40,7 @@ A barrier does not synchronise GPU blocks: a `blockIdx` loop stays tracked.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import field
 from typing import Any
@@ -69,15 +84,24 @@ class Tracking:
 
 @dataclass
 class LoopRun:
-    """One running instance of a parallel loop: its current iteration and what each
-    iteration touched so far (the first iteration to touch an element, and whether it wrote)."""
+    """One running instance of a parallel loop: its current iteration and, for each element
+    its iterations touched so far, an `Element` record (a list, updated in place)."""
 
     name: str
     tracking: Tracking
     span: Span | None
     iteration: int = 0
-    touched: dict[tuple[int, int], tuple[int, bool]] = field(default_factory=dict)
+    touched: dict[tuple[int, int], list[Any]] = field(default_factory=dict)
     private: set[int] = field(default_factory=set)
+
+
+# The fields of an element's record in LoopRun.touched: the first iteration to touch it, the
+# last one, the last one to write it (None: none yet), the one value every write stored so far
+# (NOTHING before any write, MIXED once two differ), whether an iteration read it before
+# writing it itself, and its value before the loop (read at the first write).
+FIRST, LAST, WRITER, VALUE, COLD, BEFORE = range(6)
+NOTHING, MIXED = object(), object()
+READ = object()  # the value `touch` is given for a load
 
 
 class Races:
@@ -99,26 +123,67 @@ class Races:
         for run in self.active:
             run.private.add(id(storage))
 
-    def touch(self, buf: Buffer, storage: np.ndarray, offset: Any, write: bool,
+    def touch(self, buf: Buffer, storage: np.ndarray, offset: Any, value: Any,
               indices: Callable[[], list[Any]]) -> None:
-        """Record an access of `buf` at `offset` (an array of them for a vector access);
-        `indices` gives its indices for the message of a race."""
+        """Record an access of `buf` at `offset` (an array of them for a vector access), before
+        it happens: a store of `value`, or a load when `value` is READ; `indices` gives its
+        indices for the message of a race."""
         key_base = id(storage)
         offsets = offset.reshape(-1).tolist() if isinstance(offset, np.ndarray) else [offset]
+        write = value is not READ
+        values = _lane_values(value, len(offsets)) if write else ()
         for run in self.active:
             if key_base in run.private or run.tracking.owns(buf.scope):
                 continue
             touched, now = run.touched, run.iteration
             for lane, off in enumerate(offsets):
                 key = (key_base, int(off))
-                seen = touched.get(key)
-                if seen is None:
-                    touched[key] = (now, write)
-                elif seen[0] != now and (write or seen[1]):
+                e = touched.get(key)
+                if e is None:
+                    touched[key] = [now, now, now, values[lane], False, _held(storage, off)] \
+                        if write else [now, now, None, NOTHING, True, None]
+                    continue
+                last, writer, held = e[LAST], e[WRITER], e[VALUE]
+                e[LAST] = now
+                if write:
+                    if held is NOTHING:
+                        e[VALUE], e[BEFORE] = values[lane], _held(storage, off)
+                    elif held is not MIXED and not same_bits(held, values[lane]):
+                        e[VALUE] = MIXED
+                    e[WRITER] = now
+                elif writer != now:
+                    e[COLD] = True
+                if e[FIRST] != now and e[VALUE] is not NOTHING and (
+                        e[VALUE] is MIXED or e[COLD] and not same_bits(e[BEFORE], e[VALUE])):
                     element = _element(indices(), lane, len(offsets))
-                    raise _race(run, f"{buf.name}[{element}]", seen, write)
-                elif write and not seen[1]:
-                    touched[key] = (seen[0], True)
+                    raise _race(run, f"{buf.name}[{element}]", e, (last, writer, held),
+                                values[lane] if write else READ)
+
+
+def _lane_values(value: Any, lanes: int) -> list[Any]:
+    """The value a store writes to each of its `lanes` offsets (a vector's lanes, or one
+    scalar or vector element copied to every offset)."""
+    if lanes > 1 and isinstance(value, np.ndarray) and value.ndim and len(value) == lanes:
+        return list(value)
+    return [value] * lanes
+
+
+def _held(storage: np.ndarray, off: int) -> Any:
+    """The element at `off` now (a copy, for a row of vector lanes)."""
+    held = storage[off]
+    return held.copy() if isinstance(held, np.ndarray) else held
+
+
+def same_bits(a: Any, b: Any) -> bool:
+    """Whether two stored values are the same bits: -0.0 and 0.0 differ, NaNs of equal bits
+    are the same (what makes concurrent stores of them indistinguishable)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        x = np.asarray(a)
+        y = np.asarray(b, dtype=x.dtype)
+        return x.shape == y.shape and x.tobytes() == y.tobytes()
+    if a == b:
+        return bool(a != 0) or math.copysign(1.0, a) == math.copysign(1.0, b)
+    return a != a and b != b and np.asarray(a).tobytes() == np.asarray(b).tobytes()
 
 
 def _element(indices: list[Any], lane: int, lanes: int) -> str:
@@ -127,18 +192,39 @@ def _element(indices: list[Any], lane: int, lanes: int) -> str:
     return format_index(picked)
 
 
-def _race(run: LoopRun, element: str, seen: tuple[int, bool], write: bool
-          ) -> InterpreterError:
+def _show(value: Any) -> str:
+    """A stored value as a race's message shows it."""
+    return str(value.tolist()) if isinstance(value, np.ndarray) else str(value)
+
+
+def _race(run: LoopRun, element: str, e: list[Any], before: tuple[int, int | None, Any],
+          value: Any) -> InterpreterError:
+    """The error for the current access (`value`: what it stores, or READ) of an element
+    whose record `e` fails the rule; `before` holds the record's LAST, WRITER and VALUE
+    before the access."""
     kind = run.tracking.kind
     loop = f"{KIND_SPELLING.get(kind, kind)} loop '{run.name}'"
     where = f" at {run.span}" if run.span is not None else ""
-    now, before = f"{run.name} = {run.iteration}", f"{run.name} = {seen[0]}"
-    if write and seen[1]:
-        what = f"iterations {before} and {now} both write {element}"
-    elif write:
-        what = f"iteration {now} writes {element}, which iteration {before} reads"
+    name, (last, writer, held) = run.name, before
+    now = f"{name} = {run.iteration}"
+    if value is not READ and writer is not None and writer != run.iteration:
+        what = f"iterations {name} = {writer} and {now} both write {element}"
+        if held is MIXED:
+            what += ", different values"
+        elif e[VALUE] is MIXED:
+            what += f", different values ({_show(held)} and {_show(value)})"
+        else:
+            what += (f", and an iteration reads it before writing it, which could see "
+                     f"{_show(e[BEFORE])} from before the loop")
+    elif value is not READ:
+        reader = last if last != run.iteration else e[FIRST]
+        what = f"iteration {now} writes {element}, which iteration {name} = {reader} reads"
+        if e[VALUE] is not MIXED:
+            what += f" (it held {_show(e[BEFORE])}, {_show(value)} written)"
     else:
-        what = f"iteration {now} reads {element}, which iteration {before} writes"
+        what = f"iteration {now} reads {element}, which iteration {name} = {writer} writes"
+        if e[VALUE] is not MIXED:
+            what += f" (it held {_show(e[BEFORE])}, {_show(e[VALUE])} written)"
     return InterpreterError(f"data race in {loop}{where}: {what}", run.span)
 
 

@@ -5,7 +5,7 @@ against their domains), is skipped when its predicate is false, and runs its `in
 reduction variable is at the minimum of its domain. Every loop kind runs serially, thread
 bindings (loops and `thread_extent` attributes) included; a parallel, vectorized or
 thread-bound loop whose iterations touch the same element, one of them writing, is a data race
-(tirc.ir.interpreter.races). Float allocations start as NaN (compiled storage starts as
+unless no order of them could change a value (tirc.ir.interpreter.races). Float allocations start as NaN (compiled storage starts as
 garbage, so a read before the first write shows), integer ones as zeros, event tensors at their
 `init` value.
 """

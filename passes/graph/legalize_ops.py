@@ -38,7 +38,6 @@ from tirc.ir.structural import structural_equal, structural_hash
 from tirc.passes.graph.inplace_calls import IN_PLACE, mark_in_place
 from tirc.passes.graph.legalize_blas import BLAS_CONFIG, blas_enabled, blas_matmul
 from tirc.passes.graph.legalize_inplace import legalize_inplace
-from tirc.passes.graph.legalize_print import drop_prints
 from tirc.passes.graph.legalize_table import get_legalizer, refuse_uncompiled
 from tirc.passes.graph.normalize import normalize_function
 from tirc.passes.pass_base import Pass, PassContext, option
@@ -59,8 +58,7 @@ class LegalizeOps(Pass):
         out = mod
         blas = self.blas
         for name, func in mod.graph_funcs().items():
-            quiet = drop_prints(func, ctx.warn)  # type: ignore[arg-type]
-            marked = mark_in_place(normalize_function(quiet, mod), mod)
+            marked = mark_in_place(normalize_function(func, mod), mod)
             new = legalize_function(marked, mod, kernels, blas)
             if new is not func:
                 out = out.with_function(name, new)

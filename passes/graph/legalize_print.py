@@ -1,7 +1,7 @@
-"""`R.print` in compiled code: not compiled. A tirc library is plain machine code that the
-runtime calls through ctypes; it has no console hook of TVM's `relax.run.print` kind (a
-registry function rendering NDArrays in Python), so legalize-ops binds each `R.print` to its
-result, the empty tuple, and warns (an error under -Werror). The interpreter prints.
+"""`R.print` where it is not compiled: a megakernel (`-fmegakernel`) runs its calls as tasks in
+no fixed order, so its prints could come out of order; the megakernel pass binds each
+`R.print` to its result, the empty tuple, and warns (an error under -Werror) instead. Other
+builds compile R.print (lower-graph, tirc.ir.print_call); the interpreter prints.
 """
 
 from __future__ import annotations
@@ -22,9 +22,14 @@ from tirc.ir.graph import (
 Warn = Callable[[str, object], None]
 
 
+MEGAKERNEL_PRINT = ("R.print is not compiled in a megakernel (-fmegakernel): its tasks run in "
+                    "no fixed order, so it prints nothing (build without -fmegakernel, or "
+                    "run the interpreter, to print)")
+
+
 def drop_prints(func: Function, warn: Warn) -> Function:
     """`func` with every `R.print` (in `if` branches too) bound to `()`, `warn` told of each
-    (its message and span)."""
+    (MEGAKERNEL_PRINT and its span)."""
     blocks, changed = _blocks(func.body.blocks, warn)
     if not changed:
         return func
@@ -48,9 +53,7 @@ def _blocks(old: tuple[BindingBlock, ...], warn: Warn) -> tuple[list[BindingBloc
             b = with_branches(b, branch)
             if isinstance(b, VarBinding) and isinstance(b.value, GCall) and \
                     b.value.op == "print":
-                warn("R.print is not compiled: a tirc library has no console hook for TVM's "
-                     "relax.run.print, so it prints nothing (the interpreter prints)",
-                     b.value.span)
+                warn(MEGAKERNEL_PRINT, b.value.span)
                 b = dataclasses.replace(b, value=Tuple((), span=b.value.span))
                 changed = True
             bindings.append(b)

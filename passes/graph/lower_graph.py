@@ -98,6 +98,7 @@ from tirc.ir.visitor import post_order_visit, substitute
 from tirc.passes.graph.fuse_ops import used_vars
 from tirc.passes.graph.inplace_calls import IN_PLACE
 from tirc.passes.graph.kernel import Kernel
+from tirc.passes.graph.lower_print import lower_print
 from tirc.passes.graph.memory_plan import (
     TensorId,
     aliases_of,
@@ -682,6 +683,8 @@ class _HostBuilder:
             self.collective(b, value, aliases)
         elif isinstance(value, GCall) and value.op == SIZE_CHECK:
             self.size_check(value)
+        elif isinstance(value, GCall) and value.op == "print":
+            lower_print(self, value, aliases)
         elif isinstance(value, GCall):
             raise self.error(f"R.{value.op} must be legalized first (run legalize-ops)", value)
         else:

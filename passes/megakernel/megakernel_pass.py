@@ -83,6 +83,7 @@ class Megakernel(Pass):
         default = self.mode or None
         if default is None and not any(f.attrs.get(MEGAKERNEL) for f in mod.graph_funcs().values()):
             return mod  # nothing marked: no task graph machinery to load
+        from tirc.passes.graph.legalize_print import drop_prints
         from tirc.passes.graph.lower_graph import lower_function
         from tirc.passes.megakernel.task_graph import build_task_graph
 
@@ -96,6 +97,7 @@ class Megakernel(Pass):
                     or default
                 if mode is None:
                     continue
+                func = drop_prints(func, ctx.warn)  # type: ignore[arg-type]
                 host, callees = lower_function(func, mod, asserts=True)  # checks before tasks
                 used |= callees
                 taken = True

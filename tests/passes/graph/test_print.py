@@ -1,6 +1,7 @@
 """R.print (TVM's): the interpreter prints as TVM's relax.run.print (each value rendered, then
-`format.format(...)`); compiled code does not print (a warning at each print, results
-unchanged at -O0 and -O3); it prints and parses back; inside R.dataflow() it is an error."""
+`format.format(...)`); compiled code prints too (tests/runtime/test_print_library.py), without
+a warning, except in a megakernel (a warning at each print, which it leaves out); it prints and
+parses back; inside R.dataflow() it is an error."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from frontend_support import round_trip
+from gpu_support import lower
 from graph_support import interpret, run_everywhere
 from tirc.cli.main import cli
 from tirc.frontend import parse, parse_file
 from tirc.ir import CompileError
+from tirc.ir.interpreter.gpu import GPUInterpreter
 from tirc.ir.printer import print_module
+from tirc.runtime import load
 
 PROGRAM = """\
 @I.ir_module
@@ -52,16 +56,32 @@ def test_compiled_results_are_unchanged(tmp_path: Path) -> None:
         np.testing.assert_array_equal(got[0], 4 * X * X)
 
 
-def test_compiling_warns_at_each_print(tmp_path: Path) -> None:
+def test_compiling_prints_without_a_warning(tmp_path: Path) -> None:
     src = tmp_path / "p.tir"
     src.write_text(PROGRAM)
-    run = CliRunner().invoke(cli, [str(src), "-o", str(tmp_path / "p.so")])
+    run = CliRunner().invoke(cli, [str(src), "-o", str(tmp_path / "p.so"), "-Werror"])
     assert run.exit_code == 0, run.output
-    warning = "warning: R.print is not compiled: a tirc library has no console hook for " \
-        "TVM's relax.run.print, so it prints nothing (the interpreter prints)"
+    assert "warning" not in run.output
+
+
+def test_a_megakernel_warns_at_each_print(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A megakernel runs its calls as tasks in no fixed order: it leaves the prints out."""
+    src = tmp_path / "p.tir"
+    src.write_text(PROGRAM)
+    run = CliRunner().invoke(cli, [str(src), "-o", str(tmp_path / "p.so"),
+                                   "-fmegakernel=static"])
+    assert run.exit_code == 0, run.output
+    got = load(tmp_path / "p.so").main(X.copy(), np.array(True))
+    np.testing.assert_array_equal(got, 4 * X * X)
+    assert capsys.readouterr().out == ""
+    warning = "warning: R.print is not compiled in a megakernel (-fmegakernel): its tasks run " \
+        "in no fixed order, so it prints nothing (build without -fmegakernel, or run the " \
+        "interpreter, to print)"
     assert [line.split(": ", 1)[0] for line in run.output.splitlines() if warning in line] == \
         [f"{src}:{n}:{c}" for n, c in ((5, 9), (7, 13), (8, 9), (10, 13))]
-    strict = CliRunner().invoke(cli, [str(src), "-o", str(tmp_path / "q.so"), "-Werror"])
+    strict = CliRunner().invoke(cli, [str(src), "-o", str(tmp_path / "q.so"), "-Werror",
+                                      "-fmegakernel=static"])
     assert strict.exit_code != 0
 
 
@@ -92,3 +112,17 @@ class Module:
     assert diag.message == "R.print has a side effect: it cannot be inside R.dataflow() (put " \
         "it before or after the block)"
     assert diag.span is not None and (diag.span.line, diag.span.col) == (6, 13)
+
+
+@pytest.mark.parametrize("level", [0, 3])
+def test_lowered_print_runs_in_the_gpu_interpreter(capsys: pytest.CaptureFixture[str],
+                                                   level: int) -> None:
+    """After lower-graph a print is a call of its slot (tirc.ir.print_call), which the
+    interpreter runs itself: the GPU-lowered module prints what the graph function prints."""
+    interpret(parse(PROGRAM), [X, np.array(True)])
+    want = capsys.readouterr().out
+    out = np.zeros_like(X)
+    GPUInterpreter(lower(parse(PROGRAM), opt_level=level)).call("main", X.copy(),
+                                                                np.array(True), out)
+    assert capsys.readouterr().out == want
+    np.testing.assert_array_equal(out, 4 * X * X)
