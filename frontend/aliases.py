@@ -6,8 +6,9 @@ namespace to another name, and TVM's newest programs import its block-level half
 name bound to `tir`, `tirx` or `s_tir` reads as `T`, to `relax` as `R`, to `ir` as `I`;
 `relax.op.<name>` (the Python API TVM's tests call inside scripts, `relax.op.add(x, y)`) is
 `R.<name>`, and `relax.const(v, dtype)` is `R.const`; `@Ts.function` is
-`@T.prim_func(s_tir=True)`, a `T.Tensor(shape, dtype)` parameter is a `T.Buffer`, and TVM
-main's `T.alloc_tensor` / `T.decl_tensor` are `T.alloc_buffer` / `T.decl_buffer`.
+`@T.prim_func(s_tir=True)`, a `T.Tensor(shape, dtype)` parameter is a `T.Buffer`, TVM
+main's `T.alloc_tensor` / `T.decl_tensor` are `T.alloc_buffer` / `T.decl_buffer`, and
+`T.boolean` (TVM's other name of the dtype) is `T.bool`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from tirc.frontend import syntax as S
 
 CANONICAL = {"tir": "T", "tirx": "T", "s_tir": "T", "relax": "R", "ir": "I"}
 RENAMED = {"T.Tensor": "T.Buffer", "T.alloc_tensor": "T.alloc_buffer",
-           "T.decl_tensor": "T.decl_buffer"}
+           "T.decl_tensor": "T.decl_buffer", "T.boolean": "T.bool"}
 
 
 def namespace_aliases(stmts: list[S.Stmt]) -> dict[str, str]:

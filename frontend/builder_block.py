@@ -15,6 +15,7 @@ from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import INT32
 from tirc.ir.expr import IntImm, PrimExpr, Var, cast, const, index_dtype
 from tirc.ir.stmt import Block, BlockRealize, IterKind, IterVar, MatchBufferRegion, Stmt
+from tirc.ir.structural import structural_equal
 
 if TYPE_CHECKING:
     from tirc.frontend.builder_stmt import LoopBuilder
@@ -81,9 +82,24 @@ class BlockParts:
             return True
         if name in ("T.block_attr", "T.sblock_attr"):
             a = check_call(self.ctx, call, name, Sig(1, 1))
-            self.annotations.update(eb.attr_dict(a.pos[0]))
+            self.merge_annotations(self.annotations, eb.attr_dict(a.pos[0]), name, call)
             return True
         return False
+
+    def merge_annotations(self, into: dict[str, Any], new: dict[str, Any], name: str,
+                          call: S.Call) -> None:
+        """A block's `T.block_attr` calls merged as TVM merges them: dictionaries under one
+        key merge, a key set again to an equal value is kept, to another is an error."""
+        for key, value in new.items():
+            if key not in into:
+                into[key] = value
+            elif isinstance(into[key], dict) and isinstance(value, dict):
+                merged = dict(into[key])
+                self.merge_annotations(merged, value, name, call)
+                into[key] = merged
+            elif not structural_equal(into[key], value):
+                self.ctx.error(f"{name} sets \"{key}\" twice in this block, to different "
+                               "values", call.span)
 
     def assign(self, t: S.Name, call: S.Call, name: str | None) -> bool:
         if name is not None and name.startswith("T.axis.") and name[7:] in AXIS_KINDS:

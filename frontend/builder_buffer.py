@@ -8,9 +8,11 @@ from typing import Any
 from tirc.frontend import syntax as S
 from tirc.frontend.builder_expr import ExprBuilder, literal_value
 from tirc.frontend.context import Context
+from tirc.frontend.parser import parse_expr_text
 from tirc.frontend.signature import Args, Sig, check_call
 from tirc.ir.analysis.block_regions import same
 from tirc.ir.buffer import Buffer, BufferRegion, Range
+from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import HANDLE, DType
 from tirc.ir.expr import BinOp, IntImm, IRTypeError, PrimExpr, Var, cast, const
 
@@ -173,6 +175,9 @@ def shape_dims(eb: ExprBuilder, node: S.Expr, what: str = "buffer dimension"
         if isinstance(value, str) and value.isidentifier():
             dims.append(symbolic_dim(eb, value, item))
             continue
+        if isinstance(value, str):
+            dims.append(symbolic_expr(eb, value, item, what))
+            continue
         if isinstance(value, int) and not isinstance(value, bool):
             if value < 0:
                 eb.ctx.error(f"negative {what}", item.span)
@@ -192,6 +197,29 @@ def symbolic_dim(eb: ExprBuilder, name: str, node: S.Expr) -> PrimExpr:
     if not isinstance(value, PrimExpr) or not value.dtype.is_int:
         eb.ctx.error(f"'{name}' is not an integer variable", node.span)
     return value
+
+
+def symbolic_expr(eb: ExprBuilder, text: str, node: S.Expr, what: str) -> PrimExpr:
+    """A dimension written as a string holding an expression (`T.Buffer(("n + m",), ...)`,
+    as TVM prints a size computed from symbolic sizes): its names as `symbolic_dim` reads
+    them."""
+    try:
+        inner = parse_expr_text(text, node.span.file, node.span.line, node.span.col + 1)
+    except CompileError as err:
+        eb.ctx.error(f"in the shape string \"{text}\": {err.diagnostics[0].message}",
+                     err.diagnostics[0].span)
+    for name in _names(inner):
+        symbolic_dim(eb, name.id, name)
+    return eb.index(inner, what)
+
+
+def _names(node: S.Expr) -> list[S.Name]:
+    """The names an expression in a shape string reads."""
+    if isinstance(node, S.Name):
+        return [node]
+    kids = {S.BinOp: lambda n: [n.left, n.right], S.UnaryOp: lambda n: [n.operand],
+            S.Call: lambda n: list(n.args)}.get(type(node), lambda n: [])(node)
+    return [x for k in kids for x in _names(k)]
 
 
 def layout_arg(ctx: Context, eb: ExprBuilder, node: S.Expr) -> Any:

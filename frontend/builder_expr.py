@@ -20,6 +20,7 @@ from tirc.ir.expr import (
     Not,
     PrimExpr,
     Ramp,
+    Var,
     binop,
     cast,
     const,
@@ -262,12 +263,23 @@ class ExprBuilder:
         return value
 
     def indices(self, buf: Buffer, node: S.Subscript) -> tuple[PrimExpr, ...]:
-        """Checked indices of `buf[...]`: right rank, integer dtypes, no slices."""
-        self.check_rank(buf, node)
-        out = []
+        """Checked indices of `buf[...]`: right rank, integer dtypes, no slices. A name
+        bound to several loop variables (`for iters in T.grid(m, n)`) stands for all of
+        them, as in TVM (`A[iters]` is `A[iters_0, iters_1]`)."""
+        items: list[S.Expr | PrimExpr] = []
         for item in node.items:
-            out.append(self.ramp_slice(item) if isinstance(item, S.Slice)
-                       else self.index(item, "buffer index"))
+            bound = self.scope.lookup(item.id) if isinstance(item, S.Name) else None
+            loops = isinstance(bound, tuple) and all(isinstance(v, Var) for v in bound)
+            items.extend(bound if loops else [item])
+        self.check_rank(buf, node, len(items))
+        out = []
+        for item in items:
+            if isinstance(item, S.Slice):
+                out.append(self.ramp_slice(item))
+            elif isinstance(item, S.Expr):
+                out.append(self.index(item, "buffer index"))
+            else:
+                out.append(item)
         return tuple(out)
 
     def ramp_slice(self, item: S.Slice) -> PrimExpr:
@@ -295,11 +307,13 @@ class ExprBuilder:
         return Ramp(lo, cast(lo.dtype, stride), lanes, lo.dtype.with_lanes(lanes),
                     span=item.span)
 
-    def check_rank(self, buf: Buffer, node: S.Subscript) -> None:
-        if len(node.items) != buf.ndim:
+    def check_rank(self, buf: Buffer, node: S.Subscript, count: int | None = None) -> None:
+        """`buf` indexed with `count` indices (the subscript's items unless given)."""
+        n = len(node.items) if count is None else count
+        if n != buf.ndim:
             dims = "dimension" if buf.ndim == 1 else "dimensions"
-            self.ctx.error(f"buffer '{buf.name}' has {buf.ndim} {dims}, indexed with "
-                           f"{len(node.items)}", node.span)
+            self.ctx.error(f"buffer '{buf.name}' has {buf.ndim} {dims}, indexed with {n}",
+                           node.span)
 
     def expr_Subscript(self, node: S.Subscript) -> PrimExpr:
         if isinstance(node.value, S.Attribute) and node.value.attr in ("shape", "strides"):
@@ -333,6 +347,13 @@ class ExprBuilder:
             return self.access_ptr(node)
         if S.call_name(node) == "T.tvm_access_ptr":
             return self.tvm_access_ptr(node)
+        if S.call_name(node) == "T.address_of" and len(node.args) == 1 and not node.keywords \
+                and isinstance(node.args[0], S.Name) \
+                and isinstance(self.scope.lookup(node.args[0].id), Buffer):
+            # `T.address_of(A)`: TVM takes a whole buffer as its first element, A[0, 0]
+            buf = self.buffer(node.args[0])
+            return self.element_address(buf, IntImm(0, INT32, span=node.span), node,
+                                        "T.address_of")
         return call_tir(self, node)
 
     def access_ptr(self, node: S.Call) -> PrimExpr:
@@ -497,9 +518,10 @@ class ExprBuilder:
             return self.attr_dict(node)
         if isinstance(node, S.Name) and isinstance(self.scope.lookup(node.id), Buffer):
             return self.scope.lookup(node.id)  # e.g. layout_free_placeholders: [B]
-        if S.call_name(node) == "T.target":
+        if S.call_name(node) in ("T.target", "tvm.target.Target"):
+            # TVM's hand-written attributes also build the target in Python
             assert isinstance(node, S.Call)
-            a = check_call(self.ctx, node, "T.target", Sig(1, 2, ("host",)))
+            a = check_call(self.ctx, node, str(S.call_name(node)), Sig(1, 2, ("host",)))
             spec = self.attr_value(a.pos[0])
             if not isinstance(spec, (str, dict)):
                 self.ctx.error("T.target takes a target string or dictionary", a.pos[0].span)

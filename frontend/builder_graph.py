@@ -476,8 +476,9 @@ class GraphBuilder:
             self.ctx.unsupported(f"the local function '{node.id}' as a value (only calls of "
                                  "it)", node.span)
         if isinstance(value, PrimExpr):
-            self.ctx.error(f"'{node.id}' is a symbolic size; use R.prim_value({node.id}) or "
-                           f"R.shape([{node.id}])", node.span)
+            # a symbolic size as a value is R.prim_value(n), as TVM 0.27 reads (and prints)
+            # it: `R.call_tir(f, (x, n), ...)` passes n to a loop function's scalar parameter
+            return PrimValue(value, span=node.span)
         self.ctx.error(f"'{node.id}' is not a graph-level value", node.span)
 
     def global_var(self, node: S.Expr) -> GlobalVar:

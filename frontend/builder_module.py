@@ -88,7 +88,7 @@ class ModuleBuilder:
     def top(self, s: S.Stmt) -> None:
         if isinstance(s, S.ImportFrom):
             if s.level == 0 and (s.module == "tvm" or s.module.startswith("tvm.")
-                                 or s.module == "__future__"):
+                                 or s.module == "__future__" or _typevar_import(s)):
                 return
             self.import_from(s)
         elif isinstance(s, S.Import):
@@ -99,11 +99,29 @@ class ModuleBuilder:
             self.collect(s)
         elif isinstance(s, S.Pass) or _is_docstring(s):
             return
+        elif isinstance(s, S.Assign) and S.call_name(s.value) == "TypeVar":
+            self.module_symbol(s)
         elif isinstance(s, S.UnsupportedStmt):
             self.ctx.unsupported(s.what, s.span)
         else:
             self.ctx.unsupported("statements at the top level of a file (only imports, "
                                  "@I.ir_module classes and decorated functions)", s.span)
+
+    def module_symbol(self, s: S.Assign) -> None:
+        """`n = TypeVar("n")`: TVM prints a symbolic size that several functions of the
+        module share (a Relax function and the loop functions it calls) so, above the class;
+        each function then reads `n` as its own int64 size variable (tirc.frontend.scope)."""
+        call = s.value
+        assert isinstance(call, S.Call)
+        a = check_call(self.ctx, call, "TypeVar", Sig(1, 1))
+        name = a.pos[0]
+        if s.more_targets or not isinstance(s.target, S.Name):
+            self.ctx.error("a TypeVar is assigned to one name: `n = TypeVar(\"n\")`", s.span)
+        if not (isinstance(name, S.Constant) and name.kind == "str"
+                and name.value == s.target.id):
+            self.ctx.error(f"expected TypeVar(\"{s.target.id}\"), the name it is assigned to",
+                           name.span)
+        self.ctx.module_symbols.add(s.target.id)
 
     def python_import(self, s: S.Import) -> None:
         """`import m` binds nothing here: `tvm` and the Python modules a TVMScript file imports
@@ -253,6 +271,13 @@ def _globals(func: BaseFunc) -> list[str]:
 
     walk(func, visit)
     return found
+
+
+def _typevar_import(s: S.ImportFrom) -> bool:
+    """`from typing import TypeVar`, the import of the symbolic sizes TVM prints above a
+    module (`n = TypeVar("n")`)."""
+    return s.module == "typing" and all(n.name == "TypeVar" and n.asname is None
+                                        for n in s.names)
 
 
 def _is_docstring(s: S.Stmt) -> bool:

@@ -29,7 +29,7 @@ from tirc.ir.graph import (
 
 INT64 = DType("int", 64)
 TYPE_NAMES = ("R.Tensor", "R.DTensor", "R.SparseTensor", "R.Tuple", "R.Shape", "R.Prim",
-              "R.Object")
+              "R.Object", "R.Any")
 
 
 class SInfoBuilder:
@@ -76,7 +76,7 @@ class SInfoBuilder:
             if value is not None and value.dtype != dt:
                 value = cast(dt, value)
             return PrimSInfo(dt, value, span=node.span)
-        if name == "R.Object":
+        if name in ("R.Object", "R.Any"):  # TVM 0.27 prints R.Object as R.Any
             if call is not None:
                 check_call(self.ctx, call, name, Sig(0, 0))
             return ObjectSInfo(span=node.span)

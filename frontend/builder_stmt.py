@@ -16,7 +16,7 @@ from tirc.frontend.builder_buffer import declare_buffer, event_tensor, keyword_f
 from tirc.frontend.builder_expr import BIN_OPS, ExprBuilder, access_dtype, literal_value
 from tirc.frontend.builder_sparse import ITERATION_CALLS, build_iteration
 from tirc.frontend.context import TOO_DEEP, BuildError, Context, spanned
-from tirc.frontend.loop_heads import launch_thread, loop_header, stepped_loop
+from tirc.frontend.loop_heads import LoopHead, launch_thread, loop_header, stepped_loop
 from tirc.frontend.prim_calls import is_module_call, prim_call
 from tirc.frontend.scope import EnvThread, Scope
 from tirc.frontend.signature import Sig, check_call
@@ -35,6 +35,7 @@ from tirc.ir.expr import (
     cast,
     const,
 )
+from tirc.ir.gpu.threads import VTHREAD_TAGS
 from tirc.ir.loop_jumps import escaping_loop_jumps, jump_kind
 from tirc.ir.span import Span
 from tirc.ir.stmt import (
@@ -78,6 +79,7 @@ class LoopBuilder:
         self.loop_dom: dict[Var, tuple[PrimExpr, PrimExpr]] = {}
         self.ret_dtype: DType | None = None  # the function's result dtype (`-> T.int32`)
         self.unbound: set[Var] = set()  # `x = T.int32()` in the body, not yet given by T.Bind
+        self.vthreads: dict[str, LoopHead] = {}  # the loop around bound to each vthread tag
 
     # ---- sequences ----------------------------------------------------------------------
 
@@ -468,13 +470,25 @@ class LoopBuilder:
                 self.poison_loop_targets(s.target)
                 self.body(s.body, frame=False)
             raise
+        unified = self.unified_vthreads(loops)
+        opened = {h.extra["thread_tag"]: h for h in loops if h.var not in unified
+                  and h.kind == ForKind.THREAD_BINDING
+                  and h.extra.get("thread_tag") in VTHREAD_TAGS}
+        outer = dict(self.vthreads)
         with self.scope.frame():
             for head in loops:
-                self.scope.define(head.var.name, head.var, head.var.span)
+                var = unified.get(head.var, head.var)
+                self.scope.define(head.var.name, var, head.var.span)
                 self.loop_dom[head.var] = (head.min, head.extent)
             if isinstance(s.target, S.Name) and len(loops) > 1:
-                self.scope.define(s.target.id, tuple(h.var for h in loops), s.target.span)
-            body = self.body(s.body, frame=False)
+                self.scope.define(s.target.id, tuple(unified.get(h.var, h.var) for h in loops),
+                                  s.target.span)
+            self.vthreads.update(opened)
+            try:
+                body = self.body(s.body, frame=False)
+            finally:
+                self.vthreads = outer
+        loops = [h for h in loops if h.var not in unified]
         if len(loops) > 1:
             for jump in escaping_loop_jumps(body):
                 if jump_kind(jump) == intrin.BREAK_LOOP:
@@ -486,6 +500,24 @@ class LoopBuilder:
             var, lo, extent, body = stepped_loop(head, body)
             body = For(var, lo, extent, head.kind, body, span=s.span, **head.extra)
         return body
+
+    def unified_vthreads(self, loops: list[LoopHead]) -> dict[Var, Var]:
+        """Loops bound to a virtual thread that a loop around them is bound to already:
+        TVM's UnifyThreadBinding makes them that loop's index (the inner loop goes), so each
+        maps to the outer variable; their extents must be the same."""
+        out: dict[Var, Var] = {}
+        for head in loops:
+            tag = head.extra.get("thread_tag") if head.kind == ForKind.THREAD_BINDING else None
+            outer = self.vthreads.get(tag) if tag in VTHREAD_TAGS else None
+            if outer is None:
+                continue
+            if not same_expr(outer.extent, head.extent) or not same_expr(outer.min, head.min):
+                self.ctx.error(f"loop '{head.var.name}' is bound to {tag} inside loop "
+                               f"'{outer.var.name}', bound to it too with another range; "
+                               "TVM makes them one index, so their extents must be the same",
+                               head.var.span)
+            out[head.var] = outer.var
+        return out
 
     def poison_loop_targets(self, target: S.Expr) -> None:
         for e in target.elts if isinstance(target, S.Tuple) else [target]:

@@ -34,6 +34,9 @@ class Context:
         self.text = text
         self.diag = diag if diag is not None else DiagnosticContext()
         self._line_starts: list[int] | None = None
+        # `n = TypeVar("n")` at the top of a file: the symbolic sizes TVM prints there
+        # (tirc.frontend.builder_module: module_symbol)
+        self.module_symbols: set[str] = set()
 
     def error(self, message: str, span: Span | None, note: str | None = None) -> NoReturn:
         self.diag.error(message, span, note)

@@ -8,6 +8,8 @@ from typing import Any
 
 from tirc.frontend.context import NO_PYTHON, BuildError, Context
 from tirc.ir.diagnostics import did_you_mean
+from tirc.ir.dtype import DType
+from tirc.ir.expr import Var
 from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.span import Span
 
@@ -70,7 +72,17 @@ class Scope:
         for frame in reversed(self.frames):
             if name in frame:
                 return frame[name]
+        if name in self.ctx.module_symbols:
+            return self.module_symbol(name)
         return None
+
+    def module_symbol(self, name: str) -> Any:
+        """A name the file declares at its top with `n = TypeVar("n")`, as TVM prints a
+        symbolic size several functions share: in each function an int64 variable of that
+        name, defined by its first use (as the string form `"n"` of a shape)."""
+        var = Var(name, DType("int", 64))
+        self.frames[0][name] = var
+        return var
 
     def require(self, name: str, span: Span | None) -> Any:
         """The definition of `name`, or an `unknown name` error (silent for poisoned names)."""

@@ -42,7 +42,8 @@ def allocate(lb: LoopBuilder, t: S.Name, call: S.Call, name: str) -> Wrapper:
         if cond is not None and literal_value(cond) is not True:
             lb.ctx.unsupported("T.allocate with a condition", cond.span)
     else:
-        a = check_call(lb.ctx, call, name, Sig(3, 3, ("annotations",)))
+        a = check_call(lb.ctx, call, name, Sig(3, 3, ("annotations",),
+                                               names=("data", "dtype", "extents")))
         values = _literals(eb, a.pos[0])
         dtype_node, extents, scope = a.pos[1], a.pos[2], "global"
     dt = eb.dtype_arg(dtype_node)

@@ -105,6 +105,8 @@ from tirc.ir.visitor import Visitor, any_node, post_order_visit
 
 INDENT = "    "
 SYNTAXES = ("classic", "tirx")
+# Calls whose result types TVM 0.27 names `out_ty=` (its parser refuses the older `out_sinfo=`)
+OUT_TY_CALLS = ("call_tir", "call_tir_inplace", "call_dps_packed")
 
 
 # Python precedence levels (higher binds tighter).
@@ -947,7 +949,8 @@ class FuncPrinter:
             if e.sinfo_args:
                 outs = [self.sinfo(s) for s in e.sinfo_args]
                 joined = outs[0] if len(outs) == 1 else "[" + ", ".join(outs) + "]"
-                args.append(f"out_sinfo={joined}")
+                key = "out_ty" if self.syntax == "tirx" and e.op in OUT_TY_CALLS else "out_sinfo"
+                args.append(f"{key}={joined}")
             if inplace is not None:  # after out_sinfo, a list, as TVM prints it
                 args.append(f"inplace_indices=[{', '.join(str(i) for i in inplace)}]")
             return f"R.{e.op}({', '.join(args)})"

@@ -183,10 +183,11 @@ class _Accesses(Visitor):
             raise _EscapedError
 
 
-def _region(accesses: list[_Access], first: int, ndim: int,
-            an: Analyzer) -> list[Bounds | None]:
+def _region(accesses: list[_Access], first: int, ndim: int, an: Analyzer,
+            shared_by: tuple[For, ...] = ()) -> list[Bounds | None]:
     """Inclusive bounds per dimension of the accesses, relaxed over the loops from `path[first]`
-    inward; None where a let or an unknown form stands in the way. A loop outside of one
+    inward and over `shared_by` (the thread loops around the allocation whose threads share
+    one copy); None where a let or an unknown form stands in the way. A loop outside of one
     iteration stands for its start (a blockIdx loop of extent 1 around a tile), as TVM's
     analyzer binds it."""
     per_dim: list[list[Bounds]] = [[] for _ in range(ndim)]
@@ -195,7 +196,7 @@ def _region(accesses: list[_Access], first: int, ndim: int,
         dom: dict[Var, Bounds] = {s.loop_var: (s.min, s.min) for s in acc.path[:first]
                                   if isinstance(s, For) and is_const_int(s.extent, 1)}
         lets: set[Var] = set()
-        for s in acc.path[first:]:
+        for s in (*shared_by, *acc.path[first:]):
             if isinstance(s, For):
                 dom[s.loop_var] = (s.min, binop("sub", binop("add", s.min, s.extent), 1))
             elif isinstance(s, LetStmt):
@@ -275,6 +276,7 @@ def _mentions(e: PrimExpr, vs: set[Var]) -> bool:
 
 BLOCK_SCOPED = ("shared", "shared.dyn", "local")  # one copy per GPU block or thread
 THREAD_SCOPED = ("local",)                       # one copy per GPU thread
+SHARED_SCOPED = ("shared", "shared.dyn")          # one copy for all threads of a block
 
 
 def _per_copy(s: For, buf: Buffer) -> bool:
@@ -295,7 +297,8 @@ def _can_enter(s: Stmt, buf: Buffer) -> bool:
     return isinstance(s, (SeqStmt, LetStmt, IfThenElse, Allocate, AssertStmt))
 
 
-def _placement(accesses: list[_Access], buf: Buffer, an: Analyzer) -> int:
+def _placement(accesses: list[_Access], buf: Buffer, an: Analyzer,
+               shared_by: tuple[For, ...] = ()) -> int:
     """How deep (an index into every access's path) the allocation can go. It passes a loop
     whose iterations touch disjoint elements even when each touches a symbolic amount (the
     rows of a tile loop nested in a loop over column panels), but settles only where it has a
@@ -311,7 +314,7 @@ def _placement(accesses: list[_Access], buf: Buffer, an: Analyzer) -> int:
         if any(a.path[depth + 1] is not child for a in accesses) or not _can_enter(node, buf):
             return settled
         if isinstance(node, For):
-            per_iteration = _region(accesses, depth + 1, buf.ndim, an)
+            per_iteration = _region(accesses, depth + 1, buf.ndim, an, shared_by)
             if any(b is None for b in per_iteration) or not (
                     (node.kind == ForKind.THREAD_BINDING and _per_copy(node, buf))
                     or iterations_disjoint(node, per_iteration, an)):
@@ -366,10 +369,13 @@ def _compactable(b: Buffer) -> bool:
     return b.layout is None and not b.strides and offset_zero and b.scope != "event"
 
 
-def compact(alloc: Allocate, mentions: _Mentions | None = None) -> Stmt:
+def compact(alloc: Allocate, mentions: _Mentions | None = None,
+            shared_by: tuple[For, ...] = ()) -> Stmt:
     """`alloc` with its allocation moved inward and its buffer shrunk (or unchanged);
     `mentions` (over the allocations of the enclosing function) lets the walks skip subtrees
-    that do not use the buffer."""
+    that do not use the buffer; `shared_by`: the threadIdx and vthread loops around a
+    shared-memory allocation, whose threads all use its one copy (the box covers them all,
+    as TVM relaxes them)."""
     b = alloc.buffer
     if alloc.init is not None or not _compactable(b):
         return alloc
@@ -382,9 +388,9 @@ def compact(alloc: Allocate, mentions: _Mentions | None = None) -> Stmt:
     if not accesses:
         return alloc
     an = Analyzer()
-    depth = _placement(accesses, b, an)
+    depth = _placement(accesses, b, an, shared_by)
     place = accesses[0].path[depth]
-    region = _region(accesses, depth, b.ndim, an)
+    region = _region(accesses, depth, b.ndim, an, shared_by)
     shape: list[PrimExpr] = []
     starts: list[PrimExpr | None] = []
     for dim, bounds in zip(b.shape, region):
@@ -408,10 +414,32 @@ class _Compactor(Mutator):
 
     def __init__(self, mentions: _Mentions) -> None:
         self.mentions = mentions
+        self.loops: list[For] = []
+
+    def visit_For(self, s: For) -> Any:
+        self.loops.append(s)
+        try:
+            return self.generic_visit(s)
+        finally:
+            self.loops.pop()
 
     def visit_Allocate(self, a: Allocate) -> Any:
         a = self.generic_visit(a)
-        return compact(a, self.mentions)
+        return compact(a, self.mentions, self.shared_by(a.buffer))
+
+    def shared_by(self, buf: Buffer) -> tuple[For, ...]:
+        """The threadIdx and vthread loops (inside the innermost blockIdx one) around an
+        allocation of shared memory: one copy serves all their threads."""
+        if buf.scope not in SHARED_SCOPED:
+            return ()
+        out: list[For] = []
+        for loop in self.loops:
+            tag = (loop.thread_tag or "") if loop.kind == ForKind.THREAD_BINDING else ""
+            if tag.startswith("blockIdx"):
+                out.clear()
+            elif tag.startswith(("threadIdx", "vthread")):
+                out.append(loop)
+        return tuple(out)
 
 
 def compact_buffers(body: Stmt) -> Stmt:

@@ -23,9 +23,10 @@ from __future__ import annotations
 from typing import Any
 
 from tirc.ir.analysis.regions import region_offset, row_major_strides
-from tirc.ir.arith import construct
+from tirc.ir.arith import Analyzer, construct
 from tirc.ir.buffer import Buffer, Range
 from tirc.ir.diagnostics import CompileError
+from tirc.ir.dtype import INT64
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, cast
 from tirc.ir.function import PrimFunc
 from tirc.ir.lean_dataclass import dataclass
@@ -102,6 +103,36 @@ def _bind_match_vars(m: MatchBufferRegion, dims: list[int], vmap: dict[Any, Any]
         vmap[buf.data] = src.data
     if isinstance(buf.elem_offset, Var) and buf.elem_offset not in vmap:
         vmap[buf.elem_offset] = cast(buf.elem_offset.dtype, region_offset(m.source))
+    _check_declared(m, dims, src_strides, vmap)
+
+
+def _check_declared(m: MatchBufferRegion, dims: list[int], src_strides: list[PrimExpr],
+                    vmap: dict[Any, Any]) -> None:
+    """A shape, stride or elem_offset the matched buffer states as an expression (not a
+    variable it binds) must provably be the region's, as TVM's LowerMatchBuffer requires
+    (`T.match_buffer(A[i, j], (), elem_offset=0)` is an error); the interpreter checks the
+    same when it runs."""
+    buf, region = m.buffer, m.source.region
+    declared: list[tuple[str, PrimExpr, PrimExpr]] = []
+    for k, sk in enumerate(dims):
+        if k < len(buf.shape):
+            declared.append((f"dimension {k}", buf.shape[k], region[sk].extent))
+        if k < len(buf.strides):
+            declared.append((f"stride {k}", buf.strides[k], src_strides[sk]))
+    if buf.elem_offset is not None:
+        declared.append(("elem_offset", buf.elem_offset, region_offset(m.source)))
+    analyzer = Analyzer()
+    for what, want, actual in declared:
+        if isinstance(want, Var):
+            continue
+        lhs, rhs = rebind(want, vmap), rebind(actual, vmap)
+        if not analyzer.can_prove_equal(cast(INT64, lhs), cast(INT64, rhs)):
+            from tirc.ir.printer import print_node  # only on the error path (start-up)
+
+            raise CompileError(
+                f"match_buffer '{buf.name}' declares {what} = {print_node(want)}, but its "
+                f"region of '{m.source.buffer.name}' has {print_node(actual)}, which is not "
+                "provably the same", m.span or m.source.span)
 
 
 class _MatchResolver(Mutator):

@@ -266,6 +266,7 @@ def make_entry(func: PrimFunc, callees: CalleeAccess | None = None) -> PrimFunc:
         if func.attrs.get(GRAPH_FUNC):  # a graph function's `M * N` (loop functions: TVM's)
             _solve_factors(out, buf, shapes[p], bound, f"{symbol}: argument {p.name}: ")
     _check_unbound(func, buffers, bound)
+    _check_offsets(out, tensors, bound, symbol)
     datas: dict[Var, Var] = {}
     for p, buf in tensors.items():
         datas[p] = _check_layout(out, buf, handles[p], shapes[p],
@@ -391,6 +392,20 @@ def _bind_symbols(out: _Builder, buf: Buffer, h: Var, shape: list[Var], pname: s
     if isinstance(buf.elem_offset, Var) and buf.elem_offset not in bound:
         out.let(buf.elem_offset, IntImm(0, buf.elem_offset.dtype))
         bound[buf.elem_offset] = "0"
+
+
+def _check_offsets(out: _Builder, tensors: dict[Var, Buffer], bound: dict[Var, str],
+                   symbol: str) -> None:
+    """A symbolic elem_offset that another argument sets (a scalar parameter, a dimension)
+    must be 0: an argument's elements start at its data pointer, as the interpreter reads
+    them (TVM checks the offset against the tensor's byte_offset in the same way)."""
+    for p, buf in tensors.items():
+        off = buf.elem_offset
+        if isinstance(off, Var) and bound.get(off) != "0":
+            out.add(_check(binop("eq", off, IntImm(0, off.dtype)),
+                           f"{symbol}: argument {p.name}: elem_offset {off.name} is %lld, but "
+                           "an argument's elements start at its data pointer (offset 0)",
+                           cast(INT64, off)))
 
 
 def _solve_factors(out: _Builder, buf: Buffer, shape: list[Var], bound: dict[Var, str],

@@ -1,7 +1,7 @@
 """Math intrinsics on NVPTX without libdevice: LLVM intrinsics the backend selects natively, and
 short expansions over PTX's approximate instructions (inline PTX) where it has none.
 
-Native: sqrt, fabs, floor, ceil, trunc, roundeven, fma, min/max (any float width), exp2 (f32).
+Native: sqrt, fabs, floor, ceil, trunc, roundeven, nearbyint, fma, min/max (any width), exp2 (f32).
 float64 transcendentals are computed in double precision by tirc.backends.nvptx.math_f64.
 Expanded, in float32 (float16 and bfloat16 arguments are computed in float32 and rounded back):
 - exp(x) = ex2(p) * (1 + e * ln 2) with p = x * log2(e) and e its rounding error (fma), ~2 ulp;
@@ -23,11 +23,12 @@ from collections.abc import Callable
 from llvmlite import ir
 from tirc.backends.llvm.context import ModuleContext
 from tirc.backends.llvm.intrinsics import call_llvm
-from tirc.backends.llvm.types import F32, I32
+from tirc.backends.llvm.types import F32, I32, undef
 from tirc.backends.nvptx.math_f64 import EXPANDED_F64, Float64Math
 
 NATIVE = {"sqrt": "llvm.sqrt", "abs": "llvm.fabs", "floor": "llvm.floor", "ceil": "llvm.ceil",
-          "trunc": "llvm.trunc", "round": "llvm.roundeven", "fma": "llvm.fma"}
+          "trunc": "llvm.trunc", "round": "llvm.roundeven", "fma": "llvm.fma", "fabs": "llvm.fabs",
+          "nearbyint": "llvm.nearbyint"}
 
 Expansion = Callable[["_Math", list[ir.Value]], ir.Value]
 
@@ -147,7 +148,7 @@ def _per_lane(b: ir.IRBuilder, args: list[ir.Value],
     ty = args[0].type
     if not isinstance(ty, ir.VectorType):
         return fn(args)
-    out: ir.Value = ir.Constant(ty, ir.Undefined)
+    out: ir.Value = undef(ty)
     for lane in range(ty.count):
         idx = ir.Constant(I32, lane)
         out = b.insert_element(out, fn([b.extract_element(a, idx) for a in args]), idx)

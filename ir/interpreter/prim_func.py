@@ -226,14 +226,27 @@ class CompiledPrimFunc:
             writebacks.append((arg, storage))
         env[self.slots.of(buf.data)] = storage.reshape(-1, lanes)
 
+    def _bind_offset(self, env: Env, buf: Buffer) -> None:
+        """A symbolic elem_offset is 0, an argument's elements starting at the array's first
+        (as in a compiled library); one an earlier argument set otherwise is an error."""
+        off = buf.elem_offset
+        if not isinstance(off, Var):
+            return
+        slot = self.slots.of(off)
+        if isinstance(env[slot], Unset):
+            env[slot] = 0
+        elif env[slot] != 0:
+            raise InterpreterError(f"argument {buf.name}: elem_offset {off.name} is "
+                                   f"{env[slot]}, but an argument's elements start at its "
+                                   "data pointer (offset 0)")
+
     def _strided_storage(self, env: Env, buf: Buffer, arg: np.ndarray,
                          derived: dict[tuple[int, str, int], int]) -> np.ndarray:
         """Storage for a buffer with explicit strides: a strided view, or raw 1-D data."""
         if arg.ndim == 1 and buf.ndim != 1:
             if not arg.flags.c_contiguous:
                 raise InterpreterError(f"argument {buf.name}: raw data must be contiguous")
-            if isinstance(buf.elem_offset, Var):
-                env[self.slots.of(buf.elem_offset)] = 0
+            self._bind_offset(env, buf)
             return arg
         if arg.ndim != buf.ndim:
             raise InterpreterError(f"argument {buf.name}: expected {buf.ndim} dimensions, "
@@ -253,7 +266,7 @@ class CompiledPrimFunc:
         for k, (e, actual) in enumerate(zip(buf.strides, elem_strides)):
             self._bind_dim(env, buf, "strides", k, e, actual, derived)
         if isinstance(buf.elem_offset, Var):
-            env[self.slots.of(buf.elem_offset)] = 0
+            self._bind_offset(env, buf)
         elif buf.elem_offset is not None and not (
                 isinstance(buf.elem_offset, IntImm) and buf.elem_offset.value == 0):
             raise InterpreterError(f"argument {buf.name}: a constant elem_offset needs the raw "

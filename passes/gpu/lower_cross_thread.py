@@ -13,13 +13,20 @@ block, each a loop over the same threads:
         barrier;  for t in threadIdx (T): if t < half and t + half < T: red[t] op= red[t+half]
     barrier;  for t in threadIdx (T): if t == 0: X = init op red[0]
 
+A thread-local X (scope "local") is stored by every thread (`X = init op red[0]` without the
+`t == 0`, then a barrier): each thread has its own copy, and the code after the reduction,
+which every thread of the block runs, reads it (TVM's allreduce gives every thread the
+result; dlight's reductions into `X_local` followed by an epilogue outside the threads).
+
 When a reduction loop of the block lies outside the bound one (MetaSchedule's
 CrossThreadReduction splits the fused reduction into a serial loop around a thread-bound one),
 the store is `X = (first step ? init : X) op red[0]`: the init runs at the step of those loops
 where every reduction variable starts, as the block's `T.init()` does.
 The block's predicate guards the fold (its terms over the reduction loops) and the store (its
 other terms). The loop must sit at block level of its kernel (inside blockIdx and serial loops,
-not inside another threadIdx loop); the result is the same sum in a different order.
+not inside another threadIdx loop), or directly inside a loop bound to another threadIdx axis
+over the block's rows (dlight's GEMV): then every phase runs inside a copy of that row loop and
+each row has its own segment of `red`. The result is the same sum in a different order.
 """
 
 from __future__ import annotations
@@ -75,14 +82,17 @@ def _nest(loop: For) -> tuple[list[For], BlockRealize]:
     return loops, s
 
 
-def lower_loop(loop: For, count: int) -> Stmt:
-    """The phases replacing the thread-bound reduction loop `loop`."""
+def lower_loop(loop: For, count: int, outer: For | None = None) -> Stmt:
+    """The phases replacing the thread-bound reduction loop `loop`; `outer`: a loop bound to
+    another threadIdx axis directly around it (dlight's GEMV: rows on threadIdx.x, the
+    reduction on threadIdx.y), whose every thread reduces its own row: each phase runs
+    inside a copy of it, and the tree has one segment of `red` per row."""
     loops, br = _nest(loop)
     blk = br.block
     try:
         buf, idx, op, rhs, init_value = reduction_pattern(PASS, blk)
-    except ScheduleError as e:
-        raise _fail(str(e), loop) from None
+    except ScheduleError as e:  # its message already names the pass
+        raise CompileError(str(e), loop.span) from None
     lvars = {x.loop_var for x in loops}
     bind = {iv.var: v for iv, v in zip(blk.iter_vars, br.iter_values)}
     for iv, v in zip(blk.iter_vars, br.iter_values):
@@ -96,9 +106,12 @@ def lower_loop(loop: For, count: int) -> Stmt:
     if not isinstance(loop.extent, IntImm):
         raise _fail(f"loop {loop.loop_var.name} has a symbolic extent", loop)
     threads = loop.extent.value
+    if outer is not None and not isinstance(outer.extent, IntImm):
+        raise _fail(f"loop {outer.loop_var.name} has a symbolic extent", outer)
+    rows = 1 if outer is None else outer.extent.value
     dt = buf.dtype
     tag = loop.thread_tag or "threadIdx.x"
-    red = Buffer(name=f"{blk.name}_red{count}", shape=(IntImm(threads, loop.extent.dtype),),
+    red = Buffer(name=f"{blk.name}_red{count}", shape=(IntImm(rows * threads, loop.extent.dtype),),
                  dtype=dt, data=Var(f"{blk.name}_red{count}", HANDLE), scope="shared")
     acc = Buffer(name=f"{blk.name}_acc{count}", shape=(IntImm(1, loop.extent.dtype),),
                  dtype=dt, data=Var(f"{blk.name}_acc{count}", HANDLE), scope="local")
@@ -118,12 +131,24 @@ def lower_loop(loop: For, count: int) -> Stmt:
                                             and loop.min.value == 0) else t
 
     def phase(body: Stmt) -> Stmt:
-        return For(t, loop.min, loop.extent, ForKind.THREAD_BINDING, body, thread_tag=tag,
-                   span=loop.span)
+        inner = For(t, loop.min, loop.extent, ForKind.THREAD_BINDING, body, thread_tag=tag,
+                    span=loop.span)
+        if outer is None:
+            return inner
+        return For(outer.loop_var, outer.min, outer.extent, ForKind.THREAD_BINDING, inner,
+                   thread_tag=outer.thread_tag, span=outer.span)
+
+    def at(i: PrimExpr) -> tuple[PrimExpr]:
+        """The element of `red` of slot `i` (in this thread's row)."""
+        if outer is None:
+            return (i,)
+        row = outer.loop_var if isinstance(outer.min, IntImm) and outer.min.value == 0 \
+            else binop("sub", outer.loop_var, outer.min)
+        return (binop("add", binop("mul", row, threads), i),)
 
     phases: list[Stmt] = [phase(seq(
         BufferStore(acc, identity(op, dt), (zero,)), fold,
-        BufferStore(red, BufferLoad(acc, (zero,), dt), (slot,))))]
+        BufferStore(red, BufferLoad(acc, (zero,), dt), at(slot))))]
     half = 1
     while half * 2 < threads:
         half *= 2
@@ -134,7 +159,7 @@ def lower_loop(loop: For, count: int) -> Stmt:
             cond = binop("and", cond, binop("lt", other, threads))
         phases.append(barrier(loop.span))
         phases.append(phase(IfThenElse(cond, BufferStore(red, binop(
-            op, BufferLoad(red, (slot,), dt), BufferLoad(red, (other,), dt)), (slot,)))))
+            op, BufferLoad(red, at(slot), dt), BufferLoad(red, at(other), dt)), at(slot)))))
         half //= 2
     out_idx = tuple(substitute(i, bind) for i in idx)
     start = substitute(init_value, bind)
@@ -143,12 +168,18 @@ def lower_loop(loop: For, count: int) -> Stmt:
         # a reduction loop outside the threads (MetaSchedule's `rv_0` serial, `rv_1` bound):
         # the block's init only at its first step, then what the earlier steps stored
         start = if_then_else(first, start, BufferLoad(buf, out_idx, dt))
-    result = binop(op, start, BufferLoad(red, (zero,), dt))
+    result = binop(op, start, BufferLoad(red, at(zero), dt))
     write: Stmt = BufferStore(buf, result, out_idx)
     if store_terms:
         write = IfThenElse(and_all(store_terms, br.predicate), write)
     phases.append(barrier(loop.span))
-    phases.append(phase(IfThenElse(binop("eq", slot, 0), write)))
+    if buf.scope.startswith("local"):
+        # every thread has its own X, and code after the loop (run by every thread) reads
+        # it: each thread stores the result, as TVM's allreduce gives it to all of them;
+        # the barrier keeps a next use of `red` from overwriting red[0] before all have read
+        phases += [phase(write), barrier(loop.span)]
+    else:
+        phases.append(phase(IfThenElse(binop("eq", slot, 0), write)))
     return Allocate(red, Allocate(acc, seq(*phases)))
 
 
@@ -167,30 +198,56 @@ def _first_outer_step(blk: Any, br: BlockRealize, loops: list[For]) -> PrimExpr 
     return and_all([substitute(t, inner) for t in terms], terms[0])
 
 
+def _row_loop(s: For) -> For | None:
+    """`s` when it is a loop bound to a threadIdx axis over the rows (spatial) of a
+    cross-thread reduction bound to another threadIdx axis directly inside it."""
+    inner = s.body
+    if not (is_thread_loop(s) and not is_block_tag(s.thread_tag) and isinstance(inner, For)
+            and is_thread_loop(inner) and not is_block_tag(inner.thread_tag)
+            and inner.thread_tag != s.thread_tag):
+        return None
+    if feeds_reduction((s,), s) or not feeds_reduction((inner,), inner):
+        return None
+    return s
+
+
 class _Lower(Mutator):
     """Lowers every cross-thread reduction loop, checking it sits at block level."""
 
     def __init__(self) -> None:
         self.count = 0
         self.thread_depth = 0
+        self.block_depth = 0
 
     def generic_visit(self, n: Node) -> Any:
         return super().generic_visit(n) if isinstance(n, Stmt) else n
 
     def visit_For(self, s: For) -> Any:
-        if is_thread_loop(s) and not is_block_tag(s.thread_tag) and \
-                feeds_reduction((s,), s):
+        row_loop = _row_loop(s) if not self.thread_depth else None
+        if row_loop is not None or (is_thread_loop(s) and not is_block_tag(s.thread_tag)
+                                    and feeds_reduction((s,), s)):
             if self.thread_depth:
                 raise _fail(f"loop {s.loop_var.name} is bound to {s.thread_tag} across a "
                             f"reduction inside another threadIdx loop (unsupported)", s)
             self.count += 1
-            return lower_loop(s, self.count)
+            phases = lower_loop(s.body, self.count, s) if row_loop is not None else \
+                lower_loop(s, self.count)
+            if self.block_depth:
+                return phases
+            # no blockIdx loop around it (TVM's `for i: for k in threadIdx`): the phases
+            # share their shared memory only within one kernel, so they launch as one block
+            bx = Var(f"{s.loop_var.name}_block", s.loop_var.dtype)
+            return For(bx, const(0, bx.dtype), const(1, bx.dtype), ForKind.THREAD_BINDING,
+                       phases, thread_tag="blockIdx.x", span=s.span)
         inner = is_thread_loop(s) and not is_block_tag(s.thread_tag)
+        kernel = is_thread_loop(s) and is_block_tag(s.thread_tag)
         self.thread_depth += inner
+        self.block_depth += kernel
         try:
             return self.generic_visit(s)
         finally:
             self.thread_depth -= inner
+            self.block_depth -= kernel
 
 
 @dataclass(frozen=True)

@@ -110,15 +110,23 @@ def fuse_group(group: Function, mod: IRModule) -> tuple[PrimFunc, list[PrimExpr]
         assert isinstance(value, GCall) and isinstance(value.args[0], GlobalVar)
         sinfo = b.var.struct_info
         fields = sinfo.fields if isinstance(sinfo, TupleSInfo) else (sinfo,)
-        outs = []
+        call_args = value.args[1].fields if isinstance(value.args[1], Tuple) else ()
+        ins = [_constant_buffer(kernel, a) if isinstance(a, Constant) else values[a][0]
+               for a in call_args]  # type: ignore[index]
+        outs, fresh = [], []
         for k, f in enumerate(fields):
             assert isinstance(f, TensorSInfo) and f.shape is not None and f.dtype is not None
+            into = _inplace_index(value, k)
+            if into is not None:  # R.call_tir_inplace: the result is that argument, written
+                outs.append(ins[into])  # by the callee in place
+                continue
             r = target.get((b.var, k))
-            outs.append(out_of[r] if r is not None else
-                        kernel.temp(f"{b.var.name}_{k}" if len(fields) > 1 else b.var.name,
-                                    kernel.dims(f.shape), f.dtype))
+            fresh.append(out_of[r] if r is not None else
+                         kernel.temp(f"{b.var.name}_{k}" if len(fields) > 1 else b.var.name,
+                                     kernel.dims(f.shape), f.dtype))
+            outs.append(fresh[-1])
         values[b.var] = outs
-        _inline_call(kernel, value, values, outs, mod, names)
+        _inline_call(kernel, value, ins + fresh, mod, names)
     for r in results:
         if values[r][0] is not out_of[r]:
             src = values[r][0]
@@ -173,15 +181,22 @@ def _constant_buffer(kernel: Kernel, c: Constant) -> Buffer:
     return buf
 
 
-def _inline_call(kernel: Kernel, call: GCall, values: dict[GVar, list[Buffer]],
-                 outs: list[Buffer], mod: IRModule, names: set[str]) -> None:
-    """The callee's blocks copied into the kernel, bound to the actual buffers and sizes
-    (`tir_vars` included)."""
+def _inplace_index(call: GCall, k: int) -> int | None:
+    """The index of the argument that output `k` of an `R.call_tir_inplace` is (None: a new
+    tensor, the callee's next output parameter)."""
+    if call.op != "call_tir_inplace":
+        return None
+    index = call.attrs.get("inplace_indices", ())[k]
+    return index if index >= 0 else None
+
+
+def _inline_call(kernel: Kernel, call: GCall, actual: list[Buffer], mod: IRModule,
+                 names: set[str]) -> None:
+    """The callee's blocks copied into the kernel, bound to the actual buffers (its
+    arguments', then those of its output parameters: the results an in-place call writes
+    into its arguments have none) and sizes (`tir_vars` included)."""
     callee = mod.functions[call.args[0].name]  # type: ignore[union-attr]
     assert isinstance(callee, PrimFunc)
-    args = call.args[1].fields if isinstance(call.args[1], Tuple) else ()
-    actual = [_constant_buffer(kernel, a) if isinstance(a, Constant) else values[a][0]
-              for a in args] + outs  # type: ignore[index]
     scalars = [p for p in callee.params if p not in callee.buffer_map]
     tir_vars: list[PrimExpr] = []
     if len(call.args) > 2 and isinstance(call.args[2], ShapeExpr):

@@ -111,6 +111,47 @@ def f(a: T.handle, B: T.Buffer((8,), "int32")):
         assert "tirc.entry" in lower(parse(text.format(ok)), "llvm", 0)["f"].attrs
 
 
+def test_an_elem_offset_another_argument_sets_must_be_zero(tmp_path: Path) -> None:
+    """TVM's `mem_copy` (tests/python/tir-base/test_tir_specialize.py): `elem_offset=q` with
+    `q` a scalar parameter (or a dimension, `elem_offset=n`). The library added q to the
+    argument's data pointer, reading and writing past the view, where the interpreter took
+    the array's first element; both now require q == 0, as TVM checks it against the
+    tensor's byte_offset, and run the copy when it is."""
+    from graph_support import compile_levels
+    from tirc.frontend import parse
+    from tirc.ir.interpreter import Interpreter, InterpreterError
+    from tirc.runtime import TircError
+
+    text = """from tvm.script import tir as T
+
+@T.prim_func
+def mem_copy(a: T.handle, b: T.handle, m: T.int32, n: T.int32, p: T.int32, q: T.int32):
+    A = T.match_buffer(a, (m, n), "float32", strides=[p, 1], elem_offset=q)
+    B = T.match_buffer(b, (m, n), "float32", strides=[p, 1], elem_offset=q)
+    for i, j in T.grid(m, n):
+        with T.block():
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj]
+"""
+    src = np.arange(20, dtype="float32").reshape(4, 5)
+
+    def views() -> tuple[np.ndarray, np.ndarray]:
+        return src.copy()[:, :3], np.zeros((4, 5), "float32")[:, :3]
+
+    message = "elem_offset q is 2, but an argument's elements start at its data pointer"
+    a, b = views()
+    with pytest.raises(InterpreterError, match=message):
+        Interpreter(parse(text)).call("mem_copy", a, b, 4, 3, 5, 2)
+    _, libs = compile_levels(text, tmp_path)
+    for lib in libs.values():
+        a, b = views()
+        with pytest.raises(TircError, match=message):
+            lib["mem_copy"](a, b, 4, 3, 5, 2)
+        assert not b.any()
+        lib["mem_copy"](a, b, 4, 3, 5, 0)
+        assert (b == src[:, :3]).all()
+
+
 def test_outputs_allocated_from_shape_expressions(tmp_path: Path) -> None:
     f, _ = _repeat()
     lib = build_library([f], tmp_path / "rep.so", 1)

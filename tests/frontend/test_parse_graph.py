@@ -69,10 +69,11 @@ def test_struct_info_forms() -> None:
 @R.function
 def main(a: R.Tensor(("n", "n * 2"), "float16"), b: R.Tensor(ndim=2, dtype="int8"),
          c: R.Tuple(R.Tensor((4,), "float32"), R.Object), d: R.Shape([4, "m"]),
-         e: R.Prim("int64"), g: R.Tensor, h: R.Shape(ndim=3)):
+         e: R.Prim("int64"), g: R.Tensor, h: R.Shape(ndim=3), k: R.Any):
     return a
 ''')
-    a, b, c, d, e, g, h = (p.struct_info for p in f.params)
+    a, b, c, d, e, g, h, k = (p.struct_info for p in f.params)
+    assert isinstance(k, ObjectSInfo)  # TVM 0.27 prints R.Object as R.Any
     n, twice = a.shape
     assert isinstance(n, Var) and isinstance(twice, BinOp) and twice.a is n
     assert str(twice.b.dtype) == "int64" and twice.b.value == 2

@@ -100,6 +100,29 @@ def test_tirx_spelling_marks_block_functions_and_keeps_the_flag() -> None:
     assert private["lowered"].private
 
 
+def test_tirx_spelling_names_call_results_out_ty() -> None:
+    """TVM 0.27's parser takes `out_ty=` and refuses `out_sinfo=`; the classic spelling keeps
+    `out_sinfo=`, and both read back to the same module."""
+    mod = parse('''
+@I.ir_module
+class Module:
+    @T.prim_func
+    def neg(a: T.Buffer((4,), "float32"), b: T.Buffer((4,), "float32")):
+        for i in range(4):
+            b[i] = -a[i]
+
+    @R.function
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        y = R.call_tir(Module.neg, (x,), out_sinfo=R.Tensor((4,), "float32"))
+        return y
+''', "m.tir")
+    tirx = print_module(mod, syntax="tirx")
+    assert 'out_ty=R.Tensor((4,), dtype="float32")' in tirx and "out_sinfo" not in tirx
+    classic = print_module(mod, syntax="classic")
+    assert 'out_sinfo=R.Tensor((4,), dtype="float32")' in classic and "out_ty" not in classic
+    assert structural_equal(parse(tirx, "a.tir"), parse(classic, "b.tir"))
+
+
 def test_lowered_forms_print_as_tvm_writes_them() -> None:
     text = print_module(parse_file(HERE / "lowered_tirx.tir"))
     assert "T.device_entry()" in text

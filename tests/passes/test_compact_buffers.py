@@ -265,3 +265,48 @@ def test_each_of_several_allocations_finds_its_own_loop_and_an_aliased_one_stays
         "        B[i, j] = v[i, j]\n"
         "B[0, 0] = w_1[0, 0]\n")
     assert_same_results(before, after, "f")
+
+
+# TVM's CompactBufferAllocation `TestSharedMem`: a block inside blockIdx, vthread and
+# threadIdx loops allocates a shared buffer of which each thread writes its own row.
+SHARED_ROWS = '''
+@T.prim_func
+def f(A: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
+    for i0 in T.thread_binding(2, thread="blockIdx.x"):
+        for i1 in T.thread_binding(2, thread="vthread"):
+            for i2 in T.thread_binding(4, thread="threadIdx.x"):
+                with T.block():
+                    T.reads(A[i0 * 8 + i1 * 4 + i2, 0:16])
+                    T.writes(C[i0 * 8 + i1 * 4 + i2, 0:16])
+                    B = T.alloc_buffer((16, 16), "float32", scope="SCOPE")
+                    for j in range(16):
+                        B[i0 * 8 + i1 * 4 + i2, j] = A[i0 * 8 + i1 * 4 + i2, j] + T.float32(1)
+                    for j in range(16):
+                        C[i0 * 8 + i1 * 4 + i2, j] = B[i0 * 8 + i1 * 4 + i2, j] * T.float32(2)
+'''
+
+
+def test_shared_buffer_inside_thread_loops_keeps_a_row_per_thread() -> None:
+    """All threads of a block use the one copy of a shared buffer, wherever it is
+    allocated: its box covers the threadIdx and vthread loops around it (8 rows, as TVM's
+    expected), where it shrank to one row that the 4 threads then overwrote in turn (wrong
+    results in the GPU build). Local storage still shrinks to the thread's own row."""
+    import numpy as np
+    from gpu_support import lower
+    from tirc.ir.interpreter.gpu import check_races
+
+    steps = default_pipeline(parse_target("cuda -arch=sm_80"), 0)
+    upto = steps[: steps.index("compact-buffers") + 1]
+    a = (np.arange(256, dtype=np.float32).reshape(16, 16) - 100) / 8
+    for scope, shape, row in (("shared", "(8, 16)", "B[i1 * 4 + i2, j]"),
+                              ("local", "(1, 16)", "B[0, j]")):
+        text = SHARED_ROWS.replace("SCOPE", scope)
+        after = run_pipeline(parse(text), build_pipeline(upto),
+                             PassContext(target=parse_target("cuda -arch=sm_80")))
+        printed = after.script()
+        assert f'B = T.decl_buffer({shape}, "float32", scope="{scope}")' in printed, printed
+        assert row in printed
+        for level in (0, 2):
+            c = np.zeros_like(a)
+            check_races(lower(text, opt_level=level), "f", [a, c])
+            np.testing.assert_array_equal(c, (a + 1) * 2)

@@ -321,3 +321,44 @@ def test_a_matched_tile_passed_to_an_extern_call_is_the_source_and_its_offset() 
     _, after, _ = run_on_text(LowerBlocks(), MATCHED_TILE_TO_EXTERN)
     assert 'T.call_extern("int32", "tile_op", A.data, i * 16 * 64 + k * 16, 64)' in \
         func_text(after, "tile_call")
+
+
+MATCHED_ELEMENT_AT_OFFSET = '''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(a: T.handle) -> None:
+    A = T.match_buffer(a, (8, 8))
+    for i, j in T.grid(8, 8):
+        with T.block():
+            T.reads([])
+            T.writes(A[i, j])
+            sub_A = T.match_buffer(A[i, j], (), elem_offset={offset})
+            sub_A[()] = 1
+'''
+
+
+def test_a_declared_offset_not_the_regions_is_an_error() -> None:
+    """TVM's LowerMatchBuffer `fail_match_store`: `elem_offset=0` on the element A[i, j] is not
+    its offset (i * 8 + j). The library wrote A[i, j] regardless while the interpreter
+    refused at (0, 1); lower-blocks now refuses it as TVM does, and a declared offset that
+    is the region's is accepted."""
+    with pytest.raises(CompileError, match="match_buffer 'sub_A' declares elem_offset = 0, but "
+                                           "its region of 'A' has i \\* 8 \\+ j, which is not "
+                                           "provably the same"):
+        run_on_text(LowerBlocks(), MATCHED_ELEMENT_AT_OFFSET.format(offset="0"))
+    before, after, _ = run_on_text(LowerBlocks(), MATCHED_ELEMENT_AT_OFFSET.format(
+        offset="i * 8 + j"))
+    assert "A[i, j] = T.float32(1.0)" in func_text(after, "f")
+    assert_same_results(before, after, "f")
+
+
+def test_a_declared_shape_not_the_regions_is_an_error() -> None:
+    """A constant dimension that is not the region's extent (3 for a region of 2) is refused
+    at the match, as the interpreter refuses it when it runs."""
+    text = MATCHED_ELEMENT_AT_OFFSET.replace("A[i, j], (), elem_offset={offset}",
+                                             "A[i, 0:2], (1, 3)").replace(
+        "sub_A[()] = 1", "sub_A[0, 0] = 1").replace("T.writes(A[i, j])", "T.writes(A[i, 0:2])")
+    with pytest.raises(CompileError, match="declares dimension 1 = 3, but its region of 'A' "
+                                           "has 2"):
+        run_on_text(LowerBlocks(), text)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from gpu_support import lower
 from tirc.frontend import parse
+from tirc.ir.diagnostics import CompileError
 from tirc.ir.interpreter import Interpreter
 from tirc.ir.interpreter.gpu import check_races
 
@@ -45,3 +47,118 @@ def test_serial_reduction_loop_outside_the_threads_accumulates_its_steps() -> No
         got = np.zeros(1, np.float32)
         check_races(lower(mod, opt_level=level), "norm", [a, got])
         np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+# TVM's tests write a thread-bound reduction with no blockIdx loop around it.
+NO_BLOCK_LOOP = """
+@T.prim_func
+def row_sum(A: T.Buffer((128,), "float32"), B: T.Buffer((1,), "float32")):
+    for k in T.thread_binding(0, 128, thread="threadIdx.x"):
+        with T.block("B"):
+            vk = T.axis.reduce(128, k)
+            with T.init():
+                B[0] = T.float32(0)
+            B[0] = B[0] + A[vk]
+"""
+
+
+def test_reduction_without_a_block_loop_launches_as_one_block() -> None:
+    """The phases are one kernel of one block, sharing the tree's shared memory (each phase
+    was a kernel of its own, and gpu-storage-scope refused the shared buffer between them)."""
+    mod = parse(NO_BLOCK_LOOP)
+    lowered = lower(mod, skip=("gpu-split-host-device",))
+    text = lowered.script()
+    assert text.count('thread="blockIdx.x"') == 1 and "k_block" in text
+    a = (np.arange(128, dtype=np.float32) - 60) / 8
+    for level in (0, 2):
+        got = np.zeros(1, np.float32)
+        check_races(lower(mod, opt_level=level), "row_sum", [a, got])
+        np.testing.assert_allclose(got, [a.astype(np.float64).sum()], rtol=1e-6)
+
+
+# dlight's reduction rule (TVM's adaptive_avg_pool2d scheduled for CUDA): the cross-thread
+# sum goes into a thread-local buffer, and the epilogue after it, outside any threadIdx loop,
+# runs in every thread of the block and reads that thread's own copy.
+LOCAL_RESULT = """
+@T.prim_func
+def pool(A: T.Buffer((6, 8), "float32"), B: T.Buffer((6,), "float32")):
+    S_local = T.alloc_buffer((6,), scope="local")
+    for i in T.thread_binding(6, thread="blockIdx.x"):
+        for k in T.thread_binding(4, thread="threadIdx.x"):
+            for kk in range(2):
+                with T.block("S"):
+                    vi = T.axis.spatial(6, i)
+                    vk = T.axis.reduce(8, k * 2 + kk)
+                    with T.init():
+                        S_local[vi] = T.float32(0)
+                    S_local[vi] = S_local[vi] + A[vi, vk]
+        with T.block("B"):
+            vi = T.axis.spatial(6, i)
+            B[vi] = S_local[vi] / T.float32(8)
+"""
+
+
+def test_thread_local_result_reaches_every_thread() -> None:
+    """Every thread stores the total into its own copy of the local buffer, so the epilogue
+    reads it in every thread (only thread 0 stored it, and the others read garbage: NaN)."""
+    mod = parse(LOCAL_RESULT)
+    a = (np.arange(48, dtype=np.float32).reshape(6, 8) - 20) / 8
+    for level in (0, 2):
+        got = np.zeros(6, np.float32)
+        check_races(lower(mod, opt_level=level), "pool", [a, got])
+        np.testing.assert_allclose(got, a.astype(np.float64).mean(axis=1), rtol=1e-6)
+
+
+# TOPI's argmax scheduled by dlight: a reduction of two buffers at once across the threads.
+TUPLE_REDUCTION = """
+@T.prim_func
+def argmax(A: T.Buffer((4, 64), "float32"), I: T.Buffer((4,), "int32")):
+    V = T.alloc_buffer((4,), scope="local")
+    for i in T.thread_binding(4, thread="blockIdx.x"):
+        for k in T.thread_binding(64, thread="threadIdx.x"):
+            with T.block("red"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    I[vi] = -1
+                    V[vi] = T.min_value("float32")
+                I[vi] = T.Select(V[vi] >= A[vi, vk], I[vi], vk)
+                V[vi] = T.max(V[vi], A[vi, vk])
+"""
+
+
+def test_reduction_of_two_buffers_is_one_diagnostic() -> None:
+    """Not lowered (a tree per buffer would be needed): one diagnostic naming the pass once."""
+    with pytest.raises(CompileError) as err:
+        lower(parse(TUPLE_REDUCTION))
+    message = err.value.diagnostics[0].message
+    assert message.startswith('gpu-lower-cross-thread-reduction: block "red" is not a reduction')
+    assert message.count("gpu-lower-cross-thread-reduction") == 1
+
+
+# dlight's GEMV: the rows on one threadIdx axis, the reduction on another directly inside it.
+ROWS_ON_THREADS = """
+@T.prim_func
+def gemv(A: T.Buffer((2, 4, 24), "float32"), x: T.Buffer((24,), "float32"),
+         y: T.Buffer((2, 4), "float32")):
+    for b in T.thread_binding(2, thread="blockIdx.x"):
+        for i in T.thread_binding(4, thread="threadIdx.y"):
+            for k in T.thread_binding(24, thread="threadIdx.x"):
+                with T.block("y"):
+                    vb, vi, vk = T.axis.remap("SSR", [b, i, k])
+                    with T.init():
+                        y[vb, vi] = T.float32(1)
+                    y[vb, vi] = y[vb, vi] + A[vb, vi, vk] * x[vk]
+"""
+
+
+def test_reduction_inside_a_row_loop_on_another_thread_axis() -> None:
+    """Every threadIdx.y row reduces over threadIdx.x with a tree of its own (one segment
+    of the shared buffer per row); the loop was refused as nested in another thread loop."""
+    mod = parse(ROWS_ON_THREADS)
+    rng = np.random.default_rng(0)
+    a = rng.integers(-8, 8, (2, 4, 24)).astype(np.float32)
+    x = rng.integers(-8, 8, 24).astype(np.float32)
+    for level in (0, 2):
+        got = np.zeros((2, 4), np.float32)
+        check_races(lower(mod, opt_level=level), "gemv", [a, x, got])
+        np.testing.assert_array_equal(got, a @ x + 1)

@@ -205,3 +205,51 @@ def main(x: R.Tensor((3, 4), "float32")):
     mods = run_passes(mod, PIPELINE)
     assert kernel_calls(mods[-1]) == ["fused_take_exp"]
     assert_same(mods[0], mods[1:], random_inputs(mod, {}))
+
+
+def test_an_in_place_call_in_a_group_writes_its_argument() -> None:
+    """TVM's FuseOps output with R.call_tir_inplace in a `Primitive` group: its result is the
+    argument it wrote, so the group's result is copied from that buffer (it was a fresh
+    output nothing wrote: the function returned zeros)."""
+    from tirc.frontend import parse
+
+    mod = parse('''\
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def add(A: T.Buffer((4, 5), "float32"), B: T.Buffer((1,), "float32"),
+            Out: T.Buffer((4, 5), "float32")):
+        for i, j in T.grid(4, 5):
+            with T.block("add"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                Out[vi, vj] = A[vi, vj] + B[0]
+
+    @T.prim_func(private=True)
+    def exp_inplace(A: T.Buffer((4, 5), "float32")):
+        for i, j in T.grid(4, 5):
+            with T.block("exp"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                A[vi, vj] = T.exp(A[vi, vj])
+
+    @R.function
+    def fused(x: R.Tensor((4, 5), "float32"), p: R.Tensor((1,), "float32")
+              ) -> R.Tensor((4, 5), "float32"):
+        R.func_attr({"Primitive": 1})
+        with R.dataflow():
+            a = R.call_tir(Module.add, (x, p), out_sinfo=R.Tensor((4, 5), "float32"))
+            b = R.call_tir_inplace(Module.exp_inplace, (a,), out_sinfo=R.Tensor((4, 5), "float32"),
+                                   inplace_indices=[0])
+            R.output(b)
+        return b
+
+    @R.function
+    def main(x: R.Tensor((4, 5), "float32"), p: R.Tensor((1,), "float32")
+             ) -> R.Tensor((4, 5), "float32"):
+        with R.dataflow():
+            y = Module.fused(x, p)
+            R.output(y)
+        return y
+''')
+    mods = run_passes(mod, PIPELINE)
+    assert kernel_calls(mods[-1]) == ["fused"]
+    assert_same(mods[0], mods[1:], random_inputs(mod, {}))
