@@ -5,9 +5,9 @@ against their domains), is skipped when its predicate is false, and runs its `in
 reduction variable is at the minimum of its domain. Every loop kind runs serially, thread
 bindings (loops and `thread_extent` attributes) included; a parallel, vectorized or
 thread-bound loop whose iterations touch the same element, one of them writing, is a data race
-unless no order of them could change a value (tirc.ir.interpreter.races). Float allocations start as NaN (compiled storage starts as
-garbage, so a read before the first write shows), integer ones as zeros, event tensors at their
-`init` value.
+unless no order of them could change a value (tirc.ir.interpreter.races). Float allocations
+start as NaN (compiled storage starts as garbage, so a read before the first write shows),
+integer ones as zeros, event tensors at their `init` value.
 """
 
 from __future__ import annotations
