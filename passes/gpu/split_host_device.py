@@ -47,7 +47,7 @@ from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.loop_jumps import contains_loop_jump
 from tirc.ir.module import IRModule
 from tirc.ir.prim_call import callee_of
-from tirc.ir.rebind import used_vars
+from tirc.ir.rebind import rebind, used_vars
 from tirc.ir.stmt import (
     Allocate,
     AssertStmt,
@@ -62,7 +62,7 @@ from tirc.ir.stmt import (
     seq,
 )
 from tirc.ir.structural import structural_equal
-from tirc.ir.visitor import post_order_visit, substitute
+from tirc.ir.visitor import post_order_visit
 from tirc.passes.gpu.storage_scope import check_kernel_allocations, strip_storage_kind
 from tirc.passes.pass_base import Pass, PassContext
 
@@ -174,7 +174,9 @@ class _Splitter:
         if isinstance(s, LetStmt):
             if s.var.dtype.is_handle:
                 raise self.error(s, f"handle '{s.var.name}'")
-            return self.host(substitute(s.body, {s.var: s.value}))
+            # into buffer shapes too: a kernel's view of the workspace may use the variable
+            # (a size an R.match_cast binds), which would be a parameter nothing defines
+            return self.host(rebind(s.body, {s.var: s.value}))
         if isinstance(s, Evaluate) and isinstance(s.value, IntImm):
             return s
         if isinstance(s, IfThenElse):  # a graph-level `if`: the launch plan branches

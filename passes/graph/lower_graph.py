@@ -103,8 +103,10 @@ from tirc.passes.graph.memory_plan import (
     TensorId,
     aliases_of,
     branch_result,
+    cast_sizes,
     plan_memory,
     produced_tensors,
+    reshaped,
     returned_leaves,
     returned_tensors,
     tensor_of,
@@ -449,6 +451,8 @@ class _HostBuilder:
         copies: list[tuple[TensorId, Buffer]] = []
         values: list[tuple[Buffer, GraphExpr, ShapeSInfo | PrimSInfo]] = []  # R.Shape, R.Prim
         entries: list[Any] = []  # each result's place in the metadata's "returns"
+        recast: list[tuple[TensorId, Buffer]] = []  # returned under another shape: copied
+        sizes = cast_sizes(func)  # a size a match_cast binds is not bound yet here
         for k, (e, tid) in enumerate(zip(leaves, returned_tensors(func, aliases))):
             s = getattr(e, "struct_info", None)
             if isinstance(e, TupleGetItem):
@@ -469,9 +473,13 @@ class _HostBuilder:
             name = tid[0].name if len(leaves) == 1 else f"{tid[0].name}_out{k}"
             if name in {p.name for p in func.params}:  # a parameter returned as it is
                 name = f"{name}_out"
+            if sizes and s.shape is not None:  # sizes a cast binds: the caller allocates
+                s = dataclasses.replace(s, shape=tuple(substitute(d, sizes) for d in s.shape))
             out = self.kernel.output(name, s)
             entries.append(name)
-            if tid in self.buffers or tid in [t for t, _ in copies] or \
+            if reshaped(e, tid):
+                recast.append((tid, out))
+            elif tid in self.buffers or tid in [t for t, _ in copies] or \
                     not self._is_produced(tid):
                 copies.append((tid, out))
             else:
@@ -486,11 +494,12 @@ class _HostBuilder:
             assert isinstance(field, TensorSInfo) and field.shape is not None
             self.buffers[tid] = Buffer(
                 name=tid[0].name if tid[1] == 0 else f"{tid[0].name}_{tid[1]}",
-                shape=self.kernel.dims(field.shape), dtype=field.dtype,
+                shape=self.kernel.dims(tuple(substitute(d, sizes) for d in field.shape)),
+                dtype=field.dtype,
                 data=workspaces[field.dtype].data,  # type: ignore[index]
                 elem_offset=self.kernel.dims([plan.offset_elems(tid)])[0])
         self.lower_blocks(func.body, aliases)
-        for tid, out in copies:
+        for tid, out in copies + recast:
             self.copy(tid, out)
         for out, e, s in values:  # after the bindings, whose R.Prim values they may use
             self.items += self.value_stores(out, e, s)

@@ -22,7 +22,7 @@ from tirc.ir.arith import make_analyzer
 from tirc.ir.attrs import PRIMITIVE, STORAGE, WORKSPACE_BYTES
 from tirc.ir.dist.collective import is_collective
 from tirc.ir.dtype import DType
-from tirc.ir.expr import PrimExpr, binop
+from tirc.ir.expr import PrimExpr, Var, binop
 from tirc.ir.graph import (
     Binding,
     Function,
@@ -40,6 +40,8 @@ from tirc.ir.graph import (
 from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.ops.sinfo_util import dim, product, shape_vars, simplify_dim
+from tirc.ir.rebind import used_vars as rebind_used_vars
+from tirc.ir.visitor import substitute
 from tirc.passes.graph.fuse_ops import used_vars
 from tirc.passes.graph.inplace_calls import IN_PLACE
 from tirc.passes.pass_base import Pass, PassContext
@@ -122,6 +124,25 @@ def returned_tensors(func: Function, aliases: dict[GVar, TensorId]) -> list[Tens
     return [tensor_of(e, aliases) for e in returned_leaves(func.body.body)]
 
 
+def own_shape(tid: TensorId) -> tuple[PrimExpr, ...] | None:
+    """The shape tensor `tid` has where it is made (its binding's type), if known."""
+    s = tid[0].struct_info
+    f = s.fields[tid[1]] if isinstance(s, TupleSInfo) and tid[1] < len(s.fields) else s
+    return tuple(f.shape) if isinstance(f, TensorSInfo) and f.shape is not None else None
+
+
+def reshaped(leaf: object, tid: TensorId | None) -> bool:
+    """Whether a returned value names its tensor with a shape not provably the tensor's own
+    (`w = R.match_cast(z, R.Tensor((3,)))` returned, `z` of shape `(n,)`): the result has the
+    cast's shape, so the tensor is computed in storage of its own and copied to the result
+    after the cast's check (written into the result, a wrong `n` would overrun it)."""
+    s = getattr(leaf, "struct_info", None)
+    own = own_shape(tid) if tid is not None else None
+    if own is None or not isinstance(s, TensorSInfo) or s.shape is None:
+        return False
+    return len(s.shape) != len(own) or any(_compare(a, b) != 0 for a, b in zip(s.shape, own))
+
+
 def aliases_of(func: Function) -> dict[GVar, TensorId]:
     """Variables bound to another tensor (`a = t[0]`, `a = b`, `a = R.match_cast(b, ...)`),
     and the result of each `if` branch that the branch computes: it is the if's tensor."""
@@ -201,11 +222,42 @@ def execution_order(seq: SeqExpr) -> list[tuple[list[GVar], Binding | None]]:
     return out
 
 
+def cast_sizes(func: Function) -> dict[Var, PrimExpr]:
+    """The sizes an `R.match_cast` binds (`c` of `R.match_cast(v, R.Tensor((c, 4)))`, no
+    parameter's), each as the dimension of the value it is read from: the workspace is sized
+    at entry, before any cast runs, so a tensor's size in it must not name them."""
+    bound = rebind_used_vars(*(p.struct_info for p in func.params))
+    sizes: dict[Var, PrimExpr] = {}
+
+    def visit(seq: SeqExpr) -> None:
+        for block in seq.blocks:
+            for b in block.bindings:
+                value = b.value  # type: ignore[attr-defined]
+                if isinstance(value, If):
+                    for branch in value.branches:
+                        visit(branch)
+                src = getattr(value, "struct_info", None)
+                want = b.struct_info if isinstance(b, MatchCast) else None
+                if not (isinstance(want, TensorSInfo) and isinstance(src, TensorSInfo) and
+                        want.shape is not None and src.shape is not None and
+                        len(want.shape) == len(src.shape)):
+                    continue
+                for w, got in zip(want.shape, src.shape):
+                    if isinstance(w, Var) and w not in bound and w not in sizes:
+                        sizes[w] = substitute(got, sizes)
+
+    visit(func.body)
+    return sizes
+
+
 def plan_memory(func: Function) -> MemoryPlan:
     """Storage tokens for the tensors `func` computes but does not return."""
+    sizes = cast_sizes(func)
     aliases = aliases_of(func)
     order = execution_order(func.body)
-    returned = {t for t in returned_tensors(func, aliases) if t is not None}
+    pairs = list(zip(returned_leaves(func.body.body), returned_tensors(func, aliases)))
+    returned = {t for e, t in pairs if t is not None and not reshaped(e, t)}
+    kept = {t for e, t in pairs if reshaped(e, t)} - returned  # live until the copy at the end
     last_use: dict[TensorId, int] = {}
     for k, (uses, _) in enumerate(order):
         for v in uses:
@@ -223,8 +275,10 @@ def plan_memory(func: Function) -> MemoryPlan:
         produced = produced_tensors(b.value, b.var) if b is not None else []  # type: ignore[attr-defined]
         for tid, s in produced:
             if tid not in returned and tid[0] not in aliases:
+                if sizes and s.shape is not None:
+                    s = dataclasses.replace(s, shape=tuple(substitute(d, sizes) for d in s.shape))
                 storage[tid] = _take(tokens, free, s)
-                ends[tid] = max(last_use.get(tid, k), k)
+                ends[tid] = len(order) if tid in kept else max(last_use.get(tid, k), k)
         for tid in [t for t, end in ends.items() if end == k]:
             free.append(storage[tid])
             del ends[tid]

@@ -101,6 +101,7 @@ class _Gen:
         self.vals: list[Val] = []
         self.params: list[tuple[str, tuple[int, ...], str, int | None]] = []
         self.params_dims: list[tuple[str, tuple, str, int | None]] = []
+        self.fails = False  # a stage of difftest.graph_casts made a run-time check fail
 
     # ---- parameters and constants ----------------------------------------------------
 
@@ -1175,9 +1176,31 @@ class _Gen:
 
     # ---- the function ----------------------------------------------------------------
 
-    def build(self) -> tuple[Any, list[Val]]:
-        for _ in range(self.rng.randint(2, 6)):
-            self.step()
+    def build(self, seed: int | None = None) -> tuple[Any, list[Val]]:
+        """The function and its results; with `seed`, three programs in ten also get a stage
+        of difftest.graph_casts and one in eight one of difftest.graph_branches, each at a
+        random step, from a stream of its own (the others are the programs the seed always
+        gave). `self.fails`: the program must fail at run time."""
+        from difftest.graph_branches import stage_if
+        from difftest.graph_casts import stage_cast
+
+        count = self.rng.randint(2, 6)
+        casts = random.Random(seed * 7919 + 71) if seed is not None else None
+        at = -1
+        if casts is not None and casts.random() < 0.3:
+            at = count if casts.random() < 0.4 else casts.randint(0, count)
+        # one in eight gets an `if` (difftest.graph_branches): no dataflow block then
+        ifs = random.Random(seed * 7919 + 83) if seed is not None else None
+        branch = ifs.randint(0, count - 1) if ifs is not None and ifs.random() < 0.125 else -1
+        if ifs is not None and branch >= 0:
+            self.gb.dataflow = False
+        for k in range(count + 1):
+            if k == branch and ifs is not None:
+                stage_if(self, ifs)
+            if k == at and casts is not None:
+                self.fails = stage_cast(self, casts, last=k == count)
+            if k < count:
+                self.step()
         results = [v for v in self.vals if v.var not in self.gb.params]
         if not results:
             self.op_binary()
@@ -1285,7 +1308,7 @@ def _broadcast(a: tuple, b: tuple) -> tuple | None:
 def graph_case(seed: int) -> Program:
     """The graph program of `seed` as the harness takes it."""
     gen = _Gen(seed, f"g{seed}")
-    func, outs = gen.build()
+    func, outs = gen.build(seed)
     specs = [(shape, dt, index_range) for _, shape, dt, index_range in gen.params]
 
     def make(rng: np.random.Generator) -> list[Any]:
@@ -1299,4 +1322,5 @@ def graph_case(seed: int) -> Program:
         return out
 
     infos = {f"out{k}": v.info() for k, v in enumerate(outs)}
-    return Program(seed, func.name, func, make, infos)
+    fails = tuple((v.values, v.dt) for v in outs) if gen.fails else None
+    return Program(seed, func.name, func, make, infos, fails=fails)

@@ -9,6 +9,7 @@ by compiling the functions one by one, so one bad program does not hide the othe
 
 from __future__ import annotations
 
+import re
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -71,6 +72,10 @@ class Program:
     args: Callable[[np.random.Generator], list[Any]]
     outputs: dict[str, Info] = field(default_factory=dict)
     schedule: Any = None  # an @S.schedule of the function (tirc.ir.schedule.Schedule)
+    # When set, the call must fail at run time (a size check, a match_cast) in the reference
+    # and in every build, with one message; these are its results' shapes and dtypes as
+    # declared (a GPU host function takes them as arguments).
+    fails: tuple[tuple[tuple[int, ...], str], ...] | None = None
 
 
 @dataclass
@@ -159,6 +164,7 @@ class Checker:
         self.run_build = run_build
         self.labels = labels
         self.count = 0
+        self.errors: dict[str, str] = {}  # the reference's error of each program that fails
 
     def check(self, programs: list[Program], builds: Iterable[Build]) -> Report:
         report = Report(programs=len(programs))
@@ -169,12 +175,24 @@ class Checker:
         except Exception as exc:  # noqa: BLE001 (a finding, whatever it is)
             return self._one_by_one(programs, builds, report, "round-trip", exc)
         want: dict[str, tuple[list[Any], list[np.ndarray]]] = {}
+        self.errors = {}
         for p in programs:
             args = p.args(np.random.default_rng(p.seed))
             try:
-                want[p.name] = (args, self.reference(mod, p.name, [a.copy() for a in args]))
+                got = self.reference(mod, p.name, [a.copy() for a in args])
             except Exception as exc:  # noqa: BLE001
-                report.findings.append(Finding(p.seed, "interpreter", "reference", short(exc)))
+                if p.fails is None:
+                    report.findings.append(Finding(p.seed, "interpreter", "reference",
+                                                   short(exc)))
+                    continue
+                self.errors[p.name] = short(exc)
+                got = [np.zeros(shape, dt) for shape, dt in p.fails]
+            else:
+                if p.fails is not None:
+                    report.findings.append(Finding(p.seed, "interpreter", "reference",
+                                                   "returned, but a run-time check must fail"))
+                    continue
+            want[p.name] = (args, got)
         live = [p for p in programs if p.name in want]
         for build in builds:
             report.builds.append(str(build))
@@ -221,12 +239,45 @@ class Checker:
                  for p in programs]
         results = self.run_build(lib, calls)
         for p, got in zip(programs, results):
+            if p.name in self.errors:
+                failure = failed_alike(self.errors[p.name], got, build)
+                if failure is not None:
+                    report.findings.append(Finding(p.seed, str(build), "wrong", failure))
+                continue
             if isinstance(got, str):
                 report.findings.append(Finding(p.seed, str(build), "run-error", got))
                 continue
             diff = compare(p.name, want[p.name][1], got, p.outputs, self.labels(mod[p.name]))
             if diff is not None:
                 report.findings.append(Finding(p.seed, str(build), "wrong", diff))
+
+
+LOCATION = re.compile(r"^[^\s:]*:\d+:\d+: ")
+
+
+def _message(text: str) -> str:
+    """An error's message without its exception class and source location (the reference
+    parses the printed module, a build compiles it from a file)."""
+    text = text.split(": ", 1)[1] if ": " in text else text
+    return LOCATION.sub("", text)
+
+
+def failed_alike(want: str, got: list[np.ndarray] | str, build: Build) -> str | None:
+    """None when a build failed as the reference did: a CPU build with its message (a
+    megakernel, the GPU name the sizes without their values; a failed match_cast's message is
+    tirc's own in the compiled code), else what went wrong."""
+    if not isinstance(got, str):
+        return f"returned results where the reference failed: {want}"
+    if got.startswith(("the call crashed", "the call did not return", "cannot load")):
+        return f"{got} where the reference failed: {want}"
+    if build.gpu or build.cuda or build.megakernel:
+        return None
+    w, g = _message(want), _message(got)
+    if "match_cast of" in w and "match_cast of" in g:
+        return None
+    if g != w[:len(g)] or not g:
+        return f"failed with '{g}', the reference with '{w}'"
+    return None
 
 
 def format_report(report: Report, title: str) -> str:

@@ -11,9 +11,11 @@ leaving a guarded tail (a unit factor too, bindings without unit loops) before
 decompose_reduction, rfactor, blockize, a cache or a move. A primitive that refuses is left
 out of the schedule (its refusal must be a ScheduleError: anything else is an internal error,
 kept as a finding); those that apply make the `@S.schedule` the case carries, beside the
-unscheduled function. Every accepted schedule must keep the function's meaning: the harness
-compares the scheduled function, interpreted and compiled, with the unscheduled one
-interpreted.
+unscheduled function. A third of the schedules also take, at a random step and from a stream
+of their own, a primitive the steps never draw: `dispatch` on a symbolic size, a split by
+`sample_perfect_tile` factors, or `annotate` (and `unannotate`). Every accepted schedule must
+keep the function's meaning: the harness compares the scheduled function, interpreted and
+compiled, with the unscheduled one interpreted.
 """
 
 from __future__ import annotations
@@ -281,6 +283,63 @@ class _Fuzz:
                             (SchedRef(b), (kind, k), SchedLambda(tuple(idx), tuple(outs))),
                             kwargs))
 
+    def unseen(self, r: random.Random, sizes: dict[str, int]) -> None:
+        """One of the primitives the steps never draw, its choices from `r` (a stream of its
+        own): `dispatch` on a size (its run-time value, so the special variant runs, or
+        another), a split by `sample_perfect_tile` factors (the decision pinned, as a tuning
+        record replays it), or `annotate` of a loop or block, perhaps `unannotate`d again."""
+        main, self.rng = self.rng, r
+        try:
+            form = r.choice(("dispatch", "dispatch", "sampled_split", "sampled_split", "annotate"))
+            if form == "dispatch" and sizes:
+                name = r.choice(sorted(sizes))
+                value = sizes[name] if r.random() < 0.6 else r.choice((1, 2, sizes[name] + 1))
+                self.run(SchedInstr((), "dispatch", (name, value)))
+            elif form == "annotate":
+                self.annotate(r)
+            else:
+                self.sampled_split(r)
+        finally:
+            self.rng = main
+
+    def sampled_split(self, r: random.Random) -> None:
+        """`v.. = sch.sample_perfect_tile(l, n=k, decision=[...])` then `sch.split(l,
+        factors=[v..])` of a loop with a constant extent."""
+        from tirc.passes.schedule.sampling import _factorizations
+
+        b = self.block()
+        ls = self.loops(b) if b else []
+        if not ls:
+            return
+        lp = r.choice(ls)
+        extent = self.state.loop(self.env[lp], "sample_perfect_tile")[1].extent
+        if not isinstance(extent, IntImm):
+            return
+        n, most = r.choice((2, 2, 3)), r.choice((4, 16, 64))
+        options = _factorizations(extent.value, n, most)
+        if not options:
+            return
+        vs = tuple(self.fresh("v") for _ in range(n))
+        if self.run(SchedInstr(vs, "sample_perfect_tile", (SchedRef(lp),),
+                               {"n": n, "max_innermost_factor": most,
+                                "decision": list(r.choice(options))}, unpack=True)):
+            self.run(SchedInstr(tuple(self.fresh("l") for _ in vs), "split", (SchedRef(lp),),
+                                {"factors": [SchedRef(v) for v in vs]}, unpack=True))
+
+    def annotate(self, r: random.Random) -> None:
+        """`sch.annotate` of a loop (`pragma_unroll`, which the backend honours, or a key it
+        ignores) or of a block, then now and then `sch.unannotate` of the same key."""
+        b = self.block()
+        if not b:
+            return
+        ls = self.loops(b)
+        target = r.choice(ls) if ls and r.random() < 0.7 else b
+        key, value = r.choice((("pragma_unroll", True), ("pragma_unroll", 1),
+                               ("tirc.fuzz", "x"), ("tirc.fuzz", [1, 2])))
+        if self.run(SchedInstr((), "annotate", (SchedRef(target), key, value))) and \
+                r.random() < 0.3:
+            self.run(SchedInstr((), "unannotate", (SchedRef(target), key)))
+
     def step(self) -> None:
         prim = self.rng.choice(PRIMS)
         self.tried += 1
@@ -387,8 +446,16 @@ def random_schedule_case(seed: int, steps: int | None = None) -> ScheduleCase:
     prog = random_loop_program(seed)
     fuzz = _Fuzz(seed, prog.func)
     if _has_blocks(prog.func):
-        for _ in range(steps if steps is not None else fuzz.rng.randint(1, 10)):
-            fuzz.step()
+        count = steps if steps is not None else fuzz.rng.randint(1, 10)
+        # a third of the schedules also take a primitive the steps never draw, at a random
+        # step, from a stream of its own (the other seeds give the schedules they gave)
+        unseen = random.Random(seed * 7949 + 7)
+        at = unseen.randint(0, count) if unseen.random() < 0.35 else -1
+        for k in range(count + 1):
+            if k == at:
+                fuzz.unseen(unseen, prog.sizes)
+            if k < count:
+                fuzz.step()
         # three schedules in ten end with a transform_layout, from a stream of its own (the
         # steps before it are those the seed always gave)
         layouts = random.Random(seed * 7933 + 5)

@@ -158,3 +158,29 @@ def test_a_kernel_gets_the_sizes_of_a_workspace_it_reads() -> None:
     GPUInterpreter(mod).call("main", p3, p4, p5, lv5, lv6)  # lowered: outputs passed in
     np.testing.assert_array_equal(lv5, p4[:, 3:])
     np.testing.assert_allclose(lv6, p3.min(axis=0, keepdims=True) @ p5, rtol=1e-6)
+
+
+# difftest graph seed 400020, trimmed: `c0`, bound by the match_cast, is a let of the host
+# that the split substitutes away; the reduction's view of the workspace has it in its shape.
+CAST_SIZE = """
+@R.function
+def main(p1: R.Tensor(("n", 3, 5), "float32")) -> R.Tensor((3, 1), "float32"):
+    n = T.int64()
+    c0 = T.int64()
+    with R.dataflow():
+        lv4 = R.minimum(p1, R.const(-1.5, "float32"))
+        lv5 = R.match_cast(lv4, R.Tensor((n, 3, c0), "float32"))
+        lv7 = R.collapse_sum_to(lv5, R.shape([3, 1]))
+        R.output(lv7)
+    return lv7
+"""
+
+
+def test_a_size_a_host_let_binds_reaches_the_kernel_as_its_value() -> None:
+    mod = lower(CAST_SIZE)
+    host = next(f for f in mod.functions.values() if f.attrs.get(GPU_HOST))
+    assert "c0" not in print_function(host)
+    p1 = np.random.default_rng(1).standard_normal((4, 3, 5)).astype("float32")
+    lv7 = np.empty((3, 1), "float32")
+    GPUInterpreter(mod).call("main", p1, lv7)
+    np.testing.assert_allclose(lv7, np.minimum(p1, -1.5).sum(axis=(0, 2))[:, None], rtol=1e-5)

@@ -161,6 +161,19 @@ def test_interpreter_attention_is_the_definition(seq: int, seq_kv: int, mask: st
     np.testing.assert_allclose(got, naive_attention(q, k, v, bias, scale, mask), rtol=1e-12)
 
 
+def test_bias_of_one_batch_broadcasts_over_a_symbolic_batch() -> None:
+    """A bias of batch 1 broadcasts over the query's symbolic batch `n`: no size is assumed
+    equal to it (a run-time check of `1 == n` refused every batch but 1)."""
+    rng = np.random.default_rng(7)
+    q, k, v = (rng.standard_normal(s) for s in ((3, 2, 1, 2), (3, 4, 1, 2), (3, 4, 1, 3)))
+    bias = rng.standard_normal((1, 1, 2, 4))
+    params = ", ".join(f"{name}: {tensor(sym(*a.shape[1:]), 'float64')}"
+                       for name, a in (("q", q), ("k", k), ("v", v)))
+    params += f", b: {tensor('(1, 1, 2, 4)', 'float64')}"
+    got = run(params, "R.nn.attention(q, k, v, b)", q, k, v, bias)
+    np.testing.assert_allclose(got, naive_attention(q, k, v, bias, None, None), rtol=1e-12)
+
+
 def naive_conv2d_transpose(x: np.ndarray, w: np.ndarray, stride: tuple[int, int],
                            pads: tuple[int, int, int, int], out_pad: tuple[int, int],
                            dil: tuple[int, int], groups: int) -> np.ndarray:

@@ -82,6 +82,57 @@ def test_tuple_results_returned_parameters_and_match_cast() -> None:
         check(graph, host, {"n": n})
 
 
+def test_returned_match_cast_to_another_shape_checks_before_writing_the_result() -> None:
+    """`w = R.match_cast(e, R.Tensor((3, 4)))` returned, `e` of shape `(n, 4)`: `e` is computed
+    in the workspace, checked, then copied to the result; written into the `(3, 4)` result, an
+    `n` of 5 overran it before the check (which compared the result's shape with itself).
+    Alongside, a later tensor may not take `e`'s storage before the copy."""
+    def build(gb: GraphBuilder) -> Any:
+        x = gb.param("x", (gb.sym("n"), 4))
+        e = gb.emit("exp", x, name="e")
+        w = gb.match_cast(e, tensor((3, 4), "float32"), name="w")
+        t = gb.emit("sum", x, axis=[1], name="t")
+        return Tuple((w, gb.emit("sum", t, name="u")))
+
+    graph, host = _lowered(build)
+    check(graph, host, {"n": 3})
+    args = [np.ones((5, 4), "float32")]
+    outs = [np.zeros((3, 4), "float32"), np.zeros((), "float32")]
+    with pytest.raises(InterpreterError, match=r"R.match_cast of w: dimension 0 is not 3"):
+        run_host(host, args, outs)
+
+
+def test_workspace_of_a_tensor_sized_by_a_match_cast() -> None:
+    """`t` of shape `(c,)`, `c` bound by a match_cast of a computed tensor, lives in the
+    workspace, which is allocated at entry, before the cast runs: its size is the dimension
+    the cast reads `c` from (8), not `c` (undefined there), and the cast binds `c` after."""
+    def build(gb: GraphBuilder) -> Any:
+        x = gb.param("x", (8, 1))
+        e = gb.emit("tanh", x, name="e")
+        c = gb.match_cast(e, tensor((gb.sym("c"), 1), "float32"), name="c")
+        t = gb.emit("sum", c, axis=[1], name="t")
+        return gb.emit("max", t, axis=[0], name="s")
+
+    graph, host = _lowered(build)
+    assert "c * T.int64(4)" not in host.script()
+    check(graph, host, {})
+
+
+def test_a_result_sized_by_a_match_cast_has_the_size_it_was_read_from() -> None:
+    """`s` of shape `(m,)`, `m` bound by a match_cast of `e` of shape `(n, 4)`: the result
+    parameter has shape `(n,)`, which the caller can allocate from the arguments (`m` alone,
+    known only inside the function, left tirc.runtime unable to)."""
+    def build(gb: GraphBuilder) -> Any:
+        e = gb.emit("exp", gb.param("x", (gb.sym("n"), 4)), name="e")
+        c = gb.match_cast(e, tensor((gb.sym("m"), 4), "float32"), name="c")
+        return gb.emit("sum", c, axis=[1], name="s")
+
+    graph, host = _lowered(build)
+    main = host["main"]
+    assert [getattr(d, "name", d) for d in main.buffer_map[main.params[-1]].shape] == ["n"]
+    check(graph, host, {"n": 3})
+
+
 def test_call_dps_packed_becomes_an_external_call() -> None:
     """The binding becomes one `tirc.call_packed` in the host function: inputs, then the output
     (a workspace view), each with its extents; the printed form parses back."""

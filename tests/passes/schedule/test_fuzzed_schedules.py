@@ -43,6 +43,8 @@ def test_fuzzer_reaches_the_primitives(cases: list[ScheduleCase]) -> None:
                  "decompose_reduction", "rfactor", "blockize"):
         assert applied[prim] > 0, (prim, applied)
     assert applied["compute_at"] + applied["reverse_compute_at"] > 0, applied
+    for prim in ("dispatch", "sample_perfect_tile", "annotate"):  # the stream of their own
+        assert applied[prim] > 0, (prim, applied)
 
 
 def test_scheduled_functions_keep_their_results(report: Report) -> None:
