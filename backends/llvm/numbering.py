@@ -77,6 +77,8 @@ class NumberingBuilder(ir.IRBuilder):
     def _int_binop(self, op: str, lhs: ir.Value, rhs: ir.Value, name: str,
                    flags: Any) -> ir.Value:
         base = getattr(ir.IRBuilder, op)
+        if lhs.type != rhs.type:
+            return base(self, lhs, rhs, name, flags)  # the base class's error
         a, b = _int_constant(lhs), _int_constant(rhs)
         if a is not None and b is not None:
             # Wrapped: where `nsw`/`nuw` would make an overflow poison, any value refines it.

@@ -304,13 +304,8 @@ class BufferAccess:
             storage = env[dslot]
             try:
                 storage[off(env)] = value
-            except TypeError:
-                if isinstance(storage, Unset):
-                    raise InterpreterError(
-                        f"buffer {buf.name} is used outside its allocation") from None
-                raise
-            except IndexError:
-                raise _flat_oob(buf, off(env), storage, span) from None
+            except (TypeError, IndexError) as exc:
+                raise _store_error(exc, buf, storage, lambda: off(env), span) from None
 
         return store
 
@@ -326,16 +321,10 @@ class BufferAccess:
                 o = off(env)
                 record(env, o, value)
                 storage[o] = value
-            except TypeError:
-                if isinstance(storage, Unset):
-                    raise InterpreterError(
-                        f"buffer {buf.name} is used outside its allocation") from None
-                raise
-            except IndexError:
-                raise _flat_oob(buf, off(env), storage, span) from None
+            except (TypeError, IndexError) as exc:
+                raise _store_error(exc, buf, storage, lambda: off(env), span) from None
 
         return store
-
 
     # ---- buffers with a layout ------------------------------------------------------
 
@@ -393,6 +382,17 @@ class BufferAccess:
             return offs[0] if len(offs) == 1 else np.array(offs)
 
         return off
+
+
+def _store_error(exc: Exception, buf: Buffer, storage: Any, offset: Callable[[], int],
+                 span: Span | None) -> Exception:
+    """The error a failed store raises: outside its allocation (the storage is not set), out
+    of bounds (an IndexError; `offset` recomputes the offset for the message), or `exc`."""
+    if isinstance(exc, IndexError):
+        return _flat_oob(buf, offset(), storage, span)
+    if isinstance(storage, Unset):
+        return InterpreterError(f"buffer {buf.name} is used outside its allocation")
+    return exc
 
 
 def _flat_oob(buf: Buffer, offset: int, storage: np.ndarray,

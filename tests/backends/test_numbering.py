@@ -71,6 +71,15 @@ def test_identities_return_the_operand() -> None:
     assert _instructions(fn) == []
 
 
+def test_operands_of_two_types_are_still_an_error() -> None:
+    _, fn = _function()
+    builder = NumberingBuilder(fn.append_basic_block("entry"))
+    with pytest.raises(ValueError, match="same type"):
+        builder.add(ir.Constant(I32, 1), ir.Constant(I64, 2))
+    with pytest.raises(ValueError, match="same type"):
+        builder.add(fn.args[0], ir.Constant(I64, 0))
+
+
 def test_a_repeat_in_one_block_is_reused_and_nothing_else() -> None:
     _, fn = _function()
     builder = NumberingBuilder(fn.append_basic_block("entry"))
