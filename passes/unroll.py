@@ -1,9 +1,9 @@
 """unroll: `T.unroll` loops of constant extent become copies of their body.
 
-Each copy has the loop variable replaced by its value (`min + k`), its expressions
-simplified (through tirc.ir.arith when present, else integer folding) and the `if`s whose
-condition became a constant reduced to the branch taken (so the `if k == 0:` of a reduction's
-init stays in the first copy only); variables and buffers
+Each copy has the loop variable replaced by its value (`min + k`), its integer constants
+folded and the `if`s whose condition became a constant reduced to the branch taken (so the
+`if k == 0:` of a reduction's init stays in the first copy only); the `simplify` pass after
+`unroll` in every pipeline simplifies the copies with the loops' ranges. Variables and buffers
 defined inside the body are renewed in every copy, so no definition appears twice.
 Inner loops are unrolled before outer ones.
 
@@ -23,7 +23,6 @@ from dataclasses import field
 from typing import Any
 
 from tirc.ir.arith import Analyzer, construct
-from tirc.ir.arith.stmt import simplify_exprs
 from tirc.ir.attrs import PRAGMA_UNROLL
 from tirc.ir.expr import IntImm, cast, const
 from tirc.ir.function import PrimFunc
@@ -37,32 +36,42 @@ from tirc.passes.pass_base import PassContext, PrimFuncPass, at_least, option
 
 
 def unrolled_copies(loop: For, analyzer: Analyzer | None = None) -> Stmt:
-    """The body of a constant-extent loop repeated once per iteration (`analyzer`, knowing no
-    bounds, simplifies the copies; one shared by many loops simplifies what they share once)."""
+    """The body of a constant-extent loop repeated once per iteration, with the loop variable's
+    value folded into each copy. An `if` whose condition becomes a constant (`analyzer`, knowing
+    no bounds, decides it) keeps only its taken branch. The rest of a copy is left for the
+    `simplify` pass that follows `unroll` in every pipeline: it sees the loops' ranges, and
+    simplifying each copy here as well cost more than half of this pass's time."""
     assert isinstance(loop.extent, IntImm)
     v = loop.loop_var
     lo = cast(v.dtype, loop.min)
     # Only an `if` or an evaluated expression can be pruned; a body with neither (no copy gets
     # one) is kept whole without walking each copy again.
     prune = any_node(loop.body, lambda n: isinstance(n, (IfThenElse, Evaluate)))
+    pruner = _ConstantIfPruner(analyzer or Analyzer())
     copies = []
     for k in range(loop.extent.value):
         value = construct.add(lo, const(k, v.dtype))
-        copy = simplify_exprs(fresh_copy(loop.body, {v: value}), analyzer)
-        copies.append(_ConstantIfPruner().visit(copy) if prune else copy)
+        copy = construct.fold(fresh_copy(loop.body, {v: value}))
+        copies.append(pruner.visit(copy) if prune else copy)
     if not copies:
         return Evaluate(IntImm(0), span=loop.span)
     return seq(*copies)
 
 
 class _ConstantIfPruner(Mutator):
-    """Keeps only the taken branch of an `if` whose condition folded to a constant."""
+    """Keeps only the taken branch of an `if` whose condition simplifies to a constant."""
+
+    def __init__(self, analyzer: Analyzer) -> None:
+        self.analyzer = analyzer
 
     def visit_IfThenElse(self, s: IfThenElse) -> Any:
         s = self.generic_visit(s)
-        if not isinstance(s.condition, IntImm):
-            return s
-        if s.condition.value:
+        cond = s.condition
+        if not isinstance(cond, IntImm):
+            cond = self.analyzer.simplify(cond)
+            if not isinstance(cond, IntImm):
+                return s
+        if cond.value:
             return s.then_case
         return s.else_case if s.else_case is not None else Evaluate(IntImm(0), span=s.span)
 

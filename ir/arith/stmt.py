@@ -2,8 +2,7 @@
 the enclosing statements tell (loop ranges, lets, branch conditions), dead statements folded.
 
 `StmtSimplifier` is what the `simplify` pass runs over a loop function (see passes/simplify.py
-for the rules); `simplify_exprs` simplifies each expression of a statement on its own, with one
-Analyzer and no statement folding (what `unroll` does to each copy of a body).
+for the rules).
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from tirc.ir.arith.analyzer import Analyzer
-from tirc.ir.arith.construct import fold
 from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Range
 from tirc.ir.expr import Call, IntImm, Not, PrimExpr, Var, cast
@@ -189,23 +187,3 @@ def analyzer_for(func: PrimFunc) -> Analyzer:
             if isinstance(d, Var) and not an.is_bound(d):
                 an.bind(d, (0, None))
     return an
-
-
-class _ExprSimplifier(Mutator):
-    """Folds, then simplifies, each expression a statement holds (indices, values, conditions,
-    extents) with one Analyzer."""
-
-    def __init__(self, analyzer: Analyzer | None) -> None:
-        self.analyzer = analyzer
-
-    def visit(self, n: Any) -> Any:
-        if isinstance(n, PrimExpr) and not isinstance(n, (IntImm, Var)):
-            return (self.analyzer or Analyzer()).simplify(fold(n))
-        return super().visit(n)
-
-
-def simplify_exprs(s: Stmt, analyzer: Analyzer | None = None) -> Stmt:
-    """Every expression in `s` folded and simplified on its own, with `analyzer` (which must
-    know no bounds; shared between calls so that it remembers what it simplified) or a fresh
-    one per expression."""
-    return _ExprSimplifier(analyzer).visit(s)
