@@ -8,7 +8,7 @@ from tirc.ir.dtype import DType
 # DLDevice.device_type of host memory.
 DEVICE_CPU = 1
 
-# DLDataType.code of each dtype kind, and back (names in messages: tirc.dtype_kind).
+# DLDataType.code of each dtype kind, and back (names in messages: the entry checks).
 TYPE_CODES = {"int": 0, "uint": 1, "float": 2, "bfloat": 4, "bool": 6}
 TYPE_CODE_NAMES = {code: kind for kind, code in TYPE_CODES.items()}
 

@@ -326,34 +326,28 @@ DLTENSOR = _declare("tirc.dltensor", ("str", "any", "int", "..."), "handle", INT
 ARG = _declare("tirc.arg", ("handle", "int"), "handle", INTRIN, None,
                "the i-th DLTensor pointer of the packed arguments")
 IS_NULL = _declare("tirc.is_null", ("handle",), "bool", INTRIN, None, "whether a pointer is NULL")
-DL_NDIM = _declare("tirc.dl_ndim", ("handle",), "given", INTRIN, None, "a DLTensor's ndim")
-DL_DTYPE_CODE = _declare("tirc.dl_dtype_code", ("handle",), "given", INTRIN, None,
-                         "a DLTensor's dtype code")
-DL_DTYPE_BITS = _declare("tirc.dl_dtype_bits", ("handle",), "given", INTRIN, None,
-                         "a DLTensor's dtype bits")
-DL_DTYPE_LANES = _declare("tirc.dl_dtype_lanes", ("handle",), "given", INTRIN, None,
-                          "a DLTensor's dtype lanes")
-DL_DEVICE_TYPE = _declare("tirc.dl_device_type", ("handle",), "given", INTRIN, None,
-                          "a DLTensor's device type")
 DL_SHAPE = _declare("tirc.dl_shape", ("handle", "int"), "given", INTRIN, None,
                     "dimension k of a DLTensor's shape")
 DL_STRIDE = _declare("tirc.dl_stride", ("handle", "int"), "given", INTRIN, None,
                      "stride k of a DLTensor (elements)")
 DL_STRIDES_NULL = _declare("tirc.dl_strides_null", ("handle",), "bool", INTRIN, None,
                            "whether a DLTensor's strides pointer is NULL")
-DL_SHAPE_NULL = _declare("tirc.dl_shape_null", ("handle",), "bool", INTRIN, None,
-                         "whether a DLTensor's shape pointer is NULL")
 DL_DATA = _declare("tirc.dl_data", ("handle",), "handle", INTRIN, None,
                    "a DLTensor's data pointer plus its byte offset")
 DL_SCALAR = _declare("tirc.dl_scalar", ("handle",), "given", INTRIN, None,
                      "the value a 0-d DLTensor points at")
-DTYPE_KIND = _declare("tirc.dtype_kind", ("int",), "handle", INTRIN, None,
-                      "the name of a DLPack type code, for error messages")
 ADDRESS = _declare("tirc.address", ("handle",), "uint64", INTRIN, None,
                    "a pointer as an integer (alignment and overlap checks)")
 CHECK = _declare("tirc.check", ("bool", "str", "any", "..."), "int32", INTRIN, "check",
                  "when the condition fails, set the error message (printf format and "
                  "values) and return -1 from the entry point")
+CHECK_TENSOR = _declare("tirc.check_tensor", ("handle", "str", "str", "int", "..."), "int32",
+                        INTRIN, None,
+                        "an entry's checks of one DLTensor argument (message prefix, dtype "
+                        "name, then rank, type code, bits, lanes, device type, element bytes): "
+                        "not NULL, its rank, dtype and device, data and shape pointers, "
+                        "extents not negative and a size within int64; on failure, set the "
+                        "error message and return -1 from the entry point")
 BOUNDS_CHECK = _declare("tirc.bounds_check", ("bool", "str", "any", "..."), "int32", INTRIN,
                         "bounds_check", "-fbounds-check: when the condition (an access or "
                         "binding in bounds) fails, set the error message (printf format and "

@@ -83,7 +83,6 @@ INT32 = dtype("int32")
 INT64 = dtype("int64")
 UINT64 = dtype("uint64")
 BOOL = dtype("bool")
-INT64_MAX = (1 << 63) - 1
 
 def elem_bytes(dt: DType) -> int:
     return dl_bits(dt) // 8 * dt.lanes
@@ -256,7 +255,6 @@ def make_entry(func: PrimFunc, callees: CalleeAccess | None = None) -> PrimFunc:
             shapes[p] = [out.let(Var(f"{p.name}_shape{k}", INT64),
                                  _call(intrin.DL_SHAPE, h, IntImm(k), dt=INT64))
                          for k in range(buf.ndim)]
-            _check_extents(out, shapes[p], elem_bytes(buf.dtype.element()), prefix)
     tensors = {p: buffers.get(p) or pointers[p] for p in func.params
                if p in buffers or p in pointers}
     for p, buf in tensors.items():
@@ -305,57 +303,15 @@ def _result(out: _Builder, func: PrimFunc, args: Var, symbol: str) -> Stmt:
 
 
 def _check_header(out: _Builder, h: Var, prefix: str, dt: DType, ndim: int) -> None:
-    """NULL, rank, dtype and device of one argument."""
-    out.add(_check(Not(_call(intrin.IS_NULL, h, dt=BOOL)), prefix + "DLTensor pointer is NULL"))
-    got_ndim = out.let(Var(f"{h.name.removesuffix('_handle')}_ndim", INT32),
-                       _call(intrin.DL_NDIM, h))
-    if ndim == 0:
-        out.add(_check(binop("eq", got_ndim, IntImm(0)),
-                       prefix + "expected a scalar (a 0-d tensor), got %lld dimension(s)",
-                       got_ndim))
-    else:
-        out.add(_check(binop("eq", got_ndim, IntImm(ndim)),
-                       prefix + f"expected {ndim} dimension{'s' if ndim != 1 else ''}, "
-                       f"got %lld", got_ndim))
-    code, bits = _call(intrin.DL_DTYPE_CODE, h), _call(intrin.DL_DTYPE_BITS, h)
-    lanes = _call(intrin.DL_DTYPE_LANES, h)
+    """NULL, rank, dtype, device, data and shape pointers of one argument, then its extents
+    (none negative, the size in bytes within int64, before any extent is used as a size or
+    bound to a symbolic variable): one `tirc.check_tensor`, whose shared function in the
+    backend gives each failure its message."""
     elem = dt.element()
-    out.add(_check(_all([binop("eq", code, IntImm(TYPE_CODES[elem.kind])),
-                         binop("eq", bits, IntImm(dl_bits(elem)))]),
-                   prefix + f"expected dtype {dt}, got %s%lld",
-                   _call(intrin.DTYPE_KIND, code, dt=HANDLE), bits))
-    out.add(_check(binop("eq", lanes, IntImm(dt.lanes)),
-                   prefix + f"expected dtype {dt}, got %lld lanes per element", lanes))
-    device = _call(intrin.DL_DEVICE_TYPE, h)
-    out.add(_check(binop("eq", device, IntImm(DEVICE_CPU)),
-                   prefix + f"expected a CPU tensor (device_type {DEVICE_CPU}), "
-                   "got device_type %lld", device))
-    out.add(_check(Not(_call(intrin.IS_NULL, _call(intrin.DL_DATA, h, dt=HANDLE), dt=BOOL)),
-                   prefix + "data pointer is NULL"))
-    if ndim:
-        out.add(_check(Not(_call(intrin.DL_SHAPE_NULL, h, dt=BOOL)),
-                       prefix + "shape pointer is NULL"))
-
-
-def _check_extents(out: _Builder, shape: list[Var], elem: int, prefix: str) -> None:
-    """No extent is negative, and the size in bytes fits in int64 (an empty tensor always
-    does), before any extent is used as a size or bound to a symbolic variable."""
-    if not shape:
-        return
-    zero = IntImm(0, INT64)
-    out.add(_check(_all([binop("ge", d, zero) for d in shape]),
-                   prefix + f"negative extent in shape {_tuple_format(len(shape))}", *shape))
-    fits: list[PrimExpr] = []
-    size: PrimExpr = IntImm(elem, INT64)
-    for d in shape:
-        nonzero = binop("max", d, IntImm(1, INT64))
-        ok = binop("le", size, binop("floordiv", IntImm(INT64_MAX, INT64), nonzero))
-        fits.append(ok)
-        size = if_then_else(ok, binop("mul", size, nonzero), IntImm(1, INT64))
-    empty = _any([binop("eq", d, zero) for d in shape])
-    out.add(_check(binop("or", empty, _all(fits)),
-                   prefix + f"shape {_tuple_format(len(shape))} has more than 2^63 - 1 bytes "
-                   f"({elem} per element)", *shape))
+    out.add(Evaluate(Call(intrin.CHECK_TENSOR, (
+        h, StringImm(prefix), StringImm(str(dt)), IntImm(ndim), IntImm(TYPE_CODES[elem.kind]),
+        IntImm(dl_bits(elem)), IntImm(dt.lanes), IntImm(DEVICE_CPU),
+        IntImm(elem_bytes(elem), INT64)), INT32)))
 
 
 def _mul(a: PrimExpr, b: PrimExpr) -> PrimExpr:

@@ -24,9 +24,22 @@ DATA, DEVICE, NDIM, DTYPE, SHAPE, STRIDES, BYTE_OFFSET = range(7)
 
 
 
-def _field(b: ir.IRBuilder, h: ir.Value, *path: int) -> ir.Value:
+def field_ptr(b: ir.IRBuilder, h: ir.Value, *path: int) -> ir.Value:
+    """The address of a field of the DLTensor `h` points at (`path`: field, member)."""
     return b.gep(h, [ir.Constant(I32, 0), *(ir.Constant(I32, p) for p in path)],
                  inbounds=True, source_etype=DLTENSOR)
+
+
+def load_field(b: ir.IRBuilder, h: ir.Value, ty: ir.Type, *path: int) -> ir.Value:
+    """The value of a field of the DLTensor `h` points at, read as `ty`."""
+    return b.load(field_ptr(b, h, *path), typ=ty)
+
+
+def data_address(b: ir.IRBuilder, h: ir.Value) -> ir.Value:
+    """The address of a DLTensor's first element: its data pointer plus its byte offset."""
+    data = b.load(field_ptr(b, h, DATA), typ=PTR, align=8)
+    offset = b.load(field_ptr(b, h, BYTE_OFFSET), typ=I64, align=8)
+    return b.gep(data, [offset], source_etype=I8)
 
 
 class DLTensorIntrinsics:
@@ -49,26 +62,8 @@ class DLTensorIntrinsics:
     def call_is_null(self, e: Call) -> ir.Value:
         return self.b.icmp_unsigned("==", self._arg(e), ir.Constant(PTR, None))
 
-    def call_dl_ndim(self, e: Call) -> ir.Value:
-        return self.b.load(_field(self.b, self._arg(e), NDIM), typ=I32, align=4)
-
-    def _u(self, h: ir.Value, ty: ir.Type, *path: int) -> ir.Value:
-        return self.b.zext(self.b.load(_field(self.b, h, *path), typ=ty), I32)
-
-    def call_dl_dtype_code(self, e: Call) -> ir.Value:
-        return self._u(self._arg(e), I8, DTYPE, 0)
-
-    def call_dl_dtype_bits(self, e: Call) -> ir.Value:
-        return self._u(self._arg(e), I8, DTYPE, 1)
-
-    def call_dl_dtype_lanes(self, e: Call) -> ir.Value:
-        return self._u(self._arg(e), I16, DTYPE, 2)
-
-    def call_dl_device_type(self, e: Call) -> ir.Value:
-        return self.b.load(_field(self.b, self._arg(e), DEVICE, 0), typ=I32, align=4)
-
     def _array_entry(self, e: Call, field: int) -> ir.Value:
-        arr = self.b.load(_field(self.b, self._arg(e), field), typ=PTR, align=8)
+        arr = self.b.load(field_ptr(self.b, self._arg(e), field), typ=PTR, align=8)
         k = const_int(e.args[1])
         idx = ir.Constant(I64, k) if k is not None else self.b.sext(self._arg(e, 1), I64)
         return self.b.load(self.b.gep(arr, [idx], source_etype=I64), typ=I64, align=8)
@@ -81,20 +76,13 @@ class DLTensorIntrinsics:
         """`tirc.dl_stride(h, k)`: the k-th stride in elements; only when strides is not NULL."""
         return self._array_entry(e, STRIDES)
 
-    def call_dl_shape_null(self, e: Call) -> ir.Value:
-        shape = self.b.load(_field(self.b, self._arg(e), SHAPE), typ=PTR, align=8)
-        return self.b.icmp_unsigned("==", shape, ir.Constant(PTR, None))
-
     def call_dl_strides_null(self, e: Call) -> ir.Value:
-        strides = self.b.load(_field(self.b, self._arg(e), STRIDES), typ=PTR, align=8)
+        strides = self.b.load(field_ptr(self.b, self._arg(e), STRIDES), typ=PTR, align=8)
         return self.b.icmp_unsigned("==", strides, ir.Constant(PTR, None))
 
     def call_dl_data(self, e: Call) -> ir.Value:
         """`tirc.dl_data(h)`: the address of the first element (data + byte_offset)."""
-        h = self._arg(e)
-        data = self.b.load(_field(self.b, h, DATA), typ=PTR, align=8)
-        offset = self.b.load(_field(self.b, h, BYTE_OFFSET), typ=I64, align=8)
-        return self.b.gep(data, [offset], source_etype=I8)
+        return data_address(self.b, self._arg(e))
 
     def call_address(self, e: Call) -> ir.Value:
         """`tirc.address(p)`: a pointer as a uint64."""
@@ -106,11 +94,11 @@ class DLTensorIntrinsics:
         raw = self.b.load(data, typ=mem_type(e.dtype), align=1)
         return from_memory(self.b, raw, e.dtype)
 
-    def call_dtype_kind(self, e: Call) -> ir.Value:
-        """`tirc.dtype_kind(code)`: the name of a DLPack type code, for messages."""
-        code = self._arg(e)
-        out: ir.Value = self.ctx.string("code?")
-        for c, name in TYPE_CODE_NAMES.items():
-            hit = self.b.icmp_signed("==", code, ir.Constant(code.type, c))
-            out = self.b.select(hit, self.ctx.string(name), out)
-        return out
+
+
+def dtype_kind_name(ctx: ModuleContext, b: ir.IRBuilder, code: ir.Value) -> ir.Value:
+    """A `ptr` to the name of the DLPack type code `code` ("float", ...; "code?" if unknown)."""
+    out: ir.Value = ctx.string("code?")
+    for c, name in TYPE_CODE_NAMES.items():
+        out = b.select(b.icmp_signed("==", code, ir.Constant(code.type, c)), ctx.string(name), out)
+    return out

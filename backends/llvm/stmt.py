@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 
 from llvmlite import ir
 from tirc.backends.llvm import loop_metadata
+from tirc.backends.llvm.entry_checks import tensor_checker
 from tirc.backends.llvm.expr import ExprCodegen
 from tirc.backends.llvm.intrinsics import LIBM_FUNCTIONS
 from tirc.backends.llvm.memory import const_int
@@ -283,6 +284,8 @@ class StmtCodegen(ExprCodegen):
         elif isinstance(s.value, Call) and s.value.op in (intrin.CHECK, intrin.BOUNDS_CHECK):
             self.emit_check(s.value, ERR_BOUNDS if s.value.op == intrin.BOUNDS_CHECK
                             else ERR_ARGUMENT)
+        elif isinstance(s.value, Call) and s.value.op == intrin.CHECK_TENSOR:
+            self.emit_tensor_check(s.value)
         elif isinstance(s.value, Call):
             self.expr(s.value)
 
@@ -318,6 +321,28 @@ class StmtCodegen(ExprCodegen):
             raise CompileError("codegen: tirc.check needs a format string", call.span)
         self.guard(self.expr(cond), fmt.value,
                    lambda: [self._printf_value(v) for v in call.args[2:]], code)
+
+    def emit_tensor_check(self, call: Call) -> None:
+        """`tirc.check_tensor(h, prefix, dtype, ndim, code, bits, lanes, device, elem_bytes)`:
+        one call to the module's checking function for that rank
+        (backends/llvm/entry_checks.py), which sets the message."""
+        h, prefix, dtype, ndim = call.args[:4]
+        if not (isinstance(prefix, StringImm) and isinstance(dtype, StringImm)
+                and isinstance(ndim, IntImm) and len(call.args) == 9):
+            raise CompileError("codegen: tirc.check_tensor needs a prefix and a dtype string, "
+                               "a constant rank and five values", call.span)
+        values = [self.expr_as(v, DType("int", 32)) for v in call.args[4:8]]
+        elem = self.expr_as(call.args[8], DType("int", 64))
+        failed = self.b.call(tensor_checker(self.ctx, ndim.value), [
+            self.expr(h), self.ctx.string(prefix.value), self.ctx.string(dtype.value), *values,
+            elem])
+        ok_bb = self.b.append_basic_block("check.ok")
+        fail_bb = self.b.append_basic_block("check.fail")
+        self.b.cbranch(self.b.icmp_signed("==", failed, ir.Constant(failed.type, 0)), ok_bb,
+                       fail_bb).set_weights([1 << 20, 1])
+        self.b.position_at_end(fail_bb)
+        self.fail(ERR_ARGUMENT)
+        self.b.position_at_end(ok_bb)
 
     def _printf_value(self, e: PrimExpr) -> ir.Value:
         v = self.expr(e)

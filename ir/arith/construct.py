@@ -12,7 +12,7 @@ from typing import Any
 
 from tirc.ir.arith.fold import trunc_div, trunc_mod
 from tirc.ir.dtype import wrap_int
-from tirc.ir.expr import BinOp, Broadcast, Call, IntImm, PrimExpr, Ramp, binop, cast
+from tirc.ir.expr import BinOp, Broadcast, Call, Cast, IntImm, PrimExpr, Ramp, binop, cast
 from tirc.ir.visitor import Mutator, any_node
 
 _FOLDABLE = ("add", "sub", "mul", "floordiv", "floormod", "truncdiv", "truncmod", "min", "max")
@@ -146,6 +146,12 @@ def mul(a: PrimExpr, b: PrimExpr) -> PrimExpr:
 
 class _Folder(Mutator):
     """Re-folds integer BinOps bottom-up; an expression with nothing to fold is kept as is."""
+
+    def visit_Cast(self, e: Cast) -> PrimExpr:
+        v = self.visit(e.value)
+        if is_int_const(v) and e.dtype.is_int and e.dtype.lanes == 1:
+            return cast(e.dtype, v)  # a constant converted (an int narrowing wraps)
+        return e if v is e.value else e.replace(value=v)
 
     def visit_BinOp(self, e: BinOp) -> PrimExpr:
         a, b = self.visit(e.a), self.visit(e.b)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from tirc.ir.arith import Analyzer, can_prove, expr_size, simplify
+from tirc.ir.arith.construct import fold
 from tirc.ir.buffer import Range, make_buffer
 from tirc.ir.dtype import dtype
 from tirc.ir.expr import (
@@ -271,3 +272,17 @@ def test_cast_of_an_integer_constant_wraps_into_the_dtype() -> None:
     assert print_node(cast("int8", IntImm(300))) == "T.int8(44)"
     assert print_node(cast("uint8", IntImm(-1))) == "T.uint8(255)"
     assert print_node(cast("bool", IntImm(-1))) == "True"
+
+
+def test_fold_converts_integer_constants_and_keeps_other_casts() -> None:
+    """construct.fold: a cast of an integer constant to an integer type is that constant (a
+    narrowing one wraps), which lets `x * 16 + Cast(int64, 0)` lose its zero term; a cast to
+    a float, or of a variable, stays (unroll folds its copies this way only)."""
+    k = var("k", "int64")
+    e = BinOp("add", binop("mul", k, const(16, "int64")), Cast(IntImm(0), dtype("int64")),
+              dtype("int64"))
+    assert print_node(fold(e)) == "k * T.int64(16)"
+    assert print_node(fold(Cast(IntImm(300), dtype("int8")))) == "T.int8(44)"
+    assert isinstance(fold(Cast(IntImm(3), dtype("float32"))), Cast)
+    i = var("i")
+    assert print_node(fold(Cast(i, dtype("int64")))) == 'T.Cast("int64", i)'
