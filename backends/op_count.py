@@ -67,8 +67,35 @@ def flop_count(body: Any) -> PrimExpr:
     return walk(body, one, IntImm(0, _int64()))
 
 
+def constant_flop_count(body: Any) -> int | None:
+    """`flop_count` when every loop has a constant extent, counted in Python integers (no
+    expression to build and simplify); None when a loop's extent is symbolic."""
+
+    def walk(node: Any, weight: int) -> int | None:
+        if isinstance(node, For):
+            if not isinstance(node.extent, IntImm):
+                return None
+            return walk(node.body, weight * node.extent.value)
+        if isinstance(node, BufferStore):
+            return _ops_in(node.value) * weight
+        total = 0
+        for _, child in getattr(node, "node_fields", lambda: [])():
+            for item in child if isinstance(child, (list, tuple)) else (child,):
+                if hasattr(item, "node_fields") and not isinstance(item, PrimExpr):
+                    inner = walk(item, weight)
+                    if inner is None:
+                        return None
+                    total += inner
+        return total
+
+    return walk(body, 1)
+
+
 def flops_text(body: Any) -> int | str | None:
     """`flop_count` as the metadata writes it (an int or an expression), or None."""
+    known = constant_flop_count(body)
+    if known is not None:
+        return known
     try:
         return shape_text(simplify(flop_count(body)))
     except (CompileError, RecursionError):
