@@ -8,7 +8,6 @@ from typing import Any
 
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.module import IRModule
-from tirc.ir.printer import print_module
 
 # Output kind -> file suffix; `-o` with one of these suffixes chooses the kind.
 EMIT_SUFFIXES = {
@@ -46,6 +45,8 @@ def emit(mod: IRModule, kind: str, target: Any, opt_level: int,
     ExportNames) chooses the exported C names.
     """
     if kind == "tir":
+        from tirc.ir.printer import print_module  # a compile to a library does not print
+
         return print_module(mod)
     import tirc.backends as backends
 
