@@ -74,23 +74,29 @@ def check_entries(mod: IRModule) -> None:
 def emit(mod: IRModule, kind: str, target: Any = None, opt_level: int = 2,
          out_path: str | Path | None = None, libs: tuple[str, ...] = (),
          lib_dirs: tuple[str, ...] = (), names: ExportNames | None = None,
-         phases: Phases = NO_PHASES) -> bytes:
+         phases: Phases = NO_PHASES, write: bool = True) -> bytes:
     """Compile `mod` to `kind` (one of EMIT_KINDS) and return the bytes; also write them to
-    `out_path` atomically when given; `phases` times each step (LLVM IR, optimisation, code
-    generation, link). A shared object is linked with the libraries `libs`
-    (`-l`) found in `lib_dirs` (`-L`), which define the module's external functions. `names`
-    chooses the exported C names (default: the library named after `out_path`). Runs on a
-    big-stack thread (`tirc.ir.deep_call`), as code generation recurses as deep as the IR nests.
-    The analyses of the steps walk the finished functions many times: `remembered_walks`
-    walks each once."""
+    `out_path` atomically when given (unless `write` is False: a caller that writes them
+    itself, such as the CLI, still names things after the file); `phases` times each step
+    (LLVM IR, optimisation, code generation, link). A shared object is linked with the
+    libraries `libs` (`-l`) found in `lib_dirs` (`-L`), which define the module's external
+    functions. `names` chooses the exported C names (default: the library named after
+    `out_path`). Runs on a big-stack thread (`tirc.ir.deep_call`), as code generation recurses
+    as deep as the IR nests. The analyses of the steps walk the finished functions many times:
+    `remembered_walks` walks each once."""
     with remembered_walks():
-        return _emit(mod, kind, target, opt_level, out_path, libs, lib_dirs, names, phases)
+        data = _emit(mod, kind, target, opt_level, out_path, libs, lib_dirs, names, phases)
+    if out_path is not None and write:
+        from tirc.backends.link import write_atomic
+
+        write_atomic(out_path, data, executable=kind == "so")
+    return data
 
 
 def _emit(mod: IRModule, kind: str, target: Any, opt_level: int, out_path: str | Path | None,
           libs: tuple[str, ...], lib_dirs: tuple[str, ...], names: ExportNames | None,
           phases: Phases) -> bytes:
-    """`emit`'s work."""
+    """`emit`'s work (the bytes; `out_path` only names things)."""
     from tirc.backends.metadata import metadata_json, module_metadata
 
     if kind not in EMIT_KINDS:
@@ -100,12 +106,7 @@ def _emit(mod: IRModule, kind: str, target: Any, opt_level: int, out_path: str |
         from tirc.backends.nvptx import emit_gpu
 
         with phases("nvptx"):
-            data = emit_gpu(mod, kind, target, opt_level, tuple(libs), tuple(lib_dirs))
-        if out_path is not None:
-            from tirc.backends.link import write_atomic
-
-            write_atomic(out_path, data)
-        return data
+            return emit_gpu(mod, kind, target, opt_level, tuple(libs), tuple(lib_dirs))
     if kind != "h":
         check_cpu_target(target)
     check_entries(mod)
@@ -130,16 +131,12 @@ def _emit(mod: IRModule, kind: str, target: Any, opt_level: int, out_path: str |
             # the MPI or NCCL shim it loaded first.
             obj = result.obj()
             with phases("link"):
-                return link_shared(obj, out_path, openmp=result.uses_openmp,
+                return link_shared(obj, openmp=result.uses_openmp,
                                    libs=tuple(libs), lib_dirs=tuple(lib_dirs),
                                    externs=tuple(s for s in external_symbols(mod)
                                                  if not is_ccl_symbol(s)))
         data = {"ll": lambda: result.ll().encode(), "asm": lambda: result.asm().encode(),
                 "obj": result.obj}[kind]()
-    if out_path is not None:
-        from tirc.backends.link import write_atomic
-
-        write_atomic(out_path, data)
     return data
 
 

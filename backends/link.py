@@ -44,14 +44,23 @@ def _faster_linker(externs: tuple[str, ...]) -> list[str]:
     return ["-fuse-ld=gold"]
 
 
-def write_atomic(path: str | Path, data: bytes, mode: int = 0o644) -> None:
-    """Write `data` to `path` through a temporary file in the same folder and a rename."""
+def write_atomic(path: str | Path, data: bytes, executable: bool = False) -> None:
+    """Write `data` to `path` through a temporary file in the same folder and a rename, with
+    the permissions a new file gets (the umask applied; `executable` adds the x bits). A path
+    that exists and is not a regular file (`/dev/null`, a named pipe) is written in place:
+    renaming over it would replace the device."""
     path = Path(path)
+    if path.exists() and not path.is_file():
+        with open(path, "wb") as special:
+            special.write(data)
+        return
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.chmod(tmp, mode)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, (0o777 if executable else 0o666) & ~umask)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -115,5 +124,5 @@ def link_shared(obj: bytes, out_path: str | Path | None = None, openmp: bool = F
             raise CompileError(f"linking failed: {shlex.join(cmd)}\n{proc.stderr.strip()}")
         data = so_path.read_bytes()
     if out_path is not None:
-        write_atomic(out_path, data, mode=0o755)
+        write_atomic(out_path, data, executable=True)
     return data

@@ -63,6 +63,8 @@ def emit(mod: IRModule, kind: str, target: Any, opt_level: int,
         extra["names"] = names
     if phases is not None and "phases" in taken:
         extra["phases"] = phases
+    if "write" in taken:
+        extra["write"] = False  # the command writes the output itself (cli/output_file.py)
     try:
         return backend_emit(mod, kind, target, opt_level, **extra)
     except NotImplementedError as exc:

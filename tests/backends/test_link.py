@@ -1,16 +1,23 @@
 """The linker tirc chooses: gold when it may (no `$CC`, no external functions to require), the
-default linker when gold is absent or refuses; every choice gives a library that works."""
+default linker when gold is absent or refuses; every choice gives a library that works. And
+how outputs are written: atomically, with the umask's permissions, and in place into what is
+not a regular file."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 from backend_support import elementwise, emit
+from click.testing import CliRunner
 from tirc.backends import link
-from tirc.backends.link import link_shared
+from tirc.backends.link import link_shared, write_atomic
+from tirc.cli.main import cli
 from tirc.ir import ForKind, IRModule, Var
 from tirc.ir.dtype import dtype
 from tirc.runtime import load
@@ -54,3 +61,52 @@ def test_a_refused_faster_linker_falls_back_to_the_default(
     monkeypatch.setattr(link, "_faster_linker", lambda externs: ["-fuse-ld=no-such-linker"])
     link_shared(_object(tmp_path), tmp_path / "m.so")
     _works(tmp_path / "m.so")
+
+
+def _read_fifo(path: Path, out: list[bytes]) -> threading.Thread:
+    """A reader of the named pipe `path`, collecting what is written into `out`."""
+    def read() -> None:
+        with open(path, "rb") as f:
+            out.append(f.read())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return reader
+
+
+def test_an_output_that_is_not_a_regular_file_is_written_in_place(tmp_path: Path) -> None:
+    """`-o /dev/null` (or a named pipe) must not be renamed over: that replaced the device
+    with a regular file for every kind but `--emit tir`."""
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    got: list[bytes] = []
+    reader = _read_fifo(pipe, got)
+    write_atomic(pipe, b"data")
+    reader.join(timeout=10)
+    assert got == [b"data"] and stat.S_ISFIFO(pipe.stat().st_mode)
+
+
+@pytest.mark.parametrize("kind", ["asm", "so", "ll"])
+def test_the_cli_writes_every_kind_into_a_named_pipe(tmp_path: Path, kind: str) -> None:
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    src = tmp_path / "f.tir"
+    src.write_text('@T.prim_func\ndef f(A: T.Buffer((4,), "float32")):\n'
+                   "    for i in range(4):\n        A[i] = A[i] + T.float32(1.0)\n")
+    got: list[bytes] = []
+    reader = _read_fifo(pipe, got)
+    result = CliRunner().invoke(cli, [str(src), "--emit", kind, "-o", str(pipe)])
+    reader.join(timeout=30)
+    assert result.exit_code == 0, result.output
+    assert got and got[0] and stat.S_ISFIFO(pipe.stat().st_mode)
+
+
+def test_an_executable_output_gets_the_x_bits_the_umask_allows(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        write_atomic(tmp_path / "m.so", b"x", executable=True)
+        write_atomic(tmp_path / "m.s", b"x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "m.so").stat().st_mode) == 0o750
+    assert stat.S_IMODE((tmp_path / "m.s").stat().st_mode) == 0o640
