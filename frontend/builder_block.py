@@ -14,6 +14,7 @@ from tirc.ir.analysis.regions import region_offset
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import INT32
 from tirc.ir.expr import IntImm, PrimExpr, Var, cast, const, index_dtype
+from tirc.ir.rebind import rebind
 from tirc.ir.stmt import Block, BlockRealize, IterKind, IterVar, MatchBufferRegion, Stmt
 from tirc.ir.structural import structural_equal
 
@@ -43,6 +44,7 @@ class BlockParts:
         self.allocs: list[Buffer] = []
         self.matches: list[MatchBufferRegion] = []
         self.init: Stmt | None = None
+        self.forward: dict[str, Buffer] = {}  # `x = T.Buffer(...)` before its allocation
 
     def hook(self, s: S.Stmt) -> bool:
         """Handle `s` when it declares something about the block; False for body statements."""
@@ -105,9 +107,15 @@ class BlockParts:
         if name is not None and name.startswith("T.axis.") and name[7:] in AXIS_KINDS:
             self.axis(t, call, name)
             return True
+        if name == "T.Buffer":
+            buf = declare_buffer(self.lb.eb, t.id, call, name, alias=True)
+            self.lb.scope.define(t.id, buf, t.span)
+            self.forward[t.id] = buf
+            return True
         if name in ALLOCS:
             buf = declare_buffer(self.lb.eb, t.id, call, name, scope=ALLOCS[name])
-            self.lb.scope.define(t.id, buf, t.span)
+            if not self.allocates_forward(t.id, buf):
+                self.lb.scope.define(t.id, buf, t.span)
             self.allocs.append(buf)
             return True
         if name == "T.match_buffer":
@@ -115,6 +123,11 @@ class BlockParts:
                 self.ctx.error("T.match_buffer needs a source region", call.span)
             source = region(self.lb.eb, call.args[0])
             buf = declare_buffer(self.lb.eb, t.id, call, name, skip=1, like=source)
+            if buf.dtype != source.buffer.dtype:  # TVM's LowerMatchBuffer checks it too
+                self.ctx.error(f"T.match_buffer: '{t.id}' is {buf.dtype}, but its region of "
+                               f"'{source.buffer.name}' is {source.buffer.dtype} (a matched "
+                               "buffer views its region's elements in their own dtype)",
+                               call.span)
             if buf.elem_offset is None and any(k.name == "offset_factor" for k in call.keywords):
                 # as TVM: an offset_factor without an elem_offset makes the offset a variable,
                 # bound to the region's offset when the block is lowered (`sub_A.elem_offset`)
@@ -125,6 +138,19 @@ class BlockParts:
             self.matches.append(MatchBufferRegion(buf, source, span=call.span))
             return True
         return False
+
+    def allocates_forward(self, name: str, buf: Buffer) -> bool:
+        """A block buffer declared first as `x = T.Buffer(...)` of the same dtype and shape
+        (TVM prints one so when the block's regions name it) and then allocated: the regions
+        read so far name the allocation. False when `name` had no such declaration."""
+        fwd = self.forward.pop(name, None)
+        frame = self.lb.scope.frames[-1]
+        if fwd is None or frame.get(name) is not fwd or fwd.dtype != buf.dtype or \
+                fwd.scope != buf.scope or not structural_equal(fwd.shape, buf.shape):
+            return False
+        frame[name] = buf
+        self.reads, self.writes = rebind((self.reads, self.writes), {fwd: buf})
+        return True
 
     def axis(self, t: S.Name, call: S.Call, name: str) -> None:
         eb = self.lb.eb
@@ -150,6 +176,7 @@ class BlockParts:
         self.lb.scope.define(t.id, var, t.span)
         self.iter_vars.append(IterVar(var, dom, kind, span=t.span))
         self.values.append(value)
+        self.lb.block_bindings[var] = value
 
     def remap(self, target: S.Tuple, call: S.Call) -> None:
         eb = self.lb.eb

@@ -22,7 +22,7 @@ from tirc.frontend.graph_ops import OP_SIGNATURES
 from tirc.frontend.scope import POISON, Scope
 from tirc.frontend.signature import Sig, check_call
 from tirc.ir.dtype import DType, DTypeError
-from tirc.ir.expr import PrimExpr, Var
+from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.graph import (
     Binding,
     BindingBlock,
@@ -652,11 +652,21 @@ class GraphBuilder:
         return (self.sb.sinfo(node),)
 
     def args_tuple(self, node: S.Expr) -> Tuple:
-        """The arguments of a call: a tuple or list of values (`(x, y)`, `[x, y]`), or one."""
+        """The arguments of a call: a tuple or list of values (`(x, y)`, `[x, y]`), or one; an
+        integer written bare among them is `R.prim_value(T.int64(...))`, as TVM 0.27 prints
+        and reads an int64 primitive argument (`R.call_tir(cls.f, (x, 64), ...)`)."""
         if isinstance(node, (S.Tuple, S.List)):
-            return Tuple(tuple(self.gexpr(e) for e in node.elts), span=node.span)
+            return Tuple(tuple(self.bare_int(e) or self.gexpr(e) for e in node.elts),
+                         span=node.span)
         value = self.gexpr(node)
         return value if isinstance(value, Tuple) else Tuple((value,), span=node.span)
+
+    def bare_int(self, node: S.Expr) -> PrimValue | None:
+        """`R.prim_value(T.int64(v))` for an integer literal `v` (not a bool), else None."""
+        v = literal_value(node)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return PrimValue(IntImm(v, DType.parse("int64")), span=node.span)
+        return None
 
     def shape_value(self, node: S.Expr) -> ShapeExpr:
         if S.call_name(node) in ("R.shape", "R.ShapeExpr"):

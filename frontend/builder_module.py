@@ -201,15 +201,29 @@ class ModuleBuilder:
         if kind == "prim_func":
             flags = self.flags.get(id(fn), {})
             func = build_prim_func(self.ctx, fn, names)
+            self.check_private(fn, func.attrs)
             self.functions[fn.name] = func.replace(  # type: ignore[assignment]
                 private=flags.get("private", False), s_tir=flags.get("s_tir", False))
         elif kind == "function":
             self.functions[fn.name] = build_graph_func(self.ctx, fn, names)
+            self.check_private(fn, self.functions[fn.name].attrs)
         else:
             sch = build_schedule(self.ctx, fn, deco)
             self.schedules.append(sch)
             where = deco.args[0].span if isinstance(deco, S.Call) and deco.args else deco.span
             self.schedule_spans.append((sch, where))
+
+    def check_private(self, fn: S.FunctionDef, attrs: dict[str, Any]) -> None:
+        """A private function has no global symbol, as TVM's parser checks: `private=True`
+        with a `"global_symbol"` attribute is an error at the func_attr."""
+        symbol = attrs.get("global_symbol")
+        if symbol is None or not self.flags.get(id(fn), {}).get("private", False):
+            return
+        where = next((s.span for s in fn.body if isinstance(s, S.ExprStmt) and
+                      S.call_name(s.value) in ("T.func_attr", "R.func_attr")), fn.name_span)
+        self.ctx.error(f"private function '{fn.name}' has the global symbol '{symbol}': a "
+                       "private function may not have a \"global_symbol\" attribute (drop "
+                       "private=True to export it)", where)
 
     # ---- imports ------------------------------------------------------------------------
 

@@ -43,11 +43,16 @@ class PrimFuncBuilder:
     def build(self) -> PrimFunc:
         fn = self.fn
         self.declare_scalars()
+        before = dict(self.scope.frames[-1])
         for p in fn.params:
             try:
                 self.param(p)
             except BuildError:
                 self.scope.poison(p.name)
+        self.lb.signature_sizes = {
+            k: v for k, v in self.scope.frames[-1].items()
+            if k not in before and isinstance(v, Var) and v.dtype.is_int
+            and all(v is not q for q in self.params)}
         ret = return_dtype(fn.returns)
         if fn.returns is not None and ret is None and not (
                 isinstance(fn.returns, S.Constant) and fn.returns.kind == "none"):

@@ -35,8 +35,9 @@ from tirc.ir.expr import (
     cast,
     const,
 )
-from tirc.ir.gpu.threads import VTHREAD_TAGS
+from tirc.ir.gpu.threads import ALL_TAGS, VTHREAD_TAGS, repeatable_copy
 from tirc.ir.loop_jumps import escaping_loop_jumps, jump_kind
+from tirc.ir.rebind import rebind, uses_any
 from tirc.ir.span import Span
 from tirc.ir.stmt import (
     Allocate,
@@ -65,6 +66,9 @@ BLOCK_ONLY = ("T.reads", "T.writes", "T.where", "T.block_attr", "T.sblock_attr",
               "T.axis.R")
 
 
+# Thread axes a loop inside a loop bound to the same one shares (TVM's UnifyThreadBinding).
+UNIFIED_TAGS = VTHREAD_TAGS + ALL_TAGS
+
 # Declarations that can also scope over an indented body with `with ... as name:`.
 SCOPED_DECLARATIONS = ("T.decl_buffer", "T.event_tensor", "T.LetStmt")
 
@@ -79,7 +83,10 @@ class LoopBuilder:
         self.loop_dom: dict[Var, tuple[PrimExpr, PrimExpr]] = {}
         self.ret_dtype: DType | None = None  # the function's result dtype (`-> T.int32`)
         self.unbound: set[Var] = set()  # `x = T.int32()` in the body, not yet given by T.Bind
-        self.vthreads: dict[str, LoopHead] = {}  # the loop around bound to each vthread tag
+        self.signature_sizes: dict[str, Var] = {}  # sizes a parameter's shape string created
+        self.vthreads: dict[str, LoopHead] = {}  # the loop around bound to each thread tag
+        self.reducer: Any = None  # T.comm_reducer for the next T.tvm_thread_allreduce
+        self.block_bindings: dict[Var, PrimExpr] = {}  # each block iteration variable's value
 
     # ---- sequences ----------------------------------------------------------------------
 
@@ -248,12 +255,26 @@ class LoopBuilder:
             return _NOTHING
         if name.startswith("T.") and S.is_size_declaration(call):  # T.int32(is_size_var=True)
             dt = self.symbolic_dtype(name, call)
+            if dt is not None and self.reuses_signature_size(t, dt, call):
+                return _NOTHING
             if dt is not None:
                 var = Var(t.id, dt, span=t.span)
                 self.scope.define(t.id, var, t.span)
                 self.unbound.add(var)
                 return _NOTHING
         return None
+
+    def reuses_signature_size(self, t: S.Name, dt: DType, call: S.Call) -> bool:
+        """`n = T.int32()` naming a size a parameter's shape string created (`"n"`, as TVM
+        prints an int32 size) declares that size again, as TVM's parser reads it: the same
+        variable, of the same dtype."""
+        old = self.signature_sizes.get(t.id)
+        if old is None or self.scope.lookup(t.id) is not old:
+            return False
+        if old.dtype != dt:
+            self.ctx.error(f"'{t.id}' is a size of dtype {old.dtype} from the parameters' "
+                           f"shapes, declared here as {dt}", call.span)
+        return True
 
     def data_expression(self, t: S.Name, call: S.Call) -> tuple[S.Call, Wrapper]:
         """`data=` of a pointer expression (`data=T.address_of(A[i, 0])`, as TVM's inliner
@@ -470,10 +491,10 @@ class LoopBuilder:
                 self.poison_loop_targets(s.target)
                 self.body(s.body, frame=False)
             raise
-        unified = self.unified_vthreads(loops)
+        unified, same_axis = self.unified_threads(loops)
         opened = {h.extra["thread_tag"]: h for h in loops if h.var not in unified
-                  and h.kind == ForKind.THREAD_BINDING
-                  and h.extra.get("thread_tag") in VTHREAD_TAGS}
+                  and h.var not in same_axis and h.kind == ForKind.THREAD_BINDING
+                  and h.extra.get("thread_tag") in UNIFIED_TAGS}
         outer = dict(self.vthreads)
         with self.scope.frame():
             for head in loops:
@@ -497,27 +518,42 @@ class LoopBuilder:
                                     f"{len(loops)} loops is ambiguous (write the loops one "
                                     "'for' each)", jump.span)
         for head in reversed(loops):
+            outer_var = same_axis.get(head.var)
+            if outer_var is not None and (uses_any(body, {outer_var})
+                                          or not repeatable_copy(body)):
+                body = rebind(body, {head.var: outer_var})  # the thread's own index
+                continue
             var, lo, extent, body = stepped_loop(head, body)
             body = For(var, lo, extent, head.kind, body, span=s.span, **head.extra)
         return body
 
-    def unified_vthreads(self, loops: list[LoopHead]) -> dict[Var, Var]:
-        """Loops bound to a virtual thread that a loop around them is bound to already:
-        TVM's UnifyThreadBinding makes them that loop's index (the inner loop goes), so each
-        maps to the outer variable; their extents must be the same."""
+    def unified_threads(self, loops: list[LoopHead]) -> tuple[dict[Var, Var], dict[Var, Var]]:
+        """Loops bound to a thread axis that a loop around them is bound to already, which
+        TVM's UnifyThreadBinding makes that loop's index: a virtual thread's (its range must
+        be the same) maps to the outer variable before its body is read (the first result).
+        A block or thread axis's over the same range (the second) becomes the outer index
+        once its body is read, unless that body is a plain copy not using the outer index
+        (MetaSchedule's cooperative fetch), which the reference interpreter runs whole in each
+        thread and gpu-thread-binding unifies; over another range it is left to that pass."""
         out: dict[Var, Var] = {}
+        same_axis: dict[Var, Var] = {}
         for head in loops:
             tag = head.extra.get("thread_tag") if head.kind == ForKind.THREAD_BINDING else None
-            outer = self.vthreads.get(tag) if tag in VTHREAD_TAGS else None
+            outer = self.vthreads.get(tag) if tag in UNIFIED_TAGS else None
             if outer is None:
                 continue
-            if not same_expr(outer.extent, head.extent) or not same_expr(outer.min, head.min):
+            same = same_expr(outer.extent, head.extent) and same_expr(outer.min, head.min)
+            if tag in ALL_TAGS:
+                if same:
+                    same_axis[head.var] = outer.var
+                continue
+            if not same:
                 self.ctx.error(f"loop '{head.var.name}' is bound to {tag} inside loop "
                                f"'{outer.var.name}', bound to it too with another range; "
                                "TVM makes them one index, so their extents must be the same",
                                head.var.span)
             out[head.var] = outer.var
-        return out
+        return out, same_axis
 
     def poison_loop_targets(self, target: S.Expr) -> None:
         for e in target.elts if isinstance(target, S.Tuple) else [target]:

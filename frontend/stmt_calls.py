@@ -56,7 +56,16 @@ def _loop_jump(lb: LoopBuilder, call: S.Call) -> Stmt:
 
 
 def _storage_sync(lb: LoopBuilder, call: S.Call) -> Stmt:
-    a = check_call(lb.ctx, call, "T.tvm_storage_sync", Sig(1, 1))
+    """`T.tvm_storage_sync("shared")`, or with TVM's operands of a barrier across blocks at
+    their defaults (`is_load` False, `num_blocks` -1: one block's barrier), as TVM prints it."""
+    a = check_call(lb.ctx, call, "T.tvm_storage_sync",
+                   Sig(1, 1, ("is_load", "num_blocks"), positional_kw=True))
+    for key, default in (("is_load", 0), ("num_blocks", -1)):
+        node = a.kw.get(key)
+        if node is not None and getattr(lb.eb.expr(node), "value", None) != default:
+            lb.ctx.unsupported(f"T.tvm_storage_sync with {key} other than "
+                               f"{'False' if key == 'is_load' else -1} (a barrier across "
+                               "blocks)", node.span)
     scope = lb.eb.str_literal(a.pos[0], "the storage scope")
     arg = StringImm(scope, span=a.pos[0].span)
     return Evaluate(Call(intrin.STORAGE_SYNC, (arg,), INT32, span=call.span), span=call.span)
@@ -103,6 +112,10 @@ def _attr(lb: LoopBuilder, call: S.Call) -> Wrapper:
     launch = lb.thread_extent_attr(call)
     if launch is not None:
         return launch
+    if call.args and S.call_name(call.args[0]) == "T.comm_reducer":
+        from tirc.frontend.allreduce import reducer_attr
+
+        return reducer_attr(lb, call)
     node, key, value = lb.attr_parts(call)
     return lambda body: AttrStmt(node, key, value, body, span=call.span)
 
@@ -143,6 +156,13 @@ def _bind(lb: LoopBuilder, call: S.Call) -> Wrapper:
     return lambda body: LetStmt(var, value, body, span=call.span)
 
 
+def _allreduce(lb: LoopBuilder, call: S.Call) -> Stmt:
+    """`T.tvm_thread_allreduce(...)` after its reducer (tirc.frontend.allreduce)."""
+    from tirc.frontend.allreduce import thread_allreduce
+
+    return thread_allreduce(lb, call)
+
+
 STMT_CALLS: dict[str, Callable[[LoopBuilder, S.Call], Any]] = {
     "T.evaluate": _evaluate,
     f"T.{intrin.STORAGE_SYNC}": _storage_sync,
@@ -156,4 +176,5 @@ STMT_CALLS: dict[str, Callable[[LoopBuilder, S.Call], Any]] = {
     "T.device_entry": _device_entry,
     "T.attr": _attr,
     "T.Bind": _bind,
+    "T.tvm_thread_allreduce": _allreduce,
 }

@@ -265,6 +265,12 @@ def _assume(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
     return Call("assume", (cond,), DType("int", 32))
 
 
+def _thread_invariant(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
+    """`T.tvm_thread_invariant(cond)`: TVM's mark that every thread of a GPU block computes
+    the same `cond`; a hint only, so the condition itself."""
+    return b.condition(a.pos[0], "the argument of T.tvm_thread_invariant")
+
+
 def _likely(b: ExprBuilder, call: S.Call, a: Args, name: str) -> PrimExpr:
     cond = b.condition(a.pos[0], "the argument of T.likely")
     if "dtype" in a.kw and b.dtype_arg(a.kw["dtype"]) != cond.dtype:  # as TVM prints it
@@ -444,6 +450,7 @@ BUILTINS: dict[str, tuple[Sig, Handler]] = {
     "Select": (Sig(3, 3), _select),
     "if_then_else": (Sig(3, 3, ("dtype",)), _select),
     "likely": (Sig(1, 1, ("dtype",)), _likely),
+    "tvm_thread_invariant": (Sig(1, 1), _thread_invariant),
     "assume": (Sig(1, 1), _assume),
     "Ramp": (Sig(3, 3), _ramp),
     "ramp": (Sig(3, 3), _ramp),

@@ -6,9 +6,9 @@ An intrinsic is a `Call(op, args, dtype)` of the loop IR. Each one is declared h
   event tensor, `handle`, `str` for a string literal, `any`, `any|str` for a value or a string
   literal; `...` repeats the last one, a trailing `?` marks an optional one). Operands declared
   `int` or `float` meet in one dtype (integer literals become float32 for `float`);
-- `result`: the dtype of the call (`operand` when it is the operands' dtype, `given` when the
-  call states it, or a dtype name, which takes the operands' lanes and which `dtype=` may
-  override);
+- `result`: the dtype of the call (`operand` when it is the operands' dtype, `operand:k` when
+  it is operand k's, `given` when the call states it, or a dtype name, which takes the
+  operands' lanes and which `dtype=` may override);
 - `printed`: how the printer writes it: `named` as `T.name(args)` (with `dtype=` where the call's
   dtype is not the declared one), `typed` as `T.name("dtype", args)` (TVM's form for calls whose
   dtype is stated first), `operator` as Python's operator (`a << b`), `statement` as
@@ -83,6 +83,9 @@ class Intrinsic:
             return None
         if self.result == "given":
             return DType("void", 0)
+        if self.result.startswith("operand:"):  # operand k's dtype (a shuffled value's)
+            k = int(self.result.split(":")[1])
+            return operands[k] if len(operands) > k else DType("void", 0)
         lanes = operands[0].lanes if operands and self.numeric else 1
         return DType.parse(self.result).with_lanes(lanes)
 
@@ -237,9 +240,12 @@ for _name in ("tvm_mma_sync", "tvm_bmma_sync", "tvm_fill_fragment", "tvm_load_ma
     _declare(_name, ("any|str?", "..."), "handle", NAMED, None,
              "TVM's warp-level matrix / PTX intrinsic of that name", GPU)
 for _name in ("tvm_warp_shuffle", "tvm_warp_shuffle_up", "tvm_warp_shuffle_down",
-              "tvm_warp_shuffle_xor", "tvm_warp_activemask"):
-    _declare(_name, ("any?", "..."), "given", NAMED, None,
-             "TVM's warp shuffle / active-mask intrinsic of that name", GPU)
+              "tvm_warp_shuffle_xor"):  # (mask, value, lane or delta, width, warp size)
+    _declare(_name, ("any?", "..."), "operand:1", NAMED, None,
+             "TVM's warp shuffle of that name: the value's dtype, as TVM's T.tvm_warp_shuffle",
+             GPU)
+_declare("tvm_warp_activemask", (), "uint32", NAMED, None,
+         "the mask of the warp's active threads (TVM's; uint32)", GPU)
 
 # ---- direct calls between loop functions and their results -----------------------------
 

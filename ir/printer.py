@@ -101,6 +101,7 @@ from tirc.ir.stmt import (
     While,
 )
 from tirc.ir.target import TargetAttr
+from tirc.ir.tirx_calls import movable_call, moved_size_params, with_sizes_moved
 from tirc.ir.visitor import Visitor, any_node, post_order_visit
 
 INDENT = "    "
@@ -357,6 +358,7 @@ class FuncPrinter:
                  functions: frozenset[str] = frozenset()) -> None:
         self.syntax = check_syntax(syntax)
         self.functions = functions  # the module's functions: a call of one prints as such
+        self.moved: frozenset[str] = frozenset()  # loop functions printed with sizes moved
         self.block_kw = "sblock" if syntax == "tirx" else "block"
         # TVM 0.27 spells a block's own allocation T.sblock_alloc_buffer (its T.alloc_buffer
         # is a statement allocating over the statements after it).
@@ -741,12 +743,20 @@ class FuncPrinter:
         defined.extend(iv.var for iv in b.iter_vars)
         if not (isinstance(br.predicate, IntImm) and br.predicate.value == 1):
             self.emit(d, f"T.where({self.p(br.predicate)})")
+        # A buffer of the block that its regions name is declared ahead, as TVM prints it
+        ahead = {id(buf): self.names.define(buf, buf.name) for buf in b.alloc_buffers
+                 if not isinstance(buf, SparseBuffer) and any_node(
+                     (b.reads, b.writes), lambda n, buf=buf: getattr(n, "buffer", None) is buf)}
+        for buf in b.alloc_buffers:
+            if id(buf) in ahead:
+                self.emit(d, f"{ahead[id(buf)]} = T.Buffer({self.buffer_args(buf)})")
         self.emit(d, f"T.reads({', '.join(self.p.region(r) for r in b.reads)})")
         self.emit(d, f"T.writes({', '.join(self.p.region(r) for r in b.writes)})")
         if b.annotations:
             self.emit(d, f"T.{self.block_kw}_attr({self.attr_dict(b.annotations)})")
         for buf in b.alloc_buffers:
-            self.emit(d, f"{self.names.define(buf, buf.name)} = {self.alloc_call(buf)}")
+            name = ahead.get(id(buf)) or self.names.define(buf, buf.name)
+            self.emit(d, f"{name} = {self.alloc_call(buf)}")
             defined.append(buf)
             defined.extend(self.buffer_defined(buf, d))
         for mb in b.match_buffers:
@@ -942,7 +952,14 @@ class FuncPrinter:
             if e.op == "print" and len(e.args) == 1 and isinstance(e.args[0], Tuple):
                 args = [self.gexpr(a) for a in e.args[0].fields]  # R.print(x, y, format=...)
             if e.op in ("call_tir", "call_tir_inplace") and len(args) == 3:
-                args[2] = f"tir_vars={args[2]}"
+                if self.syntax == "tirx" and movable_call(e) and \
+                        getattr(e.args[0], "name", None) in self.moved:
+                    values = [f"R.prim_value({self.p(v)})" for v in e.args[2].values]
+                    fields = [self.gexpr(x) for x in e.args[1].fields]  # type: ignore[union-attr]
+                    args[1] = f"({', '.join([*fields, *values])})"
+                    args.pop()  # TVM 0.27 reads no tir_vars (tirc.ir.tirx_calls)
+                else:
+                    args[2] = f"tir_vars={args[2]}"
             inplace = e.attrs.get("inplace_indices") if e.op == "call_tir_inplace" else None
             args += [f"{k}={self.attr_value(v)}" for k, v in e.attrs.items()
                      if inplace is None or k != "inplace_indices"]
@@ -1051,11 +1068,15 @@ def _module_lines(mod: IRModule, syntax: str) -> Iterator[str]:
     if mod.global_infos:
         yield INDENT + global_infos_text(mod.global_infos)
         first = False
-    for func in mod.functions.values():
+    moved = moved_size_params(mod) if syntax == "tirx" else {}
+    for name, func in mod.functions.items():
         if not first:
             yield ""
         first = False
-        yield from print_function(func, 1, mod.name, syntax, frozenset(mod.functions))
+        if name in moved:
+            func = with_sizes_moved(func, moved[name])  # type: ignore[arg-type]
+        yield from print_function(func, 1, mod.name, syntax, frozenset(mod.functions),
+                                  frozenset(moved))
     if not mod.functions:
         yield INDENT + "pass"
     for s in mod.schedules:
@@ -1067,9 +1088,12 @@ def _module_lines(mod: IRModule, syntax: str) -> Iterator[str]:
 @deep
 def print_function(func: PrimFunc | Function, depth: int = 0,
                    module_name: str = "Module", syntax: str = "classic",
-                   functions: frozenset[str] = frozenset()) -> list[str]:
-    """The lines of one function at the given indentation depth, in `syntax`."""
+                   functions: frozenset[str] = frozenset(),
+                   moved: frozenset[str] = frozenset()) -> list[str]:
+    """The lines of one function at the given indentation depth, in `syntax`; `moved`: the
+    loop functions whose calls pass their sizes in the argument tuple (tirx)."""
     fp = FuncPrinter(module_name, syntax, functions)
+    fp.moved = moved
     if isinstance(func, PrimFunc):
         return fp.prim_func(func, depth)
     return fp.graph_func(func, depth)

@@ -288,41 +288,82 @@ def _per_copy(s: For, buf: Buffer) -> bool:
     return tag.startswith("threadIdx") and buf.scope in THREAD_SCOPED
 
 
+def _shared_pass(s: Stmt, buf: Buffer) -> bool:
+    """A threadIdx loop (or a vthread loop of one iteration) that a shared-memory allocation
+    may pass on its way to a serial loop inside: all the loop's threads keep using the block's
+    one copy, so its box covers them (TVM places a matmul's shared tiles inside the threadIdx
+    loops, in the reduction loop's body, and relaxes them over the threads)."""
+    if not (isinstance(s, For) and s.kind == ForKind.THREAD_BINDING
+            and buf.scope in SHARED_SCOPED):
+        return False
+    tag = s.thread_tag or ""
+    return tag.startswith("threadIdx") or (tag.startswith("vthread")
+                                           and is_const_int(s.extent, 1))
+
+
 def _can_enter(s: Stmt, buf: Buffer) -> bool:
     """Statements an allocation may move into (loops only after the disjointness check)."""
     if isinstance(s, For):
-        return s.kind != ForKind.THREAD_BINDING or _per_copy(s, buf)
+        one_vthread = (s.thread_tag or "").startswith("vthread") and is_const_int(s.extent, 1)
+        return s.kind != ForKind.THREAD_BINDING or _per_copy(s, buf) or \
+            _shared_pass(s, buf) or one_vthread  # one virtual thread: a plain loop
     if isinstance(s, AttrStmt):
         return s.key not in THREAD_ATTRS
     return isinstance(s, (SeqStmt, LetStmt, IfThenElse, Allocate, AssertStmt))
 
 
 def _placement(accesses: list[_Access], buf: Buffer, an: Analyzer,
-               shared_by: tuple[For, ...] = ()) -> int:
-    """How deep (an index into every access's path) the allocation can go. It passes a loop
-    whose iterations touch disjoint elements even when each touches a symbolic amount (the
-    rows of a tile loop nested in a loop over column panels), but settles only where it has a
-    constant size (no allocation on the heap in every iteration of a parallel loop)."""
+               shared_by: tuple[For, ...] = ()) -> tuple[int, tuple[For, ...]]:
+    """How deep (an index into every access's path) the allocation can go, and the thread
+    loops it then sits in whose threads share its one copy (`shared_by` and those it passed).
+    It passes a loop whose iterations touch disjoint elements even when each touches a
+    symbolic amount (the rows of a tile loop nested in a loop over column panels), but settles
+    only where it has a constant size (no allocation on the heap in every iteration of a
+    parallel loop). Shared memory passes threadIdx loops but settles only inside a serial loop
+    under them (a tile per step of a reduction loop), where it shrinks further: one that all
+    the threads run alike (bounds, conditions and lets on the way not depending on the
+    threads), so that a barrier can separate its steps, which now reuse the tile."""
     depth = 0
-    settled = 0
+    settled, settled_by = 0, shared_by
     constant = True  # the size at the current depth is a constant (or it is the start)
+    in_threads = False  # passed thread loops since the last serial loop entered
+    threads: set[Var] = set()  # the passed thread loops' variables, and lets of them
     while True:
         node = accesses[0].path[depth]
         if any(len(a.path) <= depth + 1 for a in accesses):
-            return settled  # an access in this statement's own expressions
+            return settled, settled_by  # an access in this statement's own expressions
         child = accesses[0].path[depth + 1]
         if any(a.path[depth + 1] is not child for a in accesses) or not _can_enter(node, buf):
-            return settled
-        if isinstance(node, For):
+            return settled, settled_by
+        if threads and _varies(node, threads):
+            return settled, settled_by  # the threads would not step through it together
+        if isinstance(node, LetStmt) and threads and _mentions(node.value, threads):
+            threads.add(node.var)
+        if isinstance(node, For) and _shared_pass(node, buf):
+            shared_by = (*shared_by, node)
+            threads.add(node.loop_var)
+            in_threads = True
+        elif isinstance(node, For):
             per_iteration = _region(accesses, depth + 1, buf.ndim, an, shared_by)
             if any(b is None for b in per_iteration) or not (
                     (node.kind == ForKind.THREAD_BINDING and _per_copy(node, buf))
                     or iterations_disjoint(node, per_iteration, an)):
-                return settled  # a private copy per iteration would not be safe
+                return settled, settled_by  # a private copy per iteration would not be safe
             constant = all(bounds_width(b, an) is not None for b in per_iteration)
+            in_threads = False
         depth += 1
-        if constant:
-            settled = depth
+        if constant and not in_threads:
+            settled, settled_by = depth, shared_by
+
+
+def _varies(s: Stmt, threads: set[Var]) -> bool:
+    """Whether the threads may run `s` differently: a serial loop's bounds or a condition
+    depend on them."""
+    if isinstance(s, For) and s.kind != ForKind.THREAD_BINDING:
+        return _mentions(s.min, threads) or _mentions(s.extent, threads)
+    if isinstance(s, IfThenElse):
+        return _mentions(s.condition, threads)
+    return False
 
 
 class _Rewrite(Mutator):
@@ -388,7 +429,7 @@ def compact(alloc: Allocate, mentions: _Mentions | None = None,
     if not accesses:
         return alloc
     an = Analyzer()
-    depth = _placement(accesses, b, an, shared_by)
+    depth, shared_by = _placement(accesses, b, an, shared_by)
     place = accesses[0].path[depth]
     region = _region(accesses, depth, b.ndim, an, shared_by)
     shape: list[PrimExpr] = []

@@ -108,10 +108,11 @@ def _bind_match_vars(m: MatchBufferRegion, dims: list[int], vmap: dict[Any, Any]
 
 def _check_declared(m: MatchBufferRegion, dims: list[int], src_strides: list[PrimExpr],
                     vmap: dict[Any, Any]) -> None:
-    """A shape, stride or elem_offset the matched buffer states as an expression (not a
-    variable it binds) must provably be the region's, as TVM's LowerMatchBuffer requires
-    (`T.match_buffer(A[i, j], (), elem_offset=0)` is an error); the interpreter checks the
-    same when it runs."""
+    """A shape, stride or elem_offset the matched buffer states as an expression, or as a
+    variable bound at another place of the match, must provably be the region's, as TVM's
+    LowerMatchBuffer requires (`T.match_buffer(A[i, j], (), elem_offset=0)` and
+    `strides=[s, s]` over a row-major region are errors); the interpreter checks the same
+    when it runs."""
     buf, region = m.buffer, m.source.region
     declared: list[tuple[str, PrimExpr, PrimExpr]] = []
     for k, sk in enumerate(dims):
@@ -122,17 +123,23 @@ def _check_declared(m: MatchBufferRegion, dims: list[int], src_strides: list[Pri
     if buf.elem_offset is not None:
         declared.append(("elem_offset", buf.elem_offset, region_offset(m.source)))
     analyzer = Analyzer()
+    named: set[Var] = set()
     for what, want, actual in declared:
-        if isinstance(want, Var):
+        if isinstance(want, Var) and want not in named:
+            named.add(want)  # bound here (`_bind_match_vars`), or by the block around it
             continue
+        # where a variable appears again (`strides=[s, s]`), what it was bound to where it
+        # first appeared must be this place's value too
         lhs, rhs = rebind(want, vmap), rebind(actual, vmap)
         if not analyzer.can_prove_equal(cast(INT64, lhs), cast(INT64, rhs)):
             from tirc.ir.printer import print_node  # only on the error path (start-up)
 
+            bound = f" (bound to {print_node(lhs)} where it first appears)" \
+                if isinstance(want, Var) else ""
             raise CompileError(
-                f"match_buffer '{buf.name}' declares {what} = {print_node(want)}, but its "
-                f"region of '{m.source.buffer.name}' has {print_node(actual)}, which is not "
-                "provably the same", m.span or m.source.span)
+                f"match_buffer '{buf.name}' declares {what} = {print_node(want)}{bound}, but "
+                f"its region of '{m.source.buffer.name}' has {print_node(actual)}, which is "
+                "not provably the same", m.span or m.source.span)
 
 
 class _MatchResolver(Mutator):

@@ -383,8 +383,8 @@ class BoundCall:
             return call.by_index[a["index"]]
 
         run_steps(fn.steps, env, fn.module.driver, pointer,
-                  lambda k: fn._launch(fn.launches[k], self.env, call),
-                  lambda j: fn._host_call(j, self.env, call))
+                  lambda k, at: fn._launch(fn.launches[k], {**self.env, **at}, call),
+                  lambda j, at: fn._host_call(j, {**self.env, **at}, call))
 
     def fetch(self) -> None:
         """Wait for the kernels, then copy the outputs back into the caller's arrays; a

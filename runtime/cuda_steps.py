@@ -1,4 +1,5 @@
-"""Running the steps of a GPU launch plan in order, with the branches of a graph-level `if`.
+"""Running the steps of a GPU launch plan in order, with the branches of a graph-level `if`
+and the host's serial loops around launches.
 
 A plan without `steps` is its launches in order with each host call after the first `before`
 launches (tirc.backends.nvptx.launch_plan); a plan with `steps` (one that branches) lists its
@@ -77,17 +78,25 @@ def condition(step: dict[str, Any], env: dict[str, int | float], driver: Any,
     return shape_expr.truth(step["cond"], values)
 
 
+Run = Callable[[int, dict[str, Any]], None]
+
+
 def run_steps(steps: list[dict[str, Any]], env: dict[str, int | float], driver: Any,
-              pointer: Callable[[dict[str, Any]], int],
-              launch: Callable[[int], None], host_call: Callable[[int], None]) -> None:
-    """Run `steps` in order: `launch(k)` and `host_call(j)` for the plan's entries, checks
-    (a ValueError with the compiler's message), and the branch each `if` takes."""
+              pointer: Callable[[dict[str, Any]], int], launch: Run, host_call: Run) -> None:
+    """Run `steps` in order: `launch(k, env)` and `host_call(j, env)` for the plan's entries,
+    checks (a ValueError with the compiler's message), the branch each `if` takes, and each
+    `for`'s body once per value of its variable (added to `env`)."""
     for step in steps:
         kind = step["kind"]
         if kind == "launch":
-            launch(step["index"])
+            launch(step["index"], env)
         elif kind == "host_call":
-            host_call(step["index"])
+            host_call(step["index"], env)
+        elif kind == "for":
+            lo = shape_expr.evaluate(step["min"], env)  # type: ignore[arg-type]
+            for v in range(lo, lo + shape_expr.evaluate(step["extent"], env)):  # type: ignore[arg-type]
+                run_steps(step["body"], {**env, step["var"]: v}, driver, pointer, launch,
+                          host_call)
         elif kind == "check":
             lhs = shape_expr.evaluate(step["lhs"], env)  # type: ignore[arg-type]
             rhs = shape_expr.evaluate(step["rhs"], env)  # type: ignore[arg-type]

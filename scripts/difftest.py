@@ -8,6 +8,7 @@ printed with its seed.
     .venv/bin/python scripts/difftest.py --count 500 --kind expr   # scalar semantics, all dtypes
     .venv/bin/python scripts/difftest.py --count 2000 --kind schedule  # random @S.schedule
     .venv/bin/python scripts/difftest.py --count 500 --kind schedule --steps 25
+    .venv/bin/python scripts/difftest.py --count 200 --kind calls  # kernels a graph calls
     .venv/bin/python scripts/difftest.py --show loop 28           # print the program of a seed
     python scripts/difftest.py --cuda sm_90 --count 500           # PTX on a real GPU instead
 
@@ -30,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from difftest import builds as B  # noqa: E402
 from difftest.expr_programs import expr_case  # noqa: E402
+from difftest.graph_calls import calls_case, calls_module  # noqa: E402
 from difftest.graph_programs import graph_case  # noqa: E402
 from difftest.harness import Build, Checker, Finding, Program, Report  # noqa: E402
 from difftest.loop_programs import loop_case  # noqa: E402
@@ -46,6 +48,7 @@ GRAPH_BUILDS = [Build(0), Build(1), Build(2), Build(3), Build(2, "static"),
 KINDS = {
     "loop": (loop_case, LOOP_BUILDS, B.interpret_loop, B.run_loop, B.loop_labels, 100),
     "graph": (graph_case, GRAPH_BUILDS, B.interpret_graph, B.run_graph, B.graph_labels, 40),
+    "calls": (calls_case, GRAPH_BUILDS, B.interpret_graph, B.run_graph, B.graph_labels, 40),
     "expr": (expr_case, LOOP_BUILDS, B.interpret_loop, B.run_loop, B.loop_labels, 100),
     "schedule": (random_schedule_case, SCHEDULE_BUILDS, B.interpret_loop, B.run_loop,
                  B.loop_labels, 50),
@@ -136,12 +139,15 @@ def table(reports: dict[str, Report]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=1000, help="programs in all (default 1000)")
-    ap.add_argument("--kind", choices=("both", "loop", "graph", "expr", "schedule"),
+    ap.add_argument("--kind", choices=("both", "loop", "graph", "expr", "schedule", "calls"),
                     default="both",
                     help="both: loop and graph functions; expr: scalar expressions in every "
                          "dtype (tests/difftest/expr_programs.py); schedule: random "
                          "schedules of random loop functions "
-                         "(tests/difftest/schedule_programs.py)")
+                         "(tests/difftest/schedule_programs.py); calls: graph functions "
+                         "calling their module's loop functions, through call_tir, "
+                         "call_tir_inplace and the memory-planned forms, with R.print "
+                         "(tests/difftest/graph_calls.py)")
     ap.add_argument("--steps", type=int, default=None,
                     help="--kind schedule: primitives tried per schedule (default: 1 to 10, "
                          "drawn from the seed)")
@@ -163,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
         kind, seed = args.show[0], int(args.show[1])
         if kind == "schedule":
             print(random_schedule_case(seed, args.steps).text())
+            return 0
+        if kind == "calls":
+            print(calls_module(seed)[0])
             return 0
         program = KINDS[kind][0](seed)
         print(IRModule({program.name: program.func}).script())

@@ -28,8 +28,10 @@ strings, outputs, and where each symbolic size is bound from):
   runs) and `{"kind": "if", "cond": "c and n > 2", "loads": [...], "then": [steps], "else":
   [steps]}` (tirc.backends.nvptx.plan_conditions: the condition over the sizes and scalar
   parameters, and the device elements it reads, copied to the host when the branch is
-  reached). A module with such a plan says `"tirc_abi": 2`: a reader of version 1 would run
-  both branches;
+  reached), and `{"kind": "for", "var": "ax1", "min": 0, "extent": "n", "body": [steps]}` (a
+  serial loop around launches, as TVM keeps on the host: its body runs for each value of
+  `var`, which the launches' expressions may use). A module with such a plan says
+  `"tirc_abi": 2`: a reader of version 1 would run both branches;
 - `bounds_record` (only with -fbounds-check, when a kernel has checks: gpu-bounds-record):
   `{"size": 6, "checks": [{"format": "f.tir:6:25: out-of-bounds read of A[%lld], shape
   (16,)", "values": 1}, ...]}`: the int32 error record the runtime passes to the kernels as
@@ -50,12 +52,13 @@ from tirc.ir.attrs import BOUNDS_RECORD, GLOBAL_SYMBOL, SM_COUNT
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dist.collective import is_ccl_symbol
-from tirc.ir.expr import CMP_OPS, BinOp, Call, PrimExpr, StringImm, Var, binop, cast
+from tirc.ir.expr import CMP_OPS, BinOp, Call, IntImm, PrimExpr, StringImm, Var, binop, cast
 from tirc.ir.function import PrimFunc
 from tirc.ir.gpu.threads import children, is_launch
 from tirc.ir.intrinsics import BOUNDS_CHECK, CALL_PACKED
 from tirc.ir.packed_call import packed_call
-from tirc.ir.stmt import Allocate, AssertStmt, AttrStmt, Evaluate, IfThenElse, Stmt
+from tirc.ir.stmt import Allocate, AssertStmt, AttrStmt, Evaluate, For, IfThenElse, Stmt
+from tirc.ir.visitor import substitute
 
 # Bound by the runtime, not by the parameters: the device's SM count (a megakernel's grid).
 
@@ -72,6 +75,18 @@ def bound_symbols(func: PrimFunc) -> dict[Var, str]:
             if isinstance(dim, Var) and dim not in bound:
                 bound[dim] = f"{p.name}.shape[{k}]"
     return bound
+
+
+def zero_offsets(func: PrimFunc, bound: dict[Var, str]) -> dict[Var, PrimExpr]:
+    """A parameter's symbolic elem_offset that nothing else binds is 0, as make-entry binds it
+    on the CPU (an argument's elements start at its data pointer): a kernel argument reading
+    it passes 0."""
+    out: dict[Var, PrimExpr] = {}
+    for buf in param_buffers(func).values():
+        off = buf.elem_offset
+        if isinstance(off, Var) and off not in bound:
+            out[off] = IntImm(0, off.dtype)
+    return out
 
 
 def _text(e: PrimExpr, func: PrimFunc) -> int | str:
@@ -158,6 +173,14 @@ def host_plan(func: PrimFunc, shared: dict[str, int],
                     "then": walk(s.then_case, True),
                     "else": walk(s.else_case, True) if s.else_case is not None else []}
             return [step]
+        if isinstance(s, For):  # a serial loop around launches: the runtime runs it
+            var = s.loop_var
+            if var.name in {v.name for v in bound}:  # its name must not hide a size's
+                var = Var(_unique(var.name, {v.name for v in bound}), var.dtype)
+                s = s.replace(loop_var=var, body=substitute(s.body, {s.loop_var: var}))
+            bound[var] = f"loop {var.name}"
+            return [{"kind": "for", "var": var.name, "min": offset_text(s.min),
+                     "extent": offset_text(s.extent), "body": walk(s.body, True)}]
         steps: list[dict[str, Any]] = []
         if isinstance(s, AssertStmt):
             if in_branch:  # checked only when the branch runs
@@ -199,7 +222,7 @@ def host_plan(func: PrimFunc, shared: dict[str, int],
     info["host_calls"] = host_calls
     if record:
         info["bounds_record"] = {"size": record["size"], "checks": record["checks"]}
-    if any(step["kind"] == "if" for step in steps):
+    if any(step["kind"] in ("if", "for") for step in steps):
         info["steps"] = steps  # the order to run them in, with the branches
         for load in _loads(steps):
             if load["kind"] == "buffer":
@@ -238,6 +261,7 @@ def _launch(s: Evaluate, func: PrimFunc, by_data: dict[Var, int],
         elif isinstance(a, Var) and a in scalars:
             args.append({"kind": "param", "param": a.name})
         else:
+            a = substitute(a, zero_offsets(func, bound))
             unbound = [v for v in _vars(a) if v not in bound and v.name != SM_COUNT]
             if unbound:
                 raise CompileError(f"codegen: {func.name}: symbolic size "
@@ -296,6 +320,8 @@ def _loads(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for step in steps:
         if step["kind"] == "if":
             out += step["loads"] + _loads(step["then"]) + _loads(step["else"])
+        elif step["kind"] == "for":
+            out += _loads(step["body"])
     return out
 
 

@@ -86,6 +86,9 @@ def _steps(f: dict[str, Any], steps: list[dict[str, Any]], indent: str) -> list[
         elif step["kind"] == "check":
             lines.append(f"{indent}check {step['lhs']} {_SYMBOLS.get(step['op'], step['op'])} "
                          f"{step['rhs']}")
+        elif step["kind"] == "for":
+            lines.append(f"{indent}for {step['var']} from {step['min']}, {step['extent']} times:")
+            lines += _steps(f, step["body"], indent + "  ")
         else:
             reads = ", ".join(f"{ld['name']}: {ld['dtype']} at byte {ld['offset']} of "
                               f"{ld.get('workspace', ld.get('param'))}" for ld in step["loads"])

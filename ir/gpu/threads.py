@@ -124,6 +124,27 @@ def has_barrier(s: Stmt) -> bool:
     return any(is_barrier(x) for x in walk_stmts(s))
 
 
+def repeatable_copy(body: Stmt) -> bool:
+    """Whether running `body` for every value of its loop in each thread, as the reference
+    interpreter runs a nested binding of one thread axis, leaves what running it for the
+    thread's own value leaves, given that it does not use the thread's index: no store reads
+    the storage it writes, and no call is evaluated for its effects (a copy: every thread
+    writes the same values)."""
+    from tirc.ir.expr import BufferLoad
+    from tirc.ir.stmt import BufferStore
+    from tirc.ir.visitor import any_node
+
+    def breaks(n: Node) -> bool:
+        if isinstance(n, Evaluate):
+            return not isinstance(n.value, IntImm)
+        if isinstance(n, BufferStore):
+            return any_node((n.value, n.indices), lambda m: isinstance(m, BufferLoad)
+                            and m.buffer.data is n.buffer.data)
+        return False
+
+    return not any_node(body, breaks)
+
+
 def const_value(e: PrimExpr) -> int | None:
     return e.value if isinstance(e, IntImm) else None
 

@@ -55,6 +55,11 @@ from tirc.ir.stmt import (
 )
 from tirc.ir.visitor import post_order_visit
 
+# What an integer element of new storage holds before anything writes it (a float's is NaN);
+# a caller may set another value to see whether a program reads such elements (undefined:
+# scripts/pipeline_fuzz.py --run interprets twice with two values).
+UNWRITTEN_INT = 0
+
 Run = Callable[[Env], None]
 
 THREAD_ATTRS = (THREAD_EXTENT, VIRTUAL_THREAD)
@@ -309,7 +314,7 @@ class StmtCompiler:
                 return np.zeros((size, lanes), dtype=dtype)
             if init_fn is None:
                 return np.full(size, np.nan, dtype=dtype) if dtype.kind == "f" \
-                    else np.zeros(size, dtype=dtype)
+                    else np.full(size, UNWRITTEN_INT, dtype=dtype)
             return np.full(size, init_fn(env), dtype=dtype)
 
         if not self.ex.buffers.tracking:
@@ -445,9 +450,14 @@ class StmtCompiler:
 
         def check(env: Env, geo: tuple) -> None:
             dims, strides, offset = geo
-            for kind, k, _, slot, fn in binders:
+            bound: set[int] = set()  # a variable named twice is bound once, then checked
+            for kind, k, e, slot, fn in binders:
                 actual = dims[k] if kind == "dims" else strides[k] if kind == "strides" else offset
+                if slot is not None and slot in bound and int(env[slot]) != actual:
+                    raise InterpreterError(f"match_buffer {buf.name}: {kind} {k} is {actual}, "
+                                           f"declared {e.name} = {int(env[slot])}")
                 if slot is not None:
+                    bound.add(slot)
                     env[slot] = actual
                 elif fn is not None and int(fn(env)) != actual:
                     raise InterpreterError(f"match_buffer {buf.name}: {kind} {k} is {actual}, "

@@ -22,6 +22,9 @@ When a reduction loop of the block lies outside the bound one (MetaSchedule's
 CrossThreadReduction splits the fused reduction into a serial loop around a thread-bound one),
 the store is `X = (first step ? init : X) op red[0]`: the init runs at the step of those loops
 where every reduction variable starts, as the block's `T.init()` does.
+A block folding several states together (argmax's index and value, a norm's sum and sum of
+squares; the kinds in tuple_reducers.py, as TVM's allreduce over a tuple) gets one `red` and
+one `acc` per state, every step folding all of them with the block's combiner.
 The block's predicate guards the fold (its terms over the reduction loops) and the store (its
 other terms). The loop must sit at block level of its kernel (inside blockIdx and serial loops,
 not inside another threadIdx loop), or directly inside a loop bound to another threadIdx axis
@@ -31,6 +34,7 @@ each row has its own segment of `red`. The result is the same sum in a different
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from tirc.ir.analysis.regions import and_all, conjuncts, uses_any
@@ -52,10 +56,12 @@ from tirc.ir.stmt import (
     ForKind,
     IfThenElse,
     IterKind,
+    LetStmt,
     Stmt,
     seq,
 )
 from tirc.ir.visitor import Mutator, substitute
+from tirc.passes.gpu.tuple_reducers import TupleReduction, match_tuple_reduction
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 from tirc.passes.schedule.cross_thread import feeds_reduction
 from tirc.passes.schedule.reducers import binary_identity as identity
@@ -82,17 +88,47 @@ def _nest(loop: For) -> tuple[list[For], BlockRealize]:
     return loops, s
 
 
+def _reduction(blk: Any, loop: For) -> TupleReduction:
+    """The block's reduction: `X = X op value`, or one over several states (argmax, a sum
+    and a sum of squares; see tuple_reducers)."""
+    try:
+        buf, idx, op, rhs, init_value = reduction_pattern(PASS, blk)
+    except ScheduleError as e:  # its message already names the pass
+        found = match_tuple_reduction(blk)
+        if found is None:
+            raise CompileError(str(e), loop.span) from None
+        return found
+
+    def combine(a: Sequence[PrimExpr], b: Sequence[PrimExpr]) -> list[PrimExpr]:
+        return [binop(op, a[0], b[0])]
+
+    return TupleReduction((buf,), (idx,), (init_value,), (rhs,),
+                          (identity(op, buf.dtype),), combine)
+
+
+def _assign(targets: list[tuple[Buffer, tuple[PrimExpr, ...]]], values: list[PrimExpr],
+            name: str) -> Stmt:
+    """The stores of `values` to `targets`, all values read before any store (through lets
+    when there are several: a combiner's outputs read every state)."""
+    if len(values) == 1:
+        return BufferStore(targets[0][0], values[0], targets[0][1])
+    temps = [Var(f"{name}_v{j}", v.dtype) for j, v in enumerate(values)]
+    out: Stmt = seq(*(BufferStore(b, t, i) for (b, i), t in zip(targets, temps)))
+    for t, v in reversed(list(zip(temps, values))):
+        out = LetStmt(t, v, out)
+    return out
+
+
 def lower_loop(loop: For, count: int, outer: For | None = None) -> Stmt:
     """The phases replacing the thread-bound reduction loop `loop`; `outer`: a loop bound to
     another threadIdx axis directly around it (dlight's GEMV: rows on threadIdx.x, the
     reduction on threadIdx.y), whose every thread reduces its own row: each phase runs
-    inside a copy of it, and the tree has one segment of `red` per row."""
+    inside a copy of it, and the tree has one segment of `red` per row. A reduction over
+    several states (argmax's index and value) keeps one `red` and `acc` per state and folds
+    them together with its combiner."""
     loops, br = _nest(loop)
     blk = br.block
-    try:
-        buf, idx, op, rhs, init_value = reduction_pattern(PASS, blk)
-    except ScheduleError as e:  # its message already names the pass
-        raise CompileError(str(e), loop.span) from None
+    red_of = _reduction(blk, loop)
     lvars = {x.loop_var for x in loops}
     bind = {iv.var: v for iv, v in zip(blk.iter_vars, br.iter_values)}
     for iv, v in zip(blk.iter_vars, br.iter_values):
@@ -109,18 +145,24 @@ def lower_loop(loop: For, count: int, outer: For | None = None) -> Stmt:
     if outer is not None and not isinstance(outer.extent, IntImm):
         raise _fail(f"loop {outer.loop_var.name} has a symbolic extent", outer)
     rows = 1 if outer is None else outer.extent.value
-    dt = buf.dtype
-    tag = loop.thread_tag or "threadIdx.x"
-    red = Buffer(name=f"{blk.name}_red{count}", shape=(IntImm(rows * threads, loop.extent.dtype),),
-                 dtype=dt, data=Var(f"{blk.name}_red{count}", HANDLE), scope="shared")
-    acc = Buffer(name=f"{blk.name}_acc{count}", shape=(IntImm(1, loop.extent.dtype),),
-                 dtype=dt, data=Var(f"{blk.name}_acc{count}", HANDLE), scope="local")
+    several = len(red_of.states) > 1
+    reds, accs = [], []
+    for j, buf in enumerate(red_of.states):
+        suffix = f"{count}_{j}" if several else f"{count}"
+        reds.append(Buffer(name=f"{blk.name}_red{suffix}", dtype=buf.dtype,
+                           shape=(IntImm(rows * threads, loop.extent.dtype),),
+                           data=Var(f"{blk.name}_red{suffix}", HANDLE), scope="shared"))
+        accs.append(Buffer(name=f"{blk.name}_acc{suffix}", dtype=buf.dtype,
+                           shape=(IntImm(1, loop.extent.dtype),),
+                           data=Var(f"{blk.name}_acc{suffix}", HANDLE), scope="local"))
     zero = const(0, loop.extent.dtype)
     fold_terms, store_terms = [], []
     for c in conjuncts(br.predicate):
         (fold_terms if uses_any(c, lvars) else store_terms).append(c)
-    value = substitute(rhs, bind)
-    fold: Stmt = BufferStore(acc, binop(op, BufferLoad(acc, (zero,), dt), value), (zero,))
+    acc_at = [(a, (zero,)) for a in accs]
+    acc_now = [BufferLoad(a, (zero,), a.dtype) for a in accs]
+    values = [substitute(e, bind) for e in red_of.elements]
+    fold: Stmt = _assign(acc_at, red_of.combine(acc_now, values), f"{blk.name}_fold")
     if fold_terms or store_terms:
         fold = IfThenElse(and_all(fold_terms + store_terms, br.predicate), fold)
     for x in reversed(loops[1:]):
@@ -146,9 +188,13 @@ def lower_loop(loop: For, count: int, outer: For | None = None) -> Stmt:
             else binop("sub", outer.loop_var, outer.min)
         return (binop("add", binop("mul", row, threads), i),)
 
+    def red_loads(i: PrimExpr) -> list[PrimExpr]:
+        return [BufferLoad(r, at(i), r.dtype) for r in reds]
+
+    tag = loop.thread_tag or "threadIdx.x"
     phases: list[Stmt] = [phase(seq(
-        BufferStore(acc, identity(op, dt), (zero,)), fold,
-        BufferStore(red, BufferLoad(acc, (zero,), dt), at(slot))))]
+        *(BufferStore(a, v, (zero,)) for a, v in zip(accs, red_of.identities)), fold,
+        *(BufferStore(r, ld, at(slot)) for r, ld in zip(reds, acc_now))))]
     half = 1
     while half * 2 < threads:
         half *= 2
@@ -158,29 +204,39 @@ def lower_loop(loop: For, count: int, outer: For | None = None) -> Stmt:
         if half * 2 > threads:
             cond = binop("and", cond, binop("lt", other, threads))
         phases.append(barrier(loop.span))
-        phases.append(phase(IfThenElse(cond, BufferStore(red, binop(
-            op, BufferLoad(red, at(slot), dt), BufferLoad(red, at(other), dt)), at(slot)))))
+        step = _assign([(r, at(slot)) for r in reds],
+                       red_of.combine(red_loads(slot), red_loads(other)), f"{blk.name}_tree")
+        phases.append(phase(IfThenElse(cond, step)))
         half //= 2
-    out_idx = tuple(substitute(i, bind) for i in idx)
-    start = substitute(init_value, bind)
+    out_at = [(buf, tuple(substitute(i, bind) for i in idx))
+              for buf, idx in zip(red_of.states, red_of.indices)]
+    starts = [substitute(v, bind) for v in red_of.inits]
     first = _first_outer_step(blk, br, loops)
     if first is not None:
         # a reduction loop outside the threads (MetaSchedule's `rv_0` serial, `rv_1` bound):
         # the block's init only at its first step, then what the earlier steps stored
-        start = if_then_else(first, start, BufferLoad(buf, out_idx, dt))
-    result = binop(op, start, BufferLoad(red, at(zero), dt))
-    write: Stmt = BufferStore(buf, result, out_idx)
+        starts = [if_then_else(first, v, BufferLoad(b, i, b.dtype))
+                  for v, (b, i) in zip(starts, out_at)]
+    write = _assign(out_at, red_of.combine(starts, red_loads(zero)), f"{blk.name}_out")
     if store_terms:
         write = IfThenElse(and_all(store_terms, br.predicate), write)
     phases.append(barrier(loop.span))
-    if buf.scope.startswith("local"):
+    if all(b.scope.startswith("local") for b in red_of.states):
         # every thread has its own X, and code after the loop (run by every thread) reads
         # it: each thread stores the result, as TVM's allreduce gives it to all of them;
         # the barrier keeps a next use of `red` from overwriting red[0] before all have read
         phases += [phase(write), barrier(loop.span)]
+    elif any(b.scope.startswith("local") for b in red_of.states):
+        raise _fail(f"block \"{blk.name}\" reduces into thread-local and other buffers "
+                    "together (unsupported)", loop)
     else:
         phases.append(phase(IfThenElse(binop("eq", slot, 0), write)))
-    return Allocate(red, Allocate(acc, seq(*phases)))
+    out: Stmt = seq(*phases)
+    for a in reversed(accs):
+        out = Allocate(a, out)
+    for r in reversed(reds):
+        out = Allocate(r, out)
+    return out
 
 
 def _first_outer_step(blk: Any, br: BlockRealize, loops: list[For]) -> PrimExpr | None:

@@ -15,9 +15,11 @@ part is a launch plan the runtime evaluates; a parameter buffer is passed as its
 Host code may only open global workspaces, bind scalars (inlined into the launches), launch
 kernels, call C functions (`tirc.call_packed`, which the launch plan runs on the CPU between
 the kernels) and branch (a graph-level `if` on a scalar, or on an element the plan reads back
-from the device: tirc.backends.nvptx.launch_plan); anything else outside the thread-bound
-loops (a store, a host loop) is an error pointing at it, and a function without any
-thread-bound loop is an error asking for bindings.
+from the device: tirc.backends.nvptx.launch_plan) and run a serial loop around launches (as
+TVM keeps it on the host: the kernels launch in each iteration, the loop's variable one of
+their arguments); anything else outside the thread-bound loops (a store, a loop with no
+launch inside) is an error pointing at it, and a function without any thread-bound loop is
+an error asking for bindings.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from tirc.ir.stmt import (
     BufferStore,
     Evaluate,
     For,
+    ForKind,
     IfThenElse,
     LetStmt,
     SeqStmt,
@@ -185,6 +188,11 @@ class _Splitter:
             return s.replace(then_case=then, else_case=other)  # type: ignore[return-value]
         if is_launch(s):
             return s
+        if isinstance(s, For) and s.kind in (ForKind.SERIAL, ForKind.UNROLLED) and \
+                launch_regions(s.body):
+            # a serial loop around launches (dlight's fallback for an unscheduled reduction):
+            # the host runs it, launching the kernels in each iteration, as TVM keeps it
+            return s.replace(body=self.host(s.body), kind=ForKind.SERIAL)  # type: ignore[return-value]
         if isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op == CALL_PACKED:
             return s  # a C function the launch plan calls on the host (R.call_dps_packed)
         kind = {"For": f"loop '{getattr(s, 'loop_var', Var()).name}'",

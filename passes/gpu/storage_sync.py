@@ -11,10 +11,12 @@ last barrier, and puts a barrier before the first statement that conflicts with 
 loop at block level is walked twice, so that a conflict between the end of one iteration and
 the start of the next (a tiled matmul's k loop) gets its barrier too.
 
-A threadIdx loop without barriers is walked inside too, the way TVM's ThreadSync walks one
-thread's program: MetaSchedule's kernels run everything in one threadIdx loop, each thread
-fetching its share of a tile (a loop bound to the same axis, unified by gpu-thread-binding)
-before all of them read the tile. Inside it a barrier goes only where every thread reaches
+A threadIdx loop is walked inside too, the way TVM's ThreadSync walks one thread's program:
+MetaSchedule's kernels run everything in one threadIdx loop, each thread fetching its share
+of a tile (a loop bound to the same axis, unified by gpu-thread-binding) before all of them
+read the tile; a hand-written kernel (TVM's attention kernels) has barriers of its own there
+and leaves the others to the compiler (the one before a loop's next iteration overwrites a
+tile the last one read). Inside it a barrier goes only where every thread reaches
 it (under conditions, loop bounds and lets that do not depend on the thread), before a whole
 serial loop rather than in each of its iterations, and a write after a write does not wait
 (only reads after writes and writes after reads do, as in ThreadSync).
@@ -169,8 +171,7 @@ class _Sync:
         if is_thread_loop(s) and is_block_tag(s.thread_tag):  # type: ignore[attr-defined]
             body, out = self.run(s.body, pending)  # type: ignore[attr-defined]
             return s.replace(body=body), out  # type: ignore[return-value]
-        if is_thread_loop(s) and not has_barrier(s) and \
-                self._uniform(s.min, s.extent):  # type: ignore[attr-defined]
+        if is_thread_loop(s) and self._uniform(s.min, s.extent):  # type: ignore[attr-defined]
             return self._thread_loop(s, pending)  # type: ignore[arg-type]
         if self.divergent and not self._divergence_free(s):
             return self._leaf(s, pending)
@@ -203,7 +204,7 @@ class _Sync:
         return self._leaf(s, pending)
 
     def _thread_loop(self, s: For, pending: list[Access]) -> tuple[Stmt, list[Access]]:
-        """A threadIdx loop without barriers: a barrier before it where it conflicts with
+        """A threadIdx loop: a barrier before it where it conflicts with
         what is pending, and inside its body where its statements exchange data through
         shared memory (the cooperative fetch of a tile and the compute reading it, within
         one thread loop, as TVM's UnifyThreadBinding leaves MetaSchedule's kernels)."""

@@ -5,7 +5,8 @@ device, a read of the thread's index rather than a loop. This pass checks what t
 - the tag is one of blockIdx.x/y/z, threadIdx.x/y/z (inject-vthread has removed `vthread`);
 - a loop bound to the tag of a loop enclosing it is that loop's thread index (TVM's
   UnifyThreadBinding; MetaSchedule's cooperative fetch), so it is replaced by its body; the
-  two extents must be equal, and the body a copy (see `_repeatable`);
+  two extents must be equal, and the body a copy (see `repeatable_copy`; the frontend
+  already made any other nest of the source one index);
 - no blockIdx loop sits inside a threadIdx loop (a block index cannot vary within a block);
 and rewrites a loop over [lo, lo + n) into one over [0, n) with `v + lo` in its body, since the
 hardware index starts at 0.
@@ -17,16 +18,16 @@ from typing import Any, ClassVar
 
 from tirc.ir.arith import Analyzer
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.expr import BufferLoad, IntImm, binop
+from tirc.ir.expr import IntImm, binop
 from tirc.ir.function import PrimFunc
-from tirc.ir.gpu.threads import ALL_TAGS, is_block_tag, is_thread_loop
+from tirc.ir.gpu.threads import ALL_TAGS, is_block_tag, is_thread_loop, repeatable_copy
 from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
 from tirc.ir.node import Node
 from tirc.ir.printer import print_node
 from tirc.ir.rebind import uses_any
-from tirc.ir.stmt import BufferStore, Evaluate, For, Stmt
-from tirc.ir.visitor import Mutator, any_node, substitute
+from tirc.ir.stmt import For, Stmt
+from tirc.ir.visitor import Mutator, substitute
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 
 
@@ -76,7 +77,7 @@ class _Normalize(Mutator):
                                f"inside loop '{outer.loop_var.name}', which is bound to it too "
                                f"with another extent ({extents}): loops bound to one thread "
                                "axis must have the same extent", s.span)
-        if uses_any(s.body, {outer.loop_var}) or not _repeatable(s.body):
+        if uses_any(s.body, {outer.loop_var}) or not repeatable_copy(s.body):
             raise CompileError(f"gpu-thread-binding: {where} is bound to {outer.thread_tag} "
                                f"inside loop '{outer.loop_var.name}', which is bound to it "
                                "too, and its body is not a plain copy every thread could "
@@ -88,24 +89,6 @@ class _Normalize(Mutator):
         if not Analyzer().can_prove_equal(s.min, outer.min):
             value = binop("add", binop("sub", outer.loop_var, outer.min), s.min)
         return substitute(s.body, {s.loop_var: value})
-
-
-def _repeatable(body: Stmt) -> bool:
-    """Whether running `body` for every value of its loop in each thread, as the reference
-    interpreter runs a nested binding of one axis, leaves what running it for the thread's
-    own value leaves, given that it does not use the thread's index: no store reads the
-    storage it writes, and no call is evaluated for its effects (a copy: every thread
-    writes the same values)."""
-
-    def breaks(n: Node) -> bool:
-        if isinstance(n, Evaluate):
-            return not isinstance(n.value, IntImm)
-        if isinstance(n, BufferStore):
-            return any_node((n.value, n.indices), lambda m: isinstance(m, BufferLoad)
-                            and m.buffer.data is n.buffer.data)
-        return False
-
-    return not any_node(body, breaks)
 
 
 def normalize_thread_loops(func: PrimFunc) -> PrimFunc:

@@ -13,6 +13,7 @@ import dataclasses
 import enum
 
 from tirc.ir.attrs import OP_PATTERN
+from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import BinOp, BufferLoad, Cast, IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.lean_dataclass import dataclass
@@ -137,9 +138,17 @@ def analyze(func: PrimFunc) -> OpPattern:
 
 
 def pattern_of(func: PrimFunc) -> OpPattern:
-    """The annotated kind of a loop function, analysing it when it has none."""
+    """The annotated kind of a loop function, analysing it when it has none; an annotation
+    that is none of TVM's kinds is an error (fusing by it could merge what must not be)."""
     value = func.attrs.get(OP_PATTERN)
-    return OpPattern(int(value)) if value is not None else analyze(func)
+    if value is None:
+        return analyze(func)
+    if isinstance(value, int) and not isinstance(value, bool) and \
+            value in OpPattern._value2member_map_:
+        return OpPattern(value)
+    kinds = ", ".join(f"{k.value} ({k.name.lower()})" for k in OpPattern)
+    raise CompileError(f"loop function '{func.name}': \"op_pattern\": {value!r} is not one of "
+                       f"TVM's OpPatternKind values: {kinds}", func.span)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any
 
 from tirc.ir.attrs import OP_PATTERN, PRIMITIVE
 from tirc.ir.buffer import Buffer
+from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import BufferLoad, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.graph import (
@@ -25,6 +26,7 @@ from tirc.ir.graph import (
     GlobalVar,
     GraphExpr,
     GVar,
+    PrimValue,
     SeqExpr,
     ShapeExpr,
     StructInfo,
@@ -111,8 +113,14 @@ def fuse_group(group: Function, mod: IRModule) -> tuple[PrimFunc, list[PrimExpr]
         sinfo = b.var.struct_info
         fields = sinfo.fields if isinstance(sinfo, TupleSInfo) else (sinfo,)
         call_args = value.args[1].fields if isinstance(value.args[1], Tuple) else ()
+        prims = [a.value for a in call_args if isinstance(a, PrimValue)]  # scalar arguments
         ins = [_constant_buffer(kernel, a) if isinstance(a, Constant) else values[a][0]
-               for a in call_args]  # type: ignore[index]
+               for a in call_args if not isinstance(a, PrimValue)]  # type: ignore[index]
+        if prims and (value.op == "call_tir_inplace" or
+                      any(not p.dtype.is_int for p in prims)):
+            raise CompileError(f"unsupported: fuse-tir: {group.name}: an in-place call or a "
+                               "non-integer R.prim_value argument inside a fused function",
+                               value.span)
         outs, fresh = [], []
         for k, f in enumerate(fields):
             assert isinstance(f, TensorSInfo) and f.shape is not None and f.dtype is not None
@@ -126,7 +134,7 @@ def fuse_group(group: Function, mod: IRModule) -> tuple[PrimFunc, list[PrimExpr]
                                      kernel.dims(f.shape), f.dtype))
             outs.append(fresh[-1])
         values[b.var] = outs
-        _inline_call(kernel, value, ins + fresh, mod, names)
+        _inline_call(kernel, value, ins + fresh, mod, names, prims)
     for r in results:
         if values[r][0] is not out_of[r]:
             src = values[r][0]
@@ -191,16 +199,17 @@ def _inplace_index(call: GCall, k: int) -> int | None:
 
 
 def _inline_call(kernel: Kernel, call: GCall, actual: list[Buffer], mod: IRModule,
-                 names: set[str]) -> None:
+                 names: set[str], prims: list[PrimExpr] | None = None) -> None:
     """The callee's blocks copied into the kernel, bound to the actual buffers (its
     arguments', then those of its output parameters: the results an in-place call writes
-    into its arguments have none) and sizes (`tir_vars` included)."""
+    into its arguments have none) and scalars (its `R.prim_value` arguments, then the
+    `tir_vars`, in order, as R.call_tir fills them)."""
     callee = mod.functions[call.args[0].name]  # type: ignore[union-attr]
     assert isinstance(callee, PrimFunc)
     scalars = [p for p in callee.params if p not in callee.buffer_map]
-    tir_vars: list[PrimExpr] = []
+    tir_vars: list[PrimExpr] = list(kernel.dims(tuple(prims))) if prims else []
     if len(call.args) > 2 and isinstance(call.args[2], ShapeExpr):
-        tir_vars = list(kernel.dims(call.args[2].values))
+        tir_vars += list(kernel.dims(call.args[2].values))
     mapping: dict[Any, Any] = dict(zip(callee.buffers, actual))
     mapping.update(shape_var_bindings(callee.buffers, [a.shape for a in actual],
                                       dict(zip(scalars, tir_vars))))

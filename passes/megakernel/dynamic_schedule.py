@@ -69,7 +69,12 @@ from tirc.passes.megakernel.static_schedule import (
     team_region,
     with_table,
 )
-from tirc.passes.megakernel.task_graph import TaskGraph, producer_kinds, task_function
+from tirc.passes.megakernel.task_graph import (
+    TaskGraph,
+    producer_kinds,
+    task_count,
+    task_function,
+)
 from tirc.passes.megakernel.workspace import LINE, EventWorkspace, pack_events
 
 HEAD, TAIL, PENDING = 0, LINE, 2 * LINE
@@ -111,7 +116,7 @@ def dynamic_workers(graph: TaskGraph) -> Stmt:
 
     def push(k: int) -> Stmt:
         """Reserve slots for kind k's tasks and publish their ids."""
-        extent = cast(INT64, graph.tasks[k].extent)
+        extent = cast(INT64, task_count(graph.tasks[k]))
         start = Var(f"slots{k}", INT64)
         i = Var(f"push{k}", INT64)
         task = binop("add", firsts[k], i)
@@ -142,7 +147,7 @@ def dynamic_workers(graph: TaskGraph) -> Stmt:
         for k in range(kinds):
             count: PrimExpr = IntImm(0, INT32)
             for j in prods[k]:
-                count = binop("add", count, cast(INT32, graph.tasks[j].extent))
+                count = binop("add", count, cast(INT32, task_count(graph.tasks[j])))
             steps.append(BufferStore(ws.buffer, count, pending(k).indices))
         for k in range(kinds):
             steps.append(IfThenElse(binop("eq", pending(k), IntImm(0, INT32)), push(k)))

@@ -54,7 +54,7 @@ from tirc.ir.stmt import (
     Stmt,
     seq,
 )
-from tirc.passes.megakernel.task_graph import TaskGraph, task_function
+from tirc.passes.megakernel.task_graph import TaskGraph, task_count, task_function
 from tirc.passes.megakernel.workspace import ceil_div, pack_events
 
 # A parallel loop whose body every thread of the OpenMP team runs exactly once, with the loop
@@ -73,7 +73,7 @@ def task_offsets(graph: TaskGraph) -> tuple[Buffer, Stmt, list[PrimExpr]]:
     loads = [BufferLoad(first, (IntImm(i, INT64),), INT64) for i in range(k + 1)]
     stores: list[Stmt] = [BufferStore(first, IntImm(0, INT64), (IntImm(0, INT64),))]
     for i, t in enumerate(graph.tasks):
-        stores.append(BufferStore(first, binop("add", loads[i], cast(INT64, t.extent)),
+        stores.append(BufferStore(first, binop("add", loads[i], cast(INT64, task_count(t))),
                                   (IntImm(i + 1, INT64),)))
     return first, seq(*stores), loads
 

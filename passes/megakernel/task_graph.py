@@ -32,7 +32,7 @@ from tirc.ir.attrs import (
 )
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, StringImm, Var
+from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, StringImm, Var, binop
 from tirc.ir.function import PrimFunc
 from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.stmt import (
@@ -205,3 +205,17 @@ def read_task_graph(func: PrimFunc) -> TaskGraph:
         tasks.append(TaskLoop(str(item.annotations[TASK]), item.loop_var, item.extent,
                               item.body))
     return TaskGraph(wraps, events, tasks, scopes, in_order)
+
+
+def task_count(task: TaskLoop) -> PrimExpr:
+    """How many tasks a kind runs: its loop's extent, none for a negative one (a loop of
+    `range(-64)` runs no iteration), as the schedules number, reserve and count them."""
+    from tirc.ir.arith import Analyzer
+
+    extent = task.extent
+    zero = IntImm(0, extent.dtype)
+    if isinstance(extent, IntImm):
+        return extent if extent.value >= 0 else zero
+    if Analyzer().can_prove(binop("ge", extent, zero)):
+        return extent
+    return binop("max", extent, zero)

@@ -220,18 +220,21 @@ def _separated(ar: list[Bounds | None], wr: list[Bounds | None], v: Var, an: Ana
     return False
 
 
-def _sharing_sites(sites: list[BlockSite]) -> list[BlockSite]:
+def _sharing_sites(sites: list[BlockSite], within: bool = False) -> list[BlockSite]:
     """The sites, in order, that write a buffer another site accesses or access one another
-    site writes: the only ones a dependence between blocks can involve."""
+    site writes: the only ones a dependence between blocks can involve (with `within`, also
+    those reading a buffer they write)."""
     writers: dict[Buffer, set[int]] = {}
     users: dict[Buffer, set[int]] = {}
+    keep: set[int] = set()
     for k, site in enumerate(sites):
         reads, writes = site.regions()
         for r in writes:
             writers.setdefault(r.buffer, set()).add(k)
         for r in (*reads, *writes):
             users.setdefault(r.buffer, set()).add(k)
-    keep: set[int] = set()
+        if within and {r.buffer for r in reads} & {r.buffer for r in writes}:
+            keep.add(k)
     for buf, ws in writers.items():
         for w in ws:
             others = users[buf] - {w}
@@ -241,11 +244,15 @@ def _sharing_sites(sites: list[BlockSite]) -> list[BlockSite]:
 
 
 def check_not_carried(prim: str, sites: list[BlockSite], top: For, loops: list[For],
-                      an: Analyzer) -> None:
+                      an: Analyzer, within: bool = False) -> None:
     """Dependences between different blocks under `top` stay within one iteration of each
-    of `loops` (whose ranges, and those of the loops above, `an` knows)."""
-    sites = _sharing_sites(sites)
-    if len(sites) < 2:
+    of `loops` (whose ranges, and those of the loops above, `an` knows). With `within`, so
+    do a block's reads of a buffer it writes, where their bounds are known: a block whose
+    instances read what other instances write breaks TensorIR's contract (spatial instances
+    are independent), and running them at once would change what they read (the serial
+    order is the interpreter's)."""
+    sites = _sharing_sites(sites, within)
+    if len(sites) < (1 if within else 2):
         return  # no block writes what another accesses: no dependence to carry
     for lp in loops:
         with an.scope():
@@ -254,12 +261,20 @@ def check_not_carried(prim: str, sites: list[BlockSite], top: For, loops: list[F
             for wi, w in enumerate(sites):
                 for buf, w_regs in tables[wi][1].items():
                     for ai, a in enumerate(sites):
-                        if ai == wi:
+                        if ai == wi and not within:
                             continue
-                        a_regs = tables[ai][0].get(buf, []) + tables[ai][1].get(buf, [])
+                        a_regs = tables[ai][0].get(buf, []) + (
+                            tables[ai][1].get(buf, []) if ai != wi else [])
                         for ar in a_regs:
+                            if ai == wi and (None in ar or any(None in wr for wr in w_regs)):
+                                continue  # unknown bounds (a gather): left to the contract
                             if not any(_contained(ar, wr, an) or
                                        _separated(ar, wr, lp.loop_var, an) for wr in w_regs):
+                                if ai == wi:
+                                    raise ScheduleError(
+                                        f"{prim}: block \"{a.name}\" reads elements of "
+                                        f"{buf.name} that it writes in other iterations of "
+                                        f"loop {lp.loop_var.name}")
                                 first, second = (w, a) if wi < ai else (a, w)
                                 raise ScheduleError(
                                     f"{prim}: block \"{second.name}\" depends on block "

@@ -290,7 +290,7 @@ def _check_independent(s: ScheduleState, path: Path, lp: For, prim: str) -> None
     if prim in ("parallel", "vectorize") and not is_const_int(lp.extent, 1):
         check_loop_used(prim, sites, lp,
                         lambda buf: prim == "vectorize" or not _parallel_private(path, buf))
-    check_not_carried(prim, sites, lp, [lp], an)
+    check_not_carried(prim, sites, lp, [lp], an, within=True)
 
 
 def recheck_parallel_loops(s: ScheduleState, block: str, prim: str) -> None:
@@ -326,7 +326,7 @@ def recheck_parallel_loop(lpath: Path, prim: str) -> None:
     check_distinct_instances(label, sites, node, an, shared)
     if not is_const_int(node.extent, 1):
         check_loop_used(label, sites, node, shared)
-    check_not_carried(label, sites, node, [node], an)
+    check_not_carried(label, sites, node, [node], an, within=True)
 
 
 def _parallel_private(path: Path, buf: Buffer) -> bool:

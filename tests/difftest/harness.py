@@ -21,6 +21,7 @@ from tirc.frontend import parse
 from tirc.ir import IRModule, PrimFunc, structural_equal
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.loop_jumps import contains_loop_jump
+from tirc.ir.prim_call import called_functions
 
 from difftest.values import Info, random_input, tolerance
 
@@ -76,6 +77,9 @@ class Program:
     # and in every build, with one message; these are its results' shapes and dtypes as
     # declared (a GPU host function takes them as arguments).
     fails: tuple[tuple[tuple[int, ...], str], ...] | None = None
+    # Other functions of the module that the function calls (a graph function's kernels),
+    # by name; they go into every module the program is in.
+    helpers: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -168,7 +172,8 @@ class Checker:
 
     def check(self, programs: list[Program], builds: Iterable[Build]) -> Report:
         report = Report(programs=len(programs))
-        mod = IRModule({p.name: p.func for p in programs},
+        mod = IRModule({name: f for p in programs
+                        for name, f in [*p.helpers.items(), (p.name, p.func)]},
                        schedules=tuple(p.schedule for p in programs if p.schedule is not None))
         try:
             mod = round_trip(mod)
@@ -216,12 +221,14 @@ class Checker:
     def _check_build(self, mod: IRModule, programs: list[Program], build: Build,
                      want: dict[str, tuple[list[Any], list[np.ndarray]]], report: Report) -> None:
         if build.gpu or build.cuda:
-            # a function whose loops jump is a CPU function: GPU builds refuse it, by design
-            programs = [p for p in programs if not contains_loop_jump(mod[p.name])]
+            # a function whose loops jump, or that calls another loop function directly, is a
+            # CPU function (or a graph function calling one): GPU builds refuse it, by design
+            programs = [p for p in programs if not any(
+                _cpu_only(mod[name]) for name in [*p.helpers, p.name])]
             if not programs:
                 return
         names = {p.name for p in programs}
-        sub = IRModule({p.name: mod[p.name] for p in programs},
+        sub = IRModule({name: mod[name] for p in programs for name in [*p.helpers, p.name]},
                        schedules=tuple(s for s in mod.schedules if s.func_name in names))
         try:
             lib = self._compile(sub, build)
@@ -250,6 +257,13 @@ class Checker:
             diff = compare(p.name, want[p.name][1], got, p.outputs, self.labels(mod[p.name]))
             if diff is not None:
                 report.findings.append(Finding(p.seed, str(build), "wrong", diff))
+
+
+def _cpu_only(func: Any) -> bool:
+    """Whether a function's loops jump or it calls a loop function directly (GPU builds
+    refuse both, by design)."""
+    return contains_loop_jump(func) or (isinstance(func, PrimFunc) and
+                                        bool(called_functions(func.body)))
 
 
 LOCATION = re.compile(r"^[^\s:]*:\d+:\d+: ")

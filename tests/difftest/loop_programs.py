@@ -16,7 +16,11 @@ or a total over two reduction axes with `T.init`, and a fifth with one of the st
 serial reduction loop, nested selects over a let-bound value), and a quarter with one of the
 stages of `loop_views` (a padded shift through `T.if_then_else`, bool masks, a bfloat16
 intermediate, tiles viewed through `T.match_buffer` of a sub-region, a guarded split of a
-symbolic extent); each draws from its own stream,
+symbolic extent), and a fifth with one of the stages of `loop_index` (floordiv, floormod,
+truncdiv and truncmod of negative values in indices, plain, under `T.if_then_else` with side
+conditions, or choosing through `T.Select`, and in int32 values), and an eighth with one of
+the stages of `loop_calls` (a direct call of another loop function of the module, on the
+caller's storage, as a statement or returning a value); each draws from its own stream,
 so the stages before it are those the seed always gave.
 `random_loop_program(seed)` is deterministic in its seed, so a failing seed is a reproducible
 program.
@@ -52,7 +56,9 @@ from tirc.ir.intrinsics import BREAK_LOOP, CONTINUE_LOOP
 from tirc.ir.stmt import Evaluate, IfThenElse, Stmt, seq
 
 from difftest.harness import Program, loop_args
+from difftest.loop_calls import stage_call
 from difftest.loop_extras import stage_extra
+from difftest.loop_index import stage_index
 from difftest.loop_views import stage_view
 from difftest.values import INPUT_INFO, Info, combine
 
@@ -90,6 +96,7 @@ class LoopProgram:
     func: PrimFunc
     sizes: dict[str, int]
     outputs: dict[str, Info] = field(default_factory=dict)
+    helpers: dict[str, PrimFunc] = field(default_factory=dict)
 
 
 class _Gen:
@@ -107,6 +114,7 @@ class _Gen:
         self.tensors: list[Tensor] = []
         self.outputs: dict[str, Info] = {}
         self.stages: list[Stmt] = []
+        self.helpers: dict[str, PrimFunc] = {}  # loop functions the function calls
         self.names = 0
         # Half the programs have plain nests only (serial loops bound one to one to the block's
         # variables): the shape the default schedules take on.
@@ -601,6 +609,14 @@ class _Gen:
         if views.random() < 0.25:
             self.rng = views
             stage_view(self)
+        index = random.Random(self.seed * 7919 + 97)
+        if index.random() < 0.2:
+            self.rng = index
+            stage_index(self)
+        calls = random.Random(self.seed * 7919 + 101)
+        if calls.random() < 0.125:
+            self.rng = calls
+            stage_call(self)
         body = seq(*self.stages)
         if self.allocs or self.plain:
             body = BlockRealize((), IntImm(1, BOOL), Block("root", (), (), (), body,
@@ -610,7 +626,7 @@ class _Gen:
                         {h: t.buf for h, t in zip(handles, self.params)}, body,
                         {"global_symbol": self.name})
         sizes = {d.expr.name: d.value for d in self.dims if not d.static}
-        return LoopProgram(func, sizes, self.outputs)
+        return LoopProgram(func, sizes, self.outputs, self.helpers)
 
 
 def _reduction_init(op: str, dt: str) -> PrimExpr:
@@ -650,4 +666,4 @@ def loop_case(seed: int) -> Program:
     """The program of `seed` as the harness takes it (arguments drawn from the seed)."""
     prog = random_loop_program(seed)
     return Program(seed, prog.func.name, prog.func, loop_args(prog.func, prog.sizes),
-                   prog.outputs)
+                   prog.outputs, helpers=prog.helpers)

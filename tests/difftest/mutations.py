@@ -2,7 +2,9 @@
 
 A mutation is one or two edits that keep most programs parseable: a number, a dtype or a loop
 kind replaced, a loop bound to a GPU thread, a line deleted or repeated, a buffer name swapped
-for another in one access. Whatever comes out must either compile or get a CompileError (a
+for another in one access; three in ten seeds get one more edit from a stream of their own
+(`mutate_ops`: an operator swapped for a kin, a number negated, a spatial iterator made a
+reduction or back). Whatever comes out must either compile or get a CompileError (a
 `file:line:col` diagnostic); any other exception is an internal error of the compiler. The
 frontend's own fuzzing (tests/frontend/test_fuzz.py) stops at the parser; this goes on
 through the passes and the backends, at a random -O level, with -fbounds-check and
@@ -34,6 +36,12 @@ def corpus(max_chars: int = 6000, folders: tuple[Path, ...] = ()) -> list[tuple[
         paths += sorted(folder.rglob("*.tir"))
     texts = [(str(p), p.read_text()) for p in paths]
     return [(p, t) for p, t in texts if len(t) <= max_chars]
+
+
+# Operators swapped by `mutate_ops`: each for one of the others in its row.
+SWAPS = ((" // ", " % "), ("T.floordiv(", "T.truncdiv(", "T.floormod(", "T.truncmod("),
+         (" + ", " - ", " * "), ("T.Select(", "T.if_then_else("), ("T.max(", "T.min("),
+         (" < ", " <= ", " > ", " >= ", " == ", " != "))
 
 
 def _replace(text: str, m: re.Match[str], new: str) -> str:
@@ -84,6 +92,34 @@ def mutate(rng: random.Random, text: str) -> str:
     return text
 
 
+def mutate_ops(rng: random.Random, text: str) -> str:
+    """One edit from a stream of its own (the other edits of a seed stay as they were): an
+    operator swapped for a kin (flooring and truncating division and remainder, +/-/*,
+    Select and if_then_else, max and min, comparisons), a number negated, or an iterator
+    kind of `T.axis.remap` flipped (spatial and reduction)."""
+    kind = rng.randrange(3)
+    if kind == 0:
+        row = rng.choice(SWAPS)
+        found = [m for op in row for m in re.finditer(re.escape(op), text)]
+        if found:
+            m = rng.choice(found)
+            text = _replace(text, m, rng.choice([op for op in row if op != m.group()]))
+    elif kind == 1:
+        found = [m for m in NUMBER.finditer(text) if m.group() != "0"]
+        if found:
+            m = rng.choice(found)
+            text = _replace(text, m, f"-{m.group()}")
+    else:
+        found = list(re.finditer(r'T\.axis\.remap\("([SR]+)"', text))
+        if found:
+            m = rng.choice(found)
+            kinds = list(m.group(1))
+            k = rng.randrange(len(kinds))
+            kinds[k] = "R" if kinds[k] == "S" else "S"
+            text = text[:m.start(1)] + "".join(kinds) + text[m.end(1):]
+    return text
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What one mutated program did: "parse error", "compile error", "ok", or "internal
@@ -95,6 +131,9 @@ class Outcome:
     options: str
     result: str
     detail: str = ""
+    level: int = 0
+    bounds_check: bool = False
+    megakernel: str | None = None
 
 
 def run_one(seed: int, programs: list[tuple[str, str]], target: str | None = None) -> Outcome:
@@ -106,6 +145,9 @@ def run_one(seed: int, programs: list[tuple[str, str]], target: str | None = Non
     rng = random.Random(seed)
     source, original = rng.choice(programs)
     text = mutate(rng, original)
+    ops = random.Random(seed * 7919 + 13)
+    if ops.random() < 0.3:
+        text = mutate_ops(ops, text)
     level = rng.choice([0, 1, 2, 3])
     config = {"bounds-check": "1"} if rng.random() < 0.3 else {}
     megakernel = rng.choice([None, "static", "dynamic"]) if "@R.function" in text else None
@@ -126,4 +168,4 @@ def run_one(seed: int, programs: list[tuple[str, str]], target: str | None = Non
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         return Outcome(seed, source, text, options, "internal error",
                        f"{type(exc).__name__}: {exc} ({frame.filename}:{frame.lineno})")
-    return Outcome(seed, source, text, options, "ok")
+    return Outcome(seed, source, text, options, "ok", "", level, bool(config), megakernel)

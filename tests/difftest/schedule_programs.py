@@ -59,7 +59,8 @@ class ScheduleCase:
 
     def module(self) -> IRModule:
         """The unscheduled function with its schedule: what a user would compile."""
-        return IRModule({self.program.name: self.program.func}, schedules=(self.schedule,))
+        return IRModule({**self.program.helpers, self.program.name: self.program.func},
+                        schedules=(self.schedule,))
 
     @property
     def applied(self) -> int:
@@ -463,7 +464,7 @@ def random_schedule_case(seed: int, steps: int | None = None) -> ScheduleCase:
             fuzz.layout(layouts)
     sched = Schedule(prog.func.name, "llvm", "_", "sch", _used_lookups(fuzz.instrs))
     program = Program(seed, prog.func.name, prog.func, loop_args(prog.func, prog.sizes),
-                      prog.outputs, sched)
+                      prog.outputs, sched, helpers=prog.helpers)
     return ScheduleCase(program, sched, fuzz.tried, fuzz.refused, fuzz.internal)
 
 

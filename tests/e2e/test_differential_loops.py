@@ -27,7 +27,7 @@ from tirc.ir import (
     PrimFunc,
     Var,
 )
-from tirc.ir.intrinsics import BREAK_LOOP, CONTINUE_LOOP
+from tirc.ir.intrinsics import BREAK_LOOP, CALL_PRIM, CONTINUE_LOOP
 from tirc.ir.stmt import Block, BlockRealize, LetStmt
 from tirc.ir.visitor import any_node, post_order_visit
 
@@ -71,6 +71,8 @@ def _features(func: PrimFunc) -> set[str]:
             seen.update(f"dtype:{b.dtype}" for b in node.alloc_buffers)
         if isinstance(node, Call) and node.op == "if_then_else":
             seen.add("if_then_else")
+        if isinstance(node, Call) and node.op == CALL_PRIM:
+            seen.add("call-" + str(node.dtype))
         if isinstance(node, For) and node.kind == ForKind.SERIAL and isinstance(node.body, For) \
                 and node.body.kind in (ForKind.PARALLEL, ForKind.VECTORIZED) and isinstance(
                     node.body.body, BlockRealize) and node.body.body.block.init is not None:
@@ -94,6 +96,9 @@ def _features(func: PrimFunc) -> set[str]:
                 isinstance(node.indices[0], Var) and node.indices[0].name == "vj":
             seen.add("transpose")
         if isinstance(node, BufferLoad):
+            if any(any_node(i, lambda n: isinstance(n, BinOp) and n.op in (
+                    "truncdiv", "truncmod")) for i in node.indices):
+                seen.add("trunc-index")
             if any(any_node(i, lambda n: isinstance(n, BufferLoad)) for i in node.indices):
                 seen.add("gather")
             if any(isinstance(i, BinOp) and i.op == "add" and isinstance(i.a, Var) and
@@ -119,7 +124,8 @@ def test_generator_covers_the_language() -> None:
             "cast:float16", "cast:float32", "cast:int32", "transpose", "window", "gather",
             BREAK_LOOP, CONTINUE_LOOP, "loop-start", "block-scratch", "reduction-total",
             "dtype:int8", "dtype:uint8", "let", "reversed", "parallel-inside-reduction",
-            "match-buffer", "if_then_else", "dtype:bool", "dtype:bfloat16"}
+            "match-buffer", "if_then_else", "dtype:bool", "dtype:bfloat16", "trunc-index",
+            "call-void", "call-int32"}
     assert want <= seen, f"not generated: {sorted(want - seen)}"
 
 

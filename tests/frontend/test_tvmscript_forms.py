@@ -12,6 +12,7 @@ import pytest
 from tirc.cli.compile_cmd import CompileOptions, compile_file
 from tirc.frontend import parse, parse_file
 from tirc.ir import structural_equal
+from tirc.ir.diagnostics import CompileError
 from tirc.ir.interpreter import Interpreter, run_prim_func
 from tirc.ir.printer import print_module
 from tirc.runtime import load
@@ -170,3 +171,87 @@ def test_graph_calls_interpreted_and_compiled(libraries: dict[str, object]) -> N
     want = (s + x[4:]) ** 2
     np.testing.assert_allclose(Interpreter(mod).call("main", x, z), want, rtol=1e-5)
     np.testing.assert_allclose(libraries["graph_calls"].main(x, z), want, rtol=1e-5)
+
+
+SIZES_CALL = """
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def sum_1d(X_handle: T.handle, Y: T.Buffer((T.int64(1),), "float32"), n: T.int64):
+        X = T.match_buffer(X_handle, (n,), "float32")
+        for i in range(n):
+            with T.block("sum"):
+                vi = T.axis.remap("R", [i])
+                with T.init():
+                    Y[0] = T.float32(0)
+                Y[0] = Y[0] + X[vi]
+
+    @R.function
+    def main(x: R.Tensor((64,), dtype="float32")) -> R.Tensor((1,), dtype="float32"):
+        cls = Module
+        gv = R.call_tir(cls.sum_1d, (x,), out_sinfo=R.Tensor((1,), dtype="float32"),
+                        tir_vars=R.shape([64]))
+        return gv
+"""
+
+
+def test_tirx_prints_tir_vars_as_leading_prim_values_as_tvm_0_27_reads_them() -> None:
+    """TVM 0.27's R.call_tir has no tir_vars: its args fill the leading parameters, outputs
+    after. The tirx spelling moves the sizes into the argument tuple and the size parameters
+    before the outputs; it reads back with the same result (the classic spelling is kept)."""
+    mod = parse(SIZES_CALL)
+    text = print_module(mod, syntax="tirx")
+    assert "def sum_1d(X_handle: T.handle, n: T.int64, Y: T.Buffer(" in text
+    assert "R.call_tir(Module.sum_1d, (x, R.prim_value(64)), out_ty=" in text
+    assert "tir_vars" not in text
+    assert "tir_vars=R.shape([64])" in print_module(mod, syntax="classic")
+    again = parse(text)
+    assert print_module(again, syntax="tirx") == text
+    x = np.arange(64, dtype=np.float32)
+    for m in (mod, again):
+        np.testing.assert_allclose(Interpreter(m).call("main", x), [x.sum()])
+    # a public function keeps its signature (its entry's ABI): TVM cannot read that call
+    public = parse(SIZES_CALL.replace("@T.prim_func(private=True)", "@T.prim_func"))
+    assert "tir_vars=R.shape([64])" in print_module(public, syntax="tirx")
+
+
+@pytest.mark.parametrize("deco,attr", [("@T.prim_func(private=True)", "T.func_attr"),
+                                       ("@R.function(private=True)", "R.func_attr")])
+def test_private_function_with_a_global_symbol_is_an_error(deco: str, attr: str) -> None:
+    """As TVM's parser: a private function may not name a global symbol."""
+    body = "A[0] = T.float32(1)" if deco.startswith("@T") else "return A"
+    param = 'A: T.Buffer((4,), "float32")' if deco.startswith("@T") else \
+        'A: R.Tensor((4,), "float32")'
+    src = f'{deco}\ndef f({param}):\n    {attr}({{"global_symbol": "g"}})\n    {body}\n'
+    with pytest.raises(CompileError) as err:
+        parse(src, "p.tir")
+    d = err.value.diagnostics[0]
+    assert "private function 'f' has the global symbol 'g'" in d.message
+    assert (d.span.line, d.span.col) == (3, 5)
+
+
+def test_bare_integer_argument_of_a_call_in_a_fused_function(tmp_path: Path) -> None:
+    """TVM 0.27 prints an int64 primitive argument bare, `R.call_tir(cls.f, (x, 64), ...)`
+    (what the tirx spelling of `tir_vars` reads back as): it is `R.prim_value(T.int64(64))`,
+    and inside a fused ("Primitive") function fuse-tir binds it to the callee's scalar
+    parameter (it failed with a KeyError)."""
+    src = SIZES_CALL.replace("class Module:", """class Module:
+    @R.function(private=True)
+    def fused(x: R.Tensor((64,), dtype="float32")) -> R.Tensor((1,), dtype="float32"):
+        R.func_attr({"Primitive": 1})
+        cls = Module
+        with R.dataflow():
+            gv = R.call_tir(cls.sum_1d, (x, 64), out_ty=R.Tensor((1,), dtype="float32"))
+            R.output(gv)
+        return gv
+""").replace("gv = R.call_tir(cls.sum_1d, (x,), out_sinfo=R.Tensor((1,), dtype=\"float32\"),\n"
+             "                        tir_vars=R.shape([64]))", "gv = cls.fused(x)")
+    assert "gv = cls.fused(x)" in src
+    path = tmp_path / "fused.tir"
+    path.write_text(print_module(parse(src)))
+    x = np.arange(64, dtype=np.float32) / 8
+    np.testing.assert_allclose(Interpreter(parse(src)).call("main", x), [x.sum()], rtol=1e-6)
+    for level in (0, 3):
+        so = tmp_path / f"fused{level}.so"
+        compile_file(CompileOptions(file=str(path), output=str(so), opt_level=level))
+        np.testing.assert_allclose(load(so).main(x), [x.sum()], rtol=1e-6)

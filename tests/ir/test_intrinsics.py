@@ -110,6 +110,27 @@ def test_declared_dtype_follows_the_result_rule() -> None:
     assert str(intrinsics.INTRINSICS["address_of"].declared_dtype([F32])) == "handle"
 
 
+def test_warp_shuffle_has_its_value_dtype_and_activemask_uint32() -> None:
+    """As TVM's T.tvm_warp_shuffle*(mask, value, ...) (call_intrin(value.dtype, ...)): with no
+    `dtype=` the result is the shuffled value's dtype (it was void, and a store refused it);
+    the printed form needs no `dtype=` and reads back the same."""
+    src = """
+@T.prim_func
+def f(A: T.Buffer((32,), "float16"), B: T.Buffer((32,), "float16")):
+    for tx in T.thread_binding(32, thread="threadIdx.x"):
+        mask: T.uint32 = T.tvm_warp_activemask()
+        B[tx] = T.tvm_warp_shuffle_down(mask, A[tx], 1, 32, 32) + T.tvm_warp_shuffle(
+            mask, A[tx], 0, 32, 32)
+"""
+    text = print_module(parse(src, "<test>"))
+    assert "mask: T.uint32 = T.tvm_warp_activemask()" in text
+    assert "T.tvm_warp_shuffle_down(mask, A[tx], 1, 32, 32) + T.tvm_warp_shuffle(" in text
+    assert "dtype=" not in text
+    assert print_module(parse(text, "<printed>")) == text
+    shuffle = intrinsics.INTRINSICS["tvm_warp_shuffle_xor"]
+    assert str(shuffle.declared_dtype([dtype("uint32"), dtype("int8"), F32])) == "int8"
+
+
 def test_frontend_parses_every_intrinsic_written_by_name() -> None:
     from tirc.frontend.tir_calls import BUILTINS
 

@@ -310,3 +310,82 @@ def test_shared_buffer_inside_thread_loops_keeps_a_row_per_thread() -> None:
             c = np.zeros_like(a)
             check_races(lower(text, opt_level=level), "f", [a, c])
             np.testing.assert_array_equal(c, (a + 1) * 2)
+
+
+# dlight's Matmul schedule, small: the shared tiles are written by the block's threads in each
+# step of the reduction loop `ko`, which runs inside the threadIdx loops.
+TILED_K = '''
+@T.prim_func
+def f(A: T.Buffer((8, 32), "float32"), B: T.Buffer((32, 8), "float32"),
+      C: T.Buffer((8, 8), "float32")):
+    As = T.alloc_buffer((8, 32), "float32", scope="shared")
+    Bs = T.alloc_buffer((32, 8), "float32", scope="shared")
+    acc = T.alloc_buffer((8, 8), "float32", scope="local")
+    for bx in T.thread_binding(2, thread="blockIdx.x"):
+        for vt in T.thread_binding(1, thread="vthread.x"):
+            for tx in T.thread_binding(4, thread="threadIdx.x"):
+                for j in range(8):
+                    with T.block("init"):
+                        acc[bx * 4 + tx, j] = T.float32(0)
+                for ko in range(4):
+                    for t2 in T.thread_binding(4, thread="threadIdx.x"):
+                        for e in range(8):
+                            with T.block("As"):
+                                As[bx * 4 + t2, ko * 8 + e] = A[bx * 4 + t2, ko * 8 + e]
+                            with T.block("Bs"):
+                                Bs[ko * 8 + e, t2 * 2] = B[ko * 8 + e, t2 * 2]
+                                Bs[ko * 8 + e, t2 * 2 + 1] = B[ko * 8 + e, t2 * 2 + 1]
+                    for ki, j in T.grid(8, 8):
+                        with T.block("update"):
+                            acc[bx * 4 + tx, j] = acc[bx * 4 + tx, j] \\
+                                + As[bx * 4 + tx, ko * 8 + ki] * Bs[ko * 8 + ki, j]
+                for j in range(8):
+                    with T.block("store"):
+                        C[bx * 4 + tx, j] = acc[bx * 4 + tx, j]
+'''
+
+
+def test_shared_tiles_of_a_reduction_loop_inside_thread_loops_shrink_to_one_step() -> None:
+    """As TVM's CompactBufferAllocation: a shared buffer used only inside one step of a serial
+    loop under the threadIdx loops is allocated in that step (the block's threads sharing it)
+    and holds one step's tile (4 x 8 and 8 x 8 here, not the whole k extent, which made
+    dlight's matmuls exceed shared memory); a barrier protects the tile between steps, and
+    the local accumulator passes the one-iteration vthread loop to its thread's row."""
+    import numpy as np
+    from gpu_support import lower
+    from tirc.ir.interpreter.gpu import check_races
+
+    target = parse_target("cuda -arch=sm_80")
+    steps = default_pipeline(target, 0)
+    upto = steps[: steps.index("compact-buffers") + 1]
+    printed = run_pipeline(parse(TILED_K), build_pipeline(upto),
+                           PassContext(target=target)).script()
+    step = printed[printed.index("for ko in range(4):"):]
+    assert step.index('As = T.decl_buffer((4, 8), "float32", scope="shared")') < \
+        step.index("for e in range(8):"), printed
+    assert 'Bs = T.decl_buffer((8, 8), "float32", scope="shared")' in step
+    assert 'acc = T.decl_buffer((1, 8), "float32", scope="local")' in printed
+    assert "As[t2, e] = A[bx * 4 + t2, ko * 8 + e]" in step
+    assert "acc[0, j] = acc[0, j] + As[tx, ki] * Bs[ki, j]" in step
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((8, 32)).astype(np.float32)
+    b = rng.standard_normal((32, 8)).astype(np.float32)
+    for level in (0, 3):
+        lowered = lower(TILED_K, opt_level=level)
+        assert "T.tvm_storage_sync" in lowered.script()
+        c = np.zeros((8, 8), np.float32)
+        check_races(lowered, "f", [a, b, c])
+        np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_shared_tile_stays_whole_over_a_loop_the_threads_run_differently() -> None:
+    """A step loop whose extent depends on the thread cannot have barriers between its steps,
+    so its steps keep their own parts of the shared tile (it is not moved into the loop)."""
+    target = parse_target("cuda -arch=sm_80")
+    steps = default_pipeline(target, 0)
+    upto = steps[: steps.index("compact-buffers") + 1]
+    text = TILED_K.replace("for ko in range(4):", "for ko in range(tx + 1):")
+    printed = run_pipeline(parse(text), build_pipeline(upto),
+                           PassContext(target=target)).script()
+    assert 'As = T.decl_buffer((4, 32), "float32", scope="shared")' in printed, printed
+    assert printed.index("As = T.decl_buffer") < printed.index("for tx in")

@@ -18,6 +18,7 @@ from lowering_support import (
     run_on_text,
     run_pass,
 )
+from tirc.frontend import parse
 from tirc.ir import (
     Allocate,
     Block,
@@ -32,6 +33,7 @@ from tirc.ir import (
     Var,
     dtype,
 )
+from tirc.ir.interpreter.values import InterpreterError
 from tirc.ir.stmt import BufferStore, seq
 from tirc.passes.lower_blocks import LowerBlocks
 
@@ -362,3 +364,48 @@ def test_a_declared_shape_not_the_regions_is_an_error() -> None:
     with pytest.raises(CompileError, match="declares dimension 1 = 3, but its region of 'A' "
                                            "has 2"):
         run_on_text(LowerBlocks(), text)
+
+
+MATCHED_ROWS = '''
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32")):
+    with T.block("root"):
+        s = T.int32()
+        t = T.int32()
+        A0 = T.match_buffer(A[0:4, 0:4], (4, 4), "float32", strides=[s, {second}])
+        for i, j in T.grid(4, 4):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A0[vi, vj] * T.float32(2)
+'''
+
+
+def test_a_stride_variable_named_twice_must_be_one_value() -> None:
+    """TVM's `rd_match_buffer` (found by pipeline_fuzz --run): `strides=[s, s]` over a
+    row-major region binds s to 4 at the first stride and cannot also be 1 at the second,
+    which TVM's LowerMatchBuffer refuses (`constraint ... unmet`). lower-blocks skipped
+    every declared variable, so the library ran with s = 4 while the interpreter had bound
+    s twice (last 1); both refuse it now, and `[s, t]` or `[s, 1]` are accepted."""
+    with pytest.raises(CompileError, match="declares stride 1 = s \\(bound to 4 where it "
+                                           "first appears\\), but its region of 'A' has 1"):
+        run_on_text(LowerBlocks(), MATCHED_ROWS.format(second="s"))
+    with pytest.raises(InterpreterError, match="match_buffer A0: strides 1 is 1, declared "
+                                               "s = 4"):
+        assert_same_results(parse(MATCHED_ROWS.format(second="s")),
+                            parse(MATCHED_ROWS.format(second="s")), "f")
+    for second in ("t", "1"):
+        before, after, _ = run_on_text(LowerBlocks(), MATCHED_ROWS.format(second=second))
+        assert_same_results(before, after, "f")
+
+
+def test_a_matched_buffer_of_another_dtype_is_a_diagnostic() -> None:
+    """A mutated TVM program (pipeline_fuzz --run) matched a float32 region as int8: nothing
+    checked it, and the library and the interpreter read the bytes differently. TVM's
+    LowerMatchBuffer requires the dtypes to be equal; tirc says so at the match."""
+    text = MATCHED_ROWS.format(second="t").replace('(4, 4), "float32", strides', '(4, 4), '
+                                                    '"int8", strides')
+    with pytest.raises(CompileError, match="T.match_buffer: 'A0' is int8, but its region of "
+                                           "'A' is float32"):
+        parse(text)

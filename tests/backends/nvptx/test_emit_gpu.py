@@ -79,18 +79,20 @@ def test_cli_writes_ptx(invoke, tmp_path: Path) -> None:
 
 def test_cli_partly_bound_function_is_a_diagnostic(invoke, tmp_path: Path) -> None:
     # (a function with no bindings at all gets the default GPU schedule; one with some is
-    # its author's, and a loop left outside the kernels cannot run)
+    # its author's, and a store left outside the kernels cannot run; a serial loop around
+    # the kernels can, on the host)
     sample = tmp_path / "partly.tir"
     sample.write_text("""@T.prim_func
 def partly(a: T.Buffer((4, 32), "float32")):
     for i in range(4):
         for tx in T.thread_binding(32, thread="threadIdx.x"):
             a[i, tx] = T.float32(1)
+        a[i, 0] = T.float32(2)
 """)
     result = invoke(sample, "--target", "cuda", "-o", tmp_path / "r.ptx")
     assert result.exit_code == 1
-    assert "partly.tir:3:5: error: gpu-split-host-device: partly: loop 'i' is outside every " \
-        "thread-bound loop" in result.output
+    assert "partly.tir:6:9: error: gpu-split-host-device: partly: a store to 'a' is outside " \
+        "every thread-bound loop" in result.output
 
 
 def test_cli_emits_a_cubin_for_the_requested_arch(invoke, tmp_path: Path) -> None:

@@ -54,3 +54,22 @@ def two(a: T.handle, b: T.handle, alpha: T.float32):
                              {"kind": "expr", "expr": "n", "dtype": "int64"}]
     assert second["args"][:2] == [{"kind": "buffer", "param": "b", "index": 1},
                                   {"kind": "workspace", "name": "W"}]
+
+
+def test_a_parameter_elem_offset_nothing_binds_is_passed_as_zero() -> None:
+    """TVM's KV-cache kernels declare `elem_offset=pages_elem_offset` on a parameter; an
+    argument's elements start at its data pointer (make-entry binds it to 0 on the CPU), so
+    the kernel that reads it gets 0."""
+    plan = _plan(parse("""
+@T.prim_func
+def copy(a: T.handle, b: T.handle):
+    n = T.int64()
+    off = T.int64()
+    A = T.match_buffer(a, (n,), "float32", elem_offset=off)
+    B = T.match_buffer(b, (n,), "float32")
+    for bx in T.thread_binding(n, thread="blockIdx.x"):
+        for tx in T.thread_binding(1, thread="threadIdx.x"):
+            B[bx] = A[bx]
+"""), "copy")
+    (launch,) = plan["launches"]
+    assert {"kind": "expr", "expr": "0", "dtype": "int64"} in launch["args"]

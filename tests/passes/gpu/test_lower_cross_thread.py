@@ -127,7 +127,8 @@ def argmax(A: T.Buffer((4, 64), "float32"), I: T.Buffer((4,), "int32")):
 
 
 def test_reduction_of_two_buffers_is_one_diagnostic() -> None:
-    """Not lowered (a tree per buffer would be needed): one diagnostic naming the pass once."""
+    """Not lowered (ties go to whichever thread's partial comes first, not to the first
+    index: not one of TVM's known combiners): one diagnostic naming the pass once."""
     with pytest.raises(CompileError) as err:
         lower(parse(TUPLE_REDUCTION))
     message = err.value.diagnostics[0].message
@@ -162,3 +163,82 @@ def test_reduction_inside_a_row_loop_on_another_thread_axis() -> None:
         got = np.zeros((2, 4), np.float32)
         check_races(lower(mod, opt_level=level), "gemv", [a, x, got])
         np.testing.assert_array_equal(got, a @ x + 1)
+
+
+# LegalizeOps' argmax (topi's combiner: ties to the first index) as dlight schedules it, the
+# new states bound by lets; and its group norm's sum and sum of squares in one block.
+ARGMAX = """
+@T.prim_func
+def argmax(A: T.Buffer((2, 40), "float32"), I: T.Buffer((2,), "int32")):
+    I_s = T.alloc_buffer((2,), "int32", scope="shared")
+    V_s = T.alloc_buffer((2,), "float32", scope="shared")
+    for b in T.thread_binding(2, thread="blockIdx.x"):
+        for ko in range(2):
+            for t in T.thread_binding(16, thread="threadIdx.x"):
+                with T.block("red"):
+                    vi = T.axis.spatial(2, b)
+                    vk = T.axis.reduce(40, ko * 16 + t)
+                    T.where(ko * 16 + t < 40)
+                    with T.init():
+                        I_s[vi] = -1
+                        V_s[vi] = T.float32(-3.4028234663852886e38)
+                    i_new: T.int32 = T.Select(V_s[vi] > A[vi, vk] or V_s[vi] == A[vi, vk]
+                                              and I_s[vi] < vk, I_s[vi], vk)
+                    v_new: T.float32 = T.Select(V_s[vi] > A[vi, vk], V_s[vi], A[vi, vk])
+                    I_s[vi] = i_new
+                    V_s[vi] = v_new
+        for t in T.thread_binding(16, thread="threadIdx.x"):
+            with T.block("out"):
+                vi = T.axis.spatial(2, b)
+                T.where(t < 1)
+                I[vi] = I_s[vi]
+"""
+
+MOMENTS = """
+@T.prim_func
+def moments(A: T.Buffer((3, 20), "float32"), S: T.Buffer((3,), "float32"),
+            Q: T.Buffer((3,), "float32")):
+    for b in T.thread_binding(3, thread="blockIdx.x"):
+        for t in T.thread_binding(32, thread="threadIdx.x"):
+            with T.block("red"):
+                vi, vk = T.axis.remap("SR", [b, t])
+                T.where(t < 20)
+                with T.init():
+                    S[vi] = T.float32(0)
+                    Q[vi] = T.float32(1)
+                s0: T.float32 = S[vi] + A[vi, vk]
+                s1: T.float32 = A[vi, vk] * A[vi, vk] + Q[vi]
+                S[vi] = s0
+                Q[vi] = s1
+"""
+
+
+def test_argmax_over_index_and_value_is_one_tree_ties_to_the_first_index() -> None:
+    """An (index, value) reduction is lowered as TVM's allreduce over a tuple: one shared
+    buffer per state, each tree step folding both with the block's combiner; with ties
+    spread over threads and steps, the first index still wins, as in numpy."""
+    mod = parse(ARGMAX)
+    a = np.zeros((2, 40), np.float32)
+    a[0, [7, 23, 36]] = 5  # a tie across threads and steps
+    a[1] = np.arange(40) % 9  # 8 at 8, 17, 26, 35
+    want = np.argmax(a, axis=1).astype(np.int32)
+    ref = np.zeros(2, np.int32)
+    Interpreter(mod).call("argmax", a, ref)
+    np.testing.assert_array_equal(ref, want)
+    for level in (0, 3):
+        lowered = lower(mod, opt_level=level)
+        assert "red_red1_1" in lowered.script()
+        got = np.zeros(2, np.int32)
+        check_races(lowered, "argmax", [a, got])
+        np.testing.assert_array_equal(got, want)
+
+
+def test_sum_and_sum_of_squares_in_one_block_are_reduced_together() -> None:
+    """Two independent sums of one block (a norm's moments), each after its own init."""
+    mod = parse(MOMENTS)
+    a = (np.arange(60, dtype=np.float32).reshape(3, 20) - 25) / 4
+    for level in (0, 3):
+        s, q = np.zeros(3, np.float32), np.zeros(3, np.float32)
+        check_races(lower(mod, opt_level=level), "moments", [a, s, q])
+        np.testing.assert_allclose(s, a.sum(1), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(q, 1 + (a * a).sum(1), rtol=1e-5)

@@ -88,14 +88,28 @@ def plain(A: T.Buffer((32,), "float32")):
         "schedule)")
 
 
-def test_host_loop_around_a_kernel_is_an_error() -> None:
-    with pytest.raises(CompileError, match="loop 'i' is outside every thread-bound loop"):
+def test_host_loop_around_a_kernel_stays_on_the_host() -> None:
+    """As TVM's SplitHostDevice: the serial loop runs on the host and launches the kernel in
+    each iteration, its variable an argument (tests/runtime/test_cuda_host_loops.py runs it);
+    a store beside the launch in such a loop is still host code that cannot run."""
+    host = lower("""
+@T.prim_func
+def f(A: T.Buffer((4, 32), "float32")):
+    for i in range(4):
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            A[i, tx] = T.float32(1)
+""")["f"]
+    text = "\n".join(print_function(host))
+    assert "for i in range(4):" in text
+    assert '"tirc.launch_kernel", "f_kernel", 1, 1, 1, 32, 1, 1, A.data, i)' in text
+    with pytest.raises(CompileError, match="a store to 'A' is outside every thread-bound loop"):
         lower("""
 @T.prim_func
 def f(A: T.Buffer((4, 32), "float32")):
     for i in range(4):
         for tx in T.thread_binding(32, thread="threadIdx.x"):
             A[i, tx] = T.float32(1)
+        A[i, 0] = T.float32(2)
 """)
 
 

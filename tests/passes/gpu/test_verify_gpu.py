@@ -75,6 +75,7 @@ def f(A: T.Buffer((25600,), "float32")):
     for tx in T.thread_binding(256, thread="threadIdx.x"):
         for i in range(100):
             S[i * 256 + tx] = A[i * 256 + tx]
+        for i in range(100):
             A[i * 256 + tx] = S[i * 256 + tx] + T.float32(1)
 """
 

@@ -59,6 +59,46 @@ def test_user_kernel_pattern_and_existing_annotation_kept() -> None:
     assert AnnotateOpPattern()(out) is out
 
 
+BAD_PATTERN = """
+from tvm.script import ir as I
+from tvm.script import relax as R
+from tvm.script import tir as T
+
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def double(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+        T.func_attr({"op_pattern": PATTERN})
+        for i in range(4):
+            with T.block("B"):
+                vi = T.axis.spatial(4, i)
+                B[vi] = A[vi] * T.float32(2)
+
+    @R.function
+    def main(x: R.Tensor((4,), "float32")):
+        cls = Module
+        with R.dataflow():
+            y = R.call_tir(cls.double, (x,), out_sinfo=R.Tensor((4,), "float32"))
+            z = R.add(y, x)
+            R.output(z)
+        return z
+"""
+
+
+def test_an_op_pattern_that_is_no_kind_is_a_diagnostic() -> None:
+    """`"op_pattern": 16` (a mutated LegalizeOps kernel, pipeline_fuzz): fuse-ops met
+    `OpPattern(16)`, a ValueError, an internal error; now a diagnostic naming TVM's kinds,
+    and a kind that is one (8, opaque) still compiles."""
+    from tirc.frontend import parse
+    from tirc.ir import CompileError
+
+    with pytest.raises(CompileError, match="loop function 'double': \"op_pattern\": 16 is not "
+                                           "one of TVM's OpPatternKind values: 0 \\(elemwise\\)"):
+        run_passes(parse(BAD_PATTERN.replace("PATTERN", "16")), PIPELINE)
+    out = run_passes(parse(BAD_PATTERN.replace("PATTERN", "8")), PIPELINE)[-1]
+    assert kinds(out)["double"] == OpPattern.OPAQUE
+
+
 def test_mlp_fuses_into_three_kernels() -> None:
     mods = run_passes(parse_file(SAMPLES / "mlp.tir"), PIPELINE)
     fused = mods[4]

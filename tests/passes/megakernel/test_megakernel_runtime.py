@@ -156,3 +156,58 @@ def test_a_local_cache_shared_by_tasks_orders_them(mode: str) -> None:
     graph = read_task_graph(mod["main"])  # type: ignore[arg-type]
     assert [t.name for t in graph.tasks] == ["T_sum_init", "T_sum_update", "T_sum_local"]
     assert producer_kinds(graph) == [[], [0], [1]]
+
+
+NEGATIVE_EXTENT = """
+from tvm.script import ir as I
+from tvm.script import relax as R
+from tvm.script import tir as T
+
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def twice(A: T.Buffer((64, 4), "float32"), B: T.Buffer((64, 4), "float32")):
+        for i, j in T.grid(64, 4):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj] * T.float32(2)
+
+    @T.prim_func(private=True)
+    def add(y1: T.Buffer((64, 4), "float32"), y2: T.Buffer((64, 4), "float32"),
+            z: T.Buffer((64, 4), "float32")):
+        for i, j in T.grid(-64, 4):
+            with T.block("z"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                z[vi, vj] = y1[vi, vj] + y2[vi, vj]
+
+    @R.function
+    def main(x: R.Tensor((64, 4), "float32")):
+        cls = Module
+        with R.dataflow():
+            y = R.call_tir(cls.twice, (x,), out_sinfo=R.Tensor((64, 4), "float32"))
+            z = R.call_tir(cls.add, (y, y), out_sinfo=R.Tensor((64, 4), "float32"))
+            w = R.add(y, x)
+            R.output(w, z)
+        return (w, z)
+"""
+
+
+@pytest.mark.parametrize(("mode", "bounds_check"), [("dynamic", False), ("dynamic", True),
+                                                    ("static", True)])
+def test_a_task_loop_of_negative_extent_runs_no_task(tmp_path: object, mode: str,
+                                                     bounds_check: bool) -> None:
+    """A loop of `range(-64)` (a mutated LegalizeOps kernel, pipeline_fuzz --run) runs no
+    iteration; as a task loop of a dynamic megakernel its extent reserved -64 queue slots and
+    counted -64 dispatches: the call hung (-fbounds-check), corrupted the heap or returned
+    zeros for the other results. A task loop's count is now max(extent, 0)."""
+    import numpy as np
+    from difftest.builds import compile_module, run_graph
+    from difftest.harness import Build
+
+    mod = parse(NEGATIVE_EXTENT)
+    x = np.arange(256, dtype="float32").reshape(64, 4)
+    lib = compile_module(mod, Build(3, mode, bounds_check=bounds_check),
+                         tmp_path / "neg")  # type: ignore[operator]
+    got = run_graph(lib, [("main", [x], [x * 3, x])])[0]  # z: nothing writes it
+    assert not isinstance(got, str), got
+    np.testing.assert_array_equal(got[0], x * 3)

@@ -331,6 +331,41 @@ def test_parallel_between_blocks(sched, sched_error):
     r.check_same("shifted")
 
 
+# One block reading elements other instances of it write (a mutated TVM test program,
+# found by pipeline_fuzz --run): row i of B is written from rows j of B.
+SELF_READ = '''
+@T.prim_func
+def self_read(A: T.Buffer((8, 8), "float32"), B: T.Buffer((8, 8), "float32")):
+    for i, j, k in T.grid(8, 8, 8):
+        with T.block("update"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            B[vi, vj] = B[vi, vj] + A[vi, vk] * B[vj, vk]
+'''
+
+
+def test_parallel_of_a_block_reading_its_own_writes_is_refused(sched, sched_error):
+    """Iterations of i read rows of B that other iterations write: run at once they read
+    other values than in order. The default schedule parallelized i at -O2/-O3 (only
+    dependences between different blocks were checked) and the library disagreed with -O0
+    and the interpreter; parallel, vectorize and bind refuse it now. The accumulation into
+    B[vi, vj] alone (read and written by one iteration) still parallelizes."""
+    for prim, loop in (("parallel", "i"), ("vectorize", "j")):
+        msg = sched_error(schedule(SELF_READ, "self_read", f'''
+            b = sch.get_block("update")
+            i, j, k = sch.get_loops(b)
+            sch.{prim}({loop})
+        '''))
+        assert f'error: {prim}: block "update" reads elements of B that it writes in other ' \
+            f'iterations of loop {loop}' in msg
+    r = sched(schedule(SELF_READ.replace("B[vj, vk]", "A[vj, vk]"), "self_read", '''
+        b = sch.get_block("update")
+        i, j, k = sch.get_loops(b)
+        sch.parallel(i)
+    '''))
+    assert "for i in T.parallel(8):" in r.text("self_read")
+    r.check_same("self_read")
+
+
 def test_bind_and_annotate(sched, sched_error):
     r = sched(schedule(ADD, "add", '''
         b = sch.get_block("B")
