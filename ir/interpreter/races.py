@@ -31,11 +31,14 @@ leaves a statement that does not use the virtual thread's index out of the unrol
 MetaSchedule writes its shared tiles inside the `vthread` loop); for a loop bound to
 `threadIdx.*`, buffers in a per-thread scope (local). Event tensors are not tracked. Loops
 whose iterations synchronise are not tracked: a body with events, atomics or an OpenMP
-barrier (the megakernel's workers); a thread loop with a barrier (`T.tvm_storage_sync`)
-inside or with an inner loop bound to its own tag (a cooperative fetch, whose threads the
-storage-sync pass separates by barriers), or one bound to a reduction variable of a block
-inside it (a cross-thread reduction).
-A barrier does not synchronise GPU blocks: a `blockIdx` loop stays tracked.
+barrier (the megakernel's workers); a thread loop with an inner loop bound to its own tag
+(a cooperative fetch, whose threads the storage-sync pass separates by barriers), or one
+bound to a reduction variable of a block inside it (a cross-thread reduction).
+A thread loop with a barrier (`T.tvm_storage_sync`) written inside is checked by the same
+rule, with another message: the interpreter runs its threads one after another, so threads
+that share data across the barrier would see it before it is written or after it is
+overwritten (the GPU interpreter runs them in step); each thread reading its own writes is
+fine. A barrier does not synchronise GPU blocks: a `blockIdx` loop stays tracked.
 """
 
 from __future__ import annotations
@@ -59,6 +62,10 @@ from tirc.ir.visitor import any_node
 
 KIND_SPELLING = {"parallel": "T.parallel", "vectorized": "T.vectorized",
                  "thread_binding": "thread-bound"}
+# A thread-bound loop with a barrier in its body: the interpreter runs its iterations one
+# after another, so threads that share data across the barrier would see it too early or too
+# late; such sharing is refused (the GPU interpreter runs the threads in step).
+BARRIER = "barrier"
 
 # Storage scopes with one copy per GPU block, and one copy per thread.
 BLOCK_PRIVATE_SCOPES = ("shared", "warp", "local", "wmma")
@@ -225,6 +232,13 @@ def _race(run: LoopRun, element: str, e: list[Any], before: tuple[int, int | Non
         what = f"iteration {now} reads {element}, which iteration {name} = {writer} writes"
         if e[VALUE] is not MIXED:
             what += f" (it held {_show(e[BEFORE])}, {_show(e[VALUE])} written)"
+    if kind == BARRIER:
+        return InterpreterError(
+            f"the reference interpreter runs the iterations of thread-bound loop '{name}'"
+            f"{where} one after another, so it cannot honour the barrier "
+            f"(T.tvm_storage_sync) its threads share data across: {what}; run the function "
+            "with the GPU interpreter (tirc.ir.interpreter.gpu), which runs the threads in "
+            "step between barriers", run.span)
     return InterpreterError(f"data race in {loop}{where}: {what}", run.span)
 
 
@@ -270,11 +284,12 @@ def tracking_of(loop: For | AttrStmt) -> Tracking | None:
     tag = _thread_tag(loop)
     if tag in BLOCK_TAGS or tag.startswith("vthread"):
         return Tracking("thread_binding", BLOCK_PRIVATE_SCOPES)
-    if any_node(loop.body, lambda n: (isinstance(n, Call) and n.op == intrin.STORAGE_SYNC)
-                or _binds(n, tag)):
+    if any_node(loop.body, lambda n: _binds(n, tag)):
         return None
     if isinstance(loop, For) and _reduces_across(loop):
         return None
+    if any_node(loop.body, lambda n: isinstance(n, Call) and n.op == intrin.STORAGE_SYNC):
+        return Tracking(BARRIER, THREAD_PRIVATE_SCOPES)
     return Tracking("thread_binding", THREAD_PRIVATE_SCOPES)
 
 

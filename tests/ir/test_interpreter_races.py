@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gpu_support import lower
 from tirc.frontend import parse
 from tirc.ir.interpreter import Interpreter, InterpreterError
+from tirc.ir.interpreter.gpu import GPUInterpreter
 
 
 def run(text: str, *args: np.ndarray) -> None:
@@ -289,3 +291,31 @@ def test_race_when_the_order_could_change_a_value(case: tuple) -> None:
     with pytest.raises(InterpreterError) as err:
         run(text, *args)
     assert str(err.value) == message
+
+
+SHARED_ACROSS_A_BARRIER = '''
+@T.prim_func
+def f(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    S = T.alloc_buffer((8,), "float32", scope="shared")
+    for bx in T.thread_binding(1, thread="blockIdx.x"):
+        for tx in T.thread_binding(8, thread="threadIdx.x"):
+            S[tx] = A[tx]
+            T.tvm_storage_sync("shared")
+            B[tx] = S[7 - tx]
+'''
+
+
+def test_threads_sharing_data_across_a_written_barrier_are_refused_not_run_serially() -> None:
+    """Each thread reads what another wrote before the barrier: run one after another, the
+    threads would read the shared buffer before it is written (the interpreter returned
+    NaNs for half of B); it says so and names the GPU interpreter, which runs them in step
+    and reverses A."""
+    a, b = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
+    with pytest.raises(InterpreterError) as err:
+        Interpreter(parse(SHARED_ACROSS_A_BARRIER)).call("f", a, b)
+    message = str(err.value)
+    assert "runs the iterations of thread-bound loop 'tx'" in message
+    assert "cannot honour the barrier (T.tvm_storage_sync)" in message
+    assert "iteration tx = 4 writes S[4], which iteration tx = 3 reads" in message
+    GPUInterpreter(lower(parse(SHARED_ACROSS_A_BARRIER))).call("f", a, b)
+    np.testing.assert_array_equal(b, a[::-1])
