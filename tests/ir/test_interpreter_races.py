@@ -293,16 +293,9 @@ def test_race_when_the_order_could_change_a_value(case: tuple) -> None:
     assert str(err.value) == message
 
 
-SHARED_ACROSS_A_BARRIER = '''
-@T.prim_func
-def f(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
-    S = T.alloc_buffer((8,), "float32", scope="shared")
-    for bx in T.thread_binding(1, thread="blockIdx.x"):
-        for tx in T.thread_binding(8, thread="threadIdx.x"):
-            S[tx] = A[tx]
-            T.tvm_storage_sync("shared")
-            B[tx] = S[7 - tx]
-'''
+# The barrier case above with each thread reading another's element.
+SHARED_ACROSS_A_BARRIER = next(c[1] for c in VALID if c[0] == "threads_separated_by_a_barrier"
+                               ).replace("B[tx] = S[tx]", "B[tx] = S[7 - tx]")
 
 
 def test_threads_sharing_data_across_a_written_barrier_are_refused_not_run_serially() -> None:
