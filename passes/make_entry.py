@@ -33,6 +33,7 @@ from tirc.ir.analysis.entry_signature import (
     param_buffers,
     pointer_views,
     signature,
+    tuple_format,
 )
 from tirc.ir.analysis.size_factor import other_factors
 from tirc.ir.attrs import (
@@ -454,10 +455,6 @@ def _vars_of(e: PrimExpr) -> list[Var]:
     return found
 
 
-def _tuple_format(n: int) -> str:
-    return "(" + ", ".join(["%lld"] * n) + ("," if n == 1 else "") + ")"
-
-
 def _check_layout(out: _Builder, buf: Buffer, h: Var, shape: list[Var], prefix: str) -> Var:
     """Shape, compactness and alignment of a buffer argument; binds and returns its data."""
     nd = buf.ndim
@@ -465,7 +462,7 @@ def _check_layout(out: _Builder, buf: Buffer, h: Var, shape: list[Var], prefix: 
         expected = [cast(INT64, d) for d in buf.shape]
         got = list(shape)
         out.add(_check(_all([binop("eq", g, e) for g, e in zip(got, expected)]),
-                       prefix + f"expected shape {_tuple_format(nd)}, got {_tuple_format(nd)}",
+                       prefix + f"expected shape {tuple_format(nd)}, got {tuple_format(nd)}",
                        *expected, *got))
         strides = [cast(INT64, s) for s in buf.strides] if buf.strides else None
         conds = []
@@ -478,7 +475,7 @@ def _check_layout(out: _Builder, buf: Buffer, h: Var, shape: list[Var], prefix: 
             ok: PrimExpr = if_then_else(_call(intrin.DL_STRIDES_NULL, h, dt=BOOL),
                                         _all([binop("eq", _compact(buf, k), strides[k])
                                               for k in range(nd)]), _all(conds))
-            what = f"expected strides {_tuple_format(nd)}"
+            what = f"expected strides {tuple_format(nd)}"
             values = [*strides]
         else:
             ok = if_then_else(_call(intrin.DL_STRIDES_NULL, h, dt=BOOL), IntImm(1, BOOL),
@@ -486,7 +483,7 @@ def _check_layout(out: _Builder, buf: Buffer, h: Var, shape: list[Var], prefix: 
             what = "expected a compact row-major (C-contiguous) tensor"
             values = []
         actual = [_actual_stride(h, shape, k) for k in range(nd)]
-        out.add(_check(ok, prefix + what + f", got strides {_tuple_format(nd)}", *values,
+        out.add(_check(ok, prefix + what + f", got strides {tuple_format(nd)}", *values,
                        *actual))
     data = out.let(buf.data, _call(intrin.DL_DATA, h, dt=HANDLE))
     align = elem_bytes(buf.dtype.element())

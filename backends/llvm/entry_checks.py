@@ -25,14 +25,10 @@ from tirc.backends.llvm.dltensor import (
     load_field,
 )
 from tirc.backends.llvm.types import I8, I16, I32, I64, PTR
+from tirc.ir.analysis.entry_signature import tuple_format
 
 CHECKER = "tirc.check_tensor"
 INT64_MAX = (1 << 63) - 1
-
-
-def _tuple_format(n: int) -> str:
-    """A printf format for an n-tuple of int64 values, as Python writes a tuple."""
-    return "(" + ", ".join(["%lld"] * n) + ("," if n == 1 else "") + ")"
 
 
 def tensor_checker(ctx: ModuleContext, ndim: int) -> ir.Function:
@@ -90,7 +86,7 @@ def tensor_checker(ctx: ModuleContext, ndim: int) -> ir.Function:
         shape = load_field(b, h, PTR, SHAPE)
         check(b.icmp_unsigned("!=", shape, ir.Constant(PTR, None)), "%sshape pointer is NULL")
         dims = [b.load(b.gep(shape, [i64(k)], source_etype=I64), typ=I64) for k in range(ndim)]
-        tuple_text = _tuple_format(ndim)
+        tuple_text = tuple_format(ndim)
         nonneg = [b.icmp_signed(">=", d, i64(0)) for d in dims]
         check(_all(b, nonneg), f"%snegative extent in shape {tuple_text}", *dims)
         # size * max(d, 1) stays within int64 at every step; after a step that would not,

@@ -23,6 +23,13 @@ from tirc.ir.stmt import BufferStore, LetStmt
 from tirc.ir.visitor import post_order_visit
 
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "floormod": "%"}
+
+
+def tuple_format(n: int) -> str:
+    """A printf format for an n-tuple of int64 values, as Python writes a tuple: the shapes
+    and strides of the entry checks' messages."""
+    return "(" + ", ".join(["%lld"] * n) + ("," if n == 1 else "") + ")"
+
 _PRECEDENCE = {"add": 1, "sub": 1, "mul": 2, "floordiv": 2, "floormod": 2}
 
 
