@@ -107,6 +107,7 @@ def tensor_checker(ctx: ModuleContext, ndim: int) -> ir.Function:
 
 
 def _all(b: ir.IRBuilder, conds: list[ir.Value]) -> ir.Value:
+    """The conjunction of one or more i1 values."""
     out = conds[0]
     for c in conds[1:]:
         out = b.and_(out, c)
@@ -114,6 +115,7 @@ def _all(b: ir.IRBuilder, conds: list[ir.Value]) -> ir.Value:
 
 
 def _any(b: ir.IRBuilder, conds: list[ir.Value]) -> ir.Value:
+    """The disjunction of one or more i1 values."""
     out = conds[0]
     for c in conds[1:]:
         out = b.or_(out, c)
