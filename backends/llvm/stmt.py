@@ -295,9 +295,10 @@ class StmtCodegen(ExprCodegen):
 
     # ---- failures --------------------------------------------------------------------
 
-    def guard(self, ok: ir.Value, fmt: str,
+    def guard(self, ok: ir.Value, fmt: str | None,
               values: list[ir.Value] | Callable[[], list[ir.Value]], code: int) -> None:
-        """Continue when `ok` holds; otherwise set the error message and return `code`.
+        """Continue when `ok` holds; otherwise set the error message and return `code` (with
+        `fmt` None, what failed has set the message already).
 
         `values` (the message's printf arguments) may be a function, so that they are computed
         only on the failing path (reading strides that may be NULL, for instance).
@@ -308,8 +309,8 @@ class StmtCodegen(ExprCodegen):
         br = b.cbranch(ok, ok_bb, fail_bb)
         br.set_weights([1 << 20, 1])
         b.position_at_end(fail_bb)
-        args = values() if callable(values) else values
-        self.ctx.set_error(b, fmt, args)
+        if fmt is not None:
+            self.ctx.set_error(b, fmt, values() if callable(values) else values)
         self.fail(code)
         b.position_at_end(ok_bb)
 
@@ -336,13 +337,8 @@ class StmtCodegen(ExprCodegen):
         failed = self.b.call(tensor_checker(self.ctx, ndim.value), [
             self.expr(h), self.ctx.string(prefix.value), self.ctx.string(dtype.value), *values,
             elem])
-        ok_bb = self.b.append_basic_block("check.ok")
-        fail_bb = self.b.append_basic_block("check.fail")
-        self.b.cbranch(self.b.icmp_signed("==", failed, ir.Constant(failed.type, 0)), ok_bb,
-                       fail_bb).set_weights([1 << 20, 1])
-        self.b.position_at_end(fail_bb)
-        self.fail(ERR_ARGUMENT)
-        self.b.position_at_end(ok_bb)
+        self.guard(self.b.icmp_signed("==", failed, ir.Constant(failed.type, 0)), None, [],
+                   ERR_ARGUMENT)
 
     def _printf_value(self, e: PrimExpr) -> ir.Value:
         v = self.expr(e)
