@@ -16,6 +16,25 @@ from tirc.passes.verify import verify_module
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
+# R.print in a graph function with a branch (tests of the interpreter's, the printer's and
+# compiled libraries' printing).
+PRINT_PROGRAM = """\
+@I.ir_module
+class Module:
+    @R.function(pure=False)
+    def main(x: R.Tensor((2, 3), "float32"), c: R.Tensor((), "bool")):
+        R.print(x, format="x = {}")
+        y = R.add(x, x)
+        _ = R.print(y, R.shape([2, 3]), format=R.str("y = {} of shape {}"))
+        R.print(R.prim_value(T.int64(7)), R.prim_value(T.float32(0.5)))
+        if c:
+            R.print(x)
+            z = R.multiply(y, y)
+        else:
+            z = y
+        return z
+"""
+
 
 def run_passes(mod: IRModule, passes: Sequence[Pass],
                ctx: PassContext | None = None) -> list[IRModule]:

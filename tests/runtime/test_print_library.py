@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from gpu_support import FakeDriver
-from graph_support import compile_levels
+from graph_support import PRINT_PROGRAM, compile_levels
 from tirc.backends.nvptx import compile_ptx, cuda_target
 from tirc.driver import lower
 from tirc.frontend import parse
@@ -19,24 +19,12 @@ from tirc.ir.interpreter import Interpreter
 from tirc.ir.print_call import is_print_symbol
 from tirc.runtime.cuda import load_ptx
 
-BRANCHES = """\
-@I.ir_module
-class Module:
-    @R.function(pure=False)
-    def main(x: R.Tensor((2, 3), "float32"), c: R.Tensor((), "bool")):
-        R.print(x, format="x = {}")
-        y = R.add(x, x)
-        _ = R.print(y, R.shape([2, 3]), format=R.str("y = {} of shape {}"))
-        R.print(R.prim_value(T.int64(7)), R.prim_value(T.float32(0.5)))
-        if c:
-            R.print(x)
-            z = R.multiply(y, y)
-        else:
-            z = y
+# The program of tests/passes/graph/test_print.py with a print after the branch's join.
+BRANCHES = PRINT_PROGRAM.replace("        return z\n", """\
         w = R.add(z, z)
         R.print(y, format="y again = {}")
         return w
-"""
+""")
 
 # Every kind of value: scalars of each kind, shapes (empty, bound, of a size), tuples of
 # tensors (nested, and a tuple parameter), an R.Prim parameter, a size expression.

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from frontend_support import round_trip
 from gpu_support import lower
-from graph_support import interpret, run_everywhere
+from graph_support import PRINT_PROGRAM, interpret, run_everywhere
 from tirc.cli.main import cli
 from tirc.frontend import parse, parse_file
 from tirc.ir import CompileError
@@ -20,22 +20,7 @@ from tirc.ir.interpreter.gpu import GPUInterpreter
 from tirc.ir.printer import print_module
 from tirc.runtime import load
 
-PROGRAM = """\
-@I.ir_module
-class Module:
-    @R.function(pure=False)
-    def main(x: R.Tensor((2, 3), "float32"), c: R.Tensor((), "bool")):
-        R.print(x, format="x = {}")
-        y = R.add(x, x)
-        _ = R.print(y, R.shape([2, 3]), format=R.str("y = {} of shape {}"))
-        R.print(R.prim_value(T.int64(7)), R.prim_value(T.float32(0.5)))
-        if c:
-            R.print(x)
-            z = R.multiply(y, y)
-        else:
-            z = y
-        return z
-"""
+PROGRAM = PRINT_PROGRAM
 
 X = np.arange(6, dtype="float32").reshape(2, 3)
 
