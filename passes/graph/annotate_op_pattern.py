@@ -13,8 +13,9 @@ import dataclasses
 import enum
 
 from tirc.ir.attrs import OP_PATTERN
+from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.expr import BinOp, BufferLoad, Cast, IntImm, PrimExpr, Var
+from tirc.ir.expr import BinOp, BufferLoad, Cast, IntImm, PrimExpr, Select, Var
 from tirc.ir.function import PrimFunc
 from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.module import IRModule
@@ -110,6 +111,17 @@ def block_index_pattern(store: BufferStore, iters: set[Var]) -> OpPattern:
     return kind
 
 
+def identity_when_empty(store: BufferStore, iters: set[Var], reduced: set[Buffer]) -> bool:
+    """`out[i] = T.Select(cond, c, acc[i])`, `acc` a reduction's result and `cond` free of the
+    block's variables: how legalize-ops gives a reduction whose domain may be empty its
+    result (passes/graph/kernel.py), still a reduction for fusion."""
+    v = store.value
+    return isinstance(v, Select) and isinstance(v.false_value, BufferLoad) and \
+        v.false_value.buffer in reduced and _is_elemwise(store, v.false_value) and \
+        not _nodes(v.true_value, BufferLoad) and \
+        not any(x in iters for x in _nodes(v.condition, Var))
+
+
 def analyze(func: PrimFunc) -> OpPattern:
     """The fusion kind of a loop function."""
     blocks = _blocks(func)
@@ -117,21 +129,25 @@ def analyze(func: PrimFunc) -> OpPattern:
         return OpPattern.OPAQUE
     params = set(func.buffers)
     kind = OpPattern.ELEMWISE
+    reduced: set[Buffer] = set()
     for block in blocks:
         stores = _nodes(block.body, BufferStore)
         if len(stores) != 1 or _nodes(block.body, BlockRealize):
             return OpPattern.OPAQUE
         store = stores[0]
-        index_kind = block_index_pattern(store, {iv.var for iv in block.iter_vars})
+        iters = {iv.var for iv in block.iter_vars}
+        index_kind = block_index_pattern(store, iters)
         if index_kind != OpPattern.OPAQUE:
             if store.buffer in params and kind == OpPattern.COMM_REDUCE:
-                kind = OpPattern.OUT_EWISE_FUSABLE
+                if not identity_when_empty(store, iters, reduced):
+                    kind = OpPattern.OUT_EWISE_FUSABLE
             else:
                 kind = max(kind, index_kind)
             continue
         if any(iv.kind == IterKind.REDUCE for iv in block.iter_vars):
             kind = max(kind, OpPattern.OUT_EWISE_FUSABLE if is_fma(store)
                        else OpPattern.COMM_REDUCE)
+            reduced.add(store.buffer)
             continue
         return OpPattern.OPAQUE
     return kind

@@ -14,10 +14,12 @@ passed among the call's arguments.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import field
 from typing import Any
 
+from tirc.ir.arith import can_prove
 from tirc.ir.attrs import NOALIAS
 from tirc.ir.buffer import Buffer, BufferRegion, Range
 from tirc.ir.dtype import BOOL, HANDLE, DType
@@ -150,7 +152,26 @@ class Kernel:
 
     def reduce(self, name: str, out: Buffer, extents: Sequence[PrimExpr], combine: str,
                init: PrimExpr, fn: Callable[[Indices, Indices], PrimExpr]) -> None:
-        """`out[i...] = combine over k... of fn(i..., k...)`, starting from `init`."""
+        """`out[i...] = combine over k... of fn(i..., k...)`, starting from `init`. Where an
+        extent may be 0, the reduction writes a temporary and a stage `<name>_or_init` copies
+        it to `out`, or `init` when the domain is empty: the block's init runs at its first
+        reduction point, so it would never run, and an empty sum is still 0 (at every `-O`
+        level; a second block writing `out` would keep the rules from scheduling the
+        reduction, an elementwise epilogue does not)."""
+        maybe_empty = [dim(e) for e in extents if not can_prove(binop("gt", dim(e), ZERO))]
+        if not maybe_empty:
+            self._reduce_into(name, out, extents, combine, init, fn)
+            return
+        acc = self.temp(f"{out.name}_acc", out.shape, out.dtype)
+        self._reduce_into(name, acc, extents, combine, init, fn)
+        empty = functools.reduce(lambda a, b: binop("or", a, b),
+                                 [binop("eq", e, ZERO) for e in maybe_empty])
+        self.compute(f"{name}_or_init", out, lambda i: select(
+            empty, _as(init, out.dtype), BufferLoad(acc, i, acc.dtype)))
+
+    def _reduce_into(self, name: str, out: Buffer, extents: Sequence[PrimExpr], combine: str,
+                     init: PrimExpr, fn: Callable[[Indices, Indices], PrimExpr]) -> None:
+        """The reduction block itself (its init runs at its first reduction point)."""
         s_loops = [Var(f"i{k}", INT64) for k in range(out.ndim)]
         r_loops = [Var(f"k{k}", INT64) for k in range(len(extents))]
         s_vars = [Var(f"v_i{k}", INT64) for k in range(out.ndim)]

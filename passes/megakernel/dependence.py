@@ -343,8 +343,12 @@ def edges(kinds: list[TaskKind]) -> tuple[list[Edge], PrimExpr | None]:
         before.append(reach)
         out.extend(sorted(kept, key=lambda e: e.src))
     in_order: PrimExpr | None = None
+    conds: list[PrimExpr] = []
     for k in sorted(relays):
         empty = binop("le", kinds[k].extent, IntImm(0, kinds[k].extent.dtype))
+        if any(same_expr(empty, c) for c in conds):  # two relays of one size
+            continue
+        conds.append(empty)
         in_order = empty if in_order is None else logical_or(in_order, empty)
     return out, in_order
 

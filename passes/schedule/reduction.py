@@ -34,8 +34,8 @@ from tirc.ir.arith import Analyzer
 from tirc.ir.arith.construct import fold
 from tirc.ir.arith.linear import to_linear
 from tirc.ir.buffer import Buffer, Range
-from tirc.ir.dtype import HANDLE
-from tirc.ir.expr import BinOp, BufferLoad, IntImm, PrimExpr, Var
+from tirc.ir.dtype import BOOL, HANDLE
+from tirc.ir.expr import BinOp, BufferLoad, IntImm, PrimExpr, Var, binop
 from tirc.ir.printer import print_node
 from tirc.ir.stmt import (
     Block,
@@ -171,18 +171,40 @@ def _init_once_by_points(pairs: list[tuple[IterVar, PrimExpr]], loops: list[For]
 
 
 def hoisted_predicate(pred: PrimExpr, dropped: list[For], ivars: list[IterVar],
-                      values: list[PrimExpr], an: Analyzer) -> PrimExpr:
+                      values: list[PrimExpr], an: Analyzer, first_point: bool = True
+                      ) -> PrimExpr:
     """The predicate of a block made from one predicated by `pred` and taken out of the
     loops `dropped` (an init, or rfactor's write-back or seed; iteration variables `ivars`
-    bound to `values`), which feed none of its variables: the conjuncts over them go, as in
-    TVM. A split's tail guard that mixes them with the bindings' loops
+    bound to `values`), which feed none of its variables. The original block ran its init
+    at the first point of those loops, and only if it ran there at all, so the new block
+    runs where that point exists and the predicate held at it:
+    - each dropped loop's extent is positive (a reduction over `n` with n = 0 never ran its
+      init, and the output keeps its value at every level);
+    - a conjunct over dropped loops holds with them at their minimum (`k < n` becomes
+      `0 < n`); one whose loops' minimum is not known there goes, as in TVM.
+    `first_point=False` leaves those two out, for rfactor's seed, which only sets partial
+    states and may run whether or not that point exists.
+    A split's tail guard that mixes them with the bindings' loops
     (`i_0 * 4 + i_1 + i_2 < 10`, `i_2` a unit loop the bindings no longer use) kept those in
     their domains: guards (domain_guards, `an` knowing the loops left) put that bound back
     where it cannot be proven."""
     gone = {x.loop_var for x in dropped}
+    first = {x.loop_var: x.min for x in dropped}
     keep = [c for c in conjuncts(pred) if not uses_any(c, gone)]
     if len(keep) < len(conjuncts(pred)):
         keep += domain_guards(ivars, values, keep, an)
+    keep = [c for c in keep if not (isinstance(c, IntImm) and c.value)]
+    wanted: list[PrimExpr] = []
+    if first_point:
+        wanted += [substitute(c, first) for c in conjuncts(pred) if uses_any(c, gone)]
+        wanted += [binop("gt", x.extent, IntImm(0, x.extent.dtype)) for x in dropped]
+    for cond in wanted:
+        if uses_any(cond, gone):
+            continue
+        with an.scope(), an.constraint(and_all(keep, IntImm(1, BOOL))):
+            if an.can_prove(cond):
+                continue
+        keep.append(an.simplify(cond))
     return and_all(keep, pred)
 
 
@@ -443,7 +465,8 @@ def _seed_nest(s: ScheduleState, blk: Block, br: BlockRealize, red: Any,
     dropped = [x for x in loops[first:] if not any(x is c for c in copied)] + [lp]
     an = Analyzer()
     bind_outer_loops(an, loops[:first] + copied)
-    pred = hoisted_predicate(br.predicate, dropped, ivars[:-1], [v for _, v in spatial], an)
+    pred = hoisted_predicate(br.predicate, dropped, ivars[:-1], [v for _, v in spatial], an,
+                             first_point=False)
     nest: Stmt = BlockRealize(tuple(values), substitute(pred, loop_map), seed_blk,
                               span=br.span)
     for x in reversed(copied):

@@ -305,6 +305,69 @@ def test_rfactor_of_a_guarded_split_compiles_to_the_row_sums(tmp_path: Path, opt
             np.testing.assert_allclose(c, a.sum(axis=1), rtol=1e-5, atol=1e-5)
 
 
+DECOMPOSE_K = '''
+    b = sch.get_block("C")
+    i, k = sch.get_loops(b)
+    init = sch.decompose_reduction(b, k)
+'''
+
+ROWSUM_WHERE = '''
+@T.prim_func
+def rowsum_where(a: T.handle, c: T.handle, n: T.int32):
+    A = T.match_buffer(a, (4, 16), "float32")
+    C = T.match_buffer(c, (4,), "float32")
+    for i, k in T.grid(4, 16):
+        with T.block("C"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            T.where(k < n)
+            with T.init():
+                C[vi] = T.float32(0)
+            C[vi] = C[vi] + A[vi, vk]
+'''
+
+
+def test_an_init_taken_out_of_an_empty_reduction_does_not_run(sched):
+    """With n = 0 the block never runs, so neither does its init and C keeps its values (the
+    interpreter and -O0 agree); the init block taken out of the loop over n runs only where
+    that loop's first point exists: at -O1 and above the default schedule's decomposed init
+    set C to 0."""
+    r = sched(schedule(ROWSUM_N, "rowsum_n", DECOMPOSE_K))
+    out = r.text("rowsum_n")
+    init = out.index('with T.block("C_init")')
+    assert "T.where(n > 0)" in out[init:out.index('with T.block("C_update")')]
+    for n in (0, 3):
+        r.check_same("rowsum_n", sizes={"n": n})
+
+
+def test_an_init_taken_out_keeps_the_predicate_at_the_first_point(sched):
+    """`T.where(k < n)` over k in 0..15: the init ran at k = 0, so only where 0 < n."""
+    r = sched(schedule(ROWSUM_WHERE, "rowsum_where", DECOMPOSE_K))
+    out = r.text("rowsum_where")
+    assert "T.where(0 < n)" in out[out.index('with T.block("C_init")'):]
+    for n in (0, 1, 5, 16):
+        r.check_same("rowsum_where", sizes={"n": n})
+
+
+def test_rfactor_writes_back_only_where_the_reduction_ran(sched):
+    """rfactor's write-back carries the block's init: over n = 0 it must not run either."""
+    r = sched(schedule(ROWSUM_N, "rowsum_n", RFACTOR_GUARDED))
+    for n in (0, 1):
+        r.check_same("rowsum_n", sizes={"n": n})
+
+
+@pytest.mark.parametrize("opt", [0, 1, 2, 3])
+def test_a_reduction_over_nothing_leaves_its_output_at_every_level(tmp_path: Path,
+                                                                   opt: int) -> None:
+    """The unscheduled row sum over n = 0, built at each level (the default schedule
+    decomposes and rfactors it from -O1): C keeps its values, as in the interpreter."""
+    lib = load(build(parse(ROWSUM_N), tmp_path / "rowsum.so", "llvm", opt))
+    for n in (0, 7):
+        a = np.ones((4, n), dtype="float32")
+        c = np.full(4, 7.0, dtype="float32")
+        lib["rowsum_n"](a, c)
+        np.testing.assert_array_equal(c, np.full(4, 7.0 if n == 0 else n))
+
+
 WRAPPED = '''
 @T.prim_func
 def wrapped(A: T.Buffer((4, 8), "float32"), B: T.Buffer((4,), "float32")):
