@@ -6,7 +6,9 @@
   slice in a register, then a tree over shared memory). The blocks that consume the row
   follow in the same GPU block (`reverse_compute_at` under the row loop), spread over the
   threads; for a norm (softmax, layer and RMS norm) these include further reductions, each
-  shared by the threads too, so the whole norm is one kernel.
+  shared by the threads too, so the whole norm is one kernel. A full reduction (to one
+  value) runs in one GPU block, with the scalar blocks that follow it (the identity
+  legalize-ops picks for an empty domain), not with a grid's worth of work.
 - A reduction by columns (the contiguous dimension is spatial): one output per thread over a
   grid, consecutive threads on consecutive columns (coalesced loads), the reduction serial in
   the thread, accumulating in a register (`cache_write` "local"), the epilogue in the thread.
@@ -22,6 +24,7 @@ from tirc.passes.schedule_rules.gpu_nest import cross_thread, grid, spread
 from tirc.passes.schedule_rules.nest import (
     decompose_first,
     loop_kinds,
+    own_count,
     place_epilogue,
     reduce_inner,
 )
@@ -47,10 +50,10 @@ def per_row(sch: TracedSchedule, name: str, reductions: bool) -> list[str]:
         raise ScheduleError(f"rules: block \"{name}\" cannot share its reduction across "
                             f"threads")
     taken = [name]
+    scalar_only = row is None
     if row is None:  # a full reduction still runs in a GPU block: a unit loop on blockIdx
-        unit = sch.call("add_unit_loop", sch.loops(blk)[0], out=["u"])
-        sch.bind(unit, "blockIdx.x")
-        return taken
+        row = sch.call("add_unit_loop", sch.loops(blk)[0], out=["u"])
+        sch.bind(row, "blockIdx.x")
     path = sch.state.loop_path(row, "rules")
     from tirc.passes.schedule.dependence import child_sites
 
@@ -61,6 +64,8 @@ def per_row(sch: TracedSchedule, name: str, reductions: bool) -> list[str]:
             continue
         if later.is_reduction and not reductions:
             break
+        if scalar_only and (later.is_reduction or own_count(later)):
+            break  # a full reduction's block takes scalar epilogues only, not a grid's work
         rv = sch.block(later.name)
         ok, _ = sch.attempt("reverse_compute_at", rv, row)
         if not ok:
