@@ -26,7 +26,9 @@ A block folding several states together (argmax's index and value, a norm's sum 
 squares; the kinds in tuple_reducers.py, as TVM's allreduce over a tuple) gets one `red` and
 one `acc` per state, every step folding all of them with the block's combiner.
 The block's predicate guards the fold (its terms over the reduction loops) and the store (its
-other terms). The loop must sit at block level of its kernel (inside blockIdx and serial loops,
+other terms, and that the block ran at all: its terms over the reduction loops held at their
+first point, which exists; over n = 0 the output keeps its values, as in the interpreter).
+The loop must sit at block level of its kernel (inside blockIdx and serial loops,
 not inside another threadIdx loop), or directly inside a loop bound to another threadIdx axis
 over the block's rows (dlight's GEMV): then every phase runs inside a copy of that row loop and
 each row has its own segment of `red`. The result is the same sum in a different order.
@@ -38,6 +40,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from tirc.ir.analysis.regions import and_all, conjuncts, uses_any
+from tirc.ir.arith import Analyzer
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.dtype import HANDLE
@@ -218,8 +221,9 @@ def lower_loop(loop: For, count: int, outer: For | None = None) -> Stmt:
         starts = [if_then_else(first, v, BufferLoad(b, i, b.dtype))
                   for v, (b, i) in zip(starts, out_at)]
     write = _assign(out_at, red_of.combine(starts, red_loads(zero)), f"{blk.name}_out")
-    if store_terms:
-        write = IfThenElse(and_all(store_terms, br.predicate), write)
+    write_terms = store_terms + _ran_once(fold_terms, loops)
+    if write_terms:
+        write = IfThenElse(and_all(write_terms, br.predicate), write)
     phases.append(barrier(loop.span))
     if all(b.scope.startswith("local") for b in red_of.states):
         # every thread has its own X, and code after the loop (run by every thread) reads
@@ -236,6 +240,24 @@ def lower_loop(loop: For, count: int, outer: For | None = None) -> Stmt:
         out = Allocate(a, out)
     for r in reversed(reds):
         out = Allocate(r, out)
+    return out
+
+
+def _ran_once(fold_terms: list[PrimExpr], loops: list[For]) -> list[PrimExpr]:
+    """What the store of the result needs besides the block's other terms: the block ran at
+    the first point of the thread loop and the loops inside it (its terms over them held with
+    those loops at their minimum, and each loop inside has an iteration), so its init ran. A
+    reduction over n = 0 then leaves its output as the interpreter does, instead of storing
+    the identity."""
+    an = Analyzer()
+    at_min = {x.loop_var: x.min for x in loops}
+    terms = [substitute(c, at_min) for c in fold_terms]
+    terms += [binop("gt", x.extent, IntImm(0, x.extent.dtype)) for x in loops[1:]]
+    out = []
+    for t in terms:
+        t = an.simplify(t)
+        if not (isinstance(t, IntImm) and t.value):
+            out.append(t)
     return out
 
 

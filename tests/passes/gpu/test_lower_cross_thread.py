@@ -76,6 +76,36 @@ def test_reduction_without_a_block_loop_launches_as_one_block() -> None:
         np.testing.assert_allclose(got, [a.astype(np.float64).sum()], rtol=1e-6)
 
 
+# Unscheduled: the GPU default schedule shares each row's reduction over n among threads.
+SUM_OVER_N = """
+@T.prim_func
+def rowsum_n(a: T.handle, c: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (4, n), "float32")
+    C = T.match_buffer(c, (4,), "float32")
+    for i, k in T.grid(4, n):
+        with T.block("C"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                C[vi] = T.float32(0)
+            C[vi] = C[vi] + A[vi, vk]
+"""
+
+
+def test_a_reduction_over_nothing_leaves_its_output_as_the_interpreter_does() -> None:
+    """Over n = 0 the block never runs, nor its init: C keeps its values. The lowered tree
+    stored the identity (0) whatever n was; its store now needs the first point to exist."""
+    mod = parse(SUM_OVER_N)
+    for n in (0, 5, 300):
+        a = np.linspace(-1, 1, 4 * n, dtype=np.float32).reshape(4, n)
+        want = np.full(4, 7.0, np.float32)
+        Interpreter(mod).call("rowsum_n", a, want)
+        for level in (0, 2):
+            got = np.full(4, 7.0, np.float32)
+            check_races(lower(mod, opt_level=level), "rowsum_n", [a, got])
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 # dlight's reduction rule (TVM's adaptive_avg_pool2d scheduled for CUDA): the cross-thread
 # sum goes into a thread-local buffer, and the epilogue after it, outside any threadIdx loop,
 # runs in every thread of the block and reads that thread's own copy.
