@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tirc.ir.analysis.regions import cover, loop_bounds
+from tirc.ir.analysis.regions import and_all, cover, loop_bounds, uses_any
 from tirc.ir.arith import Analyzer
 from tirc.ir.buffer import SCOPES, Buffer, BufferRegion, Range
 from tirc.ir.dtype import BOOL, HANDLE
@@ -25,7 +25,8 @@ from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, const, is_con
 from tirc.ir.stmt import Block, BlockRealize, BufferStore, For, ForKind, IterKind, IterVar, Stmt
 from tirc.ir.structural import structural_equal
 from tirc.ir.visitor import Mutator, post_order_visit, substitute
-from tirc.passes.schedule.dependence import BlockSite, scope_sites
+from tirc.passes.schedule.dependence import BlockSite, bind_outer_loops, scope_sites
+from tirc.passes.schedule.domain_guards import first_point_guards
 from tirc.passes.schedule.scope import (
     add_alloc,
     kid_index,
@@ -36,7 +37,7 @@ from tirc.passes.schedule.scope import (
     unique_buffer_name,
 )
 from tirc.passes.schedule.state import BlockRV, ScheduleError, ScheduleState
-from tirc.passes.schedule.tree import loops_in_scope
+from tirc.passes.schedule.tree import Path, loops_in_scope
 
 CACHE_SCOPES = tuple(sc for sc in SCOPES if sc != "event")
 
@@ -81,8 +82,10 @@ def _union(buf: Buffer, regions: list[BufferRegion], an: Analyzer) -> BufferRegi
     return cover(buf, [r.region for r in regions], {}, an)
 
 
-def copy_stage(name: str, src: Buffer, dst: Buffer, region: BufferRegion) -> Stmt:
-    """A loop nest over `region` with a block `name` doing dst[v] = src[v]."""
+def copy_stage(name: str, src: Buffer, dst: Buffer, region: BufferRegion,
+               predicate: PrimExpr | None = None) -> Stmt:
+    """A loop nest over `region` with a block `name` doing dst[v] = src[v] (where
+    `predicate` holds)."""
     loops: list[tuple[Var, PrimExpr]] = []
     ivars: list[IterVar] = []
     values: list[PrimExpr] = []
@@ -99,7 +102,7 @@ def copy_stage(name: str, src: Buffer, dst: Buffer, region: BufferRegion) -> Stm
     point = tuple(Range(v, IntImm(1, v.dtype)) for v in idx)
     blk = Block(name, tuple(ivars), (BufferRegion(src, point),), (BufferRegion(dst, point),),
                 BufferStore(dst, src.vload(*idx), idx))
-    body: Stmt = BlockRealize(tuple(values), IntImm(1, BOOL), blk)
+    body: Stmt = BlockRealize(tuple(values), predicate or IntImm(1, BOOL), blk)
     for ax, ext in reversed(loops):
         body = For(ax, const(0, ax.dtype), ext, ForKind.SERIAL, body)
     return body
@@ -209,11 +212,29 @@ def cache_write(s: ScheduleState, block: Any, write_buffer_index: Any,
     region = _site_region(me, buf, True, an)
     new = _new_buffer(s, buf, scope)
     name = s.unique_block_name(new.name)
-    stage = copy_stage(name, new, buf, region)
+    stage = copy_stage(name, new, buf, region, _ran(br, path))
     set_scope_kids(s, sp, kids[:pos + 1] + [stage] + kids[pos + 1:], prim)
     s.set_body(_Redirect({blk.name} | {x.name for x in readers}, buf, new).visit(s.body))
     add_alloc(s, scope_block_name(sp), new, prim)
     return s.block_rv(name)
+
+
+def _ran(br: BlockRealize, path: Path) -> PrimExpr | None:
+    """For a reduction, when its copy back may run: where its reduction loops (those feeding
+    none of its spatial variables) reach their first point, so that it ran at all; over
+    n = 0 the cache holds nothing and the output keeps its values. None: always."""
+    if br.block.init is None:
+        return None
+    nest = loops_in_scope(path)
+    spatial = [v for iv, v in zip(br.block.iter_vars, br.iter_values)
+               if iv.kind == IterKind.SPATIAL]
+    reduction = [x for x in nest if not uses_any(spatial, {x.loop_var})]
+    an = Analyzer()
+    bind_outer_loops(an, path)
+    nest_vars = {x.loop_var for x in nest}
+    guards = [g for g in first_point_guards(br.predicate, reduction, [], an)
+              if not uses_any(g, nest_vars)]
+    return and_all(guards, br.predicate) if guards else None
 
 
 def _check_reads_own_writes(prim: str, blk: Block, written: BufferRegion) -> None:

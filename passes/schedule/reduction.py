@@ -34,8 +34,8 @@ from tirc.ir.arith import Analyzer
 from tirc.ir.arith.construct import fold
 from tirc.ir.arith.linear import to_linear
 from tirc.ir.buffer import Buffer, Range
-from tirc.ir.dtype import BOOL, HANDLE
-from tirc.ir.expr import BinOp, BufferLoad, IntImm, PrimExpr, Var, binop
+from tirc.ir.dtype import HANDLE
+from tirc.ir.expr import BinOp, BufferLoad, IntImm, PrimExpr, Var
 from tirc.ir.printer import print_node
 from tirc.ir.stmt import (
     Block,
@@ -50,7 +50,7 @@ from tirc.ir.stmt import (
 from tirc.ir.structural import same_expr
 from tirc.ir.visitor import Mutator, post_order_visit, substitute
 from tirc.passes.schedule.dependence import bind_outer_loops, child_sites, scope_path
-from tirc.passes.schedule.domain_guards import domain_guards
+from tirc.passes.schedule.domain_guards import domain_guards, first_point_guards
 from tirc.passes.schedule.reducers import match_reduction
 from tirc.passes.schedule.scope import add_alloc, scope_block_name, unique_buffer_name
 from tirc.passes.schedule.state import BlockRV, ScheduleError, ScheduleState
@@ -189,22 +189,12 @@ def hoisted_predicate(pred: PrimExpr, dropped: list[For], ivars: list[IterVar],
     their domains: guards (domain_guards, `an` knowing the loops left) put that bound back
     where it cannot be proven."""
     gone = {x.loop_var for x in dropped}
-    first = {x.loop_var: x.min for x in dropped}
     keep = [c for c in conjuncts(pred) if not uses_any(c, gone)]
     if len(keep) < len(conjuncts(pred)):
         keep += domain_guards(ivars, values, keep, an)
     keep = [c for c in keep if not (isinstance(c, IntImm) and c.value)]
-    wanted: list[PrimExpr] = []
     if first_point:
-        wanted += [substitute(c, first) for c in conjuncts(pred) if uses_any(c, gone)]
-        wanted += [binop("gt", x.extent, IntImm(0, x.extent.dtype)) for x in dropped]
-    for cond in wanted:
-        if uses_any(cond, gone):
-            continue
-        with an.scope(), an.constraint(and_all(keep, IntImm(1, BOOL))):
-            if an.can_prove(cond):
-                continue
-        keep.append(an.simplify(cond))
+        keep += first_point_guards(pred, dropped, keep, an)
     return and_all(keep, pred)
 
 

@@ -355,17 +355,51 @@ def test_rfactor_writes_back_only_where_the_reduction_ran(sched):
         r.check_same("rowsum_n", sizes={"n": n})
 
 
+def test_cache_write_of_a_reduction_over_nothing_copies_nothing(sched):
+    """The cache holds nothing over n = 0, so its copy back runs only where the reduction
+    ran (the default schedule of a column sum writes such a cache)."""
+    r = sched(schedule(ROWSUM_N, "rowsum_n", '''
+        b = sch.get_block("C")
+        i, k = sch.get_loops(b)
+        sch.cache_write(b, 0, "local")
+        sch.decompose_reduction(b, k)
+    '''))
+    out = r.text("rowsum_n")
+    copy = out[out.index('with T.block("C_local")'):]
+    assert "T.where(n > 0)" in copy[:copy.index("C[v0] = C_local[v0]")]
+    for n in (0, 3):
+        r.check_same("rowsum_n", sizes={"n": n})
+
+
+COLSUM_N = '''
+@T.prim_func
+def colsum_n(a: T.handle, c: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (n, 32), "float32")
+    C = T.match_buffer(c, (32,), "float32")
+    for j, k in T.grid(32, n):
+        with T.block("C"):
+            vj, vk = T.axis.remap("SR", [j, k])
+            with T.init():
+                C[vj] = T.float32(0)
+            C[vj] = C[vj] + A[vk, vj]
+'''
+
+
 @pytest.mark.parametrize("opt", [0, 1, 2, 3])
 def test_a_reduction_over_nothing_leaves_its_output_at_every_level(tmp_path: Path,
                                                                    opt: int) -> None:
-    """The unscheduled row sum over n = 0, built at each level (the default schedule
-    decomposes and rfactors it from -O1): C keeps its values, as in the interpreter."""
-    lib = load(build(parse(ROWSUM_N), tmp_path / "rowsum.so", "llvm", opt))
-    for n in (0, 7):
-        a = np.ones((4, n), dtype="float32")
-        c = np.full(4, 7.0, dtype="float32")
-        lib["rowsum_n"](a, c)
-        np.testing.assert_array_equal(c, np.full(4, 7.0 if n == 0 else n))
+    """The unscheduled row and column sums over n = 0, built at each level (from -O1 the
+    default schedule rfactors the rows and decomposes them, and gives the columns a cache
+    written back): C keeps its values, as in the interpreter."""
+    for text, name, shape, width in ((ROWSUM_N, "rowsum_n", lambda n: (4, n), 4),
+                                     (COLSUM_N, "colsum_n", lambda n: (n, 32), 32)):
+        lib = load(build(parse(text), tmp_path / f"{name}.so", "llvm", opt))
+        for n in (0, 7):
+            a = np.ones(shape(n), dtype="float32")
+            c = np.full(width, 7.0, dtype="float32")
+            lib[name](a, c)
+            np.testing.assert_array_equal(c, np.full(width, 7.0 if n == 0 else n), err_msg=name)
 
 
 WRAPPED = '''
