@@ -9,6 +9,7 @@ printed with its seed.
     .venv/bin/python scripts/difftest.py --count 2000 --kind schedule  # random @S.schedule
     .venv/bin/python scripts/difftest.py --count 500 --kind schedule --steps 25
     .venv/bin/python scripts/difftest.py --count 200 --kind calls  # kernels a graph calls
+    .venv/bin/python scripts/difftest.py --count 500 --kind empty  # loop programs, sizes 0
     .venv/bin/python scripts/difftest.py --show loop 28           # print the program of a seed
     python scripts/difftest.py --cuda sm_90 --count 500           # PTX on a real GPU instead
 
@@ -34,7 +35,7 @@ from difftest.expr_programs import expr_case  # noqa: E402
 from difftest.graph_calls import calls_case, calls_module  # noqa: E402
 from difftest.graph_programs import graph_case  # noqa: E402
 from difftest.harness import Build, Checker, Finding, Program, Report  # noqa: E402
-from difftest.loop_programs import loop_case  # noqa: E402
+from difftest.loop_programs import empty_loop_case, loop_case  # noqa: E402
 from difftest.schedule_programs import random_schedule_case  # noqa: E402
 from tirc.ir import IRModule  # noqa: E402
 
@@ -47,6 +48,7 @@ GRAPH_BUILDS = [Build(0), Build(1), Build(2), Build(3), Build(2, "static"),
                 Build(2, "dynamic"), Build(2, bounds_check=True), Build(2, gpu=True)]
 KINDS = {
     "loop": (loop_case, LOOP_BUILDS, B.interpret_loop, B.run_loop, B.loop_labels, 100),
+    "empty": (empty_loop_case, LOOP_BUILDS, B.interpret_loop, B.run_loop, B.loop_labels, 100),
     "graph": (graph_case, GRAPH_BUILDS, B.interpret_graph, B.run_graph, B.graph_labels, 40),
     "calls": (calls_case, GRAPH_BUILDS, B.interpret_graph, B.run_graph, B.graph_labels, 40),
     "expr": (expr_case, LOOP_BUILDS, B.interpret_loop, B.run_loop, B.loop_labels, 100),
@@ -61,7 +63,7 @@ def programs(kind: str, chunk: range) -> tuple[list[Program], list[Finding]]:
     and a finding for each primitive that failed with an internal error, not a diagnostic."""
     make = KINDS[kind][0]
     if kind != "schedule":
-        return [make(seed) for seed in chunk], []
+        return [p for p in (make(seed) for seed in chunk) if p is not None], []
     cases = [random_schedule_case(seed, STEPS["steps"]) for seed in chunk]
     found = [Finding(c.program.seed, "schedule", "internal-error", e.strip()[-300:])
              for c in cases for e in c.internal]
@@ -139,9 +141,11 @@ def table(reports: dict[str, Report]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=1000, help="programs in all (default 1000)")
-    ap.add_argument("--kind", choices=("both", "loop", "graph", "expr", "schedule", "calls"),
+    ap.add_argument("--kind", choices=("both", "loop", "empty", "graph", "expr", "schedule",
+                                       "calls"),
                     default="both",
-                    help="both: loop and graph functions; expr: scalar expressions in every "
+                    help="both: loop and graph functions; empty: the loop functions with "
+                         "symbolic sizes, run with every size 0; expr: scalar expressions in every "
                          "dtype (tests/difftest/expr_programs.py); schedule: random "
                          "schedules of random loop functions "
                          "(tests/difftest/schedule_programs.py); calls: graph functions "

@@ -28,6 +28,7 @@ program.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass, field
 
@@ -667,3 +668,19 @@ def loop_case(seed: int) -> Program:
     prog = random_loop_program(seed)
     return Program(seed, prog.func.name, prog.func, loop_args(prog.func, prog.sizes),
                    prog.outputs, helpers=prog.helpers)
+
+
+def empty_loop_case(seed: int) -> Program | None:
+    """The program of `seed` with every symbolic size 0: its loops over them are empty, so
+    reductions over them never run their init, and every level must leave what they would
+    have written as the interpreter leaves it. A temporary such a reduction never writes
+    holds undefined values (NaN in the interpreter, anything compiled), which later stages
+    read: a NaN the interpreter gives matches anything. None for a program without symbolic
+    sizes."""
+    prog = random_loop_program(seed)
+    if not prog.sizes:
+        return None
+    zero = dict.fromkeys(prog.sizes, 0)
+    outputs = {k: dataclasses.replace(v, undefined_nan=True) for k, v in prog.outputs.items()}
+    return Program(seed, prog.func.name, prog.func, loop_args(prog.func, zero), outputs,
+                   helpers=prog.helpers)

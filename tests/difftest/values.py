@@ -29,6 +29,8 @@ class Info:
     mag: float
     frac: int = 0
     rounded: bool = False
+    # a NaN in the reference is an undefined value (a temporary nothing wrote), not a result
+    undefined_nan: bool = False
 
     @property
     def exact(self) -> bool:
