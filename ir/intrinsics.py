@@ -159,6 +159,15 @@ FMA = _declare("fma", ("float", "float", "float"), "operand", NAMED, "math",
 MATH_INTRINSICS: dict[str, int] = {n: i.arity for n, i in INTRINSICS.items()
                                    if i.interpreted == "math"}
 
+# The math a CPU computes one lane at a time: libm functions, which no vector math library
+# replaces (LLVM scalarizes a vector `llvm.exp` into an `expf` call per lane, extracting and
+# inserting the lanes and spilling vectors around each call). `T.fast_exp` is vector code.
+PER_LANE_MATH = frozenset({
+    "exp", "exp2", "log", "log2", "log10", "tanh", "sigmoid", "erf", "sin", "cos", "pow",
+    "log1p", "exp10", "tan", "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh",
+    "atanh", "atan2", "hypot", "nextafter",
+})
+
 # ---- values -----------------------------------------------------------------------------
 
 IF_THEN_ELSE = _declare("if_then_else", ("bool", "any", "any"), "operand", NAMED, "select",

@@ -42,8 +42,20 @@ from __future__ import annotations
 from typing import Any
 
 from tirc.ir.arith import construct
-from tirc.ir.expr import BinOp, BufferLoad, Cast, IRTypeError, PrimExpr, Var, binop, cast, const
+from tirc.ir.expr import (
+    BinOp,
+    BufferLoad,
+    Call,
+    Cast,
+    IRTypeError,
+    PrimExpr,
+    Var,
+    binop,
+    cast,
+    const,
+)
 from tirc.ir.function import PrimFunc
+from tirc.ir.intrinsics import PER_LANE_MATH
 from tirc.ir.lean_dataclass import dataclass
 from tirc.ir.loop_jumps import contains_loop_jump
 from tirc.ir.module import IRModule
@@ -85,6 +97,14 @@ def _nonneg(e: PrimExpr, size_vars: set[Var]) -> bool:
     return False
 
 
+def _per_lane_math(body: Stmt) -> list[str]:
+    """The math calls in `body` that a CPU computes one lane at a time (PER_LANE_MATH)."""
+    found: set[str] = set()
+    post_order_visit(body, lambda n: found.add(n.op) if isinstance(n, Call) and
+                     n.op in PER_LANE_MATH else None)
+    return sorted(found)
+
+
 @dataclass
 class _LoopVectorizer(Mutator):
     """Vectorizes every vectorized loop of one function, innermost first."""
@@ -94,6 +114,7 @@ class _LoopVectorizer(Mutator):
     max_lanes: int | None
     target_bits: int | None
     size_vars: set[Var]
+    cpu: bool
 
     def lanes_limit(self, body: Stmt) -> int:
         if self.max_lanes is not None:
@@ -109,6 +130,12 @@ class _LoopVectorizer(Mutator):
         if contains_loop_jump(loop.body):
             self.ctx.note(f"vectorize: loop {loop.loop_var.name} in {self.func_name} left "
                           "scalar: its body breaks or continues a loop")
+            return loop.replace(kind=ForKind.SERIAL)
+        per_lane = _per_lane_math(loop.body) if self.cpu else []
+        if per_lane:
+            self.ctx.note(f"vectorize: loop {loop.loop_var.name} in {self.func_name} left "
+                          f"scalar: {', '.join(per_lane)} run one lane at a time on the CPU "
+                          f"(libm), and vector code around them only adds lane moves")
             return loop.replace(kind=ForKind.SERIAL)
         try:
             return self.vectorize(loop)
@@ -198,7 +225,8 @@ class Vectorize(PrimFuncPass):
 
     def transform(self, func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
         size_vars = {v for b in func.buffer_map.values() for v in used_vars(b.shape)}
+        cpu = getattr(ctx.target, "kind", "llvm") == "llvm"
         vectorizer = _LoopVectorizer(ctx, func.name, self.max_lanes,
-                                     target_vector_bits(ctx.target), size_vars)
+                                     target_vector_bits(ctx.target), size_vars, cpu)
         body = vectorizer.visit(func.body)
         return func if body is func.body else func.replace(body=body)  # type: ignore[return-value]
