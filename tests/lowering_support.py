@@ -182,3 +182,19 @@ def assert_same_results(before: IRModule, after: IRModule, name: str,
 
 def same_ir(a: Any, b: Any) -> bool:
     return structural_equal(a, b)
+
+
+# A row sum over a symbolic n (0 makes its reduction empty: schedule, GPU and level tests).
+ROWSUM_N = '''
+@T.prim_func
+def rowsum_n(a: T.handle, c: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (4, n), "float32")
+    C = T.match_buffer(c, (4,), "float32")
+    for i, k in T.grid(4, n):
+        with T.block("C"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                C[vi] = T.float32(0)
+            C[vi] = C[vi] + A[vi, vk]
+'''

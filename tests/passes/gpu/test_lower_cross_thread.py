@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gpu_support import lower
+from lowering_support import ROWSUM_N
 from tirc.frontend import parse
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.interpreter import Interpreter
@@ -76,26 +77,10 @@ def test_reduction_without_a_block_loop_launches_as_one_block() -> None:
         np.testing.assert_allclose(got, [a.astype(np.float64).sum()], rtol=1e-6)
 
 
-# Unscheduled: the GPU default schedule shares each row's reduction over n among threads.
-SUM_OVER_N = """
-@T.prim_func
-def rowsum_n(a: T.handle, c: T.handle):
-    n = T.int32()
-    A = T.match_buffer(a, (4, n), "float32")
-    C = T.match_buffer(c, (4,), "float32")
-    for i, k in T.grid(4, n):
-        with T.block("C"):
-            vi, vk = T.axis.remap("SR", [i, k])
-            with T.init():
-                C[vi] = T.float32(0)
-            C[vi] = C[vi] + A[vi, vk]
-"""
-
-
 def test_a_reduction_over_nothing_leaves_its_output_as_the_interpreter_does() -> None:
     """Over n = 0 the block never runs, nor its init: C keeps its values. The lowered tree
     stored the identity (0) whatever n was; its store now needs the first point to exist."""
-    mod = parse(SUM_OVER_N)
+    mod = parse(ROWSUM_N)  # the GPU default schedule shares each row's sum among threads
     for n in (0, 5, 300):
         a = np.linspace(-1, 1, 4 * n, dtype=np.float32).reshape(4, n)
         want = np.full(4, 7.0, np.float32)

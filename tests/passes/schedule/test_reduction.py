@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from lowering_support import ROWSUM_N
 from tirc.driver import build
 from tirc.frontend import parse
 from tirc.runtime import load
@@ -254,20 +255,6 @@ def test_an_update_that_reads_another_element_is_no_reduction(sched_error):
     '''))
     assert 'error: rfactor: block "C" is not a reduction' in msg
 
-
-ROWSUM_N = '''
-@T.prim_func
-def rowsum_n(a: T.handle, c: T.handle):
-    n = T.int32()
-    A = T.match_buffer(a, (4, n), "float32")
-    C = T.match_buffer(c, (4,), "float32")
-    for i, k in T.grid(4, n):
-        with T.block("C"):
-            vi, vk = T.axis.remap("SR", [i, k])
-            with T.init():
-                C[vi] = T.float32(0)
-            C[vi] = C[vi] + A[vi, vk]
-'''
 
 RFACTOR_GUARDED = '''
     b = sch.get_block("C")
