@@ -43,7 +43,7 @@ from tirc.ir.analysis.regions import and_all, conjuncts, uses_any
 from tirc.ir.arith import Analyzer
 from tirc.ir.buffer import Buffer
 from tirc.ir.diagnostics import CompileError
-from tirc.ir.dtype import HANDLE
+from tirc.ir.dtype import BOOL, HANDLE
 from tirc.ir.expr import BufferLoad, IntImm, PrimExpr, Var, binop, const, if_then_else
 from tirc.ir.function import PrimFunc
 from tirc.ir.gpu.threads import barrier, is_block_tag, is_thread_loop
@@ -67,6 +67,7 @@ from tirc.ir.visitor import Mutator, substitute
 from tirc.passes.gpu.tuple_reducers import TupleReduction, match_tuple_reduction
 from tirc.passes.pass_base import PassContext, PrimFuncPass
 from tirc.passes.schedule.cross_thread import feeds_reduction
+from tirc.passes.schedule.domain_guards import first_point_guards
 from tirc.passes.schedule.reducers import binary_identity as identity
 from tirc.passes.schedule.reduction import reduction_pattern
 from tirc.passes.schedule.state import ScheduleError
@@ -221,7 +222,11 @@ def lower_loop(loop: For, count: int, outer: For | None = None) -> Stmt:
         starts = [if_then_else(first, v, BufferLoad(b, i, b.dtype))
                   for v, (b, i) in zip(starts, out_at)]
     write = _assign(out_at, red_of.combine(starts, red_loads(zero)), f"{blk.name}_out")
-    write_terms = store_terms + _ran_once(fold_terms, loops)
+    # the result is stored only where the block ran at the first point of the thread loop and
+    # the loops inside it (so its init ran): over n = 0 the output keeps its values, as the
+    # interpreter leaves them, instead of the identity
+    ran = first_point_guards(and_all(fold_terms, IntImm(1, BOOL)), loops, [], Analyzer())
+    write_terms = store_terms + ran
     if write_terms:
         write = IfThenElse(and_all(write_terms, br.predicate), write)
     phases.append(barrier(loop.span))
@@ -240,24 +245,6 @@ def lower_loop(loop: For, count: int, outer: For | None = None) -> Stmt:
         out = Allocate(a, out)
     for r in reversed(reds):
         out = Allocate(r, out)
-    return out
-
-
-def _ran_once(fold_terms: list[PrimExpr], loops: list[For]) -> list[PrimExpr]:
-    """What the store of the result needs besides the block's other terms: the block ran at
-    the first point of the thread loop and the loops inside it (its terms over them held with
-    those loops at their minimum, and each loop inside has an iteration), so its init ran. A
-    reduction over n = 0 then leaves its output as the interpreter does, instead of storing
-    the identity."""
-    an = Analyzer()
-    at_min = {x.loop_var: x.min for x in loops}
-    terms = [substitute(c, at_min) for c in fold_terms]
-    terms += [binop("gt", x.extent, IntImm(0, x.extent.dtype)) for x in loops[1:]]
-    out = []
-    for t in terms:
-        t = an.simplify(t)
-        if not (isinstance(t, IntImm) and t.value):
-            out.append(t)
     return out
 
 
