@@ -38,6 +38,19 @@ def batch_mm(A: T.Buffer((3, 20, 16), "float32"), B: T.Buffer((3, 16, 24), "floa
 
 
 @T.prim_func
+def matmul_k(a: T.handle, b: T.handle, C: T.Buffer((24, 40), "float32")):
+    k = T.int64()
+    A = T.match_buffer(a, (24, k), "float32")
+    B = T.match_buffer(b, (k, 40), "float32")
+    for i, j, r in T.grid(24, 40, k):
+        with T.block("C"):
+            vi, vj, vr = T.axis.remap("SSR", [i, j, r])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vr] * B[vr, vj]
+
+
+@T.prim_func
 def gemv_cols(x: T.Buffer((1, 64), "float32"), W: T.Buffer((64, 96), "float32"),
               y: T.Buffer((1, 96), "float32")):
     for i, j, k in T.grid(1, 96, 64):
@@ -163,6 +176,7 @@ class Case:
 CASES = [
     Case("matmul_bias", ("matmul", "M"), ("gpu-matmul", "M"), {"n": 11}),
     Case("batch_mm", ("matmul", "C"), ("gpu-matmul", "C")),
+    Case("matmul_k", ("matmul", "C"), ("gpu-matmul", "C"), {"k": 13}),
     Case("gemv_cols", ("matvec", "y"), ("gpu-matvec", "y")),
     Case("gemv_rows", ("matvec", "y"), ("gpu-matvec", "y")),
     Case("softmax", ("norm", "mx"), ("gpu-norm", "mx"), {"m": 3}),

@@ -119,7 +119,7 @@ def _mixed_radix(pairs: list[tuple[IterVar, PrimExpr]], br: BlockRealize,
         lin = to_linear(value)
         offset = lin.const
         stride: int | None = 1
-        for atom, coef in sorted(lin.terms.items(), key=lambda t: t[1]):
+        for atom, coef in sorted(lin.terms.items(), key=lambda t: (t[1], not _unit(loops, t[0]))):
             loop = loops.get(atom)  # type: ignore[call-overload]
             if loop is None or atom in taken or not isinstance(loop.min, IntImm) or \
                     stride is None or coef != stride:
@@ -131,6 +131,13 @@ def _mixed_radix(pairs: list[tuple[IterVar, PrimExpr]], br: BlockRealize,
             return False
     return all(_bounds_from_above(c, taken) for c in conjuncts(br.predicate)
                if uses_any(c, taken))
+
+
+def _unit(loops: dict[Var, For], atom: object) -> bool:
+    """The loop of `atom` runs once: ordered before the other loops of the same stride, so
+    `k_0 + k_1` with k_1 of extent 1 (a split by 1) reads as mixed radix whatever k_0's."""
+    loop = loops.get(atom)  # type: ignore[call-overload]
+    return loop is not None and isinstance(loop.extent, IntImm) and loop.extent.value == 1
 
 
 def _bounds_from_above(c: PrimExpr, loops: set[Var]) -> bool:

@@ -449,6 +449,20 @@ def test_a_split_and_a_fused_binding_still_decompose(sched):
     points.check_same("rowsum")
 
 
+def test_a_symbolic_reduction_split_by_one_decomposes(sched):
+    """`k_0 + k_1` with k_1 of extent 1 and k_0 of extent n is still one pass over k (the
+    matmul rule's `unroll_k` of 1 on a symbolic K splits so): the init moves out of k_0."""
+    r = sched(schedule(ROWSUM_N, "rowsum_n", '''
+        b = sch.get_block("C")
+        i, k = sch.get_loops(b)
+        k0, k1 = sch.split(k, factors=[None, 1])
+        init = sch.decompose_reduction(b, k0)
+    '''))
+    assert 'T.block("C_init")' in r.text("rowsum_n")
+    for n in (0, 1, 9):
+        r.check_same("rowsum_n", sizes={"n": n})
+
+
 @pytest.mark.parametrize("opt", [0, 3])
 def test_the_default_schedule_keeps_an_init_that_runs_again(tmp_path: Path, opt: int) -> None:
     lib = load(build(parse(WRAPPED), tmp_path / "wrapped.so", "llvm", opt))
