@@ -40,6 +40,8 @@ from tirc.backends.nvptx.address_space import SHARED, sreg_intrinsic
 from tirc.backends.nvptx.events import OPS as EVENT_OPS
 from tirc.backends.nvptx.events import emit_gpu_event
 from tirc.backends.nvptx.math import FLOAT_MATH, emit_float_math
+from tirc.backends.nvptx.warp import OPS as WARP_OPS
+from tirc.backends.nvptx.warp import emit_warp
 from tirc.ir import intrinsics as intrin
 from tirc.ir.analysis.storage import storage_size
 from tirc.ir.arith import construct
@@ -224,6 +226,8 @@ class KernelCodegen(BuiltinCalls, SearchCalls, StmtCodegen):
     def expr_Call(self, e: Call) -> ir.Value:
         if e.op in EVENT_OPS:
             return emit_gpu_event(self, e)
+        if e.op in WARP_OPS:
+            return emit_warp(self, e)
         if e.op in FLOAT_MATH and e.dtype.is_float:
             args = [self.expr_as(a, e.dtype) for a in e.args]
             out = emit_float_math(self.ctx, self.b, e.op, args)
