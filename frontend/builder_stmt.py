@@ -652,6 +652,13 @@ class LoopBuilder:
         launch = self.thread_extent_attr(call)
         if launch is not None:
             return launch(self.body(s.body))
+        if call.args and S.call_name(call.args[0]) == "T.comm_reducer":
+            from tirc.frontend.allreduce import reducer_attr
+
+            # TVM's lowered reduction keeps `with T.attr(T.comm_reducer(...), "reduce_scope",
+            # ...)` around its warp shuffles: the reducer for an allreduce in the body, else
+            # nothing
+            return reducer_attr(self, call)(self.body(s.body))
         node, key, value = self.attr_parts(call)
         return AttrStmt(node, key, value, self.body(s.body), span=s.span)
 

@@ -59,6 +59,25 @@ def test_max_over_two_axes_where_the_condition_holds() -> None:
     np.testing.assert_allclose(out, want, rtol=1e-6)
 
 
+def test_the_with_form_of_the_reducer_attribute() -> None:
+    """`with T.attr(T.comm_reducer(...), "reduce_scope", ...):` over the allreduce, as TVM
+    prints it too, means the same."""
+    with_form = KERNEL.replace(
+        'T.attr(T.comm_reducer(REDUCER, [IDENTITY]), "reduce_scope", 0)\n',
+        'with T.attr(T.comm_reducer(REDUCER, [IDENTITY]), "reduce_scope", '
+        'T.reinterpret("handle", T.uint64(0))):\n    ')
+    assert with_form != KERNEL
+    a = np.random.default_rng(0).standard_normal((2, 4, 24)).astype(np.float32)
+    outs = []
+    for src in (KERNEL, with_form):
+        src = src.replace("REDUCER", "lambda x, y: x + y").replace("IDENTITY", "T.float32(0)")
+        out = np.zeros_like(a)
+        GPUInterpreter(lower(parse(src.replace("COND", "T.bool(True)").replace(
+            "THREADS", "tx")))).call("f", a, out)
+        outs.append(out)
+    np.testing.assert_array_equal(outs[1], outs[0])
+
+
 def test_it_assembles() -> None:
     from tirc.driver import compile_ptx
 
