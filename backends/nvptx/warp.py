@@ -18,23 +18,21 @@ from llvmlite import ir
 from tirc.backends.llvm.types import I32
 from tirc.ir.diagnostics import CompileError
 from tirc.ir.expr import Call, IntImm
+from tirc.ir.gpu.threads import (
+    WARP_ACTIVEMASK,
+    WARP_SHUFFLES,
+    WARP_SIZE,
+    shfl_clamp_low_bits,
+    width_ok,
+)
 
 I64 = ir.IntType(64)
-WARP_SIZE = 32
-# TVM's op -> the shfl.sync mode and whether its clamp keeps the low bits (all but `up`).
-MODES = {
-    "tvm_warp_shuffle": ("idx", True),
-    "tvm_warp_shuffle_up": ("up", False),
-    "tvm_warp_shuffle_down": ("down", True),
-    "tvm_warp_shuffle_xor": ("bfly", True),
-}
-ACTIVEMASK = "tvm_warp_activemask"
-OPS = (*MODES, ACTIVEMASK)
+OPS = (*WARP_SHUFFLES, WARP_ACTIVEMASK)
 
 
 def emit_warp(cg: Any, e: Call) -> ir.Value:
     """Code for one of OPS in a kernel; `cg` is the kernel code generator."""
-    if e.op == ACTIVEMASK:
+    if e.op == WARP_ACTIVEMASK:
         fn = cg.ctx.declare("llvm.nvvm.activemask", ir.FunctionType(I32, []))
         return cg.b.call(fn, [])
     if len(e.args) != 5:
@@ -47,18 +45,16 @@ def emit_warp(cg: Any, e: Call) -> ir.Value:
     if value_e.dtype.lanes != 1:
         raise CompileError(f"codegen: T.{e.op} of a vector value ({value_e.dtype}) is not "
                            "supported; shuffle each lane", e.span)
-    if isinstance(width_e, IntImm) and not (
-            0 < width_e.value <= WARP_SIZE and width_e.value & (width_e.value - 1) == 0):
+    if isinstance(width_e, IntImm) and not width_ok(width_e.value):
         raise CompileError(f"codegen: T.{e.op}: width {width_e.value} is not a power of two "
                            f"from 1 to {WARP_SIZE}", e.span)
-    mode, low_bits = MODES[e.op]
+    mode = WARP_SHUFFLES[e.op]
     b = cg.b
     mask = _as_i32(b, cg.expr(mask_e))
     lane = _as_i32(b, cg.expr(lane_e))
     clamp = b.shl(b.sub(ir.Constant(I32, WARP_SIZE), _as_i32(b, cg.expr(width_e))),
                   ir.Constant(I32, 8))
-    if low_bits:
-        clamp = b.or_(clamp, ir.Constant(I32, 0x1F))
+    clamp = b.or_(clamp, ir.Constant(I32, shfl_clamp_low_bits(mode)))
     fn = cg.ctx.declare(f"llvm.nvvm.shfl.sync.{mode}.i32",
                         ir.FunctionType(I32, [I32, I32, I32, I32]))
 

@@ -39,6 +39,24 @@ VTHREAD_TAGS = ("vthread", "vthread.x", "vthread.y", "vthread.z")
 # Storage scopes that live on the device only, one copy per block (shared) or thread (local).
 DEVICE_SCOPES = ("shared", "shared.dyn", "local", "warp")
 
+WARP_SIZE = 32  # the lanes of an NVIDIA warp
+# TVM's warp shuffles by the PTX `shfl.sync` mode each is (CUDA's __shfl*_sync), and TVM's
+# activemask: the calls where a warp's threads meet.
+WARP_SHUFFLES = {"tvm_warp_shuffle": "idx", "tvm_warp_shuffle_up": "up",
+                 "tvm_warp_shuffle_down": "down", "tvm_warp_shuffle_xor": "bfly"}
+WARP_ACTIVEMASK = "tvm_warp_activemask"
+
+
+def width_ok(width: int) -> bool:
+    """A shuffle's width cuts the warp into segments: a power of two from 1 to 32."""
+    return 0 < width <= WARP_SIZE and width & (width - 1) == 0
+
+
+def shfl_clamp_low_bits(mode: str) -> int:
+    """The low bits of `shfl.sync`'s c operand, `((32 - width) << 8) | these`, as CUDA's
+    __shfl*_sync sets them: the segment's last lane, except for `up` (its first)."""
+    return 0 if mode == "up" else WARP_SIZE - 1
+
 
 def is_thread_loop(s: Any) -> bool:
     """A loop bound to a GPU index (`T.thread_binding`)."""

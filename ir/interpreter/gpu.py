@@ -45,7 +45,14 @@ import numpy as np
 from tirc.ir import intrinsics as intrin
 from tirc.ir.expr import Call, StringImm
 from tirc.ir.function import PrimFunc
-from tirc.ir.gpu.threads import BLOCK_TAGS, THREAD_TAGS, is_barrier
+from tirc.ir.gpu.threads import (
+    BLOCK_TAGS,
+    THREAD_TAGS,
+    WARP_ACTIVEMASK,
+    WARP_SIZE,
+    is_barrier,
+    width_ok,
+)
 from tirc.ir.interpreter.prim_func import DEFAULT_MAX_WHILE, CompiledPrimFunc
 from tirc.ir.interpreter.stmt import Run, StmtCompiler
 from tirc.ir.interpreter.values import (
@@ -58,8 +65,6 @@ from tirc.ir.interpreter.values import (
 )
 from tirc.ir.interpreter.warp import (
     FULL_MASK,
-    WARP_ACTIVEMASK,
-    WARP_SIZE,
     BlockState,
     HoistWarpCalls,
     WarpOffer,
@@ -315,7 +320,7 @@ class SpmdCompiler(StmtCompiler):
             if size != WARP_SIZE:
                 raise InterpreterError(f"{where}: warp size {size}; CUDA's warps have "
                                        f"{WARP_SIZE} threads", span)
-            if width < 1 or width > WARP_SIZE or width & (width - 1):
+            if not width_ok(width):
                 raise InterpreterError(f"{where}: width {width} is not a power of two from 1 "
                                        f"to {WARP_SIZE}", span)
             return WarpOffer(site, op, span, int(fmask(env)) & FULL_MASK, fvalue(env),

@@ -18,17 +18,18 @@ from typing import Any
 
 from tirc.ir import intrinsics as intrin
 from tirc.ir.expr import Call, PrimExpr, Var
+from tirc.ir.gpu.threads import (
+    WARP_ACTIVEMASK,
+    WARP_SHUFFLES,
+    WARP_SIZE,
+    shfl_clamp_low_bits,
+)
 from tirc.ir.interpreter.values import InterpreterError
 from tirc.ir.node import Node, replace_fields
 from tirc.ir.span import Span
 from tirc.ir.stmt import BufferStore, Evaluate, For, IfThenElse, LetStmt, Stmt
 from tirc.ir.visitor import Mutator, any_node, children, post_order_visit
 
-# TVM's warp shuffles by the PTX `shfl.sync` mode each is; TVM's activemask.
-WARP_SHUFFLES = {"tvm_warp_shuffle": "idx", "tvm_warp_shuffle_up": "up",
-                 "tvm_warp_shuffle_down": "down", "tvm_warp_shuffle_xor": "bfly"}
-WARP_ACTIVEMASK = "tvm_warp_activemask"
-WARP_SIZE = 32
 FULL_MASK = (1 << WARP_SIZE) - 1
 
 
@@ -48,7 +49,6 @@ class WarpOffer:
     def where(self) -> str:
         """`T.op` and its place, for messages."""
         return f"T.{self.op}" + (f" at {self.span}" if self.span is not None else "")
-
 
 
 def is_warp_call(n: Any) -> bool:
@@ -135,7 +135,7 @@ def _mask_lanes(mask: int) -> list[int]:
 def _source_lane(mode: str, lane: int, b: int, width: int) -> int:
     """The lane whose value a `shfl.sync` of `mode` gives `lane` (PTX's rule: a source
     outside the lane's segment of `width` lanes gives the lane its own value)."""
-    c = (WARP_SIZE - width) << 8 | (0 if mode == "up" else 0x1F)
+    c = (WARP_SIZE - width) << 8 | shfl_clamp_low_bits(mode)
     segmask, cval, b = (c >> 8) & 0x1F, c & 0x1F, b & 0x1F
     max_lane = (lane & segmask) | (cval & ~segmask & 0x1F)
     if mode == "up":
