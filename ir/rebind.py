@@ -23,6 +23,11 @@ class _Rebinder(Mutator):
 
     def __init__(self, mapping: dict[Any, Any], fresh: bool) -> None:
         self.mapping: dict[Any, Any] = dict(mapping)
+        # a mapped buffer's storage handle follows it where the body uses it alone
+        # (`T.call_prim(f, A.data, ...)`, a view `T.Buffer(..., data=A.data)`)
+        for old, new in mapping.items():
+            if isinstance(old, Buffer) and isinstance(new, Buffer):
+                self.mapping.setdefault(old.data, new.data)
         self.fresh = fresh
 
     def visit(self, n: Any) -> Any:

@@ -211,8 +211,6 @@ def _inline_call(kernel: Kernel, call: GCall, actual: list[Buffer], mod: IRModul
     if len(call.args) > 2 and isinstance(call.args[2], ShapeExpr):
         tir_vars += list(kernel.dims(call.args[2].values))
     mapping: dict[Any, Any] = dict(zip(callee.buffers, actual))
-    # a body may use a parameter's storage handle alone (`T.call_prim(f, A.data, ...)`)
-    mapping.update({b.data: a.data for b, a in zip(callee.buffers, actual)})
     mapping.update(shape_var_bindings(callee.buffers, [a.shape for a in actual],
                                       dict(zip(scalars, tir_vars))))
     root = fresh_copy(callee.body, mapping)
